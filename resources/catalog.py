@@ -1,0 +1,353 @@
+"""Seed-database catalog: inspect SQLite/DuckDB files and keep a registry of them.
+
+* :func:`inspect_database` reads tables, columns, types, primary/foreign keys and row counts of
+  one file and renders the prompt context ABISS §4.1 uses (each table's DDL followed by five
+  sample rows).
+* :func:`discover` walks a folder in the BIRD/Spider layout ``<root>/<db_id>/<db_id>.sqlite``
+  (plus any ``*.sqlite``/``*.db``/``*.duckdb`` file below it); broken files are returned as
+  :class:`SkippedDatabase` with a reason, never raised.
+* :class:`Catalog` persists ``db_id -> path`` in ``$QUANDARY_HOME/catalog.json``; every entry is
+  one dynamic partition of the Dagster assets.
+
+Plain Python, no Dagster import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pipelines.paths import quandary_home
+from resources.sql_executor import (
+    DUCKDB_SUFFIXES,
+    SQLITE_SUFFIXES,
+    engine_of,
+    open_duckdb_readonly,
+    open_sqlite_readonly,
+)
+
+SAMPLE_ROWS = 5
+_DB_ID_RE = re.compile(r"[^A-Za-z0-9_]+")
+
+
+class BadDatabaseError(Exception):
+    """The file is not a usable database (not a database, empty, unreadable)."""
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: str
+    not_null: bool = False
+    primary_key: bool = False
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    column: str
+    ref_table: str
+    ref_column: str
+
+
+@dataclass
+class TableInfo:
+    name: str
+    columns: list[ColumnInfo]
+    primary_key: list[str]
+    foreign_keys: list[ForeignKey]
+    row_count: int
+    ddl: str
+    sample_columns: list[str] = field(default_factory=list)
+    sample_rows: list[tuple] = field(default_factory=list)
+
+    def column(self, name: str) -> ColumnInfo | None:
+        return next((c for c in self.columns if c.name.lower() == name.lower()), None)
+
+
+@dataclass
+class DatabaseInfo:
+    db_id: str
+    path: str
+    engine: str
+    tables: list[TableInfo]
+    size_bytes: int
+    sha256: str
+
+    def table(self, name: str) -> TableInfo | None:
+        return next((t for t in self.tables if t.name.lower() == name.lower()), None)
+
+    @property
+    def total_rows(self) -> int:
+        return sum(t.row_count for t in self.tables)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SkippedDatabase:
+    path: str
+    reason: str
+
+
+def sanitize_db_id(name: str) -> str:
+    """Dagster partition keys must be simple: keep letters, digits and underscores."""
+    cleaned = _DB_ID_RE.sub("_", name).strip("_")
+    return cleaned or "db"
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# ----------------------------------------------------------------------------- inspection
+
+
+def inspect_database(path: str | Path, db_id: str | None = None) -> DatabaseInfo:
+    """Read schema, keys, row counts and sample rows; raise BadDatabaseError with a reason."""
+    p = Path(path)
+    if not p.is_file():
+        raise BadDatabaseError(f"not a file: {p}")
+    size = p.stat().st_size
+    if size == 0:
+        raise BadDatabaseError("empty file (0 bytes)")
+    if not os.access(p, os.R_OK):
+        raise BadDatabaseError("file is not readable")
+    engine = engine_of(p)
+    try:
+        tables = _inspect_sqlite(p) if engine == "sqlite" else _inspect_duckdb(p)
+    except BadDatabaseError:
+        raise
+    except Exception as exc:  # driver errors differ per engine; all mean "unusable"
+        raise BadDatabaseError(f"cannot read as {engine}: {exc}") from exc
+    if not tables:
+        raise BadDatabaseError("database has no tables")
+    return DatabaseInfo(
+        db_id=sanitize_db_id(db_id or p.stem),
+        path=str(p.resolve()),
+        engine=engine,
+        tables=tables,
+        size_bytes=size,
+        sha256=file_sha256(p),
+    )
+
+
+def _inspect_sqlite(path: Path) -> list[TableInfo]:
+    with open(path, "rb") as fh:
+        if not fh.read(16).startswith(b"SQLite format 3\x00"):
+            raise BadDatabaseError("not a SQLite database (bad header)")
+    con = open_sqlite_readonly(path)
+    try:
+        rows = con.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        ).fetchall()
+        tables = []
+        for name, ddl in rows:
+            q = _quote(name)
+            cols_raw = con.execute(f"PRAGMA table_info({q})").fetchall()
+            columns = [
+                ColumnInfo(name=c[1], type=(c[2] or "").upper(), not_null=bool(c[3]), primary_key=c[5] > 0)
+                for c in cols_raw
+            ]
+            pk = [c[1] for c in sorted((c for c in cols_raw if c[5] > 0), key=lambda c: c[5])]
+            fks = []
+            for fk in con.execute(f"PRAGMA foreign_key_list({q})").fetchall():
+                ref_col = fk[4]
+                if ref_col is None:  # FK to the referenced table's primary key
+                    ref_pk = [c[1] for c in con.execute(f"PRAGMA table_info({_quote(fk[2])})") if c[5] > 0]
+                    ref_col = ref_pk[0] if ref_pk else ""
+                fks.append(ForeignKey(column=fk[3], ref_table=fk[2], ref_column=ref_col))
+            row_count = con.execute(f"SELECT COUNT(*) FROM {q}").fetchall()[0][0]
+            cur = con.execute(f"SELECT * FROM {q} LIMIT {SAMPLE_ROWS}")
+            sample_cols = [d[0] for d in cur.description]
+            sample = [tuple(r) for r in cur.fetchall()]
+            tables.append(
+                TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample)
+            )
+        return tables
+    finally:
+        con.close()
+
+
+def _inspect_duckdb(path: Path) -> list[TableInfo]:
+    con = open_duckdb_readonly(path)
+    try:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal ORDER BY table_name"
+            ).fetchall()
+        ]
+        tables = []
+        for name in names:
+            q = _quote(name)
+            cols = con.execute(
+                "SELECT column_name, data_type, NOT is_nullable FROM duckdb_columns() "
+                "WHERE table_name = ? ORDER BY column_index",
+                [name],
+            ).fetchall()
+            cons = con.execute(
+                "SELECT constraint_type, constraint_column_names, referenced_table, "
+                "referenced_column_names FROM duckdb_constraints() WHERE table_name = ?",
+                [name],
+            ).fetchall()
+            pk: list[str] = []
+            fks: list[ForeignKey] = []
+            for ctype, ccols, rtable, rcols in cons:
+                if ctype == "PRIMARY KEY":
+                    pk = list(ccols)
+                elif ctype == "FOREIGN KEY" and rtable:
+                    fks.extend(ForeignKey(c, rtable, r) for c, r in zip(ccols, rcols or []))
+            columns = [ColumnInfo(c[0], c[1].upper(), bool(c[2]), c[0] in pk) for c in cols]
+            ddl = con.execute(
+                "SELECT sql FROM duckdb_tables() WHERE table_name = ?", [name]
+            ).fetchall()[0][0]
+            row_count = con.execute(f"SELECT COUNT(*) FROM {q}").fetchall()[0][0]
+            cur = con.execute(f"SELECT * FROM {q} LIMIT {SAMPLE_ROWS}")
+            sample_cols = [d[0] for d in cur.description]
+            sample = [tuple(r) for r in cur.fetchall()]
+            tables.append(TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample))
+        return tables
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------------------ rendering
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def render_schema_context(info: DatabaseInfo, sample_rows: int = SAMPLE_ROWS) -> str:
+    """The prompt's schema context: each table's DDL followed by up to five sample rows."""
+    parts = []
+    for t in info.tables:
+        block = [t.ddl.rstrip(";") + ";"]
+        rows = t.sample_rows[:sample_rows]
+        if rows:
+            block.append(f"/* {len(rows)} sample rows from {t.name}:")
+            block.append(" | ".join(t.sample_columns))
+            block.extend(" | ".join(_cell(v) for v in r) for r in rows)
+            block.append("*/")
+        else:
+            block.append(f"/* {t.name} has no rows */")
+        parts.append("\n".join(block))
+    return "\n\n".join(parts)
+
+
+# ------------------------------------------------------------------------------ discovery
+
+_CANDIDATE_SUFFIXES = SQLITE_SUFFIXES | DUCKDB_SUFFIXES
+
+
+def discover(root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
+    """Walk ``root`` for database files; return the good ones and the skipped ones with reasons.
+
+    In the BIRD/Spider layout ``<root>/<db_id>/<db_id>.sqlite`` the folder name is the db_id;
+    other files take their stem. Duplicate ids get a numeric suffix so no file is lost.
+    """
+    root = Path(root)
+    found: list[DatabaseInfo] = []
+    skipped: list[SkippedDatabase] = []
+    if not root.is_dir():
+        return found, [SkippedDatabase(str(root), "not a directory")]
+    seen: set[str] = set()
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.suffix.lower() not in _CANDIDATE_SUFFIXES:
+            continue
+        base_id = sanitize_db_id(path.parent.name if path.stem == path.parent.name else path.stem)
+        db_id, n = base_id, 2
+        while db_id in seen:
+            db_id, n = f"{base_id}_{n}", n + 1
+        try:
+            info = inspect_database(path, db_id)
+        except BadDatabaseError as exc:
+            skipped.append(SkippedDatabase(str(path), str(exc)))
+            continue
+        seen.add(db_id)
+        found.append(info)
+    return found, skipped
+
+
+# -------------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    db_id: str
+    path: str
+    engine: str
+    sha256: str
+
+
+class Catalog:
+    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else quandary_home() / "catalog.json"
+
+    def _load(self) -> dict[str, dict]:
+        if not self.path.exists():
+            return {}
+        try:
+            return json.loads(self.path.read_text())
+        except json.JSONDecodeError as exc:
+            raise BadDatabaseError(f"catalog file {self.path} is corrupt: {exc}") from exc
+
+    def _save(self, data: dict[str, dict]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+
+    def entries(self) -> list[CatalogEntry]:
+        return [CatalogEntry(**v) for _, v in sorted(self._load().items())]
+
+    def ids(self) -> list[str]:
+        return [e.db_id for e in self.entries()]
+
+    def get(self, db_id: str) -> CatalogEntry:
+        data = self._load()
+        if db_id not in data:
+            known = ", ".join(sorted(data)) or "none"
+            raise KeyError(f"database {db_id!r} is not registered (registered: {known})")
+        return CatalogEntry(**data[db_id])
+
+    def register(self, path: str | Path, db_id: str | None = None) -> DatabaseInfo:
+        info = inspect_database(path, db_id)
+        data = self._load()
+        data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        self._save(data)
+        return info
+
+    def register_folder(self, root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
+        found, skipped = discover(root)
+        data = self._load()
+        for info in found:
+            data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        self._save(data)
+        return found, skipped
+
+    def remove(self, db_id: str) -> None:
+        data = self._load()
+        data.pop(db_id, None)
+        self._save(data)
