@@ -3,7 +3,6 @@
 from dagster import AssetSelection, Definitions, define_asset_job
 
 from assets.databases import schema_context, seed_databases
-from assets.partitions import databases_partitions
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
 from storage.io_manager import VersionedParquetIOManager
@@ -13,7 +12,6 @@ DATABASE_ASSETS = [seed_databases, schema_context]
 seed_job = define_asset_job(
     "seed_databases_job",
     selection=AssetSelection.assets(*DATABASE_ASSETS),
-    partitions_def=databases_partitions,
     description="Register a seed database's metadata and render its prompt context.",
 )
 

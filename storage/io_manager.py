@@ -26,8 +26,6 @@ from storage.artifacts import content_hash, latest_path, write_version
 
 PREVIEW_ROWS = 5
 
-# `Output(data_version=...)` is marked beta; it is the documented way to set content versions.
-warnings.filterwarnings("ignore", message=".*data_version.*", category=Warning)
 
 
 def _asset_name(context) -> str:
@@ -49,7 +47,10 @@ def preview_markdown(df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 60
 
 def artifact_output(df: pl.DataFrame, **metadata) -> Output:
     """Wrap an asset's table: content hash as data version plus the caller's metadata."""
-    return Output(df, data_version=DataVersion(content_hash(df)), metadata=metadata)
+    with warnings.catch_warnings():
+        # `Output(data_version=...)` is marked beta; it is the documented way to version content.
+        warnings.simplefilter("ignore")
+        return Output(df, data_version=DataVersion(content_hash(df)), metadata=metadata)
 
 
 class VersionedParquetIOManager(ConfigurableIOManager):

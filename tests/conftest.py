@@ -1,0 +1,47 @@
+"""Shared test fixtures: an isolated QUANDARY_HOME per test, the demo database, shared data."""
+
+import os
+from pathlib import Path
+
+# litellm must never reach for the network during tests (set before anything imports it).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+import pytest  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    home = tmp_path / "quandary_home"
+    monkeypatch.setenv("QUANDARY_HOME", str(home))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("QUANDARY_COUNCIL_CONFIG", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def demo_db_path(tmp_path_factory) -> Path:
+    from pipelines.demo_db import write_demo_db
+
+    path = write_demo_db(tmp_path_factory.mktemp("demo") / "university.sqlite")
+    path.chmod(0o444)  # the seed file must never be written by anything under test
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared benchmark data not found at {SHARED_DATA} (only present in the workplace checkout)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def spider_dbs(shared_data) -> list[Path]:
+    paths = sorted((shared_data / "spider" / "database").glob("*/*.sqlite"))
+    if not paths:
+        pytest.skip("no Spider SQLite databases under ../shared/data/spider/database")
+    return paths
