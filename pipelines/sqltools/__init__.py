@@ -1,0 +1,28 @@
+"""Pure SQL tools used by the validation cascade (no LLM, no Dagster).
+
+* :mod:`.equivalence` — relaxed result equivalence (ABISS Appendix A).
+* :mod:`.masking` — value-masked SQL for Stage 1 duplicate removal (OmniSQL-style).
+* :mod:`.difficulty` — difficulty relabelling from the SQL AST (ABISS §4.1).
+"""
+
+from pipelines.sqltools.difficulty import DIFFICULTY_LABELS, SqlFeatures, analyze_sql, relabel_difficulty
+from pipelines.sqltools.equivalence import (
+    Verdict,
+    has_top_level_order_by,
+    results_equivalent,
+    sql_equivalent,
+)
+from pipelines.sqltools.masking import dedup_key, masked_sql
+
+__all__ = [
+    "DIFFICULTY_LABELS",
+    "SqlFeatures",
+    "Verdict",
+    "analyze_sql",
+    "dedup_key",
+    "has_top_level_order_by",
+    "masked_sql",
+    "relabel_difficulty",
+    "results_equivalent",
+    "sql_equivalent",
+]

@@ -1,0 +1,300 @@
+"""Relaxed result equivalence, exactly as ABISS Appendix A (after Floratou et al., 2024).
+
+A predicted query is equivalent to the gold query when its result set equals the gold result set
+up to the four tolerated differences of Appendix A:
+
+1. **row order** — rows are compared as multisets (unless ``order_sensitive``);
+2. **column names** — names and aliases are never compared, only values;
+3. **column order** — gold columns may appear anywhere in the prediction;
+4. **column supersets** — the prediction may carry extra columns: every gold column must map to a
+   *distinct* predicted column such that the predicted rows, projected on those columns, equal the
+   gold rows. The relation is therefore not symmetric (gold A,B vs pred A,B,C is equivalent; the
+   reverse is not).
+
+Decisions beyond the paper's text (each is tested):
+
+* **Duplicates count.** Rows are multisets, as in Floratou et al.: a gold query without DISTINCT
+  that returns duplicate rows is *not* equivalent to the same query with DISTINCT; when the gold
+  rows have no duplicates, adding or dropping DISTINCT changes nothing and stays equivalent.
+* **NULL only matches NULL** (Appendix A treats NULL disagreements conservatively): NULL differs
+  from ``''``, ``0`` and ``'NULL'``; a prediction that includes or excludes NULL rows differently
+  is not equivalent.
+* **Numbers compare by value**: ``1 == 1.0`` (and booleans are 0/1); non-integral floats are rounded
+  to 7 significant digits (~1e-6 relative), so ``0.1 + 0.2`` equals ``0.3``. Rounding is bucketed
+  (needed to compare multisets by hashing), so two floats straddling a rounding boundary may
+  still differ. Text ``'1'`` is not the number ``1``.
+* **Strings compare exactly**: no case-folding, no trimming.
+* **Empty results**: an empty gold result and an empty predicted result are equivalent, provided
+  the prediction has at least as many columns as the gold (fewer columns is a missing column).
+* **Row order default: insensitive.** Appendix A tolerates row ordering, so ABISS users get
+  ``order_sensitive=False``. BIRD-style users can pass ``order_sensitive=True``: for
+  :func:`results_equivalent` rows are then compared as sequences; :func:`sql_equivalent` turns it
+  on only when the gold SQL has a top-level ORDER BY (otherwise the gold order is arbitrary).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from resources.sql_executor import DEFAULT_TIMEOUT_S, engine_of, execute_sql
+
+SIGNIFICANT_DIGITS = 7  # float rounding: ~1e-6 relative tolerance
+MAPPING_SEARCH_BUDGET = 20_000  # column-assignment nodes explored before giving up
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of an equivalence check.
+
+    ``failed`` is ``"gold"`` or ``"pred"`` when that query did not execute (``equivalent`` is then
+    False); ``column_mapping[i]`` is the pred column index that gold column ``i`` maps to.
+    """
+
+    equivalent: bool
+    reason: str
+    failed: str | None = None
+    column_mapping: tuple[int, ...] | None = None
+
+    def __bool__(self) -> bool:
+        return self.equivalent
+
+
+# ------------------------------------------------------------------------------ normalization
+
+
+class _NaN:
+    """One hashable NaN so that NaN matches NaN in multisets (float('nan') != itself)."""
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN = _NaN()
+
+
+def _canonical_float(x: float) -> Any:
+    if x != x:
+        return NAN
+    if x in (float("inf"), float("-inf")):
+        return x
+    if x.is_integer():
+        return int(x)  # 1.0 -> 1 so that it hashes and compares like the integer
+    rounded = float(f"{x:.{SIGNIFICANT_DIGITS}g}")
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def canonical_value(value: Any) -> Any:
+    """A hashable value that compares as Appendix A wants (see module docstring)."""
+    if value is None or type(value) in (str, int, bytes):  # fast path: most cells
+        return value
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return _canonical_float(value)
+    if isinstance(value, Decimal):
+        if value.is_finite() and value == value.to_integral_value():
+            return int(value)
+        return _canonical_float(float(value))
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, (list, tuple)):  # DuckDB LIST / ARRAY values
+        return tuple(canonical_value(v) for v in value)
+    if isinstance(value, dict):  # DuckDB STRUCT / MAP values
+        return tuple(sorted(((str(k), canonical_value(v)) for k, v in value.items()), key=repr))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value  # dates, times, UUIDs: already comparable and hashable
+
+
+# ------------------------------------------------------------------------------ results
+
+
+def _columns_and_rows(result: Any) -> tuple[list[str], list[tuple]]:
+    """Accept a QueryResult (``.columns``/``.rows``) or a plain ``(columns, rows)`` pair."""
+    if hasattr(result, "rows"):
+        return list(getattr(result, "columns", []) or []), list(result.rows)
+    columns, rows = result
+    return list(columns or []), list(rows)
+
+
+def _width(columns: list[str], rows: list[tuple]) -> int:
+    return len(rows[0]) if rows else len(columns)
+
+
+def _column_vectors(rows: list[tuple], width: int) -> list[tuple]:
+    canonical_rows = [tuple(canonical_value(v) for v in row) for row in rows]
+    return [tuple(row[i] for row in canonical_rows) for i in range(width)]
+
+
+def _signature(vector: tuple, ordered: bool) -> Any:
+    # A necessary condition for a gold column to map to a pred column: same values (as a
+    # multiset, or as a sequence when row order matters). Cheap filter before verification.
+    return vector if ordered else frozenset(Counter(vector).items())
+
+
+def _projection_matches(
+    gold_vectors: list[tuple],
+    pred_vectors: list[tuple],
+    pairs: list[tuple[int, int]],
+    ordered: bool,
+) -> bool:
+    gold_rows = list(zip(*(gold_vectors[g] for g, _ in pairs)))
+    pred_rows = list(zip(*(pred_vectors[p] for _, p in pairs)))
+    return gold_rows == pred_rows if ordered else _same_multiset(gold_rows, pred_rows)
+
+
+def _same_multiset(a: list, b: list) -> bool:
+    # dict equality runs in C; Counter.__eq__ is a Python-level loop (slow on 100k rows).
+    return len(a) == len(b) and dict(Counter(a)) == dict(Counter(b))
+
+
+class _BudgetExceeded(Exception):
+    pass
+
+
+def _find_column_mapping(
+    gold_vectors: list[tuple], pred_vectors: list[tuple], ordered: bool
+) -> tuple[int, ...] | None:
+    """Injective gold->pred column mapping whose projection reproduces the gold rows, or None.
+
+    Backtracking over candidates with equal value signatures; gold columns with the fewest
+    candidates go first, every partial assignment is verified on the rows (prunes early), and
+    interchangeable pred columns (identical vectors) are tried once per level.
+    """
+    pred_by_signature: dict[Any, list[int]] = {}
+    for p, vector in enumerate(pred_vectors):
+        pred_by_signature.setdefault(_signature(vector, ordered), []).append(p)
+    candidates = {g: pred_by_signature.get(_signature(v, ordered), []) for g, v in enumerate(gold_vectors)}
+    order = sorted(candidates, key=lambda g: len(candidates[g]))
+    used: set[int] = set()
+    pairs: list[tuple[int, int]] = []
+    budget = [MAPPING_SEARCH_BUDGET]
+
+    def assign(depth: int) -> bool:
+        if depth == len(order):
+            return True
+        g = order[depth]
+        tried_vectors: set[tuple] = set()
+        for p in candidates[g]:
+            if p in used or pred_vectors[p] in tried_vectors:
+                continue
+            tried_vectors.add(pred_vectors[p])
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _BudgetExceeded
+            pairs.append((g, p))
+            if _projection_matches(gold_vectors, pred_vectors, pairs, ordered):
+                used.add(p)
+                if assign(depth + 1):
+                    return True
+                used.discard(p)
+            pairs.pop()
+        return False
+
+    if not assign(0):
+        return None
+    mapping = dict(pairs)
+    return tuple(mapping[g] for g in range(len(gold_vectors)))
+
+
+def _name(columns: list[str], index: int) -> str:
+    return repr(columns[index]) if index < len(columns) else f"#{index + 1}"
+
+
+def _unmatched_gold_column_reason(
+    gold_columns: list[str], gold_vectors: list[tuple], pred_vectors: list[tuple]
+) -> str | None:
+    """Name the first gold column whose values (NULLs included) no pred column has."""
+    pred_signatures = {_signature(v, False) for v in pred_vectors}
+    for g, vector in enumerate(gold_vectors):
+        if _signature(vector, False) not in pred_signatures:
+            return f"no pred column has the values of gold column {_name(gold_columns, g)}"
+    return None
+
+
+def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -> Verdict:
+    """Appendix A relaxed equivalence of two result sets (see the module docstring).
+
+    ``gold`` and ``pred`` are QueryResult-like (``.columns`` and ``.rows``) or ``(columns, rows)``
+    pairs. ``order_sensitive`` (default False, as Appendix A tolerates row ordering) compares rows
+    as sequences. Not symmetric: ``pred`` may have extra columns, ``gold`` may not.
+    """
+    gold_columns, gold_rows = _columns_and_rows(gold)
+    pred_columns, pred_rows = _columns_and_rows(pred)
+    gold_width, pred_width = _width(gold_columns, gold_rows), _width(pred_columns, pred_rows)
+
+    if pred_width < gold_width:
+        return Verdict(False, f"pred returns {pred_width} column(s), gold needs {gold_width}")
+    if len(pred_rows) != len(gold_rows):
+        return Verdict(False, f"row count differs: gold {len(gold_rows)}, pred {len(pred_rows)}")
+    if not gold_rows:
+        return Verdict(True, "both results are empty", column_mapping=tuple(range(gold_width)))
+
+    gold_vectors = _column_vectors(gold_rows, gold_width)
+    pred_vectors = _column_vectors(pred_rows, pred_width)
+    try:
+        mapping = _find_column_mapping(gold_vectors, pred_vectors, order_sensitive)
+    except _BudgetExceeded:
+        return Verdict(False, "column mapping search gave up (too many interchangeable columns)")
+    if mapping is not None:
+        extra = pred_width - gold_width
+        reason = "same rows" + (f" (pred has {extra} extra column(s))" if extra else "")
+        return Verdict(True, reason, column_mapping=mapping)
+
+    if order_sensitive and _find_column_mapping(gold_vectors, pred_vectors, False) is not None:
+        return Verdict(False, "same rows in a different order (order-sensitive comparison)")
+    unmatched = _unmatched_gold_column_reason(gold_columns, gold_vectors, pred_vectors)
+    if unmatched:
+        return Verdict(False, unmatched)
+    return Verdict(False, "every gold column has a same-valued pred column, but the rows differ")
+
+
+# ------------------------------------------------------------------------------ queries
+
+
+def has_top_level_order_by(sql: str, dialect: str = "sqlite") -> bool:
+    """True when the outermost query orders its rows (an ORDER BY inside a subquery is not)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except Exception:  # unparseable: the executor reports the real error
+        return False
+    while isinstance(tree, (exp.Subquery, exp.Paren)) and not tree.args.get("order"):
+        tree = tree.this
+    return tree is not None and bool(tree.args.get("order"))
+
+
+def sql_equivalent(
+    db_path: str | Path,
+    gold_sql: str,
+    pred_sql: str,
+    *,
+    order_sensitive: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> Verdict:
+    """Execute both queries through the safe executor and compare their results.
+
+    A failing query yields ``equivalent=False`` with ``failed="gold"`` or ``"pred"`` (gold runs
+    first; pred is not run when gold fails). With ``order_sensitive=True`` row order matters only
+    if the gold SQL has a top-level ORDER BY.
+    """
+    gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
+    if not gold.ok:
+        return Verdict(False, f"gold failed: {gold.one_line()}", failed="gold")
+    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s)
+    if not pred.ok:
+        return Verdict(False, f"pred failed: {pred.one_line()}", failed="pred")
+    ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
+    return results_equivalent(gold, pred, order_sensitive=ordered)
