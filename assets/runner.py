@@ -26,7 +26,8 @@ def ensure_partitions(instance: DagsterInstance, db_ids: list[str]) -> list[str]
 
 
 def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance | None = None,
-                          raise_on_error: bool = False, log_level: str = "WARNING", tags=None):
+                          raise_on_error: bool = False, log_level: str = "WARNING", tags=None,
+                          run_config: dict | None = None):
     """Execute ``job_name`` for one database partition in this process; returns the result."""
     from pipelines.definitions import defs
 
@@ -38,5 +39,49 @@ def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance |
         partition_key=db_id,
         raise_on_error=raise_on_error,
         tags=tags,
-        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
+    )
+
+
+def latest_failed_run_id(instance: DagsterInstance, job_name: str, db_id: str | None) -> str:
+    from dagster import DagsterRunStatus, RunsFilter
+
+    tags = {"dagster/partition": db_id} if db_id else {}
+    runs = instance.get_run_records(
+        RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.FAILURE], tags=tags), limit=1)
+    if not runs:
+        where = f" for partition {db_id!r}" if db_id else ""
+        raise LookupError(f"no failed run of {job_name}{where} in {os.environ.get('DAGSTER_HOME') or 'this instance'}")
+    return runs[0].dagster_run.run_id
+
+
+def _main_job():
+    from pipelines.definitions import MAIN_JOB, defs
+
+    return defs.resolve_job_def(MAIN_JOB)
+
+
+def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, job_name: str | None = None,
+                           instance: DagsterInstance | None = None):
+    """Dagster's "re-execute from failure": only the failed steps and their downstream run again.
+
+    Completed LLM calls are in the call cache, so the re-executed stages repeat none of them.
+    """
+    from dagster import ReexecutionOptions, execute_job, reconstructable
+
+    from pipelines.definitions import MAIN_JOB
+
+    instance = instance or get_instance()
+    job_name = job_name or MAIN_JOB
+    if job_name != MAIN_JOB:
+        raise LookupError(f"rerun supports the main job ({MAIN_JOB}) only")
+    run_id = run_id or latest_failed_run_id(instance, job_name, db_id)
+    parent = instance.get_run_by_id(run_id)
+    if parent is None:
+        raise LookupError(f"run {run_id} not found")
+    options = ReexecutionOptions.from_failure(run_id, instance)
+    return execute_job(
+        reconstructable(_main_job), instance=instance, run_config=parent.run_config,
+        tags={k: v for k, v in parent.tags.items() if k.startswith("dagster/partition")},
+        reexecution_options=options,
     )

@@ -1,10 +1,12 @@
 """The one Dagster ``Definitions`` object (loaded by workspace.yaml)."""
 
-from dagster import AssetSelection, Definitions, define_asset_job
+from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
+from assets.abiss import ABISS_ASSETS, CascadeSettings
 from assets.databases import schema_context, seed_databases
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
+from resources.llm.dagster_resource import CouncilResource
 from storage.io_manager import VersionedParquetIOManager
 
 DATABASE_ASSETS = [seed_databases, schema_context]
@@ -15,15 +17,26 @@ seed_job = define_asset_job(
     description="Register a seed database's metadata and render its prompt context.",
 )
 
-MAIN_JOB = seed_job.name
+abiss_job = define_asset_job(
+    "abiss_dataset_job",
+    selection=AssetSelection.assets(*DATABASE_ASSETS, *ABISS_ASSETS),
+    description="ABISS: generate candidates, run the ten validation stages, build dataset and reports.",
+)
+
+MAIN_JOB = abiss_job.name
 
 defs = Definitions(
-    assets=DATABASE_ASSETS,
-    jobs=[seed_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS],
+    jobs=[seed_job, abiss_job],
     sensors=[seed_catalog_sensor],
+    # One process: the embedded LLM server and the call-log connection are per process, and the
+    # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
+    executor=in_process_executor,
     resources={
         "io_manager": VersionedParquetIOManager(),
         "seed_catalog": SeedCatalogResource(),
         "safe_sql": SafeSqlResource(),
+        "council": CouncilResource(),
+        "cascade": CascadeSettings(),
     },
 )

@@ -44,3 +44,10 @@ def register(sub) -> None:
     q.add_argument("--format", choices=["table", "csv", "json"], default="table")
     q.set_defaults(func=_audit_sql)
     audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)
+    from pipelines.cli.abiss import audit_question
+
+    t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")
+    t.add_argument("id", help="candidate id (a unique prefix is enough)")
+    t.add_argument("--prompts", action="store_true", help="also print the prompt behind each vote")
+    t.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
+    t.set_defaults(func=audit_question)

@@ -7,6 +7,26 @@ from pipelines.paths import databases_dir
 from resources.catalog import Catalog
 
 
+# A small grid so the demo finishes in minutes on 2 cores with the embedded model: every
+# subcategory once from the programmatic builder and from each generator-council member.
+DEMO_GRID = {"styles": ["formal"], "difficulties": ["moderate"], "n": 1, "seed": 42}
+
+
+def grid_run_config(grid: dict | None) -> dict:
+    return {"ops": {"generation_requests": {"config": grid}}} if grid else {}
+
+
+def _print_funnel(result) -> None:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == "rejection_report" and "funnel" in mat.metadata:
+            print("\nvalidation funnel:")
+            print(mat.metadata["funnel"].value.strip("`\n"))
+        if mat.asset_key.to_user_string() == "dataset":
+            q = mat.metadata.get("questions")
+            print(f"\nvalidated questions in dataset: {q.value if q is not None else '?'}")
+
+
 def _print_run_summary(result, db_id: str) -> None:
     from storage.audit import open_audit
 
@@ -20,6 +40,7 @@ def _print_run_summary(result, db_id: str) -> None:
     for event in result.get_asset_check_evaluations():
         print(f"  check {event.asset_key.to_user_string()}.{event.check_name:<28} "
               f"{'passed' if event.passed else 'FAILED'}")
+    _print_funnel(result)
     con = open_audit()
     try:
         row = con.execute(
@@ -31,10 +52,12 @@ def _print_run_summary(result, db_id: str) -> None:
         con.close()
 
 
-def _run_job(job: str, db_id: str) -> int:
+def _run_job(job: str, db_id: str, grid: dict | None = None) -> int:
     from assets.runner import run_job_for_partition
+    from pipelines.definitions import MAIN_JOB
 
-    result = run_job_for_partition(job, db_id)
+    run_config = grid_run_config(grid) if job == MAIN_JOB else {}
+    result = run_job_for_partition(job, db_id, run_config=run_config)
     _print_run_summary(result, db_id)
     return 0 if result.success else 1
 
@@ -45,7 +68,7 @@ def _demo(args) -> int:
     path = write_demo_db(databases_dir() / f"{DEMO_DB_ID}.sqlite")
     info = Catalog().register(path, DEMO_DB_ID)
     print(f"demo database '{info.db_id}' registered: {len(info.tables)} tables, {info.total_rows} rows ({path})")
-    return _run_job(args.job or MAIN_JOB, DEMO_DB_ID)
+    return _run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID)
 
 
 def _run(args) -> int:
@@ -54,7 +77,12 @@ def _run(args) -> int:
     if args.db not in Catalog().ids():
         print(f"database {args.db!r} is not registered; use `quandary db register`", file=sys.stderr)
         return 2
-    return _run_job(args.job or MAIN_JOB, args.db)
+    grid = None
+    if args.grid:
+        import yaml
+
+        grid = yaml.safe_load(open(args.grid))
+    return _run_job(args.job or MAIN_JOB, args.db, grid)
 
 
 def register(sub) -> None:
@@ -64,4 +92,5 @@ def register(sub) -> None:
     r = sub.add_parser("run", help="run a job for one registered database (partition)")
     r.add_argument("--db", required=True, help="registered db_id")
     r.add_argument("--job", help="job to run (default: the main job)")
+    r.add_argument("--grid", help="YAML file with the generation grid (GridConfig fields); default: the paper's grid")
     r.set_defaults(func=_run)

@@ -1,0 +1,215 @@
+"""ABISS generation and validation assets (thin: load inputs, call pipelines.abiss, return tables).
+
+Graph per database partition::
+
+    seed_databases ─ schema_context ─┐
+    generation_requests ─ nlq_objects ─ candidates ─ s01 … s10 ─ dataset
+                                                  └──────────────┴─ council_votes, rejection_report
+"""
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    AssetKey,
+    Config,
+    ConfigurableResource,
+    Failure,
+    MetadataValue,
+    asset,
+)
+from pydantic import Field
+
+from assets.partitions import databases_partitions
+from pipelines.abiss import outputs
+from pipelines.abiss.generation import generate_nlq_objects, ground_sql
+from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
+from pipelines.abiss.prompts import PROMPT_VERSIONS
+from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
+from pipelines.paths import artifacts_dir
+from pipelines.taxonomy import DEFAULT_STYLES
+from resources.dagster_resources import SafeSqlResource
+from resources.llm.dagster_resource import CouncilResource
+from storage.io_manager import artifact_output, preview_markdown
+
+GROUP_GEN = "generation"
+GROUP_VAL = "validation"
+GROUP_OUT = "abiss_outputs"
+
+
+class GridConfig(Config):
+    """The generation grid (ABISS §4.1/§4.3). Defaults are the paper's grid."""
+
+    generators: list[str] | None = Field(
+        default=None, description="council member names and/or 'programmatic'; default: programmatic + the generators council")
+    subcategories: list[str] = Field(default=list(ALL_SUBCATEGORIES))
+    styles: list[str] = Field(default=list(DEFAULT_STYLES))
+    difficulties: list[str] = Field(default=["simple", "moderate", "complex", "highly complex"])
+    n: int = Field(default=3, description="samples per grid cell")
+    seed: int = 42
+
+
+class CascadeSettings(ConfigurableResource):
+    """Knobs of the validation cascade."""
+
+    order_sensitive: bool = False  # Appendix A tolerates row order; set True for BIRD-style ORDER BY checks
+    result_preview_rows: int = 10
+    max_failed_call_share: float = 0.5  # above this share of provider failures a stage fails (rerun later)
+    max_rejection_rate: float = 0.95  # rejection_report check: flag stages rejecting more than this
+    min_rejection_rate: float = 0.0
+
+
+def _db(seed_databases: pl.DataFrame) -> dict:
+    return seed_databases.row(0, named=True)
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version="1",
+       description="The generation grid: generator × subcategory × style × difficulty × n for this database.")
+def generation_requests(context: AssetExecutionContext, config: GridConfig, council: CouncilResource,
+                        seed_databases: pl.DataFrame):
+    generators = config.generators or [PROGRAMMATIC, *council.get_council("generators").member_names]
+    spec = GridSpec(tuple(generators), tuple(config.subcategories), tuple(config.styles),
+                    tuple(config.difficulties), config.n, config.seed)
+    try:
+        rows = expand_grid(spec, _db(seed_databases)["db_id"])
+    except ValueError as exc:
+        raise Failure(f"invalid grid config: {exc}") from exc
+    df = pl.DataFrame(rows)
+    yield artifact_output(df, requests=len(rows), generators=", ".join(generators))
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["nlq_objects"],
+       description="Step 1: NLQ objects (question, evidence, hidden knowledge / feedback); two per ambiguous request.")
+def nlq_objects(context: AssetExecutionContext, council: CouncilResource, generation_requests: pl.DataFrame,
+                schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
+    requests = generation_requests.to_dicts()
+    needs_llm = any(r["generator"] != PROGRAMMATIC for r in requests)
+    rows, stats = generate_nlq_objects(
+        requests, schema_context["schema_context"][0], _db(seed_databases)["path"],
+        council.get_council("generators") if needs_llm else None,
+    )
+    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    yield artifact_output(df, **stats)
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"],
+       description="Step 2: ground-truth SQL for solvable objects (chain-of-thought), difficulty relabelled from the SQL.")
+def candidates(context: AssetExecutionContext, council: CouncilResource, nlq_objects: pl.DataFrame,
+               schema_context: pl.DataFrame):
+    objects = nlq_objects.to_dicts() if nlq_objects.height else []
+    needs_llm = any(o["status"] == "ok" and o["group"] != "unanswerable" and not o.get("sql") for o in objects)
+    rows = ground_sql(objects, schema_context["schema_context"][0],
+                      council.get_council("generators") if needs_llm else None)
+    df = pl.DataFrame(rows, infer_schema_length=None)
+    yield artifact_output(
+        df, candidates=df.height,
+        by_group=MetadataValue.json(dict(df.group_by("group").len().iter_rows()) if df.height else {}),
+    )
+
+
+def _stage_asset(spec, previous_key):
+    ins = {"candidates": AssetIn("candidates"), "schema_context": AssetIn("schema_context"),
+           "seed_databases": AssetIn("seed_databases")}
+    if previous_key is not None:
+        ins["previous"] = AssetIn(previous_key)
+
+    @asset(name=spec.key, partitions_def=databases_partitions, group_name=GROUP_VAL, ins=ins,
+           code_version=PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
+           description=f"Stage {spec.no} ({spec.name.replace('_', ' ')}): {spec.description}")
+    def stage_asset(context: AssetExecutionContext, council: CouncilResource, safe_sql: SafeSqlResource,
+                    cascade: CascadeSettings, **inputs):
+        cands = inputs["candidates"]
+        entering = outputs.survivors(cands, inputs.get("previous")) if cands.height else cands
+        ctx = None
+        if spec.no >= 2:
+            ctx = StageContext(
+                db_path=_db(inputs["seed_databases"])["path"],
+                schema_context=inputs["schema_context"]["schema_context"][0],
+                council=council.get_council("validators") if spec.uses_council else None,
+                timeout_s=safe_sql.timeout_s, order_sensitive=cascade.order_sensitive,
+                result_preview_rows=cascade.result_preview_rows,
+                max_failed_call_share=cascade.max_failed_call_share,
+            )
+        try:
+            decisions = run_stage(spec.no, entering.to_dicts() if entering.height else [], ctx)
+        except CouncilUnavailable as exc:
+            raise Failure(str(exc), allow_retries=True) from exc
+        df = outputs.decisions_frame(decisions)
+        applies = df.filter(pl.col("applies"))
+        rejected = int((~applies["passed"]).sum()) if applies.height else 0
+        stats = dict(ctx.stats) if ctx else {}
+        yield artifact_output(
+            df,
+            entered=MetadataValue.int(applies.height),
+            rejected=MetadataValue.int(rejected),
+            rejection_rate=MetadataValue.float(rejected / applies.height if applies.height else 0.0),
+            survivors=MetadataValue.int(int(df["passed"].sum()) if df.height else 0),
+            llm_calls=MetadataValue.int(stats.get("calls", 0)),
+            llm_cache_hits=MetadataValue.int(stats.get("cached", 0)),
+            llm_calls_saved_by_short_circuit=MetadataValue.int(stats.get("calls_saved", 0)),
+            llm_failures=MetadataValue.int(stats.get("call_failed", 0) + stats.get("parse_failed", 0)),
+        )
+
+    return stage_asset
+
+
+STAGE_ASSETS = []
+_prev = None
+for _spec in STAGES:
+    STAGE_ASSETS.append(_stage_asset(_spec, _prev))
+    _prev = AssetKey(_spec.key)
+FINAL_STAGE = STAGES[-1].key
+STAGE_INS = {s.key: AssetIn(s.key) for s in STAGES}
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1",
+       ins={"candidates": AssetIn("candidates"), "final": AssetIn(FINAL_STAGE)},
+       description="The validated ABISS dataset: every question that survived all ten stages.")
+def dataset(context: AssetExecutionContext, candidates: pl.DataFrame, final: pl.DataFrame):
+    df = outputs.dataset_frame(candidates, final) if candidates.height else outputs.dataset_frame(
+        pl.DataFrame(schema={"candidate_id": pl.String}), final)
+    by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
+    yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub))
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1", ins=STAGE_INS,
+       description="Every council vote of every stage (member, comparison, vote, parsed_ok, llm_call_id).")
+def council_votes(context: AssetExecutionContext, **stages):
+    df = outputs.council_votes_frame([stages[s.key] for s in STAGES])
+    yield artifact_output(df, votes=df.height)
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1",
+       ins={"candidates": AssetIn("candidates"), **STAGE_INS},
+       check_specs=[AssetCheckSpec("rejection_rates_within_bounds", asset="rejection_report",
+                                   description="Each stage's rejection rate lies within the configured bounds.")],
+       description="Entered / rejected / rate per stage × subcategory × generator, with the funnel.")
+def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, candidates: pl.DataFrame, **stages):
+    decisions = [stages[s.key] for s in STAGES]
+    df = outputs.rejection_report_frame(candidates, decisions)
+    funnel = outputs.funnel(candidates, decisions)
+    png = outputs.funnel_png(funnel, artifacts_dir() / "rejection_report" / f"funnel_{context.partition_key}.png")
+    per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
+                 .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
+                 if df.height else pl.DataFrame())
+    yield artifact_output(
+        df,
+        funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n```"),
+        funnel_chart=MetadataValue.path(str(png)),
+        per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
+    )
+    out_of_bounds = [
+        f"{r['stage']}: {r['rate']:.0%}" for r in per_stage.iter_rows(named=True)
+        if not (cascade.min_rejection_rate <= r["rate"] <= cascade.max_rejection_rate)
+    ] if per_stage.height else []
+    yield AssetCheckResult(
+        check_name="rejection_rates_within_bounds", passed=not out_of_bounds, severity=AssetCheckSeverity.WARN,
+        metadata={"out_of_bounds": MetadataValue.md("\n".join(f"- {x}" for x in out_of_bounds) or "none"),
+                  "bounds": f"[{cascade.min_rejection_rate:.0%}, {cascade.max_rejection_rate:.0%}]"},
+    )
+
+
+ABISS_ASSETS = [generation_requests, nlq_objects, candidates, *STAGE_ASSETS, dataset, council_votes, rejection_report]

@@ -1,0 +1,67 @@
+"""The generation grid (§4.1, §4.3): generator × subcategory × style × difficulty × database × n.
+
+``programmatic`` is a generator like any LLM member: its requests are served by the
+programmatic candidate builder (no LLM call) instead of the generator council.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipelines.abiss.ids import stable_id
+from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
+
+PROGRAMMATIC = "programmatic"
+ALL_SUBCATEGORIES = tuple(SUBCATEGORY_BY_ID)
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    generators: tuple[str, ...] = (PROGRAMMATIC,)  # council member names or "programmatic"
+    subcategories: tuple[str, ...] = ALL_SUBCATEGORIES
+    styles: tuple[str, ...] = DEFAULT_STYLES
+    difficulties: tuple[str, ...] = ("simple", "moderate", "complex", "highly complex")
+    n: int = 3  # samples per cell, as the paper
+    seed: int = 42
+    extra: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        for s in self.subcategories:
+            if s not in SUBCATEGORY_BY_ID:
+                raise ValueError(f"unknown subcategory {s!r}; known: {', '.join(SUBCATEGORY_BY_ID)}")
+        for s in self.styles:
+            if s not in STYLE_BY_ID:
+                raise ValueError(f"unknown style {s!r}; known: {', '.join(STYLE_BY_ID)}")
+        for d in self.difficulties:
+            if d not in DIFFICULTY_BY_ID:
+                raise ValueError(f"unknown difficulty {d!r}; known: {', '.join(DIFFICULTY_BY_ID)}")
+        if self.n < 1:
+            raise ValueError("n must be at least 1")
+        if not self.generators:
+            raise ValueError("at least one generator is required")
+
+
+def expand_grid(spec: GridSpec, db_id: str) -> list[dict]:
+    """One request per grid cell and sample; ids are stable across runs."""
+    spec.validate()
+    rows = []
+    for generator in spec.generators:
+        for sub in spec.subcategories:
+            for style in spec.styles:
+                for difficulty in spec.difficulties:
+                    for k in range(spec.n):
+                        rows.append(
+                            {
+                                "request_id": stable_id("req", db_id, generator, sub, style, difficulty, k, spec.seed),
+                                "db_id": db_id,
+                                "generator": generator,
+                                "subcategory": sub,
+                                "group": SUBCATEGORY_BY_ID[sub].group.value,
+                                "style": style,
+                                "difficulty": difficulty,
+                                "sample_index": k,
+                                # a distinct seed per sample: the same prompt would otherwise hit the cache
+                                "seed": spec.seed + k,
+                            }
+                        )
+    return rows

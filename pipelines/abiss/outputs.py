@@ -1,0 +1,224 @@
+"""Cascade outputs: survivors, the final dataset, council votes, rejection report, ABISS JSON.
+
+Survivors are a join, never a copy: the survivors of stage k are the candidates whose
+stage-k decision passed (stage k only decides candidates that survived stage k-1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.abiss.ids import stable_id
+from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
+
+DATASET_COLUMNS = (
+    "question_id", "candidate_id", "group_id", "db_id", "question", "evidence", "sql", "hidden_knowledge",
+    "feedback", "subcategory", "category", "group", "is_solvable", "style", "difficulty", "generator",
+    "interpretation_index",
+)
+
+VOTE_SCHEMA = {"member": pl.String, "comparison": pl.String, "vote": pl.String, "parsed_ok": pl.Boolean,
+               "llm_call_id": pl.String}
+DECISION_SCHEMA = {"candidate_id": pl.String, "stage": pl.String, "stage_no": pl.Int64, "applies": pl.Boolean,
+                   "passed": pl.Boolean, "reason": pl.String, "n_votes": pl.Int64, "calls_saved": pl.Int64,
+                   "votes": pl.List(pl.Struct(VOTE_SCHEMA))}
+
+
+def decisions_frame(decisions: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(decisions, schema=DECISION_SCHEMA)
+
+
+def survivors(candidates: pl.DataFrame, previous_decisions: pl.DataFrame | None) -> pl.DataFrame:
+    if previous_decisions is None:
+        return candidates
+    passed = previous_decisions.filter(pl.col("passed")).select("candidate_id")
+    return candidates.join(passed, on="candidate_id", how="semi")
+
+
+def council_votes_frame(stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
+    frames = []
+    for d in stage_decisions:
+        if d.height == 0:
+            continue
+        exploded = d.select("candidate_id", "stage", "votes").explode("votes").drop_nulls("votes").unnest("votes")
+        frames.append(exploded)
+    if not frames:
+        return pl.DataFrame(schema={"vote_id": pl.String, "candidate_id": pl.String, "stage": pl.String, **VOTE_SCHEMA})
+    votes = pl.concat(frames, how="diagonal_relaxed").with_row_index("_i")
+    ids = [stable_id("vote", c, s, m, cmp, i) for i, c, s, m, cmp in
+           votes.select("_i", "candidate_id", "stage", "member", "comparison").iter_rows()]
+    return votes.drop("_i").with_columns(pl.Series("vote_id", ids)).select(
+        "vote_id", "candidate_id", "stage", *VOTE_SCHEMA)
+
+
+def dataset_frame(candidates: pl.DataFrame, final_decisions: pl.DataFrame) -> pl.DataFrame:
+    kept = survivors(candidates, final_decisions)
+    rows = []
+    for r in kept.iter_rows(named=True):
+        sub = subcategory(r["subcategory"])
+        rows.append({
+            "question_id": stable_id("q", r["candidate_id"]), "candidate_id": r["candidate_id"],
+            "group_id": r["group_id"], "db_id": r["db_id"], "question": r["question"], "evidence": r.get("evidence"),
+            "sql": r.get("sql") if sub.solvable else None, "hidden_knowledge": r.get("hidden_knowledge"),
+            "feedback": r.get("feedback"), "subcategory": sub.id, "category": sub.category, "group": sub.group.value,
+            "is_solvable": sub.solvable, "style": r["style"], "difficulty": r["difficulty"],
+            "generator": r["generator"], "interpretation_index": r.get("interpretation_index"),
+        })
+    schema = {c: pl.String for c in DATASET_COLUMNS}
+    schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
+    return pl.DataFrame(rows, schema=schema)
+
+
+def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
+    """entered / rejected / rate per stage × subcategory × generator (applicable candidates only)."""
+    meta = candidates.select("candidate_id", "subcategory", "generator", "db_id")
+    frames = []
+    for d in stage_decisions:
+        if d.height == 0:
+            continue
+        frames.append(
+            d.filter(pl.col("applies")).join(meta, on="candidate_id", how="left")
+            .group_by("db_id", "stage_no", "stage", "subcategory", "generator")
+            .agg(pl.len().alias("entered"), (~pl.col("passed")).sum().alias("rejected"),
+                 pl.col("n_votes").sum().alias("votes"), pl.col("calls_saved").sum().alias("calls_saved"))
+        )
+    schema = {"db_id": pl.String, "stage_no": pl.Int64, "stage": pl.String, "subcategory": pl.String,
+              "generator": pl.String, "entered": pl.Int64, "rejected": pl.Int64, "rejection_rate": pl.Float64,
+              "votes": pl.Int64, "calls_saved": pl.Int64}
+    if not frames:
+        return pl.DataFrame(schema=schema)
+    out = pl.concat(frames).with_columns(
+        pl.col("entered").cast(pl.Int64), pl.col("rejected").cast(pl.Int64),
+        pl.col("votes").cast(pl.Int64), pl.col("calls_saved").cast(pl.Int64),
+        (pl.col("rejected") / pl.col("entered")).alias("rejection_rate"),
+    )
+    return out.select(list(schema)).sort("stage_no", "subcategory", "generator")
+
+
+def funnel(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> list[tuple[str, int, int]]:
+    """(stage, entering, surviving) for the whole partition, in stage order."""
+    out = [("candidates", candidates.height, candidates.height)]
+    for d in stage_decisions:
+        out.append((d["stage"][0] if d.height else "?", d.height, int(d["passed"].sum()) if d.height else 0))
+    return out
+
+
+def funnel_text(rows: list[tuple[str, int, int]]) -> str:
+    width = max(len(r[0]) for r in rows)
+    top = max(1, rows[0][1])
+    lines = []
+    for name, entered, kept in rows:
+        bar = "█" * round(40 * kept / top)
+        lost = entered - kept
+        lines.append(f"{name:<{width}}  {kept:>5} kept  {lost:>4} rejected  {bar}")
+    return "\n".join(lines)
+
+
+def funnel_png(rows: list[tuple[str, int, int]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r[0] for r in rows][::-1]
+    kept = [r[2] for r in rows][::-1]
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1))
+    ax.barh(names, kept, color="#4C78A8")
+    for y, v in enumerate(kept):
+        ax.text(v, y, f" {v}", va="center", fontsize=8)
+    ax.set_xlabel("candidates surviving")
+    ax.set_title("ABISS validation funnel")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------- ABISS JSON
+
+
+def to_abiss_records(dataset: pl.DataFrame) -> list[dict]:
+    """The ABISS reference JSON layout (one record per NLQ object)."""
+    records = []
+    for r in dataset.iter_rows(named=True):
+        sub = subcategory(r["subcategory"])
+        records.append({
+            "db_id": r["db_id"], "question": r["question"], "evidence": r.get("evidence") or "",
+            "sql": r.get("sql") or "",
+            "category": {"name": sub.category, "subname": sub.name,
+                         "answerable": sub.group is Group.ANSWERABLE, "solvable": sub.solvable},
+            "question_style": r["style"], "question_difficulty": r["difficulty"],
+            "hidden_knowledge": r.get("hidden_knowledge") or r.get("feedback") or "",
+            "is_solvable": sub.solvable,
+            # Quandary extras, ignored by ABISS readers:
+            "subcategory_id": sub.id, "group_id": r.get("group_id"), "generator": r.get("generator"),
+        })
+    return records
+
+
+_SUB_BY_NAMES = {(s.category.lower(), s.name.lower()): s for s in SUBCATEGORY_BY_ID.values()}
+_SUB_BY_NAME = {s.name.lower(): s for s in SUBCATEGORY_BY_ID.values()}
+
+
+class AbissFormatError(ValueError):
+    pass
+
+
+def from_abiss_records(records: list[dict]) -> pl.DataFrame:
+    """Read the ABISS JSON layout back into a dataset frame; clear errors name the record."""
+    if not isinstance(records, list):
+        raise AbissFormatError("expected a JSON list of records")
+    rows = []
+    for i, rec in enumerate(records):
+        try:
+            cat = rec["category"]
+            sub = (SUBCATEGORY_BY_ID.get(rec.get("subcategory_id") or "")
+                   or _SUB_BY_NAMES.get((str(cat["name"]).lower(), str(cat["subname"]).lower()))
+                   or _SUB_BY_NAME.get(str(cat["subname"]).lower()))
+            if sub is None:
+                raise AbissFormatError(f"record {i}: unknown category {cat!r}")
+            hk = rec.get("hidden_knowledge") or None
+            solvable = sub.solvable
+            candidate_id = stable_id("imp", rec["db_id"], rec["question"], rec.get("sql"), hk)
+            rows.append({
+                "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
+                "group_id": rec.get("group_id") or stable_id("grp", rec["db_id"], rec["question"], sub.id),
+                "db_id": rec["db_id"], "question": rec["question"], "evidence": rec.get("evidence") or None,
+                "sql": (rec.get("sql") or None) if solvable else None,
+                "hidden_knowledge": hk if sub.group is not Group.UNANSWERABLE else None,
+                "feedback": hk if sub.group is Group.UNANSWERABLE else None,
+                "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": solvable,
+                "style": rec.get("question_style") or "formal", "difficulty": rec.get("question_difficulty") or "simple",
+                "generator": rec.get("generator") or "imported", "interpretation_index": None,
+            })
+        except KeyError as exc:
+            raise AbissFormatError(f"record {i}: missing field {exc}") from None
+        except TypeError as exc:
+            raise AbissFormatError(f"record {i}: malformed ({exc})") from None
+    schema = {c: pl.String for c in DATASET_COLUMNS}
+    schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
+    df = pl.DataFrame(rows, schema=schema)
+    # interpretations of one ambiguous question share its text: number them within the group
+    return df.with_columns(
+        pl.when(pl.col("group") == Group.AMBIGUOUS.value)
+        .then(pl.int_range(pl.len()).over("group_id").cast(pl.Int64))
+        .otherwise(None).alias("interpretation_index")
+    )
+
+
+def write_abiss_json(dataset: pl.DataFrame, path: str | Path) -> int:
+    records = to_abiss_records(dataset)
+    Path(path).write_text(json.dumps(records, indent=2, ensure_ascii=False))
+    return len(records)
+
+
+def read_abiss_json(path: str | Path) -> pl.DataFrame:
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise AbissFormatError(f"{path}: not valid JSON ({exc})") from None
+    return from_abiss_records(data)

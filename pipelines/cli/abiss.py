@@ -1,0 +1,143 @@
+"""ABISS dataset commands: `audit question`, `export`, `import`, `rerun`."""
+
+import sys
+from pathlib import Path
+
+from pipelines.cli._output import render_table
+
+
+def audit_question(args) -> int:
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        views = set(list_views(con))
+        if "candidates" not in views:
+            print("no candidates materialized yet; run the ABISS job first", file=sys.stderr)
+            return 1
+        cand = con.execute(
+            "SELECT candidate_id, db_id, subcategory, style, difficulty, generator, question, evidence, sql, "
+            "hidden_knowledge, feedback, group_id FROM candidates WHERE candidate_id = ? OR candidate_id LIKE ? "
+            "OR object_id = ? LIMIT 2", [args.id, args.id + "%", args.id]).fetchall()
+        if not cand:
+            print(f"no candidate {args.id!r}", file=sys.stderr)
+            return 1
+        if len(cand) > 1:
+            print(f"{args.id!r} is ambiguous: give more of the id", file=sys.stderr)
+            return 1
+        (cid, db_id, sub, style, diff, gen, question, evidence, sql, hk, fb, group_id) = cand[0]
+        print(f"candidate {cid}  (db {db_id}, group {group_id})")
+        print(f"  subcategory {sub} · style {style} · difficulty {diff} · generator {gen}")
+        print(f"  question: {question}")
+        for label, value in (("evidence", evidence), ("sql", sql), ("hidden knowledge", hk), ("feedback", fb)):
+            if value:
+                print(f"  {label}: {value}")
+        stage_views = sorted(v for v in views if v.startswith("s") and v[1:3].isdigit())
+        print("\nstage decisions:")
+        last_passed = True
+        for view in stage_views:
+            row = con.execute(f'SELECT passed, applies, reason FROM "{view}" WHERE candidate_id = ?', [cid]).fetchall()
+            if not row:
+                print(f"  {view:<32} (did not enter: rejected earlier)" if not last_passed else f"  {view:<32} (not run)")
+                continue
+            passed, applies, reason = row[0]
+            status = "PASS" if passed else "REJECT"
+            if not applies:
+                status = "n/a"
+            print(f"  {view:<32} {status:<7} {reason}")
+            last_passed = passed
+        if "council_votes" in views:
+            has_calls = "llm_calls" in views
+            join = ("LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id" if has_calls else "")
+            cols = ("c.request_json, c.raw_text" if has_calls else "NULL, NULL")
+            votes = con.execute(
+                f"SELECT v.stage, v.member, v.comparison, v.vote, v.parsed_ok, v.llm_call_id, {cols} "
+                f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.vote_id", [cid]).fetchall()
+            print(f"\ncouncil votes ({len(votes)}):")
+            for stage, member, comparison, vote, parsed_ok, call_id, request, raw in votes:
+                cmp = f" [{comparison}]" if comparison else ""
+                print(f"  {stage:<30} {member:<14}{cmp} → {vote}{'' if parsed_ok else ' (unparseable)'}  call {call_id}")
+                if args.prompts and request:
+                    print(f"      prompt: {_last_user_message(request)[:args.width]}")
+                if raw is not None:
+                    print(f"      answer: {' '.join(str(raw).split())[:args.width]}")
+        return 0
+    finally:
+        con.close()
+
+
+def _last_user_message(request_json: str) -> str:
+    import json
+
+    try:
+        req = json.loads(request_json)
+        msgs = req.get("messages", req) if isinstance(req, dict) else req
+        return " ".join(str(msgs[-1].get("content", "")).split())
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return " ".join(str(request_json).split())
+
+
+def _export(args) -> int:
+    from pipelines.abiss.outputs import write_abiss_json
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        if "dataset" not in list_views(con):
+            print("no dataset materialized yet; run the ABISS job first", file=sys.stderr)
+            return 1
+        query = "SELECT * FROM dataset" + (" WHERE db_id = ?" if args.db else "")
+        df = con.execute(query, [args.db] if args.db else []).pl()
+    finally:
+        con.close()
+    n = write_abiss_json(df, args.path)
+    print(f"wrote {n} records to {args.path}")
+    return 0
+
+
+def _import(args) -> int:
+    from pipelines.abiss.outputs import AbissFormatError, read_abiss_json
+    from storage.artifacts import write_version
+
+    try:
+        df = read_abiss_json(args.path)
+    except (AbissFormatError, OSError) as exc:
+        print(f"cannot import {args.path}: {exc}", file=sys.stderr)
+        return 1
+    for (db_id,), part in df.group_by("db_id"):
+        version = write_version(part, args.asset, db_id)
+        print(f"imported {part.height} records for {db_id} → {args.asset} ({version.path.name})")
+    return 0
+
+
+def _rerun(args) -> int:
+    from assets.runner import reexecute_from_failure
+
+    try:
+        result = reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job)
+    except LookupError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
+    print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
+    print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
+    return 0 if result.success else 1
+
+
+def register(sub) -> None:
+    e = sub.add_parser("export", help="write the dataset in a reference layout")
+    e.add_argument("path")
+    e.add_argument("--format", choices=["abiss-json"], default="abiss-json")
+    e.add_argument("--db", help="only this database")
+    e.set_defaults(func=_export)
+
+    i = sub.add_parser("import", help="read an ABISS JSON file into a dataset artifact")
+    i.add_argument("path")
+    i.add_argument("--asset", default="dataset", help="artifact name to write (default: dataset)")
+    i.set_defaults(func=_import)
+
+    r = sub.add_parser("rerun", help="re-execute a failed run from failure (only failed steps and downstream)")
+    r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
+    r.add_argument("--db", help="partition of the failed run to look up")
+    r.add_argument("--job", default=None, help="job name (default: the main job)")
+    r.set_defaults(func=_rerun)
