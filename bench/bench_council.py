@@ -1,0 +1,79 @@
+"""Overhead of the council layer against a loopback OpenAI-compatible stub with fixed latency.
+
+    .venv/bin/python bench/bench_council.py [--latency 0.05] [--seconds 2]
+
+For 1, 4 and 16 requests in flight, sends N unique structured requests through
+``Council.ask_many`` (cache lookup, litellm → HTTP, parsing, SQLite log write) to a stub that answers
+every request after exactly ``latency`` seconds, and compares the wall time with the ideal
+``N × latency / in_flight``. A ratio of 1.00 means zero overhead. The stub runs in its own process
+so it does not compete with the client for the GIL. A second pass re-sends the same requests and
+measures the cache-hit path.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pydantic import BaseModel  # noqa: E402
+
+
+class Verdict(BaseModel):
+    answer: Literal["ok"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--seconds", type=float, default=2.0, help="ideal duration of each level")
+    ap.add_argument("--levels", default="1,4,16")
+    args = ap.parse_args()
+
+    os.environ["QUANDARY_HOME"] = tempfile.mkdtemp(prefix="quandary-bench-")
+    from resources.llm import Council
+    from resources.llm.config import Member
+    from resources.llm.council import call_log
+
+    stub = subprocess.Popen([sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    port = int(stub.stdout.readline())
+    rows = []
+    try:
+        for level in [int(x) for x in args.levels.split(",")]:
+            member = Member(name=f"stub{level}", model="openai/stub", api_base=f"http://127.0.0.1:{port}/v1",
+                            max_in_flight=level, max_retries=0, timeout_s=30)
+            council = Council("bench", [member], call_log())
+            n = max(level, int(round(args.seconds / args.latency * level)))
+            prompts = [[{"role": "user", "content": f"level {level} request {i}"}] for i in range(n)]
+            council.ask_many(member.name, [[{"role": "user", "content": f"warmup {level} {i}"}] for i in range(level)], Verdict)
+            t0 = time.perf_counter()
+            results = council.ask_many(member.name, prompts, Verdict)
+            wall = time.perf_counter() - t0
+            assert all(r.ok for r in results), results[0].error
+            t1 = time.perf_counter()
+            cached = council.ask_many(member.name, prompts, Verdict)
+            cached_wall = time.perf_counter() - t1
+            assert all(r.cached for r in cached)
+            ideal = n * args.latency / level
+            rows.append((level, n, ideal, wall, wall / ideal, (wall - ideal) / n * 1000 * level, cached_wall / n * 1000))
+    finally:
+        stub.stdin.close()
+        stub.wait(10)
+
+    print(f"council layer vs loopback stub ({args.latency * 1000:.0f} ms per request), {os.cpu_count()} CPUs")
+    print(f"{'in flight':>9} {'requests':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} {'overhead ms/req':>16} {'cache hit ms':>13}")
+    for level, n, ideal, wall, ratio, over, hit in rows:
+        print(f"{level:>9} {n:>8} {ideal:>8.2f} {wall:>8.2f} {ratio:>6.2f} {over:>16.1f} {hit:>13.2f}")
+    print("overhead ms/req = (wall - ideal) × in_flight / requests: extra latency each request saw.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

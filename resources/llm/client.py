@@ -1,0 +1,361 @@
+"""The one place that calls litellm: a structured, cached, logged, retried LLM call.
+
+``await call_structured(member, messages, OutputModel, log=..., tag=...) -> CallResult`` never raises:
+
+1. key = :func:`storage.llm_log.call_key` of (model, messages, sampling params, output schema); a
+   cached ``ok``/``parse_failed`` row is returned with ``cached=True`` and no request;
+2. otherwise the request asks for JSON-schema output (``response_format``) where the member supports
+   it, with retries + exponential backoff + jitter on 429 / 5xx / timeouts / refused connections, and
+   a per-attempt timeout; the inner retries of litellm and the OpenAI SDK are disabled so attempts
+   are counted here;
+3. the reply is parsed robustly (:mod:`resources.llm.parsing`); if that fails, one repair call shows
+   the model its output, the error and the schema;
+4. the outcome is written to the call log (one row per ``call_id``) and returned.
+"""
+
+import asyncio
+import dataclasses
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from resources.llm.config import Member
+from resources.llm.parsing import parse_structured
+from storage.llm_log import CallLog, CallRecord, call_key
+
+# Before litellm is ever imported: no remote cost map fetch, no network at import.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["LITELLM_OFFLINE_MODE"] = "true"
+
+T = TypeVar("T", bound=BaseModel)
+
+_litellm = None
+_no_schema_support: set[tuple[str, str | None]] = set()  # (model, api_base) that rejected json_schema
+
+
+def litellm_module():
+    """Import and configure litellm once (lazily: the import is slow and must follow the env setup)."""
+    global _litellm
+    if _litellm is None:
+        import litellm
+
+        litellm.suppress_debug_info = True  # no "Provider List: ..." banners on stdout
+        litellm.telemetry = False
+        litellm.drop_params = True  # a provider that lacks e.g. seed drops it instead of failing
+        _register_local_models(litellm)
+        _litellm = litellm
+    return _litellm
+
+
+_ZERO_COST = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "cache_creation_input_token_cost": 0.0,
+              "cache_read_input_token_cost": 0.0, "mode": "chat", "max_tokens": 8192}
+_registered: set[str] = set()
+
+
+def _register_local_models(litellm) -> None:
+    register_zero_cost(litellm, "openai/smollm2")
+
+
+def register_zero_cost(litellm, model: str) -> None:
+    """Local models are free; a price entry also spares litellm's slow "model not mapped" path."""
+    if model in _registered:
+        return
+    _registered.add(model)
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    try:
+        litellm.register_model({model: {**_ZERO_COST, "litellm_provider": provider}})
+    except Exception:  # cost bookkeeping must never break calls
+        pass
+
+
+@dataclass(frozen=True)
+class CallResult(Generic[T]):
+    """Outcome of one structured call. ``ok`` ⇔ ``parsed`` is a valid ``T``; ``raw_text`` always kept."""
+
+    call_id: str
+    member: str
+    ok: bool
+    parsed: T | None
+    raw_text: str | None
+    error: str | None = None
+    status: str = "ok"  # ok | parse_failed | call_failed
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    cost: float = 0.0
+    attempts: int = 0
+    repaired: bool = False
+    tag: dict = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class _Completion:
+    text: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+
+
+# --- request building ----------------------------------------------------------------------
+
+
+def schema_prompt(schema: dict) -> str:
+    return "Reply with only a JSON object (no prose, no code fence) that matches this JSON schema:\n" + json.dumps(
+        schema, separators=(",", ":")
+    )
+
+
+def build_messages(member: Member, messages: list[dict], schema: dict) -> list[dict]:
+    if member.structured_output == "json_schema" and (member.model, member.api_base) not in _no_schema_support:
+        return list(messages)
+    return with_schema_prompt(messages, schema)
+
+
+def with_schema_prompt(messages: list[dict], schema: dict) -> list[dict]:
+    # Without server-side constraints the schema must be in the prompt; append it at the end so the
+    # long shared prefix stays identical across prompts (prefix caching).
+    msgs = [dict(m) for m in messages]
+    if msgs and msgs[-1].get("role") == "user" and isinstance(msgs[-1].get("content"), str):
+        msgs[-1]["content"] = msgs[-1]["content"] + "\n\n" + schema_prompt(schema)
+    else:
+        msgs.append({"role": "user", "content": schema_prompt(schema)})
+    return msgs
+
+
+def response_format(member: Member, output_model: type[BaseModel], schema: dict) -> dict | None:
+    if (member.model, member.api_base) in _no_schema_support:
+        return None
+    if member.structured_output == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": output_model.__name__, "schema": schema, "strict": False}}
+    if member.structured_output == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def resolve_api_base(member: Member) -> str | None:
+    if member.is_embedded:
+        from resources.llm.embedded import embedded_base_url
+
+        return embedded_base_url()
+    return member.api_base
+
+
+def _api_key(member: Member, api_base: str | None) -> str | None:
+    if member.api_key_env:
+        return os.environ.get(member.api_key_env)
+    if api_base and member.is_local:
+        return "sk-no-key"  # OpenAI-compatible local servers want some key; avoid env lookups
+    return None
+
+
+# --- errors and retries --------------------------------------------------------------------
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 5xx, timeouts, refused/reset connections: transient. 4xx (bad request, auth): not."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    litellm = litellm_module()
+    retryable_types = (
+        litellm.RateLimitError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+    )
+    if isinstance(exc, retryable_types):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status == 429 or status == 408 or status >= 500)
+
+
+def _rejects_response_format(exc: BaseException) -> bool:
+    status = getattr(exc, "status_code", None)
+    text = str(exc).lower()
+    return status in (400, 422) and any(w in text for w in ("response_format", "json_schema", "structured"))
+
+
+def describe_error(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    msg = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else ""
+    return f"{name}{f' (HTTP {status})' if status else ''}: {msg}" if msg else name
+
+
+def backoff_delay(member: Member, attempt: int) -> float:
+    """Exponential backoff with full jitter in [0.5, 1.5) × base × 2^attempt, capped."""
+    return min(member.backoff_max_s, member.backoff_base_s * (2**attempt)) * (0.5 + random.random())
+
+
+async def _complete(member: Member, kwargs: dict) -> _Completion:
+    litellm = litellm_module()
+    out = _Completion()
+    for attempt in range(member.max_retries + 1):
+        out.attempts += 1
+        try:
+            # asyncio's own timeout guards against a client that ignores ``timeout``.
+            resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
+        except Exception as exc:  # noqa: BLE001 - classify everything, raise nothing
+            out.error = describe_error(exc)
+            if kwargs.get("response_format") and _rejects_response_format(exc):
+                # The server cannot do JSON-schema output: ask via the prompt from now on.
+                _no_schema_support.add((member.model, member.api_base))
+                fmt = kwargs.pop("response_format")
+                schema = (fmt.get("json_schema") or {}).get("schema")
+                if schema:
+                    kwargs["messages"] = with_schema_prompt(kwargs["messages"], schema)
+                continue
+            if attempt < member.max_retries and is_retryable(exc):
+                await asyncio.sleep(backoff_delay(member, attempt))
+                continue
+            return out
+        out.error = None
+        choice = resp.choices[0] if getattr(resp, "choices", None) else None
+        message = getattr(choice, "message", None)
+        out.text = getattr(message, "content", None) or ""
+        usage = getattr(resp, "usage", None)
+        out.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        out.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+        out.cost += 0.0 if member.is_local else _cost(litellm, resp)
+        return out
+    return out
+
+
+def _cost(litellm, resp) -> float:
+    try:
+        return float(litellm.completion_cost(completion_response=resp) or 0.0)
+    except Exception:  # unknown model price: record 0 rather than fail the call
+        return 0.0
+
+
+# --- the structured call -------------------------------------------------------------------
+
+
+async def call_structured(
+    member: Member,
+    messages: list[dict],
+    output_model: type[T],
+    *,
+    log: CallLog | None,
+    tag: dict | None = None,
+    use_cache: bool = True,
+) -> CallResult[T]:
+    """One structured call through cache, retries, parsing and repair. Never raises."""
+    tag = dict(tag or {})
+    key = "?"
+    try:
+        schema = output_model.model_json_schema()
+        params = {**member.sampling_params(), "structured_output": member.structured_output}
+        key = call_key(member.model, messages, params, schema)
+        if log is not None and use_cache:
+            hit = await asyncio.to_thread(log.lookup, key)
+            if hit is not None:
+                return _from_record(hit, output_model, member.name, tag)
+        return await _call_uncached(member, messages, output_model, schema, key, log, tag)
+    except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
+        return CallResult(key, member.name, False, None, None, f"internal error: {describe_error(exc)}", "call_failed", tag=tag)
+
+
+async def _call_uncached(member, messages, output_model, schema, key, log, tag) -> CallResult:
+    api_base = resolve_api_base(member)  # may start the embedded server: not part of the latency
+    if member.is_local:
+        register_zero_cost(litellm_module(), member.model)
+    t0 = time.perf_counter()
+    kwargs: dict[str, Any] = dict(
+        model=member.model,
+        messages=build_messages(member, messages, schema),
+        api_base=api_base,
+        api_key=_api_key(member, api_base),
+        timeout=member.timeout_s,
+        num_retries=0,  # retries are ours (counted, logged, with jitter)
+        max_retries=0,  # ... and not the OpenAI SDK's
+        **member.sampling_params(),
+    )
+    fmt = response_format(member, output_model, schema)
+    if fmt is not None:
+        kwargs["response_format"] = fmt
+    first = await _complete(member, kwargs)
+    total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
+                        cost=first.cost, attempts=first.attempts)
+    raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error
+    status = "call_failed" if first.error is not None else "parse_failed"
+    if first.error is None:
+        result = parse_structured(first.text, output_model)
+        if result.ok:
+            status, parsed, error = "ok", result.value, None
+        else:
+            error = f"unparseable output: {result.error}"
+            if member.repair:
+                repair_kwargs = dict(kwargs, messages=kwargs["messages"] + _repair_messages(first.text, result.error, schema))
+                second = await _complete(member, repair_kwargs)
+                total.prompt_tokens += second.prompt_tokens
+                total.completion_tokens += second.completion_tokens
+                total.cost += second.cost
+                total.attempts += second.attempts
+                if second.error is None:
+                    first_raw, raw, repaired = first.text, second.text, True
+                    result2 = parse_structured(second.text, output_model)
+                    if result2.ok:
+                        status, parsed, error = "ok", result2.value, None
+                    else:
+                        error = f"unparseable output after repair: {result2.error} (first: {result.error})"
+                else:
+                    error = f"unparseable output: {result.error}; repair call failed: {second.error}"
+    latency_ms = (time.perf_counter() - t0) * 1000
+    res = CallResult(
+        call_id=key, member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, error=error,
+        status=status, cached=False, prompt_tokens=total.prompt_tokens, completion_tokens=total.completion_tokens,
+        latency_ms=latency_ms, cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
+    )
+    if log is not None:
+        rec = CallRecord(
+            call_id=key, status=status, member=member.name, model=member.model, api_base=api_base,
+            schema_name=output_model.__name__,
+            request={k: v for k, v in kwargs.items() if k not in ("api_key", "api_base")},
+            raw_response=raw, first_raw_response=first_raw,
+            parsed=parsed.model_dump(mode="json") if parsed is not None else None, error=error,
+            prompt_tokens=total.prompt_tokens, completion_tokens=total.completion_tokens, latency_ms=latency_ms,
+            cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
+        )
+        try:
+            await asyncio.to_thread(log.record, rec)
+        except Exception as exc:  # noqa: BLE001 - the answer is still good; say the log failed
+            res = dataclasses.replace(res, error=(res.error or "") + f" [log write failed: {describe_error(exc)}]")
+    return res
+
+
+def _repair_messages(raw: str | None, error: str | None, schema: dict) -> list[dict]:
+    return [
+        {"role": "assistant", "content": raw if raw and raw.strip() else "(empty reply)"},
+        {"role": "user", "content": f"That reply could not be used ({error}). " + schema_prompt(schema)},
+    ]
+
+
+def _from_record(rec: CallRecord, output_model: type[T], member_name: str, tag: dict) -> CallResult[T]:
+    parsed = None
+    ok = rec.status == "ok"
+    error = rec.error
+    if ok:
+        try:
+            parsed = output_model.model_validate(rec.parsed)
+        except Exception as exc:  # noqa: BLE001 - e.g. a validator changed without a schema change
+            ok, error = False, f"cached output no longer validates: {describe_error(exc)}"
+    return CallResult(
+        call_id=rec.call_id, member=member_name, ok=ok, parsed=parsed, raw_text=rec.raw_response, error=error,
+        status=rec.status if ok or rec.status != "ok" else "parse_failed", cached=True,
+        prompt_tokens=0, completion_tokens=0, latency_ms=0.0, cost=0.0,  # a hit spends nothing
+        attempts=0, repaired=rec.repaired, tag=tag,
+    )

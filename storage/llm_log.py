@@ -1,0 +1,249 @@
+"""The LLM call cache and call log: one SQLite table ``llm_calls`` in ``$QUANDARY_HOME/llm_calls.sqlite``.
+
+Why one table for both: a cache hit *is* the audit record of the answer a stage used, and a
+resumed run finds every finished call by its key and makes no request for it.
+
+- ``call_id`` (primary key) = sha256 of the canonical JSON of (model, messages, sampling params incl.
+  seed, output schema) — see :func:`call_key`. The server address is not part of it, so the
+  embedded server's random port does not invalidate the cache.
+- ``status``: ``ok`` (parsed), ``parse_failed`` (the model answered but unusably; cached, since a
+  seeded re-ask repeats it) or ``call_failed`` (transport failure after retries; not a cache hit,
+  so a later run tries again and overwrites the row, adding to ``attempts``).
+- Every write is one transaction. WAL + ``busy_timeout`` + a retry loop make concurrent writers
+  (several processes of one Dagster run) safe. Columns are plain TEXT/INTEGER/REAL (JSON as TEXT)
+  so the audit catalog can expose the table as a view.
+"""
+
+import hashlib
+import json
+import random
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+TABLE = "llm_calls"
+CACHEABLE_STATUSES = ("ok", "parse_failed")
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    call_id            TEXT PRIMARY KEY,
+    status             TEXT NOT NULL,
+    ok                 INTEGER NOT NULL,
+    member             TEXT,
+    model              TEXT,
+    api_base           TEXT,
+    schema_name        TEXT,
+    request_json       TEXT,
+    raw_response       TEXT,
+    first_raw_response TEXT,
+    parsed_json        TEXT,
+    error              TEXT,
+    prompt_tokens      INTEGER DEFAULT 0,
+    completion_tokens  INTEGER DEFAULT 0,
+    latency_ms         REAL DEFAULT 0,
+    cost               REAL DEFAULT 0,
+    attempts           INTEGER DEFAULT 0,
+    repaired           INTEGER DEFAULT 0,
+    cache_hits         INTEGER DEFAULT 0,
+    tag_stage          TEXT,
+    tag_candidate_id   TEXT,
+    tag_json           TEXT,
+    created_at         TEXT,
+    updated_at         TEXT
+);
+CREATE INDEX IF NOT EXISTS {TABLE}_stage ON {TABLE}(tag_stage);
+CREATE INDEX IF NOT EXISTS {TABLE}_member ON {TABLE}(member);
+"""
+
+_COLUMNS = (
+    "call_id status ok member model api_base schema_name request_json raw_response first_raw_response "
+    "parsed_json error prompt_tokens completion_tokens latency_ms cost attempts repaired tag_stage "
+    "tag_candidate_id tag_json created_at updated_at"
+).split()
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def call_key(model: str, messages: list[dict], params: dict, output_schema: dict | None) -> str:
+    """The cache key: everything that determines the answer, nothing that does not (no api_base)."""
+    payload = {"model": model, "messages": messages, "params": params, "schema": output_schema}
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class CallRecord:
+    call_id: str
+    status: str
+    member: str
+    model: str
+    request: dict
+    api_base: str | None = None
+    schema_name: str | None = None
+    raw_response: str | None = None
+    first_raw_response: str | None = None
+    parsed: dict | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    cost: float = 0.0
+    attempts: int = 0
+    repaired: bool = False
+    tag: dict = field(default_factory=dict)
+    cache_hits: int = 0
+    created_at: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class CallLog:
+    """Thread-safe handle on the call log. One SQLite connection per thread (sqlite3 objects are
+    not shareable across threads); each write is a single short transaction."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._retry(self._init_schema)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoint; atomic always (WAL)
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    def _init_schema(self) -> None:
+        self._conn().executescript(_SCHEMA)
+
+    @staticmethod
+    def _retry(fn, *args, attempts: int = 8):
+        # busy_timeout covers most contention; WAL checkpoints and schema creation can still report
+        # "database is locked" immediately, so retry those with jittered backoff.
+        for i in range(attempts):
+            try:
+                return fn(*args)
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e) or i == attempts - 1:
+                    raise
+                time.sleep(min(2.0, 0.05 * 2**i) * (0.5 + random.random()))
+
+    # --- cache -----------------------------------------------------------------------------
+    def lookup(self, call_id: str) -> CallRecord | None:
+        """The cached record for ``call_id`` if it is a cacheable outcome; counts the hit."""
+
+        def _do():
+            conn = self._conn()
+            row = conn.execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone()
+            if row is None or row["status"] not in CACHEABLE_STATUSES:
+                return None
+            conn.execute(
+                f"UPDATE {TABLE} SET cache_hits = cache_hits + 1, updated_at = ? WHERE call_id = ?",
+                (_now(), call_id),
+            )
+            return _row_to_record(row)
+
+        return self._retry(_do)
+
+    def get(self, call_id: str) -> CallRecord | None:
+        row = self._retry(lambda: self._conn().execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone())
+        return _row_to_record(row) if row else None
+
+    # --- log -------------------------------------------------------------------------------
+    def record(self, rec: CallRecord) -> None:
+        """Insert (or, for a retried failed call, update) one call atomically."""
+        now = _now()
+        values = {
+            "call_id": rec.call_id,
+            "status": rec.status,
+            "ok": int(rec.ok),
+            "member": rec.member,
+            "model": rec.model,
+            "api_base": rec.api_base,
+            "schema_name": rec.schema_name,
+            "request_json": canonical_json(rec.request),
+            "raw_response": rec.raw_response,
+            "first_raw_response": rec.first_raw_response,
+            "parsed_json": canonical_json(rec.parsed) if rec.parsed is not None else None,
+            "error": rec.error,
+            "prompt_tokens": int(rec.prompt_tokens or 0),
+            "completion_tokens": int(rec.completion_tokens or 0),
+            "latency_ms": float(rec.latency_ms or 0.0),
+            "cost": float(rec.cost or 0.0),
+            "attempts": int(rec.attempts or 0),
+            "repaired": int(bool(rec.repaired)),
+            "tag_stage": _opt_str(rec.tag.get("stage")),
+            "tag_candidate_id": _opt_str(rec.tag.get("candidate_id")),
+            "tag_json": canonical_json(rec.tag) if rec.tag else None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        cols = ", ".join(_COLUMNS)
+        marks = ", ".join("?" for _ in _COLUMNS)
+        keep = ("call_id", "created_at", "attempts")
+        updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in keep)
+        sql = (
+            f"INSERT INTO {TABLE} ({cols}) VALUES ({marks}) ON CONFLICT(call_id) DO UPDATE SET {updates}, "
+            f"attempts = {TABLE}.attempts + excluded.attempts"
+        )
+        self._retry(lambda: self._conn().execute(sql, [values[c] for c in _COLUMNS]))
+
+    # --- queries ---------------------------------------------------------------------------
+    def rows(self, where: str = "", params: tuple = ()) -> list[dict]:
+        sql = f"SELECT * FROM {TABLE} {('WHERE ' + where) if where else ''} ORDER BY created_at"
+        return [dict(r) for r in self._retry(lambda: self._conn().execute(sql, params).fetchall())]
+
+    def count(self, where: str = "", params: tuple = ()) -> int:
+        sql = f"SELECT COUNT(*) FROM {TABLE} {('WHERE ' + where) if where else ''}"
+        return int(self._retry(lambda: self._conn().execute(sql, params).fetchone()[0]))
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _row_to_record(row: sqlite3.Row) -> CallRecord:
+    return CallRecord(
+        call_id=row["call_id"],
+        status=row["status"],
+        member=row["member"],
+        model=row["model"],
+        request=json.loads(row["request_json"] or "{}"),
+        api_base=row["api_base"],
+        schema_name=row["schema_name"],
+        raw_response=row["raw_response"],
+        first_raw_response=row["first_raw_response"],
+        parsed=json.loads(row["parsed_json"]) if row["parsed_json"] else None,
+        error=row["error"],
+        prompt_tokens=row["prompt_tokens"] or 0,
+        completion_tokens=row["completion_tokens"] or 0,
+        latency_ms=row["latency_ms"] or 0.0,
+        cost=row["cost"] or 0.0,
+        attempts=row["attempts"] or 0,
+        repaired=bool(row["repaired"]),
+        tag=json.loads(row["tag_json"]) if row["tag_json"] else {},
+        cache_hits=row["cache_hits"] or 0,
+        created_at=row["created_at"],
+    )

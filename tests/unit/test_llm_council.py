@@ -1,0 +1,144 @@
+"""Council batching, per-member concurrency bounds, failure isolation, lazy votes, tags."""
+
+import asyncio
+import time
+from typing import Literal
+
+from pydantic import BaseModel
+
+from resources.llm import Council, get_council
+from resources.llm.council import call_log
+from tests.llm_fakes import Reply, http_error, json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+
+
+class Verdict(BaseModel):
+    verdict: Literal["yes", "no"]
+
+
+class Label(BaseModel):
+    category: Literal["answerable", "ambiguous", "unanswerable"]
+
+
+def msgs(i=0):
+    return [{"role": "user", "content": f"q{i}"}]
+
+
+def three(**kw):
+    return Council("validators", [scripted_member(n, seed=i, **kw) for i, n in enumerate("abc")], call_log())
+
+
+def by_model(table):
+    """Responder: reply per model name (``scripted/<name>`` → table[name])."""
+    def responder(req):
+        out = table[req.model.split("/")[-1]]
+        return out(req) if callable(out) else out
+    return responder
+
+
+def test_ask_all_isolates_a_failing_member(scripted):
+    scripted.responder = by_model({"a": json_reply({"verdict": "yes"}), "b": http_error(500),
+                                   "c": json_reply({"verdict": "no"})})
+    results = three(max_retries=1).ask_all(msgs(), Verdict, tag={"stage": "s1", "candidate_id": "c1"})
+    assert [r.member for r in results] == ["a", "b", "c"]
+    assert [r.ok for r in results] == [True, False, True]
+    assert results[0].parsed.verdict == "yes" and results[2].parsed.verdict == "no"
+    assert "500" in results[1].error
+    rows = call_log().rows()
+    assert {(r["member"], r["tag_stage"], r["tag_candidate_id"]) for r in rows} == {
+        ("a", "s1", "c1"), ("b", "s1", "c1"), ("c", "s1", "c1")}
+
+
+def test_ask_many_keeps_order_and_tags(scripted):
+    scripted.responder = lambda req: json_reply({"verdict": "yes" if req.messages[-1]["content"].endswith(("0", "2", "4")) else "no"})
+    c = three()
+    tags = [{"stage": "s3", "candidate_id": f"c{i}"} for i in range(5)]
+    results = c.ask_many("b", [msgs(i) for i in range(5)], Verdict, tags=tags)
+    assert [r.parsed.verdict for r in results] == ["yes", "no", "yes", "no", "yes"]
+    assert [r.tag["candidate_id"] for r in results] == [f"c{i}" for i in range(5)]
+    assert sorted(r["tag_candidate_id"] for r in call_log().rows()) == [f"c{i}" for i in range(5)]
+
+
+def test_in_flight_requests_are_bounded_per_member(scripted):
+    scripted.responder = lambda req: Reply(json_reply({"verdict": "yes"}), delay_s=0.05)
+    c = Council("generators", [scripted_member("a", max_in_flight=3)], call_log())
+    t0 = time.monotonic()
+    c.ask_many("a", [msgs(i) for i in range(12)], Verdict)
+    elapsed = time.monotonic() - t0
+    assert scripted.max_in_flight == 3
+    assert elapsed >= 4 * 0.05 * 0.9  # 12 requests / 3 in flight = 4 waves
+
+
+def test_vote_short_circuits_when_two_agree(scripted):
+    scripted.responder = lambda req: json_reply({"verdict": "yes"})
+    out = three().vote(msgs(), Verdict, extract=lambda v: v.verdict == "yes", tag={"stage": "s2", "candidate_id": "x"})
+    assert out.decision is True and out.calls_made == 2 and out.calls_saved == 1
+    assert scripted.count == 2
+    assert [(v.member, v.vote, v.parsed_ok) for v in out.votes] == [("a", True, True), ("b", True, True)]
+    assert all(len(v.call_id) == 64 for v in out.votes)
+    member, vote, call_id, parsed_ok = out.votes[0]  # plain tuples too
+    assert (member, vote, parsed_ok) == ("a", True, True)
+
+
+def test_vote_split_asks_everyone_and_tie_rejects(scripted):
+    scripted.responder = by_model({"a": json_reply({"verdict": "yes"}), "b": json_reply({"verdict": "no"}),
+                                   "c": "garbage"})
+    c = three()
+    c.members[2] = scripted_member("c", seed=2, repair=False)
+    c._by_name["c"] = c.members[2]
+    out = c.vote(msgs(), Verdict, extract=lambda v: v.verdict == "yes")
+    assert out.calls_made == 3 and out.calls_saved == 0
+    assert out.decision is False  # 1 yes, 1 no, 1 abstention: tie rejects
+    assert out.abstentions == 1 and out.votes[2].vote is None and out.votes[2].parsed_ok is False
+
+
+def test_unanimous_vote_stops_at_first_no(scripted):
+    scripted.responder = lambda req: json_reply({"verdict": "no"})
+    out = three().vote(msgs(), Verdict, extract=lambda v: v.verdict, rule="unanimous")
+    assert out.decision is False and out.calls_made == 1 and out.calls_saved == 2  # "no" string coerced
+
+
+def test_plurality_vote_with_labels(scripted):
+    scripted.responder = by_model({"a": json_reply({"category": "ambiguous"}), "b": json_reply({"category": "AMBIGUOUS"}),
+                                   "c": json_reply({"category": "answerable"})})
+    out = three().vote(msgs(), Label, extract=lambda p: p.category, rule="plurality")
+    assert out.decision == "ambiguous" and out.calls_made == 2
+
+
+def test_vote_many_runs_candidates_concurrently(scripted):
+    scripted.responder = lambda req: Reply(json_reply({"verdict": "yes"}), delay_s=0.05)
+    t0 = time.monotonic()
+    outs = three(max_in_flight=8).vote_many([msgs(i) for i in range(8)], Verdict, extract=lambda v: v.verdict == "yes")
+    assert all(o.decision for o in outs) and sum(o.calls_saved for o in outs) == 8
+    assert time.monotonic() - t0 < 8 * 2 * 0.05  # not sequential
+
+
+def test_sync_api_works_inside_a_running_event_loop(scripted):
+    scripted.responder = lambda req: json_reply({"verdict": "yes"})
+    c = three()
+
+    async def stage():
+        return c.ask_all(msgs(), Verdict)  # a plain-code stage called from async code
+
+    assert all(r.ok for r in asyncio.run(stage()))
+
+
+def test_async_twins(scripted):
+    scripted.responder = lambda req: json_reply({"verdict": "no"})
+    c = three()
+
+    async def go():
+        a = await c.aask_all(msgs(), Verdict)
+        m = await c.aask_many("a", [msgs(1), msgs(2)], Verdict)
+        v = await c.avote(msgs(3), Verdict, extract=lambda p: p.verdict == "yes")
+        return a, m, v
+
+    a, m, v = asyncio.run(go())
+    assert len(a) == 3 and len(m) == 2 and v.decision is False and v.calls_saved == 1
+
+
+def test_get_council_default_is_cached_and_uses_embedded(quandary_home):
+    c = get_council("validators")
+    assert c is get_council("validators")
+    assert c.member_names == ["smollm2", "smollm2-s1", "smollm2-s2"]
+    assert all(m.is_embedded for m in c.members)
+    assert c.log.path == (quandary_home / "llm_calls.sqlite").resolve()
