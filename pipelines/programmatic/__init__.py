@@ -1,0 +1,337 @@
+"""Programmatic candidate generator: schema- and data-driven NLQ objects, zero LLM calls.
+
+``generate_candidates(db_path)`` reads a database's schema and data
+(:mod:`pipelines.programmatic.schema_analysis`), runs one or more builders per ABISS
+subcategory (:mod:`pipelines.programmatic.builders`), verifies every draft by execution through
+the safe executor and returns a :class:`GenerationReport` of :class:`Candidate` records plus, for
+each subcategory that produced nothing, the reason (``skipped``).
+
+Verification (a draft failing any check is dropped, never emitted):
+
+* answerable / ambiguous SQL executes through :func:`resources.sql_executor.execute_sql` and
+  returns at least one row that is not all NULL / zero;
+* the two readings of an ambiguous question return different results, compared as multisets
+  of rows (order-insensitive);
+* unanswerable questions name something the schema truly lacks: the named attribute or entity
+  occurs in no table or column name; for a missing relationship the two tables exist and no
+  relationship path links them (:meth:`SchemaAnalysis.related`).
+
+Output is deterministic for a seed: every random choice comes from ``random.Random`` seeded
+with ``f"{seed}|{db_id}|{subcategory}"``; nothing depends on set order or time.
+
+Difficulty (a simple rule on the SQL; the lead will swap in a shared sqlglot relabeller):
+``highly complex`` — set operation, CTE, window, or a subquery together with ≥2 joins, or ≥2
+subqueries; ``complex`` — a subquery, HAVING, or ≥2 joins with GROUP BY / aggregates;
+``moderate`` — a join, GROUP BY, an aggregate over a filter, or ORDER BY ... LIMIT;
+``simple`` — everything else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pipelines.programmatic import builders as _builders  # noqa: F401  (registers builders)
+from pipelines.programmatic.builders.base import BUILDERS, BuildContext, Draft
+from pipelines.programmatic.schema_analysis import SchemaAnalysis, analyze
+from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory as _subcategory
+
+GENERATOR = "programmatic"
+MAX_DRAFTS_PER_SUBCATEGORY = 60  # verification attempts per subcategory before giving up
+
+__all__ = ["Candidate", "GenerationReport", "generate_candidates", "difficulty_of", "GENERATOR"]
+
+
+@dataclass
+class Candidate:
+    candidate_id: str
+    group_id: str
+    db_id: str
+    subcategory: str
+    group: str
+    style: str
+    difficulty: str | None
+    question: str
+    evidence: str | None
+    sql: str | None
+    hidden_knowledge: str | None
+    feedback: str | None
+    interpretation_index: int | None
+    generator: str
+    builder: str
+    seed: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class GenerationReport:
+    db_id: str
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    # candidate_id -> what an unanswerable candidate claims the schema lacks (checked)
+    absence_claims: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def covered(self) -> list[str]:
+        seen = {c.subcategory for c in self.candidates}
+        return [s.id for s in SUBCATEGORIES if s.id in seen]
+
+    def to_dict(self) -> dict:
+        return {
+            "db_id": self.db_id,
+            "candidates": [c.to_dict() for c in self.candidates],
+            "skipped": dict(self.skipped),
+            "attempts": dict(self.attempts),
+            "absence_claims": dict(self.absence_claims),
+            "covered": self.covered,
+        }
+
+
+# ------------------------------------------------------------------------------ difficulty
+
+
+def difficulty_of(sql: str | None) -> str | None:
+    """Rule-based SQL difficulty (see module docstring); None for no SQL."""
+    if not sql:
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except Exception:  # unparsable for sqlglot: fall back to keywords
+        up = sql.upper()
+        joins = up.count(" JOIN ")
+        subq = max(0, up.count("SELECT") - 1)
+        if subq >= 2 or " UNION " in up or " INTERSECT " in up or " EXCEPT " in up:
+            return "highly complex"
+        if subq or " HAVING " in up or (joins >= 2 and " GROUP BY " in up):
+            return "complex"
+        if joins or " GROUP BY " in up or " LIMIT " in up:
+            return "moderate"
+        return "simple"
+    joins = len(list(tree.find_all(exp.Join)))
+    subqueries = len([s for s in tree.find_all(exp.Select) if s is not tree])
+    setops = any(True for _ in tree.find_all(exp.Union, exp.Intersect, exp.Except))
+    ctes = any(True for _ in tree.find_all(exp.With))
+    windows = any(True for _ in tree.find_all(exp.Window))
+    having = any(True for _ in tree.find_all(exp.Having))
+    group = any(True for _ in tree.find_all(exp.Group))
+    aggs = any(True for _ in tree.find_all(exp.AggFunc))
+    order_limit = tree.args.get("limit") is not None or any(True for _ in tree.find_all(exp.Limit))
+    where = tree.args.get("where") is not None
+    if setops or ctes or windows or subqueries >= 2 or (subqueries and joins >= 2):
+        return "highly complex"
+    if subqueries or having or (joins >= 2 and (group or aggs)):
+        return "complex"
+    if joins or group or order_limit or (aggs and where):
+        return "moderate"
+    return "simple"
+
+
+# ------------------------------------------------------------------------------ verification
+
+
+def _informative(rows: list[tuple]) -> bool:
+    return any(v is not None and v != 0 and v != "" for r in rows for v in r)
+
+
+def _multiset(rows: list[tuple]) -> Counter:
+    return Counter(tuple(repr(v) for v in r) for r in rows)
+
+
+def _verify(draft: Draft, ctx: BuildContext) -> str | None:
+    """None when the draft passes; otherwise a short reason."""
+    if not draft.question or not draft.question.strip():
+        return "empty question"
+    sub = _subcategory(draft.subcategory)
+    a = ctx.analysis
+    if sub.group is Group.ANSWERABLE:
+        if not draft.sql:
+            return "answerable draft without SQL"
+        res = ctx.run(draft.sql)
+        if not res.ok:
+            return f"sql failed ({res.kind.value})"
+        if not res.rows or not _informative(res.rows):
+            return "sql returned no informative rows"
+        if sub.has_evidence and not draft.evidence:
+            return "missing evidence"
+        return None
+    if sub.group is Group.AMBIGUOUS:
+        if not draft.readings or len(draft.readings) != 2:
+            return "ambiguous draft needs exactly two readings"
+        outs = []
+        for r in draft.readings:
+            res = ctx.run(r.sql)
+            if not res.ok:
+                return f"reading sql failed ({res.kind.value})"
+            if not res.rows or not _informative(res.rows):
+                return "a reading returned no informative rows"
+            outs.append(_multiset(res.rows))
+        if outs[0] == outs[1]:
+            return "readings return the same result"
+        if draft.readings[0].hidden_knowledge == draft.readings[1].hidden_knowledge:
+            return "readings share hidden knowledge"
+        if sub.has_evidence and not draft.evidence:
+            return "missing evidence"
+        return None
+    # unanswerable
+    if not draft.feedback:
+        return "unanswerable draft without feedback"
+    ab = draft.absence
+    if ab is None:
+        return "unanswerable draft without an absence claim"
+    if ab.kind == "terms":
+        if not ab.terms:
+            return "absence claim without terms"
+        present = [t for t in ab.terms if a.mentions(t)]
+        if present:
+            return f"schema mentions {present[0]!r}"
+        return None
+    if ab.kind == "relationship":
+        if len(ab.tables) != 2 or any(a.table(t) is None for t in ab.tables):
+            return "relationship claim on unknown tables"
+        if a.related(*ab.tables):
+            return "tables are related"
+        return None
+    if ab.kind == "improper":
+        return None
+    return f"unknown absence kind {ab.kind!r}"
+
+
+# ------------------------------------------------------------------------------ records
+
+
+def _hash(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _records(draft: Draft, db_id: str, seed: int) -> list[Candidate]:
+    sub = _subcategory(draft.subcategory)
+    base = dict(
+        db_id=db_id,
+        subcategory=sub.id,
+        group=sub.group.value,
+        style=draft.style,
+        question=draft.question,
+        evidence=draft.evidence,
+        generator=GENERATOR,
+        builder=draft.builder,
+        seed=seed,
+    )
+    if sub.group is Group.AMBIGUOUS:
+        group_id = _hash(db_id, sub.id, draft.question, [r.sql for r in draft.readings])
+        return [
+            Candidate(
+                candidate_id=_hash(db_id, sub.id, draft.question, i, r.sql),
+                group_id=group_id,
+                difficulty=difficulty_of(r.sql),
+                sql=r.sql,
+                hidden_knowledge=r.hidden_knowledge,
+                feedback=None,
+                interpretation_index=i,
+                **base,
+            )
+            for i, r in enumerate(draft.readings)
+        ]
+    cid = _hash(db_id, sub.id, draft.question, None, draft.sql)
+    return [
+        Candidate(
+            candidate_id=cid,
+            group_id=cid,
+            difficulty=difficulty_of(draft.sql),
+            sql=draft.sql,
+            hidden_knowledge=None,
+            feedback=draft.feedback if sub.group is Group.UNANSWERABLE else None,
+            interpretation_index=None,
+            **base,
+        )
+    ]
+
+
+def _dedupe_key(draft: Draft) -> tuple:
+    sqls = tuple(r.sql for r in draft.readings) if draft.readings else (draft.sql,)
+    return (" ".join(draft.question.lower().split()), sqls if any(sqls) else draft.feedback)
+
+
+# ------------------------------------------------------------------------------ driver
+
+
+def generate_candidates(
+    db_path: str | Path,
+    per_subcategory: int = 2,
+    seed: int = 0,
+    styles: list[str] | tuple[str, ...] | None = None,
+    subcategories: list[str] | tuple[str, ...] | None = None,
+    db_id: str | None = None,
+    analysis: SchemaAnalysis | None = None,
+) -> GenerationReport:
+    """Verified candidates for every requested subcategory the database supports.
+
+    ``per_subcategory`` counts NLQ objects *questions* (an ambiguous question yields two
+    records); ``styles`` defaults to all taxonomy styles, cycled per subcategory from a seeded
+    offset; ``subcategories`` defaults to all 13.
+    """
+    analysis = analysis or analyze(db_path, db_id)
+    db_id = analysis.db_id
+    style_ids = [s.id for s in STYLES]
+    styles = list(styles) if styles else style_ids
+    unknown = [s for s in styles if s not in style_ids]
+    if unknown:
+        raise ValueError(f"unknown style(s) {unknown}; known: {', '.join(style_ids)}")
+    wanted = list(subcategories) if subcategories else [s.id for s in SUBCATEGORIES]
+    for sid in wanted:
+        _subcategory(sid)  # raises KeyError for unknown ids
+    report = GenerationReport(db_id=db_id)
+    if per_subcategory <= 0:
+        return report
+    for sid in [s.id for s in SUBCATEGORIES if s.id in wanted]:
+        ctx = BuildContext(analysis, random.Random(f"{seed}|{db_id}|{sid}"), styles, sid)
+        accepted: list[Draft] = []
+        failures: Counter = Counter()
+        seen: set[tuple] = set()
+        attempts = 0
+        for name, fn in BUILDERS.get(sid, []):
+            try:
+                for draft in fn(ctx):
+                    attempts += 1
+                    why = _verify(draft, ctx)
+                    key = _dedupe_key(draft)
+                    if why is None and key in seen:
+                        why = "duplicate"
+                    if why is not None:
+                        failures[why] += 1
+                    else:
+                        seen.add(key)
+                        accepted.append(draft)
+                    if len(accepted) >= per_subcategory or attempts >= MAX_DRAFTS_PER_SUBCATEGORY:
+                        break
+            except Exception as exc:  # a builder bug must not sink the other subcategories
+                failures[f"builder error in {name}: {type(exc).__name__}: {exc}"] += 1
+            if len(accepted) >= per_subcategory or attempts >= MAX_DRAFTS_PER_SUBCATEGORY:
+                break
+        report.attempts[sid] = attempts
+        for d in accepted:
+            records = _records(d, db_id, seed)
+            report.candidates.extend(records)
+            if d.absence is not None:
+                for r in records:
+                    report.absence_claims[r.candidate_id] = {
+                        "kind": d.absence.kind, "terms": list(d.absence.terms), "tables": list(d.absence.tables)
+                    }
+        if not accepted:
+            if not BUILDERS.get(sid):
+                report.skipped[sid] = "no builder for this subcategory"
+            elif failures:
+                top = "; ".join(f"{why} ×{n}" for why, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+                report.skipped[sid] = f"all {attempts} drafts failed verification: {top}"
+            else:
+                report.skipped[sid] = "; ".join(ctx.reasons) or "the database offers nothing to build on"
+    return report

@@ -1,0 +1,198 @@
+"""Answerable questions: filters, aggregates, top-k and FK joins; and derived concepts whose
+definition lives in the evidence ("senior students = more than 90 credits")."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipelines.programmatic.phrasing import with_article
+from pipelines.programmatic.phrasing import column_words
+from pipelines.programmatic.builders.base import (
+    Ask,
+    BuildContext,
+    CATEGORICAL,
+    Draft,
+    NUMERIC,
+    TEMPORAL,
+    TEXT,
+    categorical_columns,
+    humanize,
+    join_sql,
+    label_np,
+    labelled_tables,
+    lit,
+    numeric_columns,
+    plural,
+    q,
+    register,
+    singular,
+    thresholds,
+    value_text,
+)
+
+# concept adjectives for evidence definitions (the meaning comes only from the evidence)
+HIGH_CONCEPTS = ["major", "premium", "top-tier", "high-end", "heavyweight", "flagship", "leading"]
+RECENT_CONCEPTS = ["recent", "new-generation", "latest", "modern"]
+EARLY_CONCEPTS = ["early", "legacy", "veteran", "historic"]
+CATEGORY_CONCEPTS = ["priority", "featured", "core", "target", "tracked", "reference"]
+
+
+def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    tables = ctx.shuffled(labelled_tables(a))
+    plans = []
+    for t in tables:
+        label = t.label
+        for c in categorical_columns(t):
+            for v in c.values[:3]:
+                plans.append(("filter", t, c, v))
+                plans.append(("count", t, c, v))
+        for c in numeric_columns(t):
+            plans.append(("top", t, c, None))
+            for g in categorical_columns(t, text_only=True):
+                if g.name != c.name:
+                    plans.append(("group_avg", t, c, g))
+            th = thresholds(c, (0.5,))
+            if th:
+                plans.append(("above", t, c, th[0]))
+        for e in a.children(t.name):
+            child = a.table(e.src)
+            if child and child.row_count:
+                if child.label:
+                    plans.append(("join", child, e, t))
+                plans.append(("count_per_parent", child, e, t))
+        for c in t.columns:
+            if c.name != label and not c.is_key and c.role in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT):
+                plans.append(("lookup", t, c, None))
+        plans.append(("list_all", t, None, None))
+    for bridge, e1, e2 in a.bridges():
+        for ea, eb in ((e1, e2), (e2, e1)):
+            ta, tb = a.table(ea.dst), a.table(eb.dst)
+            if ta and tb and ta.label and tb.label:
+                plans.append(("many_to_many", ta, (bridge, ea, eb), tb))
+    if not plans:
+        ctx.unsupported("no table with a label column and a categorical, numeric or FK-linked column")
+        return
+    for kind, t, c, extra in ctx.shuffled(plans):
+        style = ctx.next_style()
+        tq, tn = q(t.name), plural(humanize(t.name))
+        if kind == "filter":
+            sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} = {lit(extra)}"
+            ask = Ask("list", target=f"{label_np(t)} whose {column_words(c.name)} is {value_text(extra)}")
+        elif kind == "count":
+            sql = f"SELECT COUNT(*) FROM {tq} WHERE {q(c.name)} = {lit(extra)}"
+            ask = Ask("count", subject=f"{tn} with {column_words(c.name)} {value_text(extra)}")
+        elif kind == "top":
+            sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} IS NOT NULL ORDER BY {c.expr()} DESC LIMIT 3"
+            ask = Ask("list", target=f"{label_np(t).replace('the ' + tn, 'the three ' + tn, 1)} with the highest {column_words(c.name)}")
+        elif kind == "group_avg":
+            g = extra
+            sql = f"SELECT {q(g.name)}, AVG({c.expr()}) FROM {tq} GROUP BY {q(g.name)}"
+            ask = Ask("list", target=f"the average {column_words(c.name)} of the {tn} for each {column_words(g.name)}")
+        elif kind == "above":
+            sql = f"SELECT {q(t.label)} FROM {tq} WHERE {c.expr()} > {lit(extra)}"
+            ask = Ask("list", target=f"{label_np(t)} whose {column_words(c.name)} is greater than {value_text(extra)}")
+        elif kind == "join":
+            child, edge, parent = t, c, extra
+            frm, al = join_sql([(child.name, edge, parent.name)], child.name)
+            vals = ctx.rows(f"SELECT DISTINCT {al[parent.name]}.{q(parent.label)} {frm} ORDER BY 1 LIMIT 20")
+            if not vals:
+                continue
+            v = ctx.rng.choice(vals)[0]
+            sql = f"SELECT {al[child.name]}.{q(child.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
+            ask = Ask("list", target=f"{label_np(child)} of the {singular(humanize(parent.name))} {value_text(v)}")
+        elif kind == "count_per_parent":
+            child, edge, parent = t, c, extra
+            frm, al = join_sql([(child.name, edge, parent.name)], child.name)
+            sql = f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {al[parent.name]}.{q(parent.label)}"
+            ask = Ask("list", target=f"the number of {plural(humanize(child.name))} for each {singular(humanize(parent.name))}")
+        elif kind == "lookup":
+            rows = ctx.rows(
+                f"SELECT {q(t.label)} FROM {tq} WHERE {q(t.label)} IS NOT NULL AND {q(c.name)} IS NOT NULL "
+                f"GROUP BY {q(t.label)} HAVING COUNT(*) = 1 ORDER BY 1 LIMIT 20"
+            )
+            if not rows:
+                continue
+            v = ctx.rng.choice(rows)[0]
+            sql = f"SELECT {q(c.name)} FROM {tq} WHERE {q(t.label)} = {lit(v)}"
+            ask = Ask("list", target=f"the {column_words(c.name)} of the {singular(humanize(t.name))} {value_text(v)}")
+        elif kind == "list_all":
+            sql = f"SELECT {q(t.label)} FROM {tq}"
+            ask = Ask("list", target=f"{label_np(t).replace('the ' + tn, 'all the ' + tn, 1)}")
+        elif kind == "many_to_many":
+            ta, (bridge, ea, eb), tb = t, c, extra
+            frm = (
+                f"FROM {q(bridge)} AS T1 JOIN {q(ta.name)} AS T2 ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} "
+                f"JOIN {q(tb.name)} AS T3 ON T1.{q(eb.src_col)} = T3.{q(eb.dst_col)}"
+            )
+            vals = ctx.rows(f"SELECT T2.{q(ta.label)}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 8")
+            if not vals:
+                continue
+            v = ctx.rng.choice(vals)[0]
+            sql = f"SELECT T3.{q(tb.label)} {frm} WHERE T2.{q(ta.label)} = {lit(v)}"
+            ask = Ask("list", target=f"{label_np(tb)} linked to the {singular(humanize(ta.name))} {value_text(v)}")
+        else:  # pragma: no cover
+            continue
+        yield Draft("answerable", f"answerable.{kind}", ctx.say(ask, style), style, sql=sql)
+
+
+@register("answerable", "answerable.templates")
+def build_answerable(ctx: BuildContext) -> Iterator[Draft]:
+    yield from _answerable_drafts(ctx)
+
+
+@register("answerable_with_evidence", "answerable_with_evidence.concept")
+def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    plans = []
+    for t in labelled_tables(a):
+        for c in numeric_columns(t):
+            plans.append((t, c, "num"))
+        for c in t.columns:
+            if c.role == TEMPORAL and c.distinct >= 3:
+                plans.append((t, c, "date"))
+        for c in categorical_columns(t, text_only=True):
+            plans.append((t, c, "cat"))
+    if not plans:
+        ctx.unsupported("no labelled table with a numeric, date or categorical column to define a concept on")
+        return
+    for t, c, kind in ctx.shuffled(plans):
+        style = ctx.next_style()
+        tn, ts = plural(humanize(t.name)), singular(humanize(t.name))
+        col = column_words(c.name)
+        if kind == "num":
+            th = thresholds(c, (ctx.rng.choice([0.6, 0.7, 0.75, 0.8]),))
+            if not th:
+                continue
+            adj = ctx.rng.choice(HIGH_CONCEPTS)
+            cond = f"{c.expr()} > {lit(th[0])}"
+            evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} is greater than {value_text(th[0])}."
+        elif kind == "date":
+            early = ctx.rng.random() < 0.4
+            th = thresholds(c, (0.3 if early else 0.7,), side="lower" if early else "upper")
+            if not th:
+                continue
+            adj = ctx.rng.choice(EARLY_CONCEPTS if early else RECENT_CONCEPTS)
+            op, rel = ("<", "before") if early else (">=", "on or after")
+            cond = f"{q(c.name)} {op} {lit(th[0])}"
+            evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} is {rel} {value_text(th[0])}."
+        else:
+            v = ctx.rng.choice(c.values[:3])
+            adj = ctx.rng.choice(CATEGORY_CONCEPTS)
+            cond = f"{q(c.name)} = {lit(v)}"
+            evidence = f"{with_article(adj + ' ' + ts).capitalize()} is a {ts} whose {col} is {value_text(v)}."
+        if ctx.rng.random() < 0.5:
+            sql = f"SELECT COUNT(*) FROM {q(t.name)} WHERE {cond}"
+            ask = Ask("count", subject=f"{adj} {tn}")
+        else:
+            sql = f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {cond}"
+            np = label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1)
+            ask = Ask("list", target=np)
+        yield Draft(
+            "answerable_with_evidence",
+            f"answerable_with_evidence.{kind}",
+            ctx.say(ask, style),
+            style,
+            sql=sql,
+            evidence=evidence,
+        )

@@ -1,0 +1,185 @@
+"""Knowledge-driven ambiguity: lexical vagueness, missing user knowledge, conflicting knowledge."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipelines.programmatic.phrasing import with_article
+from pipelines.programmatic.phrasing import column_words
+from pipelines.programmatic.builders.base import (
+    Ask,
+    BuildContext,
+    Draft,
+    Reading,
+    TEMPORAL,
+    categorical_columns,
+    humanize,
+    join_sql,
+    label_np,
+    labelled_tables,
+    lit,
+    numeric_columns,
+    plural,
+    q,
+    register,
+    singular,
+    thresholds,
+    value_text,
+)
+
+VAGUE_HIGH = ["high", "large", "big", "considerable", "significant"]
+VAGUE_LOW = ["low", "small", "modest"]
+VAGUE_RECENT = ["recent", "latest", "new"]
+CONFLICT_CONCEPTS = ["notable", "elite", "prime", "standout", "key", "leading", "important"]
+
+
+def _temporal_columns(t):
+    return [c for c in t.columns if c.role == TEMPORAL and c.distinct >= 3]
+
+
+@register("lexical_vagueness", "lexical_vagueness.threshold")
+def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
+    plans = []
+    for t in labelled_tables(ctx.analysis):
+        for c in numeric_columns(t, min_distinct=4):
+            plans.append((t, c, "recent" if c.is_year else ctx.rng.choice(["high", "high", "low"])))
+        for c in _temporal_columns(t):
+            plans.append((t, c, "recent"))
+    if not plans:
+        ctx.unsupported("no numeric or date column with at least 4 distinct values in a labelled table")
+        return
+    for t, c, kind in ctx.shuffled(plans):
+        style = ctx.next_style()
+        tn, col = plural(humanize(t.name)), column_words(c.name)
+        if kind == "low":
+            ths = thresholds(c, (0.2, 0.45), side="lower")
+            op = "<"
+        else:
+            ths = thresholds(c, (0.5, 0.8) if kind == "high" else (0.6, 0.85))
+            op = ">=" if kind == "recent" else ">"
+        if len(ths) < 2:
+            continue
+        if kind == "low":
+            ths = [ths[0], ths[1]]  # strict (< lower) vs lenient (< higher)
+        word = ctx.rng.choice({"high": VAGUE_HIGH, "low": VAGUE_LOW, "recent": VAGUE_RECENT}[kind])
+        if kind == "recent":
+            only = len([x for x in t.columns if x.role == TEMPORAL or x.is_year]) == 1
+            subject = f"{word} {tn}" if only else f"{tn} with {with_article(word + ' ' + col)}"
+            hk = [f"'{word}' means a {col} on or after {value_text(th)}." for th in ths]
+        else:
+            subject = f"{tn} with {with_article(word + ' ' + col)}"
+            rel = "below" if kind == "low" else "above"
+            hk = [f"'{word} {col}' means a {col} {rel} {value_text(th)}." for th in ths]
+        readings = [
+            Reading(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {c.expr()} {op} {lit(th)}", h)
+            for th, h in zip(ths, hk)
+        ]
+        if ctx.rng.random() < 0.3:
+            ask = Ask("count", subject=subject)
+            readings = [
+                Reading(r.sql.replace(f"SELECT {q(t.label)} ", "SELECT COUNT(*) ", 1), r.hidden_knowledge)
+                for r in readings
+            ]
+        else:
+            ask = Ask("which", subject=subject)
+        yield Draft("lexical_vagueness", f"lexical_vagueness.{kind}", ctx.say(ask, style), style, readings=readings)
+
+
+@register("missing_user_knowledge", "missing_user_knowledge.my_value")
+def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    plans = []
+    for t in labelled_tables(a):
+        for c in categorical_columns(t, text_only=True):
+            if c.name != t.label and len(c.values) >= 2:
+                plans.append(("column", t, c, None))
+        for e in [e for e in a.edges if e.src == t.name]:
+            parent = a.table(e.dst)
+            if parent and parent.label and parent.name != t.name:
+                plans.append(("parent", t, e, parent))
+    if not plans:
+        ctx.unsupported("no categorical column or FK-linked labelled parent to personalise ('my X')")
+        return
+    for kind, t, c, parent in ctx.shuffled(plans):
+        style = ctx.next_style()
+        if kind == "column":
+            a_vals = c.values[:4]
+            if len(a_vals) < 2:
+                continue
+            v1, v2 = ctx.rng.sample(a_vals, 2)
+            what = column_words(c.name)
+            sqls = [f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(c.name)} = {lit(v)}" for v in (v1, v2)]
+            np = f"{label_np(t)} with the same {what} as mine"
+            if ctx.rng.random() < 0.5:
+                np = f"{label_np(t)} in my {what}"
+        else:
+            edge = c
+            frm, al = join_sql([(t.name, edge, parent.name)], t.name)
+            vals = [r[0] for r in ctx.rows(
+                f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 6"
+            )]
+            if len(vals) < 2:
+                continue
+            v1, v2 = ctx.rng.sample(vals, 2)
+            what = singular(humanize(parent.name))
+            sqls = [
+                f"SELECT {al[t.name]}.{q(t.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
+                for v in (v1, v2)
+            ]
+            np = f"{label_np(t)} of my {what}"
+        readings = [Reading(s, f"The user's {what} is {value_text(v)}.") for s, v in zip(sqls, (v1, v2))]
+        yield Draft(
+            "missing_user_knowledge",
+            f"missing_user_knowledge.{kind}",
+            ctx.say(Ask("list", target=np), style),
+            style,
+            readings=readings,
+        )
+
+
+@register("conflicting_knowledge", "conflicting_knowledge.two_definitions")
+def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
+    plans = []
+    for t in labelled_tables(ctx.analysis):
+        conds = []
+        for c in numeric_columns(t):
+            th = thresholds(c, (0.6,))
+            if th:
+                conds.append((f"{c.expr()} > {lit(th[0])}", f"{column_words(c.name)} is greater than {value_text(th[0])}", c.name))
+            th = thresholds(c, (0.85,))
+            if th:
+                conds.append((f"{c.expr()} > {lit(th[0])}", f"{column_words(c.name)} is greater than {value_text(th[0])}", c.name))
+        for c in _temporal_columns(t):
+            th = thresholds(c, (0.6,))
+            if th:
+                conds.append((f"{q(c.name)} >= {lit(th[0])}", f"{column_words(c.name)} is on or after {value_text(th[0])}", c.name))
+        for c in categorical_columns(t, text_only=True):
+            if c.values:
+                conds.append((f"{q(c.name)} = {lit(c.values[0])}", f"{column_words(c.name)} is {value_text(c.values[0])}", c.name))
+        for i, c1 in enumerate(conds):
+            for c2 in conds[i + 1 :]:
+                if c1[0] != c2[0]:
+                    plans.append((t, c1, c2))
+    if not plans:
+        ctx.unsupported("no labelled table with two distinct definable conditions")
+        return
+    for t, c1, c2 in ctx.shuffled(plans):
+        style = ctx.next_style()
+        tn, ts = plural(humanize(t.name)), singular(humanize(t.name))
+        adj = ctx.rng.choice(CONFLICT_CONCEPTS)
+        defs = [f"{with_article(adj + ' ' + ts).capitalize()} is one whose {c[1]}." for c in (c1, c2)]
+        evidence = " ".join(defs)
+        count = ctx.rng.random() < 0.4
+        sel = "COUNT(*)" if count else q(t.label)
+        readings = [
+            Reading(f"SELECT {sel} FROM {q(t.name)} WHERE {c[0]}", f"Use the definition: {d}") for c, d in zip((c1, c2), defs)
+        ]
+        ask = Ask("count", subject=f"{adj} {tn}") if count else Ask("list", target=label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1))
+        yield Draft(
+            "conflicting_knowledge",
+            "conflicting_knowledge.two_definitions",
+            ctx.say(ask, style),
+            style,
+            evidence=evidence,
+            readings=readings,
+        )

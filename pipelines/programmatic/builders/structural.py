@@ -1,0 +1,189 @@
+"""Structural ambiguity: scope (collective vs distributive quantifier) and attachment (a modifier
+attached to the last conjunct only, or to all of them)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipelines.programmatic.phrasing import with_article
+from pipelines.programmatic.phrasing import column_words
+from pipelines.programmatic.builders.base import (
+    CATEGORICAL,
+    NUMERIC,
+    TEMPORAL,
+    Ask,
+    attributes,
+    BuildContext,
+    Draft,
+    Reading,
+    categorical_columns,
+    humanize,
+    join_sql,
+    label_np,
+    lit,
+    numeric_columns,
+    plural,
+    q,
+    register,
+    singular,
+    thresholds,
+    value_text,
+)
+
+QUANTIFIERS = ["each", "every"]
+
+
+@register("scope_ambiguity", "scope_ambiguity.collective_distributive")
+def build_scope(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    plans = []
+    # one-to-many: parent A, child C (C references A), a categorical column of C
+    for e in a.edges:
+        parent, child = a.table(e.dst), a.table(e.src)
+        if not parent or not child or parent.name == child.name or not parent.label or not child.row_count:
+            continue
+        for c in categorical_columns(child):
+            if c.name == e.src_col or c.is_key:
+                continue
+            frm, al = join_sql([(child.name, e, parent.name)], child.name)
+            plans.append(dict(
+                kind="one_to_many", frm=frm, value=f"{al[child.name]}.{q(c.name)}",
+                key=f"{al[parent.name]}.{q(e.dst_col)}", alabel=f"{al[parent.name]}.{q(parent.label)}",
+                atable=parent, aalias=al[parent.name],
+                np=lambda quant, parent=parent, child=child, c=c: f"the {plural(column_words(c.name))} of the {plural(humanize(child.name))} of {quant} {singular(humanize(parent.name))}",
+                what=plural(column_words(c.name)),
+            ))
+    # many-to-many through a bridge table: A ← bridge → B, B's label
+    for bridge, e1, e2 in a.bridges():
+        for ea, eb in ((e1, e2), (e2, e1)):
+            ta, tb = a.table(ea.dst), a.table(eb.dst)
+            if not ta or not tb or not ta.label or not tb.label:
+                continue
+            frm = (
+                f"FROM {q(bridge)} AS T1 JOIN {q(ta.name)} AS T2 ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} "
+                f"JOIN {q(tb.name)} AS T3 ON T1.{q(eb.src_col)} = T3.{q(eb.dst_col)}"
+            )
+            plans.append(dict(
+                kind="many_to_many", frm=frm, value=f"T3.{q(tb.label)}", key=f"T2.{q(ea.dst_col)}",
+                alabel=f"T2.{q(ta.label)}", atable=ta, aalias="T2",
+                np=lambda quant, ta=ta, tb=tb: f"the {plural(humanize(tb.name))} of {quant} {singular(humanize(ta.name))}",
+                what=plural(humanize(tb.name)),
+            ))
+    if not plans:
+        ctx.unsupported("no one-to-many or many-to-many relationship with a categorical or labelled side")
+        return
+    yielded = 0
+    for plan in ctx.shuffled(plans):
+        # optional filter on A's categorical columns so the collective reading is non-empty
+        filters = [("", "")]
+        for c in categorical_columns(plan["atable"], text_only=True)[:2]:
+            for v in c.values[:3]:
+                filters.append((f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}", f" whose {column_words(c.name)} is {value_text(v)}"))
+        for where, phrase in filters:
+            collective = (
+                f"SELECT {plan['value']} {plan['frm']}{where} GROUP BY {plan['value']} "
+                f"HAVING COUNT(DISTINCT {plan['key']}) = (SELECT COUNT(DISTINCT {plan['key']}) {plan['frm']}{where})"
+            )
+            if not ctx.rows(collective):
+                continue
+            distributive = f"SELECT DISTINCT {plan['alabel']}, {plan['value']} {plan['frm']}{where}"
+            style = ctx.next_style()
+            quant = ctx.rng.choice(QUANTIFIERS)
+            aname = singular(humanize(plan["atable"].name))
+            np = plan["np"](quant) + phrase
+            readings = [
+                Reading(collective, f"Collective reading: the {plan['what']} shared by all the {plural(aname)}{phrase} together (common to every one of them)."),
+                Reading(distributive, f"Distributive reading: for every {aname}{phrase} separately, list its {plan['what']}."),
+            ]
+            yielded += 1
+            yield Draft("scope_ambiguity", f"scope_ambiguity.{plan['kind']}", ctx.say(Ask("list", target=np), style), style, readings=readings)
+            break
+    if not yielded:
+        ctx.unsupported(f"the collective reading is empty for all {len(plans)} relationship(s) and filters tried")
+
+
+@register("attachment_ambiguity", "attachment_ambiguity.modifier")
+def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    plans = []
+    # siblings: A and B both reference parent P ("the professors and the students in engineering")
+    for i, e1 in enumerate(a.edges):
+        for e2 in a.edges[i + 1 :]:
+            if e1.dst != e2.dst or e1.src == e2.src:
+                continue
+            ta, tb, tp = a.table(e1.src), a.table(e2.src), a.table(e1.dst)
+            if not (ta and tb and tp and ta.label and tb.label and tp.label) or tp.name in (ta.name, tb.name):
+                continue
+            plans.append(("siblings", ta, e1, tb, e2, tp))
+            plans.append(("siblings", tb, e2, ta, e1, tp))
+    # one table: "whose c is v1 or v2 with a n above x" (c may be a parent's label)
+    for t in a.nonempty_tables:
+        if not t.label:
+            continue
+        attrs = attributes(a, t)
+        conj = [x for x in attrs if x.role in (CATEGORICAL, NUMERIC) and 2 <= len(x.values) <= 25]
+        mods = [x for x in attrs if (x.role in (NUMERIC, TEMPORAL) and len(x.sample) >= 3) or (x.role == CATEGORICAL and len(x.values) >= 2)]
+        for c in conj:
+            for m in mods:
+                if m.expr != c.expr:
+                    plans.append(("coordination", t, c, m, None, None))
+    if not plans:
+        ctx.unsupported("no two tables sharing a parent and no table with a categorical attribute plus a second condition")
+        return
+    for plan in ctx.shuffled(plans):
+        style = ctx.next_style()
+        if plan[0] == "siblings":
+            _, ta, ea, tb, eb, tp = plan
+            vals = [r[0] for r in ctx.rows(
+                f"SELECT T2.{q(tp.label)}, COUNT(*) FROM {q(tb.name)} AS T1 JOIN {q(tp.name)} AS T2 "
+                f"ON T1.{q(eb.src_col)} = T2.{q(eb.dst_col)} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5"
+            )]
+            if not vals:
+                continue
+            v = ctx.rng.choice(vals)
+            a_all = f"SELECT {q(ta.label)} FROM {q(ta.name)}"
+            a_f = (
+                f"SELECT T1.{q(ta.label)} FROM {q(ta.name)} AS T1 JOIN {q(tp.name)} AS T2 "
+                f"ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} WHERE T2.{q(tp.label)} = {lit(v)}"
+            )
+            b_f = (
+                f"SELECT T1.{q(tb.label)} FROM {q(tb.name)} AS T1 JOIN {q(tp.name)} AS T2 "
+                f"ON T1.{q(eb.src_col)} = T2.{q(eb.dst_col)} WHERE T2.{q(tp.label)} = {lit(v)}"
+            )
+            an, bn, pn = plural(humanize(ta.name)), plural(humanize(tb.name)), singular(humanize(tp.name))
+            mod = f"of the {pn} {value_text(v)}"
+            np = f"the {an} and the {bn} {mod}"
+            readings = [
+                Reading(f"{a_all} UNION ALL {b_f}", f"'{mod}' modifies only the {bn}; all {an} are listed."),
+                Reading(f"{a_f} UNION ALL {b_f}", f"'{mod}' modifies both the {an} and the {bn}."),
+            ]
+            kind = "siblings"
+        else:
+            _, t, c, m, _, _ = plan
+            v1, v2 = ctx.rng.sample(list(c.values[:4]), 2)
+            if m.role in (NUMERIC, TEMPORAL):
+                th = thresholds(m, (ctx.rng.choice([0.3, 0.5, 0.7]),))
+                if not th:
+                    continue
+                x = th[0]
+                op = ">"
+                mod = f"with {with_article(m.words)} {'above' if m.role == NUMERIC else 'after'} {value_text(x)}"
+            else:
+                x = ctx.rng.choice(list(m.values[:3]))
+                op = "="
+                mod = f"with {m.words} {value_text(x)}"
+            joins = " ".join(dict.fromkeys(j for j in (c.join, m.join) if j))
+            np = f"{label_np(t)} whose {c.words} is {value_text(v1)} or {value_text(v2)} {mod}"
+            base = f"SELECT T1.{q(t.label)} FROM {q(t.name)} AS T1{' ' + joins if joins else ''} WHERE "
+            readings = [
+                Reading(
+                    f"{base}{c.expr} = {lit(v1)} OR ({c.expr} = {lit(v2)} AND {m.expr} {op} {lit(x)})",
+                    f"'{mod}' applies only to the {value_text(v2)} ones; all {value_text(v1)} ones are included.",
+                ),
+                Reading(
+                    f"{base}({c.expr} = {lit(v1)} OR {c.expr} = {lit(v2)}) AND {m.expr} {op} {lit(x)}",
+                    f"'{mod}' applies to both the {value_text(v1)} and the {value_text(v2)} ones.",
+                ),
+            ]
+            kind = "coordination"
+        yield Draft("attachment_ambiguity", f"attachment_ambiguity.{kind}", ctx.say(Ask("list", target=np), style), style, readings=readings)
