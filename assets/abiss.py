@@ -92,7 +92,8 @@ def nlq_objects(context: AssetExecutionContext, council: CouncilResource, genera
         council.get_council("generators") if needs_llm else None,
     )
     df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
-    yield artifact_output(df, **stats)
+    skipped = stats.pop("programmatic_skipped")
+    yield artifact_output(df, **stats, programmatic_skipped=MetadataValue.json(skipped))
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"],

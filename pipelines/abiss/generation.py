@@ -85,7 +85,7 @@ async def _llm_objects(requests: list[dict], schema_context: str, council) -> li
     return [row for batch in batches for row in batch]
 
 
-def _programmatic_objects(requests: list[dict], db_path: str) -> list[dict]:
+def _programmatic_objects(requests: list[dict], db_path: str, skipped: dict | None = None) -> list[dict]:
     """Serve `programmatic` grid cells from the programmatic builder (SQL already verified).
 
     The builder is asked for as many question groups per subcategory as the grid has cells for
@@ -107,6 +107,8 @@ def _programmatic_objects(requests: list[dict], db_path: str) -> list[dict]:
         subcategories=sorted(cells),
         db_id=requests[0]["db_id"],
     )
+    if skipped is not None:
+        skipped.update(report.skipped)
     rows: list[dict] = []
     request_of_group: dict[str, dict] = {}
     filled: dict[str, int] = defaultdict(int)
@@ -137,7 +139,8 @@ def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str
 
     llm_requests = [r for r in requests if r["generator"] != PROGRAMMATIC]
     prog_requests = [r for r in requests if r["generator"] == PROGRAMMATIC]
-    rows = _programmatic_objects(prog_requests, db_path)
+    skipped: dict[str, str] = {}
+    rows = _programmatic_objects(prog_requests, db_path, skipped)
     if llm_requests:
         if council is None:
             raise ValueError("LLM generators requested but no generator council given")
@@ -147,6 +150,7 @@ def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str
         "objects": sum(1 for r in rows if r["status"] == "ok"),
         "failed_requests": sum(1 for r in rows if r["status"] != "ok"),
         "programmatic_objects": sum(1 for r in rows if r["generator"] == PROGRAMMATIC),
+        "programmatic_skipped": skipped,  # subcategory -> why the builder emitted nothing
     }
     return rows, stats
 

@@ -47,23 +47,24 @@ def _category_block(sub: Subcategory) -> str:
 
 
 class SqlGrounding(BaseModel):
-    schema_links: list[str] = Field(default_factory=list, description="table.column items the question needs")
-    sub_questions: list[str] = Field(default_factory=list, description="optional decomposition")
-    sql: str = Field(min_length=1, description="one SQLite SELECT query")
+    schema_links: list[str] = Field(default_factory=list, max_length=12, description="table.column items the question needs")
+    sub_questions: list[str] = Field(default_factory=list, max_length=4, description="optional decomposition")
+    sql: str = Field(min_length=1, max_length=1200, description="one SQLite SELECT query")
 
 
 class Verdict(BaseModel):
     verdict: Literal["yes", "no"]
-    reason: str = ""
+    # bounded so constrained decoding cannot ramble past max_tokens (a cut-off JSON costs a repair call)
+    reason: str = Field("", max_length=160)
 
 
 class SqlAttempt(BaseModel):
-    sql: str = Field(min_length=1)
+    sql: str = Field(min_length=1, max_length=1200)
 
 
 class SolveAttempt(BaseModel):
     answerable: bool
-    sql: str = ""
+    sql: str = Field("", max_length=1200)
 
 
 class CategoryChoice(BaseModel):

@@ -314,6 +314,7 @@ async def _members_write_sql(ctx, stage, row, messages, golds: dict[str, str]):
                                             res.ok, res.call_id))
         asked += k
     majority = {g: decide(v + [False] * (n - len(v)), "strict_majority").decision for g, v in per_gold.items()}
+    ctx.stats["calls_saved"] += n - asked
     return majority, records, n - asked
 
 
@@ -342,11 +343,12 @@ async def stage_ambiguity(rows, stage, ctx):
         for r in members:
             label = f"interpretation_{r.get('interpretation_index') or 0}"
             mine = [v for v in votes if v["comparison"] == label]
+            mine_saved = saved if r is members[0] else 0  # the group's savings, counted once
             if majority[label]:
                 out.append(_decision(r, stage, False, "dominant reading: majority wrote it without hidden knowledge",
-                                     mine, calls_saved=saved))
+                                     mine, calls_saved=mine_saved))
             else:
-                out.append(_decision(r, stage, True, "not the majority reading", mine, calls_saved=saved))
+                out.append(_decision(r, stage, True, "not the majority reading", mine, calls_saved=mine_saved))
         return out
 
     results = await asyncio.gather(*(one_group(g) for g in groups.values()))
@@ -356,7 +358,7 @@ async def stage_ambiguity(rows, stage, ctx):
 async def stage_unsolvability(rows, stage, ctx):
     async def one(row):
         messages = solve_messages(ctx.schema_context, row["question"], row.get("evidence"))
-        votes = []
+        votes, gt_saved = [], 0
         for member in ctx.council.member_names:  # sequential: stop at the first solution
             res = await ctx.ask(member, messages, SolveAttempt, _tag(stage, row))
             if not res.ok or not res.parsed.answerable or not res.parsed.sql.strip():
@@ -368,15 +370,18 @@ async def stage_unsolvability(rows, stage, ctx):
                 votes.append(_vote_record(member, "solve", f"unsolved ({why})", True, res.call_id))
                 continue
             judged = {**row, "sql": res.parsed.sql}
-            ok, gt_votes, _ = await ctx.vote(
+            ok, gt_votes, gt_outcome = await ctx.vote(
                 ground_truth_messages(ctx.schema_context, judged, _preview(result, ctx.result_preview_rows)),
                 Verdict, lambda p: p.verdict, _tag(stage, row, f"gt_check:{member}"), comparison=f"gt_check:{member}")
             votes.append(_vote_record(member, "solve", "solved" if ok else "unsolved (judged wrong)", True, res.call_id))
             votes.extend(gt_votes)
+            gt_saved += gt_outcome.calls_saved
             if ok:
                 saved = len(ctx.council.member_names) - sum(v["comparison"] == "solve" for v in votes)
-                return _decision(row, stage, False, f"solved by {member}: {res.parsed.sql}", votes, calls_saved=saved)
-        return _decision(row, stage, True, "no council member found a correct SQL", votes)
+                ctx.stats["calls_saved"] += saved
+                return _decision(row, stage, False, f"solved by {member}: {res.parsed.sql}", votes,
+                                 calls_saved=saved + gt_saved)
+        return _decision(row, stage, True, "no council member found a correct SQL", votes, calls_saved=gt_saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
@@ -398,7 +403,9 @@ async def stage_consistency(rows, stage, ctx):
             votes.extend(v)
             saved += outcome.calls_saved
             if not ok:
-                saved += (len(competitors) - i - 1) * ctx.n_members  # comparisons never asked
+                never_asked = (len(competitors) - i - 1) * ctx.n_members  # comparisons never asked
+                saved += never_asked
+                ctx.stats["calls_saved"] += never_asked
                 return _decision(row, stage, False, f"lost against {other.id}", votes, calls_saved=saved)
         return _decision(row, stage, True, f"won all {len(competitors)} comparisons", votes, calls_saved=saved)
 

@@ -49,7 +49,7 @@ def audit_question(args) -> int:
         if "council_votes" in views:
             has_calls = "llm_calls" in views
             join = ("LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id" if has_calls else "")
-            cols = ("c.request_json, c.raw_text" if has_calls else "NULL, NULL")
+            cols = ("c.request_json, c.raw_response" if has_calls else "NULL, NULL")
             votes = con.execute(
                 f"SELECT v.stage, v.member, v.comparison, v.vote, v.parsed_ok, v.llm_call_id, {cols} "
                 f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.vote_id", [cid]).fetchall()
@@ -78,6 +78,8 @@ def _last_user_message(request_json: str) -> str:
 
 
 def _export(args) -> int:
+    import polars as pl
+
     from pipelines.abiss.outputs import write_abiss_json
     from storage.audit import list_views, open_audit
 
@@ -87,7 +89,9 @@ def _export(args) -> int:
             print("no dataset materialized yet; run the ABISS job first", file=sys.stderr)
             return 1
         query = "SELECT * FROM dataset" + (" WHERE db_id = ?" if args.db else "")
-        df = con.execute(query, [args.db] if args.db else []).pl()
+        cur = con.execute(query, [args.db] if args.db else [])
+        columns = [d[0] for d in cur.description]
+        df = pl.DataFrame(cur.fetchall(), schema=columns, orient="row", infer_schema_length=None)
     finally:
         con.close()
     n = write_abiss_json(df, args.path)

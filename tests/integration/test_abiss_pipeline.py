@@ -1,0 +1,182 @@
+"""The ABISS job end to end on a real Dagster instance with a scripted (deterministic) council.
+
+Covers: generation (programmatic + an LLM generator) → grounding → ten stages → dataset,
+council_votes, rejection_report; an injected provider outage at stage 6 for one partition,
+re-executed from failure with zero repeated LLM calls; ABISS JSON export → import round trip.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from dagster import DagsterInstance, instance_for_test
+
+from assets.runner import reexecute_from_failure, run_job_for_partition
+from pipelines.cli import main
+from pipelines.cli.run import grid_run_config
+from pipelines.definitions import MAIN_JOB
+from pipelines.taxonomy import SUBCATEGORIES
+from resources.catalog import Catalog
+from storage.audit import list_views, open_audit
+from tests.llm_fakes import ScriptedLLM, http_error, install, json_reply
+
+pytestmark = pytest.mark.integration
+
+SUBS = ["answerable", "lexical_overlap", "missing_entity"]
+GRID = {"generators": ["programmatic", "gen"], "subcategories": SUBS, "styles": ["formal"],
+        "difficulties": ["moderate"], "n": 1, "seed": 7}
+NAME_TO_ID = {s.name: s.id for s in SUBCATEGORIES}
+
+
+def _last_user(messages) -> str:
+    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
+
+
+def healthy(req):
+    """A council that plays along: generates, grounds, approves, never solves unanswerables."""
+    text = _last_user(req.messages)
+    if text.startswith("Write one natural-language question"):
+        sub = re.search(r"Category: .+? / (.+?) \(", text).group(1)
+        sid = NAME_TO_ID[sub]
+        if sid == "lexical_overlap":
+            return json_reply({"question": "List the emails of students in the Database course.",
+                               "interpretations": [{"hidden_knowledge": "personal email"},
+                                                   {"hidden_knowledge": "institutional email"}]})
+        if sid == "missing_entity":
+            return json_reply({"question": "List the phone numbers of the professors.",
+                               "feedback": "No phone number column exists; ask the database administrator."})
+        return json_reply({"question": "How many departments are there?"})
+    if text.startswith("Write the SQLite query that answers"):
+        if "personal email" in text:
+            return json_reply({"sql": "SELECT s.personal_email FROM students s JOIN student_courses sc USING (student_id) "
+                                      "JOIN courses c USING (course_id) WHERE c.title = 'Database'"})
+        if "institutional email" in text:
+            return json_reply({"sql": "SELECT s.institutional_email FROM students s JOIN student_courses sc USING (student_id) "
+                                      "JOIN courses c USING (course_id) WHERE c.title = 'Database'"})
+        return json_reply({"sql": "SELECT COUNT(*) FROM departments"})
+    if text.startswith("Write one SQLite SELECT query"):  # stage 6 without hidden knowledge
+        return json_reply({"sql": "SELECT 'nothing like the gold'"})
+    if text.startswith("Try to answer"):
+        return json_reply({"answerable": False, "sql": ""})
+    if text.startswith("Which category better describes"):
+        q = re.search(r"Question: (.*)", text).group(1)
+        a = re.search(r"A: (.+?) — ", text).group(1)
+        wanted = "Lexical Overlap" if "emails" in q else ("Missing Entities or Attributes" if "phone" in q else None)
+        return json_reply({"choice": "A" if a == wanted else "B"})
+    if text.startswith("Classify the linguistic style"):
+        return json_reply({"style": "formal"})
+    return json_reply({"verdict": "yes", "reason": "looks right"})
+
+
+@pytest.fixture
+def scripted_council(tmp_path, monkeypatch):
+    cfg = tmp_path / "council.yaml"
+    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0,
+              "max_retries": 0, "backoff_base_s": 0.0, "backoff_max_s": 0.0}
+    cfg.write_text(json.dumps({
+        "members": {n: {"model": f"scripted/{n}", **member} for n in ("gen", "a", "b", "c")},
+        "councils": {"generators": ["gen"], "validators": ["a", "b", "c"], "user_simulator": ["gen"],
+                     "system_agents": ["gen"]},
+    }))
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
+    from resources.llm import reset_councils
+
+    reset_councils()
+    handler = ScriptedLLM(healthy)
+    install(handler)
+    yield handler
+    reset_councils()
+
+
+@pytest.fixture
+def instance(tmp_path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    with instance_for_test(temp_dir=str(home)) as inst:
+        yield inst
+
+
+def _register(demo_db_path):
+    Catalog().register(demo_db_path, "university")
+
+
+def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance, demo_db_path):
+    _register(demo_db_path)
+    result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+    assert result.success
+    con = open_audit()
+    assert {"dataset", "council_votes", "rejection_report", "llm_calls", "candidates"} <= set(list_views(con))
+    gens = dict(con.execute("SELECT generator, count(*) FROM candidates GROUP BY 1").fetchall())
+    assert gens.get("gen") == 4 and gens.get("programmatic", 0) >= 3  # 1 + 2 readings + 1 LLM objects
+    # the LLM ambiguous pair survives every stage with both readings (stage 6 council never matches)
+    pair = con.execute("SELECT interpretation_index FROM dataset WHERE generator = 'gen' AND subcategory = "
+                       "'lexical_overlap' ORDER BY 1").fetchall()
+    assert pair == [(0,), (1,)]
+    # every vote points at a logged call
+    orphans = con.execute("SELECT count(*) FROM council_votes v LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id "
+                          "WHERE c.call_id IS NULL").fetchall()[0][0]
+    assert orphans == 0
+    stages = [r[0] for r in con.execute("SELECT DISTINCT stage FROM rejection_report ORDER BY stage_no").fetchall()]
+    assert stages[0] == "s01_duplicate_removal" and stages[-1] == "s10_style_conformance"
+    # the answerable LLM question is not ambiguous, so stage 6 never applies to it
+    applies = con.execute("SELECT d.applies FROM s06_ambiguity_verification d JOIN candidates c USING (candidate_id) "
+                          "WHERE c.generator = 'gen' AND c.subcategory = 'answerable'").fetchall()
+    assert applies == [(False,)]
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert "rejection_rates_within_bounds" in checks
+
+
+def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council, instance, demo_db_path):
+    _register(demo_db_path)
+
+    def outage(req):
+        if _last_user(req.messages).startswith("Write one SQLite SELECT query"):
+            raise http_error(503, "endpoint down")
+        return healthy(req)
+
+    scripted_council.responder = outage
+    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+    assert not failed.success
+    failed_steps = {e.step_key for e in failed.get_step_failure_events()}
+    assert failed_steps == {"s06_ambiguity_verification"}
+    first_run = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests]
+    ok_first = {k for k, r in zip(first_run, scripted_council.requests)
+                if not _last_user(r.messages).startswith("Write one SQLite SELECT query")}
+
+    scripted_council.responder = healthy
+    before = len(scripted_council.requests)
+    result = reexecute_from_failure(failed.run_id, instance=instance)
+    assert result.success
+    rerun = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests[before:]]
+    assert rerun, "stage 6 and its downstream must ask the council again"
+    assert not (set(rerun) & ok_first), "a call that succeeded in the failed run was repeated"
+    ran = {e.step_key for e in result.all_events if e.is_step_success}
+    assert "s06_ambiguity_verification" in ran and "dataset" in ran
+    assert "nlq_objects" not in ran and "s03_category_conformance" not in ran
+    con = open_audit()
+    assert con.execute("SELECT count(*) FROM dataset").fetchall()[0][0] > 0
+
+
+def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_path, capsys):
+    _register(demo_db_path)
+    assert run_job_for_partition(MAIN_JOB, "university", instance=instance,
+                                 run_config=grid_run_config(GRID)).success
+    out = tmp_path / "abiss.json"
+    assert main(["export", "--format", "abiss-json", str(out)]) == 0
+    records = json.loads(out.read_text())
+    assert records and {"db_id", "question", "evidence", "sql", "category", "question_style",
+                        "question_difficulty", "hidden_knowledge", "is_solvable"} <= set(records[0])
+    assert main(["import", str(out), "--asset", "imported_dataset"]) == 0
+    con = open_audit()
+    cols = "db_id, question, coalesce(sql, '') AS sql, subcategory, style, difficulty, is_solvable, " \
+           "coalesce(hidden_knowledge, feedback, '') AS hk"
+    original = con.execute(f"SELECT {cols} FROM dataset ORDER BY ALL").fetchall()
+    imported = con.execute(f"SELECT {cols} FROM imported_dataset ORDER BY ALL").fetchall()
+    assert original == imported
+    capsys.readouterr()
+    cid = con.execute("SELECT candidate_id FROM dataset LIMIT 1").fetchall()[0][0]
+    assert main(["audit", "question", cid[:12]]) == 0
+    trail = capsys.readouterr().out
+    assert "s10_style_conformance" in trail and "council votes" in trail
