@@ -50,6 +50,8 @@ class GridConfig(Config):
     difficulties: list[str] = Field(default=["simple", "moderate", "complex", "highly complex"])
     n: int = Field(default=3, description="samples per grid cell")
     seed: int = 42
+    llm_subcategories: list[str] | None = Field(
+        default=None, description="subcategories the LLM generators cover (default: all of `subcategories`)")
 
 
 class CascadeSettings(ConfigurableResource):
@@ -72,7 +74,8 @@ def generation_requests(context: AssetExecutionContext, config: GridConfig, coun
                         seed_databases: pl.DataFrame):
     generators = config.generators or [PROGRAMMATIC, *council.get_council("generators").member_names]
     spec = GridSpec(tuple(generators), tuple(config.subcategories), tuple(config.styles),
-                    tuple(config.difficulties), config.n, config.seed)
+                    tuple(config.difficulties), config.n, config.seed,
+                    tuple(config.llm_subcategories) if config.llm_subcategories is not None else None)
     try:
         rows = expand_grid(spec, _db(seed_databases)["db_id"])
     except ValueError as exc:

@@ -6,7 +6,7 @@ programmatic candidate builder (no LLM call) instead of the generator council.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pipelines.abiss.ids import stable_id
 from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
@@ -23,10 +23,12 @@ class GridSpec:
     difficulties: tuple[str, ...] = ("simple", "moderate", "complex", "highly complex")
     n: int = 3  # samples per cell, as the paper
     seed: int = 42
-    extra: dict = field(default_factory=dict)
+    # LLM generators cover only these subcategories (None: all of `subcategories`); the
+    # programmatic generator always covers every requested subcategory it can build.
+    llm_subcategories: tuple[str, ...] | None = None
 
     def validate(self) -> None:
-        for s in self.subcategories:
+        for s in (*self.subcategories, *(self.llm_subcategories or ())):
             if s not in SUBCATEGORY_BY_ID:
                 raise ValueError(f"unknown subcategory {s!r}; known: {', '.join(SUBCATEGORY_BY_ID)}")
         for s in self.styles:
@@ -46,7 +48,10 @@ def expand_grid(spec: GridSpec, db_id: str) -> list[dict]:
     spec.validate()
     rows = []
     for generator in spec.generators:
-        for sub in spec.subcategories:
+        subs = spec.subcategories
+        if generator != PROGRAMMATIC and spec.llm_subcategories is not None:
+            subs = tuple(s for s in spec.subcategories if s in spec.llm_subcategories)
+        for sub in subs:
             for style in spec.styles:
                 for difficulty in spec.difficulties:
                     for k in range(spec.n):

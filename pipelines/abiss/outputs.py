@@ -168,41 +168,64 @@ class AbissFormatError(ValueError):
     pass
 
 
+def _text(rec: dict, key: str, i: int, required: bool = False) -> str | None:
+    """A string field of record ``i``; None when absent or empty; a clear error otherwise."""
+    if key not in rec:
+        if required:
+            raise AbissFormatError(f"record {i}: missing field {key!r}")
+        return None
+    value = rec[key]
+    if value is None or value == "":
+        if required:
+            raise AbissFormatError(f"record {i}: field {key!r} is empty")
+        return None
+    if not isinstance(value, str):
+        raise AbissFormatError(f"record {i}: field {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _subcategory_of(rec: dict, i: int):
+    cat = rec.get("category")
+    if not isinstance(cat, dict):
+        raise AbissFormatError(f"record {i}: " + ("malformed (category must be an object)" if "category" in rec
+                                                   else "missing field 'category'"))
+    sub_id = rec.get("subcategory_id")
+    sub = ((SUBCATEGORY_BY_ID.get(sub_id) if isinstance(sub_id, str) else None)
+           or _SUB_BY_NAMES.get((str(cat.get("name")).lower(), str(cat.get("subname")).lower()))
+           or _SUB_BY_NAME.get(str(cat.get("subname")).lower()))
+    if sub is None:
+        raise AbissFormatError(f"record {i}: unknown category {cat!r}")
+    return sub
+
+
 def from_abiss_records(records: list[dict]) -> pl.DataFrame:
     """Read the ABISS JSON layout back into a dataset frame; clear errors name the record."""
     if not isinstance(records, list):
         raise AbissFormatError("expected a JSON list of records")
     rows = []
     for i, rec in enumerate(records):
-        try:
-            cat = rec["category"]
-            sub = (SUBCATEGORY_BY_ID.get(rec.get("subcategory_id") or "")
-                   or _SUB_BY_NAMES.get((str(cat["name"]).lower(), str(cat["subname"]).lower()))
-                   or _SUB_BY_NAME.get(str(cat["subname"]).lower()))
-            if sub is None:
-                raise AbissFormatError(f"record {i}: unknown category {cat!r}")
-            hk = rec.get("hidden_knowledge") or None
-            solvable = sub.solvable
-            candidate_id = stable_id("imp", rec["db_id"], rec["question"], rec.get("sql"), hk)
-            rows.append({
-                "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
-                "group_id": rec.get("group_id") or stable_id("grp", rec["db_id"], rec["question"], sub.id),
-                "db_id": rec["db_id"], "question": rec["question"], "evidence": rec.get("evidence") or None,
-                "sql": (rec.get("sql") or None) if solvable else None,
-                "hidden_knowledge": hk if sub.group is not Group.UNANSWERABLE else None,
-                "feedback": hk if sub.group is Group.UNANSWERABLE else None,
-                "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": solvable,
-                "style": rec.get("question_style") or "formal", "difficulty": rec.get("question_difficulty") or "simple",
-                "generator": rec.get("generator") or "imported", "interpretation_index": None,
-            })
-        except KeyError as exc:
-            raise AbissFormatError(f"record {i}: missing field {exc}") from None
-        except TypeError as exc:
-            raise AbissFormatError(f"record {i}: malformed ({exc})") from None
+        if not isinstance(rec, dict):
+            raise AbissFormatError(f"record {i}: malformed (expected an object, got {type(rec).__name__})")
+        sub = _subcategory_of(rec, i)
+        db_id, question = _text(rec, "db_id", i, True), _text(rec, "question", i, True)
+        hk, sql = _text(rec, "hidden_knowledge", i), _text(rec, "sql", i)
+        candidate_id = stable_id("imp", db_id, question, sql, hk)
+        rows.append({
+            "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
+            # ABISS JSON has no group id: readings of one ambiguous question share its text
+            "group_id": _text(rec, "group_id", i) or stable_id("grp", db_id, question, sub.id),
+            "db_id": db_id, "question": question, "evidence": _text(rec, "evidence", i),
+            "sql": sql if sub.solvable else None,
+            "hidden_knowledge": hk if sub.group is not Group.UNANSWERABLE else None,
+            "feedback": hk if sub.group is Group.UNANSWERABLE else None,
+            "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": sub.solvable,
+            "style": _text(rec, "question_style", i) or "formal",
+            "difficulty": _text(rec, "question_difficulty", i) or "simple",
+            "generator": _text(rec, "generator", i) or "imported", "interpretation_index": None,
+        })
     schema = {c: pl.String for c in DATASET_COLUMNS}
     schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
     df = pl.DataFrame(rows, schema=schema)
-    # interpretations of one ambiguous question share its text: number them within the group
     return df.with_columns(
         pl.when(pl.col("group") == Group.AMBIGUOUS.value)
         .then(pl.int_range(pl.len()).over("group_id").cast(pl.Int64))

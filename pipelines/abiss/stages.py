@@ -310,8 +310,9 @@ async def _members_write_sql(ctx, stage, row, messages, golds: dict[str, str]):
                 eq = _equivalent(ctx, gold_sql, pred) if pred else None
                 # a member that writes no runnable SQL did not reproduce the gold: count as "not equivalent"
                 per_gold[g].append(bool(eq))
-                records.append(_vote_record(member, g, "equivalent" if eq else ("not_equivalent" if eq is False else "abstain"),
-                                            res.ok, res.call_id))
+                label = ("equivalent" if eq else "not_equivalent" if eq is False
+                         else "not_equivalent (fails to run)" if pred else "abstain")
+                records.append(_vote_record(member, g, label, res.ok, res.call_id))
         asked += k
     majority = {g: decide(v + [False] * (n - len(v)), "strict_majority").decision for g, v in per_gold.items()}
     ctx.stats["calls_saved"] += n - asked

@@ -1,6 +1,8 @@
 """`quandary demo` and `quandary run`: execute jobs headless on the project's Dagster instance."""
 
+import os
 import sys
+from pathlib import Path
 
 from pipelines.demo_db import DEMO_DB_ID, write_demo_db
 from pipelines.paths import databases_dir
@@ -8,8 +10,10 @@ from resources.catalog import Catalog
 
 
 # A small grid so the demo finishes in minutes on 2 cores with the embedded model: every
-# subcategory once from the programmatic builder and from each generator-council member.
-DEMO_GRID = {"styles": ["formal"], "difficulties": ["moderate"], "n": 1, "seed": 42}
+# subcategory once from the programmatic builder, three from the embedded LLM generator.
+DEMO_GRID = {"styles": ["formal"], "difficulties": ["moderate"], "n": 1, "seed": 42,
+             "llm_subcategories": ["answerable", "lexical_overlap", "missing_entity"]}
+DEMO_COUNCIL = Path(__file__).resolve().parents[2] / "configs" / "demo-council.yaml"
 
 
 def grid_run_config(grid: dict | None) -> dict:
@@ -65,6 +69,10 @@ def _run_job(job: str, db_id: str, grid: dict | None = None) -> int:
 def _demo(args) -> int:
     from pipelines.definitions import MAIN_JOB
 
+    if not os.environ.get("QUANDARY_COUNCIL_CONFIG") and DEMO_COUNCIL.is_file():
+        # one embedded validator instead of three: the demo stays within minutes on 2 cores
+        os.environ["QUANDARY_COUNCIL_CONFIG"] = str(DEMO_COUNCIL)
+        print(f"council: {DEMO_COUNCIL.name} (embedded SmolLM2; set QUANDARY_COUNCIL_CONFIG to change)")
     path = write_demo_db(databases_dir() / f"{DEMO_DB_ID}.sqlite")
     info = Catalog().register(path, DEMO_DB_ID)
     print(f"demo database '{info.db_id}' registered: {len(info.tables)} tables, {info.total_rows} rows ({path})")
