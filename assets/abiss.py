@@ -7,6 +7,8 @@ Graph per database partition::
                                                   └──────────────┴─ council_votes, rejection_report
 """
 
+import base64
+
 import polars as pl
 from dagster import (
     AssetCheckResult,
@@ -23,14 +25,16 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
 from pipelines.abiss import outputs
-from pipelines.abiss.generation import generate_nlq_objects, ground_sql
+from pipelines.abiss.generation import CANDIDATE_EXTRA, NLQ_COLUMNS, generate_nlq_objects, ground_sql, rows_frame
 from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
 from pipelines.paths import artifacts_dir
 from pipelines.taxonomy import DEFAULT_STYLES
+from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from resources.dagster_resources import SafeSqlResource
 from resources.llm.dagster_resource import CouncilResource
 from storage.io_manager import artifact_output, preview_markdown
@@ -94,12 +98,13 @@ def nlq_objects(context: AssetExecutionContext, council: CouncilResource, genera
         requests, schema_context["schema_context"][0], _db(seed_databases)["path"],
         council.get_council("generators") if needs_llm else None,
     )
-    df = pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    df = rows_frame(rows, NLQ_COLUMNS)
     skipped = stats.pop("programmatic_skipped")
     yield artifact_output(df, **stats, programmatic_skipped=MetadataValue.json(skipped))
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"],
+       check_specs=[contract_check_spec(CANDIDATES, "candidates")],
        description="Step 2: ground-truth SQL for solvable objects (chain-of-thought), difficulty relabelled from the SQL.")
 def candidates(context: AssetExecutionContext, council: CouncilResource, nlq_objects: pl.DataFrame,
                schema_context: pl.DataFrame):
@@ -107,11 +112,12 @@ def candidates(context: AssetExecutionContext, council: CouncilResource, nlq_obj
     needs_llm = any(o["status"] == "ok" and o["group"] != "unanswerable" and not o.get("sql") for o in objects)
     rows = ground_sql(objects, schema_context["schema_context"][0],
                       council.get_council("generators") if needs_llm else None)
-    df = pl.DataFrame(rows, infer_schema_length=None)
+    df = rows_frame(rows, NLQ_COLUMNS + CANDIDATE_EXTRA)
     yield artifact_output(
         df, candidates=df.height,
         by_group=MetadataValue.json(dict(df.group_by("group").len().iter_rows()) if df.height else {}),
     )
+    yield contract_check_result(CANDIDATES, df)
 
 
 def _stage_asset(spec, previous_key):
@@ -171,19 +177,23 @@ STAGE_INS = {s.key: AssetIn(s.key) for s in STAGES}
 
 @asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1",
        ins={"candidates": AssetIn("candidates"), "final": AssetIn(FINAL_STAGE)},
+       check_specs=[contract_check_spec(DATASET, "dataset")],
        description="The validated ABISS dataset: every question that survived all ten stages.")
 def dataset(context: AssetExecutionContext, candidates: pl.DataFrame, final: pl.DataFrame):
     df = outputs.dataset_frame(candidates, final) if candidates.height else outputs.dataset_frame(
         pl.DataFrame(schema={"candidate_id": pl.String}), final)
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
     yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub))
+    yield contract_check_result(DATASET, df)
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1", ins=STAGE_INS,
+       check_specs=[contract_check_spec(COUNCIL_VOTES, "council_votes")],
        description="Every council vote of every stage (member, comparison, vote, parsed_ok, llm_call_id).")
 def council_votes(context: AssetExecutionContext, **stages):
     df = outputs.council_votes_frame([stages[s.key] for s in STAGES])
     yield artifact_output(df, votes=df.height)
+    yield contract_check_result(COUNCIL_VOTES, df)
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1",
@@ -202,7 +212,9 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     yield artifact_output(
         df,
         funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n```"),
-        funnel_chart=MetadataValue.path(str(png)),
+        funnel_chart=MetadataValue.md(
+            f"![validation funnel](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
+        funnel_chart_path=MetadataValue.path(str(png)),
         per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
     )
     out_of_bounds = [

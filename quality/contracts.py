@@ -89,4 +89,63 @@ SCHEMA_CONTEXT = Contract(
     ),
 )
 
-CONTRACTS: dict[str, Contract] = {c.name: c for c in (SEED_DATABASES, SCHEMA_CONTEXT)}
+def _taxonomy_values():
+    from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID, Group
+
+    return (tuple(SUBCATEGORY_BY_ID), tuple(g.value for g in Group), tuple(STYLE_BY_ID), tuple(DIFFICULTY_BY_ID))
+
+
+_SUBS, _GROUPS, _STYLES, _DIFFICULTIES = _taxonomy_values()
+
+CANDIDATES = Contract(
+    name="candidates",
+    description="Grounded NLQ objects entering the validation cascade.",
+    columns=(
+        ColumnRule("candidate_id", pl.String, nullable=False, unique=True),
+        ColumnRule("group_id", pl.String, nullable=False),
+        ColumnRule("question", pl.String, nullable=False, min_length=1),
+        ColumnRule("subcategory", pl.String, nullable=False, allowed=_SUBS),
+        ColumnRule("group", pl.String, nullable=False, allowed=_GROUPS),
+        ColumnRule("style", pl.String, nullable=False, allowed=_STYLES),
+        ColumnRule("difficulty", pl.String, nullable=False, allowed=_DIFFICULTIES),
+        ColumnRule("generator", pl.String, nullable=False),
+    ),
+)
+
+DATASET = Contract(
+    name="dataset",
+    description="Validated ABISS questions with every paper field.",
+    columns=(
+        ColumnRule("question_id", pl.String, nullable=False, unique=True),
+        ColumnRule("candidate_id", pl.String, nullable=False, unique=True),
+        ColumnRule("db_id", pl.String, nullable=False),
+        ColumnRule("question", pl.String, nullable=False, min_length=1),
+        ColumnRule("subcategory", pl.String, nullable=False, allowed=_SUBS),
+        ColumnRule("group", pl.String, nullable=False, allowed=_GROUPS),
+        ColumnRule("style", pl.String, nullable=False, allowed=_STYLES),
+        ColumnRule("difficulty", pl.String, nullable=False, allowed=_DIFFICULTIES),
+        ColumnRule("is_solvable", pl.Boolean, nullable=False),
+        ColumnRule("sql", pl.String),
+        ColumnRule("evidence", pl.String),
+        ColumnRule("hidden_knowledge", pl.String),
+        ColumnRule("feedback", pl.String),
+    ),
+)
+
+COUNCIL_VOTES = Contract(
+    name="council_votes",
+    description="One row per council vote, linked to its LLM call.",
+    columns=(
+        ColumnRule("vote_id", pl.String, nullable=False, unique=True),
+        ColumnRule("candidate_id", pl.String, nullable=False),
+        ColumnRule("stage", pl.String, nullable=False),
+        ColumnRule("member", pl.String, nullable=False),
+        ColumnRule("vote", pl.String, nullable=False),
+        ColumnRule("parsed_ok", pl.Boolean, nullable=False),
+        ColumnRule("llm_call_id", pl.String, nullable=False),
+    ),
+)
+
+CONTRACTS: dict[str, Contract] = {
+    c.name: c for c in (SEED_DATABASES, SCHEMA_CONTEXT, CANDIDATES, DATASET, COUNCIL_VOTES)
+}

@@ -161,6 +161,14 @@ def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str
 CANDIDATE_EXTRA = ("candidate_id", "difficulty", "grounding_call_id", "grounding_status", "grounding_error")
 
 
+def rows_frame(rows: list[dict], columns: tuple[str, ...]):
+    """A frame with a fixed schema (strings; interpretation_index int), also when there are no rows."""
+    import polars as pl
+
+    schema = {c: (pl.Int64 if c == "interpretation_index" else pl.String) for c in columns}
+    return pl.DataFrame([{c: r.get(c) for c in columns} for r in rows], schema=schema)
+
+
 async def _ground(objects: list[dict], schema_context: str, council, grounder: str | None) -> list[dict]:
     async def one(obj: dict) -> dict:
         row = dict(obj)

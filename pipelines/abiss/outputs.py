@@ -74,11 +74,11 @@ def dataset_frame(candidates: pl.DataFrame, final_decisions: pl.DataFrame) -> pl
 
 def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
     """entered / rejected / rate per stage × subcategory × generator (applicable candidates only)."""
-    meta = candidates.select("candidate_id", "subcategory", "generator", "db_id")
     frames = []
     for d in stage_decisions:
         if d.height == 0:
             continue
+        meta = candidates.select("candidate_id", "subcategory", "generator", "db_id")
         frames.append(
             d.filter(pl.col("applies")).join(meta, on="candidate_id", how="left")
             .group_by("db_id", "stage_no", "stage", "subcategory", "generator")

@@ -19,11 +19,10 @@ Verification (a draft failing any check is dropped, never emitted):
 Output is deterministic for a seed: every random choice comes from ``random.Random`` seeded
 with ``f"{seed}|{db_id}|{subcategory}"``; nothing depends on set order or time.
 
-Difficulty (a simple rule on the SQL; the lead will swap in a shared sqlglot relabeller):
-``highly complex`` — set operation, CTE, window, or a subquery together with ≥2 joins, or ≥2
-subqueries; ``complex`` — a subquery, HAVING, or ≥2 joins with GROUP BY / aggregates;
-``moderate`` — a join, GROUP BY, an aggregate over a filter, or ORDER BY ... LIMIT;
-``simple`` — everything else.
+Difficulty comes from the project's one rule, the shared sqlglot relabeller
+:func:`pipelines.sqltools.difficulty.relabel_difficulty` (points for joins, subqueries,
+aggregation, conditions, ... turned into ``simple`` / ``moderate`` / ``complex`` /
+``highly complex``); a candidate without SQL (unanswerable) has no difficulty (``None``).
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from pathlib import Path
 from pipelines.programmatic import builders as _builders  # noqa: F401  (registers builders)
 from pipelines.programmatic.builders.base import BUILDERS, BuildContext, Draft
 from pipelines.programmatic.schema_analysis import SchemaAnalysis, analyze
+from pipelines.sqltools.difficulty import relabel_difficulty
 from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory as _subcategory
 
 GENERATOR = "programmatic"
@@ -98,42 +98,9 @@ class GenerationReport:
 
 
 def difficulty_of(sql: str | None) -> str | None:
-    """Rule-based SQL difficulty (see module docstring); None for no SQL."""
-    if not sql:
-        return None
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(sql, read="sqlite")
-    except Exception:  # unparsable for sqlglot: fall back to keywords
-        up = sql.upper()
-        joins = up.count(" JOIN ")
-        subq = max(0, up.count("SELECT") - 1)
-        if subq >= 2 or " UNION " in up or " INTERSECT " in up or " EXCEPT " in up:
-            return "highly complex"
-        if subq or " HAVING " in up or (joins >= 2 and " GROUP BY " in up):
-            return "complex"
-        if joins or " GROUP BY " in up or " LIMIT " in up:
-            return "moderate"
-        return "simple"
-    joins = len(list(tree.find_all(exp.Join)))
-    subqueries = len([s for s in tree.find_all(exp.Select) if s is not tree])
-    setops = any(True for _ in tree.find_all(exp.Union, exp.Intersect, exp.Except))
-    ctes = any(True for _ in tree.find_all(exp.With))
-    windows = any(True for _ in tree.find_all(exp.Window))
-    having = any(True for _ in tree.find_all(exp.Having))
-    group = any(True for _ in tree.find_all(exp.Group))
-    aggs = any(True for _ in tree.find_all(exp.AggFunc))
-    order_limit = tree.args.get("limit") is not None or any(True for _ in tree.find_all(exp.Limit))
-    where = tree.args.get("where") is not None
-    if setops or ctes or windows or subqueries >= 2 or (subqueries and joins >= 2):
-        return "highly complex"
-    if subqueries or having or (joins >= 2 and (group or aggs)):
-        return "complex"
-    if joins or group or order_limit or (aggs and where):
-        return "moderate"
-    return "simple"
+    """The shared SQL difficulty label (:func:`~pipelines.sqltools.difficulty.relabel_difficulty`,
+    keyword counting for SQL sqlglot cannot parse); None for no SQL."""
+    return relabel_difficulty(sql) if sql else None
 
 
 # ------------------------------------------------------------------------------ verification
@@ -147,6 +114,17 @@ def _multiset(rows: list[tuple]) -> Counter:
     return Counter(tuple(repr(v) for v in r) for r in rows)
 
 
+def _run_informative(ctx: BuildContext, sql: str, failed: str, empty: str) -> tuple[str | None, list[tuple]]:
+    """``(None, rows)`` when ``sql`` runs and returns an informative row, else ``(reason, [])``
+    with reason ``f"{failed} (<failure kind>)"`` or ``empty``."""
+    res = ctx.run(sql)
+    if not res.ok:
+        return f"{failed} ({res.kind.value})", []
+    if not res.rows or not _informative(res.rows):
+        return empty, []
+    return None, res.rows
+
+
 def _verify(draft: Draft, ctx: BuildContext) -> str | None:
     """None when the draft passes; otherwise a short reason."""
     if not draft.question or not draft.question.strip():
@@ -156,11 +134,9 @@ def _verify(draft: Draft, ctx: BuildContext) -> str | None:
     if sub.group is Group.ANSWERABLE:
         if not draft.sql:
             return "answerable draft without SQL"
-        res = ctx.run(draft.sql)
-        if not res.ok:
-            return f"sql failed ({res.kind.value})"
-        if not res.rows or not _informative(res.rows):
-            return "sql returned no informative rows"
+        why, _ = _run_informative(ctx, draft.sql, "sql failed", "sql returned no informative rows")
+        if why is not None:
+            return why
         if sub.has_evidence and not draft.evidence:
             return "missing evidence"
         return None
@@ -169,12 +145,10 @@ def _verify(draft: Draft, ctx: BuildContext) -> str | None:
             return "ambiguous draft needs exactly two readings"
         outs = []
         for r in draft.readings:
-            res = ctx.run(r.sql)
-            if not res.ok:
-                return f"reading sql failed ({res.kind.value})"
-            if not res.rows or not _informative(res.rows):
-                return "a reading returned no informative rows"
-            outs.append(_multiset(res.rows))
+            why, rows = _run_informative(ctx, r.sql, "reading sql failed", "a reading returned no informative rows")
+            if why is not None:
+                return why
+            outs.append(_multiset(rows))
         if outs[0] == outs[1]:
             return "readings return the same result"
         if draft.readings[0].hidden_knowledge == draft.readings[1].hidden_knowledge:

@@ -244,6 +244,12 @@ def _cost(litellm, resp) -> float:
 # --- the structured call -------------------------------------------------------------------
 
 
+def request_key(member: Member, messages: list[dict], output_model: type[BaseModel]) -> str:
+    """The cache key of a structured call: model, messages, sampling params, output schema."""
+    params = {**member.sampling_params(), "structured_output": member.structured_output}
+    return call_key(member.model, messages, params, output_model.model_json_schema())
+
+
 async def call_structured(
     member: Member,
     messages: list[dict],
@@ -258,8 +264,7 @@ async def call_structured(
     key = "?"
     try:
         schema = output_model.model_json_schema()
-        params = {**member.sampling_params(), "structured_output": member.structured_output}
-        key = call_key(member.model, messages, params, schema)
+        key = request_key(member, messages, output_model)
         if log is not None and use_cache:
             hit = await asyncio.to_thread(log.lookup, key)
             if hit is not None:
@@ -314,21 +319,19 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
                         error = f"unparseable output after repair: {result2.error} (first: {result.error})"
                 else:
                     error = f"unparseable output: {result.error}; repair call failed: {second.error}"
-    latency_ms = (time.perf_counter() - t0) * 1000
-    res = CallResult(
-        call_id=key, member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, error=error,
-        status=status, cached=False, prompt_tokens=total.prompt_tokens, completion_tokens=total.completion_tokens,
-        latency_ms=latency_ms, cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
+    # what the caller's result and the log record both carry
+    shared = dict(
+        call_id=key, status=status, error=error, prompt_tokens=total.prompt_tokens,
+        completion_tokens=total.completion_tokens, latency_ms=(time.perf_counter() - t0) * 1000,
+        cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
     )
+    res = CallResult(member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, cached=False, **shared)
     if log is not None:
         rec = CallRecord(
-            call_id=key, status=status, member=member.name, model=member.model, api_base=api_base,
-            schema_name=output_model.__name__,
+            member=member.name, model=member.model, api_base=api_base, schema_name=output_model.__name__,
             request={k: v for k, v in kwargs.items() if k not in ("api_key", "api_base")},
             raw_response=raw, first_raw_response=first_raw,
-            parsed=parsed.model_dump(mode="json") if parsed is not None else None, error=error,
-            prompt_tokens=total.prompt_tokens, completion_tokens=total.completion_tokens, latency_ms=latency_ms,
-            cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
+            parsed=parsed.model_dump(mode="json") if parsed is not None else None, **shared,
         )
         try:
             await asyncio.to_thread(log.record, rec)

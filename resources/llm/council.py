@@ -25,6 +25,7 @@ Usage (plain code; every method has an ``a``-prefixed async twin)::
 """
 
 import asyncio
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Sequence
@@ -35,7 +36,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import BaseModel
 
 from pipelines.votes import decide, min_more_votes
-from resources.llm.client import CallResult, call_structured
+from resources.llm.client import CallResult, call_structured, request_key
 from resources.llm.config import CouncilConfig, Member, load_council_config
 from storage.llm_log import CallLog
 
@@ -104,6 +105,8 @@ def run_sync(coro):
 
 # --- the council ---------------------------------------------------------------------------
 
+_in_flight: dict[tuple, "asyncio.Future"] = {}
+
 
 def _as_yes_no(v: Any) -> bool | None:
     if isinstance(v, bool) or v is None:
@@ -150,10 +153,26 @@ class Council:
         """``overrides`` replaces sampling params for this call (e.g. a per-sample seed, a
         stage's max_tokens); they are part of the cache key like any parameter."""
         member = self.member(member_name)
+        if overrides:
+            member = member.model_copy(update=overrides)
         tag = {"role": self.role, **(tag or {})}
+        if not use_cache:
+            return await self._call(member, messages, output_model, tag, use_cache)
+        # Single flight: an identical request already in flight is joined, not sent again (the
+        # cache alone cannot catch it: the first call has not been logged yet).
+        key = (id(asyncio.get_running_loop()), self.log.path if self.log else None,
+               request_key(member, messages, output_model))
+        task = _in_flight.get(key)
+        if task is not None:
+            shared = await asyncio.shield(task)
+            return dataclasses.replace(shared, cached=True, tag=tag)
+        task = asyncio.ensure_future(self._call(member, messages, output_model, tag, use_cache))
+        _in_flight[key] = task
+        task.add_done_callback(lambda _t, k=key: _in_flight.pop(k, None))
+        return await asyncio.shield(task)
+
+    async def _call(self, member: Member, messages, output_model, tag, use_cache) -> CallResult:
         async with _limiter(member):
-            if overrides:
-                member = member.model_copy(update=overrides)
             return await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
 
     async def aask_all(self, messages: list[dict], output_model: type[T], tag: dict | None = None,

@@ -44,7 +44,7 @@ def dagster_home(tmp_path, monkeypatch):
 
 def test_demo_then_webserver_shows_materializations(dagster_home, isolated_home):
     env = dict(os.environ)
-    demo = subprocess.run([str(BIN / "quandary"), "demo"], cwd=REPO, env=env,
+    demo = subprocess.run([str(BIN / "quandary"), "demo", "--job", "seed_databases_job"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "materialized seed_databases" in demo.stdout

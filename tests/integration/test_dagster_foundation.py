@@ -6,7 +6,7 @@ import pytest
 from dagster import DagsterInstance
 
 from assets.runner import ensure_partitions, run_job_for_partition
-from pipelines.definitions import MAIN_JOB, defs
+from pipelines.definitions import defs
 from resources.catalog import Catalog
 from storage.audit import open_audit
 
@@ -52,8 +52,8 @@ def test_materialize_demo_partition(instance, demo_db_path):
 
 def test_rematerialize_same_content_reuses_version(instance, demo_db_path, isolated_home):
     Catalog().register(demo_db_path, "university")
-    run_job_for_partition(MAIN_JOB, "university", instance=instance)
-    run_job_for_partition(MAIN_JOB, "university", instance=instance)
+    run_job_for_partition("seed_databases_job", "university", instance=instance)
+    run_job_for_partition("seed_databases_job", "university", instance=instance)
     files = list((isolated_home / "artifacts" / "seed_databases" / "university").glob("*.parquet"))
     assert len(files) == 1
 
@@ -70,7 +70,7 @@ def test_broken_check_blocks(instance, tmp_path, isolated_home):
     Catalog().register(db, "gone")
     db.unlink()
     ensure_partitions(instance, ["gone"])
-    result = run_job_for_partition(MAIN_JOB, "gone", instance=instance)
+    result = run_job_for_partition("seed_databases_job", "gone", instance=instance)
     assert not result.success
     failure = result.get_step_failure_events()[0].event_specific_data.error
     assert "not a file" in failure.message or "not a file" in str(failure.cause)

@@ -142,3 +142,21 @@ def test_get_council_default_is_cached_and_uses_embedded(quandary_home):
     assert c.member_names == ["smollm2", "smollm2-s1", "smollm2-s2"]
     assert all(m.is_embedded for m in c.members)
     assert c.log.path == (quandary_home / "llm_calls.sqlite").resolve()
+
+
+def test_identical_concurrent_requests_share_one_call(scripted):
+    """Single flight: the cache cannot catch a duplicate still in flight; the council does."""
+    scripted.responder = lambda req: Reply(json_reply({"verdict": "yes"}), delay_s=0.05)
+    council = three()
+
+    async def both():
+        return await asyncio.gather(*(council.aask("a", msgs(7), Verdict, {"candidate_id": f"c{i}"}) for i in range(3)))
+
+    results = asyncio.run(both())
+    assert len(scripted.requests) == 1
+    assert all(r.ok and r.parsed.verdict == "yes" for r in results)
+    assert sum(r.cached for r in results) == 2
+    assert [r.tag["candidate_id"] for r in results] == ["c0", "c1", "c2"]
+    # different parameters are a different request
+    council.ask("a", msgs(7), Verdict, overrides={"max_tokens": 12})
+    assert len(scripted.requests) == 2

@@ -18,6 +18,7 @@ from pipelines.demo_db import write_demo_db
 from pipelines.programmatic import GENERATOR, Candidate, difficulty_of, generate_candidates
 from pipelines.programmatic.builders.base import Absence, BuildContext, Draft
 from pipelines.programmatic.schema_analysis import analyze
+from pipelines.sqltools.difficulty import relabel_difficulty
 from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORIES, SUBCATEGORY_BY_ID
 from resources.catalog import inspect_database
 from resources.sql_executor import execute_sql
@@ -247,12 +248,24 @@ def test_verifier_rejects_equal_or_empty_readings(demo_db):
 
 
 def test_difficulty_rule():
+    """The generator uses the project's one difficulty rule (the shared sqlglot relabeller)."""
     assert difficulty_of(None) is None
+    assert difficulty_of("") is None
     assert difficulty_of('SELECT "a" FROM "t" WHERE "b" = 1') == "simple"
     assert difficulty_of('SELECT T1."a" FROM "t" AS T1 JOIN "u" AS T2 ON T1.x = T2.y') == "moderate"
     assert difficulty_of('SELECT a, COUNT(*) FROM t GROUP BY a') == "moderate"
     assert difficulty_of('SELECT a FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)') == "complex"
-    assert difficulty_of('SELECT a FROM t UNION ALL SELECT b FROM u') == "highly complex"
+    for sql in (
+        'SELECT a FROM t UNION ALL SELECT b FROM u',
+        'SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.x = T2.y JOIN v AS T3 ON T2.z = T3.w WHERE T3.k > 1 ORDER BY 1 LIMIT 3',
+        'SELECT a FROM t WHERE (',  # unparsable: keyword counting, as the relabeller does
+    ):
+        assert difficulty_of(sql) == relabel_difficulty(sql)
+
+
+def test_candidate_difficulty_is_the_shared_rule(demo_report):
+    for c in demo_report.candidates:
+        assert c.difficulty == (relabel_difficulty(c.sql) if c.sql else None), c.sql
 
 
 def test_database_without_rows_or_links(tmp_path):

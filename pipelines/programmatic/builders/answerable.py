@@ -15,10 +15,12 @@ from pipelines.programmatic.builders.base import (
     NUMERIC,
     TEMPORAL,
     TEXT,
+    bridge_join_sql,
     categorical_columns,
     humanize,
     join_sql,
     label_np,
+    labelled_bridges,
     labelled_tables,
     lit,
     numeric_columns,
@@ -26,6 +28,7 @@ from pipelines.programmatic.builders.base import (
     q,
     register,
     singular,
+    temporal_columns,
     thresholds,
     value_text,
 )
@@ -65,11 +68,8 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             if c.name != label and not c.is_key and c.role in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT):
                 plans.append(("lookup", t, c, None))
         plans.append(("list_all", t, None, None))
-    for bridge, e1, e2 in a.bridges():
-        for ea, eb in ((e1, e2), (e2, e1)):
-            ta, tb = a.table(ea.dst), a.table(eb.dst)
-            if ta and tb and ta.label and tb.label:
-                plans.append(("many_to_many", ta, (bridge, ea, eb), tb))
+    for bridge, ea, ta, eb, tb in labelled_bridges(a):
+        plans.append(("many_to_many", ta, (bridge, ea, eb), tb))
     if not plans:
         ctx.unsupported("no table with a label column and a categorical, numeric or FK-linked column")
         return
@@ -121,14 +121,11 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             ask = Ask("list", target=f"{label_np(t).replace('the ' + tn, 'all the ' + tn, 1)}")
         elif kind == "many_to_many":
             ta, (bridge, ea, eb), tb = t, c, extra
-            frm = (
-                f"FROM {q(bridge)} AS T1 JOIN {q(ta.name)} AS T2 ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} "
-                f"JOIN {q(tb.name)} AS T3 ON T1.{q(eb.src_col)} = T3.{q(eb.dst_col)}"
-            )
-            vals = ctx.rows(f"SELECT T2.{q(ta.label)}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 8")
+            frm = bridge_join_sql(bridge, ta, ea, tb, eb)
+            vals = ctx.top_values(f"T2.{q(ta.label)}", frm, 8)
             if not vals:
                 continue
-            v = ctx.rng.choice(vals)[0]
+            v = ctx.rng.choice(vals)
             sql = f"SELECT T3.{q(tb.label)} {frm} WHERE T2.{q(ta.label)} = {lit(v)}"
             ask = Ask("list", target=f"{label_np(tb)} linked to the {singular(humanize(ta.name))} {value_text(v)}")
         else:  # pragma: no cover
@@ -148,9 +145,8 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
     for t in labelled_tables(a):
         for c in numeric_columns(t):
             plans.append((t, c, "num"))
-        for c in t.columns:
-            if c.role == TEMPORAL and c.distinct >= 3:
-                plans.append((t, c, "date"))
+        for c in temporal_columns(t):
+            plans.append((t, c, "date"))
         for c in categorical_columns(t, text_only=True):
             plans.append((t, c, "cat"))
     if not plans:

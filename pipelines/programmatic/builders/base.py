@@ -41,8 +41,8 @@ __all__ = [
     "Absence", "Ask", "BuildContext", "Draft", "Reading", "BUILDERS", "register",
     "q", "lit", "col_ref", "entity_np", "label_np", "plural", "singular", "humanize", "quote_value",
     "CATEGORICAL", "IDENTIFIER", "NUMERIC", "TEMPORAL", "TEXT", "ColumnProfile", "Edge",
-    "SchemaAnalysis", "TableProfile", "join_sql", "thresholds", "numeric_columns",
-    "categorical_columns", "labelled_tables", "value_text",
+    "SchemaAnalysis", "TableProfile", "join_sql", "bridge_join_sql", "labelled_bridges", "thresholds",
+    "numeric_columns", "temporal_columns", "categorical_columns", "labelled_tables", "value_text",
 ]
 
 q = quote_ident
@@ -118,6 +118,10 @@ class BuildContext:
         res = self.run(sql)
         return res.rows if res.ok else []
 
+    def top_values(self, expr: str, frm: str, limit: int) -> list:
+        """The ``limit`` most frequent values of ``expr`` over ``frm`` (ties by value)."""
+        return [r[0] for r in self.rows(f"SELECT {expr}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {limit}")]
+
     def say(self, ask: Ask, style: str) -> str:
         return render(ask, style, self.rng)
 
@@ -182,6 +186,23 @@ def join_sql(steps: list[tuple[str, Edge, str]], start: str) -> tuple[str, dict[
     return " ".join(parts), aliases
 
 
+def bridge_join_sql(bridge: str, ta: TableProfile, ea: Edge, tb: TableProfile, eb: Edge) -> str:
+    """``FROM bridge AS T1 JOIN ta AS T2 ... JOIN tb AS T3 ...`` for a many-to-many bridge."""
+    return (
+        f"FROM {q(bridge)} AS T1 JOIN {q(ta.name)} AS T2 ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} "
+        f"JOIN {q(tb.name)} AS T3 ON T1.{q(eb.src_col)} = T3.{q(eb.dst_col)}"
+    )
+
+
+def labelled_bridges(analysis: SchemaAnalysis) -> Iterator[tuple[str, Edge, TableProfile, Edge, TableProfile]]:
+    """``(bridge, ea, ta, eb, tb)`` for each bridge table linking two labelled tables, both ways."""
+    for bridge, e1, e2 in analysis.bridges():
+        for ea, eb in ((e1, e2), (e2, e1)):
+            ta, tb = analysis.table(ea.dst), analysis.table(eb.dst)
+            if ta and tb and ta.label and tb.label:
+                yield bridge, ea, ta, eb, tb
+
+
 def thresholds(col, quantiles: tuple[float, ...], side: str = "upper") -> list:
     """Distinct data values of ``col`` near the given sample quantiles (increasing, no repeats).
 
@@ -215,6 +236,10 @@ def _gt(x, y) -> bool:
 
 def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
     return [c for c in table.columns if c.role == NUMERIC and c.distinct >= min_distinct]
+
+
+def temporal_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
+    return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct]
 
 
 def categorical_columns(table: TableProfile, text_only: bool = False) -> list[ColumnProfile]:

@@ -23,6 +23,7 @@ from pipelines.programmatic.builders.base import (
     q,
     register,
     singular,
+    temporal_columns,
     thresholds,
     value_text,
 )
@@ -33,17 +34,13 @@ VAGUE_RECENT = ["recent", "latest", "new"]
 CONFLICT_CONCEPTS = ["notable", "elite", "prime", "standout", "key", "leading", "important"]
 
 
-def _temporal_columns(t):
-    return [c for c in t.columns if c.role == TEMPORAL and c.distinct >= 3]
-
-
 @register("lexical_vagueness", "lexical_vagueness.threshold")
 def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
     plans = []
     for t in labelled_tables(ctx.analysis):
         for c in numeric_columns(t, min_distinct=4):
             plans.append((t, c, "recent" if c.is_year else ctx.rng.choice(["high", "high", "low"])))
-        for c in _temporal_columns(t):
+        for c in temporal_columns(t):
             plans.append((t, c, "recent"))
     if not plans:
         ctx.unsupported("no numeric or date column with at least 4 distinct values in a labelled table")
@@ -115,9 +112,7 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
         else:
             edge = c
             frm, al = join_sql([(t.name, edge, parent.name)], t.name)
-            vals = [r[0] for r in ctx.rows(
-                f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 6"
-            )]
+            vals = ctx.top_values(f"{al[parent.name]}.{q(parent.label)}", frm, 6)
             if len(vals) < 2:
                 continue
             v1, v2 = ctx.rng.sample(vals, 2)
@@ -143,13 +138,11 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
     for t in labelled_tables(ctx.analysis):
         conds = []
         for c in numeric_columns(t):
-            th = thresholds(c, (0.6,))
-            if th:
-                conds.append((f"{c.expr()} > {lit(th[0])}", f"{column_words(c.name)} is greater than {value_text(th[0])}", c.name))
-            th = thresholds(c, (0.85,))
-            if th:
-                conds.append((f"{c.expr()} > {lit(th[0])}", f"{column_words(c.name)} is greater than {value_text(th[0])}", c.name))
-        for c in _temporal_columns(t):
+            for qn in (0.6, 0.85):
+                th = thresholds(c, (qn,))
+                if th:
+                    conds.append((f"{c.expr()} > {lit(th[0])}", f"{column_words(c.name)} is greater than {value_text(th[0])}", c.name))
+        for c in temporal_columns(t):
             th = thresholds(c, (0.6,))
             if th:
                 conds.append((f"{q(c.name)} >= {lit(th[0])}", f"{column_words(c.name)} is on or after {value_text(th[0])}", c.name))

@@ -118,7 +118,7 @@ def build_entity_ambiguity(ctx: BuildContext) -> Iterator[Draft]:
         if ft.name not in al or ca.table not in al or cb.table not in al:
             continue
         flab = f"{al[ft.name]}.{q(ft.label)}"
-        vals = [r[0] for r in ctx.rows(f"SELECT {flab}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5")]
+        vals = ctx.top_values(flab, frm, 5)
         if not vals:
             continue
         v = ctx.rng.choice(vals)

@@ -16,12 +16,13 @@ from pipelines.programmatic.builders.base import (
     BuildContext,
     Draft,
     Reading,
+    bridge_join_sql,
     categorical_columns,
     humanize,
     join_sql,
     label_np,
+    labelled_bridges,
     lit,
-    numeric_columns,
     plural,
     q,
     register,
@@ -54,21 +55,13 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                 what=plural(column_words(c.name)),
             ))
     # many-to-many through a bridge table: A ← bridge → B, B's label
-    for bridge, e1, e2 in a.bridges():
-        for ea, eb in ((e1, e2), (e2, e1)):
-            ta, tb = a.table(ea.dst), a.table(eb.dst)
-            if not ta or not tb or not ta.label or not tb.label:
-                continue
-            frm = (
-                f"FROM {q(bridge)} AS T1 JOIN {q(ta.name)} AS T2 ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} "
-                f"JOIN {q(tb.name)} AS T3 ON T1.{q(eb.src_col)} = T3.{q(eb.dst_col)}"
-            )
-            plans.append(dict(
-                kind="many_to_many", frm=frm, value=f"T3.{q(tb.label)}", key=f"T2.{q(ea.dst_col)}",
-                alabel=f"T2.{q(ta.label)}", atable=ta, aalias="T2",
-                np=lambda quant, ta=ta, tb=tb: f"the {plural(humanize(tb.name))} of {quant} {singular(humanize(ta.name))}",
-                what=plural(humanize(tb.name)),
-            ))
+    for bridge, ea, ta, eb, tb in labelled_bridges(a):
+        plans.append(dict(
+            kind="many_to_many", frm=bridge_join_sql(bridge, ta, ea, tb, eb), value=f"T3.{q(tb.label)}",
+            key=f"T2.{q(ea.dst_col)}", alabel=f"T2.{q(ta.label)}", atable=ta, aalias="T2",
+            np=lambda quant, ta=ta, tb=tb: f"the {plural(humanize(tb.name))} of {quant} {singular(humanize(ta.name))}",
+            what=plural(humanize(tb.name)),
+        ))
     if not plans:
         ctx.unsupported("no one-to-many or many-to-many relationship with a categorical or labelled side")
         return
@@ -134,22 +127,15 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
         style = ctx.next_style()
         if plan[0] == "siblings":
             _, ta, ea, tb, eb, tp = plan
-            vals = [r[0] for r in ctx.rows(
-                f"SELECT T2.{q(tp.label)}, COUNT(*) FROM {q(tb.name)} AS T1 JOIN {q(tp.name)} AS T2 "
-                f"ON T1.{q(eb.src_col)} = T2.{q(eb.dst_col)} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5"
-            )]
+            # child AS T1 JOIN parent AS T2 (the edge runs child -> parent)
+            a_frm, b_frm = (join_sql([(t.name, e, tp.name)], t.name)[0] for t, e in ((ta, ea), (tb, eb)))
+            vals = ctx.top_values(f"T2.{q(tp.label)}", b_frm, 5)
             if not vals:
                 continue
             v = ctx.rng.choice(vals)
             a_all = f"SELECT {q(ta.label)} FROM {q(ta.name)}"
-            a_f = (
-                f"SELECT T1.{q(ta.label)} FROM {q(ta.name)} AS T1 JOIN {q(tp.name)} AS T2 "
-                f"ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} WHERE T2.{q(tp.label)} = {lit(v)}"
-            )
-            b_f = (
-                f"SELECT T1.{q(tb.label)} FROM {q(tb.name)} AS T1 JOIN {q(tp.name)} AS T2 "
-                f"ON T1.{q(eb.src_col)} = T2.{q(eb.dst_col)} WHERE T2.{q(tp.label)} = {lit(v)}"
-            )
+            a_f = f"SELECT T1.{q(ta.label)} {a_frm} WHERE T2.{q(tp.label)} = {lit(v)}"
+            b_f = f"SELECT T1.{q(tb.label)} {b_frm} WHERE T2.{q(tp.label)} = {lit(v)}"
             an, bn, pn = plural(humanize(ta.name)), plural(humanize(tb.name)), singular(humanize(tp.name))
             mod = f"of the {pn} {value_text(v)}"
             np = f"the {an} and the {bn} {mod}"
