@@ -180,3 +180,17 @@ def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_
     assert main(["audit", "question", cid[:12]]) == 0
     trail = capsys.readouterr().out
     assert "s10_style_conformance" in trail and "council votes" in trail
+
+
+def test_stage_code_versions_are_prompt_hashes():
+    """Editing a stage's prompt changes its code version, so the UI marks it and downstream stale."""
+    from dagster import AssetKey
+
+    from pipelines.abiss import prompts
+    from pipelines.definitions import defs
+
+    for stage, name in (("s03", "s03_category_conformance"), ("s09", "s09_category_consistency")):
+        key = AssetKey(name)
+        assert defs.get_assets_def(key).code_versions_by_key[key] == prompts.PROMPT_VERSIONS[stage]
+    assert prompts._version(prompts.CONFORMANCE) != prompts._version(prompts.CONFORMANCE + " Be strict.")
+    assert len(set(prompts.PROMPT_VERSIONS.values())) >= 8  # stages with distinct prompts differ
