@@ -97,17 +97,22 @@ def _taxonomy_values():
 
 _SUBS, _GROUPS, _STYLES, _DIFFICULTIES = _taxonomy_values()
 
+# What every question-bearing artifact must satisfy: text present, labels from the taxonomy.
+QUESTION_RULES = (
+    ColumnRule("question", pl.String, nullable=False, min_length=1),
+    ColumnRule("subcategory", pl.String, nullable=False, allowed=_SUBS),
+    ColumnRule("group", pl.String, nullable=False, allowed=_GROUPS),
+    ColumnRule("style", pl.String, nullable=False, allowed=_STYLES),
+    ColumnRule("difficulty", pl.String, nullable=False, allowed=_DIFFICULTIES),
+)
+
 CANDIDATES = Contract(
     name="candidates",
     description="Grounded NLQ objects entering the validation cascade.",
     columns=(
         ColumnRule("candidate_id", pl.String, nullable=False, unique=True),
         ColumnRule("group_id", pl.String, nullable=False),
-        ColumnRule("question", pl.String, nullable=False, min_length=1),
-        ColumnRule("subcategory", pl.String, nullable=False, allowed=_SUBS),
-        ColumnRule("group", pl.String, nullable=False, allowed=_GROUPS),
-        ColumnRule("style", pl.String, nullable=False, allowed=_STYLES),
-        ColumnRule("difficulty", pl.String, nullable=False, allowed=_DIFFICULTIES),
+        *QUESTION_RULES,
         ColumnRule("generator", pl.String, nullable=False),
     ),
 )
@@ -119,11 +124,7 @@ DATASET = Contract(
         ColumnRule("question_id", pl.String, nullable=False, unique=True),
         ColumnRule("candidate_id", pl.String, nullable=False, unique=True),
         ColumnRule("db_id", pl.String, nullable=False),
-        ColumnRule("question", pl.String, nullable=False, min_length=1),
-        ColumnRule("subcategory", pl.String, nullable=False, allowed=_SUBS),
-        ColumnRule("group", pl.String, nullable=False, allowed=_GROUPS),
-        ColumnRule("style", pl.String, nullable=False, allowed=_STYLES),
-        ColumnRule("difficulty", pl.String, nullable=False, allowed=_DIFFICULTIES),
+        *QUESTION_RULES,
         ColumnRule("is_solvable", pl.Boolean, nullable=False),
         ColumnRule("sql", pl.String),
         ColumnRule("evidence", pl.String),
