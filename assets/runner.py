@@ -85,3 +85,24 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
         tags={k: v for k, v in parent.tags.items() if k.startswith("dagster/partition")},
         reexecution_options=options,
     )
+
+
+def report_external_version(asset: str, partition: str, path: str, rows: int, content_hash: str,
+                            description: str) -> bool:
+    """Record an artifact written outside a run (e.g. `quandary import`) in the Dagster instance,
+    so the UI's asset history shows where that version came from. Needs $DAGSTER_HOME."""
+    if not os.environ.get("DAGSTER_HOME"):
+        return False
+    from dagster import AssetKey, AssetMaterialization, MetadataValue
+
+    instance = get_instance()
+    ensure_partitions(instance, [partition])
+    instance.report_runless_asset_event(
+        AssetMaterialization(
+            asset_key=AssetKey(asset), partition=partition, description=description,
+            metadata={"path": MetadataValue.path(path), "dagster/row_count": MetadataValue.int(rows),
+                      "content_hash": MetadataValue.text(content_hash)},
+            tags={"dagster/data_version": content_hash},
+        )
+    )
+    return True

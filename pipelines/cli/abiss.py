@@ -108,9 +108,14 @@ def _import(args) -> int:
     except (AbissFormatError, OSError) as exc:
         print(f"cannot import {args.path}: {exc}", file=sys.stderr)
         return 1
-    for (db_id,), part in df.group_by("db_id"):
+    from assets.runner import report_external_version
+
+    for (db_id,), part in sorted(df.group_by("db_id"), key=lambda g: g[0]):
         version = write_version(part, args.asset, db_id)
-        print(f"imported {part.height} records for {db_id} → {args.asset} ({version.path.name})")
+        reported = report_external_version(args.asset, db_id, str(version.path), part.height,
+                                           version.content_hash, f"imported from {args.path}")
+        where = " (recorded in the Dagster instance)" if reported else ""
+        print(f"imported {part.height} records for {db_id} → {args.asset} ({version.path.name}){where}")
     return 0
 
 

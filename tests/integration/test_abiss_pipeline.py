@@ -169,6 +169,10 @@ def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_
     assert records and {"db_id", "question", "evidence", "sql", "category", "question_style",
                         "question_difficulty", "hidden_knowledge", "is_solvable"} <= set(records[0])
     assert main(["import", str(out), "--asset", "imported_dataset"]) == 0
+    from dagster import AssetKey
+
+    event = instance.get_latest_materialization_event(AssetKey("imported_dataset"))
+    assert event is not None and event.asset_materialization.partition == "university"
     con = open_audit()
     cols = "db_id, question, coalesce(sql, '') AS sql, subcategory, style, difficulty, is_solvable, " \
            "coalesce(hidden_knowledge, feedback, '') AS hk"
