@@ -37,6 +37,7 @@ from pipelines.taxonomy import DEFAULT_STYLES
 from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from resources.dagster_resources import SafeSqlResource
 from resources.llm.dagster_resource import CouncilResource
+from storage.artifacts import content_hash
 from storage.io_manager import artifact_output, preview_markdown
 
 GROUP_GEN = "generation"
@@ -205,7 +206,9 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     decisions = [stages[s.key] for s in STAGES]
     df = outputs.rejection_report_frame(candidates, decisions)
     funnel = outputs.funnel(candidates, decisions)
-    png = outputs.funnel_png(funnel, artifacts_dir() / "rejection_report" / f"funnel_{context.partition_key}.png")
+    # named by content so, like the Parquet artifacts, an earlier chart is never overwritten
+    chart_id = content_hash(df)[:16]
+    png = outputs.funnel_png(funnel, artifacts_dir() / "rejection_report" / "charts" / f"{context.partition_key}_{chart_id}.png")
     per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
                  .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
                  if df.height else pl.DataFrame())
