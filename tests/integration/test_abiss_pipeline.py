@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance, instance_for_test
 
-from assets.runner import reexecute_from_failure, run_job_for_partition
+from assets.runner import run_job_for_partition
 from pipelines.cli import main
 from pipelines.cli.run import grid_run_config
 from pipelines.definitions import MAIN_JOB
@@ -147,12 +147,17 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
 
     scripted_council.responder = healthy
     before = len(scripted_council.requests)
-    result = reexecute_from_failure(failed.run_id, instance=instance)
-    assert result.success
+    # the CLI equivalent of the UI's "re-execute from failure": finds the latest failed run
+    assert main(["rerun", "--db", "university"]) == 0
+    reexecutions = [r for r in instance.get_runs() if r.parent_run_id == failed.run_id]
+    assert len(reexecutions) == 1
+    result = instance.get_run_by_id(reexecutions[0].run_id)
+    assert result.is_success
     rerun = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests[before:]]
     assert rerun, "stage 6 and its downstream must ask the council again"
     assert not (set(rerun) & ok_first), "a call that succeeded in the failed run was repeated"
-    ran = {e.step_key for e in result.all_events if e.is_step_success}
+    ran = {e.step_key for e in instance.all_logs(result.run_id) if e.is_dagster_event
+           and e.dagster_event.is_step_success}
     assert "s06_ambiguity_verification" in ran and "dataset" in ran
     assert "nlq_objects" not in ran and "s03_category_conformance" not in ran
     con = open_audit()
