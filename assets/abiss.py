@@ -28,7 +28,15 @@ from pydantic import Field
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
 from pipelines.abiss import outputs
-from pipelines.abiss.generation import CANDIDATE_EXTRA, NLQ_COLUMNS, generate_nlq_objects, ground_sql, rows_frame
+from pipelines.abiss.generation import (
+    CANDIDATE_EXTRA,
+    NLQ_COLUMNS,
+    ProviderUnavailable,
+    check_provider,
+    generate_nlq_objects,
+    ground_sql,
+    rows_frame,
+)
 from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
@@ -91,14 +99,18 @@ def generation_requests(context: AssetExecutionContext, config: GridConfig, coun
 
 @asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["nlq_objects"],
        description="Step 1: NLQ objects (question, evidence, hidden knowledge / feedback); two per ambiguous request.")
-def nlq_objects(context: AssetExecutionContext, council: CouncilResource, generation_requests: pl.DataFrame,
-                schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
+def nlq_objects(context: AssetExecutionContext, council: CouncilResource, cascade: CascadeSettings,
+                generation_requests: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
     requests = generation_requests.to_dicts()
     needs_llm = any(r["generator"] != PROGRAMMATIC for r in requests)
     rows, stats = generate_nlq_objects(
         requests, schema_context["schema_context"][0], _db(seed_databases)["path"],
         council.get_council("generators") if needs_llm else None,
     )
+    try:
+        check_provider("nlq_objects", stats["llm_requests"], stats["provider_failures"], cascade.max_failed_call_share)
+    except ProviderUnavailable as exc:
+        raise Failure(str(exc), allow_retries=True) from exc
     df = rows_frame(rows, NLQ_COLUMNS)
     skipped = stats.pop("programmatic_skipped")
     yield artifact_output(df, **stats, programmatic_skipped=MetadataValue.json(skipped))
@@ -107,12 +119,18 @@ def nlq_objects(context: AssetExecutionContext, council: CouncilResource, genera
 @asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"],
        check_specs=[contract_check_spec(CANDIDATES, "candidates")],
        description="Step 2: ground-truth SQL for solvable objects (chain-of-thought), difficulty relabelled from the SQL.")
-def candidates(context: AssetExecutionContext, council: CouncilResource, nlq_objects: pl.DataFrame,
-               schema_context: pl.DataFrame):
+def candidates(context: AssetExecutionContext, council: CouncilResource, cascade: CascadeSettings,
+               nlq_objects: pl.DataFrame, schema_context: pl.DataFrame):
     objects = nlq_objects.to_dicts() if nlq_objects.height else []
     needs_llm = any(o["status"] == "ok" and o["group"] != "unanswerable" and not o.get("sql") for o in objects)
     rows = ground_sql(objects, schema_context["schema_context"][0],
                       council.get_council("generators") if needs_llm else None)
+    grounded = [r for r in rows if r["grounding_status"] != "not_needed"]
+    try:
+        check_provider("candidates", len(grounded), sum(r["grounding_status"] == "call_failed" for r in grounded),
+                       cascade.max_failed_call_share)
+    except ProviderUnavailable as exc:
+        raise Failure(str(exc), allow_retries=True) from exc
     df = rows_frame(rows, NLQ_COLUMNS + CANDIDATE_EXTRA)
     yield artifact_output(
         df, candidates=df.height,

@@ -149,6 +149,8 @@ def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str
         "requests": len(requests),
         "objects": sum(1 for r in rows if r["status"] == "ok"),
         "failed_requests": sum(1 for r in rows if r["status"] != "ok"),
+        "llm_requests": len(llm_requests),
+        "provider_failures": sum(1 for r in rows if r["status"] == "call_failed"),
         "programmatic_objects": sum(1 for r in rows if r["generator"] == PROGRAMMATIC),
         "programmatic_skipped": skipped,  # subcategory -> why the builder emitted nothing
     }
@@ -159,6 +161,17 @@ def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str
 
 
 CANDIDATE_EXTRA = ("candidate_id", "difficulty", "grounding_call_id", "grounding_status", "grounding_error")
+
+
+class ProviderUnavailable(RuntimeError):
+    """Most LLM calls of a step failed at the provider: fail the step so it can be re-executed."""
+
+
+def check_provider(step: str, calls: int, failed: int, max_share: float) -> None:
+    if calls and failed / calls > max_share:
+        raise ProviderUnavailable(
+            f"{step}: {failed} of {calls} LLM calls failed at the provider; completed calls are cached, "
+            "re-execute from failure once the endpoint is back")
 
 
 def rows_frame(rows: list[dict], columns: tuple[str, ...]):

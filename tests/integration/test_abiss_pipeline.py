@@ -203,3 +203,22 @@ def test_stage_code_versions_are_prompt_hashes():
         assert defs.get_assets_def(key).code_versions_by_key[key] == prompts.PROMPT_VERSIONS[stage]
     assert prompts._version(prompts.CONFORMANCE) != prompts._version(prompts.CONFORMANCE + " Be strict.")
     assert len(set(prompts.PROMPT_VERSIONS.values())) >= 8  # stages with distinct prompts differ
+
+
+def test_generation_outage_fails_the_step_and_reexecutes(scripted_council, instance, demo_db_path):
+    """An LLM endpoint down during generation fails nlq_objects (not a silent empty dataset)."""
+    _register(demo_db_path)
+
+    def down(req):
+        if _last_user(req.messages).startswith("Write one natural-language question"):
+            raise http_error(503, "endpoint down")
+        return healthy(req)
+
+    scripted_council.responder = down
+    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+    assert not failed.success
+    assert {e.step_key for e in failed.get_step_failure_events()} == {"nlq_objects"}
+    scripted_council.responder = healthy
+    assert main(["rerun", "--db", "university"]) == 0
+    con = open_audit()
+    assert con.execute("SELECT count(*) FROM candidates WHERE generator = 'gen'").fetchall()[0][0] == 4
