@@ -102,6 +102,20 @@ def _register(demo_db_path):
     Catalog().register(demo_db_path, "university")
 
 
+def _run_with_outage(handler, instance, prompt_prefix: str):
+    """Run the job while every prompt starting with ``prompt_prefix`` gets HTTP 503."""
+    def outage(req):
+        if _last_user(req.messages).startswith(prompt_prefix):
+            raise http_error(503, "endpoint down")
+        return healthy(req)
+
+    handler.responder = outage
+    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+    assert not failed.success
+    handler.responder = healthy
+    return failed
+
+
 def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance, demo_db_path):
     _register(demo_db_path)
     result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
@@ -130,22 +144,13 @@ def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance
 
 def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council, instance, demo_db_path):
     _register(demo_db_path)
-
-    def outage(req):
-        if _last_user(req.messages).startswith("Write one SQLite SELECT query"):
-            raise http_error(503, "endpoint down")
-        return healthy(req)
-
-    scripted_council.responder = outage
-    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
-    assert not failed.success
+    failed = _run_with_outage(scripted_council, instance, "Write one SQLite SELECT query")
     failed_steps = {e.step_key for e in failed.get_step_failure_events()}
     assert failed_steps == {"s06_ambiguity_verification"}
     first_run = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests]
     ok_first = {k for k, r in zip(first_run, scripted_council.requests)
                 if not _last_user(r.messages).startswith("Write one SQLite SELECT query")}
 
-    scripted_council.responder = healthy
     before = len(scripted_council.requests)
     # the CLI equivalent of the UI's "re-execute from failure": finds the latest failed run
     assert main(["rerun", "--db", "university"]) == 0
@@ -208,17 +213,8 @@ def test_stage_code_versions_are_prompt_hashes():
 def test_generation_outage_fails_the_step_and_reexecutes(scripted_council, instance, demo_db_path):
     """An LLM endpoint down during generation fails nlq_objects (not a silent empty dataset)."""
     _register(demo_db_path)
-
-    def down(req):
-        if _last_user(req.messages).startswith("Write one natural-language question"):
-            raise http_error(503, "endpoint down")
-        return healthy(req)
-
-    scripted_council.responder = down
-    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
-    assert not failed.success
+    failed = _run_with_outage(scripted_council, instance, "Write one natural-language question")
     assert {e.step_key for e in failed.get_step_failure_events()} == {"nlq_objects"}
-    scripted_council.responder = healthy
     assert main(["rerun", "--db", "university"]) == 0
     con = open_audit()
     assert con.execute("SELECT count(*) FROM candidates WHERE generator = 'gen'").fetchall()[0][0] == 4
