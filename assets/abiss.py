@@ -72,7 +72,9 @@ class CascadeSettings(ConfigurableResource):
 
     order_sensitive: bool = False  # Appendix A tolerates row order; set True for BIRD-style ORDER BY checks
     result_preview_rows: int = 10
-    max_failed_call_share: float = 0.5  # above this share of provider failures a stage fails (rerun later)
+    # Share of provider-failed LLM calls a step tolerates (as abstentions) before it fails so it can be
+    # re-executed from failure; 0 = any failure fails the step, so no decision rests on a missing vote.
+    max_failed_call_share: float = 0.0
     max_rejection_rate: float = 0.95  # rejection_report check: flag stages rejecting more than this
     min_rejection_rate: float = 0.0
 

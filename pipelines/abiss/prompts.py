@@ -12,7 +12,9 @@ import hashlib
 import json
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from functools import cache
+
+from pydantic import BaseModel, Field, create_model
 
 from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, STYLES, Subcategory, subcategory
 
@@ -71,8 +73,10 @@ class CategoryChoice(BaseModel):
     choice: Literal["A", "B"]
 
 
-class StyleLabel(BaseModel):
-    style: Literal["formal", "colloquial", "imperative", "interrogative", "descriptive", "concise"]
+@cache
+def style_label_model(labels: tuple[str, ...]) -> type[BaseModel]:
+    """A StyleLabel restricted to ``labels`` (stage 10 asks only about the run's styles)."""
+    return create_model("StyleLabel", style=(Literal[labels], ...))
 
 
 # ----------------------------------------------------------------------- generation
@@ -236,14 +240,20 @@ def consistency_messages(schema_context: str, row: dict, a: Subcategory, b: Subc
         hidden=row.get("hidden_knowledge") or row.get("feedback") or "none"))
 
 
-def style_messages(schema_context: str, question: str) -> list[dict]:
-    styles = "\n".join(f"- {s.id}: {s.description}" for s in STYLES)
+def style_messages(schema_context: str, question: str, labels: list[str] | None = None) -> list[dict]:
+    chosen = [s for s in STYLES if labels is None or s.id in labels]
+    styles = "\n".join(f"- {s.id}: {s.description}" for s in chosen)
     return _messages(schema_context, STYLE.format(
-        styles=styles, question=question, names=", ".join(s.id for s in STYLES)))
+        styles=styles, question=question, names=", ".join(s.id for s in chosen)))
 
 
 def _version(*templates: str) -> str:
-    return hashlib.sha256("\x00".join((SYSTEM, *templates)).encode()).hexdigest()[:12]
+    # The taxonomy (definitions, examples, output schemas, styles, difficulties) is part of every
+    # prompt, so editing it marks the stages stale like editing a template does.
+    from pipelines.taxonomy import taxonomy_dict
+
+    taxonomy = json.dumps(taxonomy_dict(), sort_keys=True)
+    return hashlib.sha256("\x00".join((SYSTEM, taxonomy, *templates)).encode()).hexdigest()[:12]
 
 
 PROMPT_VERSIONS = {

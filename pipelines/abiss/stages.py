@@ -35,7 +35,7 @@ from pipelines.abiss.prompts import (
     CategoryChoice,
     SolveAttempt,
     SqlAttempt,
-    StyleLabel,
+    style_label_model,
     Verdict,
     conformance_messages,
     consistency_messages,
@@ -45,13 +45,11 @@ from pipelines.abiss.prompts import (
     style_messages,
     write_sql_messages,
 )
-from pipelines.taxonomy import Group, subcategories_in, subcategory
+from pipelines.taxonomy import DEFAULT_STYLES, Group, subcategories_in, subcategory
 from pipelines.votes import decide, is_decided, min_more_votes
 from resources.sql_executor import DEFAULT_TIMEOUT_S, QueryResult, execute_sql
 
 ANS, AMB, UNA = Group.ANSWERABLE.value, Group.AMBIGUOUS.value, Group.UNANSWERABLE.value
-VERDICT_TOKENS = 96  # a verdict plus a short reason
-SQL_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,9 @@ class StageContext:
     timeout_s: float = DEFAULT_TIMEOUT_S
     order_sensitive: bool = False
     result_preview_rows: int = 10
-    max_failed_call_share: float = 0.5
+    # Provider failures tolerated before the stage fails (0: any). A tolerated failure counts as an
+    # abstention, so by default no decision ever rests on a call that did not happen.
+    max_failed_call_share: float = 0.0
     stats: dict = field(default_factory=lambda: defaultdict(int))
     _results: dict = field(default_factory=dict)
 
@@ -124,6 +124,12 @@ class StageContext:
             self._results[sql] = execute_sql(self.db_path, sql, timeout_s=self.timeout_s)
         return self._results[sql]
 
+    async def aexecute(self, sql: str):
+        """Like :meth:`execute`, off the event loop: a slow query must not stall LLM calls in flight."""
+        if sql not in self._results:
+            self._results[sql] = await asyncio.to_thread(execute_sql, self.db_path, sql, timeout_s=self.timeout_s)
+        return self._results[sql]
+
     def _count(self, results) -> None:
         for r in results:
             self.stats["calls"] += 1
@@ -131,16 +137,15 @@ class StageContext:
             self.stats["call_failed"] += int(r.status == "call_failed")
             self.stats["parse_failed"] += int(r.status == "parse_failed")
 
-    async def vote(self, messages, model, extract, tag, comparison=None, max_tokens=VERDICT_TOKENS):
-        outcome = await self.council.avote(messages, model, extract, "strict_majority", tag,
-                                           abstain_as_no=True, overrides={"max_tokens": max_tokens})
+    async def vote(self, messages, model, extract, tag, comparison=None):
+        outcome = await self.council.avote(messages, model, extract, "strict_majority", tag, abstain_as_no=True)
         self._count(outcome.results)
         self.stats["calls_saved"] += outcome.calls_saved
         votes = [_vote_record(v.member, comparison, v.vote, v.parsed_ok, v.call_id) for v in outcome.votes]
         return bool(outcome.decision), votes, outcome
 
-    async def ask(self, member, messages, model, tag, max_tokens=SQL_TOKENS):
-        result = await self.council.aask(member, messages, model, tag, overrides={"max_tokens": max_tokens})
+    async def ask(self, member, messages, model, tag):
+        result = await self.council.aask(member, messages, model, tag)
         self._count([result])
         return result
 
@@ -234,7 +239,10 @@ def stage_executability(rows: list[dict], stage: StageSpec, ctx: StageContext) -
 
 async def _yes_no_stage(rows, stage, ctx, build_messages, label) -> list[dict]:
     async def one(row):
-        ok, votes, outcome = await ctx.vote(build_messages(row), Verdict, lambda p: p.verdict, _tag(stage, row))
+        messages = build_messages(row)
+        if asyncio.iscoroutine(messages):
+            messages = await messages
+        ok, votes, outcome = await ctx.vote(messages, Verdict, lambda p: p.verdict, _tag(stage, row))
         return _decision(row, stage, ok, f"{label}: {_count_text(votes)}", votes, calls_saved=outcome.calls_saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
@@ -252,8 +260,8 @@ async def stage_conformance(rows, stage, ctx):
 
 
 async def stage_ground_truth(rows, stage, ctx):
-    def build(row):
-        result = ctx.execute(row["sql"])
+    async def build(row):
+        result = await ctx.aexecute(row["sql"])
         preview = _preview(result, ctx.result_preview_rows) if result.ok else result.one_line()
         return ground_truth_messages(ctx.schema_context, row, preview)
 
@@ -265,10 +273,15 @@ async def stage_feedback(rows, stage, ctx):
 
 
 async def stage_style(rows, stage, ctx):
+    # The label set is the paper's three styles plus any other style of this run, so a formal
+    # "List the ..." is not lost to a label ("imperative") the grid never asked for.
+    labels = sorted(set(DEFAULT_STYLES) | {r["style"] for r in rows})
+    model = style_label_model(tuple(labels))
+
     async def one(row):
-        ok, votes, outcome = await ctx.vote(style_messages(ctx.schema_context, row["question"]), StyleLabel,
+        ok, votes, outcome = await ctx.vote(style_messages(ctx.schema_context, row["question"], labels), model,
                                             lambda p, s=row["style"]: p.style == s, _tag(stage, row),
-                                            comparison=f"is {row['style']}", max_tokens=32)
+                                            comparison=f"is {row['style']}")
         return _decision(row, stage, ok, f"style {row['style']}: {_count_text(votes)}", votes,
                          calls_saved=outcome.calls_saved)
 
@@ -278,11 +291,11 @@ async def stage_style(rows, stage, ctx):
 # ------------------------------------------------------------------------------ SQL-writing votes
 
 
-def _equivalent(ctx: StageContext, gold_sql: str, pred_sql: str) -> bool | None:
+async def _equivalent(ctx: StageContext, gold_sql: str, pred_sql: str) -> bool | None:
     """True/False by relaxed equivalence; None when the prediction does not execute."""
     from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
 
-    gold, pred = ctx.execute(gold_sql), ctx.execute(pred_sql)
+    gold, pred = await ctx.aexecute(gold_sql), await ctx.aexecute(pred_sql)
     if not gold.ok or not pred.ok:
         return None if not pred.ok else False
     ordered = ctx.order_sensitive and has_top_level_order_by(gold_sql)
@@ -307,7 +320,7 @@ async def _members_write_sql(ctx, stage, row, messages, golds: dict[str, str]):
         for member, res in zip(wave, results):
             pred = res.parsed.sql if res.ok else None
             for g, gold_sql in golds.items():
-                eq = _equivalent(ctx, gold_sql, pred) if pred else None
+                eq = await _equivalent(ctx, gold_sql, pred) if pred else None
                 # a member that writes no runnable SQL did not reproduce the gold: count as "not equivalent"
                 per_gold[g].append(bool(eq))
                 label = ("equivalent" if eq else "not_equivalent" if eq is False
@@ -365,7 +378,7 @@ async def stage_unsolvability(rows, stage, ctx):
             if not res.ok or not res.parsed.answerable or not res.parsed.sql.strip():
                 votes.append(_vote_record(member, "solve", "unsolved" if res.ok else "abstain", res.ok, res.call_id))
                 continue
-            result = ctx.execute(res.parsed.sql)
+            result = await ctx.aexecute(res.parsed.sql)
             if not result.ok or result.row_count == 0:
                 why = result.one_line() if not result.ok else "empty result"
                 votes.append(_vote_record(member, "solve", f"unsolved ({why})", True, res.call_id))
@@ -399,8 +412,7 @@ async def stage_consistency(rows, stage, ctx):
 
             ok, v, outcome = await ctx.vote(consistency_messages(ctx.schema_context, row, a, b), CategoryChoice,
                                             lambda p, letter=letter: p.choice == letter,
-                                            _tag(stage, row, f"vs:{other.id}"), comparison=f"vs:{other.id}",
-                                            max_tokens=16)
+                                            _tag(stage, row, f"vs:{other.id}"), comparison=f"vs:{other.id}")
             votes.extend(v)
             saved += outcome.calls_saved
             if not ok:

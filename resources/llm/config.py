@@ -126,7 +126,9 @@ class CouncilConfig(BaseModel):
 
 
 def _embedded_member(name: str, **overrides) -> dict:
-    base = dict(model=EMBEDDED_MODEL, api_base=EMBEDDED, temperature=0.0, max_tokens=256, seed=0, max_in_flight=2)
+    # Constrained decoding ends at the closing brace, so a generous budget costs nothing and keeps
+    # the SQL-grounding schema (links, sub-questions, SQL) from being cut off.
+    base = dict(model=EMBEDDED_MODEL, api_base=EMBEDDED, temperature=0.0, max_tokens=512, seed=0, max_in_flight=2)
     return {**base, **overrides, "name": name}
 
 

@@ -153,8 +153,8 @@ class Council:
         """``overrides`` replaces sampling params for this call (e.g. a per-sample seed, a
         stage's max_tokens); they are part of the cache key like any parameter."""
         member = self.member(member_name)
-        if overrides:
-            member = member.model_copy(update=overrides)
+        if overrides:  # validated like the config file, so a typo or a wrong type is an error
+            member = Member.model_validate({**member.model_dump(), **overrides})
         tag = {"role": self.role, **(tag or {})}
         if not use_cache:
             return await self._call(member, messages, output_model, tag, use_cache)

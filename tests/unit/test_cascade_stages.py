@@ -227,7 +227,7 @@ def _row_for(stage_no):
 def _yes_no_handler(stage_no, row, table):
     if stage_no == 10:
         return lambda m, t: (GARBAGE if table.get(m) is None
-                             else {"style": row["style"] if table[m] == "yes" else "imperative"})
+                             else {"style": row["style"] if table[m] == "yes" else "colloquial"})
     return verdicts(table)
 
 
@@ -567,6 +567,17 @@ def test_stage10_style_label_must_match(scripted, make_ctx):
     assert {v["comparison"] for v in d["formal_q"]["votes"]} == {"is formal"}
 
 
+def test_stage10_offers_only_the_runs_styles(scripted, make_ctx):
+    """The paper's three styles plus the run's: 'imperative' is not a label the council may pick here."""
+    script = Script(style=lambda m, t: {"style": "imperative"})
+    scripted.responder = script
+    [d] = run_stage(10, [ans_row("formal_q", style="formal")], make_ctx())
+    assert not d["passed"]
+    assert all(v["vote"] == "abstain" and not v["parsed_ok"] for v in d["votes"])
+    prompt = scripted.requests[0].messages[-1]["content"]
+    assert "- colloquial:" in prompt and "- interrogative:" in prompt and "- imperative:" not in prompt
+
+
 # ------------------------------------------------------------------------------ provider outage
 
 
@@ -594,10 +605,17 @@ def test_council_unavailable_then_rerun_repeats_only_failed_calls(scripted, make
     assert ctx.stats["cached"] == 4 and ctx.stats["call_failed"] == 0
 
 
-def test_a_few_failed_calls_do_not_fail_the_stage(scripted, make_ctx):
-    """Below the failed-call share the stage completes; the failed member's votes are abstentions."""
+def test_any_failed_call_fails_the_stage_by_default(scripted, make_ctx):
+    """A decision must not rest on a vote that never happened: one provider failure fails the stage."""
+    scripted.responder = Script(conformance=lambda m, t: http_error(500) if m == "b" else {"verdict": "no"})
+    with pytest.raises(CouncilUnavailable, match="1 of 2"):  # a no + a failure decide: c is never asked
+        run_stage(3, [ans_row()], make_ctx(council(max_retries=0)))
+
+
+def test_tolerated_failed_calls_count_as_abstentions(scripted, make_ctx):
+    """Below a configured failed-call share the stage completes; the failed member's votes are abstentions."""
     scripted.responder = Script(conformance=lambda m, t: http_error(500) if m == "b" else {"verdict": "yes"})
-    [d] = run_stage(3, [ans_row()], make_ctx(council(max_retries=0)))
+    [d] = run_stage(3, [ans_row()], make_ctx(council(max_retries=0), max_failed_call_share=0.5))
     assert d["passed"]
     assert [v["vote"] for v in d["votes"]] == ["yes", "abstain", "yes"]
 
