@@ -43,16 +43,29 @@ def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance |
     )
 
 
+_RERUNNABLE = ("FAILURE", "CANCELED")
+
+
 def latest_failed_run_id(instance: DagsterInstance, job_name: str, db_id: str | None) -> str:
+    """The newest failed (or canceled) run of the job for the partition that no successful
+    re-execution has fixed yet."""
     from dagster import DagsterRunStatus, RunsFilter
 
     tags = {"dagster/partition": db_id} if db_id else {}
-    runs = instance.get_run_records(
-        RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.FAILURE], tags=tags), limit=1)
-    if not runs:
-        where = f" for partition {db_id!r}" if db_id else ""
-        raise LookupError(f"no failed run of {job_name}{where} in {os.environ.get('DAGSTER_HOME') or 'this instance'}")
-    return runs[0].dagster_run.run_id
+    statuses = [DagsterRunStatus[s] for s in _RERUNNABLE]
+    succeeded = instance.get_run_records(
+        RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.SUCCESS], tags=tags), limit=200)
+    fixed = {r.dagster_run.parent_run_id for r in succeeded} | {r.dagster_run.root_run_id for r in succeeded}
+    last_success = max((r.create_timestamp for r in succeeded), default=None)
+    for record in instance.get_run_records(RunsFilter(job_name=job_name, statuses=statuses, tags=tags), limit=20):
+        run = record.dagster_run
+        if last_success is not None and record.create_timestamp < last_success:
+            break  # a later run of the partition succeeded: older failures are moot
+        if run.run_id not in fixed and (run.root_run_id is None or run.root_run_id not in fixed):
+            return run.run_id
+    where = f" for partition {db_id!r}" if db_id else ""
+    raise LookupError(f"no failed run of {job_name}{where} left to re-execute "
+                      f"in {os.environ.get('DAGSTER_HOME') or 'this instance'}")
 
 
 def _main_job():
@@ -79,6 +92,10 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
     parent = instance.get_run_by_id(run_id)
     if parent is None:
         raise LookupError(f"run {run_id} not found")
+    if parent.job_name != job_name:
+        raise LookupError(f"run {run_id} is a run of {parent.job_name}, not {job_name}")
+    if parent.status.name not in _RERUNNABLE:
+        raise LookupError(f"run {run_id} is {parent.status.name.lower()}, not failed: nothing to re-execute")
     options = ReexecutionOptions.from_failure(run_id, instance)
     return execute_job(
         reconstructable(_main_job), instance=instance, run_config=parent.run_config,

@@ -12,6 +12,7 @@ from pipelines.abiss.ids import stable_id
 from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 
 PROGRAMMATIC = "programmatic"
+GRID_FIELDS = ("generators", "subcategories", "styles", "difficulties", "n", "seed", "llm_subcategories")
 ALL_SUBCATEGORIES = tuple(SUBCATEGORY_BY_ID)
 
 

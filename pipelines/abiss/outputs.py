@@ -39,19 +39,22 @@ def survivors(candidates: pl.DataFrame, previous_decisions: pl.DataFrame | None)
 
 
 def council_votes_frame(stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
+    """One row per vote; ``seq`` keeps the order within a decision (e.g. a stage-7 solve attempt
+    before the judges' votes on it), and ``vote_id`` depends only on the vote's own decision."""
+    schema = {"vote_id": pl.String, "candidate_id": pl.String, "stage": pl.String, "seq": pl.Int64, **VOTE_SCHEMA}
     frames = []
     for d in stage_decisions:
         if d.height == 0:
             continue
-        exploded = d.select("candidate_id", "stage", "votes").explode("votes").drop_nulls("votes").unnest("votes")
+        exploded = (d.select("candidate_id", "stage", "votes").explode("votes").drop_nulls("votes").unnest("votes")
+                    .with_columns(pl.int_range(pl.len()).over("candidate_id", "stage").cast(pl.Int64).alias("seq")))
         frames.append(exploded)
     if not frames:
-        return pl.DataFrame(schema={"vote_id": pl.String, "candidate_id": pl.String, "stage": pl.String, **VOTE_SCHEMA})
-    votes = pl.concat(frames, how="diagonal_relaxed").with_row_index("_i")
-    ids = [stable_id("vote", c, s, m, cmp, i) for i, c, s, m, cmp in
-           votes.select("_i", "candidate_id", "stage", "member", "comparison").iter_rows()]
-    return votes.drop("_i").with_columns(pl.Series("vote_id", ids)).select(
-        "vote_id", "candidate_id", "stage", *VOTE_SCHEMA)
+        return pl.DataFrame(schema=schema)
+    votes = pl.concat(frames, how="diagonal_relaxed")
+    ids = [stable_id("vote", c, s, q, m, cmp) for c, s, q, m, cmp in
+           votes.select("candidate_id", "stage", "seq", "member", "comparison").iter_rows()]
+    return votes.with_columns(pl.Series("vote_id", ids)).select(list(schema))
 
 
 def dataset_frame(candidates: pl.DataFrame, final_decisions: pl.DataFrame) -> pl.DataFrame:
@@ -99,10 +102,13 @@ def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.Da
 
 
 def funnel(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> list[tuple[str, int, int]]:
-    """(stage, entering, surviving) for the whole partition, in stage order."""
+    """(stage, entering, surviving) for the whole partition, in stage order (decisions given per stage)."""
+    from pipelines.abiss.stages import STAGES
+
     out = [("candidates", candidates.height, candidates.height)]
-    for d in stage_decisions:
-        out.append((d["stage"][0] if d.height else "?", d.height, int(d["passed"].sum()) if d.height else 0))
+    for spec, d in zip(STAGES, stage_decisions):
+        name = d["stage"][0] if d.height else spec.key  # an empty stage still has its name
+        out.append((name, d.height, int(d["passed"].sum()) if d.height else 0))
     return out
 
 
@@ -242,6 +248,6 @@ def write_abiss_json(dataset: pl.DataFrame, path: str | Path) -> int:
 def read_abiss_json(path: str | Path) -> pl.DataFrame:
     try:
         data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AbissFormatError(f"{path}: not valid JSON ({exc})") from None
     return from_abiss_records(data)

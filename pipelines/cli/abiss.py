@@ -1,7 +1,6 @@
 """ABISS dataset commands: `audit question`, `export`, `import`, `rerun`."""
 
 import sys
-from pathlib import Path
 
 from pipelines.cli._output import render_table
 
@@ -52,7 +51,7 @@ def audit_question(args) -> int:
             cols = ("c.request_json, c.raw_response" if has_calls else "NULL, NULL")
             votes = con.execute(
                 f"SELECT v.stage, v.member, v.comparison, v.vote, v.parsed_ok, v.llm_call_id, {cols} "
-                f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.vote_id", [cid]).fetchall()
+                f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.seq", [cid]).fetchall()
             print(f"\ncouncil votes ({len(votes)}):")
             for stage, member, comparison, vote, parsed_ok, call_id, request, raw in votes:
                 cmp = f" [{comparison}]" if comparison else ""
@@ -103,9 +102,15 @@ def _import(args) -> int:
     from pipelines.abiss.outputs import AbissFormatError, read_abiss_json
     from storage.artifacts import write_version
 
+    protected = {"candidates", "nlq_objects", "generation_requests", "council_votes", "rejection_report",
+                 "seed_databases", "schema_context"}
+    if args.asset in protected or args.asset.startswith("s0") or args.asset.startswith("s10"):
+        print(f"refusing to overwrite the pipeline artifact {args.asset!r}; import into 'dataset' or a new name",
+              file=sys.stderr)
+        return 2
     try:
         df = read_abiss_json(args.path)
-    except (AbissFormatError, OSError) as exc:
+    except (AbissFormatError, OSError, ValueError) as exc:
         print(f"cannot import {args.path}: {exc}", file=sys.stderr)
         return 1
     from assets.runner import report_external_version

@@ -87,10 +87,30 @@ def _run(args) -> int:
         return 2
     grid = None
     if args.grid:
-        import yaml
-
-        grid = yaml.safe_load(open(args.grid))
+        try:
+            grid = load_grid(args.grid)
+        except ValueError as exc:
+            print(f"bad grid file {args.grid}: {exc}", file=sys.stderr)
+            return 2
     return _run_job(args.job or MAIN_JOB, args.db, grid)
+
+
+def load_grid(path: str) -> dict:
+    """A grid YAML file as GridConfig fields; ValueError with the reason when it is not one."""
+    import yaml
+
+    from pipelines.abiss.grid import GRID_FIELDS
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a mapping of GridConfig fields (e.g. styles: [formal])")
+    unknown = sorted(set(data) - set(GRID_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {unknown}; known: {', '.join(GRID_FIELDS)}")
+    return data
 
 
 def register(sub) -> None:

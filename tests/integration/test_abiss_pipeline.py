@@ -167,6 +167,9 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
     assert "nlq_objects" not in ran and "s03_category_conformance" not in ran
     con = open_audit()
     assert con.execute("SELECT count(*) FROM dataset").fetchall()[0][0] > 0
+    # the failure is fixed: a second rerun finds nothing to re-execute
+    assert main(["rerun", "--db", "university"]) == 1
+    assert main(["rerun", "--run-id", result.run_id]) == 1  # a successful run is not re-executed
 
 
 def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_path, capsys):

@@ -95,7 +95,7 @@ def test_council_votes_frame_one_row_per_vote(rows, scripted, make_ctx):
     per_stage = [decisions_frame(run_stage(n, rows, ctx)) for n in (1, 3, 7)]
     votes = council_votes_frame(per_stage)
 
-    assert votes.columns == ["vote_id", "candidate_id", "stage", "member", "comparison", "vote", "parsed_ok",
+    assert votes.columns == ["vote_id", "candidate_id", "stage", "seq", "member", "comparison", "vote", "parsed_ok",
                              "llm_call_id"]
     assert votes.height == sum(int(d["n_votes"].sum()) for d in per_stage) > 0
     assert votes["vote_id"].n_unique() == votes.height
@@ -324,3 +324,29 @@ def test_from_abiss_records_fuzz_only_raises_format_errors(data):
 
 def test_module_exports():
     assert outputs.AbissFormatError.__mro__[1] is ValueError
+
+
+def test_vote_ids_do_not_depend_on_other_decisions():
+    """Adding votes to one candidate must not renumber another candidate's votes."""
+    from pipelines.abiss.outputs import council_votes_frame, decisions_frame
+
+    def decision(cid, n):
+        votes = [{"member": m, "comparison": None, "vote": "yes", "parsed_ok": True, "llm_call_id": f"{cid}{m}"}
+                 for m in "abc"[:n]]
+        return {"candidate_id": cid, "stage": "s03_category_conformance", "stage_no": 3, "applies": True,
+                "passed": True, "reason": "", "n_votes": n, "calls_saved": 0, "votes": votes}
+
+    small = council_votes_frame([decisions_frame([decision("x", 2), decision("y", 2)])])
+    large = council_votes_frame([decisions_frame([decision("x", 3), decision("y", 2)])])
+    ids = lambda df: set(df.filter(df["candidate_id"] == "y")["vote_id"])  # noqa: E731
+    assert ids(small) == ids(large)
+    assert large.filter(large["candidate_id"] == "x")["seq"].to_list() == [0, 1, 2]
+
+
+def test_funnel_names_stages_that_nobody_entered():
+    from pipelines.abiss.outputs import decisions_frame, funnel
+    from pipelines.abiss.stages import STAGES
+
+    empty = [decisions_frame([]) for _ in STAGES]
+    rows = funnel(pl.DataFrame({"candidate_id": ["a"]}), empty)
+    assert [r[0] for r in rows[1:]] == [s.key for s in STAGES]
