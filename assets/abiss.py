@@ -87,7 +87,8 @@ def _db(seed_databases: pl.DataFrame) -> dict:
        description="The generation grid: generator × subcategory × style × difficulty × n for this database.")
 def generation_requests(context: AssetExecutionContext, config: GridConfig, council: CouncilResource,
                         seed_databases: pl.DataFrame):
-    generators = config.generators or [PROGRAMMATIC, *council.get_council("generators").member_names]
+    generators = (config.generators if config.generators is not None
+                  else [PROGRAMMATIC, *council.get_council("generators").member_names])
     spec = GridSpec(tuple(generators), tuple(config.subcategories), tuple(config.styles),
                     tuple(config.difficulties), config.n, config.seed,
                     tuple(config.llm_subcategories) if config.llm_subcategories is not None else None)
@@ -153,7 +154,7 @@ def _stage_asset(spec, previous_key):
     def stage_asset(context: AssetExecutionContext, council: CouncilResource, safe_sql: SafeSqlResource,
                     cascade: CascadeSettings, **inputs):
         cands = inputs["candidates"]
-        entering = outputs.survivors(cands, inputs.get("previous")) if cands.height else cands
+        entering = outputs.survivors(cands, inputs.get("previous"))
         ctx = None
         if spec.no >= 2:
             ctx = StageContext(
@@ -201,8 +202,7 @@ STAGE_INS = {s.key: AssetIn(s.key) for s in STAGES}
        check_specs=[contract_check_spec(DATASET, "dataset")],
        description="The validated ABISS dataset: every question that survived all ten stages.")
 def dataset(context: AssetExecutionContext, candidates: pl.DataFrame, final: pl.DataFrame):
-    df = outputs.dataset_frame(candidates, final) if candidates.height else outputs.dataset_frame(
-        pl.DataFrame(schema={"candidate_id": pl.String}), final)
+    df = outputs.dataset_frame(candidates, final)
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
     yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub))
     yield contract_check_result(DATASET, df)

@@ -221,3 +221,28 @@ def test_generation_outage_fails_the_step_and_reexecutes(scripted_council, insta
     assert main(["rerun", "--db", "university"]) == 0
     con = open_audit()
     assert con.execute("SELECT count(*) FROM candidates WHERE generator = 'gen'").fetchall()[0][0] == 4
+
+
+def test_partition_with_no_candidates_still_completes(scripted_council, instance, tmp_path):
+    """A database where the grid yields nothing gives empty, well-typed artifacts, not a crash."""
+    import sqlite3
+
+    db = tmp_path / "tiny.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE t(a INTEGER)")
+    con.execute("INSERT INTO t VALUES (1)")
+    con.commit()
+    con.close()
+    Catalog().register(db, "tiny")
+    grid = {"generators": ["programmatic"], "subcategories": ["entity_ambiguity"], "styles": ["formal"],
+            "difficulties": ["simple"], "n": 1}
+    result = run_job_for_partition(MAIN_JOB, "tiny", instance=instance, run_config=grid_run_config(grid))
+    assert result.success
+    assert not scripted_council.requests
+    con = open_audit()
+    assert con.execute("SELECT count(*) FROM candidates").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM dataset").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM rejection_report").fetchall() == [(0,)]
+    mats = {e.asset_key.to_user_string(): e.event_specific_data.materialization
+            for e in result.get_asset_materialization_events()}
+    assert "entity_ambiguity" in mats["nlq_objects"].metadata["programmatic_skipped"].value
