@@ -45,7 +45,7 @@ def smollm2_gguf_path() -> Path:
 class EmbeddedServer:
     """One llama.cpp server in this process. ``base_url`` is the OpenAI ``/v1`` root."""
 
-    def __init__(self, n_parallel: int | None = None, ctx_per_slot: int = 2048, n_threads: int | None = None):
+    def __init__(self, n_parallel: int | None = None, ctx_per_slot: int = 4096, n_threads: int | None = None):
         self.n_parallel = max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
         self.ctx_per_slot = ctx_per_slot
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
