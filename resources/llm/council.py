@@ -98,6 +98,27 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return _bg_loop
 
 
+def cancel_pending_calls(timeout_s: float = 5.0) -> int:
+    """Cancel every call still in flight on the background loop (e.g. after an interrupted run),
+    so their HTTP connections close and the embedded server's slots are released. Returns how
+    many were cancelled."""
+    loop = _bg_loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return 0
+
+    async def cancel_all() -> int:
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return len(tasks)
+
+    try:
+        return asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(timeout_s)
+    except Exception:  # noqa: BLE001 - best effort at shutdown
+        return 0
+
+
 def run_sync(coro):
     """Run a coroutine to completion from synchronous code."""
     return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()

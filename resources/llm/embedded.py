@@ -15,6 +15,7 @@ run in-process by ``xllamacpp`` on a free loopback port.
 import atexit
 import importlib.util
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -143,5 +144,11 @@ def stop_embedded_server() -> None:
     global _singleton
     with _lock:
         if _singleton is not None:
+            # The server's destructor joins its worker threads, which wait for requests in flight.
+            # After an interrupted run those requests have no reader any more: cancel them first,
+            # or the process hangs at exit.
+            council = sys.modules.get("resources.llm.council")
+            if council is not None:
+                council.cancel_pending_calls()
             _singleton.stop()
             _singleton = None
