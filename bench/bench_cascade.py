@@ -39,15 +39,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-MARKERS = {
-    "conformance": "Does this question clearly conform",
-    "ground_truth": "Does the SQL query, with the result",
-    "write_sql": "Write one SQLite SELECT query",
-    "solve": "Try to answer the question",
-    "feedback": "Is the feedback accurate",
-    "consistency": "Which category better describes",
-    "style": "Classify the linguistic style",
-}
+from pipelines.abiss.prompts import PROMPT_OPENINGS  # noqa: E402
+
+MARKERS = {k: v for k, v in PROMPT_OPENINGS.items() if k not in ("generate_question", "ground_sql")}
 # share of "positive" answers per member (yes / writes the gold reading / prefers the assigned category)
 POSITIVE = {"a": 0.9, "b": 0.7, "c": 0.5}
 

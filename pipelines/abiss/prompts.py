@@ -247,6 +247,24 @@ def style_messages(schema_context: str, question: str, labels: list[str] | None 
         styles=styles, question=question, names=", ".join(s.id for s in chosen)))
 
 
+def _opening(template: str) -> str:
+    return template.split("\n", 1)[0][:32]
+
+
+# How each prompt's task text begins: scripted test councils and benchmarks recognise the task by it.
+PROMPT_OPENINGS = {
+    "generate_question": _opening(GENERATE_QUESTION),
+    "ground_sql": _opening(GROUND_SQL),
+    "conformance": _opening(CONFORMANCE),
+    "ground_truth": _opening(GROUND_TRUTH),
+    "write_sql": _opening(WRITE_SQL),
+    "solve": _opening(SOLVE),
+    "feedback": _opening(FEEDBACK),
+    "consistency": _opening(CONSISTENCY),
+    "style": _opening(STYLE),
+}
+
+
 def _version(*templates: str) -> str:
     # The taxonomy (definitions, examples, output schemas, styles, difficulties) is part of every
     # prompt, so editing it marks the stages stale like editing a template does.

@@ -14,6 +14,7 @@ import pytest
 from dagster import DagsterInstance, instance_for_test
 
 from assets.runner import run_job_for_partition
+from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from pipelines.cli import main
 from pipelines.cli.run import grid_run_config
 from pipelines.definitions import MAIN_JOB
@@ -37,7 +38,7 @@ def _last_user(messages) -> str:
 def healthy(req):
     """A council that plays along: generates, grounds, approves, never solves unanswerables."""
     text = _last_user(req.messages)
-    if text.startswith("Write one natural-language question"):
+    if text.startswith(OPEN["generate_question"]):
         sub = re.search(r"Category: .+? / (.+?) \(", text).group(1)
         sid = NAME_TO_ID[sub]
         if sid == "lexical_overlap":
@@ -48,7 +49,7 @@ def healthy(req):
             return json_reply({"question": "List the phone numbers of the professors.",
                                "feedback": "No phone number column exists; ask the database administrator."})
         return json_reply({"question": "How many departments are there?"})
-    if text.startswith("Write the SQLite query that answers"):
+    if text.startswith(OPEN["ground_sql"]):
         if "personal email" in text:
             return json_reply({"sql": "SELECT s.personal_email FROM students s JOIN student_courses sc USING (student_id) "
                                       "JOIN courses c USING (course_id) WHERE c.title = 'Database'"})
@@ -56,16 +57,16 @@ def healthy(req):
             return json_reply({"sql": "SELECT s.institutional_email FROM students s JOIN student_courses sc USING (student_id) "
                                       "JOIN courses c USING (course_id) WHERE c.title = 'Database'"})
         return json_reply({"sql": "SELECT COUNT(*) FROM departments"})
-    if text.startswith("Write one SQLite SELECT query"):  # stage 6 without hidden knowledge
+    if text.startswith(OPEN["write_sql"]):  # stage 6 without hidden knowledge
         return json_reply({"sql": "SELECT 'nothing like the gold'"})
-    if text.startswith("Try to answer"):
+    if text.startswith(OPEN["solve"]):
         return json_reply({"answerable": False, "sql": ""})
-    if text.startswith("Which category better describes"):
+    if text.startswith(OPEN["consistency"]):
         q = re.search(r"Question: (.*)", text).group(1)
         a = re.search(r"A: (.+?) — ", text).group(1)
         wanted = "Lexical Overlap" if "emails" in q else ("Missing Entities or Attributes" if "phone" in q else None)
         return json_reply({"choice": "A" if a == wanted else "B"})
-    if text.startswith("Classify the linguistic style"):
+    if text.startswith(OPEN["style"]):
         return json_reply({"style": "formal"})
     return json_reply({"verdict": "yes", "reason": "looks right"})
 
@@ -144,12 +145,12 @@ def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance
 
 def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council, instance, demo_db_path):
     _register(demo_db_path)
-    failed = _run_with_outage(scripted_council, instance, "Write one SQLite SELECT query")
+    failed = _run_with_outage(scripted_council, instance, OPEN["write_sql"])
     failed_steps = {e.step_key for e in failed.get_step_failure_events()}
     assert failed_steps == {"s06_ambiguity_verification"}
     first_run = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests]
     ok_first = {k for k, r in zip(first_run, scripted_council.requests)
-                if not _last_user(r.messages).startswith("Write one SQLite SELECT query")}
+                if not _last_user(r.messages).startswith(OPEN["write_sql"])}
 
     before = len(scripted_council.requests)
     # the CLI equivalent of the UI's "re-execute from failure": finds the latest failed run
@@ -216,7 +217,7 @@ def test_stage_code_versions_are_prompt_hashes():
 def test_generation_outage_fails_the_step_and_reexecutes(scripted_council, instance, demo_db_path):
     """An LLM endpoint down during generation fails nlq_objects (not a silent empty dataset)."""
     _register(demo_db_path)
-    failed = _run_with_outage(scripted_council, instance, "Write one natural-language question")
+    failed = _run_with_outage(scripted_council, instance, OPEN["generate_question"])
     assert {e.step_key for e in failed.get_step_failure_events()} == {"nlq_objects"}
     assert main(["rerun", "--db", "university"]) == 0
     con = open_audit()

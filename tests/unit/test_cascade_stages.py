@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from pipelines.abiss.prompts import PROMPT_OPENINGS
 from pipelines.abiss.stages import STAGE_BY_NO, CouncilUnavailable, StageContext, run_stage
 from pipelines.taxonomy import SUBCATEGORY_BY_ID, subcategories_in, subcategory
 from resources.llm import Council, call_log
@@ -21,15 +22,7 @@ from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member
 
 # ------------------------------------------------------------------------------ helpers
 
-MARKERS = {
-    "conformance": "Does this question clearly conform",
-    "ground_truth": "Does the SQL query, with the result",
-    "write_sql": "Write one SQLite SELECT query",
-    "solve": "Try to answer the question",
-    "feedback": "Is the feedback accurate",
-    "consistency": "Which category better describes",
-    "style": "Classify the linguistic style",
-}
+MARKERS = {k: v for k, v in PROMPT_OPENINGS.items() if k not in ("generate_question", "ground_sql")}
 STAGE_KIND = {3: "conformance", 4: "ground_truth", 8: "feedback", 10: "style"}
 GARBAGE = "I am not sure what to say here."  # no JSON: parse_failed, i.e. an abstention
 _NAME_TO_ID = {s.name: s.id for s in SUBCATEGORY_BY_ID.values()}
