@@ -28,6 +28,7 @@ from pipelines.ambitab.protocol.matchers import (
 )
 from pipelines.ambitab.protocol.prompts import matcher_messages, responder_messages
 from pipelines.ambitab.protocol.task import Task
+from pipelines.ambitab.sources import sql_segments
 
 LLM_REFUSAL = "Sorry, this question is out of scope, so I can not answer your question."
 ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "llm_scoped", "hybrid", "stress")
@@ -55,30 +56,6 @@ def is_refusal(text: str | None) -> bool:
     """Refusal detection for the ledger prompt (spec §9.8): the deterministic or LLM refusal text."""
     t = " ".join((text or "").split()).lower()
     return t in (REFUSAL.lower(), LLM_REFUSAL.lower()) or t.startswith("sorry, this question is out of scope")
-
-
-def sql_segments(sql: str, dialect: str = "sqlite") -> list[str]:
-    """[I] The top-level clauses of the reference SQL (WITH, SELECT, FROM/JOIN, WHERE, GROUP BY,
-    HAVING, ORDER BY, LIMIT)."""
-    import sqlglot
-
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except Exception:  # noqa: BLE001 - unparseable reference: one segment, the whole text
-        return [sql]
-    out = []
-    if tree.args.get("with"):
-        out.append(tree.args["with"].sql(dialect=dialect))
-    if tree.args.get("expressions"):
-        distinct = "DISTINCT " if tree.args.get("distinct") else ""
-        out.append("SELECT " + distinct + ", ".join(e.sql(dialect=dialect) for e in tree.args["expressions"]))
-    for key in ("from", "joins", "where", "group", "having", "order", "limit"):
-        v = tree.args.get(key)
-        if not v:
-            continue
-        for node in (v if isinstance(v, list) else [v]):
-            out.append(node.sql(dialect=dialect))
-    return out or [sql]
 
 
 class Oracle:

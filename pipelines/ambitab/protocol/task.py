@@ -31,7 +31,7 @@ def _plain(obj: Any) -> Any:
     if obj is None:
         return None
     if hasattr(obj, "model_dump"):
-        return obj.model_dump()
+        return obj.model_dump(mode="json")  # enums as their values
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     if isinstance(obj, str):
@@ -121,6 +121,8 @@ class VerifierView:
     clean_up_sql: tuple[str, ...] = ()
     test_cases: tuple[str, ...] = ()
     comparison: Comparison = field(default_factory=Comparison)
+    executable: bool = True
+    skip_reason: str | None = None
 
     @classmethod
     def from_any(cls, obj: Any) -> "VerifierView":
@@ -145,6 +147,8 @@ class VerifierView:
                 distinct=bool(comp.get("distinct") or False),
                 float_decimals=comp.get("float_decimals"),
             ),
+            executable=bool(obj.get("executable", True)),
+            skip_reason=obj.get("skip_reason"),
         )
 
 
@@ -174,10 +178,26 @@ class Task:
 
     @classmethod
     def from_record(cls, rec: Any) -> "Task":
+        """From a :class:`pipelines.ambitab.record.TaskRecord` (through its agent / oracle /
+        verifier projections), a record row (``to_row``), or a JSONL-shaped dict."""
         if isinstance(rec, Task):
             return rec
+        if isinstance(rec, dict) and "spec_json" in rec:
+            from pipelines.ambitab.record import TaskRecord
+
+            rec = TaskRecord.from_row(rec)
+        if hasattr(rec, "agent_view") and hasattr(rec, "oracle_view"):
+            agent, oracle, verifier = rec.agent_view(), rec.oracle_view(sql_grounding=False), rec.verifier_view()
+            return cls(
+                record_id=rec.record_id, corpus=rec.corpus, avt_id=rec.avt_id, db_id=rec.db_id,
+                db_path=verifier.db_path, engine=rec.engine, spec=Spec.from_any(agent.spec),
+                ambiguities=tuple(Ambiguity.from_any(a, i) for i, a in enumerate(oracle.ambiguities)),
+                oracle_context=_plain(oracle.oracle_context) or {},
+                verifier=VerifierView.from_any(verifier.verifier), split=rec.split,
+                interpretation_id=rec.interpretation_id,
+            )
         if hasattr(rec, "model_dump") and not isinstance(rec, dict):
-            rec = rec.model_dump()
+            rec = rec.model_dump(mode="json")
         elif dataclasses.is_dataclass(rec) and not isinstance(rec, type):
             rec = dataclasses.asdict(rec)
         ambs = _plain(_get(rec, "ambiguities")) or []

@@ -6,12 +6,10 @@ term or an alias) matches a text on word boundaries, optionally followed by a pl
 """
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-_SEPARATORS = re.compile(r"[_\-]+")
-_SPACE = re.compile(r"\s+")
+from pipelines.ambitab.record import norm_text
 
 # Quoted spans: straight double, curly double, backticks, and single quotes that are not
 # apostrophes (a quote must not sit between two word characters: "what's" is no quote).
@@ -25,11 +23,8 @@ _QUOTED = (
 
 
 def norm(text: str | None) -> str:
-    if not text:
-        return ""
-    s = unicodedata.normalize("NFKC", str(text)).lower()
-    s = _SEPARATORS.sub(" ", s)
-    return _SPACE.sub(" ", s).strip()
+    """The record's normalisation (one definition for ids and matching)."""
+    return norm_text(str(text)) if text else ""
 
 
 @lru_cache(maxsize=4096)

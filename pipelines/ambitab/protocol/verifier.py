@@ -3,14 +3,12 @@
 - A solver SQL that fails, times out or tries to write scores 0 with the executor's reason.
 - Without test cases, ŝ's result is compared with the record's single reference SQL under the
   record's comparison policy:
-  * ``mode="set"`` (default, [I] BIRD-style): ``set(rows_pred) == set(rows_gold)``; row order and
-    duplicates ignored, column order matters. Cells are canonicalised with the relaxed-equivalence
-    module's ``canonical_value`` (1 == 1.0, floats to 7 significant digits), and rounded to
-    ``float_decimals`` when the policy sets it.
+  * ``mode="set"`` (default, [I] BIRD-style): the corpus job's comparator
+    (:func:`pipelines.ambitab.comparison.results_match`: set of rows, column order significant,
+    cells canonicalised like the relaxed-equivalence module, ``order_sensitive`` / ``distinct`` /
+    ``float_decimals`` from the policy);
   * ``mode="relaxed"``: ABISS Appendix A relaxed equivalence (``pipelines.sqltools.equivalence``),
-    on rows de-duplicated first when ``distinct`` is set.
-  * ``order_sensitive``: rows compared as sequences, only when the reference has a top-level
-    ORDER BY.
+    on rows de-duplicated first when ``distinct`` is set (a user option, not the paper's rule).
 - Test cases (BIRD-Interact) and PostgreSQL records need the PostgreSQL verifier, which is not
   part of the local build: such episodes get ``verdict=None`` with the reason and are left out of
   SR (the count is reported), never scored 0 or 1 silently.
@@ -20,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.ambitab.protocol.task import Comparison, Task
-from pipelines.sqltools.equivalence import canonical_value, has_top_level_order_by, results_equivalent
+from pipelines.ambitab.comparison import results_match
+from pipelines.ambitab.record import ComparisonPolicy
+from pipelines.sqltools.equivalence import results_equivalent
 from resources.sql_executor import execute_sql
 
 VERIFIER_TIMEOUT_S = 30.0  # [I] spec §3.5
@@ -32,32 +32,18 @@ class Verdict:
     reason: str
 
 
-def _cell(v, decimals: int | None):
-    c = canonical_value(v)
-    if decimals is not None and isinstance(c, float):
-        c = round(c, int(decimals))
-        if c.is_integer():
-            c = int(c)
-    return c
-
-
-def rows_agree(gold_rows, pred_rows, comparison: Comparison, *, ordered: bool, mode: str = "set",
-               gold_columns=(), pred_columns=()) -> tuple[bool, str]:
-    d = comparison.float_decimals
-    gold = [tuple(_cell(v, d) for v in r) for r in gold_rows]
-    pred = [tuple(_cell(v, d) for v in r) for r in pred_rows]
+def rows_agree(gold, pred, comparison: Comparison, *, mode: str = "set") -> tuple[bool, str]:
     if mode == "relaxed":
+        g, p = list(gold.rows), list(pred.rows)
         if comparison.distinct:
-            gold, pred = list(dict.fromkeys(gold)), list(dict.fromkeys(pred))
-        v = results_equivalent((list(gold_columns), gold), (list(pred_columns), pred), order_sensitive=ordered)
+            g, p = list(dict.fromkeys(g)), list(dict.fromkeys(p))
+        v = results_equivalent((gold.columns, g), (pred.columns, p), order_sensitive=comparison.order_sensitive)
         return v.equivalent, v.reason
-    if ordered:
-        if comparison.distinct:
-            gold, pred = list(dict.fromkeys(gold)), list(dict.fromkeys(pred))
-        same = gold == pred
-        return same, "same rows in the same order" if same else "rows differ (order-sensitive)"
-    same = set(gold) == set(pred)
-    return same, "same row set" if same else f"row sets differ (gold {len(set(gold))}, pred {len(set(pred))} distinct rows)"
+    policy = ComparisonPolicy(order_sensitive=comparison.order_sensitive, distinct=comparison.distinct,
+                              float_decimals=comparison.float_decimals)
+    if results_match(gold, pred, policy):
+        return True, "same rows" if comparison.order_sensitive else "same row set"
+    return False, f"results differ (gold {gold.row_count} rows, pred {pred.row_count} rows)"
 
 
 class Verifier:
@@ -70,6 +56,8 @@ class Verifier:
 
     def can_verify(self, task: Task) -> str | None:
         """None when verifiable here, else the reason it is not."""
+        if not task.verifier.executable:
+            return task.verifier.skip_reason or "the record is structural (not executable here)"
         if task.verifier.test_cases:
             return "test cases need the PostgreSQL verifier (not in the local build)"
         if task.engine not in ("sqlite", "duckdb"):
@@ -98,9 +86,5 @@ class Verifier:
         pred = execute_sql(task.db_path, sql, timeout_s=self.timeout_s)
         if not pred.ok:
             return Verdict(0, f"solver SQL failed: {pred.one_line()}")
-        comparison = task.verifier.comparison
-        mode = getattr(comparison, "mode", None) or self.mode
-        ordered = comparison.order_sensitive and has_top_level_order_by(task.verifier.reference_sql[0])
-        ok, reason = rows_agree(gold.rows, pred.rows, comparison, ordered=ordered, mode=mode,
-                                gold_columns=gold.columns, pred_columns=pred.columns)
+        ok, reason = rows_agree(gold, pred, task.verifier.comparison, mode=self.mode)
         return Verdict(int(ok), reason)
