@@ -37,6 +37,8 @@ CONFIG_ENV = "QUANDARY_COUNCIL_CONFIG"
 EMBEDDED = "embedded"  # api_base sentinel: resolved to the in-process server's URL at call time
 EMBEDDED_MODEL = "openai/smollm2"
 REQUIRED_ROLES = ("generators", "validators", "user_simulator", "system_agents")
+# Roles filled from the `default` council when a config leaves them out (not required otherwise).
+DEFAULTED_ROLES = ("askers", "solvers", "oracles")
 
 # Parameters that change the answer, hence part of the cache key.
 SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "frequency_penalty")
@@ -108,6 +110,9 @@ class CouncilConfig(BaseModel):
                 if default is None:
                     raise ValueError(f"council config: role {role!r} missing (and no 'default' council)")
                 self.councils[role] = list(default)
+        for role in DEFAULTED_ROLES:
+            if role not in self.councils and default is not None:
+                self.councils[role] = list(default)
         for role, names in self.councils.items():
             if not names:
                 raise ValueError(f"council config: role {role!r} has no members")
@@ -144,6 +149,9 @@ DEFAULT_CONFIG: dict = {
         "validators": ["smollm2", "smollm2-s1", "smollm2-s2"],
         "user_simulator": ["smollm2"],
         "system_agents": ["smollm2"],
+        "askers": ["smollm2"],
+        "solvers": ["smollm2"],
+        "oracles": ["smollm2"],
     },
 }
 

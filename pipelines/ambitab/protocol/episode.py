@@ -41,6 +41,16 @@ EPISODE_COLUMNS = {
 }
 
 
+def episodes_frame(rows: Sequence[dict]):
+    """Episode rows as a polars frame with a fixed schema (an empty run keeps the columns)."""
+    import polars as pl
+
+    types = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean, list: pl.List(pl.String)}
+    schema = {c: types[t] for c, t in EPISODE_COLUMNS.items()}
+    return pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema, orient="row") if rows else \
+        pl.DataFrame(schema=schema)
+
+
 def episode_id(record_id: str, seed: int, asker: str, prompt: str | None, oracle: str, spec_donor: str | None = None,
                solver: str = "") -> str:
     key = "\x1f".join([record_id, str(seed), asker, prompt or "", oracle, spec_donor or "", solver])
