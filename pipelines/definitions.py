@@ -3,7 +3,7 @@
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.abiss import ABISS_ASSETS, CascadeSettings
-from assets.ambitab import AMBITAB_ASSETS, corpus_partitions
+from assets.ambitab import AMBITAB_ASSETS
 from assets.databases import schema_context, seed_databases
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
@@ -27,7 +27,6 @@ abiss_job = define_asset_job(
 ambitab_corpus_job = define_asset_job(
     "ambitab_corpus_job",
     selection=AssetSelection.assets(*AMBITAB_ASSETS),
-    partitions_def=corpus_partitions,
     description="AmbiTab: convert one corpus (partition) into task records + rejects, with checks and JSONL export.",
 )
 
