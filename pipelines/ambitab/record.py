@@ -13,7 +13,7 @@ that party's projection:
   resolutions, withheld evidence or reference SQL. The model forbids extra fields, so nothing can
   be smuggled in by construction.
 * :class:`OracleView` (``record.oracle_view()``): the spec, the ambiguities with resolutions, and
-  the oracle context; the reference SQL only when SQL grounding is on (the paper's default: on for
+  the oracle context; the reference SQL and its segments only when SQL grounding is on (the paper's default: on for
   the unfiltered Bird / EW-Bird oracles, off for the scoped oracles of the other four corpora).
 * :class:`VerifierView` (``record.verifier_view()``): the database and the verifier assets.
 
@@ -203,7 +203,10 @@ class TaskRecord(_Model):
         grounded = self.corpus in UNFILTERED_ORACLE_CORPORA if sql_grounding is None else sql_grounding
         return OracleView(
             record_id=self.record_id, corpus=self.corpus, engine=self.engine, db_id=self.db_id,
-            spec=self.spec, ambiguities=self.ambiguities, oracle_context=self.oracle_context,
+            spec=self.spec, ambiguities=self.ambiguities,
+            # the segments are SQL too: a scoped (ungrounded) oracle does not get them
+            oracle_context=self.oracle_context if grounded else self.oracle_context.model_copy(
+                update={"sql_segments": []}),
             sql_grounding=grounded, reference_sql=list(self.verifier.reference_sql) if grounded else None,
         )
 

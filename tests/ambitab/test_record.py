@@ -77,10 +77,10 @@ def test_oracle_sees_resolutions_but_reference_sql_only_when_grounded(record):
     hidden = record.oracle_view().model_dump_json()  # ambrosia: scoped oracle, SQL hidden
     for a in record.ambiguities:
         assert a.resolution in hidden
-    for sql in record.verifier.reference_sql:
+    for sql in record.verifier.reference_sql + record.oracle_context.sql_segments:
         assert sql not in hidden
     grounded = record.oracle_view(sql_grounding=True).model_dump_json()
-    assert all(sql in grounded for sql in record.verifier.reference_sql)
+    assert all(sql in grounded for sql in record.verifier.reference_sql + record.oracle_context.sql_segments)
     for t in record.verifier.test_cases:
         assert t not in grounded  # test cases are the verifier's alone
 
