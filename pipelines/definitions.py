@@ -4,6 +4,7 @@ from dagster import AssetSelection, Definitions, define_asset_job, in_process_ex
 
 from assets.abiss import ABISS_ASSETS, CascadeSettings
 from assets.ambitab import AMBITAB_ASSETS
+from assets.ambitab_eval import AMBITAB_EVAL_ASSETS
 from assets.databases import schema_context, seed_databases
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
@@ -30,11 +31,17 @@ ambitab_corpus_job = define_asset_job(
     description="AmbiTab: convert one corpus (partition) into task records + rejects, with checks and JSONL export.",
 )
 
+ambitab_eval_job = define_asset_job(
+    "ambitab_eval_job",
+    selection=AssetSelection.assets(*AMBITAB_EVAL_ASSETS),
+    description="AmbiTab evaluation: ask-then-solve episodes for one corpus (partition), then Table 8/10 metrics.",
+)
+
 MAIN_JOB = abiss_job.name
 
 defs = Definitions(
-    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *AMBITAB_ASSETS],
-    jobs=[seed_job, abiss_job, ambitab_corpus_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *AMBITAB_ASSETS, *AMBITAB_EVAL_ASSETS],
+    jobs=[seed_job, abiss_job, ambitab_corpus_job, ambitab_eval_job],
     sensors=[seed_catalog_sensor],
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).

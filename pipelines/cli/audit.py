@@ -51,3 +51,10 @@ def register(sub) -> None:
     t.add_argument("--prompts", action="store_true", help="also print the prompt behind each vote")
     t.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
     t.set_defaults(func=audit_question)
+    from pipelines.cli.ambitab_eval import audit_episode
+
+    ep = audit.add_parser("episode", help="one AmbiTab episode: turns, credits, responses, SQL, verdict, prompts")
+    ep.add_argument("id", help="episode id (a unique prefix is enough)")
+    ep.add_argument("--prompts", action="store_true", help="also print the prompt behind each LLM call")
+    ep.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
+    ep.set_defaults(func=audit_episode)

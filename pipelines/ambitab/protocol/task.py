@@ -187,7 +187,7 @@ class Task:
 
             rec = TaskRecord.from_row(rec)
         if hasattr(rec, "agent_view") and hasattr(rec, "oracle_view"):
-            agent, oracle, verifier = rec.agent_view(), rec.oracle_view(sql_grounding=False), rec.verifier_view()
+            agent, oracle, verifier = rec.agent_view(), rec.oracle_view(sql_grounding=True), rec.verifier_view()
             return cls(
                 record_id=rec.record_id, corpus=rec.corpus, avt_id=rec.avt_id, db_id=rec.db_id,
                 db_path=verifier.db_path, engine=rec.engine, spec=Spec.from_any(agent.spec),
@@ -215,3 +215,20 @@ class Task:
             split=str(_get(rec, "split") or "all"),
             interpretation_id=_get(rec, "interpretation_id"),
         )
+
+
+def select_tasks(tasks, split: str | None = None, limit: int | None = None) -> list[Task]:
+    """Records of ``split`` (all when None); with ``limit``, whole AVTs in AVT-id order until at
+    least ``limit`` records are taken (the readings of one AVT stay together)."""
+    chosen = [t for t in tasks if split is None or t.split == split]
+    if limit is None:
+        return chosen
+    by_avt: dict[str, list[Task]] = {}
+    for t in chosen:
+        by_avt.setdefault(t.avt_id, []).append(t)
+    out: list[Task] = []
+    for avt in sorted(by_avt):
+        if len(out) >= limit:
+            break
+        out.extend(by_avt[avt])
+    return out
