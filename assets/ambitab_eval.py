@@ -25,7 +25,13 @@ from pipelines.ambitab.protocol.oracles import OracleUnavailable
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.runs import make_solver, plan_conditions, run_conditions
 from pipelines.ambitab.protocol.solver import SolverUnavailable
-from pipelines.ambitab.protocol.tables import chart_png, metrics_rows, table8_markdown, table10_markdown
+from pipelines.ambitab.protocol.tables import (
+    chart_png,
+    metrics_rows,
+    table8_markdown,
+    table10_markdown,
+    table15_markdown,
+)
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
@@ -107,6 +113,7 @@ def ambitab_metrics(context: AssetExecutionContext, episodes: pl.DataFrame, reco
         df,
         table8=MetadataValue.md(table8_markdown(df)),
         table10=MetadataValue.md(table10_markdown(df)),
+        stress_test=MetadataValue.md(table15_markdown(df)),
         chart=MetadataValue.md(f"![AmbiTab success rates](data:image/png;base64,{base64.b64encode(chart.read_bytes()).decode()})"),
         chart_path=MetadataValue.path(str(chart)),
         preview_rows=MetadataValue.md(preview_markdown(df, rows=10) if df.height else "no rows"),

@@ -90,7 +90,7 @@ def _eval(args) -> int:
 def _report(args) -> int:
     import polars as pl
 
-    from pipelines.ambitab.protocol.tables import table8_markdown, table10_markdown
+    from pipelines.ambitab.protocol.tables import table8_markdown, table10_markdown, table15_markdown
     from pipelines.ambitab.record import CORPORA
     from storage.artifacts import latest_path
 
@@ -105,6 +105,8 @@ def _report(args) -> int:
         print(table8_markdown(df))
         print("\n## Table 10 (deterministic oracle, per asker prompt)\n")
         print(table10_markdown(df))
+        print("\n## Stress test (responder reads the reference SQL: changed − default, points [95% CI])\n")
+        print(table15_markdown(df))
     else:
         print(render(args.format, df.columns, df.rows()))
     return 0

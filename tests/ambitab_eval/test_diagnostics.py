@@ -92,3 +92,26 @@ def test_hybrid_name_pairs_an_llm_oracle_with_its_hybrid():
     assert hybrid_name("llm_scoped") == "hybrid_scoped"
     assert hybrid_name("llm_unfiltered+sql") == "hybrid_unfiltered+sql"
     assert hybrid_name("llm_scoped+stress_sql_shown") == "hybrid_scoped"
+
+
+def test_stress_rows_are_paired_shown_minus_hidden():
+    from pipelines.ambitab.protocol.tables import stress_rows, table15_markdown
+
+    rows = []
+    for seed in (0, 1):
+        for i in range(10):
+            r = f"r{i}"
+            rows += [
+                _ep(r, seed, "llm", "llm_scoped", 1 if i < 5 else 0),
+                _ep(r, seed, "llm", "llm_scoped+stress_sql_shown", 1 if i < 7 else 0),
+                _ep(r, seed, "full_adv", "llm_scoped", 1 if i < 6 else 0),
+                _ep(r, seed, "full_adv", "llm_scoped+stress_sql_shown", 1 if i < 6 else 0),
+                _ep(r, seed, "generic", "llm_scoped", 0, 0.0, 0.0),
+                _ep(r, seed, "generic", "llm_scoped+stress_sql_shown", 0, 0.0, 1.0 if i < 1 else 0.0),
+            ]
+    eps = pl.DataFrame(rows, infer_schema_length=None)
+    [row] = stress_rows(eps, [("llm", "")], n_resamples=300)
+    assert row["d_j_resp"] == pytest.approx(20.0) and row["d_j_full"] == pytest.approx(0.0)
+    assert row["d_rec_none"] == pytest.approx(10.0)
+    assert row["d_j_resp_lo"] <= 20.0 <= row["d_j_resp_hi"]
+    assert "llm_scoped+stress_sql_shown" in table15_markdown(pl.DataFrame([row]))

@@ -155,3 +155,14 @@ def test_llm_solver_reads_the_clarification_summary(scripted):
     scripted.responder = lambda req: http_error(503, "busy")
     with pytest.raises(SolverUnavailable):
         asyncio.run(LLMSolver(council("solvers")).solve(T.spec, [], seed=4))
+
+
+def test_context_overflow_ends_the_episode_before_the_first_question(scripted):
+    from pipelines.ambitab.protocol.oracles import LLMOracle
+
+    scripted.responder = lambda req: pytest.fail("no call may be made for an overflowing episode")
+    oracle = LLMOracle(council(), context_tokens=50)
+    row = asyncio.run(arun_episode(T, make_asker("full"), oracle, ScriptedSolver("SELECT 1"), Verifier()))
+    assert row["status"] == "context_overflow" and row["verdict"] == 0 and row["n_questions"] == 0
+    assert row["recall"] == 0.0  # counted, with zero credit
+    assert not LLMOracle(council()).overflows(T)  # the paper's 16k tokens

@@ -75,6 +75,11 @@ async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver,
     resolved: set[str] = set()
     fallback, fallback_reason, asker_calls = False, "", []
     skipped = m == 0 and settings.skip_clear
+    if not skipped and oracle.overflows(task):
+        # [P] the episode ends before the first question: a failure with zero recall credit
+        return _row(task, asker, oracle, solver, eid, seed, spec_donor, m, skipped, False, "", [], set(),
+                    episode_scores(m, [], False), episode_scores(m, [], False), None, 0,
+                    "oracle context overflow: the episode ends before the first question", "context_overflow", [])
     if not skipped:
         max_turns = m + settings.extra_questions + 1
         for t in range(1, max_turns + 1):
@@ -111,6 +116,13 @@ async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver,
         verdict, reason = v.score, v.reason
     scores = episode_scores(m, [t["credited"] for t in turns], fallback)
     scores_nr = episode_scores(m, [t["credited_no_response"] for t in turns], fallback)
+    return _row(task, asker, oracle, solver, eid, seed, spec_donor, m, skipped, fallback, fallback_reason, turns,
+                resolved, scores, scores_nr, sol, verdict, reason, "ok" if verdict is not None else "unverifiable",
+                asker_calls)
+
+
+def _row(task, asker, oracle, solver, eid, seed, spec_donor, m, skipped, fallback, fallback_reason, turns, resolved,
+         scores, scores_nr, sol, verdict, reason, status, asker_calls) -> dict:
     return {
         "episode_id": eid, "record_id": task.record_id, "corpus": task.corpus, "split": task.split,
         "avt_id": task.avt_id, "db_id": task.db_id, "seed": seed, "asker": asker.name, "prompt": asker.prompt or "",
@@ -118,10 +130,9 @@ async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver,
         "skipped_clarification": skipped, "fallback_stop": fallback, "fallback_reason": fallback_reason,
         "n_questions": len(turns), "credited": sorted(resolved), "recall": scores.recall,
         "precision": scores.precision, "f1": scores.f1, "recall_no_response": scores_nr.recall,
-        "sql": sol.sql or "", "verdict": verdict, "verdict_reason": reason,
-        "status": "ok" if verdict is not None else "unverifiable",
+        "sql": (sol.sql if sol else None) or "", "verdict": verdict, "verdict_reason": reason, "status": status,
         "turns_json": json.dumps(turns, ensure_ascii=False), "asker_call_ids": asker_calls,
-        "solver_call_id": sol.call_id or "",
+        "solver_call_id": (sol.call_id if sol else None) or "",
     }
 
 

@@ -31,7 +31,10 @@ from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.sources import sql_segments
 
 LLM_REFUSAL = "Sorry, this question is out of scope, so I can not answer your question."
-ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "llm_scoped", "hybrid", "stress")
+ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "llm_scoped", "hybrid",
+                "hybrid_scoped", "hybrid_unfiltered", "stress")
+ORACLE_CONTEXT_TOKENS = 16384  # [P] the LLM oracles' context; an episode that overflows it fails
+CHARS_PER_TOKEN = 4  # [I] a conservative estimate, no tokenizer of the oracle model is available
 KNOWLEDGE_CORPORA = ("bird", "ew_bird")  # [P] deterministic knowledge oracle; the others: intent
 
 
@@ -61,6 +64,10 @@ def is_refusal(text: str | None) -> bool:
 class Oracle:
     name = "oracle"
     deterministic = True
+
+    def overflows(self, task: Task) -> bool:
+        """True when the task cannot fit the oracle's context (only LLM oracles have one)."""
+        return False
 
     async def reply(self, task: Task, question: str, resolved: frozenset[str], *, seed: int = 0,
                     tag: dict | None = None) -> OracleReply:
@@ -136,13 +143,15 @@ class LLMOracle(Oracle):
     deterministic = False
 
     def __init__(self, council, *, scope: str = "scoped", sql_grounding: bool = False,
-                 responder_sees_sql: bool | None = None, member: str | None = None):
+                 responder_sees_sql: bool | None = None, member: str | None = None,
+                 context_tokens: int | None = ORACLE_CONTEXT_TOKENS):
         if scope not in ("scoped", "unfiltered"):
             raise ValueError(f"LLM oracle scope must be 'scoped' or 'unfiltered', got {scope!r}")
         self.council = council
         self.member = member or council.member_names[0]
         self.scope = scope
         self.sql_grounding = sql_grounding
+        self.context_tokens = context_tokens
         # None = what the scope gives; True/False = the E.1 stress test (only the responder changes)
         self.responder_sees_sql = responder_sees_sql
         stress = "" if responder_sees_sql is None else ("+stress_sql_shown" if responder_sees_sql else "+stress_sql_hidden")
@@ -160,6 +169,20 @@ class LLMOracle(Oracle):
             return list(segs)
         ref = task.verifier.reference_sql
         return sql_segments(ref[0]) if ref else []
+
+    def overflows(self, task: Task) -> bool:
+        """[P] C.4: an episode whose oracle prompt exceeds the context ends before the first
+        question (a failure with zero recall credit). Estimated on the responder prompt, the
+        larger stage, with an empty question."""
+        if not self.context_tokens:
+            return False
+        sees = self._sees_sql() or bool(self.responder_sees_sql)
+        ref = "\n".join(task.verifier.reference_sql) if sees else None
+        msgs = responder_messages("", "", labeled_points(task), task.oracle_context.get("clear_query") or "",
+                                  schema=task.spec.db_schema if self._sees_sql() else None, gt_sql=ref,
+                                  sql_segments=self._segments(task))
+        chars = sum(len(m["content"]) for m in msgs)
+        return chars / CHARS_PER_TOKEN > self.context_tokens
 
     async def _ask(self, messages, model, tag, seed):
         r = await self.council.aask(self.member, messages, model, tag, overrides={"seed": seed})
@@ -237,12 +260,12 @@ def make_oracle(kind: str, corpus: str, council=None, *, sql_grounding: bool | N
     if council is None:
         raise ValueError(f"oracle {kind!r} needs the 'oracles' council")
     scope = "unfiltered" if corpus in KNOWLEDGE_CORPORA else "scoped"
-    if kind == "llm_unfiltered":
+    if kind in ("llm_unfiltered", "hybrid_unfiltered"):
         scope = "unfiltered"
-    elif kind == "llm_scoped":
+    elif kind in ("llm_scoped", "hybrid_scoped"):
         scope = "scoped"
     grounding = bool(sql_grounding)
-    if kind == "hybrid":
+    if kind.startswith("hybrid"):
         return HybridOracle(council, scope=scope, sql_grounding=grounding)
     stress = None
     if kind == "stress":  # flip only the responder's access to the reference SQL (E.1)

@@ -56,17 +56,18 @@ def plan_conditions(askers: Sequence[str], oracles: Sequence[str], prompts: Sequ
         for a in askers:
             for p in (prompts if a == "llm" else [""]):
                 add(Condition(a, p, oracle))
+        hybrid = {"llm_scoped": "hybrid_scoped", "llm_unfiltered": "hybrid_unfiltered"}.get(oracle, "hybrid")
         if diagnostics and not _is_det(oracle):
             for a in evaluated:
                 for p in (prompts if a == "llm" else [""]):
-                    add(Condition(a, p, "hybrid"))
+                    add(Condition(a, p, hybrid))
             add(Condition("full_adv", "", oracle))
             add(Condition("full_adv", "", "det"))
             add(Condition("generic", "", oracle))
         if spec_randomisation:
             for a in evaluated:
                 for p in (prompts if a == "llm" else [""]):
-                    add(Condition(a, p, oracle if _is_det(oracle) else "hybrid", donors=True))
+                    add(Condition(a, p, oracle if _is_det(oracle) else hybrid, donors=True))
     return out
 
 

@@ -14,7 +14,12 @@ import polars as pl
 
 from pipelines.ambitab.protocol.askers import BASELINES
 from pipelines.ambitab.protocol.bootstrap import DEFAULT_RESAMPLES
-from pipelines.ambitab.protocol.diagnostics import assign_donors, donor_clusters, leakage_diagnostics
+from pipelines.ambitab.protocol.diagnostics import (
+    assign_donors,
+    diagnostic,
+    donor_clusters,
+    leakage_diagnostics,
+)
 from pipelines.ambitab.protocol.metrics import gain_and_gap, mean_sd, per_seed
 from pipelines.ambitab.protocol.runs import reference_oracle_name
 from pipelines.ambitab.protocol.task import Task
@@ -57,7 +62,8 @@ def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: 
                                & ~pl.col("spec_donor_run"))
             if run.height == 0 and (asker, prompt) != ("full", ""):
                 continue
-            row = {"corpus": corpus, "oracle": oracle, "asker": asker, "prompt": prompt, "seeds": run.height,
+            row = {"kind": "main", "corpus": corpus, "oracle": oracle, "asker": asker, "prompt": prompt,
+                   "seeds": run.height,
                    "records": len(tasks) or episodes["record_id"].n_unique(), "nodis": nodis, "nodis_sd": nodis_sd}
             row["asker_sr"], row["asker_sr_sd"] = _sr(seeds, asker, oracle, prompt)
             row["full_sr"], row["full_sr_sd"] = _sr(seeds, "full", oracle)
@@ -77,7 +83,37 @@ def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: 
             row["fallback_stops"] = int(run["fallback_stops"].sum()) if run.height else 0
             row["unverified"] = int((run["episodes"] - run["n_verified"]).sum()) if run.height else 0
             rows.append(row)
+    rows += stress_rows(episodes, evaluated, n_resamples=n_resamples)
     return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+
+def _eps(episodes, asker, oracle, prompt=None):
+    f = episodes.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("spec_donor") == ""))
+    return f if prompt is None else f.filter(pl.col("prompt") == prompt)
+
+
+def stress_rows(episodes: pl.DataFrame, evaluated, *, n_resamples: int = DEFAULT_RESAMPLES) -> list[dict]:
+    """E.1 stress test, "changed − default" paired by record and seed (Table 15): the matcher is the
+    same in both runs, so the hybrid terms cancel and ΔJresp, ΔJfull, ΔRecnone differences are
+    differences of the plain runs (evaluated asker, π_full^adv, generic on credits without the
+    response)."""
+    out = []
+    names = sorted(set(episodes["oracle"].to_list()))
+    for stressed in (o for o in names if "+stress" in o):
+        base = stressed.split("+stress")[0]
+        if base not in names:
+            continue
+        for asker, prompt in evaluated or [("", "")]:
+            row = {"kind": "stress", "corpus": episodes["corpus"][0], "oracle": stressed, "asker": asker,
+                   "prompt": prompt, "seeds": None}
+            parts = {"d_j_resp": (asker, "verdict", prompt), "d_j_full": ("full_adv", "verdict", None),
+                     "d_rec_none": ("generic", "recall_no_response", None)}
+            for k, (a, col, p) in parts.items():
+                d = diagnostic(_eps(episodes, a, stressed, p), _eps(episodes, a, base, p), col, n_resamples=n_resamples)
+                row[k], row[f"{k}_sd"] = d["value"], d["sd"]
+                row[f"{k}_lo"], row[f"{k}_hi"], row[f"{k}_clusters"] = d["ci"].low, d["ci"].high, d["ci"].clusters
+            out.append(row)
+    return out
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -103,7 +139,7 @@ def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
             *DIAG_TITLES.values()]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in metrics.iter_rows(named=True):
-        if prompt is not None and r["prompt"] not in (prompt, ""):
+        if r.get("kind", "main") != "main" or (prompt is not None and r["prompt"] not in (prompt, "")):
             continue
         asker = r["asker"] + (f" ({r['prompt']})" if r["prompt"] else "")
         cells = [r["corpus"], r["oracle"], asker, _pm(r["nodis"], r["nodis_sd"]), _pm(r["asker_sr"], r["asker_sr_sd"]),
@@ -114,11 +150,27 @@ def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def table15_markdown(metrics: pl.DataFrame) -> str:
+    """E.1 stress test: the responder's reference-SQL access changed − default, with 95% CIs."""
+    if metrics.height == 0 or "kind" not in metrics.columns:
+        return "_no stress-test runs_"
+    f = metrics.filter(pl.col("kind") == "stress")
+    if f.height == 0:
+        return "_no stress-test runs_"
+    lines = ["| corpus | oracle (changed) | asker | ΔJresp | ΔJfull | ΔRecnone |", "|---|---|---|---|---|---|"]
+    for r in f.iter_rows(named=True):
+        lines.append(f"| {r['corpus']} | {r['oracle']} | {r['asker']} | " + " | ".join(
+            _diag(r, k) for k in ("d_j_resp", "d_j_full", "d_rec_none")) + " |")
+    return "\n".join(lines)
+
+
 def table10_markdown(metrics: pl.DataFrame, oracle_prefix: str = "det_") -> str:
     """Per corpus, SR / Prec / Rec of the LLM asker for each prompt (deterministic oracle)."""
     if metrics.height == 0:
         return "_no episodes yet_"
     f = metrics.filter(pl.col("oracle").str.starts_with(oracle_prefix) & (pl.col("asker") == "llm"))
+    if "kind" in f.columns:
+        f = f.filter(pl.col("kind") == "main")
     prompts = sorted(set(f["prompt"].to_list()))
     if not prompts:
         return "_no LLM-asker runs under the deterministic oracle_"
@@ -144,7 +196,7 @@ def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = list(metrics.iter_rows(named=True)) if metrics.height else []
+    rows = [r for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main"] if metrics.height else []
     labels = [f"{r['corpus']}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}" for r in rows]
     fig, ax = plt.subplots(figsize=(max(4.0, 1.6 * len(rows) + 1), 3.6), dpi=100)
     width = 0.26
