@@ -39,6 +39,7 @@ from pipelines.ambitab.record import CORPORA, records_frame, write_jsonl
 from pipelines.ambitab.sources import SourceMissing
 from quality.ambitab import (
     AMBITAB_RECORDS,
+    AMBITAB_REJECTS,
     amb_count_rule,
     readings_differ_rule,
     reference_executes_rule,
@@ -78,6 +79,8 @@ def _check_specs():
         "ambitab_readings_differ": "readings of one AVT give different results (required for AmbiQT, TACO)",
     }
     specs += [AssetCheckSpec(n, asset=RECORDS, blocking=True, description=descriptions[n]) for n in RULE_CHECKS]
+    specs.append(AssetCheckSpec(contract_check_name(AMBITAB_REJECTS), asset=REJECTS,
+                                description=f"GX suite: {AMBITAB_REJECTS.description}"))
     specs.append(AssetCheckSpec(SKIPPED_CHECK, asset=RECORDS, description=(
         "WARN when a build step could not run here (missing database / file / LLM) — never silent")))
     return specs
@@ -131,6 +134,10 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     yield AssetCheckResult(asset_key=AssetKey(RECORDS), check_name=contract_check_name(AMBITAB_RECORDS),
                            passed=outcome.success, severity=AssetCheckSeverity.ERROR,
                            metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in outcome.failures) or "none")})
+    rej = run_contract(AMBITAB_REJECTS, rejects)
+    yield AssetCheckResult(asset_key=AssetKey(REJECTS), check_name=contract_check_name(AMBITAB_REJECTS),
+                           passed=rej.success, severity=AssetCheckSeverity.ERROR,
+                           metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in rej.failures) or "none")})
     executes, results = reference_executes_rule(records)
     for rule in (amb_count_rule(records), executes, readings_differ_rule(records, results)):
         yield AssetCheckResult(asset_key=AssetKey(RECORDS), check_name=rule.name, passed=rule.passed,

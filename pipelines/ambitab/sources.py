@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -83,7 +84,7 @@ def schema_text(db_path: str | Path) -> str:
     return _schema_text_cached(str(p.resolve()), p.stat().st_mtime if p.exists() else 0.0)
 
 
-_CLAUSES = ("with", "from_", "from", "joins", "where", "group", "having", "order", "limit", "offset")
+_CLAUSES = ("with_", "from_", "from", "joins", "where", "group", "having", "order", "limit", "offset")
 
 
 def sql_segments(sql: str, dialect: str = "sqlite") -> list[str]:
@@ -91,15 +92,21 @@ def sql_segments(sql: str, dialect: str = "sqlite") -> list[str]:
     import sqlglot
     from sqlglot import exp
 
+    log = logging.getLogger("sqlglot")
+    level = log.level
+    log.setLevel(logging.ERROR)  # DDL / procedural statements fall back with a warning: not news
     try:
         tree = sqlglot.parse_one(sql, read=dialect)
     except Exception:  # noqa: BLE001 - unparseable reference SQL: the oracle gets it whole
         return [" ".join(sql.split())]
+    finally:
+        log.setLevel(level)
     if not isinstance(tree, exp.Select):
         return [tree.sql(dialect=dialect)]
     segments = []
-    if tree.args.get("with"):
-        segments.append(tree.args["with"].sql(dialect=dialect))
+    with_ = tree.args.get("with_") or tree.args.get("with")  # the key differs across sqlglot versions
+    if with_:
+        segments.append(with_.sql(dialect=dialect))
     distinct = "DISTINCT " if tree.args.get("distinct") else ""
     segments.append("SELECT " + distinct + ", ".join(e.sql(dialect=dialect) for e in tree.expressions))
     for key in _CLAUSES[1:]:

@@ -18,7 +18,7 @@ def ambrosia_built(shared_data, capsys):
 def test_build_materializes_records_rejects_checks_and_export(ambrosia_built, isolated_home):
     from pipelines.ambitab.export import export_path, load_records, load_rejects
 
-    assert "ambrosia  303" in ambrosia_built and "5/5 passed" in ambrosia_built
+    assert "ambrosia  303" in ambrosia_built and "6/6 passed" in ambrosia_built
     records = load_records("ambrosia")
     assert len(records) == 303
     assert load_rejects("ambrosia").height == 3
