@@ -12,6 +12,8 @@ Per corpus partition::
 """
 
 import base64
+import json
+import sys
 
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, Config, Failure, MetadataValue, asset
@@ -66,6 +68,24 @@ class AmbitabEvalConfig(Config):
     concurrency: int = Field(default=8, ge=1, description="episodes in flight at once")
 
 
+def _progress(context, message: str) -> None:
+    context.log.info(message)
+    print(f"  {message}", file=sys.stderr, flush=True)  # the CLI shows progress without --verbose
+
+
+def _call_stats(rows: list[dict]) -> dict:
+    """LLM calls behind the new episodes: distinct calls and how they ended (from the call log)."""
+    from resources.llm.council import call_log
+
+    ids = {c for r in rows for c in [*(r.get("asker_call_ids") or []), r.get("solver_call_id")] if c}
+    ids |= {c for r in rows for t in json.loads(r["turns_json"]) for c in t.get("oracle_call_ids") or []}
+    if not ids:
+        return {"llm_calls": 0}
+    log = call_log()
+    statuses = [getattr(log.get(c), "status", "missing") for c in ids]
+    return {"llm_calls": len(ids), **{f"llm_calls_{s}": statuses.count(s) for s in sorted(set(statuses))}}
+
+
 @asset(name=EPISODES, partitions_def=corpus_partitions, group_name=GROUP, code_version=EPISODES_CODE_VERSION,
        ins={"records": AssetIn(RECORDS)}, check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
        description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.")
@@ -85,7 +105,7 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
         rows = run_conditions(tasks, conditions, config.seeds, council_factory=council.get_council, solver=solver,
                               verifier=Verifier(), settings=RunSettings(skip_clear=config.skip_clear),
                               sql_grounding=config.sql_grounding, skip=set(stored["episode_id"].to_list()),
-                              concurrency=config.concurrency, progress=context.log.info)
+                              concurrency=config.concurrency, progress=lambda m: _progress(context, m))
     except (OracleUnavailable, AskerUnavailable, SolverUnavailable) as exc:
         raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
     except ValueError as exc:
@@ -97,6 +117,7 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
         conditions=MetadataValue.md("\n".join(f"- {c.label}" for c in conditions)),
         fallback_stops=int(df["fallback_stop"].sum()) if df.height else 0,
         unverifiable=int((df["status"] == "unverifiable").sum()) if df.height else 0,
+        **_call_stats(rows),
     )
     yield contract_check_result(AMBITAB_EPISODES, df)
 

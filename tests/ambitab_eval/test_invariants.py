@@ -48,7 +48,26 @@ def _rates(tasks, asker):
     return rows, statistics.fmean(rec), (statistics.fmean(prec) if prec else None)
 
 
-@pytest.mark.parametrize("corpus", ["ambrosia", "ambiqt"])
+@pytest.fixture(scope="module")
+def taco_tasks(shared_data):
+    return _built(shared_data, "taco")
+
+
+@pytest.fixture(scope="module")
+def bird_interact_tasks(shared_data):
+    return _built(shared_data, "bird_interact")
+
+
+def _built(shared_data, corpus):
+    from pipelines.ambitab.corpora import build_corpus
+
+    res = build_corpus(corpus, shared_data)
+    if not res.records:
+        pytest.skip(f"no {corpus} records could be built from ../shared/data")
+    return [Task.from_record(r) for r in res.records]
+
+
+@pytest.mark.parametrize("corpus", ["ambrosia", "ambiqt", "taco", "bird_interact"])
 def test_definition_7_invariants(corpus, request):
     tasks = request.getfixturevalue(f"{corpus}_tasks")
     assert all(len(t.amb) >= 1 for t in tasks)
