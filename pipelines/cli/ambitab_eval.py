@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipelines.cli._output import render, render_table
+from pipelines.cli._output import render
 
 EPISODES = "ambitab_episodes"
 METRICS = "ambitab_metrics"
@@ -126,8 +126,16 @@ def _rollouts(args) -> int:
     df = pl.read_parquet(path)
     if args.asker:
         df = df.filter(pl.col("asker") == args.asker)
+    from pipelines.ambitab.protocol.task import Task
+    from pipelines.ambitab.record import records_from_frame
+    from storage.artifacts import read_latest
+
+    try:
+        tasks = {t.record_id: t for t in (Task.from_record(r) for r in records_from_frame(read_latest("ambitab_records", args.corpus)))}
+    except FileNotFoundError:
+        tasks = {}  # records gone: rollouts without the per-decision prompts
     out = Path(args.out) if args.out else quandary_home() / "ambitab" / "rollouts" / f"{args.corpus}_{args.reward}.jsonl"
-    n = write_rollouts(rollouts(df.to_dicts(), reward=args.reward), out)
+    n = write_rollouts(rollouts(df.to_dicts(), reward=args.reward, tasks=tasks), out)
     print(f"wrote {n} rollouts ({df.height} episodes, reward {args.reward}) to {out}")
     return 0
 

@@ -140,6 +140,8 @@ def test_eval_job_metrics_reruns_and_commands(built, scripted_roles, capsys, tmp
     assert main(["ambitab", "rollouts", "--corpus", "ambrosia", "--out", str(out_file)]) == 0
     lines = [json.loads(x) for x in out_file.read_text().splitlines()]
     assert lines and all("advantage" in x and x["decisions"] for x in lines)
+    first = lines[0]["decisions"][0]
+    assert first["messages"][0]["role"] == "user" and "### Turn 1" in first["messages"][-1]["content"]
 
 
 def test_provider_failure_fails_the_step_and_a_rerun_resumes(built, scripted_roles, capsys):

@@ -14,7 +14,6 @@ from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle, is_ref
 from pipelines.ambitab.protocol.metrics import episode_scores
 from pipelines.ambitab.protocol.task import Ambiguity
 from pipelines.ambitab.protocol.text import norm, quoted_spans
-from pipelines.ambitab.protocol.episode import arun_episode
 from tests.ambitab_eval.records import amb, task
 
 

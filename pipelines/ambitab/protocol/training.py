@@ -54,9 +54,14 @@ def group_advantages(groups: dict[str, Sequence[float]]) -> dict[str, list[float
     return out
 
 
-def rollouts(episodes: Sequence[dict], reward: str = "f1") -> list[dict]:
+def rollouts(episodes: Sequence[dict], reward: str = "f1", tasks: dict | None = None,
+             extra_questions: int = 2) -> list[dict]:
     """One rollout per episode, grouped by record (K trajectories = the seeds of one record), each
-    decision with its trajectory's advantage. ``reward``: ``f1`` (question F1) or ``sr``."""
+    decision with its trajectory's advantage. ``reward``: ``f1`` (question F1) or ``sr``.
+
+    With ``tasks`` (record_id -> Task), every decision also carries ``messages``: the asker prompt
+    of that turn (the Checklist (ledger) prompt unless the episode used another), rebuilt from the
+    spec the asker read (the donor's for spec-randomised episodes) and the history so far."""
     if reward not in ("f1", "sr"):
         raise ValueError(f"reward must be 'f1' or 'sr', got {reward!r}")
     by_group: dict[str, list[dict]] = {}
@@ -82,9 +87,24 @@ def rollouts(episodes: Sequence[dict], reward: str = "f1") -> list[dict]:
             if not ep["skipped_clarification"]:
                 decisions.append({"turn": len(turns) + 1, "output": json.dumps({"type": "done", "output": None}),
                                   "context_after": None, "advantage": a})
+            if tasks:
+                _attach_prompts(ep, turns, decisions, tasks, extra_questions)
             out.append({"trajectory_id": ep["episode_id"], "group_id": gid, "record_id": ep["record_id"],
                         "seed": ep["seed"], "reward": r, "advantage": a, "decisions": decisions})
     return out
+
+
+def _attach_prompts(ep: dict, turns: list[dict], decisions: list[dict], tasks: dict, extra_questions: int) -> None:
+    from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROMPT, asker_messages
+
+    task = tasks.get(ep.get("spec_donor") or ep["record_id"])
+    if task is None:
+        return
+    prompt = ep.get("prompt") if ep.get("prompt") in ASKER_PROMPTS else DEFAULT_ASKER_PROMPT
+    max_turns = ep["n_amb"] + extra_questions + 1
+    history = [(t["question"], t["response"], bool(t.get("refused"))) for t in turns]
+    for d in decisions:
+        d["messages"] = asker_messages(prompt, task.spec, history[: d["turn"] - 1], d["turn"], max_turns)
 
 
 def write_rollouts(rows: Iterable[dict], path: str | Path) -> int:

@@ -14,6 +14,8 @@
   SR (the count is reported), never scored 0 or 1 silently.
 """
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from pipelines.sqltools.equivalence import results_equivalent
 from resources.sql_executor import execute_sql
 
 VERIFIER_TIMEOUT_S = 30.0  # [I] spec §3.5
+GOLD_CACHE_SIZE = 512
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,9 @@ class Verifier:
             raise ValueError(f"verifier mode must be 'set' or 'relaxed', got {mode!r}")
         self.timeout_s = timeout_s
         self.mode = mode
-        self._gold_cache: dict[tuple, object] = {}
+        # Reference results reused across seeds and conditions; bounded (BIRD results can be large).
+        self._gold_cache: OrderedDict[tuple, object] = OrderedDict()
+        self._lock = threading.Lock()
 
     def can_verify(self, task: Task) -> str | None:
         """None when verifiable here, else the reason it is not."""
@@ -70,9 +75,16 @@ class Verifier:
 
     def _gold(self, task: Task):
         key = (task.db_path, task.verifier.reference_sql[0])
-        if key not in self._gold_cache:
-            self._gold_cache[key] = execute_sql(task.db_path, key[1], timeout_s=self.timeout_s)
-        return self._gold_cache[key]
+        with self._lock:
+            if key in self._gold_cache:
+                self._gold_cache.move_to_end(key)
+                return self._gold_cache[key]
+        result = execute_sql(task.db_path, key[1], timeout_s=self.timeout_s)
+        with self._lock:
+            self._gold_cache[key] = result
+            while len(self._gold_cache) > GOLD_CACHE_SIZE:
+                self._gold_cache.popitem(last=False)
+        return result
 
     def score(self, task: Task, sql: str | None) -> Verdict:
         why_not = self.can_verify(task)
