@@ -75,7 +75,8 @@ def _eval(args) -> int:
     result = job.execute_in_process(
         instance=get_instance(), partition_key=args.corpus, raise_on_error=False,
         run_config={"ops": {EPISODES: {"config": config}},
-                    "loggers": {"console": {"config": {"log_level": "INFO" if args.verbose else "WARNING"}}}},
+                    # failures are reported below in one line; --verbose shows the run log and traces
+                    "loggers": {"console": {"config": {"log_level": "INFO" if args.verbose else "CRITICAL"}}}},
     )
     if not result.success:
         print(f"{args.corpus}: evaluation failed — {_failure_message(result)}", file=sys.stderr)

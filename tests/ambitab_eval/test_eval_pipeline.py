@@ -153,7 +153,8 @@ def test_provider_failure_fails_the_step_and_a_rerun_resumes(built, scripted_rol
             "--limit", "2", "--no-diagnostics", "--solver", "empty"]
     assert main(args) == 1
     err = capsys.readouterr().err
-    assert "failed" in err and "re-run" in err
+    assert "failed" in err and "re-run" in err and "upstream down" in err
+    assert "Stack Trace" not in err and "Traceback" not in err
     scripted_roles.responder = healthy
     assert main(args) == 0
 
