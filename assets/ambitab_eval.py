@@ -110,6 +110,9 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
         raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
     except ValueError as exc:
         raise Failure(f"invalid evaluation config: {exc}") from exc
+    except KeyError as exc:  # a role the council config lacks (and no `default` council to fill it)
+        raise Failure(f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
+                      "councils or a `default` council") from exc
     df = pl.concat([stored, episodes_frame(rows)], how="vertical_relaxed") if stored.height else episodes_frame(rows)
     df = df.unique("episode_id", keep="last", maintain_order=True)
     yield artifact_output(

@@ -16,13 +16,20 @@ from pipelines.cli import main
 pytestmark = pytest.mark.e2e
 
 
-def test_embedded_asker_and_solver_on_an_ambrosia_slice(shared_data, capsys):
+def test_embedded_asker_and_solver_on_an_ambrosia_slice(shared_data, capsys, tmp_path, monkeypatch):
     from pipelines.ambitab import ambrosia
     from pipelines.ambitab.record import records_frame
     from resources.llm import reset_councils
     from storage.artifacts import read_latest, write_version
     from storage.audit import open_audit
 
+    # the embedded model in every role (a `default` council fills askers / solvers); generous
+    # timeouts because the shared 2-core machine can be heavily loaded
+    cfg = tmp_path / "council.yaml"
+    cfg.write_text(json.dumps({"members": {"smollm2": {
+        "model": "openai/smollm2", "api_base": "embedded", "temperature": 0.0, "max_tokens": 256, "seed": 0,
+        "max_in_flight": 2, "timeout_s": 900, "max_retries": 1}}, "councils": {"default": ["smollm2"]}}))
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     reset_councils()
     write_version(records_frame(ambrosia.build(shared_data).records), "ambitab_records", "ambrosia")
     args = ["ambitab", "eval", "--corpus", "ambrosia", "--asker", "none,llm", "--seeds", "1", "--limit", "2",

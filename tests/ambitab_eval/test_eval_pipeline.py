@@ -166,3 +166,18 @@ def test_eval_errors_are_one_line(isolated_home, capsys):
     assert "quandary ambitab build --corpus ambiqt" in capsys.readouterr().err
     assert main(["report", "ambitab"]) == 1
     assert main(["audit", "episode", "abc"]) == 1
+
+
+def test_a_council_config_without_the_roles_is_a_clear_error(built, tmp_path, monkeypatch, capsys):
+    cfg = tmp_path / "council.yaml"
+    cfg.write_text(json.dumps({"members": {"m": {"model": "scripted/m"}},
+                               "councils": {r: ["m"] for r in ("generators", "validators", "user_simulator",
+                                                               "system_agents")}}))
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
+    from resources.llm import reset_councils
+
+    reset_councils()
+    assert main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "llm", "--seeds", "1", "--limit", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "askers" in err and "default" in err
+    reset_councils()
