@@ -22,7 +22,7 @@ from pydantic import Field
 from assets.ambitab import RECORDS, corpus_partitions
 from assets.checks import contract_check_result, contract_check_spec
 from pipelines.ambitab.protocol.askers import AskerUnavailable
-from pipelines.ambitab.protocol.episode import RunSettings, episodes_frame
+from pipelines.ambitab.protocol.episode import CONDITION_KEY, RunSettings, episodes_frame
 from pipelines.ambitab.protocol.oracles import OracleUnavailable
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.runs import make_solver, plan_conditions, run_conditions
@@ -114,7 +114,7 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
         raise Failure(f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
                       "councils or a `default` council") from exc
     df = pl.concat([stored, episodes_frame(rows)], how="vertical_relaxed") if stored.height else episodes_frame(rows)
-    df = df.unique("episode_id", keep="last", maintain_order=True)
+    df = df.unique(list(CONDITION_KEY), keep="last", maintain_order=True)
     yield artifact_output(
         df, episodes=df.height, new_episodes=len(rows), reused_episodes=stored.height, records=len(tasks),
         conditions=MetadataValue.md("\n".join(f"- {c.label}" for c in conditions)),

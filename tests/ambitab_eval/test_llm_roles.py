@@ -166,3 +166,15 @@ def test_context_overflow_ends_the_episode_before_the_first_question(scripted):
     assert row["status"] == "context_overflow" and row["verdict"] == 0 and row["n_questions"] == 0
     assert row["recall"] == 0.0  # counted, with zero credit
     assert not LLMOracle(council()).overflows(T)  # the paper's 16k tokens
+
+
+def test_episode_ids_change_with_the_model_behind_a_role(scripted):
+    scripted.responder = lambda req: json.dumps({"type": "done", "output": None})
+
+    def eid(model):
+        c = Council("askers", [scripted_member("m", model=f"scripted/{model}", max_retries=0)], call_log())
+        row = asyncio.run(arun_episode(T, LLMAsker(c), make_oracle("det", "ambrosia"), ScriptedSolver("SELECT 1"),
+                                       Verifier()))
+        return row["episode_id"], row["asker"]
+    (a, name_a), (b, name_b) = eid("one"), eid("two")
+    assert a != b and name_a == name_b == "llm"

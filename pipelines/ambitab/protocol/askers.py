@@ -63,6 +63,7 @@ class Asker:
     name = "asker"
     privileged = False
     prompt: str | None = None
+    model_key = ""  # the LLM behind the asker (part of the episode id)
 
     async def decide(self, inp: AskerInput) -> AskerDecision:
         raise NotImplementedError
@@ -153,6 +154,8 @@ class LLMAsker(Asker):
         self.member = member or council.member_names[0]
         self.prompt = prompt
         self.name = "llm"
+        m = council.member(self.member)
+        self.model_key = f"{m.name}={m.model}"
 
     async def decide(self, inp):
         messages = asker_messages(self.prompt, inp.spec, list(inp.history), inp.turn, inp.max_turns)

@@ -52,9 +52,19 @@ def episodes_frame(rows: Sequence[dict]):
 
 
 def episode_id(record_id: str, seed: int, asker: str, prompt: str | None, oracle: str, spec_donor: str | None = None,
-               solver: str = "") -> str:
-    key = "\x1f".join([record_id, str(seed), asker, prompt or "", oracle, spec_donor or "", solver])
+               solver: str = "", models: str = "") -> str:
+    """Content id of an episode. ``models`` names the LLMs behind the asker and the oracle (their
+    member and model string), so a changed council config gives new episodes, not stale reuse."""
+    key = "\x1f".join([record_id, str(seed), asker, prompt or "", oracle, spec_donor or "", solver, models])
     return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def models_key(asker, oracle, solver=None) -> str:
+    return "|".join(getattr(x, "model_key", "") for x in (asker, oracle, solver))
+
+
+# One stored episode per logical condition: a rerun under another model replaces the old episode.
+CONDITION_KEY = ("record_id", "seed", "asker", "prompt", "oracle", "spec_donor")
 
 
 @dataclass
@@ -68,7 +78,8 @@ async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver,
                        spec_donor: str | None = None) -> dict:
     settings = settings or RunSettings()
     m = len(task.amb)
-    eid = episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, spec_donor, solver.name)
+    eid = episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, spec_donor, solver.name,
+                     models_key(asker, oracle, solver))
     tag = {"episode_id": eid, "record_id": task.record_id, "seed": seed}
     history: list[tuple[str, str, bool]] = []
     turns: list[dict] = []
@@ -150,7 +161,8 @@ async def arun_episodes(tasks: Sequence[Task], make_asker: Callable[[], Asker], 
     async def one(task: Task, seed: int):
         asker = make_asker()
         donor = donor_ids.get(task.record_id) if donor_ids else None
-        if skip and episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, donor, solver.name) in skip:
+        if skip and episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, donor, solver.name,
+                               models_key(asker, oracle, solver)) in skip:
             return None
         async with sem:
             row = await arun_episode(task, asker, oracle, solver, verifier, seed=seed, settings=settings,

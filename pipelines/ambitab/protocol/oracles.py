@@ -64,6 +64,7 @@ def is_refusal(text: str | None) -> bool:
 class Oracle:
     name = "oracle"
     deterministic = True
+    model_key = ""  # the LLM behind the oracle (part of the episode id)
 
     def overflows(self, task: Task) -> bool:
         """True when the task cannot fit the oracle's context (only LLM oracles have one)."""
@@ -149,6 +150,8 @@ class LLMOracle(Oracle):
             raise ValueError(f"LLM oracle scope must be 'scoped' or 'unfiltered', got {scope!r}")
         self.council = council
         self.member = member or council.member_names[0]
+        m = council.member(self.member)
+        self.model_key = f"{m.name}={m.model}"
         self.scope = scope
         self.sql_grounding = sql_grounding
         self.context_tokens = context_tokens

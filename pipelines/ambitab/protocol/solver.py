@@ -46,6 +46,8 @@ class LLMSolver(Solver):
         self.council = council
         self.member = member or council.member_names[0]
         self.name = f"llm:{self.member}"
+        m = council.member(self.member)
+        self.model_key = f"{m.name}={m.model}"
 
     async def solve(self, spec, history, *, seed=0, tag=None):
         r = await self.council.aask(self.member, solver_messages(spec, list(history)), SolverOutput,
