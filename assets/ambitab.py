@@ -65,8 +65,9 @@ class AmbitabBuildConfig(Config):
     data_root: str | None = Field(default=None, description="folder holding the source corpora; "
                                   "default $QUANDARY_AMBITAB_DATA or ../shared/data")
     seed: int = Field(default=0, description="build seed (Ambrosia slice, AmbiQT unit draws)")
-    llm_filter: bool = Field(default=True, description="run the LLM steps (EW-Bird keep/drop filter, Bird "
-                             "authoring); off: they are reported as skipped")
+    llm_steps: str = Field(default="auto", description="LLM steps (EW-Bird keep/drop filter, Bird authoring): "
+                           "'on', 'off', or 'auto' = on only when a council config file is set (the embedded "
+                           "toy model is not used to filter a benchmark); skipped steps are reported")
     max_rows: int | None = Field(default=None, description="cap on source rows for LLM-built corpora (smoke runs)")
 
 
@@ -99,10 +100,14 @@ def _check_specs():
 def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, council: CouncilResource):
     corpus = context.partition_key
     data_root = config.data_root or str(default_data_root())
+    if config.llm_steps not in ("auto", "on", "off"):
+        raise Failure(f"llm_steps must be auto, on or off (got {config.llm_steps!r})")
+    use_llm = config.llm_steps == "on" or (
+        config.llm_steps == "auto" and council.council_config().source != "embedded default")
     try:
         result = build_corpus(
             corpus, data_root, seed=config.seed, progress=context.log.info,
-            council_factory=council.get_council if config.llm_filter else None, max_rows=config.max_rows,
+            council_factory=council.get_council if use_llm else None, max_rows=config.max_rows,
         )
     except SourceMissing as exc:
         raise Failure(f"{corpus}: {exc}") from exc

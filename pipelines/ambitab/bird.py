@@ -20,7 +20,7 @@ prompts, decoding and reading builder unspecified by the paper [I: chosen here, 
    must say clarification is necessary (else reject ``necessity``).
 
 A role missing from the council config falls back to the ``default`` council; with neither, or
-with LLM steps disabled, the build reports the step as skipped and emits nothing.
+with LLM steps off, the build reports the step as skipped and emits nothing.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
     councils = {stage: _council(council_factory, role) for stage, role in ROLES.items()} if council_factory else {}
     missing = sorted({ROLES[s] for s, c in councils.items() if c is None})
     if council_factory is None or missing:
-        why = "LLM steps disabled" if council_factory is None else f"no council for role(s) {missing} (nor `default`)"
+        why = "LLM steps off (no council config file, or --llm off)" if council_factory is None else f"no council for role(s) {missing} (nor `default`)"
         result.skip("llm authoring (readings, rewrite, probes, necessity)", why, len(present))
         return result.finish()
     result.stats["source_rows"] = len(present)

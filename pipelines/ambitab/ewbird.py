@@ -253,7 +253,7 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
                     f"BIRD dev databases not present here: {', '.join(missing)}; records are structural", len(structural))
     council = solvers_council(council_factory) if council_factory is not None and executable else None
     if executable and council is None:
-        why = ("LLM steps disabled" if council_factory is None
+        why = ("LLM steps off (no council config file, or --llm off)" if council_factory is None
                else "the council config has no `solvers` role (and no `default` council)")
         result.skip("llm keep/drop filter", f"{why}; {len(executable)} executable rows kept unfiltered", len(executable))
         kept = [r.model_copy(update={"provenance": r.provenance.model_copy(update={

@@ -23,7 +23,7 @@ def _build(args) -> int:
     if not data_root.is_dir():
         print(f"data folder {data_root} not found; pass --data or set QUANDARY_AMBITAB_DATA", file=sys.stderr)
         return 2
-    op_config = {"data_root": str(data_root), "seed": args.seed, "llm_filter": not args.no_llm}
+    op_config = {"data_root": str(data_root), "seed": args.seed, "llm_steps": "off" if args.no_llm else args.llm}
     if args.max_rows is not None:
         op_config["max_rows"] = args.max_rows
     job = defs.resolve_job_def("ambitab_corpus_job")
@@ -139,7 +139,10 @@ def register(sub) -> None:
     b.add_argument("--corpus", help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird (default: all)")
     b.add_argument("--data", help="source data folder (default: $QUANDARY_AMBITAB_DATA or ../shared/data)")
     b.add_argument("--seed", type=int, default=0, help="build seed (default 0)")
-    b.add_argument("--no-llm", action="store_true", help="skip the LLM steps (reported as skipped)")
+    b.add_argument("--llm", choices=("auto", "on", "off"), default="auto",
+                   help="LLM steps (EW-Bird filter, Bird authoring): auto = only with a council config file "
+                        "(QUANDARY_COUNCIL_CONFIG); skipped steps are reported")
+    b.add_argument("--no-llm", action="store_true", help="same as --llm off")
     b.add_argument("--max-rows", type=int, help="cap source rows of LLM-built corpora (smoke runs)")
     b.add_argument("--verbose", action="store_true", help="show the run's log")
     b.set_defaults(func=_build)

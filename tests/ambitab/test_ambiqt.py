@@ -99,3 +99,20 @@ def test_replace_column_keeps_literals_and_other_tables():
     sql = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.sid WHERE T2.name = 'Rock Fest'"
     assert ambiqt.replace_column(sql, "singer", "name", "artist_name") == (
         "select t1.artist_name from singer as t1 join concert as t2 on t1.id = t2.sid where t2.name = 'Rock Fest'")
+
+
+def test_a_unit_that_cannot_be_built_is_rejected_and_leaves_nothing_behind(shared_data, tmp_path):
+    root = tmp_path / "data"
+    (root / "spider").mkdir(parents=True)
+    for name in ("dev.json", "tables.json", "database"):
+        (root / "spider" / name).symlink_to(shared_data / "spider" / name)
+    syn = root / ambiqt.SYNONYMS
+    syn.parent.mkdir(parents=True)
+    # singer.name -> "country" collides with an existing column: the ALTER fails
+    syn.write_text(json.dumps({"concert_singer": {"singer": {"Name": ["Country", "Artist_Name"]}}}))
+    out = tmp_path / "units"
+    res = ambiqt.build(root, out_dir=out)
+    assert not res.records
+    reasons = [r.reason for r in res.rejects if r.stage == "database"]
+    assert reasons and all("build failed" in r and "duplicate column" in r for r in reasons)
+    assert not list(out.glob("*.sqlite")) and not list(out.glob(".*tmp"))

@@ -95,3 +95,18 @@ def test_bad_rows_are_rejected_and_the_build_goes_on(tmp_path, shared_data):
     assert len(res.records) == 2
     reasons = [r.reason for r in res.rejects]
     assert any("not valid JSON" in r for r in reasons) and any("missing key" in r for r in reasons)
+
+
+def test_a_database_that_fails_to_open_is_a_reject(tmp_path, shared_data):
+    rows = [json.loads(l) for l in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
+    amb = next(r for r in rows if r["is_ambiguous"])
+    root = tmp_path / "data"
+    (root / "ambrosia").mkdir(parents=True)
+    (root / ambrosia.SOURCE).write_text(json.dumps(amb) + "\n")
+    bad = ambrosia.db_path_for(root, amb["db_file"])
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not a database at all")
+    res = ambrosia.build(root)
+    assert not res.records
+    (rej,) = res.rejects
+    assert rej.stage == "database" and "cannot open" in rej.reason

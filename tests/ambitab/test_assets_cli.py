@@ -61,3 +61,11 @@ def test_clear_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "Ambrosia resplit test file not found" in err and "Traceback" not in err
     assert main(["ambitab", "build", "--corpus", "spider"]) == 2
+
+
+def test_llm_steps_auto_skips_the_filter_with_the_embedded_default(shared_data, capsys):
+    # no council config file: the EW-Bird filter is reported as skipped, not run on the toy model
+    assert main(["ambitab", "build", "--corpus", "ew_bird", "--data", str(shared_data)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped llm keep/drop filter (126 affected): LLM steps off" in out
+    assert "ew_bird  1386" in out

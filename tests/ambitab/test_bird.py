@@ -91,7 +91,7 @@ def test_scripted_build_applies_every_filter(shared_data, factory, superhero_row
 def test_without_llm_the_build_reports_the_skip(shared_data):
     res = bird.build(shared_data, council_factory=None, max_rows=3)
     assert not res.records
-    assert any("LLM steps disabled" in s.reason for s in res.skipped)
+    assert any("LLM steps off" in s.reason for s in res.skipped)
 
 
 def test_missing_role_is_named(shared_data):
