@@ -84,6 +84,14 @@ def _eval(args) -> int:
         return 1
     from pipelines.ambitab.protocol.tables import table8_markdown
 
+    meta = {}
+    for mat in result.asset_materializations_for_node(EPISODES):
+        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    calls = ", ".join(f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items())
+                      if k.startswith("llm_calls_"))
+    print(f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
+          f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
+          f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else ""))
     print(table8_markdown(read_latest(METRICS, args.corpus)))
     return 0
 
