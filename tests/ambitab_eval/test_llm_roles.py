@@ -178,3 +178,21 @@ def test_episode_ids_change_with_the_model_behind_a_role(scripted):
         return row["episode_id"], row["asker"]
     (a, name_a), (b, name_b) = eid("one"), eid("two")
     assert a != b and name_a == name_b == "llm"
+
+
+def test_an_oracle_member_can_be_named_so_two_models_are_two_oracles(scripted):
+    from pipelines.ambitab.protocol.diagnostics import hybrid_name
+    from pipelines.ambitab.protocol.runs import plan_conditions
+
+    seen = []
+    scripted.responder = lambda req: seen.append(req.model) or json.dumps(MATCH_AGE)
+    two = Council("oracles", [scripted_member("qwen"), scripted_member("gemma")], call_log())
+    oracle = make_oracle("llm@gemma", "ambrosia", two)
+    assert oracle.name == "llm_scoped@gemma" and make_oracle("llm", "ambrosia", two).name == "llm_scoped"
+    asyncio.run(make_oracle("hybrid@gemma", "ambrosia", two).reply(T, "Which age?", frozenset()))
+    assert seen and all("gemma" in m for m in seen)
+    hybrids = {c.oracle for c in plan_conditions(["llm"], ["llm@gemma"], diagnostics=True) if c.oracle.startswith("hybrid")}
+    assert hybrids == {"hybrid@gemma"}
+    assert make_oracle("hybrid@gemma", "ambrosia", two).name == hybrid_name(oracle.name) == "hybrid_scoped@gemma"
+    with pytest.raises(KeyError, match="no member 'llama'"):
+        make_oracle("llm@llama", "ambrosia", two)

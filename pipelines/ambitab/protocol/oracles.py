@@ -158,7 +158,8 @@ class LLMOracle(Oracle):
         # None = what the scope gives; True/False = the E.1 stress test (only the responder changes)
         self.responder_sees_sql = responder_sees_sql
         stress = "" if responder_sees_sql is None else ("+stress_sql_shown" if responder_sees_sql else "+stress_sql_hidden")
-        self.name = f"llm_{scope}" + ("+sql" if sql_grounding else "") + stress
+        at = f"@{member}" if member else ""  # an explicitly chosen member is part of the name
+        self.name = f"llm_{scope}" + ("+sql" if sql_grounding else "") + at + stress
 
     # what each stage may read
     def _sees_sql(self) -> bool:
@@ -236,7 +237,7 @@ class HybridOracle(LLMOracle):
 
     def __init__(self, council, *, scope: str = "scoped", sql_grounding: bool = False, member: str | None = None):
         super().__init__(council, scope=scope, sql_grounding=sql_grounding, member=member)
-        self.name = "hybrid_" + scope + ("+sql" if sql_grounding else "")
+        self.name = "hybrid_" + scope + ("+sql" if sql_grounding else "") + (f"@{member}" if member else "")
 
     async def reply(self, task, question, resolved, *, seed=0, tag=None) -> OracleReply:
         action, cot, calls = await self.match(task, question, seed=seed, tag=dict(tag or {}))
@@ -251,7 +252,11 @@ class HybridOracle(LLMOracle):
 def make_oracle(kind: str, corpus: str, council=None, *, sql_grounding: bool | None = None) -> Oracle:
     """Oracle by name: ``det`` (the corpus's deterministic oracle), ``det_intent``, ``det_knowledge``,
     ``llm`` (unfiltered on Bird/EW-Bird, scoped elsewhere), ``llm_unfiltered``, ``llm_scoped``,
-    ``hybrid``, ``stress`` (the LLM oracle whose responder also reads the reference SQL)."""
+    ``hybrid``, ``stress`` (the LLM oracle whose responder also reads the reference SQL). An LLM kind
+    may name the council member: ``llm@gemma`` (default: the council's first member), so two oracle
+    models of one council are two oracles (the paper's Qwen / Gemma comparison)."""
+    kind, _, member = kind.partition("@")
+    member = member or None
     if kind == "det":
         return deterministic_oracle_for(corpus)
     if kind == "det_intent":
@@ -268,9 +273,11 @@ def make_oracle(kind: str, corpus: str, council=None, *, sql_grounding: bool | N
     elif kind in ("llm_scoped", "hybrid_scoped"):
         scope = "scoped"
     grounding = bool(sql_grounding)
+    if member is not None:
+        council.member(member)  # fail fast with the council's message on a typo
     if kind.startswith("hybrid"):
-        return HybridOracle(council, scope=scope, sql_grounding=grounding)
+        return HybridOracle(council, scope=scope, sql_grounding=grounding, member=member)
     stress = None
     if kind == "stress":  # flip only the responder's access to the reference SQL (E.1)
         stress = not (scope == "unfiltered" or grounding)
-    return LLMOracle(council, scope=scope, sql_grounding=grounding, responder_sees_sql=stress)
+    return LLMOracle(council, scope=scope, sql_grounding=grounding, responder_sees_sql=stress, member=member)

@@ -56,7 +56,8 @@ def plan_conditions(askers: Sequence[str], oracles: Sequence[str], prompts: Sequ
         for a in askers:
             for p in (prompts if a == "llm" else [""]):
                 add(Condition(a, p, oracle))
-        hybrid = {"llm_scoped": "hybrid_scoped", "llm_unfiltered": "hybrid_unfiltered"}.get(oracle, "hybrid")
+        kind, at, member = oracle.partition("@")
+        hybrid = {"llm_scoped": "hybrid_scoped", "llm_unfiltered": "hybrid_unfiltered"}.get(kind, "hybrid") + at + member
         if diagnostics and not _is_det(oracle):
             for a in evaluated:
                 for p in (prompts if a == "llm" else [""]):

@@ -198,7 +198,7 @@ def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [r for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main"] if metrics.height else []
     labels = [f"{r['corpus']}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}" for r in rows]
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.6 * len(rows) + 1), 3.6), dpi=100)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) + 1), 3.6), dpi=100)
     width = 0.26
     for j, (key, name) in enumerate((("nodis", "NoDis"), ("asker_sr", "Asker"), ("full_sr", "Full"))):
         xs = [i + (j - 1) * width for i in range(len(rows))]
@@ -210,7 +210,7 @@ def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
     ax.set_ylabel("success rate (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=7, loc="upper left")
-    ax.set_title("AmbiTab: no disambiguation / evaluated asker / full disambiguation", fontsize=9)
+    ax.set_title("AmbiTab success rate: NoDis / Asker / Full", fontsize=9)
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp)
