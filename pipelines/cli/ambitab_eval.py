@@ -229,7 +229,7 @@ def register(sub) -> None:
     e.add_argument("--asker", action="append", help="none, full, full_adv, generic, llm or a dotted path "
                    "(repeat or comma-separate; default: all five)")
     e.add_argument("--oracle", action="append", help="det (default), det_intent, det_knowledge, llm, llm_scoped, "
-                   "llm_unfiltered, hybrid, stress (repeat or comma-separate)")
+                   "llm_unfiltered, hybrid, stress; llm@MEMBER picks the oracles council member (repeat or comma-separate)")
     e.add_argument("--prompt", action="append", help="LLM asker prompt: direct, checklist_chat, checklist_ledger (default)")
     e.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1; default 3)")
     e.add_argument("--solver", choices=("llm", "empty"), default="llm", help="llm (default) or empty (asking metrics only)")
