@@ -6,9 +6,10 @@ resumed run finds every finished call by its key and makes no request for it.
 - ``call_id`` (primary key) = sha256 of the canonical JSON of (model, messages, sampling params incl.
   seed, output schema) — see :func:`call_key`. The server address is not part of it, so the
   embedded server's random port does not invalidate the cache.
-- ``status``: ``ok`` (parsed), ``parse_failed`` (the model answered but unusably; cached, since a
-  seeded re-ask repeats it) or ``call_failed`` (transport failure after retries; not a cache hit,
-  so a later run tries again and overwrites the row, adding to ``attempts``).
+- ``status``: ``ok`` (parsed), ``parse_failed`` (the model answered but unusably) or ``call_failed``
+  (transport failure after retries). Only ``ok`` is a cache hit: a provider that answered HTTP 200
+  with garbage must not poison the cache, so a later run asks again and overwrites the row, adding
+  to ``attempts`` (issue #13 item 5).
 - Every write is one transaction. WAL + ``busy_timeout`` + a retry loop make concurrent writers
   (several processes of one Dagster run) safe. Columns are plain TEXT/INTEGER/REAL (JSON as TEXT)
   so the audit catalog can expose the table as a view.
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 TABLE = "llm_calls"
-CACHEABLE_STATUSES = ("ok", "parse_failed")
+CACHEABLE_STATUSES = ("ok",)
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (

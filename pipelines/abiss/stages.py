@@ -47,6 +47,7 @@ from pipelines.abiss.prompts import (
 )
 from pipelines.taxonomy import DEFAULT_STYLES, Group, subcategories_in, subcategory
 from pipelines.votes import decide, is_decided, min_more_votes
+from resources.llm.failures import FailureTally
 from resources.sql_executor import DEFAULT_TIMEOUT_S, QueryResult, execute_sql
 
 ANS, AMB, UNA = Group.ANSWERABLE.value, Group.AMBIGUOUS.value, Group.UNANSWERABLE.value
@@ -98,7 +99,8 @@ STAGE_BY_NO = {s.no: s for s in STAGES}
 
 
 class CouncilUnavailable(RuntimeError):
-    """Most calls of a stage failed at the provider (endpoint down): fail the step, rerun later."""
+    """Too many calls of a stage failed (provider down, prompt too long, damaged call log ...) or
+    were unparseable: fail the step; the message says which and what to do."""
 
 
 @dataclass
@@ -112,7 +114,11 @@ class StageContext:
     # Provider failures tolerated before the stage fails (0: any). A tolerated failure counts as an
     # abstention, so by default no decision ever rests on a call that did not happen.
     max_failed_call_share: float = 0.0
+    # A stage whose answers are mostly unparseable fails loudly instead of rejecting everything
+    # (garbage from a provider must not look like a strict council). Needs MIN_CALLS_FOR_SHARE calls.
+    max_unparseable_share: float = 0.5
     stats: dict = field(default_factory=lambda: defaultdict(int))
+    tally: FailureTally = field(default_factory=FailureTally)
     _results: dict = field(default_factory=dict)
 
     @property
@@ -136,6 +142,7 @@ class StageContext:
             self.stats["cached"] += int(bool(r.cached))
             self.stats["call_failed"] += int(r.status == "call_failed")
             self.stats["parse_failed"] += int(r.status == "parse_failed")
+            self.tally.add(r)
 
     async def vote(self, messages, model, extract, tag, comparison=None):
         outcome = await self.council.avote(messages, model, extract, "strict_majority", tag, abstain_as_no=True)
@@ -150,12 +157,20 @@ class StageContext:
         return result
 
     def check_available(self, stage: StageSpec) -> None:
-        calls, failed = self.stats["calls"], self.stats["call_failed"]
-        if calls and failed / calls > self.max_failed_call_share:
-            raise CouncilUnavailable(
-                f"stage {stage.key}: {failed} of {calls} council calls failed at the provider; "
-                "completed calls are cached, re-execute from failure once the endpoint is back"
-            )
+        check_tally(f"stage {stage.key}", self.tally, self.max_failed_call_share, self.max_unparseable_share,
+                    CouncilUnavailable)
+
+
+MIN_CALLS_FOR_SHARE = 4  # below this, a few unparseable answers are ordinary abstentions
+
+
+def check_tally(step: str, tally: FailureTally, max_failed_share: float, max_unparseable_share: float,
+                error: type[Exception]) -> None:
+    """Raise ``error`` with a classified message and remedy when too many calls failed or were unparseable."""
+    if tally.calls and tally.transport_failures / tally.calls > max_failed_share:
+        raise error(tally.message(step))
+    if tally.calls >= MIN_CALLS_FOR_SHARE and tally.unparseable / tally.calls > max_unparseable_share:
+        raise error(tally.message(step, transport=False))
 
 
 def _vote_record(member, comparison, vote, parsed_ok, call_id) -> dict:
