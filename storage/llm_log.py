@@ -109,6 +109,10 @@ class CallRecord:
         return self.status == "ok"
 
 
+class CallLogDamaged(RuntimeError):
+    """The call log file is not a usable SQLite database (the message names it and says what to do)."""
+
+
 class CallLog:
     """Thread-safe handle on the call log. One SQLite connection per thread (sqlite3 objects are
     not shareable across threads); each write is a single short transaction."""
@@ -117,7 +121,14 @@ class CallLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._retry(self._init_schema)
+        try:
+            self._retry(self._init_schema)
+        except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise
+            raise CallLogDamaged(
+                f"local storage error: the call log {self.path} is damaged ({exc}); move it away (its cached "
+                "answers are lost) or restore it, then rerun") from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
