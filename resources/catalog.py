@@ -300,10 +300,19 @@ class CatalogEntry:
 
 
 class Catalog:
-    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``."""
+    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``.
+
+    Concurrent writers (several ``db register`` at once) are serialized by an exclusive file lock
+    around read-modify-write, so no registration is lost; the slow inspection of a database
+    happens outside the lock. Writes are tmp file + fsync + rename, so readers never see half a file.
+    """
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else quandary_home() / "catalog.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
 
     def _load(self) -> dict[str, dict]:
         if not self.path.exists():
@@ -316,8 +325,20 @@ class Catalog:
     def _save(self, data: dict[str, dict]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(data, indent=2, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+
+    def _update(self, change) -> None:
+        """Apply ``change(data)`` to the stored catalog under the inter-process lock."""
+        from resources.locks import file_lock
+
+        with file_lock(self.lock_path):
+            data = self._load()
+            change(data)
+            self._save(data)
 
     def entries(self) -> list[CatalogEntry]:
         return [CatalogEntry(**v) for _, v in sorted(self._load().items())]
@@ -334,20 +355,18 @@ class Catalog:
 
     def register(self, path: str | Path, db_id: str | None = None) -> DatabaseInfo:
         info = inspect_database(path, db_id)
-        data = self._load()
-        data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
-        self._save(data)
+        entry = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        self._update(lambda data: data.__setitem__(info.db_id, entry))
         return info
 
     def register_folder(self, root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
         found, skipped = discover(root)
-        data = self._load()
-        for info in found:
-            data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
-        self._save(data)
+
+        def add(data):
+            for info in found:
+                data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        self._update(add)
         return found, skipped
 
     def remove(self, db_id: str) -> None:
-        data = self._load()
-        data.pop(db_id, None)
-        self._save(data)
+        self._update(lambda data: data.pop(db_id, None))
