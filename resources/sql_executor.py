@@ -478,7 +478,7 @@ class _Worker:
             return self._read(timeout_s * KILL_AFTER_FACTOR + KILL_AFTER_MIN_GRACE_S)
         except TimeoutError:
             self.kill()
-            return QueryFailure(FailureKind.TIMEOUT, f"exceeded {timeout_s:g} s (sandbox killed)", _ms(start))
+            return QueryFailure(FailureKind.TIMEOUT, f"exceeded {timeout_s:g} s", _ms(start))
         except (EOFError, BrokenPipeError, OSError):
             code = self.kill()
             # An engine that aborts on a failed allocation takes the worker down (SIGABRT/SIGKILL).

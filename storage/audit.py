@@ -57,7 +57,7 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_war
             ).fetchall()
             if not exists:
                 return False
-            cur = src.execute("SELECT * FROM llm_calls")
+            cur = src.execute("SELECT * FROM llm_calls WHERE status != 'in_flight'")  # claims are not calls
             cols = [d[0] for d in cur.description]
             rows = cur.fetchall()
         finally:

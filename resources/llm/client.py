@@ -275,6 +275,14 @@ async def call_structured(
             hit = await asyncio.to_thread(log.lookup, key)
             if hit is not None:
                 return _from_record(hit, output_model, member.name, tag)
+            hit = await _single_flight(log, key, member)
+            if hit is not None:
+                return _from_record(hit, output_model, member.name, tag)
+            try:
+                return await _call_uncached(member, messages, output_model, schema, key, log, tag)
+            except BaseException:
+                await asyncio.to_thread(log.release, key)  # cancelled: let another process take it
+                raise
         return await _call_uncached(member, messages, output_model, schema, key, log, tag)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
         failure = classify_exception(exc)
@@ -284,6 +292,23 @@ async def call_structured(
             failure = Failure(FailureClass.INTERNAL, None, describe_error(exc))
         return CallResult(key, member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
+
+
+async def _single_flight(log: CallLog, key: str, member: Member):
+    """Claim ``key`` across processes; while another live process holds it, wait for its answer.
+    Returns that answer's record, or ``None`` once this process owns the call."""
+    stale_after = member.timeout_s * (member.max_retries + 2) + 30.0
+    delay = 0.02
+    while True:
+        state = await asyncio.to_thread(log.claim, key, member.name, member.model, stale_after)
+        if state == "claimed":
+            return None
+        if state == "cached":
+            hit = await asyncio.to_thread(log.lookup, key)
+            if hit is not None:
+                return hit
+        await asyncio.sleep(delay)  # another process is sending this very request
+        delay = min(1.0, delay * 1.5)
 
 
 async def _call_uncached(member, messages, output_model, schema, key, log, tag) -> CallResult:
