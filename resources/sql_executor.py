@@ -301,7 +301,7 @@ def _execute_sqlite(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         if cur.description is None:
             return QueryFailure(FailureKind.FORBIDDEN, "statement returns no rows (not a query)")
         columns = [d[0] for d in cur.description]
-        rows = _fetch_bounded(cur, max_rows, max_bytes, start, chunk=256)
+        rows = _fetch_bounded(cur, max_rows, max_bytes, start, chunk=1)  # one row at a time: a row can be 16 MB
         if isinstance(rows, QueryFailure):
             return rows
         return QueryResult(columns, rows, _ms(start))
@@ -375,7 +375,7 @@ def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         watchdog.start()
         cur = con.execute(sql)
         columns = [d[0] for d in cur.description or []]
-        rows = _fetch_bounded(cur, max_rows, max_bytes, start, chunk=1024)
+        rows = _fetch_bounded(cur, max_rows, max_bytes, start, chunk=64)
         if isinstance(rows, QueryFailure):
             return rows
         return QueryResult(columns, rows, _ms(start))
