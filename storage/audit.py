@@ -57,7 +57,9 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_war
             ).fetchall()
             if not exists:
                 return False
-            cur = src.execute("SELECT * FROM llm_calls WHERE status != 'in_flight'")  # claims are not calls
+            has_status = any(r[1] == "status" for r in src.execute("PRAGMA table_info(llm_calls)"))
+            # in_flight rows are claims of calls being sent right now, not calls
+            cur = src.execute("SELECT * FROM llm_calls" + (" WHERE status != 'in_flight'" if has_status else ""))
             cols = [d[0] for d in cur.description]
             rows = cur.fetchall()
         finally:
