@@ -147,6 +147,20 @@ def candidates(context: AssetExecutionContext, council: CouncilResource, cascade
     yield contract_check_result(CANDIDATES, df)
 
 
+def _schema_fitter(schema_context: pl.DataFrame, db: dict):
+    """Per-candidate schema context when the database's schema had to be cut to fit (#13 item 6)."""
+    import json
+
+    if "omitted_json" not in schema_context.columns:
+        return None
+    omitted = json.loads(schema_context["omitted_json"][0] or "{}")
+    if not omitted.get("omitted_tables"):
+        return None
+    from resources.catalog import focused_fitter, inspect_database
+
+    return focused_fitter(inspect_database(db["path"], db["db_id"]), int(omitted["budget_tokens"]))
+
+
 def _stage_asset(spec, previous_key):
     ins = {"candidates": AssetIn("candidates"), "schema_context": AssetIn("schema_context"),
            "seed_databases": AssetIn("seed_databases")}
@@ -170,6 +184,7 @@ def _stage_asset(spec, previous_key):
                 result_preview_rows=cascade.result_preview_rows,
                 max_failed_call_share=cascade.max_failed_call_share,
                 max_unparseable_share=cascade.max_unparseable_share,
+                schema_fitter=_schema_fitter(inputs["schema_context"], _db(inputs["seed_databases"])),
             )
         try:
             decisions = run_stage(spec.no, entering.to_dicts() if entering.height else [], ctx)

@@ -355,6 +355,31 @@ def fit_schema_context(info: DatabaseInfo, budget_tokens: int, focus_tables=()) 
     return FittedContext(text, budget_tokens, 0, 24, [t.name for t in info.tables if t is not first], 8)
 
 
+def tables_in_sql(sql: str | None) -> list[str]:
+    """Table names a query reads (empty when it does not parse)."""
+    if not sql:
+        return []
+    try:
+        import sqlglot
+        from sqlglot import exp
+
+        return sorted({t.name for t in sqlglot.parse_one(sql).find_all(exp.Table) if t.name})
+    except Exception:  # noqa: BLE001 - unparseable SQL just gets no focus
+        return []
+
+
+def focused_fitter(info: DatabaseInfo, budget_tokens: int):
+    """``row -> schema context`` fitted around the tables the row's SQL uses (memoised per table set)."""
+    cache: dict[tuple, str] = {}
+
+    def fit(row: dict) -> str:
+        focus = tuple(tables_in_sql(row.get("sql")))
+        if focus not in cache:
+            cache[focus] = fit_schema_context(info, budget_tokens, focus).text
+        return cache[focus]
+    return fit
+
+
 def _omitted_note(info: DatabaseInfo, kept: list[TableInfo]) -> str:
     left = [t.name for t in info.tables if t not in kept]
     if not left:

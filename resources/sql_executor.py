@@ -511,23 +511,29 @@ class _WorkerPool:
     """Idle sandbox workers, reused across queries; one per concurrent caller."""
 
     MAX_IDLE = 4
+    # At most this many sandboxes run at once per process, so the worst case is bounded too
+    # (MAX_WORKERS x the per-worker cap); further callers wait their turn before their deadline starts.
+    MAX_WORKERS = int(os.environ.get("QUANDARY_SQL_WORKERS", "4"))
 
     def __init__(self):
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self._slots = threading.BoundedSemaphore(max(1, self.MAX_WORKERS))
 
     def run(self, request: tuple, timeout_s: float) -> Outcome:
-        worker = self._checkout()
-        try:
-            return worker.call(request, timeout_s)
-        finally:
-            self._checkin(worker)
+        with self._slots:
+            worker = self._checkout()
+            try:
+                return worker.call(request, timeout_s)
+            finally:
+                self._checkin(worker)
 
     def _checkout(self) -> _Worker:
         with self._lock:
             if self._pid != os.getpid():  # forked: the parent's workers are not ours
                 self._idle, self._pid = [], os.getpid()
+                self._slots = threading.BoundedSemaphore(max(1, self.MAX_WORKERS))
             while self._idle:
                 w = self._idle.pop()
                 if w.alive():

@@ -99,3 +99,16 @@ def test_hostile_database_registers_with_bounded_memory(tmp_path, isolated_home)
     assert proc.returncode == 0, proc.stderr[-500:]
     assert proc.stdout.split() == ["5", "0"]
     assert Catalog().get("hostile").engine == "sqlite"
+
+
+def test_focused_fit_keeps_the_tables_a_query_uses(tmp_path):
+    from resources.catalog import focused_fitter, tables_in_sql
+
+    info = inspect_database(_wide_db(tmp_path / "wide.sqlite"))
+    budget = 1500
+    plain = fit_schema_context(info, budget)
+    far = next(n for n in plain.omitted_tables)  # a table the unfocused fit leaves out
+    other = "t5" if far != "t5" else "t6"
+    assert tables_in_sql(f"SELECT col_1 FROM {far} JOIN {other} ON 1") == sorted([far, other])
+    text = focused_fitter(info, budget)({"sql": f"SELECT col_1 FROM {far}"})
+    assert f"CREATE TABLE {far} " in text and approx_tokens(text) <= budget
