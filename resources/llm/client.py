@@ -281,7 +281,10 @@ async def call_structured(
             try:
                 return await _call_uncached(member, messages, output_model, schema, key, log, tag)
             except BaseException:
-                await asyncio.to_thread(log.release, key)  # cancelled: let another process take it
+                try:  # cancelled: let another process take the call (sync: no await while cancelling)
+                    log.release(key)
+                except Exception:  # noqa: BLE001 - a stale claim is taken over anyway
+                    pass
                 raise
         return await _call_uncached(member, messages, output_model, schema, key, log, tag)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
