@@ -8,14 +8,14 @@ from pipelines.cli._output import render
 def _audit_sql(args) -> int:
     import duckdb
 
-    from storage.audit import list_views, open_audit
+    from storage.audit import AuditQueryError, audit_query, list_views, open_audit
 
     con = open_audit()
     try:
-        cur = con.execute(args.query)
+        cur = audit_query(con, args.query)
         columns = [d[0] for d in cur.description or []]
         rows = cur.fetchall()
-    except duckdb.Error as exc:
+    except (duckdb.Error, AuditQueryError) as exc:
         views = ", ".join(list_views(con)) or "none yet (materialize something first)"
         print(f"query failed: {' '.join(str(exc).split())}\navailable views: {views}", file=sys.stderr)
         return 1
