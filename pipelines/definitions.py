@@ -4,6 +4,7 @@ from dagster import AssetSelection, Definitions, define_asset_job, in_process_ex
 
 from assets.abiss import ABISS_ASSETS, CascadeSettings
 from assets.databases import schema_context, seed_databases
+from assets.interaction import INTERACTION_ASSETS
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
 from resources.llm.dagster_resource import CouncilResource
@@ -25,9 +26,15 @@ abiss_job = define_asset_job(
 
 MAIN_JOB = abiss_job.name
 
+interaction_job = define_asset_job(
+    "abiss_interaction_job",
+    selection=AssetSelection.assets(*DATABASE_ASSETS, *INTERACTION_ASSETS),
+    description="ABISS §5: evaluate system agents in dialogues with the simulated user council.",
+)
+
 defs = Definitions(
-    assets=[*DATABASE_ASSETS, *ABISS_ASSETS],
-    jobs=[seed_job, abiss_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *INTERACTION_ASSETS],
+    jobs=[seed_job, abiss_job, interaction_job],
     sensors=[seed_catalog_sensor],
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).

@@ -51,3 +51,6 @@ def register(sub) -> None:
     t.add_argument("--prompts", action="store_true", help="also print the prompt behind each vote")
     t.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
     t.set_defaults(func=audit_question)
+    from pipelines.cli.interaction import register_audit
+
+    register_audit(audit)
