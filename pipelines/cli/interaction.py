@@ -10,6 +10,13 @@ DEMO_MAX_QUESTIONS = 3
 DEMO_MAX_STEPS = 1
 
 
+def _frame(con, query: str, params=None):
+    """A query result as a polars frame (DuckDB 2.0: ``.arrow()`` is a RecordBatchReader)."""
+    import polars as pl
+
+    return pl.from_arrow(con.execute(query, params or []).to_arrow_table())
+
+
 def run_config(args) -> dict:
     subset = {"balanced": bool(args.balanced), "balance_by": args.balance_by, "seed": args.seed}
     if args.max_questions is not None:
@@ -34,7 +41,7 @@ def _metric_rows(db_id: str | None = None):
         if "interaction_scores" not in list_views(con):
             return None
         q = "SELECT * FROM interaction_scores" + (" WHERE db_id = ?" if db_id else "")
-        scores = con.execute(q, [db_id] if db_id else []).pl()
+        scores = _frame(con, q, [db_id] if db_id else [])
     finally:
         con.close()
     return metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []
@@ -108,9 +115,9 @@ def export(out_dir: str, db_id: str | None = None) -> int:
             return 0
         where = " WHERE db_id = ?" if db_id else ""
         p = [db_id] if db_id else []
-        turns = con.execute("SELECT * FROM interaction_conversations" + where, p).pl()
-        scores = con.execute("SELECT * FROM interaction_scores" + where, p).pl()
-        subset = con.execute("SELECT * FROM interaction_subset" + where, p).pl()
+        turns = _frame(con, "SELECT * FROM interaction_conversations" + where, p)
+        scores = _frame(con, "SELECT * FROM interaction_scores" + where, p)
+        subset = _frame(con, "SELECT * FROM interaction_subset" + where, p)
     finally:
         con.close()
     cfg = load_council_config()
@@ -154,8 +161,8 @@ def audit_conversation(args) -> int:
             print(f"no conversation {args.id!r}" if not ids else f"{args.id!r} is ambiguous: give more of the id",
                   file=sys.stderr)
             return 1
-        turns = con.execute("SELECT * FROM interaction_conversations WHERE conversation_id = ? ORDER BY step",
-                            [ids[0]]).pl().to_dicts()
+        turns = _frame(con, "SELECT * FROM interaction_conversations WHERE conversation_id = ? ORDER BY step",
+                       [ids[0]]).to_dicts()
         has_calls = "llm_calls" in list_views(con)
 
         def call(call_id):
