@@ -5,6 +5,8 @@ import json
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.interaction.agents import AgentHandle, SystemResponse, load_agent, normalise
 from pipelines.interaction.balance import balance
@@ -201,3 +203,11 @@ def test_fragments_on_real_spider_and_bird_gold_sql(shared_data):
         assert sum(f.clause == "FROM" for f in frags) >= 1
         n_where += any(f.clause == "WHERE" for f in frags)
     assert n_where > 100
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.builds(lambda a, b: f"SELECT {a} FROM t WHERE {b}",
+                                                  st.text(max_size=20), st.text(max_size=20))))
+def test_fragment_extractor_never_raises_and_numbers_consecutively(sql):
+    frags = extract_fragments(sql)
+    assert [f.id for f in frags] == list(range(1, len(frags) + 1))

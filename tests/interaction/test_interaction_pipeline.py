@@ -161,10 +161,15 @@ def test_interaction_job_on_imported_superhero_questions(scripted_council, tmp_p
         result = run_job_for_partition("abiss_interaction_job", "superhero", instance=instance, run_config=cfg)
         assert result.success
         assert all(c.passed for c in result.get_asset_check_evaluations())
+        checks = {c.check_name for c in result.get_asset_check_evaluations()}
+        assert {"within_turn_limit", "votes_join_logged_calls", "every_conversation_ends"} <= checks
         calls = scripted_council.count
-        # a rerun (e.g. after an interruption) repeats no LLM call
-        again = run_job_for_partition("abiss_interaction_job", "superhero", instance=instance, run_config=cfg)
-        assert again.success and scripted_council.count == calls
+    # a rerun from the CLI (e.g. after an interruption) repeats no LLM call
+    capsys.readouterr()
+    assert main(["interact", "--db", "superhero"]) == 0
+    out = capsys.readouterr().out
+    assert "56 conversations" in out and "0 new LLM calls" in out and "Table 4" in out
+    assert scripted_council.count == calls
 
     con = open_audit()
     turns = _frame(con, "SELECT * FROM interaction_conversations")
@@ -202,3 +207,15 @@ def test_interaction_job_on_imported_superhero_questions(scripted_council, tmp_p
     assert conv["question"]["category"] == {"name": "Lexical Vagueness", "subname": None, "answerable": False,
                                             "solvable": True}
 
+
+
+def test_interact_cli_refuses_bad_input(tmp_path, capsys, demo_db_path):
+    assert main(["interact", "--db", "nowhere"]) == 2
+    assert "not registered" in capsys.readouterr().err
+    Catalog().register(demo_db_path, "university")
+    assert main(["interact", "--db", "university"]) == 2
+    assert "no dataset for 'university'" in capsys.readouterr().err
+    assert main(["interact", "--db", "university", "--modes", "telepathic"]) == 2
+    assert "unknown mode" in capsys.readouterr().err
+    assert main(["report", "interaction"]) == 1
+    assert main(["audit", "conversation", "abc"]) == 1
