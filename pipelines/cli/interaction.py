@@ -6,7 +6,7 @@ from pathlib import Path
 
 JOB = "abiss_interaction_job"
 # The demo evaluates a handful of questions so `make demo` stays within minutes on 2 cores.
-DEMO_MAX_QUESTIONS = 3
+DEMO_MAX_QUESTIONS = 2
 DEMO_MAX_STEPS = 1
 
 
