@@ -35,6 +35,7 @@ RECORDS = [
 ]
 
 
+@pytest.mark.timeout(1500)  # minutes only on a heavily loaded machine; ~1 min when idle
 def test_interaction_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(DEMO_COUNCIL))
     from resources.llm import reset_councils
