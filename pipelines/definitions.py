@@ -6,6 +6,7 @@ from assets.abiss import ABISS_ASSETS, CascadeSettings
 from assets.ambitab import AMBITAB_ASSETS
 from assets.ambitab_eval import AMBITAB_EVAL_ASSETS
 from assets.databases import schema_context, seed_databases
+from assets.interaction import INTERACTION_ASSETS
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
 from resources.llm.dagster_resource import CouncilResource
@@ -39,9 +40,15 @@ ambitab_eval_job = define_asset_job(
 
 MAIN_JOB = abiss_job.name
 
+interaction_job = define_asset_job(
+    "abiss_interaction_job",
+    selection=AssetSelection.assets(*DATABASE_ASSETS, *INTERACTION_ASSETS),
+    description="ABISS §5: evaluate system agents in dialogues with the simulated user council.",
+)
+
 defs = Definitions(
-    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *AMBITAB_ASSETS, *AMBITAB_EVAL_ASSETS],
-    jobs=[seed_job, abiss_job, ambitab_corpus_job, ambitab_eval_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *INTERACTION_ASSETS, *AMBITAB_ASSETS, *AMBITAB_EVAL_ASSETS],
+    jobs=[seed_job, abiss_job, interaction_job, ambitab_corpus_job, ambitab_eval_job],
     sensors=[seed_catalog_sensor],
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).

@@ -147,27 +147,65 @@ def funnel_png(rows: list[tuple[str, int, int]], path: Path) -> Path:
 # ----------------------------------------------------------------------------- ABISS JSON
 
 
+# The reference code's category vocabulary (``categories/*.py``: get_name / get_subname), which
+# its loader resolves by (name, subname). Export writes it; import accepts it and ours.
+REFERENCE_CATEGORY: dict[str, tuple[str, str | None]] = {
+    "answerable": ("Answerable", "Without Evidence"),
+    "answerable_with_evidence": ("Answerable", "With Evidence"),
+    "scope_ambiguity": ("Structure Ambiguity", "Scope Ambiguity"),
+    "attachment_ambiguity": ("Structure Ambiguity", "Attachment Ambiguity"),
+    "lexical_overlap": ("Semantic Mapping Ambiguity", "Lexical Overlap"),
+    "entity_ambiguity": ("Semantic Mapping Ambiguity", "Entity Ambiguity"),
+    "lexical_vagueness": ("Lexical Vagueness", None),
+    "missing_user_knowledge": ("Missing User Knowledge", None),
+    "conflicting_knowledge": ("Conflicting Knowledge", None),
+    "missing_entity": ("Missing Schema Elements", "Missing Entities or Attributes"),
+    "missing_relationship": ("Missing Schema Elements", "Missing Relationships"),
+    "missing_external_knowledge": ("Missing External Knowledge", None),
+    "improper_question": ("Improper Question", None),
+}
+# Difficulty: the reference enum writes ``highly_complex``; Quandary's label is ``highly complex``.
+REFERENCE_DIFFICULTY = {"highly complex": "highly_complex"}
+_DIFFICULTY_FROM_REFERENCE = {v: k for k, v in REFERENCE_DIFFICULTY.items()}
+
+
+def reference_category(sub_id: str) -> dict:
+    sub = subcategory(sub_id)
+    name, subname = REFERENCE_CATEGORY[sub.id]
+    return {"name": name, "subname": subname, "answerable": sub.group is Group.ANSWERABLE, "solvable": sub.solvable}
+
+
 def to_abiss_records(dataset: pl.DataFrame) -> list[dict]:
-    """The ABISS reference JSON layout (one record per NLQ object)."""
+    """The ABISS reference JSON layout (one record per NLQ object), loadable by the reference code.
+
+    As the reference writes them: answerable records omit ``hidden_knowledge`` and ``is_solvable``;
+    absent evidence / SQL are ``null``; an unanswerable record's ``hidden_knowledge`` is its
+    expected feedback. A question without a difficulty (unanswerable, no SQL) is written
+    ``simple`` because the reference loader requires the field.
+    """
     records = []
     for r in dataset.iter_rows(named=True):
         sub = subcategory(r["subcategory"])
-        records.append({
-            "db_id": r["db_id"], "question": r["question"], "evidence": r.get("evidence") or "",
-            "sql": r.get("sql") or "",
-            "category": {"name": sub.category, "subname": sub.name,
-                         "answerable": sub.group is Group.ANSWERABLE, "solvable": sub.solvable},
-            "question_style": r["style"], "question_difficulty": r["difficulty"],
-            "hidden_knowledge": r.get("hidden_knowledge") or r.get("feedback") or "",
-            "is_solvable": sub.solvable,
-            # Quandary extras, ignored by ABISS readers:
-            "subcategory_id": sub.id, "group_id": r.get("group_id"), "generator": r.get("generator"),
-        })
+        difficulty = r.get("difficulty") or "simple"
+        rec = {
+            "db_id": r["db_id"], "question": r["question"], "evidence": r.get("evidence") or None,
+            "sql": (r.get("sql") or None) if sub.solvable else None,
+            "category": reference_category(sub.id),
+            "question_style": r["style"], "question_difficulty": REFERENCE_DIFFICULTY.get(difficulty, difficulty),
+        }
+        if sub.group is not Group.ANSWERABLE:
+            rec["hidden_knowledge"] = r.get("hidden_knowledge") or r.get("feedback") or ""
+            rec["is_solvable"] = sub.solvable
+        # Quandary extras, ignored by the reference loader:
+        rec.update(subcategory_id=sub.id, group_id=r.get("group_id"), generator=r.get("generator"))
+        records.append(rec)
     return records
 
 
 _SUB_BY_NAMES = {(s.category.lower(), s.name.lower()): s for s in SUBCATEGORY_BY_ID.values()}
 _SUB_BY_NAME = {s.name.lower(): s for s in SUBCATEGORY_BY_ID.values()}
+_SUB_BY_REFERENCE = {(name.lower(), (subname or "").lower()): SUBCATEGORY_BY_ID[sid]
+                     for sid, (name, subname) in REFERENCE_CATEGORY.items()}
 
 
 class AbissFormatError(ValueError):
@@ -196,12 +234,32 @@ def _subcategory_of(rec: dict, i: int):
         raise AbissFormatError(f"record {i}: " + ("malformed (category must be an object)" if "category" in rec
                                                    else "missing field 'category'"))
     sub_id = rec.get("subcategory_id")
+    subname = cat.get("subname")
     sub = ((SUBCATEGORY_BY_ID.get(sub_id) if isinstance(sub_id, str) else None)
+           or _SUB_BY_REFERENCE.get((str(cat.get("name")).lower(), "" if subname is None else str(subname).lower()))
            or _SUB_BY_NAMES.get((str(cat.get("name")).lower(), str(cat.get("subname")).lower()))
            or _SUB_BY_NAME.get(str(cat.get("subname")).lower()))
     if sub is None:
         raise AbissFormatError(f"record {i}: unknown category {cat!r}")
     return sub
+
+
+def _check_sql(sql: str | None, sub, i: int) -> None:
+    """A solvable record needs gold SQL that parses (the interaction benchmark executes it)."""
+    import sqlglot
+
+    if sql is None:
+        raise AbissFormatError(f"record {i}: {sub.category} / {sub.name} is solvable but has no 'sql'")
+    try:
+        sqlglot.parse_one(sql, read="sqlite")
+    except Exception as exc:  # noqa: BLE001 - any parser error is a bad record
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AbissFormatError(f"record {i}: 'sql' does not parse as SQLite ({first[:120]})") from None
+
+
+def _difficulty(value: str | None) -> str:
+    value = value or "simple"
+    return _DIFFICULTY_FROM_REFERENCE.get(value, value)
 
 
 def from_abiss_records(records: list[dict]) -> pl.DataFrame:
@@ -215,6 +273,8 @@ def from_abiss_records(records: list[dict]) -> pl.DataFrame:
         sub = _subcategory_of(rec, i)
         db_id, question = _text(rec, "db_id", i, True), _text(rec, "question", i, True)
         hk, sql = _text(rec, "hidden_knowledge", i), _text(rec, "sql", i)
+        if sub.solvable:
+            _check_sql(sql, sub, i)
         candidate_id = stable_id("imp", db_id, question, sql, hk)
         rows.append({
             "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
@@ -226,7 +286,7 @@ def from_abiss_records(records: list[dict]) -> pl.DataFrame:
             "feedback": hk if sub.group is Group.UNANSWERABLE else None,
             "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": sub.solvable,
             "style": _text(rec, "question_style", i) or "formal",
-            "difficulty": _text(rec, "question_difficulty", i) or "simple",
+            "difficulty": _difficulty(_text(rec, "question_difficulty", i)),
             "generator": _text(rec, "generator", i) or "imported", "interpretation_index": None,
         })
     schema = {c: pl.String for c in DATASET_COLUMNS}

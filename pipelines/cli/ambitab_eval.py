@@ -17,22 +17,11 @@ import json
 import sys
 from pathlib import Path
 
+from pipelines.cli._groups import subgroup
 from pipelines.cli._output import render
 
 EPISODES = "ambitab_episodes"
 METRICS = "ambitab_metrics"
-
-
-def _subgroup(sub, name: str, help: str, dest: str) -> argparse._SubParsersAction:
-    """The sub-commands action of group ``name``, creating the group when no module has yet."""
-    parser = sub.choices.get(name)
-    if parser is None:
-        parser = sub.add_parser(name, help=help)
-        return parser.add_subparsers(dest=dest, required=True, metavar="SUBCOMMAND")
-    for action in parser._actions:  # argparse keeps the sub-commands action on the parser
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return parser.add_subparsers(dest=dest, required=True, metavar="SUBCOMMAND")
 
 
 def _split_list(values: list[str] | None, default: list[str]) -> list[str]:
@@ -223,7 +212,7 @@ def audit_episode(args) -> int:
 
 
 def register(sub) -> None:
-    group = _subgroup(sub, "ambitab", "AmbiTab corpus and evaluation", "ambitab_command")
+    group = subgroup(sub, "ambitab", "AmbiTab corpus and evaluation", "ambitab_command")
     e = group.add_parser("eval", help="run ask-then-solve episodes for one corpus and print its Table 8 rows")
     e.add_argument("--corpus", required=True, help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird")
     e.add_argument("--asker", action="append", help="none, full, full_adv, generic, llm or a dotted path "
@@ -248,7 +237,7 @@ def register(sub) -> None:
     r.add_argument("--asker", help="only this asker's episodes")
     r.add_argument("--out", help="output file (default: $QUANDARY_HOME/ambitab/rollouts/<corpus>_<reward>.jsonl)")
     r.set_defaults(func=_rollouts)
-    report = _subgroup(sub, "report", "reports over materialized results", "report_command")
+    report = subgroup(sub, "report", "reports over materialized results", "report_command")
     p = report.add_parser("ambitab", help="Table 8 and Table 10 over every evaluated corpus")
     p.add_argument("--format", choices=("md", "csv", "json"), default="md")
     p.set_defaults(func=_report)

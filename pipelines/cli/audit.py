@@ -58,3 +58,6 @@ def register(sub) -> None:
     ep.add_argument("--prompts", action="store_true", help="also print the prompt behind each LLM call")
     ep.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
     ep.set_defaults(func=audit_episode)
+    from pipelines.cli.interaction import register_audit
+
+    register_audit(audit)

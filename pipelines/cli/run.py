@@ -81,7 +81,10 @@ def _demo(args) -> int:
     path = write_demo_db(databases_dir() / f"{DEMO_DB_ID}.sqlite")
     info = Catalog().register(path, DEMO_DB_ID)
     print(f"demo database '{info.db_id}' registered: {len(info.tables)} tables, {info.total_rows} rows ({path})")
-    return _run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID)
+    code = _run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID)
+    from pipelines.cli.interaction import demo_interaction  # ABISS §5 step of the demo
+
+    return code or (demo_interaction(DEMO_DB_ID) if not args.job else 0)
 
 
 def _run(args) -> int:

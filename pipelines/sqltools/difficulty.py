@@ -206,3 +206,124 @@ def _keyword_features(sql: str) -> SqlFeatures:
         order_bys=_count(r"\border\s+by\b", text) - _count(r"\bover\s*\([^)]*\border\s+by\b", text),
         top_k=min(_count(r"\border\s+by\b", text), _count(r"\blimit\b", text)),
     )
+
+
+# ------------------------------------------------------------------------------ reference rules
+
+RULE_SETS = ("quandary", "abiss_reference")
+RULES_ENV = "QUANDARY_DIFFICULTY_RULES"
+_WINDOW_NAMES = ("ROW_NUMBER", "RANK", "DENSE_RANK", "LAG", "LEAD", "NTILE", "FIRST_VALUE", "LAST_VALUE",
+                 "NTH_VALUE")
+_AGGREGATE_NAMES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
+
+
+def reference_difficulty(sql: str | None, fallback: str | None = None, dialect: str = "sqlite") -> str:
+    """The ABISS reference code's difficulty rules (``validators/difficulty_conformance.py``),
+    re-implemented on the sqlglot AST and tokens, in Quandary's label vocabulary.
+
+    First rule that fires, from the top:
+
+    * **highly complex** — a recursive CTE, or two or more of: several CTEs; a recursive CTE; a
+      UNION; two or more distinct window functions (ROW_NUMBER, RANK, DENSE_RANK, LAG, LEAD,
+      NTILE, FIRST/LAST/NTH_VALUE); PIVOT / LATERAL / ARRAY / UNNEST; (worth 2) a CTE together
+      with a window function and any parenthesised SELECT (a CTE body counts, as in the
+      reference); several CTEs together with a window function, a parenthesised SELECT or 3+ joins;
+    * **complex** — two or more subqueries outside CTE bodies; a self-join (a table twice in the
+      outermost FROM/JOINs); a window function or OVER; a CTE; 2+ distinct aggregate functions
+      with GROUP BY and HAVING; 2+ AND/OR connectors in WHERE together with HAVING;
+    * **moderate** — a JOIN; a subquery; an aggregate with GROUP BY; IN / BETWEEN / LIKE; HAVING;
+      2+ AND/OR connectors in the first WHERE (a BETWEEN's AND counts, as in the reference's
+      text rule); 2+ distinct aggregate functions;
+    * **simple** otherwise (also for empty SQL).
+
+    Differences from Quandary's point rules (:func:`relabel_difficulty`): LIKE / BETWEEN / IN
+    filters, single CTEs and self-joins rank higher here; joins, ORDER BY + LIMIT and extra
+    conditions count less. SQL that does not parse → ``fallback`` when given, else ``simple``.
+    """
+    if not sql or not str(sql).strip():
+        return "simple"
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+        tokens = sqlglot.tokenize(sql, read=dialect)
+    except Exception:  # noqa: BLE001
+        return fallback or "simple"
+    if tree is None:
+        return fallback or "simple"
+    from sqlglot.tokens import TokenType
+
+    def called(names) -> set[str]:
+        return {t.text.upper() for t, nxt in zip(tokens, tokens[1:])
+                if t.text.upper() in names and nxt.token_type == TokenType.L_PAREN}
+
+    words = {t.text.upper() for t in tokens}
+    n_ctes = sum(1 for _ in tree.find_all(exp.CTE))
+    recursive = any(w.args.get("recursive") for w in tree.find_all(exp.With))
+    joins = sum(1 for t in tokens if t.token_type == TokenType.JOIN)
+    top = _top_level_selects(tree)
+    selects = [s for s in tree.find_all(exp.Select) if not any(s is t for t in top)]
+    in_cte = [s for s in selects if s.find_ancestor(exp.CTE) is not None]
+    outside_cte = len(selects) - len(in_cte)
+    windows = called(_WINDOW_NAMES)
+    has_window = bool(windows) or tree.find(exp.Window) is not None
+    aggregates = called(_AGGREGATE_NAMES)
+    has_group, has_having = tree.find(exp.Group) is not None, tree.find(exp.Having) is not None
+    complex_where = any(tree.find(k) is not None for k in (exp.In, exp.Between, exp.Like))
+    where = tree.find(exp.Where)
+    connectors = (sum(1 for _ in where.find_all(exp.And, exp.Or)) + sum(1 for _ in where.find_all(exp.Between))
+                  if where is not None else 0)
+    many_conditions = connectors >= 2
+    union = tree.find(exp.Union) is not None
+    advanced = bool(words & {"PIVOT", "LATERAL", "ARRAY"}) or bool(called(("UNNEST",)))
+
+    indicators = sum((n_ctes >= 2, recursive, union, len(windows) >= 2, advanced))
+    if n_ctes and has_window and selects:
+        indicators += 2
+    if n_ctes >= 2 and (has_window or selects or joins >= 3):
+        indicators += 1
+    if indicators >= 2 or recursive:
+        return "highly complex"
+    if (outside_cte >= 2 or _self_join(top) or has_window or n_ctes
+            or (len(aggregates) >= 2 and has_group and has_having) or (many_conditions and has_having)):
+        return "complex"
+    if (joins or outside_cte or (aggregates and has_group) or complex_where or has_having or many_conditions
+            or len(aggregates) >= 2):
+        return "moderate"
+    return "simple"
+
+
+def _top_level_selects(tree: exp.Expression) -> list[exp.Expression]:
+    if isinstance(tree, exp.Select):
+        return [tree]
+    if isinstance(tree, (exp.Union, exp.Intersect, exp.Except)):
+        return _top_level_selects(tree.this) + _top_level_selects(tree.expression)
+    if isinstance(tree, (exp.Subquery, exp.Paren)):
+        return _top_level_selects(tree.this)
+    return []
+
+
+def _self_join(top: list[exp.Expression]) -> bool:
+    for select in top:
+        names = []
+        from_ = select.args.get("from") or select.args.get("from_")
+        sources = ([from_.this] if from_ is not None else []) + [j.this for j in select.args.get("joins") or []]
+        names += [s.name.lower() for s in sources if isinstance(s, exp.Table)]
+        if len(names) != len(set(names)):
+            return True
+    return False
+
+
+def difficulty_for(sql: str | None, fallback: str | None = None, rules: str | None = None,
+                   dialect: str = "sqlite") -> str | None:
+    """The difficulty label under a rule set: ``quandary`` (default, :func:`relabel_difficulty`) or
+    ``abiss_reference`` (:func:`reference_difficulty`); ``$QUANDARY_DIFFICULTY_RULES`` picks the
+    default."""
+    import os
+
+    rules = rules or os.environ.get(RULES_ENV) or "quandary"
+    if rules not in RULE_SETS:
+        raise ValueError(f"unknown difficulty rule set {rules!r}; use one of {RULE_SETS}")
+    if not sql:
+        return fallback
+    if rules == "abiss_reference":
+        return reference_difficulty(sql, fallback, dialect)
+    return relabel_difficulty(sql, fallback, dialect)

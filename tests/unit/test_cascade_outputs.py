@@ -203,11 +203,12 @@ def test_abiss_round_trip(rows, tmp_path):
     records = to_abiss_records(ds)
     assert len(records) == ds.height
     r0 = records[0]
-    assert set(r0) >= {"db_id", "question", "evidence", "sql", "category", "question_style", "question_difficulty",
-                       "hidden_knowledge", "is_solvable"}
-    assert r0["category"] == {"name": "Answerable", "subname": "Answerable", "answerable": True, "solvable": True}
+    # the reference layout: answerable records omit hidden_knowledge / is_solvable
+    assert set(r0) >= {"db_id", "question", "evidence", "sql", "category", "question_style", "question_difficulty"}
+    assert "hidden_knowledge" not in r0 and "is_solvable" not in r0
+    assert r0["category"] == {"name": "Answerable", "subname": "Without Evidence", "answerable": True, "solvable": True}
     una = next(r for r in records if r["subcategory_id"] == "missing_entity")
-    assert una["sql"] == "" and una["is_solvable"] is False and una["hidden_knowledge"] == rows[4]["feedback"]
+    assert una["sql"] is None and una["is_solvable"] is False and una["hidden_knowledge"] == rows[4]["feedback"]
     assert una["category"]["answerable"] is False and una["category"]["solvable"] is False
 
     back = from_abiss_records(json.loads(json.dumps(records)))
