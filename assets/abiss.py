@@ -77,6 +77,12 @@ class CascadeSettings(ConfigurableResource):
     max_failed_call_share: float = 0.0
     max_rejection_rate: float = 0.95  # rejection_report check: flag stages rejecting more than this
     min_rejection_rate: float = 0.0
+    # Step 0 (s00_wellformedness, pipelines/abiss/wellformed.py): deterministic checks before the council.
+    # Not in the paper: set False for paper-exact runs (every candidate passes, marked not applied).
+    wellformedness: bool = True
+    # The paper judges each reading of an ambiguous question on its own, so a group can lose a reading;
+    # True drops such groups from the dataset (the rejection report counts them either way).
+    drop_incomplete_groups: bool = False
 
 
 def _db(seed_databases: pl.DataFrame) -> dict:
@@ -156,7 +162,7 @@ def _stage_asset(spec, previous_key):
         cands = inputs["candidates"]
         entering = outputs.survivors(cands, inputs.get("previous"))
         ctx = None
-        if spec.no >= 2:
+        if spec.no >= 2 or spec.no == 0:
             ctx = StageContext(
                 db_path=_db(inputs["seed_databases"])["path"],
                 schema_context=inputs["schema_context"]["schema_context"][0],
@@ -164,6 +170,7 @@ def _stage_asset(spec, previous_key):
                 timeout_s=safe_sql.timeout_s, order_sensitive=cascade.order_sensitive,
                 result_preview_rows=cascade.result_preview_rows,
                 max_failed_call_share=cascade.max_failed_call_share,
+                wellformedness=cascade.wellformedness,
             )
         try:
             decisions = run_stage(spec.no, entering.to_dicts() if entering.height else [], ctx)

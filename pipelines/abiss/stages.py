@@ -72,6 +72,11 @@ class StageSpec:
 
 
 STAGES: tuple[StageSpec, ...] = (
+    # Step 0 is ours, not the paper's: deterministic checks before any council call
+    # (pipelines/abiss/wellformed.py); CascadeSettings.wellformedness=False makes it a pass-through.
+    StageSpec(0, "wellformedness", frozenset({ANS, AMB, UNA}), False,
+              "Deterministic well-formedness filter: placeholders, prompt echoes and copies, repetition, "
+              "length, SQL in the question, no schema mention, feedback naming nothing."),
     StageSpec(1, "duplicate_removal", frozenset({ANS, AMB, UNA}), False,
               "Exact duplicates, then value-masked SQL duplicates (answerable and ambiguous)."),
     StageSpec(2, "sql_executability", frozenset({ANS, AMB}), False,
@@ -112,6 +117,7 @@ class StageContext:
     # Provider failures tolerated before the stage fails (0: any). A tolerated failure counts as an
     # abstention, so by default no decision ever rests on a call that did not happen.
     max_failed_call_share: float = 0.0
+    wellformedness: bool = True  # step 0 on; False = paper-exact run (every candidate passes, not applied)
     stats: dict = field(default_factory=lambda: defaultdict(int))
     _results: dict = field(default_factory=dict)
 
@@ -188,7 +194,20 @@ def _preview(result: QueryResult, n: int) -> str:
     return f"columns {result.columns}: {head}{more}"
 
 
-# ------------------------------------------------------------------------------ stages 1-2
+# ------------------------------------------------------------------------------ stages 0-2
+
+
+def stage_wellformedness(rows: list[dict], stage: StageSpec, ctx: StageContext | None) -> list[dict]:
+    """Step 0: the deterministic filter of :mod:`pipelines.abiss.wellformed` (no LLM call). Without a
+    context (no database) the schema rules are skipped."""
+    from pipelines.abiss import wellformed
+
+    vocab = wellformed.Vocabulary.of_database(ctx.db_path, ctx.schema_context) if ctx is not None else None
+    out = []
+    for row in rows:
+        defects = wellformed.check(row, vocab)
+        out.append(_decision(row, stage, not defects, wellformed.reason(defects)))
+    return out
 
 
 def stage_duplicates(rows: list[dict], stage: StageSpec) -> list[dict]:
@@ -436,10 +455,15 @@ def run_stage(stage_no: int, survivors: list[dict], ctx: StageContext | None) ->
     from resources.llm.council import run_sync
 
     stage = STAGE_BY_NO[stage_no]
+    if stage_no == 0 and ctx is not None and not ctx.wellformedness:
+        return sorted((_decision(r, stage, True, "filter off (paper-exact run)", applies=False) for r in survivors),
+                      key=lambda d: d["candidate_id"])
     applicable = [r for r in survivors if stage.applies(r)]
     passthrough = [_decision(r, stage, True, "not applicable", applies=False) for r in survivors
                    if not stage.applies(r)]
-    if stage_no == 1:
+    if stage_no == 0:
+        decided = stage_wellformedness(applicable, stage, ctx)
+    elif stage_no == 1:
         decided = stage_duplicates(applicable, stage)
     elif stage_no == 2:
         decided = stage_executability(applicable, stage, ctx)
