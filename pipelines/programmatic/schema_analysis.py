@@ -29,7 +29,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.programmatic.phrasing import head_noun, humanize, identifier_words
+from pipelines.programmatic.phrasing import column_words, head_noun, humanize, identifier_words
 from resources.catalog import DatabaseInfo, inspect_database
 from resources.sql_executor import execute_sql
 
@@ -92,6 +92,7 @@ class ColumnProfile:
     head: str | None = None
     words: str = ""
     text_number: bool = False  # numbers stored as text ('32'): compare through CAST
+    text_values: bool = False  # every sampled value is a non-numeric string (a name-like key can label rows)
 
     def expr(self, alias: str | None = None) -> str:
         """SQL expression for comparisons and aggregates (CAST for numbers stored as text)."""
@@ -453,18 +454,74 @@ def _infer_role(col_name: str, decl_type: str, pk: bool, fk: bool, values: list,
     return OTHER
 
 
-def _choose_label(table: TableProfile) -> str | None:
-    texts = [c for c in table.columns if c.role in (TEXT, CATEGORICAL) and not c.is_key]
+_PLACE_WORDS = {"building", "room", "city", "address", "street", "country", "state", "location", "region",
+                "hometown", "nationality", "campus", "venue", "place"}
+
+
+def _label_score(table: TableProfile, c: ColumnProfile) -> float | None:
+    """How well a column names the rows of its table (None: cannot). Evidence, strongest first: the
+    column repeats the table's name (``department.department``) or is a name/title; its values are
+    unique; it is the table's text primary key. A place column (``building``) or a repeating
+    category names a *property*, not the row ("students whose department is 'Brodhead'")."""
+    if not c.text_values or c.text_number:
+        return None
+    if c.role not in (TEXT, CATEGORICAL, IDENTIFIER):
+        return None
+    words = {w.lower().rstrip("s") for w in identifier_words(c.name)}
     twords = {w.lower().rstrip("s") for w in identifier_words(table.name)}
-    eponym = [c for c in texts if c.distinct >= 2 and {w.lower().rstrip("s") for w in identifier_words(c.name)} <= twords]
-    if eponym:
-        return eponym[0].name
-    named = [c for c in texts if any(w in c.words.lower().split() for w in _LABEL_WORDS) or c.name.lower().endswith(_LABEL_WORDS)]
+    named = bool(words & set(_LABEL_WORDS)) or c.name.lower().endswith(_LABEL_WORDS)
+    if c.role == IDENTIFIER and not (c.primary_key or named):
+        return None  # a text foreign key names another table's rows
+    score = 0.0
+    if c.distinct >= 2 and words - {"name", "title", "label"} <= twords:
+        score += 4
     if named:
-        return max(named, key=lambda c: (c.distinct, -table.columns.index(c))).name
-    if texts:
-        return max(texts, key=lambda c: (c.distinct, -table.columns.index(c))).name
-    return None
+        score += 3
+    unique = c.non_null > 0 and c.distinct >= 0.95 * c.non_null
+    score += 2 if unique else 0
+    score += 1 if c.primary_key else 0
+    if words & _PLACE_WORDS and not named:
+        score -= 3
+    if c.role == CATEGORICAL:
+        score -= 2
+    return score
+
+
+def _choose_label(table: TableProfile) -> str | None:
+    scored = [(sc, c) for c in table.columns if (sc := _label_score(table, c)) is not None]
+    if not scored:
+        return None
+    best, col = max(scored, key=lambda x: (x[0], x[1].distinct, -table.columns.index(x[1])))
+    return col.name if best > -2 else None
+
+
+def _described_names(db_path: str, table: str) -> dict[str, str]:
+    """Column name → the name a person says, from BIRD's ``database_description/<table>.csv`` next to
+    the database file (Spider ships none). ``column_name`` when it differs from the identifier,
+    else "X" from a description "the X of the ..." (at most three words)."""
+    import csv
+
+    path = Path(db_path).parent / "database_description" / f"{table}.csv"
+    if not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for r in csv.DictReader(fh):
+                orig = (r.get("original_column_name") or "").strip()
+                if not orig:
+                    continue
+                named = " ".join((r.get("column_name") or "").split())
+                desc = " ".join((r.get("column_description") or "").split()).lower()
+                if named and named.lower() != humanize(orig).lower() and len(named.split()) <= 4:
+                    out[orig.lower()] = named.lower()
+                    continue
+                m = re.match(r"^the ([a-z][a-z ]{1,40}?) of (?:the|a|an) ", desc)
+                if m and len(m.group(1).split()) <= 3 and "identifier" not in m.group(1) and m.group(1) != "id":
+                    out[orig.lower()] = m.group(1)
+    except (OSError, csv.Error):
+        return {}
+    return out
 
 
 def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | None = None) -> SchemaAnalysis:
@@ -508,6 +565,7 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
                 row = res.rows[0]
                 for i, c in enumerate(columns):
                     stats[c] = (int(row[2 * i] or 0), int(row[2 * i + 1] or 0))
+        described = _described_names(db_path, t.name)
         profiles: list[ColumnProfile] = []
         for i, col in enumerate(t.columns):
             vals = [r[i] for r in sample_rows if i < len(r) and r[i] is not None]
@@ -526,7 +584,8 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
                 non_null=non_null,
                 distinct=distinct,
                 head=head_noun(col.name),
-                words=humanize(col.name),
+                words=described.get(col.name.lower()) or column_words(col.name),
+                text_values=bool(vals) and all(isinstance(v, str) and not _NUMBER_TEXT.match(v) for v in vals[:200]),
             )
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
                 prof.values = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]

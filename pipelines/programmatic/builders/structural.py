@@ -29,6 +29,10 @@ from pipelines.programmatic.builders.base import (
     singular,
     thresholds,
     value_text,
+    be,
+    table_plural,
+    table_singular,
+    with_article_or_plural,
 )
 
 QUANTIFIERS = ["each", "every"]
@@ -51,16 +55,16 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                 kind="one_to_many", frm=frm, value=f"{al[child.name]}.{q(c.name)}",
                 key=f"{al[parent.name]}.{q(e.dst_col)}", alabel=f"{al[parent.name]}.{q(parent.label)}",
                 atable=parent, aalias=al[parent.name],
-                np=lambda quant, parent=parent, child=child, c=c: f"the {plural(column_words(c.name))} of the {plural(humanize(child.name))} of {quant} {singular(humanize(parent.name))}",
-                what=plural(column_words(c.name)),
+                np=lambda quant, parent=parent, child=child, c=c: f"the {plural(c.words)} of the {table_plural(child.name)} of {quant} {table_singular(parent.name)}",
+                what=plural(c.words),
             ))
     # many-to-many through a bridge table: A ← bridge → B, B's label
     for bridge, ea, ta, eb, tb in labelled_bridges(a):
         plans.append(dict(
             kind="many_to_many", frm=bridge_join_sql(bridge, ta, ea, tb, eb), value=f"T3.{q(tb.label)}",
             key=f"T2.{q(ea.dst_col)}", alabel=f"T2.{q(ta.label)}", atable=ta, aalias="T2",
-            np=lambda quant, ta=ta, tb=tb: f"the {plural(humanize(tb.name))} of {quant} {singular(humanize(ta.name))}",
-            what=plural(humanize(tb.name)),
+            np=lambda quant, ta=ta, tb=tb: f"the {table_plural(tb.name)} of {quant} {table_singular(ta.name)}",
+            what=table_plural(tb.name),
         ))
     if not plans:
         ctx.unsupported("no one-to-many or many-to-many relationship with a categorical or labelled side")
@@ -71,7 +75,7 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
         filters = [("", "")]
         for c in categorical_columns(plan["atable"], text_only=True)[:2]:
             for v in c.values[:3]:
-                filters.append((f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}", f" whose {column_words(c.name)} is {value_text(v)}"))
+                filters.append((f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}"))
         for where, phrase in filters:
             collective = (
                 f"SELECT {plan['value']} {plan['frm']}{where} GROUP BY {plan['value']} "
@@ -79,10 +83,14 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             )
             if not ctx.rows(collective):
                 continue
-            distributive = f"SELECT DISTINCT {plan['alabel']}, {plan['value']} {plan['frm']}{where}"
+            # group on a unique key: two parents sharing a name must not merge into one "each"
+            lab = plan["atable"].column(plan["atable"].label)
+            unique = lab is not None and lab.distinct >= plan["atable"].row_count
+            keys = plan["alabel"] if unique else f"{plan['key']}, {plan['alabel']}"
+            distributive = f"SELECT DISTINCT {keys}, {plan['value']} {plan['frm']}{where}"
             style = ctx.next_style()
             quant = ctx.rng.choice(QUANTIFIERS)
-            aname = singular(humanize(plan["atable"].name))
+            aname = table_singular(plan["atable"].name)
             np = plan["np"](quant) + phrase
             readings = [
                 Reading(collective, f"Collective reading: the {plan['what']} shared by all the {plural(aname)}{phrase} together (common to every one of them)."),
@@ -136,7 +144,7 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
             a_all = f"SELECT {q(ta.label)} FROM {q(ta.name)}"
             a_f = f"SELECT T1.{q(ta.label)} {a_frm} WHERE T2.{q(tp.label)} = {lit(v)}"
             b_f = f"SELECT T1.{q(tb.label)} {b_frm} WHERE T2.{q(tp.label)} = {lit(v)}"
-            an, bn, pn = plural(humanize(ta.name)), plural(humanize(tb.name)), singular(humanize(tp.name))
+            an, bn, pn = table_plural(ta.name), table_plural(tb.name), table_singular(tp.name)
             mod = f"of the {pn} {value_text(v)}"
             np = f"the {an} and the {bn} {mod}"
             readings = [
@@ -153,13 +161,13 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
                     continue
                 x = th[0]
                 op = ">"
-                mod = f"with {with_article(m.words)} {'above' if m.role == NUMERIC else 'after'} {value_text(x)}"
+                mod = f"with {with_article_or_plural(m.words)} {'above' if m.role == NUMERIC else 'after'} {value_text(x)}"
             else:
                 x = ctx.rng.choice(list(m.values[:3]))
                 op = "="
                 mod = f"with {m.words} {value_text(x)}"
             joins = " ".join(dict.fromkeys(j for j in (c.join, m.join) if j))
-            np = f"{label_np(t)} whose {c.words} is {value_text(v1)} or {value_text(v2)} {mod}"
+            np = f"{label_np(t)} whose {c.words} {be(c.words)} {value_text(v1)} or {value_text(v2)} {mod}"
             base = f"SELECT T1.{q(t.label)} FROM {q(t.name)} AS T1{' ' + joins if joins else ''} WHERE "
             readings = [
                 Reading(

@@ -21,6 +21,10 @@ from pipelines.programmatic.builders.base import (
     register,
     singular,
     value_text,
+    table_plural,
+    table_singular,
+    table_words,
+    noun_tables,
 )
 from pipelines.programmatic.phrasing import render_free
 
@@ -60,6 +64,34 @@ MISSING_ENTITIES = [
     ("invoices", ("invoice", "bill", "payment")),
 ]
 
+# which missing attributes make sense for which kind of row ("the marital status of each pet" does not)
+PERSON_ONLY = {"phone number", "email address", "nickname", "social media handle", "favourite colour",
+               "marital status", "blood type", "shoe size", "tax identification number", "loyalty points", "manager"}
+THING_ONLY = {"customer rating", "annual revenue", "opening hours", "website"}
+PEOPLE = {"student", "person", "people", "employee", "singer", "teacher", "player", "customer", "user", "member",
+          "visitor", "owner", "professor", "instructor", "staff", "driver", "artist", "author", "actor", "director",
+          "conductor", "candidate", "voter", "host", "friend", "pilot", "manager", "musician", "writer", "poker",
+          "people", "hero", "superhero", "patient", "doctor", "physician", "nurse", "client", "guest", "passenger",
+          "worker", "coach", "editor", "journalist", "head", "participant", "competitor", "contestant", "winner"}
+
+
+def _is_person_table(t) -> bool:
+    words = {singular(w.lower()) for w in table_words(t.name).split()}
+    if words & PEOPLE:
+        return True
+    cols = {c.words for c in t.columns}
+    return bool(cols & {"first name", "last name", "gender", "sex", "date of birth", "birth date", "age"}) and \
+        bool(cols & {"first name", "last name", "name", "full name"})
+
+
+def _attribute_fits(phrase: str, t) -> bool:
+    if phrase in PERSON_ONLY:
+        return _is_person_table(t)
+    if phrase in THING_ONLY:
+        return not _is_person_table(t)
+    return True
+
+
 _MONEY = {"price", "cost", "amount", "budget", "salary", "earnings", "sales", "spent", "bonus", "worth", "gnp", "revenue", "fee", "charge", "money"}
 _PLACE = {"country", "city", "nationality", "location", "hometown", "citizenship", "state", "district", "region", "address"}
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
@@ -68,18 +100,19 @@ _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
 @register("missing_entity", "missing_entity.attribute_or_entity")
 def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
-    tables = labelled_tables(a) or a.nonempty_tables or a.tables
+    tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
     plans = []
     for t in tables:
         for phrase, terms in MISSING_ATTRIBUTES:
-            plans.append(("attribute", t, phrase, terms))
+            if _attribute_fits(phrase, t):
+                plans.append(("attribute", t, phrase, terms))
         for phrase, terms in MISSING_ENTITIES:
             plans.append(("entity", t, phrase, terms))
     for kind, t, phrase, terms in ctx.shuffled(plans):
         if any(a.mentions(term) for term in terms):
             continue  # the schema has it (or something close): not a missing element
         style = ctx.next_style()
-        tn, ts = plural(humanize(t.name)), singular(humanize(t.name))
+        tn, ts = table_plural(t.name), table_singular(t.name)
         example = None
         if t.label:
             lab = next((c for c in t.columns if c.name == t.label), None)
@@ -137,7 +170,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             continue
         v = ctx.rng.choice(vals)
         style = ctx.next_style()
-        an, bs = plural(humanize(ta.name)), singular(humanize(tb.name))
+        an, bs = table_plural(ta.name), table_singular(tb.name)
         verb = ctx.rng.choice(["associated with", "responsible for", "assigned to", "working with", "linked to"])
         if ctx.rng.random() < 0.35:
             ask = Ask("count", subject=f"{an} {verb} the {bs} {value_text(v)}")
@@ -165,11 +198,11 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
 def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
     plans = []
-    for t in labelled_tables(a) or a.nonempty_tables:
-        tn = plural(humanize(t.name))
+    for t in labelled_tables(a) or noun_tables(a) or a.nonempty_tables:
+        tn = table_plural(t.name)
         for c in t.columns:
-            words = {w.lower() for w in column_words(c.name).split()}
-            col = column_words(c.name)
+            words = {w.lower() for w in c.words.split()}
+            col = c.words
             if c.role == NUMERIC and words & _MONEY:
                 cur = ctx.rng.choice(["Japanese yen", "Swiss francs", "Indian rupees", "Brazilian reais"])
                 plans.append((
@@ -242,8 +275,9 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
                 "open-world knowledge), so no SQL query can answer it. Please ask about the information stored here."
             )
         else:
-            tn, ts = plural(humanize(t.name)), singular(humanize(t.name))
-            col = humanize(t.label) if t.label else "details"
+            tn, ts = table_plural(t.name), table_singular(t.name)
+            lab = t.column(t.label) if t.label else None
+            col = lab.words if lab is not None else "details"
             if kind == "write":
                 variants = {
                     "formal": [f"Please update the {col} of every {ts} to the new value I sent you.", f"Kindly register a new {ts} in the system."],
