@@ -16,8 +16,8 @@ hidden knowledge, feedback):
   ``<table_name>``, ``[insert ...]``, ``TODO``, ``lorem ipsum``);
 * ``instruction_echo`` — the text is (or contains) an instruction or a field description of the
   generation prompt ("The natural-language question.", "Return JSON ...");
-* ``prompt_example_copy`` — the text is a near-copy (similarity ≥ 0.9 after normalisation) of one
-  of the taxonomy examples every generation prompt shows;
+* ``prompt_example_copy`` — the question (four words or more) is a near-copy (similarity ≥ 0.9 after
+  normalisation) of one of the taxonomy examples every generation prompt shows;
 * ``degenerate_repetition`` — a run of one character, or a text whose word 3-grams are mostly
   repeats (≥ 8 words and under half of them distinct), or one word making up > 40 % of ≥ 12;
 * ``length`` — a question over 300 characters / 60 words or under 3 words (concise-style and
@@ -300,8 +300,10 @@ def check(row: dict, vocabulary: Vocabulary | None = None) -> list[Defect]:
             hit = next((p for p in ECHO_PHRASES if p in low), None)
             if hit:
                 out.append(Defect("instruction_echo", name, f"contains the prompt phrase {hit!r}"))
-        pool = examples["question"] if name == "question" else examples["evidence"] if name == "evidence" else examples["notes"]
-        if any(_similar(norm, e) for e in pool):
+        # only the question: hidden knowledge such as "The user's department is 'Physics'." is a fact of
+        # the paper's university database and legitimately recurs there; very short texts ("hello")
+        # coincide with an example without copying it
+        if name == "question" and len(norm.split()) >= 4 and any(_similar(norm, e) for e in examples["question"]):
             out.append(Defect("prompt_example_copy", name, f"copies a prompt example ({_clip(text)})"))
         why = _degenerate(text)
         if why:

@@ -33,6 +33,8 @@ from pipelines.programmatic.builders.base import (
     table_plural,
     table_singular,
     with_article_or_plural,
+    is_relation_name,
+    labelled_tables,
 )
 
 QUANTIFIERS = ["each", "every"]
@@ -47,6 +49,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
         parent, child = a.table(e.dst), a.table(e.src)
         if not parent or not child or parent.name == child.name or not parent.label or not child.row_count:
             continue
+        if is_relation_name(child.name) or is_relation_name(parent.name):
+            continue  # "the grades of the takes of every course": a relationship table is no noun
         for c in categorical_columns(child):
             if c.name == e.src_col or c.is_key:
                 continue
@@ -115,12 +119,12 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
             ta, tb, tp = a.table(e1.src), a.table(e2.src), a.table(e1.dst)
             if not (ta and tb and tp and ta.label and tb.label and tp.label) or tp.name in (ta.name, tb.name):
                 continue
+            if any(is_relation_name(x.name) for x in (ta, tb, tp)):
+                continue
             plans.append(("siblings", ta, e1, tb, e2, tp))
             plans.append(("siblings", tb, e2, ta, e1, tp))
     # one table: "whose c is v1 or v2 with a n above x" (c may be a parent's label)
-    for t in a.nonempty_tables:
-        if not t.label:
-            continue
+    for t in labelled_tables(a):
         attrs = attributes(a, t)
         conj = [x for x in attrs if x.role in (CATEGORICAL, NUMERIC) and 2 <= len(x.values) <= 25]
         mods = [x for x in attrs if (x.role in (NUMERIC, TEMPORAL) and len(x.sample) >= 3) or (x.role == CATEGORICAL and len(x.values) >= 2)]
