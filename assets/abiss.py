@@ -27,6 +27,7 @@ from pydantic import Field
 
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
+from pipelines.abiss import groups as group_integrity
 from pipelines.abiss import outputs
 from pipelines.abiss.generation import (
     CANDIDATE_EXTRA,
@@ -208,10 +209,14 @@ STAGE_INS = {s.key: AssetIn(s.key) for s in STAGES}
        ins={"candidates": AssetIn("candidates"), "final": AssetIn(FINAL_STAGE)},
        check_specs=[contract_check_spec(DATASET, "dataset")],
        description="The validated ABISS dataset: every question that survived all ten stages.")
-def dataset(context: AssetExecutionContext, candidates: pl.DataFrame, final: pl.DataFrame):
+def dataset(context: AssetExecutionContext, cascade: CascadeSettings, candidates: pl.DataFrame, final: pl.DataFrame):
     df = outputs.dataset_frame(candidates, final)
+    orphans_dropped = 0
+    if cascade.drop_incomplete_groups:
+        df, orphans_dropped = group_integrity.drop_incomplete_groups(df, candidates)
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
-    yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub))
+    yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub),
+                          orphan_readings_dropped=MetadataValue.int(orphans_dropped))
     yield contract_check_result(DATASET, df)
 
 
@@ -239,9 +244,14 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
                  .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
                  if df.height else pl.DataFrame())
+    survivors = outputs.survivors(candidates, decisions[-1])
+    integrity = group_integrity.group_integrity(candidates, survivors)
     yield artifact_output(
         df,
-        funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n```"),
+        funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n{group_integrity.integrity_text(integrity)}\n```"),
+        orphan_readings=MetadataValue.int(int(integrity["orphan_readings"].sum()) if integrity.height else 0),
+        incomplete_groups=MetadataValue.int(int(integrity["incomplete"].sum()) if integrity.height else 0),
+        group_integrity=MetadataValue.md(preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"),
         funnel_chart=MetadataValue.md(
             f"![validation funnel](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
         funnel_chart_path=MetadataValue.path(str(png)),

@@ -27,6 +27,7 @@ import decimal
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from pipelines.programmatic.phrasing import column_words, head_noun, humanize, identifier_words
@@ -153,9 +154,48 @@ class SchemaAnalysis:
     edges: list[Edge]
     info: DatabaseInfo | None = None
 
+    # Indexes built once (tables and edges never change after analysis) so that lookups stay O(1)
+    # and graph searches touch only a table's own edges: the generator grows near-linearly with
+    # the table count instead of with its cube (bench/bench_programmatic.py --wide).
+    @cached_property
+    def _by_name(self) -> dict[str, TableProfile]:
+        out: dict[str, TableProfile] = {}
+        for t in self.tables:
+            out.setdefault(t.name.lower(), t)
+        return out
+
+    @cached_property
+    def _adjacency(self) -> dict[str, list[tuple[str, Edge]]]:
+        adj: dict[str, list[tuple[str, Edge]]] = {}
+        for e in self.edges:
+            if e.src != e.dst:
+                adj.setdefault(e.src, []).append((e.dst, e))
+                adj.setdefault(e.dst, []).append((e.src, e))
+        for k in adj:
+            adj[k].sort(key=lambda x: (x[0], x[1].src, x[1].src_col, x[1].dst_col))
+        return adj
+
+    @cached_property
+    def _out_edges(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.edges:
+            out.setdefault(e.src, []).append(e)
+        return out
+
+    @cached_property
+    def _in_edges(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.edges:
+            out.setdefault(e.dst, []).append(e)
+        return out
+
+    def out_edges(self, table: str) -> list[Edge]:
+        """Foreign keys declared by ``table`` (it references their ``dst``), in edge order."""
+        return self._out_edges.get(table, [])
+
     # ------------------------------------------------------------------ lookup
     def table(self, name: str) -> TableProfile | None:
-        return next((t for t in self.tables if t.name.lower() == name.lower()), None)
+        return self._by_name.get(str(name).lower())
 
     @property
     def nonempty_tables(self) -> list[TableProfile]:
@@ -175,28 +215,21 @@ class SchemaAnalysis:
                 vocab.add(c.name.lower())
         return vocab
 
+    @cached_property
+    def _squashed_names(self) -> str:
+        return "\x00".join(n for t in self.tables for n in
+                            [t.name.lower().replace("_", "")] + [c.name.lower().replace("_", "") for c in t.columns])
+
     def mentions(self, term: str) -> bool:
         """Whether any table or column name contains ``term`` (as a word or a substring)."""
         term = term.lower().replace(" ", "")
-        if not term:
+        if not term or "\x00" in term:
             return False
-        for t in self.tables:
-            if term in t.name.lower().replace("_", ""):
-                return True
-            for c in t.columns:
-                if term in c.name.lower().replace("_", ""):
-                    return True
-        return False
+        return term in self._squashed_names
 
     # ------------------------------------------------------------------ graph
     def neighbours(self, table: str) -> list[tuple[str, Edge]]:
-        out = []
-        for e in self.edges:
-            if e.src == table and e.dst != table:
-                out.append((e.dst, e))
-            elif e.dst == table and e.src != table:
-                out.append((e.src, e))
-        return sorted(out, key=lambda x: (x[0], x[1].src, x[1].src_col, x[1].dst_col))
+        return self._adjacency.get(table, [])
 
     def path(self, a: str, b: str, max_edges: int = 3) -> list[tuple[str, Edge, str]] | None:
         """Shortest FK path ``a → b`` as ``[(from, edge, to), ...]`` (None if none).
@@ -283,26 +316,54 @@ class SchemaAnalysis:
         """
         if a == b:
             return True
-        if self.implicit_link(a, b):
-            return True
+        return b in self.related_set(a)
+
+    def related_set(self, a: str) -> frozenset[str]:
+        """Every table a relationship links to ``a`` (see :meth:`related`), from one search."""
+        cache = self.__dict__.setdefault("_related_cache", {})
+        if a in cache:
+            return cache[a]
+        out: set[str] = set(self._implicit_links.get(a, ()))
         start = (a, 0)
         seen = {start}
         queue = deque([start])
         while queue:
             node, phase = queue.popleft()
-            moves = []
-            for e in self.edges:
-                if e.src == node and e.dst != node:
-                    moves.append((e.dst, 1))  # up
-                if phase == 0 and e.dst == node and e.src != node:
-                    moves.append((e.src, 0))  # down
+            moves = [(e.dst, 1) for e in self._out_edges.get(node, []) if e.dst != node]  # up
+            if phase == 0:
+                moves += [(e.src, 0) for e in self._in_edges.get(node, []) if e.src != node]  # down
             for nxt, ph in moves:
-                if nxt == b:
-                    return True
+                out.add(nxt)
                 if (nxt, ph) not in seen:
                     seen.add((nxt, ph))
                     queue.append((nxt, ph))
-        return False
+        out.discard(a)
+        cache[a] = frozenset(out)
+        return cache[a]
+
+    @cached_property
+    def _implicit_links(self) -> dict[str, set[str]]:
+        """:meth:`implicit_link` for every pair at once, through name indexes (linear in columns)."""
+        links: dict[str, set[str]] = {}
+        by_pk: dict[str, list[TableProfile]] = {}
+        by_word: dict[str, list[TableProfile]] = {}
+        for t in self.tables:
+            if len(t.primary_key) == 1 and t.primary_key[0].lower() not in {"id", "uid"}:
+                by_pk.setdefault(t.primary_key[0].lower(), []).append(t)
+            words = {w.lower() for w in identifier_words(t.name)}
+            for w in words | {w[:-1] if w.endswith("s") else w for w in words}:
+                by_word.setdefault(w, []).append(t)
+        for x in self.tables:
+            for c in x.columns:
+                cands = list(by_pk.get(c.name.lower(), []))
+                words = [w.lower() for w in identifier_words(c.name)]
+                if c.role == IDENTIFIER and len(words) >= 2 and words[-1] in {"id", "code", "no", "number"}:
+                    cands += by_word.get(words[-2], [])
+                for y in cands:
+                    if y.name != x.name and self.implicit_link(x.name, y.name):
+                        links.setdefault(x.name, set()).add(y.name)
+                        links.setdefault(y.name, set()).add(x.name)
+        return links
 
     def implicit_link(self, a: str, b: str) -> bool:
         """An undeclared join: a key-like column of one table named like the other's primary key
@@ -324,7 +385,7 @@ class SchemaAnalysis:
             col = next((c for c in x.columns if c.name.lower() == pk), None)
             if col is None:
                 continue
-            declared = [e for e in self.edges if e.src == x.name and e.src_col == col.name]
+            declared = [e for e in self.out_edges(x.name) if e.src_col == col.name]
             if declared and all(e.dst != y.name for e in declared):
                 continue  # x.col is a declared FK to some other table
             return True
@@ -334,7 +395,7 @@ class SchemaAnalysis:
             for c in x.columns:
                 words = [w.lower() for w in identifier_words(c.name)]
                 if c.role == IDENTIFIER and len(words) >= 2 and words[-1] in {"id", "code", "no", "number"}:
-                    declared = [e for e in self.edges if e.src == x.name and e.src_col == c.name]
+                    declared = [e for e in self.out_edges(x.name) if e.src_col == c.name]
                     if declared and all(e.dst != y.name for e in declared):
                         continue
                     if words[-2] in ywords or words[-2] in ysing:
@@ -370,23 +431,27 @@ class SchemaAnalysis:
             comp.append(sorted(group))
         return comp
 
-    def bridges(self) -> list[tuple[str, Edge, Edge]]:
-        """Many-to-many links: ``(bridge_table, edge_to_A, edge_to_B)`` with A != B."""
+    @cached_property
+    def _bridges(self) -> list[tuple[str, Edge, Edge]]:
         out = []
         for t in self.tables:
             payload = [c for c in t.columns if c.role not in (IDENTIFIER, OTHER)]
             if t.label is not None or len(payload) > 3:
                 continue  # an entity with its own attributes, not a linking table
-            fks = [e for e in self.edges if e.src == t.name and e.dst != t.name]
+            fks = [e for e in self.out_edges(t.name) if e.dst != t.name]
             for i, e1 in enumerate(fks):
                 for e2 in fks[i + 1 :]:
                     if e1.dst != e2.dst:
                         out.append((t.name, e1, e2))
         return out
 
+    def bridges(self) -> list[tuple[str, Edge, Edge]]:
+        """Many-to-many links: ``(bridge_table, edge_to_A, edge_to_B)`` with A != B."""
+        return self._bridges
+
     def children(self, table: str) -> list[Edge]:
         """Edges of tables referencing ``table`` (one-to-many: table → many children)."""
-        return [e for e in self.edges if e.dst == table and e.src != table]
+        return [e for e in self._in_edges.get(table, []) if e.src != table]
 
     # ------------------------------------------------------------------ lexical groups
     def head_noun_groups(self) -> list[tuple[str, str, list[ColumnProfile]]]:
@@ -406,21 +471,42 @@ class SchemaAnalysis:
                 out.append((t.name, head, cols))
         return out
 
-    def same_named_columns(self) -> list[tuple[ColumnProfile, ColumnProfile]]:
-        """Non-key columns with the same name in two FK-connected tables."""
-        out = []
+    def same_named_columns(self, max_edges: int = 3) -> list[tuple[ColumnProfile, ColumnProfile]]:
+        """Non-key columns with the same name in two FK-connected tables (at most ``max_edges`` apart).
+
+        Found from each table's own neighbourhood (a search bounded by ``max_edges``) rather than
+        by testing every pair of tables, so wide schemas stay near-linear."""
         tabs = self.nonempty_tables
-        for i, ta in enumerate(tabs):
-            for tb in tabs[i + 1 :]:
+        order = {t.name: i for i, t in enumerate(tabs)}
+        out = []
+        for ta in tabs:
+            near = self._within(ta.name, max_edges)
+            acols = [c for c in ta.columns if not c.is_key and c.role != OTHER]
+            if not acols:
+                continue
+            for tb_name in sorted((n for n in near if order.get(n, -1) > order[ta.name]), key=order.get):
+                tb = self._by_name[tb_name.lower()]
                 bcols = {c.name.lower(): c for c in tb.columns}
-                for ca in ta.columns:
+                for ca in acols:
                     cb = bcols.get(ca.name.lower())
-                    if cb is None or ca.is_key or cb.is_key or OTHER in (ca.role, cb.role):
-                        continue
-                    if self.path(ta.name, tb.name, max_edges=3) is None:
+                    if cb is None or cb.is_key or cb.role == OTHER:
                         continue
                     out.append((ca, cb))
         return out
+
+    def _within(self, a: str, max_edges: int) -> set[str]:
+        seen = {a}
+        frontier = [a]
+        for _ in range(max_edges):
+            nxt = []
+            for n in frontier:
+                for m, _e in self.neighbours(n):
+                    if m not in seen:
+                        seen.add(m)
+                        nxt.append(m)
+            frontier = nxt
+        seen.discard(a)
+        return seen
 
 
 # ------------------------------------------------------------------------------ profiling

@@ -42,7 +42,7 @@ def healthy(req):
         sub = re.search(r"Category: .+? / (.+?) \(", text).group(1)
         sid = NAME_TO_ID[sub]
         if sid == "lexical_overlap":
-            return json_reply({"question": "List the emails of students in the Database course.",
+            return json_reply({"question": "Show the emails of the students who enrolled after 2023.",
                                "interpretations": [{"hidden_knowledge": "personal email"},
                                                    {"hidden_knowledge": "institutional email"}]})
         if sid == "missing_entity":

@@ -337,7 +337,7 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
         if c.role == NUMERIC and not (is_measure(c) or c.is_year):
             continue
         out.append(Attr(c.expr("T1"), c.words, c.role, tuple(c.values), tuple(c.sample), "", c.name))
-    for i, e in enumerate([e for e in analysis.edges if e.src == table.name and e.dst != table.name]):
+    for i, e in enumerate([e for e in analysis.out_edges(table.name) if e.dst != table.name]):
         parent = analysis.table(e.dst)
         if not parent or not parent.label:
             continue

@@ -107,7 +107,7 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
         for c in categorical_columns(t, text_only=True):
             if c.name != t.label and len(c.values) >= 2:
                 plans.append(("column", t, c, None))
-        for e in [e for e in a.edges if e.src == t.name]:
+        for e in a.out_edges(t.name):
             parent = a.table(e.dst)
             if parent and parent.label and parent.name != t.name:
                 plans.append(("parent", t, e, parent))

@@ -44,8 +44,8 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
             for c2 in cols[i + 1 :]:
                 if c1.role == IDENTIFIER and c2.role == IDENTIFIER:
                     # both keys: they must reference the same labelled table (eye/hair colour)
-                    e1 = next((e for e in a.edges if e.src == t.name and e.src_col == c1.name), None)
-                    e2 = next((e for e in a.edges if e.src == t.name and e.src_col == c2.name), None)
+                    e1 = next((e for e in a.out_edges(t.name) if e.src_col == c1.name), None)
+                    e2 = next((e for e in a.out_edges(t.name) if e.src_col == c2.name), None)
                     if e1 and e2 and e1.dst == e2.dst and a.table(e1.dst) and a.table(e1.dst).label:
                         plans.append((t, head, c1, c2, e1, e2))
                 elif c1.role != IDENTIFIER and c2.role != IDENTIFIER and c1.role == c2.role:

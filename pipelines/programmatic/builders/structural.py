@@ -112,17 +112,26 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
     plans = []
     # siblings: A and B both reference parent P ("the professors and the students in engineering")
-    for i, e1 in enumerate(a.edges):
-        for e2 in a.edges[i + 1 :]:
-            if e1.dst != e2.dst or e1.src == e2.src:
-                continue
-            ta, tb, tp = a.table(e1.src), a.table(e2.src), a.table(e1.dst)
-            if not (ta and tb and tp and ta.label and tb.label and tp.label) or tp.name in (ta.name, tb.name):
-                continue
-            if any(is_relation_name(x.name) for x in (ta, tb, tp)):
-                continue
-            plans.append(("siblings", ta, e1, tb, e2, tp))
-            plans.append(("siblings", tb, e2, ta, e1, tp))
+    by_parent: dict[str, list] = {}
+    for e in a.edges:
+        by_parent.setdefault(e.dst, []).append(e)
+    sibling_pairs = []
+    for parent_edges in by_parent.values():
+        # a parent with hundreds of children would give quadratically many pairs: a few suffice
+        kids = parent_edges if len(parent_edges) <= 12 else ctx.rng.sample(parent_edges, 12)
+        for i, e1 in enumerate(kids):
+            for e2 in kids[i + 1 :]:
+                sibling_pairs.append((e1, e2))
+    for e1, e2 in sibling_pairs:
+        if e1.src == e2.src:
+            continue
+        ta, tb, tp = a.table(e1.src), a.table(e2.src), a.table(e1.dst)
+        if not (ta and tb and tp and ta.label and tb.label and tp.label) or tp.name in (ta.name, tb.name):
+            continue
+        if any(is_relation_name(x.name) for x in (ta, tb, tp)):
+            continue
+        plans.append(("siblings", ta, e1, tb, e2, tp))
+        plans.append(("siblings", tb, e2, ta, e1, tp))
     # one table: "whose c is v1 or v2 with a n above x" (c may be a parent's label)
     for t in labelled_tables(a):
         attrs = attributes(a, t)

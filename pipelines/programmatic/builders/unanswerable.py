@@ -151,17 +151,21 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
 @register("missing_relationship", "missing_relationship.unlinked_tables")
 def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
-    ents = [t for t in labelled_tables(a) if t.name not in {b for b, _, _ in a.bridges()}]
-    plans = []
-    for i, ta in enumerate(ents):
-        for tb in ents[i + 1 :]:
-            if not a.related(ta.name, tb.name):
-                plans.append((ta, tb))
-                plans.append((tb, ta))
-    if not plans:
-        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
-        return
-    for ta, tb in ctx.shuffled(plans):
+    bridge_names = {b for b, _, _ in a.bridges()}
+    ents = [t for t in labelled_tables(a) if t.name not in bridge_names]
+
+    def unrelated_pairs():
+        # lazily, source by source (one relationship search each): the driver stops after a few
+        # drafts, so wide schemas never pay for all pairs of tables
+        for ta in ctx.shuffled(ents):
+            rel = a.related_set(ta.name)
+            others = [tb for tb in ents if tb.name != ta.name and tb.name not in rel]
+            for tb in ctx.shuffled(others)[:3]:
+                yield ta, tb
+
+    found = False
+    for ta, tb in unrelated_pairs():
+        found = True
         lab = next((c for c in tb.columns if c.name == tb.label), None)
         vals = lab.values[:5] if lab and lab.values else [r[0] for r in ctx.rows(
             f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5"
@@ -192,6 +196,8 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             "missing_relationship", "missing_relationship.unlinked_tables", ctx.say(ask, style), style,
             feedback=feedback, absence=Absence("relationship", tables=(ta.name, tb.name)),
         )
+    if not found:
+        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
 
 
 @register("missing_external_knowledge", "missing_external_knowledge.mapping")
