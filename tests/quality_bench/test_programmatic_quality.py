@@ -143,15 +143,15 @@ def test_scope_distributive_reading_groups_on_a_unique_key(generated, db):
             assert prof.distinct >= table.row_count or prof.primary_key, (c.sql, col)
 
 
-def test_demo_candidates_all_pass_the_filter(generated):
-    """The demo's programmatic items must never be rejected by step 0 (`quandary demo` shows them)."""
-    from pipelines.taxonomy import STYLES
-
+@pytest.mark.parametrize("seed, styles", [(42, ["formal"]), (0, None), (1, None), (42, None)])
+def test_demo_candidates_all_pass_the_filter(generated, seed, styles):
+    """The demo's programmatic items must never be rejected by step 0 (`quandary demo` runs the
+    demo grid: formal, seed 42; other seeds and every style are checked too)."""
     from pipelines.programmatic import generate_candidates
 
     path, _ = generated("university")
     vocab = wellformed.Vocabulary.of_database(str(path))
-    report = generate_candidates(path, per_subcategory=3, seed=42, styles=[s.id for s in STYLES])
+    report = generate_candidates(path, per_subcategory=3, seed=seed, styles=styles)
     assert len(report.covered) >= 12
     bad = [(c.question, wellformed.reason(d)) for c in report.candidates if (d := wellformed.check(c.to_dict(), vocab))]
     assert not bad, bad[:5]

@@ -57,7 +57,7 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             frm, al = join_sql([(child.name, e, parent.name)], child.name)
             plans.append(dict(
                 kind="one_to_many", frm=frm, value=f"{al[child.name]}.{q(c.name)}",
-                key=f"{al[parent.name]}.{q(e.dst_col)}", alabel=f"{al[parent.name]}.{q(parent.label)}",
+                key=f"{al[parent.name]}.{q(parent.primary_key[0] if len(parent.primary_key) == 1 else e.dst_col)}", alabel=f"{al[parent.name]}.{q(parent.label)}",
                 atable=parent, aalias=al[parent.name],
                 np=lambda quant, parent=parent, child=child, c=c: f"the {plural(c.words)} of the {table_plural(child.name)} of {quant} {table_singular(parent.name)}",
                 what=plural(c.words),

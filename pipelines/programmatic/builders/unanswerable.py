@@ -261,7 +261,7 @@ _CHITCHAT = {
     "formal": ["Good morning. I hope you are well today.", "Thank you very much for your assistance earlier.", "Could you please tell me what the meaning of life is?"],
     "colloquial": ["hey there! how's it going?", "lol what's your favourite movie?", "ugh, mondays, right?"],
     "imperative": ["Tell me a joke.", "Write a short poem about the ocean.", "Recommend a good book to read this weekend."],
-    "interrogative": ["What is the meaning of life?", "Who will win the next football world cup?", "What's the weather like tomorrow in Paris?"],
+    "interrogative": ["What do you think happiness is?", "Who will win the next football world cup?", "What's the weather like tomorrow in Paris?"],
     "descriptive": ["I am looking for a good recipe for lasagna.", "I would like some advice on learning to play the guitar.", "I need help planning a weekend trip to the mountains."],
     "concise": ["hello", "weather tomorrow?", "joke please"],
 }
