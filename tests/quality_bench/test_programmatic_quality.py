@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.abiss import wellformed
 from pipelines.programmatic import reading_gap
-from pipelines.programmatic.builders.answerable import fitting_adjective
+from pipelines.programmatic.builders.answerable import date_concepts, fitting_adjective
 from pipelines.programmatic.phrasing import article, humanize, table_words
 from resources.sql_executor import execute_sql
 
@@ -25,7 +25,8 @@ def test_identifiers_become_words():
 
 
 @pytest.mark.parametrize("db, banned", [
-    ("pets_1", [r"\bhas pets?\b", r"\bl names?\b", r"\bstu id\b", r"whose major is greater"]),
+    ("pets_1", [r"\bhas pets?\b", r"\bl names?\b", r"\bstu id\b", r"whose major is greater", r"\bhigh advisor\b",
+                r"(marital status|blood type|shoe size|nickname|favourite colour|phone number) of (each|the) pet"]),
     ("concert_singer", [r"\bis male is\b", r"high-end singers"]),
     ("car_1", [r"\bmpgs\b", r"\bcars data\b", r"\bedispl\b", r"\ba cylinders\b", r"heavyweight"]),
     ("college", [r"\btakes\b", r"department is '(Brodhead|Bronfman|Taylor|Watson)'"]),
@@ -84,7 +85,8 @@ def test_evidence_adjectives_fit_their_column(generated, db):
             fits = fitting_adjective(col)[1]
             assert fits or adj == "high-" + col.replace(" ", "-"), c.evidence
         else:
-            assert adj in {"recent", "latest", "newer", "early", "older", "earliest"}, c.evidence
+            assert adj in {"recent", "latest", "newer", "early", "earlier", "older", "younger"}, c.evidence
+            assert date_concepts(col) is not None and adj in date_concepts(col)[0] + date_concepts(col)[1], c.evidence
     assert seen
 
 

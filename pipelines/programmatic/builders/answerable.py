@@ -60,7 +60,23 @@ FITTING_ADJECTIVES = (
     (("attendance",), ("well-attended", "poorly attended")),
 )
 RECENT_CONCEPTS = ["recent", "latest", "newer"]
-EARLY_CONCEPTS = ["early", "older", "earliest"]
+EARLY_CONCEPTS = ["early", "earlier", "older"]
+# Dates whose meaning fits "recent" / "early" (when something began or appeared); a birth date
+# takes "younger" / "older"; any other date (``date_left``, ``last_login``) defines no concept.
+_ONSET_WORDS = {"release", "released", "publication", "published", "founded", "opened", "built", "start",
+                "started", "created", "creation", "established", "launch", "launched", "hire", "hired", "joined",
+                "join", "enrollment", "registration", "registered", "premiere", "debut", "year", "first", "issue",
+                "issued", "made", "introduced", "since"}
+
+
+def date_concepts(words: str) -> tuple[list[str], list[str]] | None:
+    """``(recent adjectives, early adjectives)`` fitting a date column, or None."""
+    ws = set(words.lower().split())
+    if ws & {"birth", "born", "dob"}:
+        return ["younger"], ["older"]
+    if ws & _ONSET_WORDS or ws == {"date"}:
+        return RECENT_CONCEPTS, EARLY_CONCEPTS
+    return None
 
 
 def fitting_adjective(words: str, high: bool = True) -> tuple[str, bool]:
@@ -200,11 +216,14 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
                 cond = f"{c.expr()} > {lit(th[0])}"
                 evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
         if kind == "date":
+            concepts = date_concepts(col)
+            if concepts is None:
+                continue  # "newer students are students whose date left is ..." defines nothing
             early = ctx.rng.random() < 0.4
             th = thresholds(c, (0.3 if early else 0.7,), side="lower" if early else "upper")
             if not th:
                 continue
-            adj = ctx.rng.choice(EARLY_CONCEPTS if early else RECENT_CONCEPTS)
+            adj = ctx.rng.choice(concepts[1] if early else concepts[0])
             op, rel = ("<", "before") if early else (">=", "on or after")
             expr = c.expr() if c.role == NUMERIC else q(c.name)
             cond = f"{expr} {op} {lit(th[0])}"

@@ -32,13 +32,20 @@ from pipelines.programmatic.builders.base import (
     table_singular,
     with_article_or_plural,
 )
-from pipelines.programmatic.builders.answerable import FITTING_ADJECTIVES
+from pipelines.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
 
+_PLACE_LIKE = {"region", "city", "country", "state", "department", "district", "area", "town", "province",
+               "neighbourhood", "neighborhood", "county", "continent", "location", "zone"}
 VAGUE_HIGH = ["high", "large", "considerable"]
 VAGUE_LOW = ["low", "small", "modest"]
 # quantiles of the two readings: far apart, so the readings differ by a real share of rows
 # (the driver also checks that share, see pipelines.programmatic._verify)
 VAGUE_QUANTILES = {"high": (0.4, 0.8), "low": (0.2, 0.6), "recent": (0.4, 0.8)}
+
+
+def _recent_fits(words: str) -> bool:
+    concepts = date_concepts(words)
+    return concepts is not None and "younger" not in concepts[0]
 
 
 def _vague_word(words: str, kind: str, rng) -> tuple[str, bool]:
@@ -58,9 +65,12 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
     plans = []
     for t in labelled_tables(ctx.analysis):
         for c in numeric_columns(t, min_distinct=4):
+            if c.is_year and not _recent_fits(c.words):
+                continue
             plans.append((t, c, "recent" if c.is_year else ctx.rng.choice(["high", "high", "low"])))
         for c in temporal_columns(t):
-            plans.append((t, c, "recent"))
+            if _recent_fits(c.words):  # "a recent date left" means nothing
+                plans.append((t, c, "recent"))
     if not plans:
         ctx.unsupported("no numeric or date column with at least 4 distinct values in a labelled table")
         return
@@ -124,8 +134,8 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
             what = c.words
             sqls = [f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(c.name)} = {lit(v)}" for v in (v1, v2)]
             np = f"{label_np(t)} with the same {what} as mine"
-            if ctx.rng.random() < 0.5 and not is_plural(what):
-                np = f"{label_np(t)} with my {what}"
+            if ctx.rng.random() < 0.5 and set(what.split()) & _PLACE_LIKE:
+                np = f"{label_np(t)} in my {what}"
         else:
             edge = c
             frm, al = join_sql([(t.name, edge, parent.name)], t.name)

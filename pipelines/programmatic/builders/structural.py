@@ -135,7 +135,10 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
     # one table: "whose c is v1 or v2 with a n above x" (c may be a parent's label)
     for t in labelled_tables(a):
         attrs = attributes(a, t)
-        conj = [x for x in attrs if x.role in (CATEGORICAL, NUMERIC) and 2 <= len(x.values) <= 25]
+        # conjuncts a person would list: categories, years, small counts/ratings (not "population 8982000")
+        conj = [x for x in attrs if 2 <= len(x.values) <= 25 and (x.role == CATEGORICAL or (
+            x.role == NUMERIC and all(isinstance(v, (int, float)) and float(v).is_integer() and 0 <= v <= 20
+                                      or 1000 <= float(v) <= 2200 for v in x.values)))]
         mods = [x for x in attrs if (x.role in (NUMERIC, TEMPORAL) and len(x.sample) >= 3) or (x.role == CATEGORICAL and len(x.values) >= 2)]
         for c in conj:
             for m in mods:

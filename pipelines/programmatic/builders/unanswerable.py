@@ -84,11 +84,27 @@ def _is_person_table(t) -> bool:
         bool(cols & {"first name", "last name", "name", "full name"})
 
 
+ORGANISATIONS = {"company", "business", "restaurant", "hotel", "shop", "store", "museum", "bank", "agency", "school",
+                 "university", "college", "club", "airline", "stadium", "library", "hospital", "studio", "publisher",
+                 "manufacturer", "brand", "maker", "festival", "channel", "network", "firm", "organization",
+                 "organisation", "institution", "theater", "theatre", "cinema", "gym", "clinic", "farm", "facility",
+                 "kennel", "venue", "gallery", "vendor", "supplier", "dealer", "orchestra", "band", "team", "airport",
+                 "office", "branch", "house", "guesthouse", "center", "centre", "department"}
+
+
+def _is_organisation_table(t) -> bool:
+    words = {singular(w.lower()) for w in table_words(t.name).split()}
+    return bool(words & ORGANISATIONS)
+
+
 def _attribute_fits(phrase: str, t) -> bool:
+    """Ask only for what such a row could have: a person's phone number, a company's website."""
     if phrase in PERSON_ONLY:
         return _is_person_table(t)
     if phrase in THING_ONLY:
-        return not _is_person_table(t)
+        return _is_organisation_table(t)
+    if phrase == "postal address":
+        return _is_person_table(t) or _is_organisation_table(t)
     return True
 
 
