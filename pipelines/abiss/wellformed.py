@@ -127,8 +127,18 @@ def stem(word: str) -> str:
     return w
 
 
+def stem_variants(word: str) -> set[str]:
+    """The naive singular plus the alternative an "-ies"/"-es" ending allows (movies → movy, movie)."""
+    w = word.lower().strip("'")
+    out = {stem(w)}
+    if len(w) > 4 and w.endswith(("ies", "es")):
+        out.add(w[:-1])
+    return out
+
+
 def content_stems(text: str | None) -> set[str]:
-    return {stem(w) for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w[0].isdigit()}
+    return {v for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w[0].isdigit()
+            for v in stem_variants(w)}
 
 
 def _split_identifier(name: str) -> list[str]:
@@ -147,12 +157,12 @@ class Vocabulary:
     def build(cls, names: list[str] = (), texts: list[str] = ()) -> "Vocabulary":
         out: set[str] = set()
         for n in names:
-            out.update(stem(w) for w in _split_identifier(n) if len(w) >= 3)
-            out.add(stem(n.replace("_", "")))
+            out.update(v for w in _split_identifier(n) if len(w) >= 3 for v in stem_variants(w))
+            out.update(stem_variants(n.replace("_", "")))
         for t in texts:
             for tok in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", t or ""):
-                out.update(stem(w) for w in _split_identifier(tok) if len(w) >= 3)
-                out.add(stem(tok.lower()))
+                out.update(v for w in _split_identifier(tok) if len(w) >= 3 for v in stem_variants(w))
+                out.update(stem_variants(tok.lower()))
         return cls(frozenset(s for s in out if len(s) >= 3))
 
     @classmethod

@@ -149,8 +149,41 @@ def _too_close(rows_a, rows_b, ma=None, mb=None) -> str | None:
     return None
 
 
+def _vocabulary(a: SchemaAnalysis):
+    from pipelines.abiss.wellformed import Vocabulary
+
+    cached = a.__dict__.get("_wellformed_vocabulary")
+    if cached is None:
+        names = [t.name for t in a.tables] + [c.name for t in a.tables for c in t.columns]
+        values = [str(v) for t in a.tables for c in t.columns for v in c.values[:25] if isinstance(v, str)]
+        cached = a.__dict__["_wellformed_vocabulary"] = Vocabulary.build(names, values)
+    return cached
+
+
+def _not_wellformed(draft: Draft, ctx: BuildContext) -> str | None:
+    """The well-formedness filter's verdict (step 0 of the cascade) on every record of the draft:
+    the generator never emits what the filter would reject (over-long values, ...)."""
+    from pipelines.abiss import wellformed
+
+    rows = [{"subcategory": draft.subcategory, "style": draft.style, "question": draft.question,
+             "evidence": draft.evidence, "feedback": draft.feedback, "sql": draft.sql}]
+    if draft.readings:
+        rows = [{**rows[0], "sql": r.sql, "hidden_knowledge": r.hidden_knowledge} for r in draft.readings]
+    for row in rows:
+        defects = wellformed.check(row, _vocabulary(ctx.analysis))
+        if defects:
+            return f"not well-formed ({defects[0].rule})"
+    return None
+
+
 def _verify(draft: Draft, ctx: BuildContext) -> str | None:
-    """None when the draft passes; otherwise a short reason."""
+    """None when the draft passes; otherwise a short reason (execution checks first, then the
+    well-formedness filter)."""
+    why = _verify_execution(draft, ctx)
+    return why if why is not None else _not_wellformed(draft, ctx)
+
+
+def _verify_execution(draft: Draft, ctx: BuildContext) -> str | None:
     if not draft.question or not draft.question.strip():
         return "empty question"
     sub = _subcategory(draft.subcategory)

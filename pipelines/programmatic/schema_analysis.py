@@ -642,15 +642,28 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
         columns = [c.name for c in t.columns]
         stats: dict[str, tuple[int, int]] = {}
         if t.row_count > 0 and columns:
-            res = execute_sql(db_path, f"SELECT * FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
-            if res.ok:
-                sample_rows = res.rows
-            agg = ", ".join(f"COUNT({quote_ident(c)}), COUNT(DISTINCT {quote_ident(c)})" for c in columns)
-            res = execute_sql(db_path, f"SELECT {agg} FROM {q}", timeout_s=PROFILE_TIMEOUT_S)
-            if res.ok and res.rows:
-                row = res.rows[0]
+            # one statement per table: the sample rows carry the (uncorrelated, computed once) column
+            # statistics as extra columns. Every executor call opens a connection that parses the whole
+            # schema, so halving the calls matters on wide databases.
+            agg = ", ".join(f"(SELECT COUNT({quote_ident(c)}) FROM {q}), (SELECT COUNT(DISTINCT {quote_ident(c)}) FROM {q})"
+                            for c in columns)
+            res = execute_sql(db_path, f"SELECT *, {agg} FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
+            n = len(columns)
+            if res.ok and res.rows and len(res.rows[0]) == 3 * n:
+                sample_rows = [r[:n] for r in res.rows]
+                row = res.rows[0][n:]
                 for i, c in enumerate(columns):
                     stats[c] = (int(row[2 * i] or 0), int(row[2 * i + 1] or 0))
+            else:  # fall back to two plain statements
+                res = execute_sql(db_path, f"SELECT * FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
+                if res.ok:
+                    sample_rows = res.rows
+                agg = ", ".join(f"COUNT({quote_ident(c)}), COUNT(DISTINCT {quote_ident(c)})" for c in columns)
+                res = execute_sql(db_path, f"SELECT {agg} FROM {q}", timeout_s=PROFILE_TIMEOUT_S)
+                if res.ok and res.rows:
+                    row = res.rows[0]
+                    for i, c in enumerate(columns):
+                        stats[c] = (int(row[2 * i] or 0), int(row[2 * i + 1] or 0))
         described = _described_names(db_path, t.name)
         profiles: list[ColumnProfile] = []
         for i, col in enumerate(t.columns):

@@ -157,3 +157,23 @@ def test_demo_candidates_all_pass_the_filter(generated, seed, styles):
     assert len(report.covered) >= 12
     bad = [(c.question, wellformed.reason(d)) for c in report.candidates if (d := wellformed.check(c.to_dict(), vocab))]
     assert not bad, bad[:5]
+
+
+def test_generator_drops_drafts_the_filter_would_reject(demo_db_path):
+    import random
+
+    from pipelines.programmatic import _verify
+    from pipelines.programmatic.builders.base import BuildContext, Draft
+    from pipelines.programmatic.schema_analysis import analyze
+
+    ctx = BuildContext(analyze(demo_db_path), random.Random(0), ["formal"], "answerable")
+    long_q = "List the titles of the courses whose description is '" + " ".join(random.Random(1).sample(sorted(set(
+        "alpha bravo cedar delta ember fjord grove harbor island jasper kettle lantern meadow nectar orchid pepper "
+        "quartz river saddle timber umber velvet willow xenon yarrow zephyr amber birch cobalt dune elm fern garnet "
+        "hazel iris jade kelp lilac maple nickel olive pine quill rose sage thyme ultra vine wheat yew zinc acorn "
+        "basil clover daisy eagle falcon gull heron ibis jay kite lark magpie newt otter puffin quail raven swan "
+        "tern urchin vole wren".split())), 70)) + "'."
+    draft = Draft("answerable", "t", long_q, "formal", sql="SELECT title FROM courses")
+    assert _verify(draft, ctx) == "not well-formed (length)"
+    ok = Draft("answerable", "t", "List the titles of the courses.", "formal", sql="SELECT title FROM courses")
+    assert _verify(ok, ctx) is None
