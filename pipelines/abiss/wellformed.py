@@ -17,7 +17,7 @@ hidden knowledge, feedback):
 * ``instruction_echo`` — the text is (or contains) an instruction or a field description of the
   generation prompt ("The natural-language question.", "Return JSON ...");
 * ``prompt_example_copy`` — the question (four words or more) is a near-copy (similarity ≥ 0.9 after
-  normalisation) of one of the taxonomy examples every generation prompt shows;
+  normalisation, by words) of one of the taxonomy examples every generation prompt shows;
 * ``degenerate_repetition`` — a run of one character, or a text whose word 3-grams are mostly
   repeats (≥ 8 words and under half of them distinct), or one word making up > 40 % of ≥ 12;
 * ``length`` — a question over 300 characters / 60 words or under 3 words (concise-style and
@@ -238,13 +238,17 @@ def _field_descriptions() -> tuple[str, ...]:
 
 
 def _similar(a: str, b: str) -> bool:
+    """Near-copy: word-level similarity ≥ COPY_SIMILARITY (cheap upper bounds first)."""
     if not a or not b:
         return False
     if a == b:
         return True
-    if abs(len(a) - len(b)) > 0.2 * max(len(a), len(b)):
+    wa, wb = a.split(), b.split()
+    if abs(len(wa) - len(wb)) > 0.2 * max(len(wa), len(wb)):
         return False
-    return SequenceMatcher(None, a, b).ratio() >= COPY_SIMILARITY
+    sm = SequenceMatcher(None, wa, wb, autojunk=False)
+    return sm.real_quick_ratio() >= COPY_SIMILARITY and sm.quick_ratio() >= COPY_SIMILARITY and \
+        sm.ratio() >= COPY_SIMILARITY
 
 
 # ------------------------------------------------------------------------------ rules
