@@ -37,6 +37,8 @@ ABBREVIATIONS = {
     "tot": ["total"], "avg": ["average"], "yr": ["year"], "pct": ["percentage"], "pop": ["population"],
     "lang": ["language"], "cnt": ["count"], "num": ["number"], "nbr": ["number"], "no": ["number"],
     "mgr": ["manager"], "loc": ["location"], "govt": ["government"], "capital": ["capital"],
+    "fullname": ["full", "name"], "firstname": ["first", "name"], "lastname": ["last", "name"],
+    "birthdate": ["birth", "date"], "username": ["user", "name"], "countrylanguage": ["country", "language"],
 }
 
 
@@ -136,6 +138,8 @@ _IRREGULAR_PLURAL = {
     "media": "media", "criteria": "criteria", "news": "news", "species": "species",
 }
 _IRREGULAR_SINGULAR = {v: k for k, v in _IRREGULAR_PLURAL.items()}
+_IE_WORDS = ("movies", "cookies", "zombies", "calories", "rookies", "pies", "ties", "lies", "brownies", "selfies",
+             "goalies", "hippies", "prairies", "aunties", "budgies", "newbies", "freebies", "smoothies", "sorties")
 _NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media"}
 
 
@@ -173,6 +177,8 @@ def _singular_word(w: str) -> str:
     if low in _IRREGULAR_SINGULAR:
         return _IRREGULAR_SINGULAR[low]
     if low.endswith("ies") and len(low) > 3:
+        if low in _IE_WORDS:
+            return w[:-1]  # movies → movie, cookies → cookie
         return w[:-3] + "y"
     if low.endswith(("sses", "shes", "ches", "xes", "zes", "heroes", "potatoes", "tomatoes", "echoes")):
         return w[:-2]
@@ -372,7 +378,7 @@ def _which_templates(style: str, subj: str) -> list[str]:
         "imperative": [f"List the {subj}.", f"Show the {subj}.", f"Find the {subj}.", f"Give me the {subj}."],
         "interrogative": [f"Which are the {subj}?", f"What are the {subj}?"],
         "formal": [f"Please list the {subj}.", f"Kindly identify the {subj}.", f"Could you please provide the {subj}?"],
-        "colloquial": [f"which ones are the {subj}?", f"hey, who are the {subj}?", f"show me the {subj} real quick", f"gimme the {subj}"],
+        "colloquial": [f"which ones are the {subj}?", f"hey, which are the {subj}?", f"show me the {subj} real quick", f"gimme the {subj}"],
         "descriptive": [f"I need the {subj}.", f"I am looking for the {subj}.", f"I would like a list of the {subj}."],
     }
     return t.get(style, t["imperative"])

@@ -177,3 +177,10 @@ def test_generator_drops_drafts_the_filter_would_reject(demo_db_path):
     assert _verify(draft, ctx) == "not well-formed (length)"
     ok = Draft("answerable", "t", "List the titles of the courses.", "formal", sql="SELECT title FROM courses")
     assert _verify(ok, ctx) is None
+
+
+def test_singulars_of_ie_words():
+    from pipelines.programmatic.phrasing import singular
+
+    assert singular("movies") == "movie" and singular("cookies") == "cookie"
+    assert singular("cities") == "city" and singular("copies") == "copy" and singular("countries") == "country"

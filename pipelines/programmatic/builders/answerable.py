@@ -152,8 +152,8 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             ask = Ask("list", target=f"{label_np(child)} of the {table_singular(parent.name)} {value_text(v)}")
         elif kind == "count_per_parent":
             child, edge, parent = t, c, extra
-            if is_relation_name(child.name):
-                continue  # "the number of has pets for each pet" is no English
+            if is_relation_name(child.name) or child.name in {b for b, _, _ in a.bridges()}:
+                continue  # "the number of has pets / farms animals for each ..." is no English
             frm, al = join_sql([(child.name, edge, parent.name)], child.name)
             sql = f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {al[parent.name]}.{q(parent.label)}"
             ask = Ask("list", target=f"the number of {table_plural(child.name)} for each {table_singular(parent.name)}", singular=True)

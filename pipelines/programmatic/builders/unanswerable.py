@@ -80,8 +80,8 @@ def _is_person_table(t) -> bool:
     if words & PEOPLE:
         return True
     cols = {c.words for c in t.columns}
-    return bool(cols & {"first name", "last name", "gender", "sex", "date of birth", "birth date", "age"}) and \
-        bool(cols & {"first name", "last name", "name", "full name"})
+    # a first/last/full name, not just a name and an age (dogs have those too)
+    return bool(cols & {"first name", "last name", "full name", "surname", "given name"})
 
 
 ORGANISATIONS = {"company", "business", "restaurant", "hotel", "shop", "store", "museum", "bank", "agency", "school",
@@ -300,6 +300,8 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
             tn, ts = table_plural(t.name), table_singular(t.name)
             lab = t.column(t.label) if t.label else None
             col = lab.words if lab is not None else "details"
+            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {w.rstrip("s") for w in tn.lower().split()}:
+                col = "name"  # "change the continent of all the continents" → "the name of ..."
             if kind == "write":
                 variants = {
                     "formal": [f"Please update the {col} of every {ts} to the new value I sent you.", f"Kindly register a new {ts} in the system."],
