@@ -28,7 +28,7 @@ from pydantic import Field
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
 from pipelines.abiss import groups as group_integrity
-from pipelines.abiss import outputs
+from pipelines.abiss import outputs, wellformed
 from pipelines.abiss.generation import (
     CANDIDATE_EXTRA,
     NLQ_COLUMNS,
@@ -156,7 +156,7 @@ def _stage_asset(spec, previous_key):
         ins["previous"] = AssetIn(previous_key)
 
     @asset(name=spec.key, partitions_def=databases_partitions, group_name=GROUP_VAL, ins=ins,
-           code_version=PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
+           code_version=wellformed.VERSION if spec.no == 0 else PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
            description=f"Stage {spec.no} ({spec.name.replace('_', ' ')}): {spec.description}")
     def stage_asset(context: AssetExecutionContext, council: CouncilResource, safe_sql: SafeSqlResource,
                     cascade: CascadeSettings, **inputs):

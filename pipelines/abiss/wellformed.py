@@ -48,6 +48,16 @@ from functools import cache
 
 from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory
 
+def _source_version() -> str:
+    import hashlib
+    from pathlib import Path
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+
+
+# the s00 asset's code version: editing a rule marks the filter step and its downstream stale
+VERSION = _source_version()
+
 RULES = (
     "missing_text", "placeholder", "instruction_echo", "prompt_example_copy", "degenerate_repetition",
     "length", "sql_in_question", "no_schema_mention", "feedback_names_nothing",
