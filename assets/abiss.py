@@ -27,7 +27,8 @@ from pydantic import Field
 
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
-from pipelines.abiss import outputs
+from pipelines.abiss import groups as group_integrity
+from pipelines.abiss import outputs, wellformed
 from pipelines.abiss.generation import (
     CANDIDATE_EXTRA,
     NLQ_COLUMNS,
@@ -79,6 +80,12 @@ class CascadeSettings(ConfigurableResource):
     max_unparseable_share: float = 0.5
     max_rejection_rate: float = 0.95  # rejection_report check: flag stages rejecting more than this
     min_rejection_rate: float = 0.0
+    # Step 0 (s00_wellformedness, pipelines/abiss/wellformed.py): deterministic checks before the council.
+    # Not in the paper: set False for paper-exact runs (every candidate passes, marked not applied).
+    wellformedness: bool = True
+    # The paper judges each reading of an ambiguous question on its own, so a group can lose a reading;
+    # True drops such groups from the dataset (the rejection report counts them either way).
+    drop_incomplete_groups: bool = False
 
 
 def _db(seed_databases: pl.DataFrame) -> dict:
@@ -168,14 +175,14 @@ def _stage_asset(spec, previous_key):
         ins["previous"] = AssetIn(previous_key)
 
     @asset(name=spec.key, partitions_def=databases_partitions, group_name=GROUP_VAL, ins=ins,
-           code_version=PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
+           code_version=wellformed.VERSION if spec.no == 0 else PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
            description=f"Stage {spec.no} ({spec.name.replace('_', ' ')}): {spec.description}")
     def stage_asset(context: AssetExecutionContext, council: CouncilResource, safe_sql: SafeSqlResource,
                     cascade: CascadeSettings, **inputs):
         cands = inputs["candidates"]
         entering = outputs.survivors(cands, inputs.get("previous"))
         ctx = None
-        if spec.no >= 2:
+        if spec.no >= 2 or spec.no == 0:
             ctx = StageContext(
                 db_path=_db(inputs["seed_databases"])["path"],
                 schema_context=inputs["schema_context"]["schema_context"][0],
@@ -185,6 +192,7 @@ def _stage_asset(spec, previous_key):
                 max_failed_call_share=cascade.max_failed_call_share,
                 max_unparseable_share=cascade.max_unparseable_share,
                 schema_fitter=_schema_fitter(inputs["schema_context"], _db(inputs["seed_databases"])),
+                wellformedness=cascade.wellformedness,
             )
         try:
             decisions = run_stage(spec.no, entering.to_dicts() if entering.height else [], ctx)
@@ -222,10 +230,14 @@ STAGE_INS = {s.key: AssetIn(s.key) for s in STAGES}
        ins={"candidates": AssetIn("candidates"), "final": AssetIn(FINAL_STAGE)},
        check_specs=[contract_check_spec(DATASET, "dataset")],
        description="The validated ABISS dataset: every question that survived all ten stages.")
-def dataset(context: AssetExecutionContext, candidates: pl.DataFrame, final: pl.DataFrame):
+def dataset(context: AssetExecutionContext, cascade: CascadeSettings, candidates: pl.DataFrame, final: pl.DataFrame):
     df = outputs.dataset_frame(candidates, final)
+    orphans_dropped = 0
+    if cascade.drop_incomplete_groups:
+        df, orphans_dropped = group_integrity.drop_incomplete_groups(df, candidates)
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
-    yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub))
+    yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub),
+                          orphan_readings_dropped=MetadataValue.int(orphans_dropped))
     yield contract_check_result(DATASET, df)
 
 
@@ -253,9 +265,14 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
                  .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
                  if df.height else pl.DataFrame())
+    survivors = outputs.survivors(candidates, decisions[-1])
+    integrity = group_integrity.group_integrity(candidates, survivors)
     yield artifact_output(
         df,
-        funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n```"),
+        funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n{group_integrity.integrity_text(integrity)}\n```"),
+        orphan_readings=MetadataValue.int(int(integrity["orphan_readings"].sum()) if integrity.height else 0),
+        incomplete_groups=MetadataValue.int(int(integrity["incomplete"].sum()) if integrity.height else 0),
+        group_integrity=MetadataValue.md(preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"),
         funnel_chart=MetadataValue.md(
             f"![validation funnel](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
         funnel_chart_path=MetadataValue.path(str(png)),

@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/bench_programmatic.py [--per-subcategory N] [--repeat R] [--seed S]
         [--db PATH ...]
+    .venv/bin/python bench/bench_programmatic.py --wide 50 100 200 500   # scaling with table count
+
+``--wide`` writes synthetic wide SQLite databases (N tables of 20 rows, each with a name, an
+amount, a category, a date and a foreign key to its parent table, so the FK graph is a tree) and
+reports analysis and generation seconds per size: the generator should grow near-linearly.
 
 Default databases: the embedded demo (written to a temp dir), every Spider dev database under
 ``../shared/data/spider/database`` and BIRD ``superhero`` (those that exist). Each database is
@@ -27,6 +32,42 @@ from pipelines.programmatic import generate_candidates  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 
 
+def wide_db(path: Path, n_tables: int, rows: int = 20) -> Path:
+    import random
+    import sqlite3
+
+    rng = random.Random(n_tables)
+    con = sqlite3.connect(path)
+    for i in range(n_tables):
+        fk = f", parent_id INTEGER REFERENCES t{i // 2}(id)" if i else ""
+        con.execute(f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, name TEXT, amount REAL, kind TEXT, created DATE{fk})")
+        data = []
+        for r in range(rows):
+            vals = [r, f"item {i}-{r}", round(rng.random() * 100, 2), rng.choice("abc"), f"2020-01-{1 + r % 28:02d}"]
+            data.append(vals + ([rng.randrange(rows)] if i else []))
+        con.executemany(f"INSERT INTO t{i} VALUES ({','.join('?' * len(data[0]))})", data)
+    con.commit()
+    con.close()
+    return path
+
+
+def scaling(sizes: list[int], per_subcategory: int, seed: int) -> int:
+    from pipelines.programmatic.schema_analysis import analyze
+
+    print(f"{'tables':>7} {'analyze s':>10} {'generate s':>11} {'total s':>8} {'records':>8} {'s / table':>10}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            db = wide_db(Path(tmp) / f"wide_{n}.sqlite", n)
+            t0 = time.perf_counter()
+            analysis = analyze(db)
+            t1 = time.perf_counter()
+            report = generate_candidates(db, per_subcategory=per_subcategory, seed=seed, analysis=analysis)
+            t2 = time.perf_counter()
+            print(f"{n:>7} {t1 - t0:>10.2f} {t2 - t1:>11.2f} {t2 - t0:>8.2f} {len(report.candidates):>8} "
+                  f"{(t2 - t0) / n:>10.4f}")
+    return 0
+
+
 def default_dbs(tmp: Path) -> list[Path]:
     dbs = [write_demo_db(tmp / "university.sqlite")]
     dbs += sorted((SHARED / "spider" / "database").glob("*/*.sqlite"))
@@ -42,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--db", action="append", type=Path, help="database file (repeatable); default: demo + Spider dev + superhero")
+    ap.add_argument("--wide", type=int, nargs="+", help="table counts of synthetic wide databases (scaling run)")
     args = ap.parse_args(argv)
+    if args.wide:
+        return scaling(args.wide, args.per_subcategory, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         dbs = args.db or default_dbs(Path(tmp))
         header = f"{'database':<30} {'tables':>6} {'subcats':>7} {'questions':>9} {'records':>7} {'median s':>9} {'records/s':>10}"

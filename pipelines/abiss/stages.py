@@ -73,6 +73,11 @@ class StageSpec:
 
 
 STAGES: tuple[StageSpec, ...] = (
+    # Step 0 is ours, not the paper's: deterministic checks before any council call
+    # (pipelines/abiss/wellformed.py); CascadeSettings.wellformedness=False makes it a pass-through.
+    StageSpec(0, "wellformedness", frozenset({ANS, AMB, UNA}), False,
+              "Deterministic well-formedness filter: placeholders, prompt echoes and copies, repetition, "
+              "length, SQL in the question, no schema mention, feedback naming nothing."),
     StageSpec(1, "duplicate_removal", frozenset({ANS, AMB, UNA}), False,
               "Exact duplicates, then value-masked SQL duplicates (answerable and ambiguous)."),
     StageSpec(2, "sql_executability", frozenset({ANS, AMB}), False,
@@ -117,6 +122,7 @@ class StageContext:
     # A stage whose answers are mostly unparseable fails loudly instead of rejecting everything
     # (garbage from a provider must not look like a strict council). Needs MIN_CALLS_FOR_SHARE calls.
     max_unparseable_share: float = 0.5
+    wellformedness: bool = True  # step 0 on; False = paper-exact run (every candidate passes, not applied)
     stats: dict = field(default_factory=lambda: defaultdict(int))
     tally: FailureTally = field(default_factory=FailureTally)
     # When the database's schema does not fit the context window: row -> a schema context fitted
@@ -209,7 +215,20 @@ def _preview(result: QueryResult, n: int) -> str:
     return f"columns {result.columns}: {head}{more}"
 
 
-# ------------------------------------------------------------------------------ stages 1-2
+# ------------------------------------------------------------------------------ stages 0-2
+
+
+def stage_wellformedness(rows: list[dict], stage: StageSpec, ctx: StageContext | None) -> list[dict]:
+    """Step 0: the deterministic filter of :mod:`pipelines.abiss.wellformed` (no LLM call). Without a
+    context (no database) the schema rules are skipped."""
+    from pipelines.abiss import wellformed
+
+    vocab = wellformed.Vocabulary.of_database(ctx.db_path, ctx.schema_context) if ctx is not None else None
+    out = []
+    for row in rows:
+        defects = wellformed.check(row, vocab)
+        out.append(_decision(row, stage, not defects, wellformed.reason(defects)))
+    return out
 
 
 def stage_duplicates(rows: list[dict], stage: StageSpec) -> list[dict]:
@@ -458,10 +477,15 @@ def run_stage(stage_no: int, survivors: list[dict], ctx: StageContext | None) ->
     from resources.llm.council import run_sync
 
     stage = STAGE_BY_NO[stage_no]
+    if stage_no == 0 and ctx is not None and not ctx.wellformedness:
+        return sorted((_decision(r, stage, True, "filter off (paper-exact run)", applies=False) for r in survivors),
+                      key=lambda d: d["candidate_id"])
     applicable = [r for r in survivors if stage.applies(r)]
     passthrough = [_decision(r, stage, True, "not applicable", applies=False) for r in survivors
                    if not stage.applies(r)]
-    if stage_no == 1:
+    if stage_no == 0:
+        decided = stage_wellformedness(applicable, stage, ctx)
+    elif stage_no == 1:
         decided = stage_duplicates(applicable, stage)
     elif stage_no == 2:
         decided = stage_executability(applicable, stage, ctx)

@@ -125,8 +125,65 @@ def _run_informative(ctx: BuildContext, sql: str, failed: str, empty: str) -> tu
     return None, res.rows
 
 
+MIN_READING_GAP_ROWS = 2
+MIN_READING_GAP_SHARE = 0.15
+
+
+def reading_gap(rows_a: list[tuple], rows_b: list[tuple]) -> tuple[float, float]:
+    """``(gap, base)`` between two readings' results: for two single counts, their difference and the
+    larger count; otherwise the size of the multiset symmetric difference and the larger result."""
+    if len(rows_a) == len(rows_b) == 1 and len(rows_a[0]) == len(rows_b[0]) == 1:
+        x, y = rows_a[0][0], rows_b[0][0]
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            return abs(x - y), max(abs(x), abs(y))
+    ma, mb = _multiset(rows_a), _multiset(rows_b)
+    return sum(((ma - mb) + (mb - ma)).values()), max(len(rows_a), len(rows_b))
+
+
+def _too_close(rows_a, rows_b, ma=None, mb=None) -> str | None:
+    """Vagueness readings must differ by a meaningful share of rows, not by a handful (thresholds
+    637 vs 642): at least MIN_READING_GAP_ROWS rows and MIN_READING_GAP_SHARE of the larger result."""
+    gap, base = reading_gap(rows_a, rows_b)
+    if gap < MIN_READING_GAP_ROWS or (base and gap < MIN_READING_GAP_SHARE * base):
+        return f"readings differ too little ({gap:g} of {base:g})"
+    return None
+
+
+def _vocabulary(a: SchemaAnalysis):
+    from pipelines.abiss.wellformed import Vocabulary
+
+    cached = a.__dict__.get("_wellformed_vocabulary")
+    if cached is None:
+        names = [t.name for t in a.tables] + [c.name for t in a.tables for c in t.columns]
+        values = [str(v) for t in a.tables for c in t.columns for v in c.values[:25] if isinstance(v, str)]
+        cached = a.__dict__["_wellformed_vocabulary"] = Vocabulary.build(names, values)
+    return cached
+
+
+def _not_wellformed(draft: Draft, ctx: BuildContext) -> str | None:
+    """The well-formedness filter's verdict (step 0 of the cascade) on every record of the draft:
+    the generator never emits what the filter would reject (over-long values, ...)."""
+    from pipelines.abiss import wellformed
+
+    rows = [{"subcategory": draft.subcategory, "style": draft.style, "question": draft.question,
+             "evidence": draft.evidence, "feedback": draft.feedback, "sql": draft.sql}]
+    if draft.readings:
+        rows = [{**rows[0], "sql": r.sql, "hidden_knowledge": r.hidden_knowledge} for r in draft.readings]
+    for row in rows:
+        defects = wellformed.check(row, _vocabulary(ctx.analysis))
+        if defects:
+            return f"not well-formed ({defects[0].rule})"
+    return None
+
+
 def _verify(draft: Draft, ctx: BuildContext) -> str | None:
-    """None when the draft passes; otherwise a short reason."""
+    """None when the draft passes; otherwise a short reason (execution checks first, then the
+    well-formedness filter)."""
+    why = _verify_execution(draft, ctx)
+    return why if why is not None else _not_wellformed(draft, ctx)
+
+
+def _verify_execution(draft: Draft, ctx: BuildContext) -> str | None:
     if not draft.question or not draft.question.strip():
         return "empty question"
     sub = _subcategory(draft.subcategory)
@@ -143,14 +200,19 @@ def _verify(draft: Draft, ctx: BuildContext) -> str | None:
     if sub.group is Group.AMBIGUOUS:
         if not draft.readings or len(draft.readings) != 2:
             return "ambiguous draft needs exactly two readings"
-        outs = []
+        outs, raw = [], []
         for r in draft.readings:
             why, rows = _run_informative(ctx, r.sql, "reading sql failed", "a reading returned no informative rows")
             if why is not None:
                 return why
             outs.append(_multiset(rows))
+            raw.append(rows)
         if outs[0] == outs[1]:
             return "readings return the same result"
+        if sub.id == "lexical_vagueness":
+            why = _too_close(raw[0], raw[1], outs[0], outs[1])
+            if why is not None:
+                return why
         if draft.readings[0].hidden_knowledge == draft.readings[1].hidden_knowledge:
             return "readings share hidden knowledge"
         if sub.has_evidence and not draft.evidence:

@@ -26,13 +26,52 @@ _ACRONYM_KEEP = re.compile(r"^[A-Z]{2,5}[0-9]*$")
 _WORD_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[^\W\dA-Z_]+|[A-Z]+|[0-9]+")
 
 
+# Abbreviations common in real schemas (Spider, BIRD), expanded so no question says "l names"
+# or "edispl". Keys are lower-case whole words of an identifier; values are the words said.
+ABBREVIATIONS = {
+    "fname": ["first", "name"], "lname": ["last", "name"], "mname": ["middle", "name"],
+    "stu": ["student"], "stuid": ["student", "id"], "dob": ["date", "of", "birth"], "dept": ["department"],
+    "edispl": ["engine", "displacement"], "mpg": ["MPG"], "hp": ["horsepower"], "accelerate": ["acceleration"],
+    "qty": ["quantity"], "amt": ["amount"], "desc": ["description"], "descr": ["description"],
+    "addr": ["address"], "emp": ["employee"], "prof": ["professor"], "crs": ["course"], "cred": ["credits"],
+    "tot": ["total"], "avg": ["average"], "yr": ["year"], "pct": ["percentage"], "pop": ["population"],
+    "lang": ["language"], "cnt": ["count"], "num": ["number"], "nbr": ["number"], "no": ["number"],
+    "mgr": ["manager"], "loc": ["location"], "govt": ["government"], "capital": ["capital"],
+    "fullname": ["full", "name"], "firstname": ["first", "name"], "lastname": ["last", "name"],
+    "birthdate": ["birth", "date"], "username": ["user", "name"], "countrylanguage": ["country", "language"],
+}
+
+
 def identifier_words(name: str) -> list[str]:
     """Split an identifier into lower-case words (short acronyms such as GNP keep their case).
 
     ``personal_email`` → ["personal", "email"]; ``SourceAirport`` → ["source", "airport"];
-    ``StuID`` → ["stu", "ID"]; ``18_49_Rating_Share`` → ["18", "49", "rating", "share"];
-    ``Official_ratings_(millions)`` → ["official", "ratings", "(millions)"].
+    ``StuID`` → ["student", "id"]; ``18_49_Rating_Share`` → ["18", "49", "rating", "share"];
+    ``Official_ratings_(millions)`` → ["official", "ratings", "(millions)"]; ``LName`` → ["last", "name"]
+    (:data:`ABBREVIATIONS`).
     """
+    raw = _raw_identifier_words(name)
+    if len(raw) == 1 and raw[0].lower() == "no":
+        return raw
+    out: list[str] = []
+    for w in raw:
+        out.extend(ABBREVIATIONS.get(w.lower(), [w]))
+    if not out and str(name).replace("_", "").lower() in ABBREVIATIONS:
+        out = list(ABBREVIATIONS[str(name).replace("_", "").lower()])
+    # "LName" splits as ["l", "name"]: join a lone initial with the next word when that is an abbreviation
+    joined: list[str] = []
+    i = 0
+    while i < len(out):
+        if i + 1 < len(out) and len(out[i]) == 1 and (out[i] + out[i + 1]).lower() in ABBREVIATIONS:
+            joined.extend(ABBREVIATIONS[(out[i] + out[i + 1]).lower()])
+            i += 2
+            continue
+        joined.append(out[i])
+        i += 1
+    return joined
+
+
+def _raw_identifier_words(name: str) -> list[str]:
     words: list[str] = []
     shouting = not re.search(r"[a-z]", str(name))  # AREA_CODE_STATE: no acronyms, just caps
     for chunk in re.split(r"[\s_\-./]+", str(name)):
@@ -40,7 +79,7 @@ def identifier_words(name: str) -> list[str]:
             continue
         paren = re.fullmatch(r"\((.*)\)", chunk)
         if paren:
-            inner = " ".join(identifier_words(paren.group(1)))
+            inner = " ".join(_raw_identifier_words(paren.group(1)))
             if inner:
                 words.append(f"({inner})")
             continue
@@ -99,6 +138,8 @@ _IRREGULAR_PLURAL = {
     "media": "media", "criteria": "criteria", "news": "news", "species": "species",
 }
 _IRREGULAR_SINGULAR = {v: k for k, v in _IRREGULAR_PLURAL.items()}
+_IE_WORDS = ("movies", "cookies", "zombies", "calories", "rookies", "pies", "ties", "lies", "brownies", "selfies",
+             "goalies", "hippies", "prairies", "aunties", "budgies", "newbies", "freebies", "smoothies", "sorties")
 _NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media"}
 
 
@@ -136,6 +177,8 @@ def _singular_word(w: str) -> str:
     if low in _IRREGULAR_SINGULAR:
         return _IRREGULAR_SINGULAR[low]
     if low.endswith("ies") and len(low) > 3:
+        if low in _IE_WORDS:
+            return w[:-1]  # movies → movie, cookies → cookie
         return w[:-3] + "y"
     if low.endswith(("sses", "shes", "ches", "xes", "zes", "heroes", "potatoes", "tomatoes", "echoes")):
         return w[:-2]
@@ -156,18 +199,73 @@ def singular(phrase: str) -> str:
     return _inflect_last(phrase, _singular_word) if phrase else phrase
 
 
+_TABLE_FILLER = {"data", "info", "information", "list", "details", "detail", "table", "tbl", "records", "record"}
+_VERBS = {"has", "have", "takes", "take", "teaches", "teach", "advises", "advise", "plays", "play", "works", "work",
+          "is", "in", "of", "belongs", "wrote", "writes", "owns", "visits", "visit", "member", "appears", "hosts",
+          "attends", "enrolled", "enrolls", "performs", "likes", "includes", "contains"}
+
+
+def table_words(name: str) -> str:
+    """A table as a noun phrase: ``cars_data`` → "cars", ``model_list`` → "model"; filler words
+    (data, info, list, details, table) are dropped when other words remain."""
+    words = identifier_words(name)
+    kept = [w for w in words if w.lower() not in _TABLE_FILLER]
+    return " ".join(kept) if kept and kept != words else humanize(name)
+
+
+def is_relation_name(name: str) -> bool:
+    """A table named by a verb or preposition (``Has_Pet``, ``takes``, ``teaches``, ``member_of_club``):
+    a relationship, not a noun a person would count ("the number of has pets")."""
+    words = [w.lower() for w in identifier_words(name)]
+    return bool(words) and (words[0] in _VERBS or any(w in {"has", "takes", "teaches"} for w in words[1:2]))
+
+
 def table_plural(name: str) -> str:
-    return plural(humanize(name))
+    return plural(table_words(name))
 
 
 def table_singular(name: str) -> str:
-    return singular(humanize(name))
+    return singular(table_words(name))
+
+
+def is_plural(phrase: str) -> bool:
+    """Whether a noun phrase reads as plural ("credits", "cylinders", "dates of birth")."""
+    head = phrase.split(" of ")[0].split()
+    if not head:
+        return False
+    w = head[-1].lower()
+    if w in _NO_CHANGE or w in _IRREGULAR_PLURAL or w.isupper():
+        return w in _IRREGULAR_SINGULAR
+    return w in _IRREGULAR_SINGULAR or (w.endswith("s") and not w.endswith(("ss", "us", "is")) and singular(w) != w)
+
+
+def be(phrase: str) -> str:
+    """'is' or 'are' agreeing with a noun phrase: "whose credits are", "whose age is"."""
+    return "are" if is_plural(phrase) else "is"
+
+
+def with_article_or_plural(phrase: str) -> str:
+    """"a weight", "an age", but "cylinders" (plural nouns take no indefinite article)."""
+    return phrase if is_plural(phrase) else with_article(phrase)
 
 
 def article(phrase: str) -> str:
-    """'a' or 'an' for a phrase (by its first letter; good enough for generated concepts)."""
-    first = phrase.strip()[:1].lower()
-    return "an" if first in "aeiou" and first else "a"
+    """'a' or 'an' for a phrase: by its first letter, with the usual exceptions (an hour, a unit,
+    a one-off, an MPG, an 18-year-old)."""
+    text = phrase.strip()
+    low = text.lower()
+    if not low:
+        return "a"
+    if low.startswith(("hour", "honest", "honour", "honor", "heir")):
+        return "an"
+    if low.startswith(("uni", "use", "usu", "uti", "eu", "one", "once", "ure")):
+        return "a"
+    first_word = text.split()[0]
+    if first_word.isupper() and len(first_word) <= 5 and first_word.isalpha():
+        return "an" if first_word[0] in "AEFHILMNORSX" else "a"
+    if low[0].isdigit():
+        return "an" if low.startswith(("8", "11", "18")) else "a"
+    return "an" if low[0] in "aeiou" else "a"
 
 
 def with_article(phrase: str) -> str:
@@ -212,6 +310,7 @@ class Ask:
     target: str = ""
     subject: str = ""
     bare: str = ""
+    singular: bool = False  # the target is one thing ("the average age of ..."): "What is ...?"
 
 
 def _strip_articles(text: str) -> str:
@@ -227,13 +326,22 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:] if text else text
 
 
-def _list_templates(style: str, np: str) -> list[str]:
+def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
+    if one:  # a single value: no "List the average ...", no "what're the number ..."
+        t1 = {
+            "imperative": [f"Give me {np}.", f"Find {np}.", f"Return {np}.", f"Show {np}."],
+            "interrogative": [f"What is {np}?", f"Can you tell me {np}?", f"Could you tell me {np}?"],
+            "formal": [f"Please provide {np}.", f"Kindly report {np}.", f"Could you please provide {np}?"],
+            "colloquial": [f"hey, what's {_lower_first(np)}?", f"need {_lower_first(np)}, thanks", f"so what's {_lower_first(np)}?"],
+            "descriptive": [f"I need {np}.", f"I am looking for {np}.", f"I would like to know {np}."],
+        }
+        return t1.get(style, t1["imperative"])
     t = {
         "imperative": [f"List {np}.", f"Show {np}.", f"Give me {np}.", f"Find {np}.", f"Return {np}.", f"Display {np}."],
-        "interrogative": [f"What are {np}?", f"Can you tell me {np}?", f"Which values make up {np}?", f"Could you list {np}?"],
+        "interrogative": [f"What are {np}?", f"Can you tell me {np}?", f"Could you list {np}?"],
         "formal": [
             f"Please provide {np}.",
-            f"Kindly retrieve {np}.",
+            f"Please retrieve {np}.",
             f"I would like to obtain {np}, please.",
             f"Could you please provide {np}?",
         ],
@@ -259,7 +367,7 @@ def _count_templates(style: str, subj: str) -> list[str]:
         "imperative": [f"Count the {subj}.", f"Give me the number of {subj}.", f"Show how many {subj} there are.", f"Return the number of {subj}."],
         "interrogative": [f"How many {subj} are there?", f"What is the number of {subj}?", f"How many {subj} exist?"],
         "formal": [f"Please provide the total number of {subj}.", f"Could you please state how many {subj} there are?", f"Kindly report the number of {subj}."],
-        "colloquial": [f"how many {subj} are there?", f"hey, how many {subj} we got?", f"quick one: number of {subj}?", f"so how many {subj} are there, roughly... exactly?"],
+        "colloquial": [f"how many {subj} are there?", f"hey, how many {subj} are there?", f"quick one: number of {subj}?", f"so how many {subj} are there?"],
         "descriptive": [f"I need the number of {subj}.", f"I am looking for the count of {subj}.", f"I would like to know how many {subj} there are."],
     }
     return t.get(style, t["imperative"])
@@ -268,9 +376,9 @@ def _count_templates(style: str, subj: str) -> list[str]:
 def _which_templates(style: str, subj: str) -> list[str]:
     t = {
         "imperative": [f"List the {subj}.", f"Show the {subj}.", f"Find the {subj}.", f"Give me the {subj}."],
-        "interrogative": [f"Which are the {subj}?", f"What are the {subj}?", f"Who or what are the {subj}?"],
+        "interrogative": [f"Which are the {subj}?", f"What are the {subj}?"],
         "formal": [f"Please list the {subj}.", f"Kindly identify the {subj}.", f"Could you please provide the {subj}?"],
-        "colloquial": [f"which ones are the {subj}?", f"hey, who are the {subj}?", f"show me the {subj} real quick", f"gimme the {subj}"],
+        "colloquial": [f"which ones are the {subj}?", f"hey, which are the {subj}?", f"show me the {subj} real quick", f"gimme the {subj}"],
         "descriptive": [f"I need the {subj}.", f"I am looking for the {subj}.", f"I would like a list of the {subj}."],
     }
     return t.get(style, t["imperative"])
@@ -291,7 +399,7 @@ def render(ask: Ask, style: str, rng: random.Random) -> str:
         return _cap(rng.choice(_count_templates(style, ask.subject)))
     if ask.kind == "which":
         return _cap(rng.choice(_which_templates(style, ask.subject)))
-    return _cap(rng.choice(_list_templates(style, ask.target)))
+    return _cap(rng.choice(_list_templates(style, ask.target, ask.singular)))
 
 
 def render_free(variants: dict[str, list[str]], style: str, rng: random.Random) -> str:

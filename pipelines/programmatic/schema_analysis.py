@@ -27,9 +27,10 @@ import decimal
 import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-from pipelines.programmatic.phrasing import head_noun, humanize, identifier_words
+from pipelines.programmatic.phrasing import column_words, head_noun, humanize, identifier_words
 from resources.catalog import DatabaseInfo, inspect_database
 from resources.sql_executor import execute_sql
 
@@ -92,6 +93,7 @@ class ColumnProfile:
     head: str | None = None
     words: str = ""
     text_number: bool = False  # numbers stored as text ('32'): compare through CAST
+    text_values: bool = False  # every sampled value is a non-numeric string (a name-like key can label rows)
 
     def expr(self, alias: str | None = None) -> str:
         """SQL expression for comparisons and aggregates (CAST for numbers stored as text)."""
@@ -152,9 +154,48 @@ class SchemaAnalysis:
     edges: list[Edge]
     info: DatabaseInfo | None = None
 
+    # Indexes built once (tables and edges never change after analysis) so that lookups stay O(1)
+    # and graph searches touch only a table's own edges: the generator grows near-linearly with
+    # the table count instead of with its cube (bench/bench_programmatic.py --wide).
+    @cached_property
+    def _by_name(self) -> dict[str, TableProfile]:
+        out: dict[str, TableProfile] = {}
+        for t in self.tables:
+            out.setdefault(t.name.lower(), t)
+        return out
+
+    @cached_property
+    def _adjacency(self) -> dict[str, list[tuple[str, Edge]]]:
+        adj: dict[str, list[tuple[str, Edge]]] = {}
+        for e in self.edges:
+            if e.src != e.dst:
+                adj.setdefault(e.src, []).append((e.dst, e))
+                adj.setdefault(e.dst, []).append((e.src, e))
+        for k in adj:
+            adj[k].sort(key=lambda x: (x[0], x[1].src, x[1].src_col, x[1].dst_col))
+        return adj
+
+    @cached_property
+    def _out_edges(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.edges:
+            out.setdefault(e.src, []).append(e)
+        return out
+
+    @cached_property
+    def _in_edges(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
+        for e in self.edges:
+            out.setdefault(e.dst, []).append(e)
+        return out
+
+    def out_edges(self, table: str) -> list[Edge]:
+        """Foreign keys declared by ``table`` (it references their ``dst``), in edge order."""
+        return self._out_edges.get(table, [])
+
     # ------------------------------------------------------------------ lookup
     def table(self, name: str) -> TableProfile | None:
-        return next((t for t in self.tables if t.name.lower() == name.lower()), None)
+        return self._by_name.get(str(name).lower())
 
     @property
     def nonempty_tables(self) -> list[TableProfile]:
@@ -174,28 +215,21 @@ class SchemaAnalysis:
                 vocab.add(c.name.lower())
         return vocab
 
+    @cached_property
+    def _squashed_names(self) -> str:
+        return "\x00".join(n for t in self.tables for n in
+                            [t.name.lower().replace("_", "")] + [c.name.lower().replace("_", "") for c in t.columns])
+
     def mentions(self, term: str) -> bool:
         """Whether any table or column name contains ``term`` (as a word or a substring)."""
         term = term.lower().replace(" ", "")
-        if not term:
+        if not term or "\x00" in term:
             return False
-        for t in self.tables:
-            if term in t.name.lower().replace("_", ""):
-                return True
-            for c in t.columns:
-                if term in c.name.lower().replace("_", ""):
-                    return True
-        return False
+        return term in self._squashed_names
 
     # ------------------------------------------------------------------ graph
     def neighbours(self, table: str) -> list[tuple[str, Edge]]:
-        out = []
-        for e in self.edges:
-            if e.src == table and e.dst != table:
-                out.append((e.dst, e))
-            elif e.dst == table and e.src != table:
-                out.append((e.src, e))
-        return sorted(out, key=lambda x: (x[0], x[1].src, x[1].src_col, x[1].dst_col))
+        return self._adjacency.get(table, [])
 
     def path(self, a: str, b: str, max_edges: int = 3) -> list[tuple[str, Edge, str]] | None:
         """Shortest FK path ``a → b`` as ``[(from, edge, to), ...]`` (None if none).
@@ -282,26 +316,54 @@ class SchemaAnalysis:
         """
         if a == b:
             return True
-        if self.implicit_link(a, b):
-            return True
+        return b in self.related_set(a)
+
+    def related_set(self, a: str) -> frozenset[str]:
+        """Every table a relationship links to ``a`` (see :meth:`related`), from one search."""
+        cache = self.__dict__.setdefault("_related_cache", {})
+        if a in cache:
+            return cache[a]
+        out: set[str] = set(self._implicit_links.get(a, ()))
         start = (a, 0)
         seen = {start}
         queue = deque([start])
         while queue:
             node, phase = queue.popleft()
-            moves = []
-            for e in self.edges:
-                if e.src == node and e.dst != node:
-                    moves.append((e.dst, 1))  # up
-                if phase == 0 and e.dst == node and e.src != node:
-                    moves.append((e.src, 0))  # down
+            moves = [(e.dst, 1) for e in self._out_edges.get(node, []) if e.dst != node]  # up
+            if phase == 0:
+                moves += [(e.src, 0) for e in self._in_edges.get(node, []) if e.src != node]  # down
             for nxt, ph in moves:
-                if nxt == b:
-                    return True
+                out.add(nxt)
                 if (nxt, ph) not in seen:
                     seen.add((nxt, ph))
                     queue.append((nxt, ph))
-        return False
+        out.discard(a)
+        cache[a] = frozenset(out)
+        return cache[a]
+
+    @cached_property
+    def _implicit_links(self) -> dict[str, set[str]]:
+        """:meth:`implicit_link` for every pair at once, through name indexes (linear in columns)."""
+        links: dict[str, set[str]] = {}
+        by_pk: dict[str, list[TableProfile]] = {}
+        by_word: dict[str, list[TableProfile]] = {}
+        for t in self.tables:
+            if len(t.primary_key) == 1 and t.primary_key[0].lower() not in {"id", "uid"}:
+                by_pk.setdefault(t.primary_key[0].lower(), []).append(t)
+            words = {w.lower() for w in identifier_words(t.name)}
+            for w in words | {w[:-1] if w.endswith("s") else w for w in words}:
+                by_word.setdefault(w, []).append(t)
+        for x in self.tables:
+            for c in x.columns:
+                cands = list(by_pk.get(c.name.lower(), []))
+                words = [w.lower() for w in identifier_words(c.name)]
+                if c.role == IDENTIFIER and len(words) >= 2 and words[-1] in {"id", "code", "no", "number"}:
+                    cands += by_word.get(words[-2], [])
+                for y in cands:
+                    if y.name != x.name and self.implicit_link(x.name, y.name):
+                        links.setdefault(x.name, set()).add(y.name)
+                        links.setdefault(y.name, set()).add(x.name)
+        return links
 
     def implicit_link(self, a: str, b: str) -> bool:
         """An undeclared join: a key-like column of one table named like the other's primary key
@@ -323,7 +385,7 @@ class SchemaAnalysis:
             col = next((c for c in x.columns if c.name.lower() == pk), None)
             if col is None:
                 continue
-            declared = [e for e in self.edges if e.src == x.name and e.src_col == col.name]
+            declared = [e for e in self.out_edges(x.name) if e.src_col == col.name]
             if declared and all(e.dst != y.name for e in declared):
                 continue  # x.col is a declared FK to some other table
             return True
@@ -333,7 +395,7 @@ class SchemaAnalysis:
             for c in x.columns:
                 words = [w.lower() for w in identifier_words(c.name)]
                 if c.role == IDENTIFIER and len(words) >= 2 and words[-1] in {"id", "code", "no", "number"}:
-                    declared = [e for e in self.edges if e.src == x.name and e.src_col == c.name]
+                    declared = [e for e in self.out_edges(x.name) if e.src_col == c.name]
                     if declared and all(e.dst != y.name for e in declared):
                         continue
                     if words[-2] in ywords or words[-2] in ysing:
@@ -369,23 +431,27 @@ class SchemaAnalysis:
             comp.append(sorted(group))
         return comp
 
-    def bridges(self) -> list[tuple[str, Edge, Edge]]:
-        """Many-to-many links: ``(bridge_table, edge_to_A, edge_to_B)`` with A != B."""
+    @cached_property
+    def _bridges(self) -> list[tuple[str, Edge, Edge]]:
         out = []
         for t in self.tables:
             payload = [c for c in t.columns if c.role not in (IDENTIFIER, OTHER)]
             if t.label is not None or len(payload) > 3:
                 continue  # an entity with its own attributes, not a linking table
-            fks = [e for e in self.edges if e.src == t.name and e.dst != t.name]
+            fks = [e for e in self.out_edges(t.name) if e.dst != t.name]
             for i, e1 in enumerate(fks):
                 for e2 in fks[i + 1 :]:
                     if e1.dst != e2.dst:
                         out.append((t.name, e1, e2))
         return out
 
+    def bridges(self) -> list[tuple[str, Edge, Edge]]:
+        """Many-to-many links: ``(bridge_table, edge_to_A, edge_to_B)`` with A != B."""
+        return self._bridges
+
     def children(self, table: str) -> list[Edge]:
         """Edges of tables referencing ``table`` (one-to-many: table → many children)."""
-        return [e for e in self.edges if e.dst == table and e.src != table]
+        return [e for e in self._in_edges.get(table, []) if e.src != table]
 
     # ------------------------------------------------------------------ lexical groups
     def head_noun_groups(self) -> list[tuple[str, str, list[ColumnProfile]]]:
@@ -405,21 +471,42 @@ class SchemaAnalysis:
                 out.append((t.name, head, cols))
         return out
 
-    def same_named_columns(self) -> list[tuple[ColumnProfile, ColumnProfile]]:
-        """Non-key columns with the same name in two FK-connected tables."""
-        out = []
+    def same_named_columns(self, max_edges: int = 3) -> list[tuple[ColumnProfile, ColumnProfile]]:
+        """Non-key columns with the same name in two FK-connected tables (at most ``max_edges`` apart).
+
+        Found from each table's own neighbourhood (a search bounded by ``max_edges``) rather than
+        by testing every pair of tables, so wide schemas stay near-linear."""
         tabs = self.nonempty_tables
-        for i, ta in enumerate(tabs):
-            for tb in tabs[i + 1 :]:
+        order = {t.name: i for i, t in enumerate(tabs)}
+        out = []
+        for ta in tabs:
+            near = self._within(ta.name, max_edges)
+            acols = [c for c in ta.columns if not c.is_key and c.role != OTHER]
+            if not acols:
+                continue
+            for tb_name in sorted((n for n in near if order.get(n, -1) > order[ta.name]), key=order.get):
+                tb = self._by_name[tb_name.lower()]
                 bcols = {c.name.lower(): c for c in tb.columns}
-                for ca in ta.columns:
+                for ca in acols:
                     cb = bcols.get(ca.name.lower())
-                    if cb is None or ca.is_key or cb.is_key or OTHER in (ca.role, cb.role):
-                        continue
-                    if self.path(ta.name, tb.name, max_edges=3) is None:
+                    if cb is None or cb.is_key or cb.role == OTHER:
                         continue
                     out.append((ca, cb))
         return out
+
+    def _within(self, a: str, max_edges: int) -> set[str]:
+        seen = {a}
+        frontier = [a]
+        for _ in range(max_edges):
+            nxt = []
+            for n in frontier:
+                for m, _e in self.neighbours(n):
+                    if m not in seen:
+                        seen.add(m)
+                        nxt.append(m)
+            frontier = nxt
+        seen.discard(a)
+        return seen
 
 
 # ------------------------------------------------------------------------------ profiling
@@ -453,18 +540,74 @@ def _infer_role(col_name: str, decl_type: str, pk: bool, fk: bool, values: list,
     return OTHER
 
 
-def _choose_label(table: TableProfile) -> str | None:
-    texts = [c for c in table.columns if c.role in (TEXT, CATEGORICAL) and not c.is_key]
+_PLACE_WORDS = {"building", "room", "city", "address", "street", "country", "state", "location", "region",
+                "hometown", "nationality", "campus", "venue", "place"}
+
+
+def _label_score(table: TableProfile, c: ColumnProfile) -> float | None:
+    """How well a column names the rows of its table (None: cannot). Evidence, strongest first: the
+    column repeats the table's name (``department.department``) or is a name/title; its values are
+    unique; it is the table's text primary key. A place column (``building``) or a repeating
+    category names a *property*, not the row ("students whose department is 'Brodhead'")."""
+    if not c.text_values or c.text_number:
+        return None
+    if c.role not in (TEXT, CATEGORICAL, IDENTIFIER):
+        return None
+    words = {w.lower().rstrip("s") for w in identifier_words(c.name)}
     twords = {w.lower().rstrip("s") for w in identifier_words(table.name)}
-    eponym = [c for c in texts if c.distinct >= 2 and {w.lower().rstrip("s") for w in identifier_words(c.name)} <= twords]
-    if eponym:
-        return eponym[0].name
-    named = [c for c in texts if any(w in c.words.lower().split() for w in _LABEL_WORDS) or c.name.lower().endswith(_LABEL_WORDS)]
+    named = bool(words & set(_LABEL_WORDS)) or c.name.lower().endswith(_LABEL_WORDS)
+    if c.role == IDENTIFIER and not (c.primary_key or named):
+        return None  # a text foreign key names another table's rows
+    score = 0.0
+    if c.distinct >= 2 and words - {"name", "title", "label"} <= twords:
+        score += 4
     if named:
-        return max(named, key=lambda c: (c.distinct, -table.columns.index(c))).name
-    if texts:
-        return max(texts, key=lambda c: (c.distinct, -table.columns.index(c))).name
-    return None
+        score += 3
+    unique = c.non_null > 0 and c.distinct >= 0.95 * c.non_null
+    score += 2 if unique else 0
+    score += 1 if c.primary_key else 0
+    if words & _PLACE_WORDS and not named:
+        score -= 3
+    if c.role == CATEGORICAL:
+        score -= 2
+    return score
+
+
+def _choose_label(table: TableProfile) -> str | None:
+    scored = [(sc, c) for c in table.columns if (sc := _label_score(table, c)) is not None]
+    if not scored:
+        return None
+    best, col = max(scored, key=lambda x: (x[0], x[1].distinct, -table.columns.index(x[1])))
+    return col.name if best > -2 else None
+
+
+def _described_names(db_path: str, table: str) -> dict[str, str]:
+    """Column name → the name a person says, from BIRD's ``database_description/<table>.csv`` next to
+    the database file (Spider ships none). ``column_name`` when it differs from the identifier,
+    else "X" from a description "the X of the ..." (at most three words)."""
+    import csv
+
+    path = Path(db_path).parent / "database_description" / f"{table}.csv"
+    if not path.is_file():
+        return {}
+    out: dict[str, str] = {}
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for r in csv.DictReader(fh):
+                orig = (r.get("original_column_name") or "").strip()
+                if not orig:
+                    continue
+                named = " ".join((r.get("column_name") or "").split())
+                desc = " ".join((r.get("column_description") or "").split()).lower()
+                if named and named.lower() != humanize(orig).lower() and len(named.split()) <= 4:
+                    out[orig.lower()] = named.lower()
+                    continue
+                m = re.match(r"^the ([a-z][a-z ]{1,40}?) of (?:the|a|an) ", desc)
+                if m and len(m.group(1).split()) <= 3 and "identifier" not in m.group(1) and m.group(1) != "id":
+                    out[orig.lower()] = m.group(1)
+    except (OSError, csv.Error):
+        return {}
+    return out
 
 
 def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | None = None) -> SchemaAnalysis:
@@ -499,15 +642,29 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
         columns = [c.name for c in t.columns]
         stats: dict[str, tuple[int, int]] = {}
         if t.row_count > 0 and columns:
-            res = execute_sql(db_path, f"SELECT * FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
-            if res.ok:
-                sample_rows = res.rows
-            agg = ", ".join(f"COUNT({quote_ident(c)}), COUNT(DISTINCT {quote_ident(c)})" for c in columns)
-            res = execute_sql(db_path, f"SELECT {agg} FROM {q}", timeout_s=PROFILE_TIMEOUT_S)
-            if res.ok and res.rows:
-                row = res.rows[0]
+            # one statement per table: the sample rows carry the (uncorrelated, computed once) column
+            # statistics as extra columns. Every executor call opens a connection that parses the whole
+            # schema, so halving the calls matters on wide databases.
+            agg = ", ".join(f"(SELECT COUNT({quote_ident(c)}) FROM {q}), (SELECT COUNT(DISTINCT {quote_ident(c)}) FROM {q})"
+                            for c in columns)
+            res = execute_sql(db_path, f"SELECT *, {agg} FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
+            n = len(columns)
+            if res.ok and res.rows and len(res.rows[0]) == 3 * n:
+                sample_rows = [r[:n] for r in res.rows]
+                row = res.rows[0][n:]
                 for i, c in enumerate(columns):
                     stats[c] = (int(row[2 * i] or 0), int(row[2 * i + 1] or 0))
+            else:  # fall back to two plain statements
+                res = execute_sql(db_path, f"SELECT * FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
+                if res.ok:
+                    sample_rows = res.rows
+                agg = ", ".join(f"COUNT({quote_ident(c)}), COUNT(DISTINCT {quote_ident(c)})" for c in columns)
+                res = execute_sql(db_path, f"SELECT {agg} FROM {q}", timeout_s=PROFILE_TIMEOUT_S)
+                if res.ok and res.rows:
+                    row = res.rows[0]
+                    for i, c in enumerate(columns):
+                        stats[c] = (int(row[2 * i] or 0), int(row[2 * i + 1] or 0))
+        described = _described_names(db_path, t.name)
         profiles: list[ColumnProfile] = []
         for i, col in enumerate(t.columns):
             vals = [r[i] for r in sample_rows if i < len(r) and r[i] is not None]
@@ -526,7 +683,8 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
                 non_null=non_null,
                 distinct=distinct,
                 head=head_noun(col.name),
-                words=humanize(col.name),
+                words=described.get(col.name.lower()) or column_words(col.name),
+                text_values=bool(vals) and all(isinstance(v, str) and not _NUMBER_TEXT.match(v) for v in vals[:200]),
             )
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
                 prof.values = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]

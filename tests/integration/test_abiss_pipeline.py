@@ -42,7 +42,7 @@ def healthy(req):
         sub = re.search(r"Category: .+? / (.+?) \(", text).group(1)
         sid = NAME_TO_ID[sub]
         if sid == "lexical_overlap":
-            return json_reply({"question": "List the emails of students in the Database course.",
+            return json_reply({"question": "Show the emails of the students who enrolled after 2023.",
                                "interpretations": [{"hidden_knowledge": "personal email"},
                                                    {"hidden_knowledge": "institutional email"}]})
         if sid == "missing_entity":
@@ -134,7 +134,7 @@ def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance
                           "WHERE c.call_id IS NULL").fetchall()[0][0]
     assert orphans == 0
     stages = [r[0] for r in con.execute("SELECT DISTINCT stage FROM rejection_report ORDER BY stage_no").fetchall()]
-    assert stages[0] == "s01_duplicate_removal" and stages[-1] == "s10_style_conformance"
+    assert stages[0] == "s00_wellformedness" and stages[1] == "s01_duplicate_removal" and stages[-1] == "s10_style_conformance"
     # the answerable LLM question is not ambiguous, so stage 6 never applies to it
     applies = con.execute("SELECT d.applies FROM s06_ambiguity_verification d JOIN candidates c USING (candidate_id) "
                           "WHERE c.generator = 'gen' AND c.subcategory = 'answerable'").fetchall()

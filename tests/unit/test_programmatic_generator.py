@@ -222,11 +222,13 @@ def test_verifier_rejects_false_absence_claims(demo_db):
     from pipelines.programmatic import _verify
 
     ctx = _ctx(demo_db)
-    draft = Draft("missing_entity", "t", "What is the email of student 3?", "formal", feedback="x", absence=Absence("terms", terms=("email",)))
+    draft = Draft("missing_entity", "t", "What is the email of student 3?", "formal",
+                  feedback="No column stores an email of students; ask the administrator.", absence=Absence("terms", terms=("email",)))
     assert _verify(draft, ctx) is not None
     draft.absence = Absence("terms", terms=("shoe",))
     assert _verify(draft, ctx) is None
-    rel = Draft("missing_relationship", "t", "q", "formal", feedback="x", absence=Absence("relationship", tables=("students", "courses")))
+    rel = Draft("missing_relationship", "t", "Which courses does professor Anna teach?", "formal",
+                feedback="No table links professors to courses.", absence=Absence("relationship", tables=("students", "courses")))
     assert _verify(rel, _ctx(demo_db, "missing_relationship")) == "tables are related"
     rel.absence = Absence("relationship", tables=("professors", "courses"))
     assert _verify(rel, _ctx(demo_db, "missing_relationship")) is None

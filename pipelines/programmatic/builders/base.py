@@ -15,12 +15,19 @@ from typing import Callable, Iterator
 
 from pipelines.programmatic.phrasing import (
     Ask,
+    be,
     column_words,
     humanize,
+    is_plural,
+    is_relation_name,
     plural,
     quote_value,
     render,
     singular,
+    table_plural,
+    table_singular,
+    table_words,
+    with_article_or_plural,
 )
 from pipelines.programmatic.schema_analysis import (
     CATEGORICAL,
@@ -43,6 +50,8 @@ __all__ = [
     "CATEGORICAL", "IDENTIFIER", "NUMERIC", "TEMPORAL", "TEXT", "ColumnProfile", "Edge",
     "SchemaAnalysis", "TableProfile", "join_sql", "bridge_join_sql", "labelled_bridges", "thresholds",
     "numeric_columns", "temporal_columns", "categorical_columns", "labelled_tables", "value_text",
+    "be", "is_plural", "is_relation_name", "table_plural", "table_singular", "table_words", "with_article_or_plural",
+    "is_measure", "is_flag", "noun_tables",
 ]
 
 q = quote_ident
@@ -155,19 +164,22 @@ def value_text(value) -> str:
 
 
 def label_np(table: TableProfile) -> str:
-    """Plural noun phrase naming rows of a table by its label: "the titles of the courses"."""
-    tname = plural(humanize(table.name))
+    """Plural noun phrase naming rows of a table by its label: "the titles of the courses"; a label
+    that repeats the table's name says nothing more ("the departments" for ``department.dept_name``)."""
+    tname = table_plural(table.name)
     if not table.label:
         return f"the {tname}"
-    lwords = humanize(table.label)
-    tw = {w.rstrip("s") for w in humanize(table.name).lower().split()}
-    if {w.rstrip("s") for w in lwords.lower().split()} <= tw:
+    col = table.column(table.label)
+    lwords = col.words if col is not None else column_words(table.label)
+    tw = {w.rstrip("s") for w in table_words(table.name).lower().split()}
+    rest = [w for w in lwords.split() if w.lower().rstrip("s") not in tw]
+    if not rest:
         return f"the {tname}"
-    return f"the {plural(lwords)} of the {tname}"
+    return f"the {plural(' '.join(rest))} of the {tname}"
 
 
 def entity_np(table: TableProfile) -> str:
-    return plural(humanize(table.name))
+    return table_plural(table.name)
 
 
 def join_sql(steps: list[tuple[str, Edge, str]], start: str) -> tuple[str, dict[str, str]]:
@@ -234,8 +246,43 @@ def _gt(x, y) -> bool:
         return str(x) > str(y)
 
 
+# Words naming a quantity: a numeric column named by none of them (``Major``, ``Advisor``,
+# ``city_code``) holds codes, and "students whose major is greater than 550" means nothing.
+MEASURE_WORDS = frozenset("""
+age weight height length width depth area size capacity population price cost fee charge amount budget salary
+income wage pay earnings revenue sales profit worth value gnp gdp score rating grade points credits credit year
+years duration time hours minutes seconds days speed horsepower MPG acceleration displacement cylinders
+count number total share percentage percent rate ratio attendance seats votes rank ranking place position
+expectancy surface distance mileage volume temperature balance quantity stock goals wins losses money bonus
+tax budgeted level floors rooms beds employees staff members students passengers enrollment pages copies
+""".split())
+
+
+def is_measure(col) -> bool:
+    """A numeric column measuring something (thresholds and "high"/"low" make sense on it)."""
+    if getattr(col, "role", None) != NUMERIC:
+        return False
+    words = [w.lower() if not w.isupper() else w for w in col.words.split()]
+    if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
+        return False
+    if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):
+        return True
+    sample = list(getattr(col, "sample", []) or [])
+    return any(isinstance(v, float) and not float(v).is_integer() for v in sample[:200])
+
+
+def is_flag(col) -> bool:
+    """A yes/no column (``is_male``, ``has_wifi``, values T/F, Y/N, 0/1): "whose is male is 'F'" is no English."""
+    words = [w.lower() for w in col.words.split()]
+    if words and words[0] in {"is", "has", "was", "can", "did", "does"}:
+        return True
+    vals = {str(v).strip().lower() for v in getattr(col, "values", []) or []}
+    return bool(vals) and vals <= {"t", "f", "y", "n", "yes", "no", "true", "false", "0", "1"}
+
+
 def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
-    return [c for c in table.columns if c.role == NUMERIC and c.distinct >= min_distinct]
+    """Numeric *measures* (see :func:`is_measure`) with at least ``min_distinct`` values."""
+    return [c for c in table.columns if c.role == NUMERIC and c.distinct >= min_distinct and is_measure(c)]
 
 
 def temporal_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
@@ -253,11 +300,18 @@ def categorical_columns(table: TableProfile, text_only: bool = False) -> list[Co
         and c.distinct <= 25
         and c.distinct < max(2, c.non_null)
         and not c.primary_key
+        and not is_flag(c)
+        and (c.role != NUMERIC or c.text_number or is_measure(c) or c.is_year)
     ]
 
 
 def labelled_tables(analysis: SchemaAnalysis) -> list[TableProfile]:
-    return [t for t in analysis.nonempty_tables if t.label]
+    """Non-empty tables with a label column whose name is a noun (not ``Has_Pet`` or ``takes``)."""
+    return [t for t in analysis.nonempty_tables if t.label and not is_relation_name(t.name)]
+
+
+def noun_tables(analysis: SchemaAnalysis) -> list[TableProfile]:
+    return [t for t in analysis.nonempty_tables if not is_relation_name(t.name)]
 
 
 @dataclass(frozen=True)
@@ -278,10 +332,12 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
     """Non-key attributes of ``table`` usable in conditions, own columns first."""
     out: list[Attr] = []
     for c in table.columns:
-        if c.is_key or c.role not in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT) or c.name == table.label:
+        if c.is_key or c.role not in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT) or c.name == table.label or is_flag(c):
             continue
-        out.append(Attr(c.expr("T1"), column_words(c.name), c.role, tuple(c.values), tuple(c.sample), "", c.name))
-    for i, e in enumerate([e for e in analysis.edges if e.src == table.name and e.dst != table.name]):
+        if c.role == NUMERIC and not (is_measure(c) or c.is_year):
+            continue
+        out.append(Attr(c.expr("T1"), c.words, c.role, tuple(c.values), tuple(c.sample), "", c.name))
+    for i, e in enumerate([e for e in analysis.out_edges(table.name) if e.dst != table.name]):
         parent = analysis.table(e.dst)
         if not parent or not parent.label:
             continue
@@ -290,7 +346,7 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
             continue
         alias = f"P{i + 1}"
         join = f"JOIN {q(parent.name)} AS {alias} ON T1.{q(e.src_col)} = {alias}.{q(e.dst_col)}"
-        words = singular(humanize(parent.name))
+        words = table_singular(parent.name)
         if words.lower() in {w.lower() for w in [x.words for x in out]}:
             words = humanize(e.src_col).removesuffix(" id")
         out.append(Attr(f"{alias}.{q(parent.label)}", words, CATEGORICAL, tuple(pl.values), (), join, f"{parent.name}.{parent.label}"))

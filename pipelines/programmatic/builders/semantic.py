@@ -22,6 +22,9 @@ from pipelines.programmatic.builders.base import (
     register,
     singular,
     value_text,
+    table_plural,
+    table_singular,
+    be,
 )
 
 _WEAK_HEADS = {"by", "of", "in", "on", "at", "to", "is", "if", "yn", "old", "new", "code", "details", "other"}
@@ -41,8 +44,8 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
             for c2 in cols[i + 1 :]:
                 if c1.role == IDENTIFIER and c2.role == IDENTIFIER:
                     # both keys: they must reference the same labelled table (eye/hair colour)
-                    e1 = next((e for e in a.edges if e.src == t.name and e.src_col == c1.name), None)
-                    e2 = next((e for e in a.edges if e.src == t.name and e.src_col == c2.name), None)
+                    e1 = next((e for e in a.out_edges(t.name) if e.src_col == c1.name), None)
+                    e2 = next((e for e in a.out_edges(t.name) if e.src_col == c2.name), None)
                     if e1 and e2 and e1.dst == e2.dst and a.table(e1.dst) and a.table(e1.dst).label:
                         plans.append((t, head, c1, c2, e1, e2))
                 elif c1.role != IDENTIFIER and c2.role != IDENTIFIER and c1.role == c2.role:
@@ -55,7 +58,7 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
         for c in categorical_columns(t, text_only=True):
             if c.name not in (c1.name, c2.name):
                 for v in c.values[:2]:
-                    filters.append((f" WHERE T1.{q(c.name)} = {lit(v)}", f" whose {column_words(c.name)} is {value_text(v)}"))
+                    filters.append((f" WHERE T1.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}"))
         where, phrase = ctx.rng.choice(filters)
         if e1 is not None:
             ref = a.table(e1.dst)
@@ -66,10 +69,10 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
         else:
             sqls = [f"SELECT T1.{q(c.name)} FROM {q(t.name)} AS T1{where}" for c in (c1, c2)]
         style = ctx.next_style()
-        tn = plural(humanize(t.name))
+        tn = table_plural(t.name)
         np = f"the {plural(head)} of the {tn}{phrase}"
         readings = [
-            Reading(s, f"'{plural(head)}' means the {column_words(c.name).removesuffix(' id')} ({t.name}.{c.name}).")
+            Reading(s, f"'{plural(head)}' means the {c.words.removesuffix(' id')} ({t.name}.{c.name}).")
             for s, c in zip(sqls, (c1, c2))
         ]
         yield Draft("lexical_overlap", "lexical_overlap.head_noun", ctx.say(Ask("list", target=np), style), style, readings=readings)
@@ -106,10 +109,9 @@ def build_entity_ambiguity(ctx: BuildContext) -> Iterator[Draft]:
                         continue
             if not a.path_is_relational(steps):
                 continue  # professors → department ← students: siblings, not one entity's context
-            others = [t for t in (ta, tb) if t.name != fname]
-            subjects = [t for t in others if t.label]
-            for subj in subjects:
-                plans.append((ca, cb, steps, start, ft, subj))
+            if fname in (ca.table, cb.table):
+                continue  # "the credits of the student 'Ethan'" already names whose credits
+            plans.append((ca, cb, steps, start, ft, None))
     if not plans:
         ctx.unsupported("no same-named non-key column in two joinable tables")
         return
@@ -124,10 +126,12 @@ def build_entity_ambiguity(ctx: BuildContext) -> Iterator[Draft]:
         v = ctx.rng.choice(vals)
         sqls = [f"SELECT {al[c.table]}.{q(c.name)} {frm} WHERE {flab} = {lit(v)}" for c in (ca, cb)]
         style = ctx.next_style()
-        col = column_words(ca.name)
-        np = f"the {plural(col)} of the {plural(humanize(subj.name))} of the {singular(humanize(ft.name))} {value_text(v)}"
+        col = ca.words
+        # the question names neither table holding the column: naming one ("the names of the stadiums
+        # of the concert 'Week 1'") would already pick the reading
+        np = f"the {plural(col)} {ctx.rng.choice(['for', 'related to', 'associated with'])} the {table_singular(ft.name)} {value_text(v)}"
         readings = [
-            Reading(s, f"'{col}' refers to the {singular(humanize(c.table))}'s {col} ({c.table}.{c.name}).")
+            Reading(s, f"'{col}' refers to the {table_singular(c.table)}'s {col} ({c.table}.{c.name}).")
             for s, c in zip(sqls, (ca, cb))
         ]
         yield Draft("entity_ambiguity", "entity_ambiguity.same_named_column", ctx.say(Ask("list", target=np), style), style, readings=readings)

@@ -21,6 +21,10 @@ from pipelines.programmatic.builders.base import (
     register,
     singular,
     value_text,
+    table_plural,
+    table_singular,
+    table_words,
+    noun_tables,
 )
 from pipelines.programmatic.phrasing import render_free
 
@@ -60,6 +64,50 @@ MISSING_ENTITIES = [
     ("invoices", ("invoice", "bill", "payment")),
 ]
 
+# which missing attributes make sense for which kind of row ("the marital status of each pet" does not)
+PERSON_ONLY = {"phone number", "email address", "nickname", "social media handle", "favourite colour",
+               "marital status", "blood type", "shoe size", "tax identification number", "loyalty points", "manager"}
+THING_ONLY = {"customer rating", "annual revenue", "opening hours", "website"}
+PEOPLE = {"student", "person", "people", "employee", "singer", "teacher", "player", "customer", "user", "member",
+          "visitor", "owner", "professor", "instructor", "staff", "driver", "artist", "author", "actor", "director",
+          "conductor", "candidate", "voter", "host", "friend", "pilot", "manager", "musician", "writer", "poker",
+          "people", "hero", "superhero", "patient", "doctor", "physician", "nurse", "client", "guest", "passenger",
+          "worker", "coach", "editor", "journalist", "head", "participant", "competitor", "contestant", "winner"}
+
+
+def _is_person_table(t) -> bool:
+    words = {singular(w.lower()) for w in table_words(t.name).split()}
+    if words & PEOPLE:
+        return True
+    cols = {c.words for c in t.columns}
+    # a first/last/full name, not just a name and an age (dogs have those too)
+    return bool(cols & {"first name", "last name", "full name", "surname", "given name"})
+
+
+ORGANISATIONS = {"company", "business", "restaurant", "hotel", "shop", "store", "museum", "bank", "agency", "school",
+                 "university", "college", "club", "airline", "stadium", "library", "hospital", "studio", "publisher",
+                 "manufacturer", "brand", "maker", "festival", "channel", "network", "firm", "organization",
+                 "organisation", "institution", "theater", "theatre", "cinema", "gym", "clinic", "farm", "facility",
+                 "kennel", "venue", "gallery", "vendor", "supplier", "dealer", "orchestra", "band", "team", "airport",
+                 "office", "branch", "house", "guesthouse", "center", "centre", "department"}
+
+
+def _is_organisation_table(t) -> bool:
+    words = {singular(w.lower()) for w in table_words(t.name).split()}
+    return bool(words & ORGANISATIONS)
+
+
+def _attribute_fits(phrase: str, t) -> bool:
+    """Ask only for what such a row could have: a person's phone number, a company's website."""
+    if phrase in PERSON_ONLY:
+        return _is_person_table(t)
+    if phrase in THING_ONLY:
+        return _is_organisation_table(t)
+    if phrase == "postal address":
+        return _is_person_table(t) or _is_organisation_table(t)
+    return True
+
+
 _MONEY = {"price", "cost", "amount", "budget", "salary", "earnings", "sales", "spent", "bonus", "worth", "gnp", "revenue", "fee", "charge", "money"}
 _PLACE = {"country", "city", "nationality", "location", "hometown", "citizenship", "state", "district", "region", "address"}
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
@@ -68,18 +116,19 @@ _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
 @register("missing_entity", "missing_entity.attribute_or_entity")
 def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
-    tables = labelled_tables(a) or a.nonempty_tables or a.tables
+    tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
     plans = []
     for t in tables:
         for phrase, terms in MISSING_ATTRIBUTES:
-            plans.append(("attribute", t, phrase, terms))
+            if _attribute_fits(phrase, t):
+                plans.append(("attribute", t, phrase, terms))
         for phrase, terms in MISSING_ENTITIES:
             plans.append(("entity", t, phrase, terms))
     for kind, t, phrase, terms in ctx.shuffled(plans):
         if any(a.mentions(term) for term in terms):
             continue  # the schema has it (or something close): not a missing element
         style = ctx.next_style()
-        tn, ts = plural(humanize(t.name)), singular(humanize(t.name))
+        tn, ts = table_plural(t.name), table_singular(t.name)
         example = None
         if t.label:
             lab = next((c for c in t.columns if c.name == t.label), None)
@@ -118,17 +167,21 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
 @register("missing_relationship", "missing_relationship.unlinked_tables")
 def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
-    ents = [t for t in labelled_tables(a) if t.name not in {b for b, _, _ in a.bridges()}]
-    plans = []
-    for i, ta in enumerate(ents):
-        for tb in ents[i + 1 :]:
-            if not a.related(ta.name, tb.name):
-                plans.append((ta, tb))
-                plans.append((tb, ta))
-    if not plans:
-        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
-        return
-    for ta, tb in ctx.shuffled(plans):
+    bridge_names = {b for b, _, _ in a.bridges()}
+    ents = [t for t in labelled_tables(a) if t.name not in bridge_names]
+
+    def unrelated_pairs():
+        # lazily, source by source (one relationship search each): the driver stops after a few
+        # drafts, so wide schemas never pay for all pairs of tables
+        for ta in ctx.shuffled(ents):
+            rel = a.related_set(ta.name)
+            others = [tb for tb in ents if tb.name != ta.name and tb.name not in rel]
+            for tb in ctx.shuffled(others)[:3]:
+                yield ta, tb
+
+    found = False
+    for ta, tb in unrelated_pairs():
+        found = True
         lab = next((c for c in tb.columns if c.name == tb.label), None)
         vals = lab.values[:5] if lab and lab.values else [r[0] for r in ctx.rows(
             f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5"
@@ -137,7 +190,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             continue
         v = ctx.rng.choice(vals)
         style = ctx.next_style()
-        an, bs = plural(humanize(ta.name)), singular(humanize(tb.name))
+        an, bs = table_plural(ta.name), table_singular(tb.name)
         verb = ctx.rng.choice(["associated with", "responsible for", "assigned to", "working with", "linked to"])
         if ctx.rng.random() < 0.35:
             ask = Ask("count", subject=f"{an} {verb} the {bs} {value_text(v)}")
@@ -159,17 +212,19 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             "missing_relationship", "missing_relationship.unlinked_tables", ctx.say(ask, style), style,
             feedback=feedback, absence=Absence("relationship", tables=(ta.name, tb.name)),
         )
+    if not found:
+        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
 
 
 @register("missing_external_knowledge", "missing_external_knowledge.mapping")
 def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
     plans = []
-    for t in labelled_tables(a) or a.nonempty_tables:
-        tn = plural(humanize(t.name))
+    for t in labelled_tables(a) or noun_tables(a) or a.nonempty_tables:
+        tn = table_plural(t.name)
         for c in t.columns:
-            words = {w.lower() for w in column_words(c.name).split()}
-            col = column_words(c.name)
+            words = {w.lower() for w in c.words.split()}
+            col = c.words
             if c.role == NUMERIC and words & _MONEY:
                 cur = ctx.rng.choice(["Japanese yen", "Swiss francs", "Indian rupees", "Brazilian reais"])
                 plans.append((
@@ -222,7 +277,7 @@ _CHITCHAT = {
     "formal": ["Good morning. I hope you are well today.", "Thank you very much for your assistance earlier.", "Could you please tell me what the meaning of life is?"],
     "colloquial": ["hey there! how's it going?", "lol what's your favourite movie?", "ugh, mondays, right?"],
     "imperative": ["Tell me a joke.", "Write a short poem about the ocean.", "Recommend a good book to read this weekend."],
-    "interrogative": ["What is the meaning of life?", "Who will win the next football world cup?", "What's the weather like tomorrow in Paris?"],
+    "interrogative": ["What do you think happiness is?", "Who will win the next football world cup?", "What's the weather like tomorrow in Paris?"],
     "descriptive": ["I am looking for a good recipe for lasagna.", "I would like some advice on learning to play the guitar.", "I need help planning a weekend trip to the mountains."],
     "concise": ["hello", "weather tomorrow?", "joke please"],
 }
@@ -242,8 +297,11 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
                 "open-world knowledge), so no SQL query can answer it. Please ask about the information stored here."
             )
         else:
-            tn, ts = plural(humanize(t.name)), singular(humanize(t.name))
-            col = humanize(t.label) if t.label else "details"
+            tn, ts = table_plural(t.name), table_singular(t.name)
+            lab = t.column(t.label) if t.label else None
+            col = lab.words if lab is not None else "details"
+            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {w.rstrip("s") for w in tn.lower().split()}:
+                col = "name"  # "change the continent of all the continents" → "the name of ..."
             if kind == "write":
                 variants = {
                     "formal": [f"Please update the {col} of every {ts} to the new value I sent you.", f"Kindly register a new {ts} in the system."],
