@@ -21,6 +21,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -87,15 +88,25 @@ def execute_sql(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_rows: int = DEFAULT_MAX_ROWS,
+    prepare: Callable | None = None,
+    threads: int | None = None,
 ) -> Outcome:
-    """Run one untrusted read-only statement; return rows or a typed failure."""
+    """Run one untrusted read-only statement; return rows or a typed failure.
+
+    DuckDB only: ``prepare(con)`` runs on the locked read-only connection before the query (e.g. to
+    register Python UDFs such as the AI operators; it cannot change settings or open files), and
+    ``threads`` pins DuckDB's thread count (1 makes LIMIT without ORDER BY reproducible). An
+    exception raised from inside a UDF surfaces as a RUNTIME failure whose message carries it.
+    """
     if not isinstance(sql, str) or not sql.strip():
         return QueryFailure(FailureKind.SYNTAX, "empty SQL")
     path = Path(db_path)
     if not path.is_file():
         return QueryFailure(FailureKind.RUNTIME, f"database not found: {path}")
     if engine_of(path) == "duckdb":
-        return _execute_duckdb(path, sql, timeout_s, max_rows)
+        return _execute_duckdb(path, sql, timeout_s, max_rows, prepare=prepare, threads=threads)
+    if prepare is not None:
+        return QueryFailure(FailureKind.FORBIDDEN, "UDF registration (prepare) is only supported for DuckDB")
     return _execute_sqlite(path, sql, timeout_s, max_rows)
 
 
@@ -191,13 +202,15 @@ def _execute_sqlite(path: Path, sql: str, timeout_s: float, max_rows: int) -> Ou
 # ----------------------------------------------------------------------------------- DuckDB
 
 
-def open_duckdb_readonly(path: Path):
+def open_duckdb_readonly(path: Path, threads: int | None = None):
     import duckdb
 
+    extra = {"threads": int(threads)} if threads else {}
     return duckdb.connect(
         str(path),
         read_only=True,
         config={
+            **extra,
             "enable_external_access": False,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
@@ -207,14 +220,21 @@ def open_duckdb_readonly(path: Path):
     )
 
 
-def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int) -> Outcome:
+def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, prepare: Callable | None = None,
+                    threads: int | None = None) -> Outcome:
     import duckdb
 
     start = time.perf_counter()
     try:
-        con = open_duckdb_readonly(path)
+        con = open_duckdb_readonly(path, threads=threads)
     except duckdb.Error as exc:
         return QueryFailure(FailureKind.RUNTIME, f"cannot open database: {exc}")
+    if prepare is not None:
+        try:
+            prepare(con)
+        except duckdb.Error as exc:
+            con.close()
+            return QueryFailure(FailureKind.RUNTIME, f"cannot prepare connection: {exc}")
     state = {"timed_out": False}
 
     def on_timeout() -> None:
