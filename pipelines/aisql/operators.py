@@ -25,7 +25,7 @@ count is the same on a rerun). A vector that would exceed it stops the query wit
   pseudo-random u(seed, operator, normalised instruction, inputs) < p — the answer is flipped. Since
   the subset depends on the instruction wording, a paraphrased prompt flips *different* rows: the
   decision-boundary shift of the paper, with a known amount p of noise. A prompt whose concept the
-  rules do not recognise answers True for ~10% of rows (seeded), so a changed concept changes rows.
+  rules do not recognise answers True for half the rows (seeded), so a changed concept changes rows.
 * :class:`CouncilOperator` — any member of the council's ``ai_operator`` role (the embedded SmolLM2
   by default), through the council layer: structured output, cache, log, retries.
 * :class:`KeywordOperator` — keyword rules without labels, for unit tests only.
@@ -43,7 +43,7 @@ from pydantic import BaseModel
 
 from pipelines.aisql.rewrite import AI_OPERATORS
 
-UNKNOWN_CONCEPT_RATE = 0.10
+UNKNOWN_CONCEPT_RATE = 0.5  # a concept unrelated to the labels: a coin flip per row
 
 
 class BudgetExceeded(RuntimeError):
@@ -144,7 +144,7 @@ def read_concept(instruction: str, vocabulary: dict[str, str], n_inputs: int) ->
     if n_inputs >= 2:
         if re.search(r"\b(same|similar|agree|both)\b", text) and not re.search(r"\b(opposite|different|differ)\b", text):
             return Concept("same")
-        if re.search(r"\b(opposite|different|differ|contrary)\b", text):
+        if re.search(r"\b(opposite|different|differ|disagree|contrary)\b", text):
             return Concept("different")
         return Concept("unknown")
     hits = []

@@ -239,4 +239,4 @@ def prompt_text(call: exp.Anonymous) -> str:
     name = operator_name(call)
     args = list(call.expressions)
     prompt = args[-1] if name in ("nlfilter", "nljoin") else args[0]
-    return " ".join(lit.this for lit in prompt.find_all(exp.Literal) if lit.is_string).strip()
+    return " ".join(lit.this for lit in prompt.find_all(exp.Literal, bfs=False) if lit.is_string).strip()

@@ -44,6 +44,8 @@ class Scenario:
     vocabulary: dict[str, str]  # prompt term -> label value it asks for
     score_of: dict[str, float] = field(default_factory=dict)  # label -> AI.SCORE answer
     text_queries: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dialect -> runnable query ids
+    wrong_columns: dict[str, str] = field(default_factory=dict)  # AI input column -> a wrong text column (variants)
+    alternative_literals: dict[str, str] = field(default_factory=dict)  # literal -> another existing value
 
     @property
     def hidden(self) -> dict[str, tuple[str, ...]]:
@@ -72,6 +74,8 @@ MOVIE = Scenario(
     vocabulary={"positive": "POSITIVE", "negative": "NEGATIVE"},
     score_of={"POSITIVE": 4.0, "NEGATIVE": 2.0},
     text_queries={"bigquery": tuple(f"Q{i}" for i in range(1, 11)), "thalamusdb": tuple(f"Q{i}" for i in range(1, 9))},
+    wrong_columns={"reviewText": "criticName"},
+    alternative_literals={"taken_3": "get_out", "ant_man_and_the_wasp_quantumania": "taken_3"},
 )
 
 _DISEASES = ("allergy", "acne", "varicose veins", "gastroesophageal reflux disease", "urinary tract infection",
@@ -95,6 +99,7 @@ MEDICAL = Scenario(
                "JOIN read_csv('{dir}/data/patient_data_with_labels.csv', all_varchar=true) l USING (patient_id)"),
     vocabulary={**{d: d for d in _DISEASES}, "skin acne": "acne"},
     text_queries={"bigquery": ("Q1", "Q4", "Q10"), "thalamusdb": ("Q1", "Q4")},
+    wrong_columns={"symptoms": "patient_id"},
 )
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (MOVIE, MEDICAL)}
