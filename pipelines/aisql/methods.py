@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass
 
 from pydantic import BaseModel, Field
 
-from pipelines.aisql.diffs import ex_equal
 from pipelines.aisql.prompts import judge_messages, solver_messages
 
 METHODS = ("ex", "mm", "mm_exec", "ec", "ec_exec", "ours")
@@ -81,14 +80,13 @@ def parse_equivalence(text: str) -> bool | None:
     return None
 
 
-def ex_verdict(pair_id: str, evidence) -> Verdict:
-    gold, cand = evidence.gold, evidence.cand
-    if not gold.ok:
-        return Verdict(pair_id, "ex", False, "error", f"gold query failed: {gold.status}: {gold.error[:200]}")
-    if not cand.ok:
-        return Verdict(pair_id, "ex", False, "ok", f"candidate failed: {cand.status}: {cand.error[:200]}")
-    ok = ex_equal(gold, cand, evidence.ordered)
-    return Verdict(pair_id, "ex", ok, "ok", "results equal" if ok else "results differ")
+def ex_verdict(pair_id: str, gold_status: str, cand_status: str, equal: bool, detail: str = "") -> Verdict:
+    """EX from an execution row: accept iff both ran and the results are equal (set semantics)."""
+    if gold_status != "ok":
+        return Verdict(pair_id, "ex", False, "error", f"gold query did not run: {gold_status} {detail}"[:300])
+    if cand_status != "ok":
+        return Verdict(pair_id, "ex", False, "ok", f"candidate did not run: {cand_status} {detail}"[:300])
+    return Verdict(pair_id, "ex", bool(equal), "ok", "results equal" if equal else "results differ")
 
 
 @dataclass
@@ -99,7 +97,7 @@ class JudgeSettings:
     member: str | None = None
 
 
-def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettings, evidence=None,
+def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettings, evidence: dict | None = None,
                        call_id: str = "", raw: str = "") -> Verdict:
     s = parsed.scores
     t = settings.threshold
@@ -107,7 +105,7 @@ def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettin
     accepted = all_ok if settings.decision == "all" else s.overall_similarity > t
     reason = parsed.analysis.justification[:500]
     if settings.relational_gate and evidence is not None and accepted:
-        rd = evidence.relational_diff
+        rd = evidence.get("relational_diff") or {}
         if not (rd.get("comparable") and rd.get("multiset_equal")):
             accepted, reason = False, "relational gate: S_g and S_c results differ. " + reason
     src = parsed.analysis.primary_error_source.strip().lower()
@@ -130,20 +128,15 @@ def _ask_with_retries(council, member: str, list_of_messages, model, tags) -> li
     return results
 
 
-def autorate(council, items: list[tuple[str, str, str, str, object]], *, dialect_of, schema_of,
+def autorate(council, items: list[tuple[str, str, str, dict]], *, schema_of,
              settings: JudgeSettings | None = None) -> list[Verdict]:
-    """``items``: (pair_id, question, gold_sql, cand_sql, evidence) — one judge call each."""
+    """``items``: (pair_id, dialect, question, evidence dict from split execution) — one judge call each."""
     settings = settings or JudgeSettings()
     member = settings.member or council.member_names[0]
-    msgs, tags = [], []
-    for pair_id, question, gold_sql, cand_sql, ev in items:
-        d = ev.to_dict()
-        d["gold_sql"], d["candidate_sql"] = ev.gold_split.sql or gold_sql, ev.cand_split.sql or cand_sql
-        msgs.append(judge_messages(dialect=dialect_of(pair_id), schema=schema_of(pair_id), question=question, evidence=d))
-        tags.append({"stage": "aisql_judge", "candidate_id": pair_id})
+    msgs = [judge_messages(dialect=d, schema=schema_of(d), question=q, evidence=ev) for _, d, q, ev in items]
+    tags = [{"stage": "aisql_judge", "candidate_id": pid} for pid, *_ in items]
     out = []
-    for (pair_id, *_rest), res in zip(items, _ask_with_retries(council, member, msgs, JudgeVerdict, tags)):
-        ev = _rest[-1]
+    for (pair_id, _d, _q, ev), res in zip(items, _ask_with_retries(council, member, msgs, JudgeVerdict, tags)):
         if res.ok:
             out.append(judge_verdict_from(pair_id, res.parsed, settings, ev, res.call_id, res.raw_text or ""))
         else:
@@ -152,16 +145,16 @@ def autorate(council, items: list[tuple[str, str, str, str, object]], *, dialect
     return out
 
 
-def solve(council, method: str, items: list[tuple[str, str, str, object]], *, dialect_of, schema_of,
+def solve(council, method: str, items: list[tuple[str, str, dict]], *, schema_of,
           member: str | None = None) -> list[Verdict]:
-    """LLM-SQL-Solver baselines. ``method`` in mm, mm_exec, ec, ec_exec; items: (pair_id, gold, cand, evidence)."""
+    """LLM-SQL-Solver baselines. ``method`` in mm, mm_exec, ec, ec_exec; items: (pair_id, dialect, evidence)."""
     base, with_exec = method.split("_")[0], method.endswith("_exec")
     member = member or council.member_names[0]
     msgs, tags = [], []
-    for pair_id, gold_sql, cand_sql, ev in items:
-        results = (ev.to_dict()["gold"], ev.to_dict()["candidate"]) if with_exec else None
-        msgs.append(solver_messages(base, dialect=dialect_of(pair_id), schema=schema_of(pair_id), gold_sql=gold_sql,
-                                    cand_sql=cand_sql, results=results))
+    for pair_id, dialect, ev in items:
+        results = (ev["gold"], ev["candidate"]) if with_exec else None
+        msgs.append(solver_messages(base, dialect=dialect, schema=schema_of(dialect), gold_sql=ev["gold_sql"],
+                                    cand_sql=ev["candidate_sql"], results=results))
         tags.append({"stage": f"aisql_{method}", "candidate_id": pair_id})
     out = []
     for (pair_id, *_), res in zip(items, _ask_with_retries(council, member, msgs, SolverAnswer, tags)):

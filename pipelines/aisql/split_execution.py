@@ -11,7 +11,7 @@ from pathlib import Path
 from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement, result_diff
 from pipelines.aisql.execute import RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
-from pipelines.aisql.rewrite import SqlRewriteError, to_duckdb_tree
+from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
 from pipelines.aisql.splitter import SplitResult, align_calls, split
 
 
@@ -50,6 +50,8 @@ class Evidence:
     relational_diff: dict = field(default_factory=dict)
     alignment: list[dict] = field(default_factory=list)
     ordered: bool = False
+    gold_sql: str = ""  # as written in the dialect (placeholders filled)
+    candidate_sql: str = ""
 
     @property
     def calls(self) -> int:
@@ -60,6 +62,7 @@ class Evidence:
         def run(r):
             return r.summary() if r is not None else None
         return {
+            "gold_sql": self.gold_sql, "candidate_sql": self.candidate_sql,
             "gold_split": {"structural_sql": self.gold_split.structural_sql, "error": self.gold_split.error,
                            "method": self.gold_split.method, "ai_parts": [p.sql for p in self.gold_split.ai_parts]},
             "cand_split": {"structural_sql": self.cand_split.structural_sql, "error": self.cand_split.error,
@@ -88,7 +91,8 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
     g_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in gs.ai_parts] if gs.ok else []
     c_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in cs.ai_parts] if cs.ok else []
     ordered = gs.ok and has_top_level_order(gs.sql)
-    ev = Evidence(gs, cs, gold, cand, g_s, c_s, g_ai, c_ai, ordered=ordered)
+    ev = Evidence(gs, cs, gold, cand, g_s, c_s, g_ai, c_ai, ordered=ordered,
+                  gold_sql=fill_placeholders(gold_sql).strip(), candidate_sql=fill_placeholders(cand_sql).strip())
     ev.full_diff = result_diff(gold, cand, ordered)
     if g_s is not None and c_s is not None:
         ev.relational_diff = result_diff(g_s, c_s, ordered)

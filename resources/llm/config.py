@@ -144,6 +144,8 @@ DEFAULT_CONFIG: dict = {
         "validators": ["smollm2", "smollm2-s1", "smollm2-s2"],
         "user_simulator": ["smollm2"],
         "system_agents": ["smollm2"],
+        "ai_operator": ["smollm2"],  # the LLM inside AI.IF / NLfilter (aisql)
+        "judges": ["smollm2"],  # autorater and LLM-SQL-Solver baselines (aisql)
     },
 }
 
