@@ -3,6 +3,7 @@
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.abiss import ABISS_ASSETS, CascadeSettings
+from assets.aisql import AISQL_ASSETS, AisqlResource
 from assets.databases import schema_context, seed_databases
 from assets.sensors import seed_catalog_sensor
 from resources.dagster_resources import SafeSqlResource, SeedCatalogResource
@@ -23,11 +24,17 @@ abiss_job = define_asset_job(
     description="ABISS: generate candidates, run the ten validation stages, build dataset and reports.",
 )
 
+aisql_job = define_asset_job(
+    "aisql_job",
+    selection=AssetSelection.assets(*AISQL_ASSETS),
+    description="Stochastic Shift: AI-operator SQL on DuckDB, split execution, judges, meta-evaluation, sweep.",
+)
+
 MAIN_JOB = abiss_job.name
 
 defs = Definitions(
-    assets=[*DATABASE_ASSETS, *ABISS_ASSETS],
-    jobs=[seed_job, abiss_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *AISQL_ASSETS],
+    jobs=[seed_job, abiss_job, aisql_job],
     sensors=[seed_catalog_sensor],
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
@@ -38,5 +45,6 @@ defs = Definitions(
         "safe_sql": SafeSqlResource(),
         "council": CouncilResource(),
         "cascade": CascadeSettings(),
+        "aisql": AisqlResource(),
     },
 )

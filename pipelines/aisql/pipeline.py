@@ -66,27 +66,29 @@ def prepare_db(scenario: str, data_root: Path, home: Path, *, sample: int | None
     return db
 
 
-def council_for(role: str):
-    from resources.llm import get_council
-
+def council_for(role: str, getter: Callable | None = None):
+    """The council for ``role`` (``getter`` e.g. a Dagster CouncilResource's), else the ``default`` council."""
+    if getter is None:
+        from resources.llm import get_council as getter
     try:
-        return get_council(role)
+        return getter(role)
     except KeyError:
         try:
-            return get_council("default")
+            return getter("default")
         except KeyError:
             raise KeyError(f"no council for role {role!r} (and no 'default' council) in the council config; "
                            f"add `{role}: [member]` under councils") from None
 
 
-def make_runtime(settings: AisqlSettings, db: ScenarioDB, flip_rate: float | None = None) -> AIRuntime:
+def make_runtime(settings: AisqlSettings, db: ScenarioDB, flip_rate: float | None = None,
+                 getter: Callable | None = None) -> AIRuntime:
     sc = get_scenario(db.scenario)
     if settings.backend == "oracle":
         p = settings.flip_rate if flip_rate is None else flip_rate
         backend = LabelOracle(load_labels(db.labels_path), sc.vocabulary, p=p, seed=settings.seed,
                               score_of=sc.score_of)
     elif settings.backend == "council":
-        backend = CouncilOperator(council_for("ai_operator"), settings.operator_member)
+        backend = CouncilOperator(council_for("ai_operator", getter), settings.operator_member)
     elif settings.backend == "keyword":
         backend = KeywordOperator()
     else:
@@ -124,12 +126,12 @@ EXECUTION_SCHEMA = {
 
 
 def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, settings: AisqlSettings,
-                   progress: Progress | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
+                   progress: Progress | None = None, getter: Callable | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
     """Split execution for every pair (one shared runtime: gold, candidate and parts share calls)."""
     from pipelines.aisql.diffs import ex_equal
 
     sc = get_scenario(db.scenario)
-    fallback = council_for("generators") if settings.llm_split_fallback else None
+    fallback = council_for("generators", getter) if settings.llm_split_fallback else None
     ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
                       budget=settings.budget, probe_n=settings.probe_n, seed=settings.seed, split_fallback=fallback)
     rows, evidence = [], {}
@@ -210,15 +212,16 @@ class SweepResult:
 
 
 def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings, schema_of, rates=(0.0, 0.1, 0.2, 0.3),
-                    progress: Progress | None = None, judges=None) -> SweepResult:
+                    progress: Progress | None = None, judges=None, getter: Callable | None = None) -> SweepResult:
     """Accuracy of every method as the label oracle gets noisier (p from 0 to 0.3)."""
     from pipelines.aisql.metrics import metric_table
 
     frames = []
     for p in rates:
-        runtime = make_runtime(settings, db, flip_rate=p)
-        execs, ev = run_executions(pairs, db, runtime, settings, None)
-        verdicts = run_methods(pairs, execs, ev, settings, schema_of, None, judges=judges)
+        runtime = make_runtime(settings, db, flip_rate=p, getter=getter)
+        execs, ev = run_executions(pairs, db, runtime, settings, None, getter=getter)
+        verdicts = run_methods(pairs, execs, ev, settings, schema_of, None, judges=judges or council_for("judges", getter)
+                               if any(m != "ex" for m in settings.methods) else None)
         frames.append(metric_table(pairs, verdicts).with_columns(pl.lit(float(p)).alias("flip_rate")))
         if progress:
             progress(f"sweep: p={p:g} done ({len(frames)}/{len(rates)})")
