@@ -68,8 +68,12 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
     start = time.perf_counter()
     runtime.begin(budget)
     try:
-        outcome = execute_sql(db_path, sql, timeout_s=timeout_s, max_rows=max_rows, prepare=runtime.register,
-                              threads=1)
+        session = runtime.session(db_path)
+        if session is None:
+            outcome = execute_sql(db_path, sql, timeout_s=timeout_s, max_rows=max_rows, prepare=runtime.register,
+                                  threads=1)
+        else:
+            outcome = session.execute(sql, timeout_s=timeout_s, max_rows=max_rows)
     except BudgetExceeded as exc:  # raised outside DuckDB (defensive; normally wrapped by DuckDB)
         outcome = None
         err = str(exc)

@@ -232,9 +232,12 @@ class LabelOracle:
             return False  # no label for this input (not a labelled text column)
         return u01("unknown-concept", self.seed, normalise(instruction), *texts) < UNKNOWN_CONCEPT_RATE
 
-    async def answer_many(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
-        """(value, cached, failed) per request."""
+    def answer_now(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
+        """(value, cached, failed) per request, synchronously (no event-loop hop)."""
         return [(self.answer(r), False, False) for r in reqs]
+
+    async def answer_many(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
+        return self.answer_now(reqs)
 
 
 class KeywordOperator:
@@ -344,6 +347,26 @@ class AIRuntime:
         self.totals = QueryStats(budget=0)
         self._lock = threading.Lock()
         self._current: QueryStats | None = None
+        self._sessions: dict[str, Any] = {}
+
+    def session(self, db_path):
+        """A reused read-only executor session for ``db_path`` with the UDFs registered once
+        (opening a DuckDB connection per query dominated split execution)."""
+        from resources.sql_executor import DuckDBSession, engine_of
+
+        key = str(db_path)
+        if key not in self._sessions:
+            from pathlib import Path
+
+            if not Path(db_path).is_file() or engine_of(db_path) != "duckdb":
+                return None
+            self._sessions[key] = DuckDBSession(db_path, threads=1, prepare=self.register)
+        return self._sessions[key]
+
+    def close(self) -> None:
+        for s in self._sessions.values():
+            s.close()
+        self._sessions.clear()
 
     # --- per-query accounting ------------------------------------------------------------
     def begin(self, budget: int | None = None) -> QueryStats:
@@ -371,7 +394,8 @@ class AIRuntime:
                     todo[k] = r
         memo_hits = len(new_keys - set(todo))
         if todo:
-            answers = run_sync(self.backend.answer_many(list(todo.values())))
+            now = getattr(self.backend, "answer_now", None)
+            answers = now(list(todo.values())) if now else run_sync(self.backend.answer_many(list(todo.values())))
             with self._lock:
                 for k, (value, cached, failed) in zip(todo, answers):
                     if not failed:
