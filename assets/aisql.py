@@ -61,6 +61,8 @@ class AisqlResource(ConfigurableResource):
     seed: int = 0
     budget: int = 5000
     sample: int | None = Field(default=None, description="rows per group kept in the scenario DB (LLM operators)")
+    sample_groups: list[str] | None = Field(default=None, description="with sample: keep only these groups (movie ids)")
+    variant_types: list[str] | None = Field(default=None, description="restrict controlled variant types")
     probe_n: int = 100
     methods: list[str] = Field(default=list(METHODS))
     threshold: int = 3
@@ -85,7 +87,8 @@ class AisqlResource(ConfigurableResource):
 
 
 def _db(aisql: AisqlResource, scenario: str) -> ScenarioDB:
-    return prepare_db(scenario, aisql.root(), quandary_home(), sample=aisql.sample, seed=aisql.seed)
+    return prepare_db(scenario, aisql.root(), quandary_home(), sample=aisql.sample, seed=aisql.seed,
+                      sample_groups=tuple(aisql.sample_groups) if aisql.sample_groups else None)
 
 
 def _schema_of(db: ScenarioDB):
@@ -145,7 +148,8 @@ def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: C
         extra = generator_pairs(council_for("generators", council.get_council), aisql.root(), get_scenario(scenario),
                                 golds, _schema_of(db), samples=aisql.generator_samples)
     df = build_pairs(scenario, aisql.root(), golds, correct_share=aisql.correct_share, seed=aisql.seed,
-                     extra_rows=extra, manual=read_manual_labels(manual_labels_path(quandary_home())))
+                     extra_rows=extra, manual=read_manual_labels(manual_labels_path(quandary_home())),
+                     variant_types=tuple(aisql.variant_types) if aisql.variant_types else None)
     counts = df.group_by("dialect", "label").len().sort("dialect", "label")
     yield artifact_output(df, pairs=MetadataValue.int(df.height),
                           labelled=MetadataValue.int(int(df["label"].is_not_null().sum())),

@@ -33,7 +33,7 @@ DEFAULT_EXCLUDED = {"movie": {"Q7"}}
 
 
 def variant_pairs(scenario: Scenario, golds: list[GoldQuery], *, correct_share: float | None = 0.7,
-                  seed: int = 0) -> list[dict]:
+                  seed: int = 0, variant_types: tuple[str, ...] | None = None) -> list[dict]:
     settings = VariantSettings(scenario.vocabulary, scenario.wrong_columns, scenario.alternative_literals)
     rows = []
     for g in golds:
@@ -43,6 +43,8 @@ def variant_pairs(scenario: Scenario, golds: list[GoldQuery], *, correct_share: 
             rows.append(_row(g, g.sql, None, "none", "variant_failed", None, notes=f"no variants: {exc}"[:300]))
             continue
         for v in variants:
+            if variant_types is not None and v.type not in variant_types:
+                continue
             rows.append(_row(g, v.sql, v.label, v.layer, v.type, None, label_source="constructed"))
     if correct_share is not None:  # per dialect, as Table 1 reports per dialect
         balanced = []
@@ -209,8 +211,10 @@ def apply_manual_labels(pairs: pl.DataFrame, labels: dict[str, dict]) -> pl.Data
 
 
 def build_pairs(scenario: str, data_root: Path, golds: list[GoldQuery], *, correct_share: float | None = 0.7,
-                seed: int = 0, extra_rows: list[dict] | None = None, manual: dict | None = None) -> pl.DataFrame:
+                seed: int = 0, extra_rows: list[dict] | None = None, manual: dict | None = None,
+                variant_types: tuple[str, ...] | None = None) -> pl.DataFrame:
     sc = SCENARIOS[scenario]
     scenario_dir(data_root, sc)
-    rows = variant_pairs(sc, golds, correct_share=correct_share, seed=seed) + list(extra_rows or [])
+    rows = variant_pairs(sc, golds, correct_share=correct_share, seed=seed, variant_types=variant_types)
+    rows += list(extra_rows or [])
     return apply_manual_labels(pairs_frame(rows), manual or {})

@@ -42,6 +42,7 @@ class AisqlSettings:
     seed: int = 0
     budget: int = 5000
     sample: int | None = None  # rows per group in the scenario DB (LLM operators)
+    sample_groups: tuple[str, ...] | None = None  # with sample: keep only these groups (e.g. taken_3)
     probe_n: int = 100
     methods: tuple[str, ...] = METHODS
     threshold: int = 3
@@ -58,8 +59,10 @@ def aisql_home(home: Path) -> Path:
     return p
 
 
-def prepare_db(scenario: str, data_root: Path, home: Path, *, sample: int | None = None, seed: int = 0) -> ScenarioDB:
-    db = build_scenario_db(scenario, data_root, aisql_home(home) / "databases", sample=sample, seed=seed)
+def prepare_db(scenario: str, data_root: Path, home: Path, *, sample: int | None = None, seed: int = 0,
+               sample_groups: tuple[str, ...] | None = None) -> ScenarioDB:
+    db = build_scenario_db(scenario, data_root, aisql_home(home) / "databases", sample=sample, seed=seed,
+                           sample_groups=sample_groups)
     leaked = leaked_label_columns(db.path, get_scenario(scenario))
     if leaked:  # never hand a database with the answer in it to an operator, generator or judge
         raise RuntimeError(f"{db.path}: hidden label columns reachable: {leaked}")

@@ -186,7 +186,14 @@ def parse_duckdb(sql: str) -> exp.Expression:
         raise SqlRewriteError(f"SQL does not parse: {' '.join(str(e).split())[:200]}") from None
     if tree is None:
         raise SqlRewriteError("empty SQL")
-    return tree
+
+    def builtin_to_udf(node):  # sqlglot knows AI_GENERATE/AI_CLASSIFY as builtins; we want plain UDF calls
+        if isinstance(node, (exp.AIGenerate, exp.AIClassify)):
+            return exp.Anonymous(this=operator_name(node), expressions=[
+                a.expression if isinstance(a, exp.Kwarg) else a for a in _flat_args(node)])
+        return node
+
+    return tree.transform(builtin_to_udf)
 
 
 def bigquery_to_duckdb_tree(sql: str) -> exp.Expression:

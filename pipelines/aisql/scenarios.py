@@ -137,15 +137,19 @@ def _q(name: str) -> str:
 
 
 def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, *, sample: int | None = None,
-                      seed: int = 0) -> ScenarioDB:
-    """Write the label-free scenario database and its label file (idempotent per sample/seed)."""
+                      seed: int = 0, sample_groups: tuple[str, ...] | None = None) -> ScenarioDB:
+    """Write the label-free scenario database and its label file (idempotent per sample/seed).
+
+    ``sample`` keeps N seeded rows per group (Reviews: per movie); ``sample_groups`` also keeps only
+    those groups (e.g. ``taken_3``), for a tiny database an LLM operator can run on in seconds."""
     import duckdb
 
     sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
     src = scenario_dir(data_root, sc)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    suffix = f"_s{sample}_{seed}" if sample else ""
+    groups = tuple(sorted(sample_groups or ()))
+    suffix = (f"_s{sample}_{seed}" if sample else "") + (f"_g{stable_id(*groups)[:8]}" if groups else "")
     # the file name is DuckDB's catalog name: it must differ from the BigQuery schema name ("movie")
     path = out_dir / f"sembench_{sc.name}{suffix}.duckdb"
     labels_path = out_dir / f"sembench_{sc.name}{suffix}_labels.duckdb"
@@ -165,7 +169,10 @@ def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, 
             if sample and t.sample_group:
                 # seeded per-group sample: the first N rows per group by hash(row key, seed)
                 order = " , ".join(_q(k) for k in t.key) or "1"
-                body = (f"SELECT {keep} FROM read_csv('{csv}') QUALIFY row_number() OVER "
+                where = ""
+                if groups:
+                    where = f" WHERE {_q(t.sample_group)} IN (" + ", ".join("'" + g.replace("'", "''") + "'" for g in groups) + ")"
+                body = (f"SELECT {keep} FROM read_csv('{csv}'){where} QUALIFY row_number() OVER "
                         f"(PARTITION BY {_q(t.sample_group)} ORDER BY hash({order}, {int(seed)})) <= {int(sample)}")
             con.execute(f"CREATE TABLE {_q(t.name)} AS {body}")
             con.execute(f"CREATE VIEW {_q(sc.bigquery_schema)}.{_q(t.bigquery_name)} AS SELECT * FROM main.{_q(t.name)}")

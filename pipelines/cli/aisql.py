@@ -14,6 +14,11 @@ from pathlib import Path
 DEFAULT_DATA = "../shared/data"
 
 
+def _groups(args) -> tuple[str, ...] | None:
+    g = getattr(args, "sample_groups", None)
+    return tuple(x.strip() for x in g.split(",") if x.strip()) if g else None
+
+
 def _err(msg: str) -> int:
     print(f"error: {msg}", file=sys.stderr)
     return 2
@@ -37,7 +42,8 @@ def _run(args) -> int:
     settings = AisqlSettings(backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget,
                              sample=args.sample, operator_member=args.member)
     try:
-        db = prepare_db(args.scenario, Path(args.data), quandary_home(), sample=args.sample, seed=args.seed)
+        db = prepare_db(args.scenario, Path(args.data), quandary_home(), sample=args.sample, seed=args.seed,
+                        sample_groups=_groups(args))
         runtime = make_runtime(settings, db)
     except (ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
@@ -87,6 +93,10 @@ def _judge(args) -> int:
            "seed": args.seed, "budget": args.budget}
     if args.sample:
         cfg["sample"] = args.sample
+    if _groups(args):
+        cfg["sample_groups"] = list(_groups(args))
+    if args.variants:
+        cfg["variant_types"] = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.questions:
         cfg["question_ids"] = [q.strip() for q in args.questions.split(",") if q.strip()]
     if args.methods:
@@ -199,6 +209,7 @@ def _common(p, data=True) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget", type=int, default=5000, help="AI-operator calls per query (default 5000)")
     p.add_argument("--sample", type=int, default=None, help="keep N seeded rows per group (LLM operators)")
+    p.add_argument("--sample-groups", default=None, help="with --sample: keep only these groups (e.g. taken_3)")
 
 
 def register(sub) -> None:
@@ -227,6 +238,7 @@ def register(sub) -> None:
     j.add_argument("--questions", default=None, help="comma-separated gold query ids (e.g. Q2,Q3)")
     j.add_argument("--methods", default=None, help="comma-separated: ex,mm,mm_exec,ec,ec_exec,ours")
     j.add_argument("--dialects", default=None, help="bigquery,thalamusdb (default both)")
+    j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
     j.add_argument("--generate", type=int, default=0, help="generator candidates per question (unlabelled)")
     j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
     j.add_argument("--verbose", action="store_true")
