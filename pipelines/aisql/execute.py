@@ -77,6 +77,9 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
     except BudgetExceeded as exc:  # raised outside DuckDB (defensive; normally wrapped by DuckDB)
         outcome = None
         err = str(exc)
+    except Exception as exc:  # noqa: BLE001 - e.g. the session cannot open: recorded, the run goes on
+        outcome = None
+        err = f"cannot run: {type(exc).__name__}: {exc}"[:500]
     finally:
         stats = runtime.end()
     rec = RunRecord(status="ok", sql=sql, calls=stats.calls, made=stats.made, cached=stats.cached,

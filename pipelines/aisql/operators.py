@@ -370,11 +370,13 @@ class AIRuntime:
 
     # --- per-query accounting ------------------------------------------------------------
     def begin(self, budget: int | None = None) -> QueryStats:
+        _begin(self)
         self._current = QueryStats(budget=self.budget if budget is None else budget)
         return self._current
 
     def end(self) -> QueryStats:
         stats, self._current = self._current, None
+        _end(self)
         return stats or QueryStats(budget=self.budget)
 
     def evaluate(self, reqs: list[OpRequest]) -> list[Any]:
@@ -415,32 +417,64 @@ class AIRuntime:
 
     # --- DuckDB registration -------------------------------------------------------------
     def register(self, con) -> None:
-        def vectorised(op: str, n_text: int, with_categories: bool = False):
-            kind = AI_OPERATORS[op]
+        register_udfs(con)
 
-            def run(cols):
-                values = [c.to_pylist() for c in cols]
-                reqs = []
-                for row in zip(*values):
-                    if op in ("nlfilter", "nljoin"):
-                        reqs.append(OpRequest(op, row[-1] or "", tuple(row[:-1])))
-                    elif with_categories:
-                        reqs.append(OpRequest(op, row[0] or "", (), tuple(row[1] or ())))
-                    else:
-                        reqs.append(OpRequest(op, row[0] or ""))
-                return pa.array(self.evaluate(reqs), type=_ARROW[kind])
 
-            params = ["VARCHAR"] * n_text + (["VARCHAR[]"] if with_categories else [])
-            # DuckDB reads the Python signature, so each arity needs its own function
-            udf = {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c])}[len(params)]
+# DuckDB shares one database instance (and its function catalog) between the connections of a
+# process to the same file, so the UDFs are registered once and dispatch to the runtime of the
+# query being run (pushed by AIRuntime.begin, popped by end; one query at a time per process).
+_active_lock = threading.RLock()
+_active: list[AIRuntime] = []
+
+
+def _begin(rt: AIRuntime) -> None:
+    _active_lock.acquire()
+    _active.append(rt)
+
+
+def _end(rt: AIRuntime) -> None:
+    if _active and _active[-1] is rt:
+        _active.pop()
+        _active_lock.release()
+
+
+def _dispatch(reqs: list[OpRequest]) -> list[Any]:
+    if not _active:
+        raise RuntimeError("AI operator called outside an AIRuntime query")
+    return _active[-1].evaluate(reqs)
+
+
+def register_udfs(con) -> None:
+    def vectorised(op: str, n_text: int, with_categories: bool = False):
+        kind = AI_OPERATORS[op]
+
+        def run(cols):
+            values = [c.to_pylist() for c in cols]
+            reqs = []
+            for row in zip(*values):
+                if op in ("nlfilter", "nljoin"):
+                    reqs.append(OpRequest(op, row[-1] or "", tuple(row[:-1])))
+                elif with_categories:
+                    reqs.append(OpRequest(op, row[0] or "", (), tuple(row[1] or ())))
+                else:
+                    reqs.append(OpRequest(op, row[0] or ""))
+            return pa.array(_dispatch(reqs), type=_ARROW[kind])
+
+        params = ["VARCHAR"] * n_text + (["VARCHAR[]"] if with_categories else [])
+        # DuckDB reads the Python signature, so each arity needs its own function
+        udf = {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c])}[len(params)]
+        try:
             con.create_function(op, udf, params, _SQL_TYPE[kind], type="arrow", side_effects=False)
+        except Exception as exc:  # noqa: BLE001 - duckdb.CatalogException; the shared instance has them
+            if "already exists" not in str(exc):
+                raise
 
-        vectorised("ai_if", 1)
-        vectorised("ai_score", 1)
-        vectorised("ai_generate", 1)
-        vectorised("ai_classify", 1, with_categories=True)
-        vectorised("nlfilter", 2)
-        vectorised("nljoin", 3)
+    vectorised("ai_if", 1)
+    vectorised("ai_score", 1)
+    vectorised("ai_generate", 1)
+    vectorised("ai_classify", 1, with_categories=True)
+    vectorised("nlfilter", 2)
+    vectorised("nljoin", 3)
 
 
 def stats_dict(stats: QueryStats) -> dict:
