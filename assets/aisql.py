@@ -86,9 +86,9 @@ class AisqlResource(ConfigurableResource):
         return Path(self.data_root)
 
 
-def _db(aisql: AisqlResource, scenario: str) -> ScenarioDB:
+def _db(aisql: AisqlResource, scenario: str, rebuild: bool = False) -> ScenarioDB:
     return prepare_db(scenario, aisql.root(), quandary_home(), sample=aisql.sample, seed=aisql.seed,
-                      sample_groups=tuple(aisql.sample_groups) if aisql.sample_groups else None)
+                      sample_groups=tuple(aisql.sample_groups) if aisql.sample_groups else None, rebuild=rebuild)
 
 
 def _schema_of(db: ScenarioDB):
@@ -113,7 +113,7 @@ def _log_progress(context):
     description="The label-free SemBench scenario database (DuckDB; BigQuery names as views) and its separate label file.",
 )
 def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
-    db = _db(aisql, context.partition_key)
+    db = _db(aisql, context.partition_key, rebuild=True)
     sc = get_scenario(db.scenario)
     from pipelines.aisql.scenarios import visible_columns
 
@@ -192,7 +192,10 @@ def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, counc
     db = _db(aisql, context.partition_key)
     settings = aisql.settings()
     runtime = make_runtime(settings, db, getter=council.get_council)
-    df, _ = run_executions(aisql_pairs, db, runtime, settings, _log_progress(context), getter=council.get_council)
+    try:
+        df, _ = run_executions(aisql_pairs, db, runtime, settings, _log_progress(context), getter=council.get_council)
+    finally:
+        runtime.close()
     t = runtime.totals
     yield artifact_output(df.with_columns(pl.lit(runtime.backend.name).alias("operator_backend")),
                           operator_backend=MetadataValue.text(runtime.backend.name),

@@ -60,9 +60,10 @@ def aisql_home(home: Path) -> Path:
 
 
 def prepare_db(scenario: str, data_root: Path, home: Path, *, sample: int | None = None, seed: int = 0,
-               sample_groups: tuple[str, ...] | None = None) -> ScenarioDB:
+               sample_groups: tuple[str, ...] | None = None, rebuild: bool = False) -> ScenarioDB:
+    """The scenario database (built once per sample/seed/groups; ``rebuild`` rewrites it)."""
     db = build_scenario_db(scenario, data_root, aisql_home(home) / "databases", sample=sample, seed=seed,
-                           sample_groups=sample_groups)
+                           sample_groups=sample_groups, rebuild=rebuild)
     leaked = leaked_label_columns(db.path, get_scenario(scenario))
     if leaked:  # never hand a database with the answer in it to an operator, generator or judge
         raise RuntimeError(f"{db.path}: hidden label columns reachable: {leaked}")
@@ -104,7 +105,7 @@ def schema_text(db_path: Path, scenario: str, dialect: str, rows: int = 3) -> st
     from resources.sql_executor import open_duckdb_readonly
 
     sc = get_scenario(scenario)
-    con = open_duckdb_readonly(Path(db_path))
+    con = open_duckdb_readonly(Path(db_path), threads=1)
     try:
         parts = []
         for t in sc.tables:
@@ -222,7 +223,10 @@ def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings
     frames = []
     for p in rates:
         runtime = make_runtime(settings, db, flip_rate=p, getter=getter)
-        execs, ev = run_executions(pairs, db, runtime, settings, None, getter=getter)
+        try:
+            execs, ev = run_executions(pairs, db, runtime, settings, None, getter=getter)
+        finally:
+            runtime.close()
         verdicts = run_methods(pairs, execs, ev, settings, schema_of, None, judges=judges or council_for("judges", getter)
                                if any(m != "ex" for m in settings.methods) else None)
         frames.append(metric_table(pairs, verdicts).with_columns(pl.lit(float(p)).alias("flip_rate")))

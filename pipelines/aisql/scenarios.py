@@ -137,7 +137,7 @@ def _q(name: str) -> str:
 
 
 def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, *, sample: int | None = None,
-                      seed: int = 0, sample_groups: tuple[str, ...] | None = None) -> ScenarioDB:
+                      seed: int = 0, sample_groups: tuple[str, ...] | None = None, rebuild: bool = True) -> ScenarioDB:
     """Write the label-free scenario database and its label file (idempotent per sample/seed).
 
     ``sample`` keeps N seeded rows per group (Reviews: per movie); ``sample_groups`` also keeps only
@@ -153,6 +153,8 @@ def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, 
     # the file name is DuckDB's catalog name: it must differ from the BigQuery schema name ("movie")
     path = out_dir / f"sembench_{sc.name}{suffix}.duckdb"
     labels_path = out_dir / f"sembench_{sc.name}{suffix}_labels.duckdb"
+    if not rebuild and path.is_file() and labels_path.is_file():
+        return ScenarioDB(sc.name, path, labels_path, sample, _row_counts(path, sc))
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
     counts: dict[str, int] = {}
@@ -194,11 +196,21 @@ def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, 
     return ScenarioDB(sc.name, path, labels_path, sample, counts)
 
 
+def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
+    from resources.sql_executor import open_duckdb_readonly
+
+    con = open_duckdb_readonly(Path(path), threads=1)
+    try:
+        return {t.name: con.execute(f"SELECT count(*) FROM main.{_q(t.name)}").fetchall()[0][0] for t in sc.tables}
+    finally:
+        con.close()
+
+
 def visible_columns(db_path: Path) -> dict[str, list[str]]:
     """Every (schema.table -> columns) an AI-visible query can reach in ``db_path``."""
     from resources.sql_executor import open_duckdb_readonly
 
-    con = open_duckdb_readonly(Path(db_path))
+    con = open_duckdb_readonly(Path(db_path), threads=1)  # same config as the executor sessions
     try:
         rows = con.execute(
             "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "

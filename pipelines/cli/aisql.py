@@ -48,7 +48,10 @@ def _run(args) -> int:
     except (ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
     dialect = _dialect(args.sql, args.dialect)
-    rec = run_query(db.path, args.sql, dialect, runtime, budget=args.budget, timeout_s=args.timeout)
+    try:
+        rec = run_query(db.path, args.sql, dialect, runtime, budget=args.budget, timeout_s=args.timeout)
+    finally:
+        runtime.close()
     calls = f"AI-operator calls: {rec.calls} distinct (made {rec.made}, cached {rec.cached}, failed {rec.failed}); " \
             f"backend {runtime.backend.name}"
     if args.json:
