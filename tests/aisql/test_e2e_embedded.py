@@ -1,0 +1,54 @@
+"""The aisql job with the real embedded SmolLM2 as AI operator and judge, on two movie queries,
+through a real Dagster instance. Tiny on purpose: 2 reviews of one movie, 4 pairs, EX + autorater.
+
+The model's answers are often wrong; this asserts the plumbing (UDF → council → embedded server →
+structured output → cache), that every pair gets a verdict from every method, and that a rerun is
+served from the call cache.
+"""
+
+import pytest
+from dagster import instance_for_test
+
+pytestmark = pytest.mark.e2e
+
+
+def test_aisql_job_with_embedded_operator_and_judge(sembench_root, tmp_path, monkeypatch):
+    from resources.llm import reset_councils
+
+    monkeypatch.delenv("QUANDARY_COUNCIL_CONFIG", raising=False)  # the embedded default council
+    reset_councils()
+    from dagster import AssetKey
+
+    from assets.aisql import AISQL_ASSETS
+    from pipelines.definitions import defs
+    from storage.artifacts import read_latest
+    from storage.audit import open_audit
+
+    cfg = {"data_root": str(sembench_root), "backend": "council", "sample": 2, "sample_groups": ["taken_3"],
+           "question_ids": ["Q2", "Q3"], "dialects": ["bigquery"], "methods": ["ex", "ours"],
+           "variant_types": ["paraphrase", "negated_intent"], "correct_share": None, "probe_n": 10}
+    keys = [a.key for a in AISQL_ASSETS if a.key != AssetKey("aisql_sweep")]
+    job = defs.resolve_job_def("aisql_job")
+    (tmp_path / "dh").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
+        def run():
+            return job.execute_in_process(instance=instance, partition_key="movie", asset_selection=keys,
+                                          run_config={"resources": {"aisql": {"config": cfg}}})
+
+        assert run().success
+        pairs = read_latest("aisql_pairs", "movie")
+        verdicts = read_latest("aisql_verdicts", "movie")
+        execs = read_latest("aisql_executions", "movie")
+        assert pairs.height == 4
+        assert sorted(verdicts["method"].to_list()) == ["ex"] * 4 + ["ours"] * 4
+        assert set(execs["operator_backend"]) == {"council(ai_operator:smollm2)"}
+        assert (execs["gold_status"] == "ok").all() and execs["calls_made"].sum() > 0
+        con = open_audit()
+        stages = dict(con.execute("SELECT tag_stage, count(*) FROM llm_calls GROUP BY 1").fetchall())
+        assert stages.get("aisql_operator", 0) >= 4 and stages.get("aisql_judge", 0) >= 4
+        n_calls = con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0]
+        # a rerun shares every operator and judge call through the cache
+        assert run().success
+        assert open_audit().execute("SELECT count(*) FROM llm_calls").fetchall()[0][0] == n_calls
+        assert read_latest("aisql_executions", "movie")["calls_made"].sum() == 0
+    reset_councils()
