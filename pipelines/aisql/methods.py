@@ -95,6 +95,7 @@ class JudgeSettings:
     decision: str = "overall"  # overall | all
     relational_gate: bool = False  # also require S_g and S_c results to be equal
     member: str | None = None
+    compact: bool = False  # the short judge prompt (small local models)
 
 
 def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettings, evidence: dict | None = None,
@@ -133,7 +134,8 @@ def autorate(council, items: list[tuple[str, str, str, dict]], *, schema_of,
     """``items``: (pair_id, dialect, question, evidence dict from split execution) — one judge call each."""
     settings = settings or JudgeSettings()
     member = settings.member or council.member_names[0]
-    msgs = [judge_messages(dialect=d, schema=schema_of(d), question=q, evidence=ev) for _, d, q, ev in items]
+    msgs = [judge_messages(dialect=d, schema="" if settings.compact else schema_of(d), question=q, evidence=ev,
+                           compact=settings.compact) for _, d, q, ev in items]
     tags = [{"stage": "aisql_judge", "candidate_id": pid} for pid, *_ in items]
     out = []
     for (pair_id, _d, _q, ev), res in zip(items, _ask_with_retries(council, member, msgs, JudgeVerdict, tags)):

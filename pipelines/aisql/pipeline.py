@@ -51,6 +51,7 @@ class AisqlSettings:
     operator_member: str | None = None
     judge_member: str | None = None
     llm_split_fallback: bool = False
+    compact_judge: bool = False  # the short judge prompt, for small local models
 
 
 def aisql_home(home: Path) -> Path:
@@ -200,7 +201,8 @@ def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[st
             if progress:
                 progress(f"judging {len(ids)} pairs with {m}")
             if m == "ours":
-                js = JudgeSettings(settings.threshold, settings.decision, settings.relational_gate, settings.judge_member)
+                js = JudgeSettings(settings.threshold, settings.decision, settings.relational_gate, settings.judge_member,
+                                   settings.compact_judge)
                 items = [(pid, dialect[pid], evidence[pid].get("question", ""), evidence[pid]) for pid in ids]
                 out += autorate(council, items, schema_of=schema_of, settings=js)
             else:

@@ -9,7 +9,7 @@ assets' code versions, so editing a prompt marks the verdicts stale.
 
 import json
 
-PROMPT_VERSIONS = {"judge": "1", "mm": "1", "ec": "1", "splitter": "1", "generator": "1"}
+PROMPT_VERSIONS = {"judge": "2", "mm": "1", "ec": "1", "splitter": "1", "generator": "1"}
 
 # Opening lines, so scripted test providers can tell the tasks apart.
 PROMPT_OPENINGS = {
@@ -56,8 +56,13 @@ def _j(obj) -> str:
     return json.dumps(obj, default=str, ensure_ascii=False)
 
 
-def judge_messages(*, dialect: str, schema: str, question: str, evidence: dict) -> list[dict]:
-    """One autorater call: schema + sample rows, NL question, all queries, split parts, results, diffs."""
+def judge_messages(*, dialect: str, schema: str, question: str, evidence: dict, compact: bool = False) -> list[dict]:
+    """One autorater call: schema + sample rows, NL question, all queries, split parts, results, diffs.
+
+    ``compact`` (for small local models with short contexts): no few-shot examples, no schema, three
+    result rows, the diffs' verdict fields only: a quarter of the tokens."""
+    if compact:
+        return _compact_judge_messages(dialect, question, evidence)
     system = "\n".join([
         PROMPT_OPENINGS["judge"],
         OPERATOR_SEMANTICS[dialect],
@@ -98,6 +103,32 @@ def judge_messages(*, dialect: str, schema: str, question: str, evidence: dict) 
         f"AI-call alignment and agreement on a shared probe set: {_j(evidence['alignment'])}",
         'Answer JSON only: {"scores":{"overall_similarity":1-5,"relational_similarity":1-5,"ai_similarity":1-5},'
         '"analysis":{"primary_error_source":"...","justification":"..."}}',
+    ])
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _compact_judge_messages(dialect: str, question: str, ev: dict) -> list[dict]:
+    system = " ".join([
+        PROMPT_OPENINGS["judge"], OPERATOR_SEMANTICS[dialect],
+        "Compare CANDIDATE with GOLD: relational parts strictly, AI prompts by meaning (paraphrases are fine; a "
+        "negated or changed concept, a wrong column or a missing AI call is not), full results loosely.",
+        "Scores 1-5 (5 aligned, 4 equivalent, 3 partial, 2 mostly wrong, 1 unrelated). Answer JSON only.",
+    ])
+    keep = ("set_equal", "multiset_equal", "gold_rows", "candidate_rows")
+    diff = lambda d: {k: d.get(k) for k in keep} if d.get("comparable") else d  # noqa: E731
+    agree = [{k: a.get(k) for k in ("status", "gold_prompt", "candidate_prompt", "gold_inputs", "candidate_inputs")}
+             | {"agreement": (a.get("probe") or {}).get("agreement")} for a in ev["alignment"]]
+    user = "\n".join([
+        f"Question: {question}",
+        f"GOLD: {ev['gold_sql']}", f"CANDIDATE: {ev['candidate_sql']}",
+        f"S_g: {ev['gold_split']['structural_sql']}", f"S_c: {ev['cand_split']['structural_sql']}",
+        f"Q_g rows: {_j((_brief(ev['gold'], 3) or {}).get('rows'))}",
+        f"Q_c rows: {_j((_brief(ev['candidate'], 3) or {}).get('rows'))}",
+        f"full diff: {_j(diff(ev['full_diff']))}; relational diff: {_j(diff(ev['relational_diff']))}",
+        f"AI calls: {_j(agree)}",
+        '{"scores":{"overall_similarity":..,"relational_similarity":..,"ai_similarity":..},'
+        '"analysis":{"primary_error_source":"none|relational|ai_prompt|ai_operator_or_column|both|execution_error|other",'
+        '"justification":"one sentence"}}',
     ])
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

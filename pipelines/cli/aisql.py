@@ -104,6 +104,9 @@ def _judge(args) -> int:
         cfg["question_ids"] = [q.strip() for q in args.questions.split(",") if q.strip()]
     if args.methods:
         cfg["methods"] = [m.strip() for m in args.methods.split(",") if m.strip()]
+        cfg["sweep_methods"] = [m for m in cfg["methods"] if m in ("ex", "ours")] or ["ex"]
+    if args.compact_judge:
+        cfg["compact_judge"] = True
     if args.dialects:
         cfg["dialects"] = [d.strip() for d in args.dialects.split(",") if d.strip()]
     if args.generate:
@@ -244,6 +247,7 @@ def register(sub) -> None:
     j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
     j.add_argument("--generate", type=int, default=0, help="generator candidates per question (unlabelled)")
     j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
+    j.add_argument("--compact-judge", action="store_true", help="short judge prompt (small local models)")
     j.add_argument("--verbose", action="store_true")
     _common(j)
     j.set_defaults(func=_judge)
