@@ -1,4 +1,5 @@
 """The deterministic splitter on every SemBench BigQuery and ThalamusDB query of the text scenarios."""
+from tests.llm_fakes import quandary_home, scripted  # noqa: F401 - fixtures
 
 import pytest
 from sqlglot import exp
@@ -91,3 +92,37 @@ def test_alignment_pairs_by_input_column_then_order_and_reports_missing():
 def test_bad_sql_is_a_recorded_split_error():
     res = split("SELECT FROM WHERE NLfilter(", "thalamusdb")
     assert not res.ok and "does not parse" in res.error
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TOKENS = ["SELECT", "a", "FROM", "t", "WHERE", "AND", "NLfilter(", "AI.IF((", "'p'", ",", ")", "x", "=", "1",
+           "LIMIT", "5", "JOIN", "ON", "(", "CASE", "WHEN", "THEN", "END", "||"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=18), st.sampled_from(["bigquery", "thalamusdb"]))
+def test_split_never_raises_on_garbage(tokens, dialect):
+    res = split(" ".join(tokens), dialect)
+    assert res.ok or res.error
+    if res.ok:
+        assert len(res.ai_parts) == res.sql.upper().count("NLFILTER(") + res.sql.upper().count("AI_IF(")
+
+
+def test_llm_splitter_is_the_fallback_when_parsing_fails(scripted):
+    import json
+
+    from resources.llm import Council
+    from resources.llm.council import call_log
+    from tests.llm_fakes import scripted_member
+
+    scripted.responder = lambda req: json.dumps({"structural_sql": "SELECT a FROM t WHERE TRUE",
+                                                 "ai_parts": ["SELECT x FROM t WHERE NLfilter(x, 'p')"]})
+    council = Council("generators", [scripted_member("splitter")], call_log())
+    broken = "SELECT a FROM t WHERE NLfilter(x, 'p') AND ((("
+    assert not split(broken, "thalamusdb").ok
+    res = split(broken, "thalamusdb", fallback=council)
+    assert res.ok and res.method == "llm" and res.structural_sql == "SELECT a FROM t WHERE TRUE"
+    assert res.ai_parts[0].sql == "SELECT x FROM t WHERE NLfilter(x, 'p')"
+    assert scripted.requests[0].messages[0]["content"].startswith("You split AI-augmented SQL")
