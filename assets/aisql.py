@@ -75,7 +75,7 @@ class AisqlResource(ConfigurableResource):
     generator_samples: int = Field(default=0, description="candidates per question from the generators council")
     sweep_rates: list[float] = Field(default=[0.0, 0.1, 0.2, 0.3])
     sweep_methods: list[str] = Field(default=["ex", "ours"])
-    sweep_max_pairs: int = 40
+    sweep_max_pairs: int = Field(default=40, description="labelled pairs per dialect in the sweep")
 
     def settings(self, **over) -> AisqlSettings:
         base = dict(backend=self.backend, flip_rate=self.flip_rate, seed=self.seed, budget=self.budget,
@@ -248,7 +248,9 @@ def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: C
                 aisql_pairs: pl.DataFrame):
     db = _db(aisql, context.partition_key)
     settings = aisql.settings(methods=tuple(aisql.sweep_methods), backend="oracle")
-    pairs = aisql_pairs.filter(pl.col("label").is_not_null()).head(aisql.sweep_max_pairs)
+    # up to sweep_max_pairs labelled pairs per dialect
+    pairs = aisql_pairs.filter(pl.col("label").is_not_null()).filter(
+        pl.int_range(pl.len()).over("dialect") < aisql.sweep_max_pairs)
     res = flip_rate_sweep(pairs, db, settings, _schema_of(db), rates=tuple(aisql.sweep_rates),
                           progress=_log_progress(context), getter=council.get_council)
     png = sweep_png(res.metrics, artifacts_dir() / "aisql_sweep" / context.partition_key / "sweep.png",
