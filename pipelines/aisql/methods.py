@@ -116,11 +116,12 @@ def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettin
 
 
 def _ask_with_retries(council, member: str, list_of_messages, model, tags) -> list:
-    """ask_many, then re-ask failures with another seed (a cached failure would repeat itself)."""
+    """ask_many, then re-ask unparseable answers with another seed (a cached failure would repeat
+    itself). Provider failures are not re-asked here: the client already retried them."""
     results = council.ask_many(member, list_of_messages, model, tags=tags)
     base_seed = council.member(member).seed or 0
     for attempt in range(1, JUDGE_ATTEMPTS):
-        todo = [i for i, r in enumerate(results) if not r.ok]
+        todo = [i for i, r in enumerate(results) if not r.ok and r.status == "parse_failed"]
         if not todo:
             break
         for i in todo:

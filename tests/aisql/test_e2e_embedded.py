@@ -11,12 +11,14 @@ served from the call cache.
 import pytest
 from dagster import instance_for_test
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 EMBEDDED_COUNCIL = """
 members:
-  smollm2: {model: openai/smollm2, api_base: embedded, temperature: 0.0, max_tokens: 24, seed: 0, max_in_flight: 2, repair: false}
-  smollm2-judge: {model: openai/smollm2, api_base: embedded, temperature: 0.0, max_tokens: 320, seed: 0, max_in_flight: 2, repair: false}
+  smollm2: {model: openai/smollm2, api_base: embedded, temperature: 0.0, max_tokens: 24, seed: 0, max_in_flight: 2,
+            repair: false, timeout_s: 600, max_retries: 1}
+  smollm2-judge: {model: openai/smollm2, api_base: embedded, temperature: 0.0, max_tokens: 256, seed: 0,
+                  max_in_flight: 2, repair: false, timeout_s: 900, max_retries: 0}
 councils:
   default: [smollm2]
   ai_operator: [smollm2]
@@ -57,6 +59,9 @@ def test_aisql_job_with_embedded_operator_and_judge(sembench_root, tmp_path, mon
         assert sorted(verdicts["method"].to_list()) == ["ex"] * 2 + ["ours"] * 2
         assert set(execs["operator_backend"]) == {"council(ai_operator:smollm2)"}
         assert (execs["gold_status"] == "ok").all() and execs["calls_made"].sum() > 0
+        # a judge that timed out or answered garbage is an error verdict (a rejection), never a gap
+        ours = verdicts.filter(verdicts["method"] == "ours")
+        assert (ours.filter(ours["status"] == "error")["accepted"] == False).all()  # noqa: E712
         con = open_audit()
         stages = dict(con.execute("SELECT tag_stage, count(*) FROM llm_calls GROUP BY 1").fetchall())
         assert stages.get("aisql_operator", 0) >= 4 and stages.get("aisql_judge", 0) >= 2
