@@ -75,6 +75,8 @@ class CascadeSettings(ConfigurableResource):
     # Share of provider-failed LLM calls a step tolerates (as abstentions) before it fails so it can be
     # re-executed from failure; 0 = any failure fails the step, so no decision rests on a missing vote.
     max_failed_call_share: float = 0.0
+    # A step whose answers are mostly unparseable (a provider answering garbage) fails loudly.
+    max_unparseable_share: float = 0.5
     max_rejection_rate: float = 0.95  # rejection_report check: flag stages rejecting more than this
     min_rejection_rate: float = 0.0
 
@@ -111,7 +113,9 @@ def nlq_objects(context: AssetExecutionContext, council: CouncilResource, cascad
         council.get_council("generators") if needs_llm else None,
     )
     try:
-        check_provider("nlq_objects", stats["llm_requests"], stats["provider_failures"], cascade.max_failed_call_share)
+        check_provider("nlq_objects", stats["llm_requests"], stats["provider_failures"], cascade.max_failed_call_share,
+                       rows=[r for r in rows if r["generator"] != PROGRAMMATIC],
+                       max_unparseable_share=cascade.max_unparseable_share)
     except ProviderUnavailable as exc:
         raise Failure(str(exc), allow_retries=True) from exc
     df = rows_frame(rows, NLQ_COLUMNS)
@@ -131,7 +135,8 @@ def candidates(context: AssetExecutionContext, council: CouncilResource, cascade
     grounded = [r for r in rows if r["grounding_status"] != "not_needed"]
     try:
         check_provider("candidates", len(grounded), sum(r["grounding_status"] == "call_failed" for r in grounded),
-                       cascade.max_failed_call_share)
+                       cascade.max_failed_call_share, rows=grounded, status_key="grounding_status",
+                       error_key="grounding_error", max_unparseable_share=cascade.max_unparseable_share)
     except ProviderUnavailable as exc:
         raise Failure(str(exc), allow_retries=True) from exc
     df = rows_frame(rows, NLQ_COLUMNS + CANDIDATE_EXTRA)
@@ -140,6 +145,20 @@ def candidates(context: AssetExecutionContext, council: CouncilResource, cascade
         by_group=MetadataValue.json(dict(df.group_by("group").len().iter_rows()) if df.height else {}),
     )
     yield contract_check_result(CANDIDATES, df)
+
+
+def _schema_fitter(schema_context: pl.DataFrame, db: dict):
+    """Per-candidate schema context when the database's schema had to be cut to fit (#13 item 6)."""
+    import json
+
+    if "omitted_json" not in schema_context.columns:
+        return None
+    omitted = json.loads(schema_context["omitted_json"][0] or "{}")
+    if not omitted.get("omitted_tables"):
+        return None
+    from resources.catalog import focused_fitter, inspect_database
+
+    return focused_fitter(inspect_database(db["path"], db["db_id"]), int(omitted["budget_tokens"]))
 
 
 def _stage_asset(spec, previous_key):
@@ -164,6 +183,8 @@ def _stage_asset(spec, previous_key):
                 timeout_s=safe_sql.timeout_s, order_sensitive=cascade.order_sensitive,
                 result_preview_rows=cascade.result_preview_rows,
                 max_failed_call_share=cascade.max_failed_call_share,
+                max_unparseable_share=cascade.max_unparseable_share,
+                schema_fitter=_schema_fitter(inputs["schema_context"], _db(inputs["seed_databases"])),
             )
         try:
             decisions = run_stage(spec.no, entering.to_dicts() if entering.height else [], ctx)

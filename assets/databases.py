@@ -8,11 +8,13 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
 from quality.contracts import SCHEMA_CONTEXT, SEED_DATABASES
-from resources.catalog import inspect_database, render_schema_context
+from resources.catalog import fit_schema_context, inspect_database
 from resources.dagster_resources import SeedCatalogResource
+from resources.llm.config import schema_token_budget
+from resources.llm.dagster_resource import CouncilResource
 from storage.io_manager import artifact_output
 
-SCHEMA_CONTEXT_VERSION = "1"  # bump when the rendering changes: marks downstream stale
+SCHEMA_CONTEXT_VERSION = "2"  # bump when the rendering changes: marks downstream stale
 
 
 def seed_database_row(info) -> dict:
@@ -68,12 +70,15 @@ def seed_databases(context: AssetExecutionContext, seed_catalog: SeedCatalogReso
     group_name="databases",
     code_version=SCHEMA_CONTEXT_VERSION,
     check_specs=[contract_check_spec(SCHEMA_CONTEXT, "schema_context")],
-    description="Prompt schema context (ABISS §4.1): each table's DDL followed by 5 sample rows.",
+    description="Prompt schema context (ABISS §4.1): each table's DDL followed by 5 sample rows, fitted to "
+                "the smallest context window of the council (what was left out is recorded).",
 )
-def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame):
+def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame, council: CouncilResource):
     row = seed_databases.row(0, named=True)
     info = inspect_database(row["path"], row["db_id"])
-    text = render_schema_context(info)
+    budget = schema_token_budget(council.council_config().members.values())
+    fitted = fit_schema_context(info, budget)
+    text = fitted.text
     df = pl.DataFrame(
         {
             "db_id": [info.db_id],
@@ -81,8 +86,17 @@ def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame)
             "n_tables": [len(info.tables)],
             "n_chars": [len(text)],
             "approx_tokens": [max(1, len(text) // 4)],
+            "budget_tokens": [budget],
+            "omitted_json": [json.dumps(fitted.omitted())],
         }
     )
+    if not fitted.complete:
+        context.log.warning(
+            f"schema context of {info.db_id} fitted to {budget} tokens: {len(fitted.omitted_tables)} of "
+            f"{len(info.tables)} tables left out, {fitted.sample_rows} sample rows, values cut at "
+            f"{fitted.value_width} characters")
     yield artifact_output(df, approx_tokens=MetadataValue.int(len(text) // 4),
+                          budget_tokens=MetadataValue.int(budget),
+                          omitted=MetadataValue.json(fitted.omitted()),
                           context_preview=MetadataValue.md(f"```sql\n{text[:1500]}\n```"))
     yield contract_check_result(SCHEMA_CONTEXT, df)

@@ -13,7 +13,11 @@ from assets.partitions import databases_partitions
 
 def get_instance() -> DagsterInstance:
     if os.environ.get("DAGSTER_HOME"):
-        return DagsterInstance.get()
+        from resources.locks import file_lock
+
+        # Processes opening a fresh DAGSTER_HOME at once would race its storage migrations (alembic).
+        with file_lock(os.path.join(os.environ["DAGSTER_HOME"], ".quandary-instance.lock")):
+            return DagsterInstance.get()
     return DagsterInstance.ephemeral()
 
 

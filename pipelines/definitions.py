@@ -3,6 +3,8 @@
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.abiss import ABISS_ASSETS, CascadeSettings
+from assets.ambitab import AMBITAB_ASSETS
+from assets.ambitab_eval import AMBITAB_EVAL_ASSETS
 from assets.aisql import AISQL_ASSETS, AisqlResource
 from assets.databases import schema_context, seed_databases
 from assets.sensors import seed_catalog_sensor
@@ -24,6 +26,18 @@ abiss_job = define_asset_job(
     description="ABISS: generate candidates, run the ten validation stages, build dataset and reports.",
 )
 
+ambitab_corpus_job = define_asset_job(
+    "ambitab_corpus_job",
+    selection=AssetSelection.assets(*AMBITAB_ASSETS),
+    description="AmbiTab: convert one corpus (partition) into task records + rejects, with checks and JSONL export.",
+)
+
+ambitab_eval_job = define_asset_job(
+    "ambitab_eval_job",
+    selection=AssetSelection.assets(*AMBITAB_EVAL_ASSETS),
+    description="AmbiTab evaluation: ask-then-solve episodes for one corpus (partition), then Table 8/10 metrics.",
+)
+
 aisql_job = define_asset_job(
     "aisql_job",
     selection=AssetSelection.assets(*AISQL_ASSETS),
@@ -33,8 +47,8 @@ aisql_job = define_asset_job(
 MAIN_JOB = abiss_job.name
 
 defs = Definitions(
-    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *AISQL_ASSETS],
-    jobs=[seed_job, abiss_job, aisql_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *AMBITAB_ASSETS, *AMBITAB_EVAL_ASSETS, *AISQL_ASSETS],
+    jobs=[seed_job, abiss_job, ambitab_corpus_job, ambitab_eval_job, aisql_job],
     sensors=[seed_catalog_sensor],
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).

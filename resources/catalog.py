@@ -171,9 +171,7 @@ def _inspect_sqlite(path: Path) -> list[TableInfo]:
                     ref_col = ref_pk[0] if ref_pk else ""
                 fks.append(ForeignKey(column=fk[3], ref_table=fk[2], ref_column=ref_col))
             row_count = con.execute(f"SELECT COUNT(*) FROM {q}").fetchall()[0][0]
-            cur = con.execute(f"SELECT * FROM {q} LIMIT {SAMPLE_ROWS}")
-            sample_cols = [d[0] for d in cur.description]
-            sample = [tuple(r) for r in cur.fetchall()]
+            sample_cols, sample = _sample_rows(path, q, [c.name for c in columns])
             tables.append(
                 TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample)
             )
@@ -216,42 +214,178 @@ def _inspect_duckdb(path: Path) -> list[TableInfo]:
                 "SELECT sql FROM duckdb_tables() WHERE table_name = ?", [name]
             ).fetchall()[0][0]
             row_count = con.execute(f"SELECT COUNT(*) FROM {q}").fetchall()[0][0]
-            cur = con.execute(f"SELECT * FROM {q} LIMIT {SAMPLE_ROWS}")
-            sample_cols = [d[0] for d in cur.description]
-            sample = [tuple(r) for r in cur.fetchall()]
+            sample_cols, sample = _sample_rows(path, q, [c.name for c in columns])
             tables.append(TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample))
         return tables
     finally:
         con.close()
 
 
+SAMPLE_MAX_BYTES = 4 << 20
+SAMPLE_TIMEOUT_S = 10.0
+
+
+def _sample_rows(path: Path, quoted_table: str, column_names: list[str]) -> tuple[list[str], list[tuple]]:
+    """Up to five sample rows, read through the sandboxed executor: a hostile database (e.g. a
+    generated ``zeroblob(1e9)`` column) costs a bounded amount of memory and time, and then simply
+    has no sample rows."""
+    from resources.sql_executor import execute_sql
+
+    out = execute_sql(path, f"SELECT * FROM {quoted_table} LIMIT {SAMPLE_ROWS}", timeout_s=SAMPLE_TIMEOUT_S,
+                      max_bytes=SAMPLE_MAX_BYTES)
+    if not out.ok:
+        return column_names, []
+    return out.columns, out.rows
+
+
 # ------------------------------------------------------------------------------ rendering
 
 
-def _cell(value) -> str:
+def _escape_comment(text: str) -> str:
+    """Database text goes inside ``/* ... */``: it must not be able to close (or nest) the comment."""
+    return text.replace("*/", "* /").replace("/*", "/ *")
+
+
+def _cell(value, width: int = 80) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, bytes):
         return f"<{len(value)} bytes>"
-    text = str(value).replace("\n", " ")
-    return text if len(text) <= 80 else text[:77] + "..."
+    text = _escape_comment(" ".join(str(value).split()))
+    return text if len(text) <= width else text[: max(1, width - 3)] + "..."
 
 
-def render_schema_context(info: DatabaseInfo, sample_rows: int = SAMPLE_ROWS) -> str:
-    """The prompt's schema context: each table's DDL followed by up to five sample rows."""
+def render_schema_context(info: DatabaseInfo, sample_rows: int = SAMPLE_ROWS, value_width: int = 80,
+                          tables: list[TableInfo] | None = None, max_columns: int | None = None) -> str:
+    """The prompt's schema context: each table's DDL followed by up to five sample rows.
+
+    Values are whitespace-folded, truncated to ``value_width`` and escaped so that no database
+    value can close the sample-rows comment and smuggle text into the prompt."""
     parts = []
-    for t in info.tables:
-        block = [t.ddl.rstrip(";") + ";"]
+    for t in tables if tables is not None else info.tables:
+        ddl = t.ddl.rstrip(";") + ";"
+        if max_columns is not None and len(t.columns) > max_columns:
+            kept = ", ".join(f"{_quote(c.name)} {c.type}".strip() for c in t.columns[:max_columns])
+            ddl = (f"CREATE TABLE {_quote(t.name)} ({kept}); "
+                   f"/* {len(t.columns) - max_columns} more columns left out for the context window */")
+        block = [ddl]
         rows = t.sample_rows[:sample_rows]
+        name = _escape_comment(t.name)
         if rows:
-            block.append(f"/* {len(rows)} sample rows from {t.name}:")
-            block.append(" | ".join(t.sample_columns))
-            block.extend(" | ".join(_cell(v) for v in r) for r in rows)
+            cols = t.sample_columns if max_columns is None else t.sample_columns[:max_columns]
+            block.append(f"/* {len(rows)} sample rows from {name}:")
+            block.append(" | ".join(_escape_comment(c) for c in cols))
+            block.extend(" | ".join(_cell(v, value_width) for v in r[: len(cols)]) for r in rows)
             block.append("*/")
-        else:
-            block.append(f"/* {t.name} has no rows */")
+        elif sample_rows > 0:
+            block.append(f"/* {name} has no rows */")
         parts.append("\n".join(block))
     return "\n\n".join(parts)
+
+
+def approx_tokens(text: str) -> int:
+    """A conservative token estimate for schema text (about 3 characters per token)."""
+    return max(1, (len(text) + 2) // 3)
+
+
+@dataclass
+class FittedContext:
+    """A schema context fitted to a token budget, and what was left out to fit."""
+
+    text: str
+    budget_tokens: int
+    sample_rows: int
+    value_width: int
+    omitted_tables: list[str] = field(default_factory=list)
+    max_columns: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        return not self.omitted_tables and self.sample_rows == SAMPLE_ROWS and self.value_width == 80 \
+            and self.max_columns is None
+
+    def omitted(self) -> dict:
+        return {"omitted_tables": self.omitted_tables, "sample_rows": self.sample_rows,
+                "value_width": self.value_width, "max_columns": self.max_columns,
+                "budget_tokens": self.budget_tokens}
+
+
+def _table_rank(info: DatabaseInfo, focus: set[str]) -> list[TableInfo]:
+    """Tables most worth keeping first: asked-about ones, then the most connected, then the largest."""
+    degree: dict[str, int] = {t.name.lower(): 0 for t in info.tables}
+    for t in info.tables:
+        for fk in t.foreign_keys:
+            degree[t.name.lower()] = degree.get(t.name.lower(), 0) + 1
+            degree[fk.ref_table.lower()] = degree.get(fk.ref_table.lower(), 0) + 1
+    return sorted(info.tables, key=lambda t: (t.name.lower() not in focus, -degree.get(t.name.lower(), 0),
+                                              -t.row_count, t.name))
+
+
+def fit_schema_context(info: DatabaseInfo, budget_tokens: int, focus_tables=()) -> FittedContext:
+    """The richest schema context that fits ``budget_tokens``.
+
+    Degrades in the order a text-to-SQL prompt loses least: shorter sample values, fewer sample
+    rows, then whole tables (least connected and smallest first, never ``focus_tables``), then
+    columns of very wide tables. The tables left out are named in a closing comment."""
+    def fits(text: str) -> bool:
+        return approx_tokens(text) <= budget_tokens
+
+    for rows, width in ((SAMPLE_ROWS, 80), (SAMPLE_ROWS, 40), (3, 40), (2, 24), (1, 24), (0, 24)):
+        text = render_schema_context(info, rows, width)
+        if fits(text):
+            return FittedContext(text, budget_tokens, rows, width)
+    focus = {f.lower() for f in focus_tables}
+    ranked = _table_rank(info, focus)
+    note_reserve = 900  # characters kept for the closing "tables left out" comment (20 names at most)
+    for max_columns in (None, 64, 24, 8):
+        kept: list[TableInfo] = []
+        used = note_reserve
+        for t in ranked:  # one render per table: linear in the number of tables
+            size = len(render_schema_context(info, 0, 24, [t], max_columns)) + 2
+            if (used + size + 2) // 3 <= budget_tokens:
+                kept.append(t)
+                used += size
+        if kept:
+            order = [t for t in info.tables if t in kept]  # the database's own order reads best
+            omitted = [t.name for t in info.tables if t not in kept]
+            text = render_schema_context(info, 0, 24, order, max_columns) + _omitted_note(info, order)
+            return FittedContext(text, budget_tokens, 0, 24, omitted, max_columns)
+    first = ranked[0]
+    text = render_schema_context(info, 0, 24, [first], 8)[: budget_tokens * 3]
+    return FittedContext(text, budget_tokens, 0, 24, [t.name for t in info.tables if t is not first], 8)
+
+
+def tables_in_sql(sql: str | None) -> list[str]:
+    """Table names a query reads (empty when it does not parse)."""
+    if not sql:
+        return []
+    try:
+        import sqlglot
+        from sqlglot import exp
+
+        return sorted({t.name for t in sqlglot.parse_one(sql).find_all(exp.Table) if t.name})
+    except Exception:  # noqa: BLE001 - unparseable SQL just gets no focus
+        return []
+
+
+def focused_fitter(info: DatabaseInfo, budget_tokens: int):
+    """``row -> schema context`` fitted around the tables the row's SQL uses (memoised per table set)."""
+    cache: dict[tuple, str] = {}
+
+    def fit(row: dict) -> str:
+        focus = tuple(tables_in_sql(row.get("sql")))
+        if focus not in cache:
+            cache[focus] = fit_schema_context(info, budget_tokens, focus).text
+        return cache[focus]
+    return fit
+
+
+def _omitted_note(info: DatabaseInfo, kept: list[TableInfo]) -> str:
+    left = [t.name for t in info.tables if t not in kept]
+    if not left:
+        return ""
+    names = ", ".join(_escape_comment(n) for n in left[:20]) + (f", ... ({len(left) - 20} more)" if len(left) > 20 else "")
+    return f"\n\n/* {len(left)} more tables left out for the context window: {names} */"
 
 
 # ------------------------------------------------------------------------------ discovery
@@ -300,10 +434,19 @@ class CatalogEntry:
 
 
 class Catalog:
-    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``."""
+    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``.
+
+    Concurrent writers (several ``db register`` at once) are serialized by an exclusive file lock
+    around read-modify-write, so no registration is lost; the slow inspection of a database
+    happens outside the lock. Writes are tmp file + fsync + rename, so readers never see half a file.
+    """
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else quandary_home() / "catalog.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
 
     def _load(self) -> dict[str, dict]:
         if not self.path.exists():
@@ -316,8 +459,20 @@ class Catalog:
     def _save(self, data: dict[str, dict]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(data, indent=2, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+
+    def _update(self, change) -> None:
+        """Apply ``change(data)`` to the stored catalog under the inter-process lock."""
+        from resources.locks import file_lock
+
+        with file_lock(self.lock_path):
+            data = self._load()
+            change(data)
+            self._save(data)
 
     def entries(self) -> list[CatalogEntry]:
         return [CatalogEntry(**v) for _, v in sorted(self._load().items())]
@@ -334,20 +489,18 @@ class Catalog:
 
     def register(self, path: str | Path, db_id: str | None = None) -> DatabaseInfo:
         info = inspect_database(path, db_id)
-        data = self._load()
-        data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
-        self._save(data)
+        entry = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        self._update(lambda data: data.__setitem__(info.db_id, entry))
         return info
 
     def register_folder(self, root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
         found, skipped = discover(root)
-        data = self._load()
-        for info in found:
-            data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
-        self._save(data)
+
+        def add(data):
+            for info in found:
+                data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        self._update(add)
         return found, skipped
 
     def remove(self, db_id: str) -> None:
-        data = self._load()
-        data.pop(db_id, None)
-        self._save(data)
+        self._update(lambda data: data.pop(db_id, None))

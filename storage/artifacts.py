@@ -7,6 +7,13 @@ Layout under ``$QUANDARY_HOME/artifacts``::
     <asset>/<partition>/versions.jsonl          append-only history: file, hash, rows, time
 
 Unpartitioned assets use the partition folder ``__all__``.
+
+Self-healing (issue #13 item 2): a file is trusted only if its size and sha256 match its name and
+history, so a truncated or damaged file is rewritten when the same content is written again
+(instead of "already exists" forever) and never served. Every write is tmp file + fsync + rename
++ fsync of the folder. A damaged ``LATEST`` is recovered from the newest verified line of
+``versions.jsonl``; damaged history lines (a torn append) are skipped, and the next append starts
+on a fresh line.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import io
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,33 +58,148 @@ def _folder(asset: str, partition: str | None, root: Path | None) -> Path:
     return (root or artifacts_dir()) / asset / (partition or UNPARTITIONED)
 
 
+class DamagedArtifactError(OSError):
+    """A stored artifact's bytes do not match its content hash (truncated or overwritten)."""
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify_file(path: Path, digest: str | None = None, size: int | None = None) -> bool:
+    """True if ``path`` holds exactly the content its name (``sha256[:20]``) and history promise."""
+    try:
+        if size is not None and path.stat().st_size != size:
+            return False
+        actual = _file_sha256(path)
+    except OSError:
+        return False
+    if digest is not None:
+        return actual == digest
+    return actual.startswith(path.stem)
+
+
+def read_versions(folder: Path) -> list[dict]:
+    """The history lines that parse (a torn or garbled line is skipped, not fatal)."""
+    history = folder / "versions.jsonl"
+    try:
+        text = history.read_text(errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("hash"), str):
+            out.append(entry)
+    return out
+
+
+def _append_version(folder: Path, entry: dict) -> None:
+    history = folder / "versions.jsonl"
+    line = json.dumps(entry) + "\n"
+    with open(history, "ab+") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":  # the previous append was torn: do not glue onto it
+                line = "\n" + line
+        fh.write(line.encode())
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def write_version(
     df: pl.DataFrame, asset: str, partition: str | None = None, root: Path | None = None
 ) -> ArtifactVersion:
-    """Store ``df`` as a new immutable version (or reuse identical content) and mark it latest."""
+    """Store ``df`` as a new immutable version (or reuse identical content) and mark it latest.
+
+    An existing file of the same name is reused only if its size and hash verify; otherwise it is
+    damaged and rewritten."""
     folder = _folder(asset, partition, root)
     folder.mkdir(parents=True, exist_ok=True)
     data = parquet_bytes(df)
     digest = hashlib.sha256(data).hexdigest()
     path = folder / f"{digest[:20]}.parquet"
-    if not path.exists():
-        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    pointer_tmp = folder / f".LATEST.{os.getpid()}.tmp"
-    pointer_tmp.write_text(path.name)
-    os.replace(pointer_tmp, folder / "LATEST")
-    with open(folder / "versions.jsonl", "a") as fh:
-        fh.write(json.dumps({"file": path.name, "hash": digest, "rows": df.height, "at": time.time()}) + "\n")
+    if not (path.exists() and verify_file(path, digest, len(data))):
+        _write_atomic(path, data)
+    _write_atomic(folder / "LATEST", path.name.encode())
+    _append_version(folder, {"file": path.name, "hash": digest, "size": len(data), "rows": df.height,
+                             "at": time.time()})
     return ArtifactVersion(asset, partition or UNPARTITIONED, path, digest, df.height)
 
 
-def latest_path(asset: str, partition: str | None = None, root: Path | None = None) -> Path | None:
-    pointer = _folder(asset, partition, root) / "LATEST"
-    if not pointer.exists():
+def _recover_latest(folder: Path) -> Path | None:
+    """LATEST is unreadable: the newest history entry, if its file verifies (LATEST is rewritten)."""
+    versions = read_versions(folder)
+    if not versions:
         return None
-    path = pointer.parent / pointer.read_text().strip()
-    return path if path.exists() else None
+    entry = versions[-1]
+    path = folder / Path(entry["file"]).name
+    if not (path.exists() and verify_file(path, entry["hash"], entry.get("size"))):
+        return None
+    try:
+        _write_atomic(folder / "LATEST", path.name.encode())
+    except OSError:
+        pass  # read-only store: still serve the verified file
+    return path
+
+
+def latest_path(asset: str, partition: str | None = None, root: Path | None = None,
+                *, verify: bool = True) -> Path | None:
+    """The latest version's file, verified against its content hash.
+
+    A damaged LATEST pointer (empty, garbage, naming a missing file) is recovered from the newest
+    entry of the history. A latest file whose bytes do not match its hash raises
+    :class:`DamagedArtifactError` (never silently served, never silently replaced by an older
+    version); rematerializing rewrites it. ``None`` if nothing is stored."""
+    folder = _folder(asset, partition, root)
+    pointer = folder / "LATEST"
+    if not pointer.exists() and not (folder / "versions.jsonl").exists():
+        return None
+    try:
+        name = pointer.read_text(errors="replace").strip()
+    except OSError:
+        name = ""
+    path = folder / name if name and "/" not in name and name.endswith(".parquet") else None
+    if path is None or not path.exists():
+        path = _recover_latest(folder)
+        if path is None:
+            return None
+    if verify and not verify_file(path):
+        raise DamagedArtifactError(
+            f"artifact {path} is damaged (its content does not match its hash); rematerialize {asset}"
+            f"{f' for partition {partition}' if partition else ''} to rewrite it")
+    return path
 
 
 def read_latest(asset: str, partition: str | None = None, root: Path | None = None) -> pl.DataFrame:
@@ -87,8 +210,11 @@ def read_latest(asset: str, partition: str | None = None, root: Path | None = No
     return pl.read_parquet(path)
 
 
-def latest_paths_by_asset(root: Path | None = None) -> dict[str, list[Path]]:
-    """Every asset's latest file per partition (what the audit catalog exposes)."""
+def latest_paths_by_asset(root: Path | None = None, on_damaged=None) -> dict[str, list[Path]]:
+    """Every asset's latest file per partition (what the audit catalog exposes).
+
+    A damaged latest file is left out and reported through ``on_damaged(message)`` (default: a
+    Python warning), so one bad file never hides the others."""
     base = root or artifacts_dir()
     out: dict[str, list[Path]] = {}
     if not base.exists():
@@ -96,7 +222,11 @@ def latest_paths_by_asset(root: Path | None = None) -> dict[str, list[Path]]:
     for asset_dir in sorted(p for p in base.iterdir() if p.is_dir()):
         paths = []
         for part_dir in sorted(p for p in asset_dir.iterdir() if p.is_dir()):
-            path = latest_path(asset_dir.name, part_dir.name, base)
+            try:
+                path = latest_path(asset_dir.name, part_dir.name, base)
+            except DamagedArtifactError as exc:
+                (on_damaged or (lambda m: warnings.warn(m, stacklevel=3)))(str(exc))
+                continue
             if path is not None:
                 paths.append(path)
         if paths:

@@ -7,17 +7,29 @@
 * ``llm_calls``: the council layer's call cache and log, read from its SQLite file.
 
 It is rebuilt on every open, so it always shows the latest versions; nothing is copied.
+
+Hardening (issue #13 items 3 and 9):
+
+* a damaged Parquet file or call log is skipped with a one-line warning naming the file
+  (``warn``, default: stderr); every other view still works;
+* the connection is read-only over the catalog: file access is limited to the artifact files
+  themselves (``allowed_paths``), external access is then disabled and the configuration locked,
+  so SQL typed into ``audit sql`` can read no other file and write none; :func:`audit_query`
+  accepts one SELECT statement only.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import sys
 from pathlib import Path
 
 import duckdb
 
 from pipelines.paths import artifacts_dir, llm_calls_path
 from storage.artifacts import latest_paths_by_asset
+
+AUDIT_MEMORY_LIMIT = "1GB"
 
 
 def _ident(name: str) -> str:
@@ -28,23 +40,34 @@ def _sql_list(paths: list[Path]) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
-def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+def _stderr_warning(message: str) -> None:
+    print(f"warning: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_warning) -> bool:
     if not path.exists():
         return False
     import pyarrow as pa
 
-    src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        exists = src.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'"
-        ).fetchall()
-        if not exists:
-            return False
-        cur = src.execute("SELECT * FROM llm_calls")
-        cols = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-    finally:
-        src.close()
+        src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            exists = src.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'"
+            ).fetchall()
+            if not exists:
+                return False
+            has_status = any(r[1] == "status" for r in src.execute("PRAGMA table_info(llm_calls)"))
+            # in_flight rows are claims of calls being sent right now, not calls
+            cur = src.execute("SELECT * FROM llm_calls" + (" WHERE status != 'in_flight'" if has_status else ""))
+            cols = [d[0] for d in cur.description]
+            rows = cur.fetchall()
+        finally:
+            src.close()
+    except sqlite3.Error as exc:
+        warn(f"call log {path} is damaged ({exc}); the llm_calls view is left out "
+             "(move the file away to start a new log)")
+        return False
     table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)}) if rows else None
     if table is None:
         con.execute("CREATE TABLE llm_calls AS SELECT * FROM (SELECT NULL::VARCHAR AS call_id) WHERE false")
@@ -55,14 +78,55 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     return True
 
 
-def open_audit(root: Path | None = None, llm_log: Path | None = None) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(":memory:")
-    for asset, paths in latest_paths_by_asset(root or artifacts_dir()).items():
-        con.execute(
-            f"CREATE VIEW {_ident(asset)} AS SELECT * FROM read_parquet({_sql_list(paths)}, union_by_name = true)"
-        )
-    _load_llm_calls(con, llm_log or llm_calls_path())
+def _create_view(con, asset: str, paths: list[Path], warn) -> list[Path]:
+    """Create the asset's view over the readable files; warn about (and leave out) the others."""
+    sql = "CREATE VIEW {} AS SELECT * FROM read_parquet({}, union_by_name = true)"
+    try:
+        con.execute(sql.format(_ident(asset), _sql_list(paths)))
+        return paths
+    except duckdb.Error:
+        pass
+    good = []
+    for p in paths:
+        try:
+            con.execute(f"SELECT * FROM read_parquet({_sql_list([p])}) LIMIT 0").fetchall()
+            good.append(p)
+        except duckdb.Error as exc:
+            warn(f"artifact {p} is unreadable ({str(exc).splitlines()[0]}); left out of view {asset}")
+    if good:
+        con.execute(sql.format(_ident(asset), _sql_list(good)))
+    return good
+
+
+def open_audit(root: Path | None = None, llm_log: Path | None = None, *, warn=_stderr_warning,
+               read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:", config={"memory_limit": AUDIT_MEMORY_LIMIT})
+    allowed: list[Path] = []
+    for asset, paths in latest_paths_by_asset(root or artifacts_dir(), on_damaged=warn).items():
+        allowed += _create_view(con, asset, paths, warn)
+    _load_llm_calls(con, llm_log or llm_calls_path(), warn)
+    if read_only:
+        # Views re-read their files on every query: allow exactly those, nothing else, for good.
+        con.execute(f"SET allowed_paths = {_sql_list(allowed)}")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
     return con
+
+
+class AuditQueryError(ValueError):
+    """The audit SQL is not a single read-only query."""
+
+
+def audit_query(con: duckdb.DuckDBPyConnection, sql: str):
+    """Run one SELECT over the catalog (anything else is refused); returns the cursor."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise AuditQueryError(f"cannot parse: {' '.join(str(exc).split())}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        kinds = ", ".join(s.type.name for s in statements) or "nothing"
+        raise AuditQueryError(f"audit sql runs one read-only SELECT; got {kinds}")
+    return con.execute(sql)
 
 
 def list_views(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -6,9 +6,10 @@ resumed run finds every finished call by its key and makes no request for it.
 - ``call_id`` (primary key) = sha256 of the canonical JSON of (model, messages, sampling params incl.
   seed, output schema) — see :func:`call_key`. The server address is not part of it, so the
   embedded server's random port does not invalidate the cache.
-- ``status``: ``ok`` (parsed), ``parse_failed`` (the model answered but unusably; cached, since a
-  seeded re-ask repeats it) or ``call_failed`` (transport failure after retries; not a cache hit,
-  so a later run tries again and overwrites the row, adding to ``attempts``).
+- ``status``: ``ok`` (parsed), ``parse_failed`` (the model answered but unusably) or ``call_failed``
+  (transport failure after retries). Only ``ok`` is a cache hit: a provider that answered HTTP 200
+  with garbage must not poison the cache, so a later run asks again and overwrites the row, adding
+  to ``attempts`` (issue #13 item 5).
 - Every write is one transaction. WAL + ``busy_timeout`` + a retry loop make concurrent writers
   (several processes of one Dagster run) safe. Columns are plain TEXT/INTEGER/REAL (JSON as TEXT)
   so the audit catalog can expose the table as a view.
@@ -16,7 +17,9 @@ resumed run finds every finished call by its key and makes no request for it.
 
 import hashlib
 import json
+import os
 import random
+import socket
 import sqlite3
 import threading
 import time
@@ -26,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 TABLE = "llm_calls"
-CACHEABLE_STATUSES = ("ok", "parse_failed")
+CACHEABLE_STATUSES = ("ok",)
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -108,6 +111,10 @@ class CallRecord:
         return self.status == "ok"
 
 
+class CallLogDamaged(RuntimeError):
+    """The call log file is not a usable SQLite database (the message names it and says what to do)."""
+
+
 class CallLog:
     """Thread-safe handle on the call log. One SQLite connection per thread (sqlite3 objects are
     not shareable across threads); each write is a single short transaction."""
@@ -116,7 +123,14 @@ class CallLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._retry(self._init_schema)
+        try:
+            self._retry(self._init_schema)
+        except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise
+            raise CallLogDamaged(
+                f"local storage error: the call log {self.path} is damaged ({exc}); move it away (its cached "
+                "answers are lost) or restore it, then rerun") from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -165,6 +179,52 @@ class CallLog:
         row = self._retry(lambda: self._conn().execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone())
         return _row_to_record(row) if row else None
 
+    # --- cross-process single flight ---------------------------------------------------------
+    # A process about to send an uncached request first claims its call_id with an ``in_flight``
+    # row naming itself; another process wanting the same call waits for that row to turn into an
+    # answer instead of sending the request twice. A claim whose owner is gone (kill -9) or older
+    # than ``stale_after_s`` is taken over.
+
+    @staticmethod
+    def owner_id() -> str:
+        return f"{socket.gethostname()}:{os.getpid()}"
+
+    def claim(self, call_id: str, member: str, model: str, stale_after_s: float) -> str:
+        """``claimed`` (send it), ``cached`` (an ok answer exists) or ``busy`` (another owner is on it)."""
+        me = self.owner_id()
+
+        def _do():
+            conn = self._conn()
+            now = _now()
+            cur = conn.execute(
+                f"INSERT INTO {TABLE} (call_id, status, ok, member, model, error, attempts, created_at, updated_at) "
+                f"VALUES (?, 'in_flight', 0, ?, ?, ?, 0, ?, ?) ON CONFLICT(call_id) DO NOTHING",
+                (call_id, member, model, me, now, now))
+            if cur.rowcount == 1:
+                return "claimed"
+            row = conn.execute(f"SELECT status, error, updated_at FROM {TABLE} WHERE call_id = ?",
+                               (call_id,)).fetchone()
+            if row is None:
+                return "busy"  # deleted in between: try again
+            if row["status"] == "ok":
+                return "cached"
+            if row["status"] == "in_flight" and not _claim_is_stale(row["error"], row["updated_at"], stale_after_s):
+                return "busy"
+            # a failed / unparseable / abandoned call: take it over atomically (only one winner)
+            cur = conn.execute(
+                f"UPDATE {TABLE} SET status = 'in_flight', error = ?, updated_at = ? "
+                f"WHERE call_id = ? AND status = ? AND COALESCE(error, '') = COALESCE(?, '')",
+                (me, now, call_id, row["status"], row["error"]))
+            return "claimed" if cur.rowcount == 1 else "busy"
+
+        return self._retry(_do)
+
+    def release(self, call_id: str) -> None:
+        """Drop our claim when no answer was recorded (cancelled call)."""
+        me = self.owner_id()
+        self._retry(lambda: self._conn().execute(
+            f"DELETE FROM {TABLE} WHERE call_id = ? AND status = 'in_flight' AND error = ?", (call_id, me)))
+
     # --- log -------------------------------------------------------------------------------
     def record(self, rec: CallRecord) -> None:
         """Insert (or, for a retried failed call, update) one call atomically."""
@@ -205,12 +265,13 @@ class CallLog:
         self._retry(lambda: self._conn().execute(sql, [values[c] for c in _COLUMNS]))
 
     # --- queries ---------------------------------------------------------------------------
+    # Claims (``in_flight`` rows) are not calls yet: queries leave them out.
     def rows(self, where: str = "", params: tuple = ()) -> list[dict]:
-        sql = f"SELECT * FROM {TABLE} {('WHERE ' + where) if where else ''} ORDER BY created_at"
+        sql = f"SELECT * FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''} ORDER BY created_at"
         return [dict(r) for r in self._retry(lambda: self._conn().execute(sql, params).fetchall())]
 
     def count(self, where: str = "", params: tuple = ()) -> int:
-        sql = f"SELECT COUNT(*) FROM {TABLE} {('WHERE ' + where) if where else ''}"
+        sql = f"SELECT COUNT(*) FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''}"
         return int(self._retry(lambda: self._conn().execute(sql, params).fetchone()[0]))
 
     def close(self) -> None:
@@ -218,6 +279,22 @@ class CallLog:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def _claim_is_stale(owner: str | None, updated_at: str | None, stale_after_s: float) -> bool:
+    host, _, pid = (owner or "").rpartition(":")
+    if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True  # the owner died (kill -9) without answering
+        except PermissionError:
+            pass
+    try:
+        age = (datetime.now(UTC) - datetime.fromisoformat(updated_at)).total_seconds()
+    except (TypeError, ValueError):
+        return True
+    return age > stale_after_s
 
 
 def _opt_str(v: Any) -> str | None:

@@ -164,14 +164,36 @@ CANDIDATE_EXTRA = ("candidate_id", "difficulty", "grounding_call_id", "grounding
 
 
 class ProviderUnavailable(RuntimeError):
-    """Most LLM calls of a step failed at the provider: fail the step so it can be re-executed."""
+    """Too many LLM calls of a step failed or were unparseable: fail the step; the message says
+    which failure it was and what to do."""
 
 
-def check_provider(step: str, calls: int, failed: int, max_share: float) -> None:
+def tally_rows(rows: list[dict], status_key: str = "status", error_key: str = "error"):
+    """A :class:`FailureTally` over rows that carry an LLM call's status and error."""
+    from types import SimpleNamespace
+
+    from resources.llm.failures import FailureTally
+
+    tally = FailureTally()
+    for r in rows:
+        st = r.get(status_key)
+        tally.add(SimpleNamespace(ok=st == "ok", status=st, error=r.get(error_key), failure=r.get("failure")))
+    return tally
+
+
+def check_provider(step: str, calls: int, failed: int, max_share: float, *, rows: list[dict] | None = None,
+                   status_key: str = "status", error_key: str = "error", max_unparseable_share: float = 0.5) -> None:
+    """Fail the step when more than ``max_share`` of its calls failed (classified, with a remedy) or
+    when most of its answers were unparseable (``rows``: the step's LLM rows)."""
+    from pipelines.abiss.stages import check_tally
+
+    if rows is not None:
+        check_tally(step, tally_rows(rows, status_key, error_key), max_share, max_unparseable_share,
+                    ProviderUnavailable)
+        return
     if calls and failed / calls > max_share:
-        raise ProviderUnavailable(
-            f"{step}: {failed} of {calls} LLM calls failed at the provider; completed calls are cached, "
-            "re-execute from failure once the endpoint is back")
+        raise ProviderUnavailable(f"{step}: {failed} of {calls} LLM calls failed; completed calls are cached, "
+                                  "rerun once the cause is fixed")
 
 
 def rows_frame(rows: list[dict], columns: tuple[str, ...]):

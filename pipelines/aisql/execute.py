@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipelines.aisql.operators import AIRuntime, BudgetExceeded
 from pipelines.aisql.rewrite import SqlRewriteError, to_duckdb
-from resources.sql_executor import FailureKind, execute_sql
+from resources.sql_executor import FailureKind, QueryFailure
 
 DEFAULT_TIMEOUT_S = 600.0  # AI operators are slow; the budget is the real bound
 SHOWN_ROWS = 50
@@ -68,10 +68,10 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
     start = time.perf_counter()
     runtime.begin(budget)
     try:
+        # in-process: the UDFs call back into this runtime (the executor's worker subprocesses cannot)
         session = runtime.session(db_path)
         if session is None:
-            outcome = execute_sql(db_path, sql, timeout_s=timeout_s, max_rows=max_rows, prepare=runtime.register,
-                                  threads=1)
+            outcome = QueryFailure(FailureKind.RUNTIME, f"{db_path} is not a DuckDB scenario database")
         else:
             outcome = session.execute(sql, timeout_s=timeout_s, max_rows=max_rows)
     except BudgetExceeded as exc:  # raised outside DuckDB (defensive; normally wrapped by DuckDB)

@@ -8,14 +8,14 @@ from pipelines.cli._output import render
 def _audit_sql(args) -> int:
     import duckdb
 
-    from storage.audit import list_views, open_audit
+    from storage.audit import AuditQueryError, audit_query, list_views, open_audit
 
     con = open_audit()
     try:
-        cur = con.execute(args.query)
+        cur = audit_query(con, args.query)
         columns = [d[0] for d in cur.description or []]
         rows = cur.fetchall()
-    except duckdb.Error as exc:
+    except (duckdb.Error, AuditQueryError) as exc:
         views = ", ".join(list_views(con)) or "none yet (materialize something first)"
         print(f"query failed: {' '.join(str(exc).split())}\navailable views: {views}", file=sys.stderr)
         return 1
@@ -51,3 +51,10 @@ def register(sub) -> None:
     t.add_argument("--prompts", action="store_true", help="also print the prompt behind each vote")
     t.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
     t.set_defaults(func=audit_question)
+    from pipelines.cli.ambitab_eval import audit_episode
+
+    ep = audit.add_parser("episode", help="one AmbiTab episode: turns, credits, responses, SQL, verdict, prompts")
+    ep.add_argument("id", help="episode id (a unique prefix is enough)")
+    ep.add_argument("--prompts", action="store_true", help="also print the prompt behind each LLM call")
+    ep.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
+    ep.set_defaults(func=audit_episode)

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from pipelines.sqltools.equivalence import sql_equivalent
-from resources.sql_executor import DEFAULT_TIMEOUT_S
+from resources.sql_executor import DEFAULT_TIMEOUT_S, timeout_arg
 
 EXIT_EQUIVALENT, EXIT_NOT_EQUIVALENT, EXIT_QUERY_FAILED = 0, 1, 2
 
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=timeout_arg,
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
         help=f"per-query timeout in seconds (default {DEFAULT_TIMEOUT_S:g})",

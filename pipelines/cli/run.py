@@ -45,11 +45,16 @@ def _print_run_summary(result, db_id: str) -> None:
         print(f"  check {event.asset_key.to_user_string()}.{event.check_name:<28} "
               f"{'passed' if event.passed else 'FAILED'}")
     _print_funnel(result)
+    import duckdb
+
     con = open_audit()
     try:
-        row = con.execute(
-            "SELECT n_tables, total_rows, n_foreign_keys FROM seed_databases WHERE db_id = ?", [db_id]
-        ).fetchall()
+        try:  # a damaged artifact was skipped (and named) by open_audit: the summary goes on
+            row = con.execute(
+                "SELECT n_tables, total_rows, n_foreign_keys FROM seed_databases WHERE db_id = ?", [db_id]
+            ).fetchall()
+        except duckdb.Error:
+            row = []
         if row:
             print(f"  database {db_id}: {row[0][0]} tables, {row[0][1]} rows, {row[0][2]} foreign keys")
     finally:

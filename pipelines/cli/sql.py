@@ -4,7 +4,7 @@ import json
 import sys
 
 from pipelines.cli._output import render_table
-from resources.sql_executor import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, execute_sql
+from resources.sql_executor import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, execute_sql, timeout_arg
 
 
 def _run(args) -> int:
@@ -25,7 +25,7 @@ def register(sub) -> None:
     p = sub.add_parser("sql", help="run one read-only query through the safe executor")
     p.add_argument("db_path")
     p.add_argument("sql")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds (default 3)")
+    p.add_argument("--timeout", type=timeout_arg, default=DEFAULT_TIMEOUT_S, help="seconds (default 3)")
     p.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

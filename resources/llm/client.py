@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from resources.llm.config import Member
+from resources.llm.failures import Failure, FailureClass, classify_exception, classify_text, describe
 from resources.llm.parsing import parse_structured
 from storage.llm_log import CallLog, CallRecord, call_key
 
@@ -92,6 +93,7 @@ class CallResult(Generic[T]):
     attempts: int = 0
     repaired: bool = False
     tag: dict = field(default_factory=dict)
+    failure: str | None = None  # resources.llm.failures.FailureClass value when not ok
 
     @property
     def tokens(self) -> int:
@@ -106,6 +108,7 @@ class _Completion:
     cost: float = 0.0
     attempts: int = 0
     error: str | None = None
+    failure: Failure | None = None
 
 
 # --- request building ----------------------------------------------------------------------
@@ -209,7 +212,9 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
             # asyncio's own timeout guards against a client that ignores ``timeout``.
             resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
         except Exception as exc:  # noqa: BLE001 - classify everything, raise nothing
-            out.error = describe_error(exc)
+            # Say what really happened (no "HTTP 500" when no server answered), who and where.
+            out.failure = classify_exception(exc)
+            out.error = describe(out.failure, member.name, kwargs.get("api_base"))
             if kwargs.get("response_format") and _rejects_response_format(exc):
                 # The server cannot do JSON-schema output: ask via the prompt from now on.
                 _no_schema_support.add((member.model, member.api_base))
@@ -223,6 +228,7 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
                 continue
             return out
         out.error = None
+        out.failure = None
         choice = resp.choices[0] if getattr(resp, "choices", None) else None
         message = getattr(choice, "message", None)
         out.text = getattr(message, "content", None) or ""
@@ -269,9 +275,43 @@ async def call_structured(
             hit = await asyncio.to_thread(log.lookup, key)
             if hit is not None:
                 return _from_record(hit, output_model, member.name, tag)
+            hit = await _single_flight(log, key, member)
+            if hit is not None:
+                return _from_record(hit, output_model, member.name, tag)
+            try:
+                return await _call_uncached(member, messages, output_model, schema, key, log, tag)
+            except BaseException:
+                try:  # cancelled: let another process take the call (sync: no await while cancelling)
+                    log.release(key)
+                except Exception:  # noqa: BLE001 - a stale claim is taken over anyway
+                    pass
+                raise
         return await _call_uncached(member, messages, output_model, schema, key, log, tag)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
-        return CallResult(key, member.name, False, None, None, f"internal error: {describe_error(exc)}", "call_failed", tag=tag)
+        failure = classify_exception(exc)
+        if failure.kind is FailureClass.STORAGE and log is not None:
+            failure = Failure(FailureClass.STORAGE, None, f"call log {log.path}: {failure.detail}")
+        elif failure.kind is not FailureClass.STORAGE:
+            failure = Failure(FailureClass.INTERNAL, None, describe_error(exc))
+        return CallResult(key, member.name, False, None, None, describe(failure, member.name),
+                          "call_failed", tag=tag, failure=failure.kind.value)
+
+
+async def _single_flight(log: CallLog, key: str, member: Member):
+    """Claim ``key`` across processes; while another live process holds it, wait for its answer.
+    Returns that answer's record, or ``None`` once this process owns the call."""
+    stale_after = member.timeout_s * (member.max_retries + 2) + 30.0
+    delay = 0.02
+    while True:
+        state = await asyncio.to_thread(log.claim, key, member.name, member.model, stale_after)
+        if state == "claimed":
+            return None
+        if state == "cached":
+            hit = await asyncio.to_thread(log.lookup, key)
+            if hit is not None:
+                return hit
+        await asyncio.sleep(delay)  # another process is sending this very request
+        delay = min(1.0, delay * 1.5)
 
 
 async def _call_uncached(member, messages, output_model, schema, key, log, tag) -> CallResult:
@@ -297,10 +337,11 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
                         cost=first.cost, attempts=first.attempts)
     raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error
     status = "call_failed" if first.error is not None else "parse_failed"
+    failure = first.failure.kind.value if first.failure is not None else FailureClass.UNPARSEABLE.value
     if first.error is None:
         result = parse_structured(first.text, output_model)
         if result.ok:
-            status, parsed, error = "ok", result.value, None
+            status, parsed, error, failure = "ok", result.value, None, None
         else:
             error = f"unparseable output: {result.error}"
             if member.repair:
@@ -312,9 +353,10 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
                 total.attempts += second.attempts
                 if second.error is None:
                     first_raw, raw, repaired = first.text, second.text, True
+                    failure = FailureClass.UNPARSEABLE.value
                     result2 = parse_structured(second.text, output_model)
                     if result2.ok:
-                        status, parsed, error = "ok", result2.value, None
+                        status, parsed, error, failure = "ok", result2.value, None, None
                     else:
                         error = f"unparseable output after repair: {result2.error} (first: {result.error})"
                 else:
@@ -325,7 +367,8 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
         completion_tokens=total.completion_tokens, latency_ms=(time.perf_counter() - t0) * 1000,
         cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
     )
-    res = CallResult(member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, cached=False, **shared)
+    res = CallResult(member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, cached=False,
+                     failure=failure, **shared)
     if log is not None:
         rec = CallRecord(
             member=member.name, model=member.model, api_base=api_base, schema_name=output_model.__name__,
@@ -337,6 +380,9 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
             await asyncio.to_thread(log.record, rec)
         except Exception as exc:  # noqa: BLE001 - the answer is still good; say the log failed
             res = dataclasses.replace(res, error=(res.error or "") + f" [log write failed: {describe_error(exc)}]")
+            if not res.ok:
+                res = dataclasses.replace(res, failure=FailureClass.STORAGE.value, error=describe(
+                    Failure(FailureClass.STORAGE, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
     return res
 
 
@@ -361,4 +407,5 @@ def _from_record(rec: CallRecord, output_model: type[T], member_name: str, tag: 
         status=rec.status if ok or rec.status != "ok" else "parse_failed", cached=True,
         prompt_tokens=0, completion_tokens=0, latency_ms=0.0, cost=0.0,  # a hit spends nothing
         attempts=0, repaired=rec.repaired, tag=tag,
+        failure=None if ok else classify_text(error, "parse_failed" if rec.status == "ok" else rec.status).value,
     )

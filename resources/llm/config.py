@@ -36,7 +36,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 CONFIG_ENV = "QUANDARY_COUNCIL_CONFIG"
 EMBEDDED = "embedded"  # api_base sentinel: resolved to the in-process server's URL at call time
 EMBEDDED_MODEL = "openai/smollm2"
+EMBEDDED_CONTEXT_TOKENS = 4096  # the embedded server's context per slot (resources/llm/embedded.py)
+DEFAULT_CONTEXT_TOKENS = 32768  # a conservative window for hosted / served models that do not say
+PROMPT_OVERHEAD_TOKENS = 1200  # instructions, question, candidate and output schema around the schema
+
+
+def schema_token_budget(members) -> int:
+    """Tokens the schema context may take so every prompt fits every member's window."""
+    return max(256, min(m.context_window - max(m.max_tokens or 0, 512) - PROMPT_OVERHEAD_TOKENS for m in members))
 REQUIRED_ROLES = ("generators", "validators", "user_simulator", "system_agents")
+# Roles filled from the `default` council when a config leaves them out (not required otherwise).
+DEFAULTED_ROLES = ("askers", "solvers", "oracles")
 
 # Parameters that change the answer, hence part of the cache key.
 SAMPLING_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "frequency_penalty")
@@ -63,6 +73,15 @@ class Member(BaseModel):
     # hosted APIs accept it), "json_object", or "prompt" (schema only in the prompt).
     structured_output: Literal["json_schema", "json_object", "prompt"] = "json_schema"
     repair: bool = True  # one repair call on unparseable output
+    # The model's context window in tokens; prompts' schema context is fitted to it (#13 item 6).
+    # Unset: 4096 for the embedded server, DEFAULT_CONTEXT_TOKENS otherwise.
+    context_tokens: int | None = Field(None, ge=512)
+
+    @property
+    def context_window(self) -> int:
+        if self.context_tokens:
+            return self.context_tokens
+        return EMBEDDED_CONTEXT_TOKENS if self.is_embedded else DEFAULT_CONTEXT_TOKENS
 
     @property
     def is_embedded(self) -> bool:
@@ -108,6 +127,9 @@ class CouncilConfig(BaseModel):
                 if default is None:
                     raise ValueError(f"council config: role {role!r} missing (and no 'default' council)")
                 self.councils[role] = list(default)
+        for role in DEFAULTED_ROLES:
+            if role not in self.councils and default is not None:
+                self.councils[role] = list(default)
         for role, names in self.councils.items():
             if not names:
                 raise ValueError(f"council config: role {role!r} has no members")
@@ -144,6 +166,9 @@ DEFAULT_CONFIG: dict = {
         "validators": ["smollm2", "smollm2-s1", "smollm2-s2"],
         "user_simulator": ["smollm2"],
         "system_agents": ["smollm2"],
+        "askers": ["smollm2"],
+        "solvers": ["smollm2"],
+        "oracles": ["smollm2"],
         "ai_operator": ["smollm2"],  # the LLM inside AI.IF / NLfilter (aisql)
         "judges": ["smollm2"],  # autorater and LLM-SQL-Solver baselines (aisql)
     },

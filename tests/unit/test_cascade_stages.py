@@ -202,7 +202,7 @@ def test_stage2_executability(make_ctx):
     ]
     rows[1]["grounding_status"], rows[1]["grounding_error"] = "call_failed", "HTTP 500"
     d = by_id(run_stage(2, rows, make_ctx(timeout_s=0.3)))
-    assert d["ok"]["passed"] and " rows in " in d["ok"]["reason"]
+    assert d["ok"]["passed"] and d["ok"]["reason"].endswith(" rows") and " ms" not in d["ok"]["reason"]
     assert not d["none"]["passed"] and d["none"]["reason"].startswith("no SQL (call_failed")
     assert not d["syntax"]["passed"] and d["syntax"]["reason"].startswith("syntax")
     assert not d["empty"]["passed"] and d["empty"]["reason"] == "empty result"
@@ -284,7 +284,8 @@ def test_group_applicability(stage_no, applicable, scripted, make_ctx):
     scripted.responder = Script()  # every reply unparseable: applicable council stages reject
     rows = [ans_row("ans"), evid_row("evid"), *amb_pair(), una_row("una")]
     asked_about = lambda: {q for _, _, q in scripted.responder.seen if q}  # noqa: E731
-    d = run_stage(stage_no, rows, make_ctx())
+    # all-garbage answers would fail the stage loudly (#13 item 5); this test is about applicability
+    d = run_stage(stage_no, rows, make_ctx(max_unparseable_share=1.0))
     assert [x["candidate_id"] for x in d] == sorted(r["candidate_id"] for r in rows)
     got = {x["candidate_id"] for x in d if x["applies"]}
     assert got == applicable

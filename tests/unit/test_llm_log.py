@@ -45,7 +45,7 @@ def test_lookup_hits_only_cacheable_statuses_and_counts_hits(tmp_path):
     log.record(_rec("bad", status="parse_failed", error="unparseable"))
     log.record(_rec("down", status="call_failed", error="HTTP 503", attempts=5))
     assert log.lookup("ok1").parsed == {"a": 1}
-    assert log.lookup("bad").status == "parse_failed"
+    assert log.lookup("bad") is None  # unparseable answers are asked again, never served as final
     assert log.lookup("down") is None  # transport failures are retried by the next run
     assert log.lookup("missing") is None
     log.lookup("ok1")

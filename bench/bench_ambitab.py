@@ -1,0 +1,72 @@
+"""Benchmark the AmbiTab conversions: records built per second per corpus; AmbiQT unit DBs.
+
+    .venv/bin/python bench/bench_ambitab.py [--data PATH] [--repeat R] [--corpus NAME ...]
+
+Runs each deterministic conversion (no LLM: EW-Bird's filter and Bird's authoring are skipped,
+as with ``--no-llm``) ``--repeat`` times into a fresh ``$QUANDARY_HOME`` and reports the median
+wall time, records and records/s. For AmbiQT it also reports the cold build of the unit databases
+(time and disk per unit) and the warm rebuild (content-addressed units reused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+DETERMINISTIC = ("ambrosia", "ambiqt", "taco", "ew_bird", "bird_interact")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--corpus", action="append", choices=DETERMINISTIC)
+    args = ap.parse_args(argv)
+    data = Path(args.data)
+    if not data.is_dir():
+        print(f"data folder {data} not found (pass --data)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["QUANDARY_HOME"] = tmp
+        from pipelines.ambitab import ambiqt
+        from pipelines.ambitab.corpora import build_corpus
+
+        print(f"{'corpus':<14} {'records':>8} {'median s':>9} {'records/s':>10}")
+        for corpus in args.corpus or DETERMINISTIC:
+            times, n = [], 0
+            for i in range(args.repeat):
+                out = Path(tmp) / f"units-{corpus}-{i}"  # AmbiQT: a cold unit build every repeat
+                t0 = time.perf_counter()
+                res = build_corpus(corpus, data, **({"out_dir": out} if corpus == "ambiqt" else {}))
+                times.append(time.perf_counter() - t0)
+                n = len(res.records)
+            med = statistics.median(times)
+            print(f"{corpus:<14} {n:>8} {med:>9.2f} {n / med:>10.1f}")
+
+        out = Path(tmp) / "units-bench"
+        t0 = time.perf_counter()
+        cold = ambiqt.build(data, out_dir=out)
+        cold_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ambiqt.build(data, out_dir=out)
+        warm_s = time.perf_counter() - t0
+        files = list(out.glob("*.sqlite"))
+        total = sum(f.stat().st_size for f in files)
+        print(f"\nAmbiQT unit databases: {len(files)} built in {cold_s:.2f} s cold "
+              f"({1000 * cold_s / max(len(files), 1):.1f} ms/unit incl. execution filter), "
+              f"{warm_s:.2f} s warm (reused)")
+        print(f"disk: {total / 1e6:.1f} MB total, {total / max(len(files), 1) / 1e3:.1f} kB per unit "
+              f"(min {min(f.stat().st_size for f in files) / 1e3:.0f} kB, max {max(f.stat().st_size for f in files) / 1e3:.0f} kB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Metric tables like the paper's Table 8 (corpus × oracle) and Table 10 (per asker prompt), as
+frames, markdown and a PNG chart.
+
+One metrics row per (corpus, oracle, evaluated asker, prompt): NoDis, Asker and Full SR, Prec, Rec,
+F1, asking gain and gap (mean ± sample SD over seeds, %), and the four leakage diagnostics with
+their seed SD and 95% AVT-cluster bootstrap interval (points). Hybrid and stress-test runs feed the
+diagnostics and are not rows of their own.
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.ambitab.protocol.askers import BASELINES
+from pipelines.ambitab.protocol.bootstrap import DEFAULT_RESAMPLES
+from pipelines.ambitab.protocol.diagnostics import (
+    assign_donors,
+    diagnostic,
+    donor_clusters,
+    leakage_diagnostics,
+)
+from pipelines.ambitab.protocol.metrics import gain_and_gap, mean_sd, per_seed
+from pipelines.ambitab.protocol.runs import reference_oracle_name
+from pipelines.ambitab.protocol.task import Task
+
+DIAGNOSTICS = ("d_j_resp", "d_j_full", "d_rec_none", "d_rec_spec")
+DIAG_TITLES = {"d_j_resp": "ΔJresp", "d_j_full": "ΔJfull", "d_rec_none": "ΔRecnone", "d_rec_spec": "ΔRecspec"}
+
+
+def _sr(seeds: pl.DataFrame, asker: str, oracle: str | None, prompt: str | None = None):
+    f = seeds.filter((pl.col("asker") == asker) & ~pl.col("spec_donor_run"))
+    if oracle is not None:
+        f = f.filter(pl.col("oracle") == oracle)
+    if prompt is not None:
+        f = f.filter(pl.col("prompt") == prompt)
+    by_seed = f.group_by("seed").agg(pl.col("sr").mean()).sort("seed")
+    return mean_sd([None if v is None else 100 * v for v in by_seed["sr"].to_list()])
+
+
+def _main_oracles(episodes: pl.DataFrame) -> list[str]:
+    names = sorted(set(episodes["oracle"].to_list()))
+    return [o for o in names if not o.startswith("hybrid_") and "+stress" not in o]
+
+
+def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: int = DEFAULT_RESAMPLES) -> pl.DataFrame:
+    if episodes.height == 0:
+        return pl.DataFrame()
+    corpus = episodes["corpus"][0]
+    seeds = per_seed(episodes)
+    reference = reference_oracle_name(corpus)
+    donors = assign_donors(tasks) if tasks else {}
+    clusters = donor_clusters(tasks, donors) if donors else None
+    nodis, nodis_sd = _sr(seeds, "none", None)
+    evaluated = (episodes.filter(~pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
+                 .select("asker", "prompt").unique().sort("asker", "prompt").rows())
+    rows = []
+    for oracle in _main_oracles(episodes):
+        pairs = evaluated or [("full", "")]  # without an evaluated asker, report the baselines only
+        for asker, prompt in pairs:
+            run = seeds.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("prompt") == prompt)
+                               & ~pl.col("spec_donor_run"))
+            if run.height == 0 and (asker, prompt) != ("full", ""):
+                continue
+            row = {"kind": "main", "corpus": corpus, "oracle": oracle, "asker": asker, "prompt": prompt,
+                   "seeds": run.height,
+                   "records": len(tasks) or episodes["record_id"].n_unique(), "nodis": nodis, "nodis_sd": nodis_sd}
+            row["asker_sr"], row["asker_sr_sd"] = _sr(seeds, asker, oracle, prompt)
+            row["full_sr"], row["full_sr_sd"] = _sr(seeds, "full", oracle)
+            for m in ("prec", "rec", "f1"):
+                row[m], row[f"{m}_sd"] = mean_sd([None if v is None else 100 * v for v in run[m].to_list()])
+            row.update(gain_and_gap(episodes, corpus, oracle, asker=asker, prompt=prompt))
+            diag = leakage_diagnostics(episodes, corpus, oracle, reference, deterministic=oracle.startswith("det_"),
+                                       asker=asker, prompt=prompt, donor_clusters_map=clusters,
+                                       n_resamples=n_resamples)
+            for k in DIAGNOSTICS:
+                d = diag.get(k)
+                row[k] = d["value"] if d else None
+                row[f"{k}_sd"] = d["sd"] if d else None
+                row[f"{k}_lo"] = d["ci"].low if d else None
+                row[f"{k}_hi"] = d["ci"].high if d else None
+                row[f"{k}_clusters"] = d["ci"].clusters if d else None
+            row["fallback_stops"] = int(run["fallback_stops"].sum()) if run.height else 0
+            row["unverified"] = int((run["episodes"] - run["n_verified"]).sum()) if run.height else 0
+            rows.append(row)
+    rows += stress_rows(episodes, evaluated, n_resamples=n_resamples)
+    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+
+def _eps(episodes, asker, oracle, prompt=None):
+    f = episodes.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("spec_donor") == ""))
+    return f if prompt is None else f.filter(pl.col("prompt") == prompt)
+
+
+def stress_rows(episodes: pl.DataFrame, evaluated, *, n_resamples: int = DEFAULT_RESAMPLES) -> list[dict]:
+    """E.1 stress test, "changed − default" paired by record and seed (Table 15): the matcher is the
+    same in both runs, so the hybrid terms cancel and ΔJresp, ΔJfull, ΔRecnone differences are
+    differences of the plain runs (evaluated asker, π_full^adv, generic on credits without the
+    response)."""
+    out = []
+    names = sorted(set(episodes["oracle"].to_list()))
+    for stressed in (o for o in names if "+stress" in o):
+        base = stressed.split("+stress")[0]
+        if base not in names:
+            continue
+        for asker, prompt in evaluated or [("", "")]:
+            row = {"kind": "stress", "corpus": episodes["corpus"][0], "oracle": stressed, "asker": asker,
+                   "prompt": prompt, "seeds": None}
+            parts = {"d_j_resp": (asker, "verdict", prompt), "d_j_full": ("full_adv", "verdict", None),
+                     "d_rec_none": ("generic", "recall_no_response", None)}
+            for k, (a, col, p) in parts.items():
+                d = diagnostic(_eps(episodes, a, stressed, p), _eps(episodes, a, base, p), col, n_resamples=n_resamples)
+                row[k], row[f"{k}_sd"] = d["value"], d["sd"]
+                row[f"{k}_lo"], row[f"{k}_hi"], row[f"{k}_clusters"] = d["ci"].low, d["ci"].high, d["ci"].clusters
+            out.append(row)
+    return out
+
+
+# ------------------------------------------------------------------------------ rendering
+
+def _pm(v, sd, digits=1) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.{digits}f}" + (f"±{sd:.{digits}f}" if sd is not None else "")
+
+
+def _diag(row: dict, k: str) -> str:
+    if row.get(k) is None:
+        return "–"
+    ci = f" [{row[f'{k}_lo']:.1f}, {row[f'{k}_hi']:.1f}]" if row.get(f"{k}_lo") is not None else ""
+    return _pm(row[k], row.get(f"{k}_sd")) + ci
+
+
+def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
+    """Corpus × oracle: NoDis, Asker, Full, Prec, Rec, F1, gain, gap and the four diagnostics."""
+    if metrics.height == 0:
+        return "_no episodes yet_"
+    head = ["corpus", "oracle", "asker", "NoDis", "Asker", "Full", "Prec", "Rec", "F1", "gain", "gap",
+            *DIAG_TITLES.values()]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in metrics.iter_rows(named=True):
+        if r.get("kind", "main") != "main" or (prompt is not None and r["prompt"] not in (prompt, "")):
+            continue
+        asker = r["asker"] + (f" ({r['prompt']})" if r["prompt"] else "")
+        cells = [r["corpus"], r["oracle"], asker, _pm(r["nodis"], r["nodis_sd"]), _pm(r["asker_sr"], r["asker_sr_sd"]),
+                 _pm(r["full_sr"], r["full_sr_sd"]), _pm(r["prec"], r["prec_sd"]), _pm(r["rec"], r["rec_sd"]),
+                 _pm(r["f1"], r["f1_sd"]), _pm(r["gain"], r["gain_sd"]), _pm(r["gap"], r["gap_sd"]),
+                 *(_diag(r, k) for k in DIAG_TITLES)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def table15_markdown(metrics: pl.DataFrame) -> str:
+    """E.1 stress test: the responder's reference-SQL access changed − default, with 95% CIs."""
+    if metrics.height == 0 or "kind" not in metrics.columns:
+        return "_no stress-test runs_"
+    f = metrics.filter(pl.col("kind") == "stress")
+    if f.height == 0:
+        return "_no stress-test runs_"
+    lines = ["| corpus | oracle (changed) | asker | ΔJresp | ΔJfull | ΔRecnone |", "|---|---|---|---|---|---|"]
+    for r in f.iter_rows(named=True):
+        lines.append(f"| {r['corpus']} | {r['oracle']} | {r['asker']} | " + " | ".join(
+            _diag(r, k) for k in ("d_j_resp", "d_j_full", "d_rec_none")) + " |")
+    return "\n".join(lines)
+
+
+def table10_markdown(metrics: pl.DataFrame, oracle_prefix: str = "det_") -> str:
+    """Per corpus, SR / Prec / Rec of the LLM asker for each prompt (deterministic oracle)."""
+    if metrics.height == 0:
+        return "_no episodes yet_"
+    f = metrics.filter(pl.col("oracle").str.starts_with(oracle_prefix) & (pl.col("asker") == "llm"))
+    if "kind" in f.columns:
+        f = f.filter(pl.col("kind") == "main")
+    prompts = sorted(set(f["prompt"].to_list()))
+    if not prompts:
+        return "_no LLM-asker runs under the deterministic oracle_"
+    lines = ["| corpus | " + " | ".join(prompts) + " |", "|---|" + "---|" * len(prompts)]
+    for corpus in sorted(set(f["corpus"].to_list())):
+        cells = []
+        for p in prompts:
+            r = f.filter((pl.col("corpus") == corpus) & (pl.col("prompt") == p))
+            if r.height == 0:
+                cells.append("–")
+                continue
+            r = r.row(0, named=True)
+            cells.append("/".join("–" if r[m] is None else f"{r[m]:.1f}" for m in ("asker_sr", "prec", "rec")))
+        lines.append(f"| {corpus} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\nCells: SR / Prec / Rec (%)."
+
+
+def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
+    """Grouped bars per (corpus, oracle, asker): NoDis, Asker and Full SR with seed-SD error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main"] if metrics.height else []
+    labels = [f"{r['corpus']}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) + 1), 3.6), dpi=100)
+    width = 0.26
+    for j, (key, name) in enumerate((("nodis", "NoDis"), ("asker_sr", "Asker"), ("full_sr", "Full"))):
+        xs = [i + (j - 1) * width for i in range(len(rows))]
+        ys = [r[key] or 0.0 for r in rows]
+        err = [r.get(f"{key}_sd") or 0.0 for r in rows]
+        ax.bar(xs, ys, width, yerr=err, label=name, capsize=2)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylabel("success rate (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title("AmbiTab success rate: NoDis / Asker / Full", fontsize=9)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,133 @@
+"""A deterministic loopback LLM stub with fault injection (OpenAI-compatible chat completions).
+
+``FaultStub(modes=[...], default="ok")`` serves ``POST /v1/chat/completions`` from a thread; each
+request takes the next mode of ``modes`` (then ``default`` forever):
+
+- ``"ok"``: HTTP 200 with ``content`` (a JSON answer);
+- ``"garbage"``: HTTP 200 whose message is prose, not JSON;
+- ``"429"``, ``"500"``, ``"503"``, any ``"<status>"``: that HTTP status with an OpenAI-style error;
+- ``"context"``: HTTP 400 "maximum context length exceeded", as vLLM / llama.cpp answer;
+- ``"hang"``: accept, read the request, answer nothing until :meth:`release` (or shutdown);
+- ``"reset"``: accept, then close the socket with RST (SO_LINGER 0), no HTTP answer.
+
+Deterministic: replies depend only on the mode sequence. ``requests`` counts requests;
+``seen`` is an event set at every request, so tests wait on it instead of sleeping.
+"""
+
+import json
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+class FaultStub:
+    def __init__(self, modes=(), default: str = "ok", content: str = '{"verdict": "yes"}'):
+        self.modes = list(modes)
+        self.default = default
+        self.content = content
+        self.requests = 0
+        self.log: list[str] = []  # the mode served to each request, in order
+        self.seen = threading.Event()
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with outer._lock:
+                    outer.requests += 1
+                    mode = outer.modes.pop(0) if outer.modes else outer.default
+                    outer.log.append(mode)
+                outer.seen.set()
+                if mode == "hang":
+                    outer._released.wait()
+                    mode = "ok"
+                if mode == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
+                    return
+                if mode == "context":
+                    self._send(400, {"error": {
+                        "message": "This model's maximum context length is 2048 tokens. However, you requested "
+                                   "9000 tokens. Please reduce the length of the messages.",
+                        "type": "invalid_request_error", "code": "context_length_exceeded"}})
+                    return
+                if mode.isdigit():
+                    status = int(mode)
+                    self._send(status, {"error": {"message": f"stub status {status}", "type": "stub", "code": status}})
+                    return
+                text = outer.content if mode == "ok" else "I am sorry, I cannot answer in JSON today."
+                self._send(200, {
+                    "id": f"chatcmpl-{outer.requests}", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "stub"),
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18},
+                })
+
+            def _send(self, status, obj):
+                data = json.dumps(obj).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass
+
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def release(self) -> None:
+        """Let every hanging request answer (``ok``)."""
+        self._released.set()
+
+    def wait_for_requests(self, n: int, timeout_s: float = 60.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while self.requests < n:
+            self.seen.clear()
+            if self.requests >= n:
+                break
+            if not self.seen.wait(max(0.0, deadline - time.monotonic())):
+                return self.requests >= n
+        return True
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._released.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (connection refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
