@@ -5,6 +5,7 @@ from dagster import AssetSelection, Definitions, define_asset_job, in_process_ex
 from assets.abiss import ABISS_ASSETS, CascadeSettings
 from assets.ambitab import AMBITAB_ASSETS
 from assets.ambitab_eval import AMBITAB_EVAL_ASSETS
+from assets.aisql import AISQL_ASSETS, AisqlResource
 from assets.databases import schema_context, seed_databases
 from assets.interaction import INTERACTION_ASSETS
 from assets.sensors import seed_catalog_sensor
@@ -38,6 +39,12 @@ ambitab_eval_job = define_asset_job(
     description="AmbiTab evaluation: ask-then-solve episodes for one corpus (partition), then Table 8/10 metrics.",
 )
 
+aisql_job = define_asset_job(
+    "aisql_job",
+    selection=AssetSelection.assets(*AISQL_ASSETS),
+    description="Stochastic Shift: AI-operator SQL on DuckDB, split execution, judges, meta-evaluation, sweep.",
+)
+
 MAIN_JOB = abiss_job.name
 
 interaction_job = define_asset_job(
@@ -47,8 +54,9 @@ interaction_job = define_asset_job(
 )
 
 defs = Definitions(
-    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *INTERACTION_ASSETS, *AMBITAB_ASSETS, *AMBITAB_EVAL_ASSETS],
-    jobs=[seed_job, abiss_job, interaction_job, ambitab_corpus_job, ambitab_eval_job],
+    assets=[*DATABASE_ASSETS, *ABISS_ASSETS, *INTERACTION_ASSETS, *AMBITAB_ASSETS, *AMBITAB_EVAL_ASSETS,
+            *AISQL_ASSETS],
+    jobs=[seed_job, abiss_job, interaction_job, ambitab_corpus_job, ambitab_eval_job, aisql_job],
     sensors=[seed_catalog_sensor],
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
@@ -59,5 +67,6 @@ defs = Definitions(
         "safe_sql": SafeSqlResource(),
         "council": CouncilResource(),
         "cascade": CascadeSettings(),
+        "aisql": AisqlResource(),
     },
 )

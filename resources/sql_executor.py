@@ -33,6 +33,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -571,3 +572,95 @@ atexit.register(close_workers)
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
+
+
+# --------------------------------------------------------------- in-process DuckDB session
+
+class SessionPrepareError(Exception):
+    pass
+
+
+class DuckDBSession:
+    """One locked read-only DuckDB connection reused for many untrusted queries.
+
+    Same guarantees as :func:`execute_sql` per query (one SELECT, timeout, row cap; read-only, no
+    external access, configuration locked), without paying the connection open per query, e.g. for
+    AI-operator evaluations that run hundreds of small queries with the same UDFs registered once
+    by ``prepare(con)``. Not thread-safe: one query at a time.
+    """
+
+    def __init__(self, path: str | Path, *, threads: int | None = None, prepare: Callable | None = None):
+        import duckdb
+
+        self.path = Path(path)
+        self.con = open_duckdb_readonly(self.path, threads=threads)
+        if prepare is not None:
+            try:
+                prepare(self.con)
+            except duckdb.Error as exc:
+                self.con.close()
+                raise SessionPrepareError(str(exc)) from None
+
+    def __enter__(self) -> "DuckDBSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def execute(self, sql: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
+                _start: float | None = None) -> Outcome:
+        import duckdb
+
+        start = _start if _start is not None else time.perf_counter()
+        if not isinstance(sql, str) or not sql.strip():
+            return QueryFailure(FailureKind.SYNTAX, "empty SQL")
+        con = self.con
+        state = {"timed_out": False}
+
+        def on_timeout() -> None:
+            state["timed_out"] = True
+            con.interrupt()
+
+        timer = threading.Timer(timeout_s, on_timeout)
+        try:
+            try:
+                statements = con.extract_statements(sql)
+            except duckdb.Error as exc:
+                return QueryFailure(FailureKind.SYNTAX, str(exc), _ms(start))
+            if len(statements) != 1:
+                return QueryFailure(
+                    FailureKind.FORBIDDEN,
+                    f"expected exactly one statement, got {len(statements)}",
+                    _ms(start),
+                )
+            if statements[0].type != duckdb.StatementType.SELECT:
+                return QueryFailure(
+                    FailureKind.FORBIDDEN,
+                    f"only SELECT queries are allowed, got {statements[0].type.name}",
+                    _ms(start),
+                )
+            timer.start()
+            cur = con.execute(sql)
+            columns = [d[0] for d in cur.description or []]
+            rows = cur.fetchmany(max_rows + 1)
+            if len(rows) > max_rows:
+                return QueryFailure(FailureKind.TOO_MANY_ROWS, f"more than {max_rows} rows", _ms(start))
+            return QueryResult(columns, [tuple(r) for r in rows], _ms(start))
+        except duckdb.Error as exc:
+            msg = str(exc)
+            if state["timed_out"] or isinstance(exc, duckdb.InterruptException):
+                return QueryFailure(FailureKind.TIMEOUT, f"exceeded {timeout_s:g} s", _ms(start))
+            if isinstance(exc, duckdb.ParserException):
+                kind = FailureKind.SYNTAX
+            elif isinstance(exc, duckdb.PermissionException) or "read-only" in msg.lower():
+                kind = FailureKind.FORBIDDEN
+            else:
+                kind = FailureKind.RUNTIME
+            return QueryFailure(kind, msg, _ms(start))
+        finally:
+            timer.cancel()
+
+

@@ -169,6 +169,8 @@ DEFAULT_CONFIG: dict = {
         "askers": ["smollm2"],
         "solvers": ["smollm2"],
         "oracles": ["smollm2"],
+        "ai_operator": ["smollm2"],  # the LLM inside AI.IF / NLfilter (aisql)
+        "judges": ["smollm2"],  # autorater and LLM-SQL-Solver baselines (aisql)
     },
 }
 

@@ -1,0 +1,176 @@
+"""Deterministic diffs between executions (spec §4.3): evidence for the judge, and EX itself.
+
+* :func:`result_diff` — full (Q_g vs Q_c) and relational (S_g vs S_c): set and multiset equality,
+  row counts, symmetric-difference size, containment either way. Order is ignored unless the gold
+  query has a top-level ORDER BY; floats are rounded to 1e-6; column names are ignored.
+* :func:`probe_agreement` — per aligned AI call: both calls evaluated on the *same* bounded probe
+  set, the union of rows reaching the operator in S_g and S_c, capped at N by a seeded hash order.
+  Boolean operators report positives, overlap, Jaccard and agreement; value operators MAE or the
+  exact-match rate.
+"""
+
+from collections import Counter
+
+from sqlglot import exp
+
+from pipelines.aisql.rewrite import AI_OPERATORS, operator_name, to_duckdb_tree
+from pipelines.aisql.splitter import AIPart, placeholder
+
+PROBE_N = 100
+
+
+def _norm_cell(v):
+    if isinstance(v, float):
+        return round(v, 6)
+    if isinstance(v, (list, tuple)):
+        return tuple(_norm_cell(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _norm_cell(x)) for k, x in v.items()))
+    return v
+
+
+def norm_rows(rows) -> list[tuple]:
+    return [tuple(_norm_cell(v) for v in r) for r in rows]
+
+
+def _sortable(rows):
+    return sorted(rows, key=lambda r: tuple((x is None, str(type(x)), str(x)) for x in r))
+
+
+def result_diff(a, b, ordered: bool = False) -> dict:
+    """Compare two RunRecords (a = gold side)."""
+    if not (a.ok and b.ok):
+        return {"comparable": False, "gold_status": a.status, "candidate_status": b.status}
+    ra, rb = norm_rows(a.rows), norm_rows(b.rows)
+    sa, sb = set(ra), set(rb)
+    return {
+        "comparable": True,
+        "ordered": ordered,
+        "set_equal": sa == sb,
+        "multiset_equal": Counter(ra) == Counter(rb),
+        "ordered_equal": ra == rb,
+        "gold_rows": len(ra),
+        "candidate_rows": len(rb),
+        "sym_diff": len(sa ^ sb),
+        "gold_subset_of_candidate": sa <= sb,
+        "candidate_subset_of_gold": sb <= sa,
+        "same_width": (len(ra[0]) if ra else None) == (len(rb[0]) if rb else None) or not ra or not rb,
+    }
+
+
+def has_top_level_order(sql_duckdb: str) -> bool:
+    try:
+        tree = to_duckdb_tree(sql_duckdb, "thalamusdb")
+    except Exception:  # noqa: BLE001 - unparsable: treat as unordered
+        return False
+    return tree.args.get("order") is not None
+
+
+def ex_equal(gold, cand, ordered: bool = False) -> bool:
+    """Execution accuracy (BIRD style): set equality of row tuples; list equality under ORDER BY."""
+    if not (gold.ok and cand.ok):
+        return False
+    ra, rb = norm_rows(gold.rows), norm_rows(cand.rows)
+    return ra == rb if ordered else set(ra) == set(rb)
+
+
+# ----------------------------------------------------------------------------- probe set
+
+
+def _call_select(tree: exp.Expression, index: int) -> tuple[exp.Anonymous, exp.Select]:
+    calls = [n for n in tree.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]
+    call = calls[index]
+    return call, call.find_ancestor(exp.Select)
+
+
+def _reach_sql(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[str]]) -> str:
+    """Rows reaching the call: its SELECT's FROM/JOIN/WHERE (AI calls → placeholders), inputs' tables only."""
+    _, select = _call_select(tree, part.index)
+    sel = select.copy()
+    for node in list(sel.walk()):
+        if isinstance(node, exp.Anonymous) and operator_name(node):
+            node.replace(placeholder(AI_OPERATORS[operator_name(node)]))
+    proj = [exp.column(c, table=a) for a in part.aliases for c in alias_cols[a]]
+    sel.set("expressions", proj)
+    for k in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):
+        sel.set(k, None)
+    w = tree.args.get("with") or tree.args.get("with_")
+    if isinstance(w, exp.With) and not (sel.args.get("with") or sel.args.get("with_")):
+        sel.set("with_" if "with_" in exp.Select.arg_types else "with", w.copy())
+    return sel.sql("duckdb")
+
+
+def _call_over_probe(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[str]], offsets: dict[str, int]):
+    call, _ = _call_select(tree, part.index)
+    c = call.copy()
+    for node in list(c.walk()):
+        if node is not c and isinstance(node, exp.Anonymous) and operator_name(node):
+            node.replace(placeholder(AI_OPERATORS[operator_name(node)]))
+    for col in list(c.find_all(exp.Column)):
+        alias = col.table or (part.aliases[0] if len(part.aliases) == 1 else "")
+        cols = [x.lower() for x in alias_cols.get(alias, [])]
+        if alias not in offsets or col.name.lower() not in cols:
+            raise KeyError(f"column {col.sql()} not in the probe")
+        col.replace(exp.column(f"c{offsets[alias] + cols.index(col.name.lower())}", table="p"))
+    return c
+
+
+def probe_agreement(db_path, runtime, gold_tree, gold_part: AIPart, cand_tree, cand_part: AIPart,
+                    table_columns: dict[str, list[str]], *, n: int = PROBE_N, seed: int = 0, budget=None) -> dict:
+    """Evaluate both calls on one shared probe set; returns agreement statistics (or why not)."""
+    from pipelines.aisql.execute import run_duckdb_sql
+
+    def cols_for(part):
+        out = {}
+        for a, s in zip(part.aliases, part.sources):
+            cols = table_columns.get(s.lower()) or table_columns.get(s.split(".")[-1].lower())
+            if cols is None:
+                return None
+            out[a] = cols
+        return out
+
+    gcols, ccols = cols_for(gold_part), cols_for(cand_part)
+    gsig = [s.split(".")[-1].lower() for s in gold_part.sources]
+    csig = [s.split(".")[-1].lower() for s in cand_part.sources]
+    if gcols is None or ccols is None or gsig != csig:
+        return {"comparable": False, "reason": "calls read different tables"}
+    try:
+        width = 0
+        goff, coff = {}, {}
+        for a in gold_part.aliases:
+            goff[a] = width
+            width += len(gcols[a])
+        w2 = 0
+        for a in cand_part.aliases:
+            coff[a] = w2
+            w2 += len(ccols[a])
+        g_call = _call_over_probe(gold_tree, gold_part, gcols, goff)
+        c_call = _call_over_probe(cand_tree, cand_part, ccols, coff)
+        reach_g = _reach_sql(gold_tree, gold_part, gcols)
+        reach_c = _reach_sql(cand_tree, cand_part, ccols)
+    except (KeyError, IndexError) as exc:
+        return {"comparable": False, "reason": str(exc)}
+    names = ", ".join(f"c{i}" for i in range(width))
+    sql = (f"SELECT {g_call.sql('duckdb')} AS g, {c_call.sql('duckdb')} AS c FROM ("
+           f"SELECT * FROM (SELECT DISTINCT * FROM (({reach_g}) UNION ALL ({reach_c})) AS u) AS p0({names}) "
+           f"ORDER BY hash({names}, {int(seed)}) LIMIT {int(n)}) AS p")
+    rec = run_duckdb_sql(db_path, sql, runtime, budget=budget)
+    out = {"comparable": rec.ok, "probe_rows": rec.row_count, "status": rec.status, "error": rec.error,
+           "calls": rec.calls}
+    if not rec.ok:
+        return out
+    pairs = rec.rows
+    kind = gold_part.kind
+    if kind == "bool" and cand_part.kind == "bool":
+        pg = {i for i, (g, _) in enumerate(pairs) if g}
+        pc = {i for i, (_, c) in enumerate(pairs) if c}
+        union = pg | pc
+        out.update(positives_gold=len(pg), positives_candidate=len(pc), overlap=len(pg & pc),
+                   jaccard=round(len(pg & pc) / len(union), 4) if union else 1.0,
+                   agreement=round(sum(bool(g) == bool(c) for g, c in pairs) / len(pairs), 4) if pairs else 1.0)
+    elif kind == "score" and cand_part.kind == "score":
+        vals = [(g, c) for g, c in pairs if g is not None and c is not None]
+        out.update(mae=round(sum(abs(g - c) for g, c in vals) / len(vals), 4) if vals else None)
+    else:
+        out.update(exact_match=round(sum(str(g) == str(c) for g, c in pairs) / len(pairs), 4) if pairs else 1.0)
+    return out

@@ -1,0 +1,484 @@
+"""AI operators as DuckDB Python UDFs, answered by a pluggable backend.
+
+UDFs (registered on the executor's read-only connection through ``prepare``)::
+
+    ai_if(prompt) -> BOOLEAN            ai_score(prompt) -> DOUBLE
+    ai_generate(prompt) -> VARCHAR      ai_classify(prompt, categories VARCHAR[]) -> VARCHAR
+    nlfilter(text, prompt) -> BOOLEAN   nljoin(text1, text2, prompt) -> BOOLEAN
+
+Every UDF is vectorised (``type='arrow'``): DuckDB hands it a whole vector; the distinct
+(operator, prompt, inputs) keys in it that the :class:`AIRuntime` has not answered yet go to the
+backend *together*, so an LLM backend sends them concurrently (bounded by the council member's
+``max_in_flight``) rather than one by one. Answers are memoised in the runtime, so gold, candidate
+and every split part share calls; the council's persistent call log also makes a rerun free.
+
+**Budget.** Each query gets a budget of distinct operator evaluations (memo hits included, so the
+count is the same on a rerun). A vector that would exceed it stops the query with
+``status=budget_exceeded`` instead of running for hours (DuckDB evaluates UDFs on whole vectors, so
+``LIMIT`` does not cut calls: movie Q1 with LIMIT 5 evaluates all 2,000 reviews).
+
+**Backends.**
+
+* :class:`LabelOracle` — answers from SemBench's hidden labels: the prompt's concept is read with
+  keyword rules (scenario vocabulary, negation just before the term, "same"/"opposite" for pairs),
+  the label of each embedded input text is looked up, and on a seeded subset of rows — a
+  pseudo-random u(seed, operator, normalised instruction, inputs) < p — the answer is flipped. Since
+  the subset depends on the instruction wording, a paraphrased prompt flips *different* rows: the
+  decision-boundary shift of the paper, with a known amount p of noise. A prompt whose concept the
+  rules do not recognise answers True for half the rows (seeded), so a changed concept changes rows.
+* :class:`CouncilOperator` — any member of the council's ``ai_operator`` role (the embedded SmolLM2
+  by default), through the council layer: structured output, cache, log, retries.
+* :class:`KeywordOperator` — keyword rules without labels, for unit tests only.
+"""
+
+import dataclasses
+import hashlib
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from pipelines.aisql.rewrite import AI_OPERATORS
+
+UNKNOWN_CONCEPT_RATE = 0.5  # a concept unrelated to the labels: a coin flip per row
+
+
+class BudgetExceeded(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class OpRequest:
+    op: str  # ai_if, nlfilter, ...
+    prompt: str  # full prompt (BigQuery: instruction and inputs concatenated; Thalamus: the instruction)
+    inputs: tuple[str | None, ...] = ()  # Thalamus: the text columns; BigQuery: () (inputs are in the prompt)
+    categories: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return AI_OPERATORS[self.op]
+
+    def key(self) -> tuple:
+        return (self.op, self.prompt, self.inputs, self.categories)
+
+
+@dataclass
+class QueryStats:
+    """Operator evaluations of one query: distinct keys, and how they were answered."""
+
+    budget: int
+    keys: set = field(default_factory=set)
+    made: int = 0  # answered by the backend during this query
+    cached: int = 0  # answered from the runtime memo or the council's call log
+    failed: int = 0
+    budget_exceeded: bool = False
+
+    @property
+    def calls(self) -> int:
+        return len(self.keys)
+
+
+def u01(*parts) -> float:
+    """A deterministic uniform number in [0, 1) from ``parts``."""
+    h = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+# ----------------------------------------------------------------------------- label oracle
+
+
+class TextIndex:
+    """Finds the labelled texts embedded in a prompt (O(len(prompt)) dict lookups)."""
+
+    K = 16
+
+    def __init__(self, labels: dict[str, str]):
+        self.labels = labels
+        self._by_prefix: dict[str, list[str]] = {}
+        for t in labels:
+            if t:
+                self._by_prefix.setdefault(t[: self.K], []).append(t)
+        for v in self._by_prefix.values():
+            v.sort(key=len, reverse=True)  # longest match first
+
+    def find(self, prompt: str) -> list[tuple[int, str]]:
+        """Non-overlapping (offset, text) of labelled texts inside ``prompt``, left to right."""
+        out, i, n = [], 0, len(prompt)
+        while i < n:
+            hit = None
+            for cand in self._by_prefix.get(prompt[i: i + self.K], ()):
+                if prompt.startswith(cand, i):
+                    hit = cand
+                    break
+            if hit is None and n - i < self.K:  # texts shorter than K can only be a prompt's tail
+                tail = prompt[i:]
+                hit = tail if tail in self.labels else None
+            if hit:
+                out.append((i, hit))
+                i += len(hit)
+            else:
+                i += 1
+        return out
+
+
+_NEGATION = re.compile(r"\b(not|no|never|non|isn't|isnt|doesn't|doesnt|aren't|without|neither|nor)\b")
+
+
+@dataclass(frozen=True)
+class Concept:
+    kind: str  # "label" | "same" | "different" | "unknown"
+    label: str | None = None
+    negated: bool = False
+
+
+def read_concept(instruction: str, vocabulary: dict[str, str], n_inputs: int) -> Concept:
+    """What a prompt asks, by keyword rules (documented in the module docstring)."""
+    text = normalise(instruction)
+    if n_inputs >= 2:
+        if re.search(r"\b(same|similar|agree|both)\b", text) and not re.search(r"\b(opposite|different|differ)\b", text):
+            return Concept("same")
+        if re.search(r"\b(opposite|different|differ|disagree|contrary)\b", text):
+            return Concept("different")
+        return Concept("unknown")
+    hits = []
+    for term in sorted(vocabulary, key=len, reverse=True):
+        for m in re.finditer(r"\b" + re.escape(term) + r"\b", text):
+            if any(a <= m.start() < b for a, b, _ in hits):
+                continue  # inside a longer term already matched
+            before = text[max(0, m.start() - 40): m.start()].split()[-4:]
+            negated = any(_NEGATION.fullmatch(w.strip(",.;:")) for w in before)
+            hits.append((m.start(), m.end(), (vocabulary[term], negated)))
+    found = {h[2] for h in hits}
+    if len(found) == 1:
+        label, negated = found.pop()
+        return Concept("label", label, negated)
+    return Concept("unknown")
+
+
+class LabelOracle:
+    """Answers from hidden labels with a seeded flip rate ``p`` (see module docstring)."""
+
+    def __init__(self, labels: dict[str, str], vocabulary: dict[str, str], *, p: float = 0.0, seed: int = 0,
+                 score_of: dict[str, float] | None = None):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"flip rate p must be in [0, 1], got {p}")
+        self.labels = labels
+        self.index = TextIndex(labels)
+        self.vocabulary = vocabulary
+        self.p = p
+        self.seed = seed
+        self.score_of = score_of or {}
+        self._label_values = sorted(set(labels.values()))
+        self.name = f"oracle(p={p:g},seed={seed})"
+
+    def _split(self, req: OpRequest) -> tuple[str, list[str | None]]:
+        if req.inputs:
+            return req.prompt, list(req.inputs)
+        hits = self.index.find(req.prompt)
+        instruction, last = [], 0
+        for off, t in hits:
+            instruction.append(req.prompt[last:off])
+            last = off + len(t)
+        instruction.append(req.prompt[last:])
+        texts = [t for _, t in hits]
+        if not texts:  # an input we hold no label for (e.g. a wrong column): keep the prompt whole
+            return req.prompt, [None]
+        return " ".join(instruction), texts
+
+    def _other_label(self, label: str | None) -> str | None:
+        others = [v for v in self._label_values if v != label]
+        return others[0] if len(others) == 1 else ("none" if label != "none" else (others[0] if others else None))
+
+    def answer(self, req: OpRequest) -> Any:
+        instruction, texts = self._split(req)
+        labels = [self.labels.get(t) if t is not None else None for t in texts]
+        flip = u01(self.seed, req.op, normalise(instruction), *texts) < self.p
+        kind = req.kind
+        if kind == "score":
+            label = labels[0] if labels else None
+            if flip:
+                label = self._other_label(label)
+            return float(self.score_of.get(label, 3.0))
+        if kind in ("text", "category") and not re.search(r"\btrue\b.*\bfalse\b", normalise(instruction)):
+            label = labels[0] if labels else None
+            if flip:
+                label = self._other_label(label)
+            if kind == "category":
+                for c in req.categories:
+                    if label and label.lower() in c.lower():
+                        return c
+                return req.categories[0] if req.categories else None
+            return None if label is None else label.upper()
+        value = self._boolean(instruction, texts, labels)
+        value = (not value) if flip else value
+        return ("TRUE" if value else "FALSE") if kind in ("text", "category") else value
+
+    def _boolean(self, instruction: str, texts, labels) -> bool:
+        concept = read_concept(instruction, self.vocabulary, len(texts))
+        if concept.kind == "same":
+            return labels[0] is not None and labels[0] == labels[1]
+        if concept.kind == "different":
+            return None not in labels[:2] and labels[0] != labels[1]
+        if concept.kind == "label" and labels and labels[0] is not None:
+            return (labels[0] == concept.label) != concept.negated
+        if concept.kind == "label":
+            return False  # no label for this input (not a labelled text column)
+        return u01("unknown-concept", self.seed, normalise(instruction), *texts) < UNKNOWN_CONCEPT_RATE
+
+    def answer_now(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
+        """(value, cached, failed) per request, synchronously (no event-loop hop)."""
+        return [(self.answer(r), False, False) for r in reqs]
+
+    async def answer_many(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
+        return self.answer_now(reqs)
+
+
+class KeywordOperator:
+    """Unit-test backend: True iff the prompt's concept term (or 'positive') occurs in the input text."""
+
+    name = "keyword"
+
+    async def answer_many(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
+        out = []
+        for r in reqs:
+            text = normalise(" ".join(x or "" for x in r.inputs) or r.prompt)
+            hit = any(w in text for w in ("good", "great", "love", "best", "fun"))
+            out.append((3.0 if r.kind == "score" else ("TRUE" if hit else "FALSE") if r.kind == "text" else hit,
+                        False, False))
+        return out
+
+
+# ----------------------------------------------------------------------------- council backend
+
+
+class BoolAnswer(BaseModel):
+    answer: bool
+
+
+class ScoreAnswer(BaseModel):
+    score: float
+
+
+class TextAnswer(BaseModel):
+    text: str
+
+
+_OUTPUT = {"bool": BoolAnswer, "score": ScoreAnswer, "text": TextAnswer, "category": TextAnswer}
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+def operator_messages(req: OpRequest) -> list[dict]:
+    """The prompt one operator call sends (spec §4.1 table)."""
+    prompt = req.prompt
+    if req.op == "nlfilter":
+        text = req.inputs[0] or ""
+        prompt = _PLACEHOLDER.sub(text, prompt) if _PLACEHOLDER.search(prompt) else f"{prompt}\nInput: {text}"
+    elif req.op == "nljoin":
+        prompt = f"{prompt}\nInput 1: {req.inputs[0] or ''}\nInput 2: {req.inputs[1] or ''}"
+    ask = {
+        "bool": 'Decide whether the statement holds for the input. Reply as JSON {"answer": true} or {"answer": false}.',
+        "score": 'Reply as JSON {"score": <number>}.',
+        "text": 'Reply as JSON {"text": "<answer>"}.',
+        "category": 'Reply as JSON {"text": "<one of the categories>"}. Categories: ' + ", ".join(req.categories),
+    }[req.kind]
+    return [
+        {"role": "system", "content": "You are the LLM inside a SQL AI operator. Answer briefly and exactly as asked."},
+        {"role": "user", "content": f"{prompt}\n\n{ask}"},
+    ]
+
+
+class CouncilOperator:
+    """A member of the council's ``ai_operator`` role answers each call (cached, logged, concurrent)."""
+
+    def __init__(self, council, member: str | None = None):
+        self.council = council
+        self.member = member or council.member_names[0]
+        council.member(self.member)  # fail fast on a typo
+        self.name = f"council({council.role}:{self.member})"
+
+    async def answer_many(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
+        by_kind: dict[str, list[int]] = {}
+        for i, r in enumerate(reqs):
+            by_kind.setdefault(r.kind, []).append(i)
+        out: list[tuple[Any, bool, bool]] = [(None, False, True)] * len(reqs)
+        for kind, idx in by_kind.items():
+            results = await self.council.aask_many(
+                self.member, [operator_messages(reqs[i]) for i in idx], _OUTPUT[kind],
+                tags=[{"stage": "aisql_operator", "operator": reqs[i].op} for i in idx])
+            for i, res in zip(idx, results):
+                out[i] = (_value(kind, res.parsed, reqs[i]) if res.ok else None, bool(res.cached), not res.ok)
+        return out
+
+
+def _value(kind: str, parsed, req: OpRequest):
+    if kind == "bool":
+        return bool(parsed.answer)
+    if kind == "score":
+        return float(parsed.score)
+    text = parsed.text.strip()
+    if kind == "category" and req.categories:
+        for c in req.categories:  # the closest category, else the raw text
+            if c.lower() == text.lower() or c.lower() in text.lower():
+                return c
+    return text
+
+
+# ----------------------------------------------------------------------------- the runtime
+
+
+_ARROW = {"bool": pa.bool_(), "score": pa.float64(), "text": pa.string(), "category": pa.string()}
+_SQL_TYPE = {"bool": "BOOLEAN", "score": "DOUBLE", "text": "VARCHAR", "category": "VARCHAR"}
+
+
+class AIRuntime:
+    """Memoised, budgeted AI-operator evaluation shared by every query of one evaluation."""
+
+    def __init__(self, backend, *, budget: int = 5000):
+        self.backend = backend
+        self.budget = budget
+        self.memo: dict[tuple, Any] = {}
+        self.totals = QueryStats(budget=0)
+        self._lock = threading.Lock()
+        self._current: QueryStats | None = None
+        self._sessions: dict[str, Any] = {}
+
+    def session(self, db_path):
+        """A reused read-only executor session for ``db_path`` with the UDFs registered once
+        (opening a DuckDB connection per query dominated split execution)."""
+        from resources.sql_executor import DuckDBSession, engine_of
+
+        key = str(db_path)
+        if key not in self._sessions:
+            from pathlib import Path
+
+            if not Path(db_path).is_file() or engine_of(db_path) != "duckdb":
+                return None
+            self._sessions[key] = DuckDBSession(db_path, threads=1, prepare=self.register)
+        return self._sessions[key]
+
+    def close(self) -> None:
+        for s in self._sessions.values():
+            s.close()
+        self._sessions.clear()
+
+    # --- per-query accounting ------------------------------------------------------------
+    def begin(self, budget: int | None = None) -> QueryStats:
+        _begin(self)
+        self._current = QueryStats(budget=self.budget if budget is None else budget)
+        return self._current
+
+    def end(self) -> QueryStats:
+        stats, self._current = self._current, None
+        _end(self)
+        return stats or QueryStats(budget=self.budget)
+
+    def evaluate(self, reqs: list[OpRequest]) -> list[Any]:
+        from resources.llm.council import run_sync
+
+        stats = self._current or QueryStats(budget=self.budget)
+        keys = [r.key() for r in reqs]
+        new_keys = {k for k in keys if k not in stats.keys}
+        if stats.calls + len(new_keys) > stats.budget:
+            stats.budget_exceeded = True
+            raise BudgetExceeded(f"AI-operator call budget of {stats.budget} exceeded")
+        stats.keys |= new_keys
+        with self._lock:
+            todo: dict[tuple, OpRequest] = {}
+            for k, r in zip(keys, reqs):
+                if k not in self.memo and k not in todo:
+                    todo[k] = r
+        memo_hits = len(new_keys - set(todo))
+        if todo:
+            now = getattr(self.backend, "answer_now", None)
+            answers = now(list(todo.values())) if now else run_sync(self.backend.answer_many(list(todo.values())))
+            with self._lock:
+                for k, (value, cached, failed) in zip(todo, answers):
+                    if not failed:
+                        self.memo[k] = value
+                    stats.failed += failed
+                    stats.cached += cached
+                    stats.made += (not cached) and (not failed)
+                    self.totals.failed += failed
+                    self.totals.cached += cached
+                    self.totals.made += (not cached) and (not failed)
+            results = {k: a[0] for k, a in zip(todo, answers)}
+        else:
+            results = {}
+        stats.cached += memo_hits
+        self.totals.cached += memo_hits
+        return [self.memo.get(k, results.get(k)) for k in keys]
+
+    # --- DuckDB registration -------------------------------------------------------------
+    def register(self, con) -> None:
+        register_udfs(con)
+
+
+# DuckDB shares one database instance (and its function catalog) between the connections of a
+# process to the same file, so the UDFs are registered once and dispatch to the runtime of the
+# query being run (pushed by AIRuntime.begin, popped by end; one query at a time per process).
+_active_lock = threading.RLock()
+_active: list[AIRuntime] = []
+
+
+def _begin(rt: AIRuntime) -> None:
+    _active_lock.acquire()
+    _active.append(rt)
+
+
+def _end(rt: AIRuntime) -> None:
+    if _active and _active[-1] is rt:
+        _active.pop()
+        _active_lock.release()
+
+
+def _dispatch(reqs: list[OpRequest]) -> list[Any]:
+    if not _active:
+        raise RuntimeError("AI operator called outside an AIRuntime query")
+    return _active[-1].evaluate(reqs)
+
+
+def register_udfs(con) -> None:
+    def vectorised(op: str, n_text: int, with_categories: bool = False):
+        kind = AI_OPERATORS[op]
+
+        def run(cols):
+            values = [c.to_pylist() for c in cols]
+            reqs = []
+            for row in zip(*values):
+                if op in ("nlfilter", "nljoin"):
+                    reqs.append(OpRequest(op, row[-1] or "", tuple(row[:-1])))
+                elif with_categories:
+                    reqs.append(OpRequest(op, row[0] or "", (), tuple(row[1] or ())))
+                else:
+                    reqs.append(OpRequest(op, row[0] or ""))
+            return pa.array(_dispatch(reqs), type=_ARROW[kind])
+
+        params = ["VARCHAR"] * n_text + (["VARCHAR[]"] if with_categories else [])
+        # DuckDB reads the Python signature, so each arity needs its own function
+        udf = {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c])}[len(params)]
+        try:
+            con.create_function(op, udf, params, _SQL_TYPE[kind], type="arrow", side_effects=False)
+        except Exception as exc:  # noqa: BLE001 - duckdb.CatalogException; the shared instance has them
+            if "already exists" not in str(exc):
+                raise
+
+    vectorised("ai_if", 1)
+    vectorised("ai_score", 1)
+    vectorised("ai_generate", 1)
+    vectorised("ai_classify", 1, with_categories=True)
+    vectorised("nlfilter", 2)
+    vectorised("nljoin", 3)
+
+
+def stats_dict(stats: QueryStats) -> dict:
+    d = dataclasses.asdict(stats)
+    d.pop("keys")
+    d["calls"] = stats.calls
+    return d

@@ -1,0 +1,249 @@
+"""Dialect handling for AI-operator SQL: BigQuery ``AI.X(...)`` and ThalamusDB ``NLfilter``/``NLjoin``
+rewritten into DuckDB SQL that calls the Python UDFs of :mod:`pipelines.aisql.operators`.
+
+BigQuery → DuckDB (spec §4.1):
+
+1. fill the SemBench template placeholders (``<<connection>>``, ``<<thinking_budget>>`` → 0, ...);
+2. rewrite ``AI.X(`` to ``AI_X(`` *before* parsing, outside string literals (sqlglot would read
+   ``AI.IF`` as ``IF``); an ``AI.X`` we do not implement is an error naming it;
+3. parse with ``read='bigquery'``;
+4. inside each call: drop ``connection_id``/``model_params``/``endpoint``/``output_schema``, unwrap
+   ``prompt =>``, turn a prompt tuple into ``a || b || ...``, map ``FORMAT('..%s..', x)`` to
+   ``printf`` (DuckDB's ``format`` uses ``{}``) and drop the ``.result`` field access;
+5. emit DuckDB SQL.
+
+ThalamusDB SQL is already DuckDB SQL once the UDFs exist; it is parsed (for the splitter) but runs
+as written. All operator calls end up as ``exp.Anonymous`` nodes named by :data:`AI_OPERATORS`.
+"""
+
+import re
+
+import sqlglot
+from sqlglot import exp
+
+# operator name (as a DuckDB function) -> kind of value it returns
+AI_OPERATORS: dict[str, str] = {
+    "ai_if": "bool",
+    "ai_score": "score",
+    "ai_generate": "text",
+    "ai_classify": "category",
+    "nlfilter": "bool",
+    "nljoin": "bool",
+}
+BOOLEAN_OPERATORS = frozenset(k for k, v in AI_OPERATORS.items() if v == "bool")
+BIGQUERY_OPERATORS = ("IF", "SCORE", "GENERATE", "CLASSIFY")
+KNOWN_BIGQUERY_AI = BIGQUERY_OPERATORS + ("SEARCH", "FORECAST", "EMBED", "AGG")  # recognised, not all run
+DIALECTS = ("bigquery", "thalamusdb")
+
+PLACEHOLDERS = {
+    "<<connection>>": "local",
+    "<<query_id>>": "local",
+    "<<endpoint>>": "local",
+    "<<thinking_budget>>": "0",
+    "<<other_params>>": "",
+}
+_DROPPED_KWARGS = {"connection_id", "model_params", "endpoint", "output_schema", "model"}
+_PRE_PREFIX = "AIOP_"
+_AI_CALL = re.compile(r"\bAI\s*\.\s*([A-Za-z_]+)\s*\(", re.IGNORECASE)
+_THALAMUS_CALL = re.compile(r"\b(NLfilter|NLjoin)\s*\(", re.IGNORECASE)
+
+
+class SqlRewriteError(ValueError):
+    """The SQL cannot be turned into runnable DuckDB SQL; the message says why."""
+
+
+def fill_placeholders(sql: str) -> str:
+    for key, value in PLACEHOLDERS.items():
+        sql = sql.replace(key, value)
+    return sql
+
+
+def _outside_literals(sql: str):
+    """Yield (start, end, is_code) spans: code vs quoted text ('..', "..", triple quotes, `..`, -- comments)."""
+    i, n, start = 0, len(sql), 0
+    while i < n:
+        ch = sql[i]
+        if sql.startswith("--", i):
+            yield start, i, True
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            yield i, j, False
+            i = start = j
+            continue
+        if ch in "'\"`":
+            quote = sql[i: i + 3] if sql[i: i + 3] in ("'''", '"""') else ch
+            yield start, i, True
+            j = i + len(quote)
+            while j < n:
+                if sql[j] == "\\" and quote != "`":
+                    j += 2
+                    continue
+                if sql.startswith(quote, j):
+                    if len(quote) == 1 and quote == "'" and sql.startswith("''", j):
+                        j += 2  # doubled quote inside a literal
+                        continue
+                    j += len(quote)
+                    break
+                j += 1
+            yield i, j, False
+            i = start = j
+            continue
+        i += 1
+    yield start, n, True
+
+
+def _sub_code(pattern: re.Pattern, repl, sql: str) -> str:
+    return "".join(pattern.sub(repl, sql[a:b]) if code else sql[a:b] for a, b, code in _outside_literals(sql))
+
+
+def find_operator_names(sql: str) -> list[str]:
+    """AI operator names used in ``sql`` (outside literals), as written (``AI.IF``, ``NLfilter``)."""
+    found: list[str] = []
+    for a, b, code in _outside_literals(sql):
+        if code:
+            found += [f"AI.{m.group(1).upper()}" for m in _AI_CALL.finditer(sql[a:b])]
+            found += [m.group(1) for m in _THALAMUS_CALL.finditer(sql[a:b])]
+    return found
+
+
+def _pre_rewrite_bigquery(sql: str) -> str:
+    def repl(m: re.Match) -> str:
+        name = m.group(1).upper()
+        if name not in BIGQUERY_OPERATORS:
+            known = "recognised but not supported locally" if name in KNOWN_BIGQUERY_AI else "unknown AI operator"
+            raise SqlRewriteError(f"AI.{name}: {known} (supported: {', '.join('AI.' + o for o in BIGQUERY_OPERATORS)})")
+        return f"{_PRE_PREFIX}{name}("  # a name sqlglot has no builtin for (it knows AI_CLASSIFY)
+
+    return _sub_code(_AI_CALL, repl, sql)
+
+
+def _concat(parts: list[exp.Expression]) -> exp.Expression:
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.DPipe(this=out, expression=p, safe=True)
+    return out
+
+
+def _prompt_expr(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Kwarg):
+        node = node.expression
+    if isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, (exp.Tuple, exp.Struct)):
+        return _concat([_prompt_expr(e) for e in node.expressions])
+    return node
+
+
+def operator_name(node: exp.Expression) -> str | None:
+    """The AI operator a node calls (``ai_if``, ``nlfilter``, ...) or None."""
+    if isinstance(node, exp.Anonymous):
+        name = str(node.this).lower()
+        if name.startswith(_PRE_PREFIX.lower()):
+            name = "ai_" + name[len(_PRE_PREFIX):]
+        return name if name in AI_OPERATORS else None
+    if isinstance(node, exp.AIGenerate):
+        return "ai_generate"
+    if isinstance(node, exp.AIClassify):
+        return "ai_classify"
+    return None
+
+
+def _flat_args(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.Anonymous):
+        return list(node.expressions)
+    args = []
+    for key in node.arg_types:
+        v = node.args.get(key)
+        if v is None:
+            continue
+        args += v if isinstance(v, list) else [v]
+    return args
+
+
+def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
+    args = []
+    for a in _flat_args(node):
+        if isinstance(a, exp.Kwarg):
+            key = a.this.name.lower()
+            if key in _DROPPED_KWARGS:
+                continue
+            a = a.expression  # prompt =>, categories => ...: keep the value positionally
+        args.append(a)
+    if not args:
+        raise SqlRewriteError(f"AI.{name[3:].upper()} has no prompt argument")
+    prompt = _prompt_expr(args[0])
+    for fmt in list(prompt.find_all(exp.Format)):
+        fmt.replace(exp.Anonymous(this="printf", expressions=[fmt.this, *fmt.expressions]))
+    if isinstance(prompt, exp.Format):
+        prompt = exp.Anonymous(this="printf", expressions=[prompt.this, *prompt.expressions])
+    return exp.Anonymous(this=name, expressions=[prompt, *args[1:]])
+
+
+def parse_duckdb(sql: str) -> exp.Expression:
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError as e:
+        raise SqlRewriteError(f"SQL does not parse: {' '.join(str(e).split())[:200]}") from None
+    if tree is None:
+        raise SqlRewriteError("empty SQL")
+
+    def builtin_to_udf(node):  # sqlglot knows AI_GENERATE/AI_CLASSIFY as builtins; we want plain UDF calls
+        if isinstance(node, (exp.AIGenerate, exp.AIClassify)):
+            return exp.Anonymous(this=operator_name(node), expressions=[
+                a.expression if isinstance(a, exp.Kwarg) else a for a in _flat_args(node)])
+        return node
+
+    return tree.transform(builtin_to_udf)
+
+
+def bigquery_to_duckdb_tree(sql: str) -> exp.Expression:
+    text = _pre_rewrite_bigquery(fill_placeholders(sql)).strip().rstrip(";")
+    try:
+        tree = sqlglot.parse_one(text, read="bigquery")
+    except sqlglot.errors.ParseError as e:
+        raise SqlRewriteError(f"BigQuery SQL does not parse: {' '.join(str(e).split())[:200]}") from None
+    if tree is None:
+        raise SqlRewriteError("empty SQL")
+
+    def transform(node: exp.Expression) -> exp.Expression:
+        # `AI.GENERATE(...).result` → the call itself (the UDF returns the text directly)
+        if isinstance(node, exp.Dot) and node.expression.name.lower() == "result" and operator_name(node.this):
+            node = node.this
+        name = operator_name(node)
+        if name and name.startswith("ai_"):
+            return _normalise_bigquery_call(node, name)
+        return node
+
+    return tree.transform(transform)
+
+
+def to_duckdb(sql: str, dialect: str) -> str:
+    """Runnable DuckDB SQL for a query written in ``dialect`` (``bigquery`` or ``thalamusdb``)."""
+    return to_duckdb_tree(sql, dialect).sql("duckdb")
+
+
+def to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
+    if not isinstance(sql, str) or not sql.strip():
+        raise SqlRewriteError("empty SQL")
+    if dialect == "bigquery":
+        return bigquery_to_duckdb_tree(sql)
+    if dialect == "thalamusdb":
+        return parse_duckdb(strip_comments(sql).strip().rstrip(";"))
+    raise SqlRewriteError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
+
+
+def strip_comments(sql: str) -> str:
+    return "".join(sql[a:b] for a, b, code in _outside_literals(sql) if code or not sql.startswith("--", a))
+
+
+def ai_calls(tree: exp.Expression) -> list[exp.Anonymous]:
+    """Every AI operator call in ``tree`` (a DuckDB-form tree), in document order."""
+    return [n for n in tree.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]
+
+
+def prompt_text(call: exp.Anonymous) -> str:
+    """The literal parts of a call's prompt (what a reader would call 'the prompt')."""
+    name = operator_name(call)
+    args = list(call.expressions)
+    prompt = args[-1] if name in ("nlfilter", "nljoin") else args[0]
+    return " ".join(lit.this for lit in prompt.find_all(exp.Literal, bfs=False) if lit.is_string).strip()

@@ -1,0 +1,282 @@
+"""SemBench text scenarios as local DuckDB databases, with the answer-giving label columns kept out.
+
+Each scenario becomes two files:
+
+* ``sembench_<scenario>.duckdb`` — what AI operators, generators and judges may see. Tables in ``main`` carry
+  the ThalamusDB names (``Reviews``, ``Movies``); the BigQuery names (``movie.reviews``) are views in
+  their own schema, since DuckDB identifiers are case-insensitive. The hidden label columns
+  (:attr:`Scenario.hidden`) are never written to it.
+* ``sembench_<scenario>_labels.duckdb`` — ``text_labels(text, label)``: the hidden label of every AI input
+  text, read only by the label-oracle backend.
+
+Queries come from the SemBench dialect files (BigQuery and ThalamusDB), questions from
+``natural_language/``. ``--sample N`` keeps a seeded sample of N rows per group (Reviews per movie),
+so an LLM operator stays practical.
+"""
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEMBENCH_FILES = Path("sembench") / "files"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # ThalamusDB / main-schema name
+    csv: str  # relative to the scenario folder
+    bigquery_name: str  # view name inside the BigQuery schema
+    hidden: tuple[str, ...] = ()  # label columns that give the answer away
+    sample_group: str | None = None  # sample N rows per value of this column
+    key: tuple[str, ...] = ()  # columns that identify a row (AI parts project them)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    bigquery_schema: str
+    tables: tuple[Table, ...]
+    query_dirs: dict[str, str]  # dialect -> folder with Q*.sql
+    questions_dir: str
+    # label oracle: the labelled source, which input text column maps to which label column
+    label_sql: str  # run over the raw CSVs: SELECT text, label
+    vocabulary: dict[str, str]  # prompt term -> label value it asks for
+    score_of: dict[str, float] = field(default_factory=dict)  # label -> AI.SCORE answer
+    text_queries: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dialect -> runnable query ids
+    wrong_columns: dict[str, str] = field(default_factory=dict)  # AI input column -> a wrong text column (variants)
+    alternative_literals: dict[str, str] = field(default_factory=dict)  # literal -> another existing value
+
+    @property
+    def hidden(self) -> dict[str, tuple[str, ...]]:
+        return {t.name: t.hidden for t in self.tables}
+
+    def key_columns(self) -> dict[str, tuple[str, ...]]:
+        out = {}
+        for t in self.tables:
+            out[t.name.lower()] = t.key
+            out[f"{self.bigquery_schema}.{t.bigquery_name}".lower()] = t.key
+            out[t.bigquery_name.lower()] = t.key
+        return out
+
+
+MOVIE = Scenario(
+    name="movie",
+    bigquery_schema="movie",
+    tables=(
+        Table("Reviews", "data/sf_2000/Reviews.csv", "reviews",
+              hidden=("scoreSentiment", "reviewState", "originalScore"), sample_group="id", key=("reviewId",)),
+        Table("Movies", "data/sf_2000/Movies.csv", "movies", key=("id",)),
+    ),
+    query_dirs={"bigquery": "query/bigquery", "thalamusdb": "query/thalamusdb_extracted"},
+    questions_dir="query/natural_language",
+    label_sql="SELECT reviewText AS text, scoreSentiment AS label FROM read_csv('{dir}/data/sf_2000/Reviews.csv', all_varchar=true)",
+    vocabulary={"positive": "POSITIVE", "negative": "NEGATIVE"},
+    score_of={"POSITIVE": 4.0, "NEGATIVE": 2.0},
+    text_queries={"bigquery": tuple(f"Q{i}" for i in range(1, 11)), "thalamusdb": tuple(f"Q{i}" for i in range(1, 9))},
+    wrong_columns={"reviewText": "criticName"},
+    alternative_literals={"taken_3": "get_out", "ant_man_and_the_wasp_quantumania": "taken_3"},
+)
+
+_DISEASES = ("allergy", "acne", "varicose veins", "gastroesophageal reflux disease", "urinary tract infection",
+             "impetigo", "pneumonia", "malaria", "fungal infection", "cervical spondylosis",
+             "dimorphic hemorrhoids", "jaundice", "common cold", "dengue", "hypertension", "arthritis", "migraine",
+             "drug reaction", "psoriasis", "diabetes", "chicken pox", "typhoid", "bronchial asthma",
+             "peptic ulcer disease")
+
+MEDICAL = Scenario(
+    name="medical",
+    bigquery_schema="medical_dataset",
+    tables=(
+        # patient_data.csv is the label-free file; patient_data_with_labels.csv feeds only the oracle.
+        Table("patients", "data/patient_data.csv", "patients", key=("patient_id",)),
+        Table("symptoms_texts", "data/text_symptoms_data.csv", "symptoms_texts", key=("symptom_id",)),
+    ),
+    query_dirs={"bigquery": "query/bigquery", "thalamusdb": "query/thalamusdb"},
+    questions_dir="query/natural_language",
+    label_sql=("SELECT s.symptoms AS text, l.text_diagnosis AS label "
+               "FROM read_csv('{dir}/data/text_symptoms_data.csv', all_varchar=true) s "
+               "JOIN read_csv('{dir}/data/patient_data_with_labels.csv', all_varchar=true) l USING (patient_id)"),
+    vocabulary={**{d: d for d in _DISEASES}, "skin acne": "acne"},
+    text_queries={"bigquery": ("Q1", "Q4", "Q10"), "thalamusdb": ("Q1", "Q4")},
+    wrong_columns={"symptoms": "patient_id"},
+)
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (MOVIE, MEDICAL)}
+
+
+class ScenarioError(ValueError):
+    pass
+
+
+def get_scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ScenarioError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+
+
+def scenario_dir(data_root: Path, scenario: Scenario) -> Path:
+    d = Path(data_root) / SEMBENCH_FILES / scenario.name
+    if not d.is_dir():
+        raise ScenarioError(f"SemBench scenario folder {d} not found; point --data at the folder holding sembench/")
+    return d
+
+
+@dataclass(frozen=True)
+class ScenarioDB:
+    scenario: str
+    path: Path  # label-free database (the only one queries run on)
+    labels_path: Path  # text -> label, for the oracle backend only
+    sample: int | None
+    row_counts: dict[str, int]
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, *, sample: int | None = None,
+                      seed: int = 0, sample_groups: tuple[str, ...] | None = None, rebuild: bool = True) -> ScenarioDB:
+    """Write the label-free scenario database and its label file (idempotent per sample/seed).
+
+    ``sample`` keeps N seeded rows per group (Reviews: per movie); ``sample_groups`` also keeps only
+    those groups (e.g. ``taken_3``), for a tiny database an LLM operator can run on in seconds."""
+    import duckdb
+
+    sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
+    src = scenario_dir(data_root, sc)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    groups = tuple(sorted(sample_groups or ()))
+    suffix = (f"_s{sample}_{seed}" if sample else "") + (f"_g{stable_id(*groups)[:8]}" if groups else "")
+    # the file name is DuckDB's catalog name: it must differ from the BigQuery schema name ("movie")
+    path = out_dir / f"sembench_{sc.name}{suffix}.duckdb"
+    labels_path = out_dir / f"sembench_{sc.name}{suffix}_labels.duckdb"
+    if not rebuild and path.is_file() and labels_path.is_file():
+        return ScenarioDB(sc.name, path, labels_path, sample, _row_counts(path, sc))
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    counts: dict[str, int] = {}
+    con = duckdb.connect(str(tmp))
+    try:
+        con.execute(f"CREATE SCHEMA {_q(sc.bigquery_schema)}")
+        for t in sc.tables:
+            csv = src / t.csv
+            if not csv.is_file():
+                raise ScenarioError(f"{csv} not found (SemBench {sc.name} data)")
+            cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_csv('{csv}')").fetchall()]
+            keep = ", ".join(_q(c) for c in cols if c not in t.hidden)
+            body = f"SELECT {keep} FROM read_csv('{csv}')"
+            if sample and t.sample_group:
+                # seeded per-group sample: the first N rows per group by hash(row key, seed)
+                order = " , ".join(_q(k) for k in t.key) or "1"
+                where = ""
+                if groups:
+                    where = f" WHERE {_q(t.sample_group)} IN (" + ", ".join("'" + g.replace("'", "''") + "'" for g in groups) + ")"
+                body = (f"SELECT {keep} FROM read_csv('{csv}'){where} QUALIFY row_number() OVER "
+                        f"(PARTITION BY {_q(t.sample_group)} ORDER BY hash({order}, {int(seed)})) <= {int(sample)}")
+            con.execute(f"CREATE TABLE {_q(t.name)} AS {body}")
+            con.execute(f"CREATE VIEW {_q(sc.bigquery_schema)}.{_q(t.bigquery_name)} AS SELECT * FROM main.{_q(t.name)}")
+            counts[t.name] = con.execute(f"SELECT count(*) FROM {_q(t.name)}").fetchall()[0][0]
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    tmp.replace(path)
+    ltmp = labels_path.with_suffix(".tmp")
+    ltmp.unlink(missing_ok=True)
+    con = duckdb.connect(str(ltmp))
+    try:
+        con.execute("CREATE TABLE text_labels AS SELECT DISTINCT text, label FROM ("
+                    + sc.label_sql.format(dir=str(src)) + ") WHERE text IS NOT NULL")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    ltmp.replace(labels_path)
+    return ScenarioDB(sc.name, path, labels_path, sample, counts)
+
+
+def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
+    from resources.sql_executor import open_duckdb_readonly
+
+    con = open_duckdb_readonly(Path(path), threads=1)
+    try:
+        return {t.name: con.execute(f"SELECT count(*) FROM main.{_q(t.name)}").fetchall()[0][0] for t in sc.tables}
+    finally:
+        con.close()
+
+
+def visible_columns(db_path: Path) -> dict[str, list[str]]:
+    """Every (schema.table -> columns) an AI-visible query can reach in ``db_path``."""
+    from resources.sql_executor import open_duckdb_readonly
+
+    con = open_duckdb_readonly(Path(db_path), threads=1)  # same config as the executor sessions
+    try:
+        rows = con.execute(
+            "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "
+            "ORDER BY table_schema, table_name, ordinal_position").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[str]] = {}
+    for t, c in rows:
+        out.setdefault(t, []).append(c)
+    return out
+
+
+def leaked_label_columns(db_path: Path, scenario: Scenario) -> list[str]:
+    """Hidden label columns reachable in the AI-visible database (must be empty)."""
+    hidden = {c.lower() for t in scenario.tables for c in t.hidden}
+    return [f"{t}.{c}" for t, cols in visible_columns(db_path).items() for c in cols if c.lower() in hidden]
+
+
+def load_labels(labels_path: Path) -> dict[str, str]:
+    import duckdb
+
+    con = duckdb.connect(str(labels_path), read_only=True)
+    try:
+        return dict(con.execute("SELECT text, label FROM text_labels").fetchall())
+    finally:
+        con.close()
+
+
+@dataclass(frozen=True)
+class GoldQuery:
+    scenario: str
+    dialect: str
+    question_id: str
+    question: str
+    sql: str  # as written in the dialect file (placeholders filled at rewrite time)
+    path: str
+
+
+_QID = re.compile(r"^[Qq](\d+)")
+
+
+def _qid_key(qid: str):
+    m = _QID.match(qid)
+    return (int(m.group(1)) if m else 10**6, qid)
+
+
+def load_queries(scenario: Scenario | str, data_root: Path, dialects=("bigquery", "thalamusdb"),
+                 only_text: bool = True) -> list[GoldQuery]:
+    """The SemBench gold AI-SQL of a scenario: one record per (dialect, query file) with its question."""
+    sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
+    src = scenario_dir(data_root, sc)
+    out = []
+    for dialect in dialects:
+        folder = src / sc.query_dirs[dialect]
+        for f in sorted(folder.glob("*.sql"), key=lambda p: _qid_key(p.stem)):
+            qid = f.stem
+            if only_text and qid not in sc.text_queries.get(dialect, ()):
+                continue
+            text = f.read_text()
+            if not text.strip():
+                continue
+            qfile = src / sc.questions_dir / f"{qid}.txt"
+            question = qfile.read_text().strip() if qfile.is_file() else ""
+            out.append(GoldQuery(sc.name, dialect, qid, question, text, str(f)))
+    return out
+
+
+def stable_id(*parts) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:16]

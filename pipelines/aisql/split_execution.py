@@ -1,0 +1,114 @@
+"""Split execution (paper §2 step 2): full gold, full candidate and the four split parts, plus the
+deterministic diffs of :mod:`pipelines.aisql.diffs`, gathered as one :class:`Evidence` per pair.
+
+All executions share one :class:`~pipelines.aisql.operators.AIRuntime`, so every (operator, prompt,
+input) is evaluated once across gold, candidate, their parts and the probe sets.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement, result_diff
+from pipelines.aisql.execute import RunRecord, run_duckdb_sql
+from pipelines.aisql.operators import AIRuntime
+from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
+from pipelines.aisql.splitter import SplitResult, align_calls, split
+
+
+@dataclass
+class EvalContext:
+    db_path: Path
+    runtime: AIRuntime
+    key_columns: dict[str, tuple[str, ...]]
+    table_columns: dict[str, list[str]]
+    budget: int | None = None
+    probe_n: int = PROBE_N
+    seed: int = 0
+    split_fallback: object | None = None  # a council for the LLM splitter fallback
+
+
+def table_columns_of(visible: dict[str, list[str]]) -> dict[str, list[str]]:
+    out = {}
+    for name, cols in visible.items():
+        schema, _, table = name.partition(".")
+        out[name.lower()] = cols
+        out.setdefault(table.lower(), cols)
+    return out
+
+
+@dataclass
+class Evidence:
+    gold_split: SplitResult
+    cand_split: SplitResult
+    gold: RunRecord
+    cand: RunRecord
+    gold_structural: RunRecord | None
+    cand_structural: RunRecord | None
+    gold_ai: list[RunRecord] = field(default_factory=list)
+    cand_ai: list[RunRecord] = field(default_factory=list)
+    full_diff: dict = field(default_factory=dict)
+    relational_diff: dict = field(default_factory=dict)
+    alignment: list[dict] = field(default_factory=list)
+    ordered: bool = False
+    gold_sql: str = ""  # as written in the dialect (placeholders filled)
+    candidate_sql: str = ""
+
+    @property
+    def calls(self) -> int:
+        runs = [self.gold, self.cand, self.gold_structural, self.cand_structural, *self.gold_ai, *self.cand_ai]
+        return sum(r.calls for r in runs if r is not None)
+
+    def to_dict(self) -> dict:
+        def run(r):
+            return r.summary() if r is not None else None
+        return {
+            "gold_sql": self.gold_sql, "candidate_sql": self.candidate_sql,
+            "gold_split": {"structural_sql": self.gold_split.structural_sql, "error": self.gold_split.error,
+                           "method": self.gold_split.method, "ai_parts": [p.sql for p in self.gold_split.ai_parts]},
+            "cand_split": {"structural_sql": self.cand_split.structural_sql, "error": self.cand_split.error,
+                           "method": self.cand_split.method, "ai_parts": [p.sql for p in self.cand_split.ai_parts]},
+            "gold": run(self.gold), "candidate": run(self.cand),
+            "gold_structural": run(self.gold_structural), "candidate_structural": run(self.cand_structural),
+            "gold_ai": [run(r) for r in self.gold_ai], "candidate_ai": [run(r) for r in self.cand_ai],
+            "full_diff": self.full_diff, "relational_diff": self.relational_diff, "alignment": self.alignment,
+        }
+
+
+def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
+    if not res.ok:
+        return RunRecord(status="error", sql=res.sql, error=res.error)
+    return run_duckdb_sql(ctx.db_path, res.sql if which == "full" else res.structural_sql, ctx.runtime,
+                          budget=ctx.budget)
+
+
+def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> Evidence:
+    gs = split(gold_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback)
+    cs = split(cand_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback)
+    gold = _run_or_error(ctx, gs, "full")
+    cand = _run_or_error(ctx, cs, "full")
+    g_s = _run_or_error(ctx, gs, "structural") if gs.ok else None
+    c_s = _run_or_error(ctx, cs, "structural") if cs.ok else None
+    g_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in gs.ai_parts] if gs.ok else []
+    c_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in cs.ai_parts] if cs.ok else []
+    ordered = gs.ok and has_top_level_order(gs.sql)
+    ev = Evidence(gs, cs, gold, cand, g_s, c_s, g_ai, c_ai, ordered=ordered,
+                  gold_sql=fill_placeholders(gold_sql).strip(), candidate_sql=fill_placeholders(cand_sql).strip())
+    ev.full_diff = result_diff(gold, cand, ordered)
+    if g_s is not None and c_s is not None:
+        ev.relational_diff = result_diff(g_s, c_s, ordered)
+    if gs.ok and cs.ok and gs.method == "ast" and cs.method == "ast":
+        try:
+            gtree, ctree = to_duckdb_tree(gs.sql, "thalamusdb"), to_duckdb_tree(cs.sql, "thalamusdb")
+        except SqlRewriteError:
+            gtree = ctree = None
+        for a in align_calls(gs.ai_parts, cs.ai_parts):
+            item = {"gold_call": a.gold, "candidate_call": a.candidate, "status": a.status}
+            if a.status == "paired" and gtree is not None:
+                gp, cp = gs.ai_parts[a.gold], cs.ai_parts[a.candidate]
+                item.update(gold_prompt=gp.prompt[:300], candidate_prompt=cp.prompt[:300],
+                            gold_inputs=gp.input_columns, candidate_inputs=cp.input_columns,
+                            gold_op=gp.op, candidate_op=cp.op)
+                item["probe"] = probe_agreement(ctx.db_path, ctx.runtime, gtree, gp, ctree, cp, ctx.table_columns,
+                                                n=ctx.probe_n, seed=ctx.seed, budget=ctx.budget)
+            ev.alignment.append(item)
+    return ev

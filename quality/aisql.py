@@ -1,0 +1,85 @@
+"""Data contracts of the AI-operator SQL artifacts (the Stochastic Shift job)."""
+
+import polars as pl
+
+from quality.contracts import ColumnRule, Contract
+
+_DIALECTS = ("bigquery", "thalamusdb")
+_STATUSES = ("ok", "error", "timeout", "budget_exceeded")
+
+AISQL_SCENARIO_DB = Contract(
+    name="aisql_scenario_db",
+    description="One row per table of the label-free scenario database.",
+    min_rows=1,
+    columns=(
+        ColumnRule("scenario", pl.String, nullable=False),
+        ColumnRule("table_name", pl.String, nullable=False),
+        ColumnRule("bigquery_name", pl.String, nullable=False),
+        ColumnRule("row_count", pl.Int64, nullable=False, min_value=1),
+        ColumnRule("columns", pl.String, nullable=False, min_length=2),
+        ColumnRule("db_path", pl.String, nullable=False, min_length=1),
+    ),
+)
+
+AISQL_PAIRS = Contract(
+    name="aisql_pairs",
+    description="Labelled (gold, candidate) AI-SQL pairs: variants labelled by construction, generator candidates manually.",
+    min_rows=1,
+    columns=(
+        ColumnRule("pair_id", pl.String, nullable=False, unique=True),
+        ColumnRule("dialect", pl.String, nullable=False, allowed=_DIALECTS),
+        ColumnRule("question_id", pl.String, nullable=False),
+        ColumnRule("gold_sql", pl.String, nullable=False, min_length=1),
+        ColumnRule("candidate_sql", pl.String, nullable=False),
+        ColumnRule("label", pl.Boolean),
+        ColumnRule("label_source", pl.String, nullable=False, allowed=("constructed", "manual", "oracle_suggested", "none")),
+        ColumnRule("variant_layer", pl.String, nullable=False, allowed=("none", "relational", "ai")),
+    ),
+)
+
+AISQL_SPLITS = Contract(
+    name="aisql_split_queries",
+    description="Structural and AI parts of every gold and candidate query.",
+    columns=(
+        ColumnRule("pair_id", pl.String, nullable=False),
+        ColumnRule("side", pl.String, nullable=False, allowed=("gold", "candidate")),
+        ColumnRule("method", pl.String, nullable=False),
+        ColumnRule("n_ai_parts", pl.Int64, nullable=False, min_value=0),
+    ),
+    unique_together=("pair_id", "side"),
+)
+
+AISQL_EXECUTIONS = Contract(
+    name="aisql_executions",
+    description="Split execution per pair: statuses, row counts, diffs, operator calls and the evidence JSON.",
+    columns=(
+        ColumnRule("pair_id", pl.String, nullable=False, unique=True),
+        ColumnRule("gold_status", pl.String, nullable=False, allowed=_STATUSES),
+        ColumnRule("candidate_status", pl.String, nullable=False, allowed=_STATUSES),
+        ColumnRule("calls", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("evidence_json", pl.String, nullable=False, min_length=2),
+    ),
+)
+
+AISQL_VERDICTS = Contract(
+    name="aisql_verdicts",
+    description="One verdict per (pair, method); errors count as rejections.",
+    columns=(
+        ColumnRule("pair_id", pl.String, nullable=False),
+        ColumnRule("method", pl.String, nullable=False),
+        ColumnRule("accepted", pl.Boolean, nullable=False),
+        ColumnRule("status", pl.String, nullable=False, allowed=("ok", "error")),
+        ColumnRule("overall", pl.Int64, min_value=1, max_value=5),
+    ),
+)
+
+AISQL_METRICS = Contract(
+    name="aisql_metrics",
+    description="TPR/TNR/accuracy per method and dialect with counts (Table 1 layout).",
+    columns=(
+        ColumnRule("dialect", pl.String, nullable=False),
+        ColumnRule("method", pl.String, nullable=False),
+        ColumnRule("n", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("accuracy", pl.Float64, min_value=0.0, max_value=1.0),
+    ),
+)

@@ -1,0 +1,71 @@
+"""The aisql assets on a real Dagster instance (scripted judges; label-oracle operator)."""
+
+import json
+
+import polars as pl
+import pytest
+from dagster import AssetKey, instance_for_test
+
+from tests.aisql.conftest import JUDGE_ACCEPT, scripted_config
+from tests.llm_fakes import ScriptedLLM, install
+
+pytestmark = pytest.mark.integration
+
+
+def _responder(req):
+    system = req.messages[0]["content"]
+    user = req.messages[-1]["content"]
+    if system.startswith("You are an expert judge"):
+        if "criticName" in user.split("S_c (candidate structural part)")[0]:
+            return "the candidate reads criticName, so... no JSON here"  # unusable -> error verdict
+        return json.dumps(JUDGE_ACCEPT)
+    return json.dumps({"reasoning": "compared", "answer": "NOT EQUIVALENT"})
+
+
+def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path, monkeypatch):
+    from resources.llm import reset_councils
+
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(scripted_config(tmp_path)))
+    reset_councils()
+    handler = ScriptedLLM(_responder)
+    install(handler)
+    from pipelines.definitions import defs
+
+    job = defs.resolve_job_def("aisql_job")
+    cfg = {"data_root": str(sembench_root), "question_ids": ["Q3"], "sweep_rates": [0.0, 0.3], "flip_rate": 0.2,
+           "variant_types": ["paraphrase", "count_key", "conjunct_order", "wrong_column", "dropped_filter"],
+           "correct_share": None}
+    (tmp_path / "dh").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
+        result = job.execute_in_process(instance=instance, partition_key="movie", raise_on_error=False,
+                                        run_config={"resources": {"aisql": {"config": cfg}}})
+        assert result.success
+        checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+        assert checks["no_hidden_label_column"] and checks["every_pair_every_method"]
+        assert all(checks.values()), checks
+        assert instance.get_latest_materialization_event(AssetKey("aisql_metrics")) is not None
+
+    from storage.artifacts import read_latest
+
+    pairs = read_latest("aisql_pairs", "movie")
+    verdicts = read_latest("aisql_verdicts", "movie")
+    metrics = read_latest("aisql_metrics", "movie")
+    assert set(pairs["dialect"]) == {"bigquery", "thalamusdb"}
+    assert verdicts.height == pairs.height * 6
+    # an unparseable judge answer is an error verdict, counted as a rejection
+    wrong_col = pairs.filter(pl.col("variant_type") == "wrong_column")["pair_id"].to_list()
+    ours = verdicts.filter((pl.col("method") == "ours") & pl.col("pair_id").is_in(wrong_col))
+    assert ours.height and set(ours["status"]) == {"error"} and not ours["accepted"].any()
+    assert ours["raw"].str.contains("no JSON").all()
+    # the scripted judge accepts everything else; the solvers reject everything
+    assert set(metrics["method"]) == {"ex", "mm", "mm_exec", "ec", "ec_exec", "ours"}
+    mm = metrics.filter(pl.col("method") == "mm")
+    assert (mm["tp"] == 0).all() and (mm["fp"] == 0).all()
+    sweep = read_latest("aisql_sweep", "movie")
+    assert sorted(set(sweep["flip_rate"])) == [0.0, 0.3]
+    ex0 = sweep.filter((pl.col("method") == "ex") & (pl.col("flip_rate") == 0.0))
+    assert (ex0["tpr"] == 1.0).all()  # no noise: every equivalent variant returns the gold rows
+    from pipelines.paths import artifacts_dir
+
+    assert (artifacts_dir() / "aisql_sweep" / "movie" / "sweep.png").stat().st_size > 1000
+    reset_councils()

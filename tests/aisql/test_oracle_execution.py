@@ -1,0 +1,98 @@
+"""Label oracle, budgeted UDF execution and the shared call cache, on the real movie data."""
+
+import pytest
+
+from pipelines.aisql.execute import run_query
+from pipelines.aisql.operators import LabelOracle, OpRequest, read_concept
+from pipelines.aisql.scenarios import MOVIE, leaked_label_columns, visible_columns
+from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
+from tests.aisql.conftest import movie_query
+
+PARAPHRASE = "Is this review positive? Review: "
+GOLD_PROMPT = "Determine if the following movie review is clearly positive, review: "
+
+
+def test_scenario_db_hides_the_label_columns(movie_db):
+    assert leaked_label_columns(movie_db.path, MOVIE) == []
+    cols = visible_columns(movie_db.path)
+    assert "reviewText" in cols["main.Reviews"] and "reviewText" in cols["movie.reviews"]
+    assert not {"scoreSentiment", "reviewState", "originalScore"} & set(cols["main.Reviews"])
+    assert movie_db.row_counts == {"Reviews": 2000, "Movies": 116}
+
+
+@pytest.mark.parametrize("dialect", ["bigquery", "thalamusdb"])
+def test_gold_anchor_answers_with_no_noise(sembench_root, movie_db, oracle_runtime, dialect):
+    rt = oracle_runtime(p=0.0)
+    q3 = run_query(movie_db.path, movie_query(sembench_root, dialect, "Q3"), dialect, rt)
+    assert q3.ok and q3.rows == [(14,)]
+    q4 = run_query(movie_db.path, movie_query(sembench_root, dialect, "Q4"), dialect, rt)
+    assert q4.rows[0][0] == pytest.approx(14 / 120, abs=1e-6)
+    q8 = run_query(movie_db.path, movie_query(sembench_root, dialect, "Q8"), dialect, rt)
+    assert sorted(q8.rows) == [("NEGATIVE", 106), ("POSITIVE", 14)]
+
+
+def test_oracle_is_deterministic_and_flips_depend_on_wording(movie_labels):
+    texts = list(movie_labels)[:400]
+
+    def answers(p, seed, prompt):
+        o = LabelOracle(movie_labels, MOVIE.vocabulary, p=p, seed=seed)
+        return [o.answer(OpRequest("ai_if", prompt + t)) for t in texts]
+
+    clean = answers(0.0, 0, GOLD_PROMPT)
+    assert clean == [movie_labels[t] == "POSITIVE" for t in texts]
+    noisy = answers(0.2, 7, GOLD_PROMPT)
+    assert noisy == answers(0.2, 7, GOLD_PROMPT)  # same seed, same answers
+    flipped = sum(a != b for a, b in zip(clean, noisy))
+    assert 40 <= flipped <= 120  # about p of the rows
+    assert answers(0.2, 8, GOLD_PROMPT) != noisy  # another seed flips another subset
+    para = answers(0.2, 7, PARAPHRASE)
+    assert para != noisy  # a paraphrase shifts the boundary on other rows
+    assert answers(0.0, 0, PARAPHRASE) == clean  # ... but asks the same concept
+
+
+def test_concept_reading():
+    v = MOVIE.vocabulary
+    assert read_concept("Is this review positive?", v, 1).label == "POSITIVE"
+    neg = read_concept("the review is not positive", v, 1)
+    assert (neg.label, neg.negated) == ("POSITIVE", True)
+    assert read_concept("Does it mention the director?", v, 1).kind == "unknown"
+    assert read_concept("both reviews share the same sentiment", v, 2).kind == "same"
+    assert read_concept("one is positive, the other negative: opposite", v, 2).kind == "different"
+
+
+def test_budget_exceeded_is_a_status(sembench_root, movie_db, oracle_runtime):
+    rec = run_query(movie_db.path, movie_query(sembench_root, "bigquery", "Q1"), "bigquery", oracle_runtime(budget=100))
+    assert rec.status == "budget_exceeded" and "100" in rec.error and rec.calls <= 100
+    # LIMIT does not cut calls: Q1 LIMIT 5 still evaluates every distinct review
+    ok = run_query(movie_db.path, movie_query(sembench_root, "bigquery", "Q1"), "bigquery", oracle_runtime())
+    assert ok.ok and ok.row_count == 5 and ok.calls == 1864
+
+
+def test_gold_candidate_and_split_parts_share_calls(sembench_root, movie_db, oracle_runtime):
+    rt = oracle_runtime(p=0.1)
+    ctx = EvalContext(movie_db.path, rt, MOVIE.key_columns(), table_columns_of(visible_columns(movie_db.path)))
+    gold = movie_query(sembench_root, "bigquery", "Q3")
+    cand = gold.replace(GOLD_PROMPT, PARAPHRASE)
+    first = execute_pair(ctx, gold, cand, "bigquery")
+    made_first = rt.totals.made
+    # the AI part over the whole table evaluates the same (prompt, text) keys as the full query
+    assert first.gold.made == 119 and first.gold_ai[0].calls == 1864
+    assert first.gold_ai[0].cached >= 119
+    again = execute_pair(ctx, gold, cand, "bigquery")
+    assert rt.totals.made == made_first  # a rerun makes no new call
+    assert again.gold.cached == again.gold.calls == 119
+    assert again.gold.rows == first.gold.rows
+    # the paraphrase shifts the count (EX would reject) while the relational parts agree
+    assert first.gold.rows != first.cand.rows
+    assert first.relational_diff["multiset_equal"] is True
+    probe = first.alignment[0]["probe"]
+    assert probe["comparable"] and probe["probe_rows"] == 100 and 0.7 <= probe["agreement"] < 1.0
+
+
+def test_distinct_dropped_shows_a_relational_diff_on_duplicated_rows(movie_db, oracle_runtime):
+    rt = oracle_runtime(p=0.0)
+    ctx = EvalContext(movie_db.path, rt, MOVIE.key_columns(), table_columns_of(visible_columns(movie_db.path)))
+    gold = ("SELECT DISTINCT reviewId FROM Reviews WHERE id = 'ant_man_and_the_wasp_quantumania' "
+            "AND NLfilter(reviewText, 'the review sentiment is positive')")
+    ev = execute_pair(ctx, gold, gold.replace("DISTINCT ", ""), "thalamusdb")
+    assert ev.relational_diff["set_equal"] and not ev.relational_diff["multiset_equal"]
