@@ -355,6 +355,21 @@ def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         con = open_duckdb_readonly(path, threads=_DUCKDB_THREADS)
     except duckdb.Error as exc:
         return QueryFailure(FailureKind.RUNTIME, f"cannot open database: {exc}")
+    try:
+        return run_duckdb_statement(con, sql, timeout_s, max_rows, max_bytes, start)
+    finally:
+        con.close()
+
+
+def run_duckdb_statement(con, sql: str, timeout_s: float, max_rows: int, max_bytes: int,
+                         start: float | None = None) -> Outcome:
+    """One untrusted statement on an open locked read-only connection (see open_duckdb_readonly):
+    exactly one SELECT, the watchdog deadline, the row and byte caps, typed failures."""
+    import duckdb
+
+    start = time.perf_counter() if start is None else start
+    if not isinstance(sql, str) or not sql.strip():
+        return QueryFailure(FailureKind.SYNTAX, "empty SQL")
     watchdog = _Watchdog(timeout_s, con.interrupt)
     try:
         try:
@@ -401,7 +416,6 @@ def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         return QueryFailure(FailureKind.RUNTIME, f"cannot convert a result value: {exc}", _ms(start))
     finally:
         watchdog.cancel()
-        con.close()
 
 
 def warm_up() -> None:
@@ -611,56 +625,8 @@ class DuckDBSession:
         self.con.close()
 
     def execute(self, sql: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
-                _start: float | None = None) -> Outcome:
-        import duckdb
-
-        start = _start if _start is not None else time.perf_counter()
-        if not isinstance(sql, str) or not sql.strip():
-            return QueryFailure(FailureKind.SYNTAX, "empty SQL")
-        con = self.con
-        state = {"timed_out": False}
-
-        def on_timeout() -> None:
-            state["timed_out"] = True
-            con.interrupt()
-
-        timer = threading.Timer(timeout_s, on_timeout)
-        try:
-            try:
-                statements = con.extract_statements(sql)
-            except duckdb.Error as exc:
-                return QueryFailure(FailureKind.SYNTAX, str(exc), _ms(start))
-            if len(statements) != 1:
-                return QueryFailure(
-                    FailureKind.FORBIDDEN,
-                    f"expected exactly one statement, got {len(statements)}",
-                    _ms(start),
-                )
-            if statements[0].type != duckdb.StatementType.SELECT:
-                return QueryFailure(
-                    FailureKind.FORBIDDEN,
-                    f"only SELECT queries are allowed, got {statements[0].type.name}",
-                    _ms(start),
-                )
-            timer.start()
-            cur = con.execute(sql)
-            columns = [d[0] for d in cur.description or []]
-            rows = cur.fetchmany(max_rows + 1)
-            if len(rows) > max_rows:
-                return QueryFailure(FailureKind.TOO_MANY_ROWS, f"more than {max_rows} rows", _ms(start))
-            return QueryResult(columns, [tuple(r) for r in rows], _ms(start))
-        except duckdb.Error as exc:
-            msg = str(exc)
-            if state["timed_out"] or isinstance(exc, duckdb.InterruptException):
-                return QueryFailure(FailureKind.TIMEOUT, f"exceeded {timeout_s:g} s", _ms(start))
-            if isinstance(exc, duckdb.ParserException):
-                kind = FailureKind.SYNTAX
-            elif isinstance(exc, duckdb.PermissionException) or "read-only" in msg.lower():
-                kind = FailureKind.FORBIDDEN
-            else:
-                kind = FailureKind.RUNTIME
-            return QueryFailure(kind, msg, _ms(start))
-        finally:
-            timer.cancel()
+                max_bytes: int = DEFAULT_MAX_RESULT_BYTES, _start: float | None = None) -> Outcome:
+        # In this process (the UDFs call back into it), bounded by the connection's memory_limit.
+        return run_duckdb_statement(self.con, sql, timeout_s, max_rows, max_bytes, _start)
 
 

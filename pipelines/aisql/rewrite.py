@@ -225,6 +225,14 @@ def to_duckdb(sql: str, dialect: str) -> str:
 def to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
     if not isinstance(sql, str) or not sql.strip():
         raise SqlRewriteError("empty SQL")
+    tree = _to_duckdb_tree(sql, dialect)
+    # sqlglot parses what it cannot understand as an opaque Command: that is not a query.
+    if isinstance(tree, exp.Command) or not isinstance(tree, exp.Query):
+        raise SqlRewriteError(f"not a query (parsed as {type(tree).__name__}): {' '.join(sql.split())[:120]}")
+    return tree
+
+
+def _to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
     if dialect == "bigquery":
         return bigquery_to_duckdb_tree(sql)
     if dialect == "thalamusdb":
