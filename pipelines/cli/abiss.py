@@ -126,15 +126,31 @@ def _import(args) -> int:
 
 def _rerun(args) -> int:
     from assets.runner import reexecute_from_failure
+    from pipelines.cli.run import _check_lines, execute_cli_run, print_failure
 
-    try:
-        result = reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job)
-    except LookupError as exc:
-        print(str(exc), file=sys.stderr)
+    lookup_error = []
+
+    def start(run_id, level):
+        try:
+            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level)
+        except LookupError as exc:
+            lookup_error.append(str(exc))
+            return None
+
+    db = args.db or "ID"
+    result = execute_cli_run(start, db, args.verbose)
+    if isinstance(result, int):
+        return result
+    if result is None:
+        print(lookup_error[0], file=sys.stderr)
         return 1
     steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
     print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
     print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
+    for line in _check_lines(result):
+        print(line)
+    if not result.success:
+        print_failure(result, db, args.verbose)
     return 0 if result.success else 1
 
 
@@ -154,4 +170,5 @@ def register(sub) -> None:
     r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
     r.add_argument("--db", help="partition of the failed run to look up")
     r.add_argument("--job", default=None, help="job name (default: the main job)")
+    r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     r.set_defaults(func=_rerun)
