@@ -66,3 +66,18 @@ def check_council(path: str | None = None):
         raise PreflightError(f"{where}: {describe_validation_error(exc)}{hint}") from None
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise PreflightError(f"{where}: {' '.join(str(exc).split())}") from None
+
+
+def check_database_file(path: str) -> None:
+    """A database file the CLI is about to query opens and its schema reads; a corrupt or foreign
+    file is refused even for a query that would read no table (``SELECT 1`` never touches pages)."""
+    from pathlib import Path
+
+    from resources.catalog import BadDatabaseError, inspect_database
+
+    if not Path(path).is_file():
+        raise PreflightError(f"{path}: no such database file")
+    try:
+        inspect_database(path)
+    except BadDatabaseError as exc:
+        raise PreflightError(f"{path}: not a readable SQLite/DuckDB database ({' '.join(str(exc).split())})") from None
