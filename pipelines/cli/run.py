@@ -161,7 +161,25 @@ def execute_cli_run(start, db_id: str, verbose: bool = False) -> int:
         except KeyboardInterrupt:
             print(f"\n{interrupted_line(run_id, db_id)}", file=sys.stderr)
             return 130
+    if result is not None and was_interrupted(result):
+        print(f"\n{interrupted_line(result.run_id, db_id)}", file=sys.stderr)
+        return 130
     return result
+
+
+_INTERRUPT_ERRORS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+
+
+def was_interrupted(result) -> bool:
+    """Dagster turns Ctrl-C inside a step into a failed step (and a failed run) instead of raising."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.event_specific_data.error
+            while error is not None:
+                if error.cls_name in _INTERRUPT_ERRORS:
+                    return True
+                error = error.cause
+    return False
 
 
 def _run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False) -> int:
