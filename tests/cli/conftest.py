@@ -116,5 +116,7 @@ def runs_in(dagster_home: Path) -> list:
     """The runs recorded in a Dagster instance folder (read in this process)."""
     from dagster import DagsterInstance
 
+    if not (dagster_home / "dagster.yaml").exists():
+        return []  # never created: no run can exist
     with DagsterInstance.from_config(str(dagster_home)) as instance:
         return list(instance.get_runs())
