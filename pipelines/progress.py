@@ -64,7 +64,7 @@ class Progress:
         self._start = clock()
         self._last_line = None  # when the last plain/sink line went out
         self._last_text = None
-        self._last_draw = 0.0
+        self._last_draw = float("-inf")
         self._line_every_s = line_every_s
         self._lock = threading.Lock()
         self._closed = False
