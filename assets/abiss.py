@@ -25,7 +25,13 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.checks import contract_check_result, contract_check_spec, rejection_bounds_check, REJECTION_CHECK
+from assets.checks import (
+    REJECTION_CHECK,
+    contract_check_result,
+    contract_check_spec,
+    rejection_bounds_check,
+    table_metadata,
+)
 from assets.progress import step_progress
 from assets.partitions import databases_partitions
 from pipelines.abiss import outputs
@@ -190,9 +196,25 @@ def _stage_asset(spec, previous_key):
             llm_cache_hits=MetadataValue.int(stats.get("cached", 0)),
             llm_calls_saved_by_short_circuit=MetadataValue.int(stats.get("calls_saved", 0)),
             llm_failures=MetadataValue.int(stats.get("call_failed", 0) + stats.get("parse_failed", 0)),
+            decisions=_decisions_table(df, rows),
         )
 
     return stage_asset
+
+
+DECISION_COLUMNS = [
+    ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
+    ("subcategory", "string", ""), ("passed", "bool", ""),
+    ("reason", "string", "why the stage passed or rejected it"), ("question", "string", ""),
+]
+
+
+def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
+    """The stage's decisions on the candidates it applies to, with question text and reason."""
+    by_id = {r["candidate_id"]: r for r in entering}
+    rows = [{**by_id.get(d["candidate_id"], {}), **d} for d in decisions.filter(pl.col("applies")).to_dicts()] \
+        if decisions.height else []
+    return table_metadata(rows, DECISION_COLUMNS)
 
 
 STAGE_ASSETS = []
@@ -247,11 +269,31 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
             f"![validation funnel](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
         funnel_chart_path=MetadataValue.path(str(png)),
         per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
+        funnel_table=_funnel_table(funnel, per_stage),
+        **{f"survivors {name}": MetadataValue.int(kept) for name, _, kept in funnel},
     )
     note = ("the embedded SmolLM2 answers almost the same way every time, so the stages it judges reject "
             "most candidates; use a real council for meaningful rates") if any(m.is_embedded for m in council.get_council("validators").members) else ""
     yield rejection_bounds_check(per_stage.to_dicts() if per_stage.height else [], cascade.min_rejection_rate,
                                  cascade.max_rejection_rate, cascade.min_entered_for_bounds, note)
+
+
+FUNNEL_COLUMNS = [
+    ("stage", "string", ""),
+    ("entered", "int", "survivors of the previous stage"),
+    ("applicable", "int", "of those, the candidates this stage judges (the groups the paper names); "
+                          "the per-stage rejection rate is rejected / applicable"),
+    ("rejected", "int", ""),
+    ("survivors", "int", "left after this stage, including candidates it does not judge"),
+]
+
+
+def _funnel_table(funnel, per_stage: pl.DataFrame):
+    applicable = {r["stage"]: (r["entered"], r["rejected"]) for r in per_stage.to_dicts()} if per_stage.height else {}
+    rows = [{"stage": name, "entered": entered, "survivors": kept,
+             "applicable": applicable.get(name, (entered if name == "candidates" else 0, 0))[0],
+             "rejected": entered - kept} for name, entered, kept in funnel]
+    return table_metadata(rows, FUNNEL_COLUMNS)
 
 
 ABISS_ASSETS = [generation_requests, nlq_objects, candidates, *STAGE_ASSETS, dataset, council_votes, rejection_report]

@@ -70,3 +70,18 @@ def rejection_bounds_check(per_stage: list[dict], low: float, high: float, min_e
                   "out_of_bounds": MetadataValue.md("\n".join(f"- {x}" for x in problems) or "none"),
                   "bounds": f"[{low:.0%}, {high:.0%}], stages with ≥{min_entered} applicable candidates"},
     )
+
+
+def table_metadata(rows: list[dict], columns: list[tuple[str, str, str]], limit: int = 200) -> MetadataValue:
+    """Rows as Dagster table metadata (the UI renders it as a table, not as collapsed Markdown).
+    ``columns``: (name, type, description); text cells are cut to 160 characters."""
+    from dagster import TableColumn, TableRecord, TableSchema
+
+    def cell(v):
+        if isinstance(v, str) and len(v) > 160:
+            return v[:159] + "…"
+        return v
+
+    schema = TableSchema(columns=[TableColumn(n, t, description=d) for n, t, d in columns])
+    records = [TableRecord({n: cell(r.get(n)) for n, _, _ in columns}) for r in rows[:limit]]
+    return MetadataValue.table(records, schema=schema)

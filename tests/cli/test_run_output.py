@@ -46,6 +46,20 @@ def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path
     messages = [e.user_message for e in instance.all_logs(run.run_id)]
     assert any(re.match(r"s03_category_conformance: \d+/\d+ items  LLM calls \d+", msg) for msg in messages)
 
+    # the UI shows the funnel and each stage's decisions as tables (not collapsed Markdown)
+    from dagster import AssetKey, TableMetadataValue
+
+    report = instance.get_latest_materialization_event(AssetKey("rejection_report")).asset_materialization.metadata
+    funnel = report["funnel_table"]
+    assert isinstance(funnel, TableMetadataValue)
+    s03 = next(r.data for r in funnel.records if r.data["stage"] == "s03_category_conformance")
+    assert s03["applicable"] == s03["rejected"] == int(m.group(2)) and s03["survivors"] == s03["entered"] - s03["rejected"]
+    assert report["survivors s03_category_conformance"].value == s03["survivors"]
+    decisions = instance.get_latest_materialization_event(
+        AssetKey("s03_category_conformance")).asset_materialization.metadata["decisions"]
+    assert len(decisions.records) == s03["applicable"]
+    assert all(r.data["question"] and r.data["reason"] and r.data["passed"] is False for r in decisions.records)
+
     con = open_audit()
     cid = con.execute("SELECT candidate_id FROM council_votes WHERE stage = 's03_category_conformance' "
                       "LIMIT 1").fetchall()[0][0]
