@@ -8,6 +8,7 @@ Graph per database partition::
 """
 
 import base64
+import enum
 
 import polars as pl
 from dagster import (
@@ -48,7 +49,7 @@ from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expa
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
 from pipelines.paths import artifacts_dir
-from pipelines.taxonomy import DEFAULT_STYLES
+from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from resources.dagster_resources import SafeSqlResource
 from resources.llm.dagster_resource import CouncilResource
@@ -60,17 +61,33 @@ GROUP_VAL = "validation"
 GROUP_OUT = "abiss_outputs"
 
 
+def _choices(name: str, ids) -> type[enum.Enum]:
+    # Enums make the launchpad's config schema refuse an unknown value before a run exists
+    return enum.Enum(name, {i: i for i in ids}, type=str)
+
+
+SubcategoryId = _choices("SubcategoryId", SUBCATEGORY_BY_ID)
+StyleId = _choices("StyleId", STYLE_BY_ID)
+DifficultyId = _choices("DifficultyId", DIFFICULTY_BY_ID)
+
+
+def _values(items):
+    return None if items is None else tuple(getattr(i, "value", i) for i in items)
+
+
 class GridConfig(Config):
-    """The generation grid (ABISS §4.1/§4.3). Defaults are the paper's grid."""
+    """The generation grid (ABISS §4.1/§4.3). Defaults are the paper's grid. Subcategories, styles
+    and difficulties are enums, so the launchpad refuses unknown ones; ``n < 1`` and unknown
+    generators are refused when the run starts (the CLI checks both before it creates a run)."""
 
     generators: list[str] | None = Field(
         default=None, description="council member names and/or 'programmatic'; default: programmatic + the generators council")
-    subcategories: list[str] = Field(default=list(ALL_SUBCATEGORIES))
-    styles: list[str] = Field(default=list(DEFAULT_STYLES))
-    difficulties: list[str] = Field(default=["simple", "moderate", "complex", "highly complex"])
-    n: int = Field(default=3, description="samples per grid cell")
+    subcategories: list[SubcategoryId] = Field(default=list(ALL_SUBCATEGORIES))
+    styles: list[StyleId] = Field(default=list(DEFAULT_STYLES))
+    difficulties: list[DifficultyId] = Field(default=["simple", "moderate", "complex", "highly complex"])
+    n: int = Field(default=3, description="samples per grid cell (at least 1)")
     seed: int = 42
-    llm_subcategories: list[str] | None = Field(
+    llm_subcategories: list[SubcategoryId] | None = Field(
         default=None, description="subcategories the LLM generators cover (default: all of `subcategories`)")
 
 
@@ -98,9 +115,8 @@ def generation_requests(context: AssetExecutionContext, config: GridConfig, coun
                         seed_databases: pl.DataFrame):
     generators = (config.generators if config.generators is not None
                   else [PROGRAMMATIC, *council.get_council("generators").member_names])
-    spec = GridSpec(tuple(generators), tuple(config.subcategories), tuple(config.styles),
-                    tuple(config.difficulties), config.n, config.seed,
-                    tuple(config.llm_subcategories) if config.llm_subcategories is not None else None)
+    spec = GridSpec(tuple(generators), _values(config.subcategories), _values(config.styles),
+                    _values(config.difficulties), config.n, config.seed, _values(config.llm_subcategories))
     try:
         rows = expand_grid(spec, _db(seed_databases)["db_id"])
     except ValueError as exc:

@@ -234,7 +234,7 @@ def validate_grid(grid: dict, council=None) -> None:
     'programmatic' or council members); ValueError naming the key and what is allowed."""
     from pydantic import ValidationError
 
-    from assets.abiss import GridConfig
+    from assets.abiss import GridConfig, _values
     from pipelines.abiss.grid import PROGRAMMATIC, GridSpec
 
     try:
@@ -243,9 +243,8 @@ def validate_grid(grid: dict, council=None) -> None:
         err = exc.errors()[0]
         key = ".".join(str(x) for x in err["loc"])
         raise ValueError(f"{key}: {err['msg']} (got {err.get('input')!r})") from None
-    GridSpec(tuple(cfg.generators or (PROGRAMMATIC,)), tuple(cfg.subcategories), tuple(cfg.styles),
-             tuple(cfg.difficulties), cfg.n, cfg.seed,
-             tuple(cfg.llm_subcategories) if cfg.llm_subcategories is not None else None).validate()
+    GridSpec(tuple(cfg.generators or (PROGRAMMATIC,)), _values(cfg.subcategories), _values(cfg.styles),
+             _values(cfg.difficulties), cfg.n, cfg.seed, _values(cfg.llm_subcategories)).validate()
     if council is not None and cfg.generators is not None:
         known = [PROGRAMMATIC, *council.members]
         unknown = [g for g in cfg.generators if g not in known]

@@ -19,8 +19,8 @@ def _lines(text: str) -> list[str]:
 @pytest.mark.parametrize("grid, needle", [
     ("n: -1\n", "n must be at least 1"),
     ("n: lots\n", "n: Input should be a valid integer"),
-    ("styles: [formal, shouty]\n", "unknown style 'shouty'"),
-    ("subcategories: [answerable, nonsense]\n", "unknown subcategory 'nonsense'"),
+    ("styles: [formal, shouty]\n", "styles.1: Input should be 'formal', "),
+    ("subcategories: [answerable, nonsense]\n", "subcategories.1: Input should be 'answerable', "),
     ("generators: [programmatic, gpt9]\n", "generators: unknown generator(s) ['gpt9']"),
 ])
 def test_bad_grid_values_refused_before_a_run(grid, needle, tmp_path, demo_db_path, capsys):
