@@ -40,6 +40,7 @@ validate: install dagster-home
 	$(BIN)/dagster definitions validate -w workspace.yaml
 
 ui: install dagster-home
+	@echo "Dagster instance: $(DAGSTER_HOME) (the one the CLI uses); UI on http://127.0.0.1:$${PORT:-3000} (PORT=... to change)"
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
 
 bench: install
