@@ -47,17 +47,25 @@ def databases_dir() -> Path:
     return p
 
 
+_exported_home: str | None = None
+
+
 def dagster_home() -> tuple[Path, str]:
     """The Dagster instance folder and where its path came from ("DAGSTER_HOME" or "project default").
 
     Creates it with telemetry off when missing, and exports ``DAGSTER_HOME`` so Dagster (and any
     process started from here) opens the same instance.
     """
+    global _exported_home
     env = os.environ.get("DAGSTER_HOME")
+    if env and env == _exported_home:
+        env = None  # we exported it ourselves earlier in this process: still the project default
     home = Path(env).expanduser().resolve() if env else PROJECT_ROOT / ".dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     yaml_path = home / "dagster.yaml"
     if not yaml_path.exists():
         yaml_path.write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(home)
+    if not env:
+        _exported_home = str(home)
     return home, ("DAGSTER_HOME" if env else "project default")
