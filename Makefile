@@ -36,11 +36,13 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
 
+# Dagster marks these CLI commands as superseded (FutureWarning); the warning says nothing about the project
 validate: install dagster-home
-	$(BIN)/dagster definitions validate -w workspace.yaml
+	PYTHONWARNINGS=ignore::FutureWarning $(BIN)/dagster definitions validate -w workspace.yaml
 
 ui: install dagster-home
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
+	@echo "Dagster instance: $(DAGSTER_HOME) (the one the CLI uses); UI on http://127.0.0.1:$${PORT:-3000} (PORT=... to change)"
+	PYTHONWARNINGS=ignore::FutureWarning $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
 
 bench: install
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -1,24 +1,86 @@
 """Headless runs for the CLI and `make demo`: register partitions and execute a job.
 
-Runs go to the project's Dagster instance (``$DAGSTER_HOME``) when set, so they show up in the
-UI; otherwise to an ephemeral instance.
+Runs go to the project's Dagster instance: ``$DAGSTER_HOME`` when set, else ``<project>/.dagster_home``
+(the folder ``make ui`` serves), created with telemetry off. So a run started from the CLI in any
+folder shows up in the UI and ``quandary rerun`` finds it.
+
+Every run is tagged with the pid (and host and process start time) of the process executing it, so
+a run whose process was killed (``kill -9``, a crash) can be recognised later: it stays STARTED in
+the instance although nothing runs it. :func:`fail_orphaned_runs` marks such runs failed, which
+makes them re-executable from failure.
 """
 
 import os
+import socket
 
 from dagster import DagsterInstance
 
 from assets.partitions import databases_partitions
+from pipelines.paths import dagster_home
+
+PID_TAG, HOST_TAG, START_TAG = "quandary/pid", "quandary/host", "quandary/pid_start"
 
 
 def get_instance() -> DagsterInstance:
-    if os.environ.get("DAGSTER_HOME"):
-        from resources.locks import file_lock
+    home, _ = dagster_home()  # DAGSTER_HOME, else the project's .dagster_home (created, telemetry off)
+    from resources.locks import file_lock
 
-        # Processes opening a fresh DAGSTER_HOME at once would race its storage migrations (alembic).
-        with file_lock(os.path.join(os.environ["DAGSTER_HOME"], ".quandary-instance.lock")):
-            return DagsterInstance.get()
-    return DagsterInstance.ephemeral()
+    # Processes opening a fresh DAGSTER_HOME at once would race its storage migrations (alembic).
+    with file_lock(os.path.join(str(home), ".quandary-instance.lock")):
+        return DagsterInstance.get()
+
+
+def describe_instance() -> str:
+    home, source = dagster_home()
+    return f"Dagster instance: {home} ({source})"
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), to tell a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def process_tags() -> dict[str, str]:
+    pid = os.getpid()
+    return {PID_TAG: str(pid), HOST_TAG: socket.gethostname(), START_TAG: _process_start(pid) or ""}
+
+
+def _process_gone(tags) -> bool:
+    if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
+        return False  # another machine's run, or not ours: we cannot tell, leave it
+    pid = int(tags[PID_TAG])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, another user's
+    started = tags.get(START_TAG)
+    return bool(started) and _process_start(pid) not in (None, started)  # pid reused by another process
+
+
+def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, db_id: str | None = None) -> list[str]:
+    """Mark failed every STARTED/STARTING run whose executing process is gone; returns their ids."""
+    from dagster import DagsterRunStatus, RunsFilter
+
+    tags = {"dagster/partition": db_id} if db_id else {}
+    records = instance.get_run_records(RunsFilter(
+        job_name=job_name, tags=tags,
+        statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED]), limit=100)
+    failed = []
+    for record in records:
+        run = record.dagster_run
+        if _process_gone(run.tags):
+            instance.report_run_failed(
+                run, message=f"the process that ran it (pid {run.tags[PID_TAG]}) is gone: killed or crashed")
+            failed.append(run.run_id)
+    return failed
 
 
 def ensure_partitions(instance: DagsterInstance, db_ids: list[str]) -> list[str]:
@@ -31,7 +93,7 @@ def ensure_partitions(instance: DagsterInstance, db_ids: list[str]) -> list[str]
 
 def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance | None = None,
                           raise_on_error: bool = False, log_level: str = "WARNING", tags=None,
-                          run_config: dict | None = None):
+                          run_config: dict | None = None, run_id: str | None = None):
     """Execute ``job_name`` for one database partition in this process; returns the result."""
     from pipelines.definitions import defs
 
@@ -42,7 +104,8 @@ def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance |
         instance=instance,
         partition_key=db_id,
         raise_on_error=raise_on_error,
-        tags=tags,
+        tags={**process_tags(), **(tags or {})},
+        run_id=run_id,
         run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
     )
 
@@ -69,7 +132,7 @@ def latest_failed_run_id(instance: DagsterInstance, job_name: str, db_id: str | 
             return run.run_id
     where = f" for partition {db_id!r}" if db_id else ""
     raise LookupError(f"no failed run of {job_name}{where} left to re-execute "
-                      f"in {os.environ.get('DAGSTER_HOME') or 'this instance'}")
+                      f"in the Dagster instance {dagster_home()[0]}")
 
 
 def _main_job():
@@ -79,7 +142,7 @@ def _main_job():
 
 
 def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, job_name: str | None = None,
-                           instance: DagsterInstance | None = None):
+                           instance: DagsterInstance | None = None, log_level: str = "WARNING"):
     """Dagster's "re-execute from failure": only the failed steps and their downstream run again.
 
     Completed LLM calls are in the call cache, so the re-executed stages repeat none of them.
@@ -92,6 +155,7 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
     job_name = job_name or MAIN_JOB
     if job_name != MAIN_JOB:
         raise LookupError(f"rerun supports the main job ({MAIN_JOB}) only")
+    fail_orphaned_runs(instance, job_name, db_id)  # killed runs become re-executable
     run_id = run_id or latest_failed_run_id(instance, job_name, db_id)
     parent = instance.get_run_by_id(run_id)
     if parent is None:
@@ -101,9 +165,10 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
     if parent.status.name not in _RERUNNABLE:
         raise LookupError(f"run {run_id} is {parent.status.name.lower()}, not failed: nothing to re-execute")
     options = ReexecutionOptions.from_failure(run_id, instance)
+    run_config = {**parent.run_config, "loggers": {"console": {"config": {"log_level": log_level}}}}
     return execute_job(
-        reconstructable(_main_job), instance=instance, run_config=parent.run_config,
-        tags={k: v for k, v in parent.tags.items() if k.startswith("dagster/partition")},
+        reconstructable(_main_job), instance=instance, run_config=run_config,
+        tags={**{k: v for k, v in parent.tags.items() if k.startswith("dagster/partition")}, **process_tags()},
         reexecution_options=options,
     )
 
@@ -111,9 +176,7 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
 def report_external_version(asset: str, partition: str, path: str, rows: int, content_hash: str,
                             description: str) -> bool:
     """Record an artifact written outside a run (e.g. `quandary import`) in the Dagster instance,
-    so the UI's asset history shows where that version came from. Needs $DAGSTER_HOME."""
-    if not os.environ.get("DAGSTER_HOME"):
-        return False
+    so the UI's asset history shows where that version came from."""
     from dagster import AssetKey, AssetMaterialization, MetadataValue
 
     instance = get_instance()

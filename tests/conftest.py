@@ -18,7 +18,8 @@ SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 def isolated_home(tmp_path, monkeypatch):
     home = tmp_path / "quandary_home"
     monkeypatch.setenv("QUANDARY_HOME", str(home))
-    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    # the CLI defaults to the project's own .dagster_home: tests get their own (created on first use)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     monkeypatch.delenv("QUANDARY_COUNCIL_CONFIG", raising=False)
     return home
 

@@ -4,6 +4,9 @@ import sys
 
 from pipelines.cli._output import render_table
 
+# `quandary import` writes here unless told otherwise: its own asset, next to the pipeline's dataset
+IMPORTED_ASSET = "imported_dataset"
+
 
 def audit_question(args) -> int:
     from storage.audit import list_views, open_audit
@@ -57,23 +60,34 @@ def audit_question(args) -> int:
                 cmp = f" [{comparison}]" if comparison else ""
                 print(f"  {stage:<30} {member:<14}{cmp} → {vote}{'' if parsed_ok else ' (unparseable)'}  call {call_id}")
                 if args.prompts and request:
-                    print(f"      prompt: {_last_user_message(request)[:args.width]}")
+                    for role, content in _messages(request):
+                        print(f"      prompt [{role}]:")
+                        print(_indent(_cut(content, args.width), "        "))
                 if raw is not None:
-                    print(f"      answer: {' '.join(str(raw).split())[:args.width]}")
+                    print(f"      answer: {_cut(' '.join(str(raw).split()), args.width)}")
         return 0
     finally:
         con.close()
 
 
-def _last_user_message(request_json: str) -> str:
+def _messages(request_json: str) -> list[tuple[str, str]]:
+    """Every message of a logged request as (role, content): the system message too."""
     import json
 
     try:
         req = json.loads(request_json)
         msgs = req.get("messages", req) if isinstance(req, dict) else req
-        return " ".join(str(msgs[-1].get("content", "")).split())
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        return " ".join(str(request_json).split())
+        return [(str(m.get("role", "?")), str(m.get("content", ""))) for m in msgs]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return [("raw", str(request_json))]
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.splitlines() or [""])
 
 
 def _export(args) -> int:
@@ -82,6 +96,14 @@ def _export(args) -> int:
     from pipelines.abiss.outputs import write_abiss_json
     from storage.audit import list_views, open_audit
 
+    from pathlib import Path
+
+    from resources.catalog import Catalog
+
+    if args.db and args.db not in Catalog().ids():
+        known = ", ".join(Catalog().ids()) or "none"
+        print(f"database {args.db!r} is not registered (registered: {known}); nothing exported", file=sys.stderr)
+        return 2
     con = open_audit()
     try:
         if "dataset" not in list_views(con):
@@ -93,8 +115,17 @@ def _export(args) -> int:
         df = pl.DataFrame(cur.fetchall(), schema=columns, orient="row", infer_schema_length=None)
     finally:
         con.close()
-    n = write_abiss_json(df, args.path)
-    print(f"wrote {n} records to {args.path}")
+    if args.db and df.height == 0:
+        print(f"no dataset materialized for {args.db!r} yet; run `quandary run --db {args.db}` first", file=sys.stderr)
+        return 1
+    out = Path(args.path)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        n = write_abiss_json(df, out)
+    except OSError as exc:
+        print(f"cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {n} records to {out}")
     return 0
 
 
@@ -105,8 +136,13 @@ def _import(args) -> int:
     protected = {"candidates", "nlq_objects", "generation_requests", "council_votes", "rejection_report",
                  "seed_databases", "schema_context"}
     if args.asset in protected or args.asset.startswith("s0") or args.asset.startswith("s10"):
-        print(f"refusing to overwrite the pipeline artifact {args.asset!r}; import into 'dataset' or a new name",
-              file=sys.stderr)
+        print(f"refusing to overwrite the pipeline artifact {args.asset!r}; import into '{IMPORTED_ASSET}' "
+              "(the default) or a new name", file=sys.stderr)
+        return 2
+    if args.asset == "dataset" and not args.replace:
+        # a new `dataset` version would replace the pipeline's own and cut it off from its audit trail
+        print(f"refusing to replace the pipeline's 'dataset' (its stage decisions and votes would no longer "
+              f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace", file=sys.stderr)
         return 2
     try:
         df = read_abiss_json(args.path)
@@ -126,15 +162,31 @@ def _import(args) -> int:
 
 def _rerun(args) -> int:
     from assets.runner import reexecute_from_failure
+    from pipelines.cli.run import _check_lines, execute_cli_run, print_failure
 
-    try:
-        result = reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job)
-    except LookupError as exc:
-        print(str(exc), file=sys.stderr)
+    lookup_error = []
+
+    def start(run_id, level):
+        try:
+            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level)
+        except LookupError as exc:
+            lookup_error.append(str(exc))
+            return None
+
+    db = args.db or "ID"
+    result = execute_cli_run(start, db, args.verbose)
+    if isinstance(result, int):
+        return result
+    if result is None:
+        print(lookup_error[0], file=sys.stderr)
         return 1
     steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
     print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
     print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
+    for line in _check_lines(result):
+        print(line)
+    if not result.success:
+        print_failure(result, db, args.verbose)
     return 0 if result.success else 1
 
 
@@ -147,11 +199,15 @@ def register(sub) -> None:
 
     i = sub.add_parser("import", help="read an ABISS JSON file into a dataset artifact")
     i.add_argument("path")
-    i.add_argument("--asset", default="dataset", help="artifact name to write (default: dataset)")
+    i.add_argument("--asset", default=IMPORTED_ASSET,
+                   help=f"artifact name to write (default: {IMPORTED_ASSET}; 'dataset' needs --replace)")
+    i.add_argument("--replace", action="store_true",
+                   help="allow --asset dataset: replace the pipeline's dataset version with the file's records")
     i.set_defaults(func=_import)
 
     r = sub.add_parser("rerun", help="re-execute a failed run from failure (only failed steps and downstream)")
     r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
     r.add_argument("--db", help="partition of the failed run to look up")
     r.add_argument("--job", default=None, help="job name (default: the main job)")
+    r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     r.set_defaults(func=_rerun)

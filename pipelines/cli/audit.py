@@ -48,8 +48,9 @@ def register(sub) -> None:
 
     t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")
     t.add_argument("id", help="candidate id (a unique prefix is enough)")
-    t.add_argument("--prompts", action="store_true", help="also print the prompt behind each vote")
-    t.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
+    t.add_argument("--prompts", action="store_true",
+                   help="also print the whole prompt behind each vote (system and user messages)")
+    t.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
     t.set_defaults(func=audit_question)
     from pipelines.cli.ambitab_eval import audit_episode
 

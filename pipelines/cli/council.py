@@ -8,6 +8,7 @@
 """
 
 import json
+import sys
 import time
 from typing import Literal
 
@@ -35,7 +36,8 @@ def register(subparsers) -> None:
     check.set_defaults(func=cmd_check)
     calls = sub.add_parser("calls", help="summarize the LLM call log")
     calls.add_argument("--by", choices=["member", "tag", "both"], default="both")
-    calls.add_argument("--db", default=None, help="call log file (default: $QUANDARY_HOME/llm_calls.sqlite)")
+    calls.add_argument("--db", default=None, help="only the calls made for this registered database id")
+    calls.add_argument("--log", default=None, help="call log file (default: $QUANDARY_HOME/llm_calls.sqlite)")
     calls.add_argument("--json", action="store_true", help="machine-readable output")
     calls.set_defaults(func=cmd_calls)
 
@@ -120,18 +122,47 @@ def _table(title: str, stats: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _item_ids_of_database(db_id: str) -> set[str]:
+    """Every id a call of this database is tagged with (generation requests, NLQ objects,
+    candidates), from the audit catalog."""
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        views = set(list_views(con))
+        ids: set[str] = set()
+        for view, col in (("generation_requests", "request_id"), ("nlq_objects", "object_id"),
+                          ("candidates", "candidate_id"), ("candidates", "object_id")):
+            if view in views:
+                ids |= {r[0] for r in con.execute(f'SELECT "{col}" FROM "{view}" WHERE db_id = ?', [db_id]).fetchall()}
+        return ids
+    finally:
+        con.close()
+
+
 def cmd_calls(args) -> int:
     from pathlib import Path
 
     from pipelines.paths import llm_calls_path
     from storage.llm_log import CallLog
 
-    path = Path(args.db) if args.db else llm_calls_path()
+    path = Path(args.log) if args.log else llm_calls_path()
+    if args.db:
+        from resources.catalog import Catalog
+
+        if args.db not in Catalog().ids():
+            known = ", ".join(Catalog().ids()) or "none"
+            print(f"database {args.db!r} is not registered (registered: {known}); "
+                  "for a call log file use --log PATH", file=sys.stderr)
+            return 2
     if not path.exists():
         print(f"no call log at {path} (no LLM calls yet)")
         return 0
     rows = CallLog(path).rows()
-    report = {"path": str(path)}
+    if args.db:
+        ids = _item_ids_of_database(args.db)
+        rows = [r for r in rows if r["tag_candidate_id"] in ids]
+    report = {"path": str(path), **({"db": args.db} if args.db else {})}
     if args.by in ("member", "both"):
         report["by_member"] = summarize(rows, lambda r: r["member"])
     if args.by in ("tag", "both"):

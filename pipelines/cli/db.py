@@ -14,10 +14,10 @@ def _demo_db(args) -> int:
 
 
 def _sync_partitions(db_ids: list[str]) -> None:
-    """Add the dynamic partitions now when a Dagster instance is configured (else the sensor does)."""
+    """Add the dynamic partitions to the project instance now (the sensor would, later)."""
     import os
 
-    if not db_ids or not os.environ.get("DAGSTER_HOME"):
+    if not db_ids:
         return
     from assets.runner import ensure_partitions, get_instance
 
@@ -34,6 +34,12 @@ def _register(args) -> int:
             print(f"skipped    {s.path}: {s.reason}", file=sys.stderr)
         _sync_partitions([i.db_id for i in found])
         return 0 if found else 1
+    from pathlib import Path
+
+    if Path(args.path).is_dir():
+        print(f"cannot register {args.path}: it is a folder; to register every <root>/<db_id>/<db_id>.sqlite "
+              f"in it, run: quandary db register {args.path} --folder", file=sys.stderr)
+        return 1
     try:
         info = catalog.register(args.path, args.db_id)
     except BadDatabaseError as exc:
@@ -41,6 +47,19 @@ def _register(args) -> int:
         return 1
     print(f"registered {info.db_id} ({info.engine}, {len(info.tables)} tables) {info.path}")
     _sync_partitions([info.db_id])
+    return 0
+
+
+def _remove(args) -> int:
+    """Forget a registration (the database file and existing artifacts are left alone)."""
+    catalog = Catalog()
+    if args.db_id not in catalog.ids():
+        known = ", ".join(catalog.ids()) or "none"
+        print(f"database {args.db_id!r} is not registered (registered: {known})", file=sys.stderr)
+        return 1
+    entry = catalog.get(args.db_id)
+    catalog.remove(args.db_id)
+    print(f"removed {args.db_id} from the catalog (the file {entry.path} and its artifacts are kept)")
     return 0
 
 
@@ -79,6 +98,9 @@ def register(sub) -> None:
                    help="walk a BIRD/Spider-style folder <root>/<db_id>/<db_id>.sqlite")
     r.set_defaults(func=_register)
     db.add_parser("list", help="list registered databases").set_defaults(func=_list)
+    rm = db.add_parser("remove", help="forget a registered database (its file and artifacts are kept)")
+    rm.add_argument("db_id")
+    rm.set_defaults(func=_remove)
     s = db.add_parser("show", help="print a database's prompt schema context")
     s.add_argument("db_id")
     s.add_argument("--json", action="store_true")

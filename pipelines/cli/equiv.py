@@ -44,6 +44,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_equiv(args: argparse.Namespace) -> int:
+    from pipelines.cli.preflight import PreflightError, check_database_file
+
+    try:
+        check_database_file(args.db_path)
+    except PreflightError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_QUERY_FAILED
     verdict = sql_equivalent(
         args.db_path,
         args.gold_sql,

@@ -31,7 +31,25 @@ def _print_funnel(result) -> None:
             print(f"\nvalidated questions in dataset: {q.value if q is not None else '?'}")
 
 
-def _print_run_summary(result, db_id: str) -> None:
+def _check_lines(result) -> list[str]:
+    """Checks as results: a failed WARN check is a warning with its summary (which stage left which
+    bound, by how much); a failed ERROR check is a failure."""
+    lines = []
+    for event in result.get_asset_check_evaluations():
+        name = f"{event.asset_key.to_user_string()}.{event.check_name}"
+        if event.passed:
+            lines.append(f"  check {name:<44} passed")
+            continue
+        summary = event.metadata.get("summary")
+        detail = f": {summary.value}" if summary is not None else ""
+        if event.severity.name == "WARN":
+            lines.append(f"  warning {name}{detail}")
+        else:
+            lines.append(f"  check {name:<44} FAILED{detail}")
+    return lines
+
+
+def _print_run_summary(result, db_id: str, verbose: bool = False) -> None:
     from storage.audit import open_audit
 
     status = "succeeded" if result.success else "FAILED"
@@ -41,9 +59,11 @@ def _print_run_summary(result, db_id: str) -> None:
         rows = mat.metadata.get("dagster/row_count")
         n = rows.value if rows is not None else "?"
         print(f"  materialized {mat.asset_key.to_user_string():<28} rows={n}")
-    for event in result.get_asset_check_evaluations():
-        print(f"  check {event.asset_key.to_user_string()}.{event.check_name:<28} "
-              f"{'passed' if event.passed else 'FAILED'}")
+    for line in _check_lines(result):
+        print(line)
+    if not result.success:
+        print_failure(result, db_id, verbose)
+        return
     _print_funnel(result)
     import duckdb
 
@@ -61,13 +81,123 @@ def _print_run_summary(result, db_id: str) -> None:
         con.close()
 
 
-def _run_job(job: str, db_id: str, grid: dict | None = None) -> int:
+def _error_message(error) -> str:
+    """The message the failing step's exception carried, without Dagster's wrapper and class path."""
+    while error is not None and error.cause is not None and "DagsterExecutionStepExecutionError" in (error.cls_name or ""):
+        error = error.cause
+    if error is None:
+        return "unknown error"
+    message = error.message.strip()
+    prefix = f"{error.cls_name}: " if error.cls_name else ""
+    for p in (prefix, f"dagster._core.definitions.events.{prefix}"):
+        if p and message.startswith(p) and error.cls_name in ("Failure", "DagsterExecutionInterruptedError"):
+            message = message[len(p):]
+    return " ".join(message.split()) if len(message) < 400 else " ".join(message[:400].split()) + " …"
+
+
+def print_failure(result, db_id: str, verbose: bool = False) -> None:
+    """A failed run in three lines: the failing step(s) with their message, what is kept, how to resume.
+    Dagster's stack traces stay in the run log (UI) and are printed with ``--verbose``."""
+    failures = [e for e in result.all_events if e.is_step_failure]
+    for event in failures:
+        error = event.event_specific_data.error
+        print(f"  step {event.step_key} failed: {_error_message(error)}", file=sys.stderr)
+        if verbose and error is not None:
+            print(error.to_string(), file=sys.stderr)
+    if not failures:
+        print("  the run failed before any step ran (see the run log in the UI, or --verbose)", file=sys.stderr)
+    print(f"  completed steps and LLM calls are kept; resume with: quandary rerun --db {db_id}", file=sys.stderr)
+    if not verbose:
+        print("  (stack traces: add --verbose, or open the run in the UI)", file=sys.stderr)
+
+
+def interrupted_line(run_id: str, db_id: str) -> str:
+    return (f"interrupted: run {run_id[:8]} stopped; completed steps and LLM calls are kept. "
+            f"Resume with: quandary rerun --db {db_id}")
+
+
+def use_terminal_for_progress() -> None:
+    """Progress goes to a duplicate of this process's stdout: Dagster points fd 1 at its compute-log
+    files while a step runs, which would hide the live bar from the terminal."""
+    from pipelines import progress
+
+    try:
+        stream = open(os.dup(sys.stdout.fileno()), "w", buffering=1, closefd=True)
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
+        return
+    progress.set_default_stream(stream)
+
+
+class _TerminateAsInterrupt:
+    """SIGTERM while a run works is handled like Ctrl-C: the run stops cleanly and says so."""
+
+    def __enter__(self):
+        import signal
+
+        def handler(signum, frame):
+            raise KeyboardInterrupt
+        try:
+            self._old = signal.signal(signal.SIGTERM, handler)
+        except ValueError:  # not the main thread
+            self._old = None
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+
+
+def execute_cli_run(start, db_id: str, verbose: bool = False) -> int:
+    """Run ``start(run_id, log_level)`` (a run or a re-execution) the way every CLI run looks: the
+    instance named first, progress while it works, a short summary, one line on Ctrl-C."""
+    import uuid
+
+    from assets.runner import describe_instance
+
+    print(describe_instance())
+    use_terminal_for_progress()
+    run_id = str(uuid.uuid4())
+    with _TerminateAsInterrupt():
+        try:
+            # Dagster's console log shows step failures as stack traces: only with --verbose
+            result = start(run_id, "ERROR" if verbose else "CRITICAL")
+        except KeyboardInterrupt:
+            print(f"\n{interrupted_line(run_id, db_id)}", file=sys.stderr)
+            return 130
+    if result is not None and was_interrupted(result):
+        print(f"\n{interrupted_line(result.run_id, db_id)}", file=sys.stderr)
+        return 130
+    return result
+
+
+_INTERRUPT_ERRORS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+
+
+def was_interrupted(result) -> bool:
+    """Dagster turns Ctrl-C inside a step into a failed step (and a failed run) instead of raising."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.event_specific_data.error
+            while error is not None:
+                if error.cls_name in _INTERRUPT_ERRORS:
+                    return True
+                error = error.cause
+    return False
+
+
+def _run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False) -> int:
     from assets.runner import run_job_for_partition
     from pipelines.definitions import MAIN_JOB
 
     run_config = grid_run_config(grid) if job == MAIN_JOB else {}
-    result = run_job_for_partition(job, db_id, run_config=run_config)
-    _print_run_summary(result, db_id)
+    result = execute_cli_run(
+        lambda run_id, level: run_job_for_partition(job, db_id, run_config=run_config, run_id=run_id,
+                                                    log_level=level), db_id, verbose)
+    if isinstance(result, int):
+        return result
+    _print_run_summary(result, db_id, verbose)
     return 0 if result.success else 1
 
 
@@ -81,26 +211,53 @@ def _demo(args) -> int:
     path = write_demo_db(databases_dir() / f"{DEMO_DB_ID}.sqlite")
     info = Catalog().register(path, DEMO_DB_ID)
     print(f"demo database '{info.db_id}' registered: {len(info.tables)} tables, {info.total_rows} rows ({path})")
-    code = _run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID)
+    code = _run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID, args.verbose)
     from pipelines.cli.interaction import demo_interaction  # ABISS §5 step of the demo
 
     return code or (demo_interaction(DEMO_DB_ID) if not args.job else 0)
 
 
 def _run(args) -> int:
+    from pipelines.cli.preflight import PreflightError, check_council, check_database
     from pipelines.definitions import MAIN_JOB
 
-    if args.db not in Catalog().ids():
-        print(f"database {args.db!r} is not registered; use `quandary db register`", file=sys.stderr)
+    try:
+        check_database(args.db)
+        council = check_council()
+        grid = None
+        if args.grid:
+            try:
+                grid = load_grid(args.grid)
+                validate_grid(grid, council)
+            except ValueError as exc:
+                raise PreflightError(f"bad grid file {args.grid}: {exc}") from None
+    except PreflightError as exc:
+        print(str(exc), file=sys.stderr)
         return 2
-    grid = None
-    if args.grid:
-        try:
-            grid = load_grid(args.grid)
-        except ValueError as exc:
-            print(f"bad grid file {args.grid}: {exc}", file=sys.stderr)
-            return 2
-    return _run_job(args.job or MAIN_JOB, args.db, grid)
+    return _run_job(args.job or MAIN_JOB, args.db, grid, args.verbose)
+
+
+def validate_grid(grid: dict, council=None) -> None:
+    """Values of a grid (types, n ≥ 1, known subcategories/styles/difficulties, generators that are
+    'programmatic' or council members); ValueError naming the key and what is allowed."""
+    from pydantic import ValidationError
+
+    from assets.abiss import GridConfig, _values
+    from pipelines.abiss.grid import PROGRAMMATIC, GridSpec
+
+    try:
+        cfg = GridConfig.model_validate(grid)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(x) for x in err["loc"])
+        raise ValueError(f"{key}: {err['msg']} (got {err.get('input')!r})") from None
+    GridSpec(tuple(cfg.generators or (PROGRAMMATIC,)), _values(cfg.subcategories), _values(cfg.styles),
+             _values(cfg.difficulties), cfg.n, cfg.seed, _values(cfg.llm_subcategories)).validate()
+    if council is not None and cfg.generators is not None:
+        known = [PROGRAMMATIC, *council.members]
+        unknown = [g for g in cfg.generators if g not in known]
+        if unknown:
+            raise ValueError(f"generators: unknown generator(s) {unknown}; known: {', '.join(known)}")
 
 
 def load_grid(path: str) -> dict:
@@ -124,9 +281,11 @@ def load_grid(path: str) -> dict:
 def register(sub) -> None:
     d = sub.add_parser("demo", help="build + register the demo university database and run the main job")
     d.add_argument("--job", help="job to run (default: the main job)")
+    d.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     d.set_defaults(func=_demo)
     r = sub.add_parser("run", help="run a job for one registered database (partition)")
     r.add_argument("--db", required=True, help="registered db_id")
     r.add_argument("--job", help="job to run (default: the main job)")
     r.add_argument("--grid", help="YAML file with the generation grid (GridConfig fields); default: the paper's grid")
+    r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     r.set_defaults(func=_run)

@@ -8,6 +8,13 @@ from resources.sql_executor import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, execute_
 
 
 def _run(args) -> int:
+    from pipelines.cli.preflight import PreflightError, check_database_file
+
+    try:
+        check_database_file(args.db_path)
+    except PreflightError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 1
     outcome = execute_sql(args.db_path, args.sql, timeout_s=args.timeout, max_rows=args.max_rows)
     if not outcome.ok:
         print(f"refused or failed: {outcome.one_line()}", file=sys.stderr)

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
+from pipelines.progress import record_call
 from pipelines.votes import decide, min_more_votes
 from resources.llm.client import CallResult, call_structured, request_key
 from resources.llm.config import CouncilConfig, Member, load_council_config
@@ -194,7 +195,11 @@ class Council:
 
     async def _call(self, member: Member, messages, output_model, tag, use_cache) -> CallResult:
         async with _limiter(member):
-            return await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
+            result = await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
+        # live counts for the open progress bar/log lines (pipelines/progress.py); joined
+        # single-flight duplicates are not counted twice
+        record_call(cached=bool(result.cached), failed=not result.ok, item=(tag or {}).get("candidate_id"))
+        return result
 
     async def aask_all(self, messages: list[dict], output_model: type[T], tag: dict | None = None,
                        *, use_cache: bool = True) -> list[CallResult[T]]:

@@ -6,6 +6,13 @@ run in-process by ``xllamacpp`` on a free loopback port.
   plugin and would pull in ``llm``).
 - ``n_parallel`` slots (default 4, ``$QUANDARY_EMBEDDED_PARALLEL``) serve concurrent requests with
   continuous batching; ``cache_prompt`` + ``n_cache_reuse`` reuse shared prompt prefixes.
+- Reproducibility: llama.cpp's logits are not bit-identical across batch compositions, so with
+  several slots (requests batched together in whatever order they arrive) or with prompt-prefix
+  reuse (a prefix computed for an earlier request) the same request with the same seed can give a
+  different answer from one run to the next. ``$QUANDARY_EMBEDDED_DETERMINISTIC=1`` serves one
+  request at a time from a fresh prompt (one slot, no prefix reuse): every request is computed the
+  same way whatever else is in flight: 0 of 12 answers differed between two cold starts in
+  ``bench/bench_embedded_reproducibility.py`` (5 of 12 with the default), at the cost of throughput.
 - :func:`get_embedded_server` is a process-wide singleton (one model load per process, e.g. per
   Dagster run process); it is stopped at interpreter exit. ``$QUANDARY_EMBEDDED_BASE_URL`` points
   every process at one already-running server instead (e.g. started by a launcher).
@@ -25,6 +32,7 @@ import httpx
 MODEL_ALIAS = "smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_URL_ENV = "QUANDARY_EMBEDDED_BASE_URL"
+DETERMINISTIC_ENV = "QUANDARY_EMBEDDED_DETERMINISTIC"
 
 
 class EmbeddedServerError(RuntimeError):
@@ -46,8 +54,12 @@ def smollm2_gguf_path() -> Path:
 class EmbeddedServer:
     """One llama.cpp server in this process. ``base_url`` is the OpenAI ``/v1`` root."""
 
-    def __init__(self, n_parallel: int | None = None, ctx_per_slot: int = 4096, n_threads: int | None = None):
-        self.n_parallel = max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+    def __init__(self, n_parallel: int | None = None, ctx_per_slot: int = 4096, n_threads: int | None = None,
+                 deterministic: bool | None = None):
+        if deterministic is None:
+            deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
+        self.deterministic = deterministic
+        self.n_parallel = 1 if deterministic else max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
         self.ctx_per_slot = ctx_per_slot
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
         self._server = None
@@ -70,8 +82,8 @@ class EmbeddedServer:
         p.n_parallel = self.n_parallel
         p.n_ctx = self.ctx_per_slot * self.n_parallel  # llama.cpp splits n_ctx across slots
         p.port = 0  # the OS picks a free port; read it back from listening_address
-        p.cache_prompt = True
-        p.n_cache_reuse = 256  # reuse KV chunks of shifted shared prefixes
+        p.cache_prompt = not self.deterministic
+        p.n_cache_reuse = 0 if self.deterministic else 256  # reuse KV chunks of shifted shared prefixes
         p.cpuparams.n_threads = self.n_threads
         p.cpuparams_batch.n_threads = self.n_threads
         p.verbosity = -1

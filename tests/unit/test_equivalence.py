@@ -114,7 +114,8 @@ def test_many_interchangeable_columns_stay_fast():
     assert results_equivalent(gold, result([f"p{j}" for j in range(16)], pred_rows)).equivalent
     broken = [r[:-1] + (1 - r[-1],) if i == 0 else r for i, r in enumerate(rows)]
     assert not results_equivalent(gold, result([f"p{j}" for j in range(12)], broken)).equivalent
-    assert time.perf_counter() - start < 2.0
+    # a guard against exponential search (~0.05 s here), loose enough for a loaded machine
+    assert time.perf_counter() - start < 30.0
 
 
 # ----------------------------------------------------------------------------- multisets / DISTINCT

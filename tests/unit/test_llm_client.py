@@ -125,7 +125,7 @@ def test_process_killed_mid_run_resumes_with_zero_repeated_calls(scripted):
     child = subprocess.Popen([sys.executable, "-c", CHILD.format(repo=str(REPO), m=m_total)], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     log = call_log()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # the child imports litellm first: slow on a loaded machine
     try:
         while log.count() < kill_after:
             assert child.poll() is None, child.stderr.read().decode()[-2000:]
@@ -155,11 +155,11 @@ def test_retries_on_429_500_timeout_then_succeeds(scripted):
 
 
 def test_per_call_timeout_is_enforced_and_retried(scripted):
-    scripted.responder = sequence(Reply(YES, delay_s=5.0), YES)
+    scripted.responder = sequence(Reply(YES, delay_s=60.0), YES)
     t0 = time.monotonic()
     r = council(scripted_member("a", timeout_s=0.2)).ask("a", msgs(), Verdict)
     assert r.ok and r.attempts == 2
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 30  # did not wait for the 60-s answer (generous for a loaded machine)
 
 
 def test_permanent_failure_is_recorded_not_raised_and_retried_next_run(scripted):

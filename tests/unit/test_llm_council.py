@@ -105,11 +105,11 @@ def test_plurality_vote_with_labels(scripted):
 
 
 def test_vote_many_runs_candidates_concurrently(scripted):
-    scripted.responder = lambda req: Reply(json_reply({"verdict": "yes"}), delay_s=0.05)
-    t0 = time.monotonic()
+    # long enough that requests overlap even when dispatching each one is slow (a loaded machine)
+    scripted.responder = lambda req: Reply(json_reply({"verdict": "yes"}), delay_s=0.5)
     outs = three(max_in_flight=8).vote_many([msgs(i) for i in range(8)], Verdict, extract=lambda v: v.verdict == "yes")
     assert all(o.decision for o in outs) and sum(o.calls_saved for o in outs) == 8
-    assert time.monotonic() - t0 < 8 * 2 * 0.05  # not sequential
+    assert scripted.max_in_flight > 2  # not sequential (observed concurrency, not wall time: holds under load)
 
 
 def test_sync_api_works_inside_a_running_event_loop(scripted):

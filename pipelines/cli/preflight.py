@@ -1,0 +1,83 @@
+"""Checks a CLI run makes before any Dagster run exists, each failing with one or two lines that
+name the file, the key and what is allowed (grid values are checked in ``run.validate_grid``)."""
+
+import os
+
+
+class PreflightError(Exception):
+    """Bad configuration found before the run; ``str()`` is the message for the user."""
+
+
+def check_database(db_id: str) -> None:
+    """The database is registered and its file is still there."""
+    from pathlib import Path
+
+    from resources.catalog import Catalog
+
+    catalog = Catalog()
+    if db_id not in catalog.ids():
+        known = ", ".join(sorted(catalog.ids())) or "none yet"
+        raise PreflightError(f"database {db_id!r} is not registered (registered: {known}); "
+                             "use `quandary db register PATH`")
+    path = Path(catalog.get(db_id).path)
+    if not path.is_file():
+        raise PreflightError(f"database {db_id!r} is registered at {path}, but that file is gone; register it "
+                             f"again (`quandary db register NEW_PATH --db-id {db_id}`) or `quandary db remove {db_id}`")
+
+
+def describe_validation_error(exc) -> str:
+    """A pydantic ValidationError as ``key.path: message`` (the first error, and how many more)."""
+    errors = exc.errors()
+    parts = []
+    for err in errors[:2]:
+        key = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        parts.append(f"{key}: {msg}")
+    more = f" (+{len(errors) - 2} more)" if len(errors) > 2 else ""
+    return "; ".join(parts) + more
+
+
+def check_council(path: str | None = None):
+    """Load the council file (``path``, else $QUANDARY_COUNCIL_CONFIG, else the embedded default);
+    PreflightError naming the file and the bad key. Returns the CouncilConfig."""
+    import yaml
+    from pydantic import ValidationError
+
+    from resources.llm.config import CONFIG_ENV, Member, load_council_config
+
+    source = path or os.environ.get(CONFIG_ENV)
+    where = f"council file {source}" + ("" if path else f" (from ${CONFIG_ENV})")
+    try:
+        return load_council_config(path)
+    except FileNotFoundError:
+        raise PreflightError(f"{where} not found; fix the path or unset {CONFIG_ENV} for the embedded model") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise PreflightError(f"{where}: YAML syntax error at{at}: {problem}") from None
+    except ValidationError as exc:
+        allowed = ", ".join(f for f in Member.model_fields if f != "name")
+        hint = ""
+        if any(e["type"] == "extra_forbidden" for e in exc.errors()):
+            hint = (f"\n  allowed top-level keys: members, councils; member keys: {allowed}")
+        raise PreflightError(f"{where}: {describe_validation_error(exc)}{hint}") from None
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise PreflightError(f"{where}: {' '.join(str(exc).split())}") from None
+
+
+def check_database_file(path: str) -> None:
+    """A database file the CLI is about to query opens and its schema reads; a corrupt or foreign
+    file is refused even for a query that would read no table (``SELECT 1`` never touches pages)."""
+    from pathlib import Path
+
+    from resources.catalog import BadDatabaseError, inspect_database
+
+    if not Path(path).is_file():
+        raise PreflightError(f"{path}: no such database file")
+    try:
+        inspect_database(path)
+    except BadDatabaseError as exc:
+        raise PreflightError(f"{path}: not a readable SQLite/DuckDB database ({' '.join(str(exc).split())})") from None

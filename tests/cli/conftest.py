@@ -1,0 +1,122 @@
+"""Fixtures for CLI tests that run `quandary` as a user would: a subprocess with its own state
+folders, the demo database registered, and a loopback OpenAI-compatible stub whose requests can be
+held (to interrupt or kill a run while a call is in flight) — every wait is on an event."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+QUANDARY = str(Path(sys.executable).parent / "quandary")
+# One JSON object every ABISS output model accepts (models ignore keys they do not declare).
+UNIVERSAL_ANSWER = json.dumps({"verdict": "yes", "reason": "ok", "sql": "SELECT COUNT(*) FROM departments",
+                               "answerable": False, "choice": "A", "style": "formal",
+                               "question": "How many departments are there?"})
+SMALL_GRID = "generators: [programmatic]\nsubcategories: [answerable, lexical_overlap, missing_entity]\n" \
+             "styles: [formal]\ndifficulties: [moderate]\nn: 1\nseed: 7\n"
+
+
+class GatedStub:
+    """Answers the first ``answer_first`` requests, then holds every further one until ``release()``.
+    ``held`` is set when a request is being held; ``answered`` keeps a key per answered request."""
+
+    def __init__(self, answer_first: int = 10**9):
+        self.answer_first = answer_first
+        self.answered: list[str] = []
+        self.held = threading.Event()
+        self._gate = threading.Event()
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                req = json.loads(body or b"{}")
+                key = hashlib.sha256(json.dumps([req.get("messages"), req.get("seed")], sort_keys=True)
+                                     .encode()).hexdigest()
+                with outer._lock:
+                    hold = len(outer.answered) >= outer.answer_first and not outer._gate.is_set()
+                if hold:
+                    outer.held.set()
+                    outer._gate.wait(600)
+                    return  # the client is gone by now
+                data = json.dumps({
+                    "id": "stub", "object": "chat.completion", "created": int(time.time()), "model": "stub",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": UNIVERSAL_ANSWER}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                with outer._lock:
+                    outer.answered.append(key)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def release(self) -> None:
+        self._gate.set()
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def council_file(path: Path, api_base: str, timeout_s: float = 120.0) -> Path:
+    member = {"model": "openai/stub", "api_base": api_base, "api_key_env": "STUB_KEY", "temperature": 0.0,
+              "max_tokens": 64, "seed": 0, "max_in_flight": 1, "timeout_s": timeout_s, "max_retries": 0,
+              "backoff_base_s": 0.0, "backoff_max_s": 0.0}
+    path.write_text(json.dumps({"members": {"stub": member}, "councils": {"default": ["stub"]}}))
+    return path
+
+
+@pytest.fixture
+def cli_env(tmp_path, isolated_home, demo_db_path):
+    """Environment for `quandary` subprocesses: own QUANDARY_HOME / DAGSTER_HOME, demo db registered."""
+    from resources.catalog import Catalog
+
+    Catalog().register(demo_db_path, "university")
+    env = {**os.environ, "QUANDARY_HOME": str(isolated_home), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+           "STUB_KEY": "none", "QUANDARY_PROGRESS": "1"}
+    env.pop("QUANDARY_COUNCIL_CONFIG", None)
+    (tmp_path / "grid.yaml").write_text(SMALL_GRID)
+    return env
+
+
+def quandary(*args, env, cwd=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([QUANDARY, *args], env=env, cwd=cwd or REPO, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def runs_in(dagster_home: Path) -> list:
+    """The runs recorded in a Dagster instance folder (read in this process)."""
+    from dagster import DagsterInstance
+
+    if not (dagster_home / "dagster.yaml").exists():
+        return []  # never created: no run can exist
+    with DagsterInstance.from_config(str(dagster_home)) as instance:
+        return list(instance.get_runs())

@@ -1,0 +1,138 @@
+"""Bad configuration is refused before a run exists, in one or two lines naming file and key; the
+small commands a new user reaches for behave (db remove, folder hint, export/import, sql on a
+corrupt file, council calls --db)."""
+
+import json
+
+import pytest
+
+from pipelines.cli import main
+from tests.cli.conftest import quandary, runs_in
+
+GOOD_MEMBER = "model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("grid, needle", [
+    ("n: -1\n", "n must be at least 1"),
+    ("n: lots\n", "n: Input should be a valid integer"),
+    ("styles: [formal, shouty]\n", "styles.1: Input should be 'formal', "),
+    ("subcategories: [answerable, nonsense]\n", "subcategories.1: Input should be 'answerable', "),
+    ("generators: [programmatic, gpt9]\n", "generators: unknown generator(s) ['gpt9']"),
+])
+def test_bad_grid_values_refused_before_a_run(grid, needle, tmp_path, demo_db_path, capsys):
+    from resources.catalog import Catalog
+
+    Catalog().register(demo_db_path, "university")
+    path = tmp_path / "grid.yaml"
+    path.write_text(grid)
+    assert main(["run", "--db", "university", "--grid", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bad grid file {path}: ") and needle in err and len(_lines(err)) == 1, err
+    assert runs_in(tmp_path / "dagster_home") == []
+
+
+COUNCILS = {
+    "syntax.yaml": ("members: {a: {model: x}\ncouncils: [\n", "YAML syntax error at line"),
+    "typo.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}    temprature: 0.1\ncouncils:\n  default: [a]\n",
+                  "members.a.temprature: unknown key"),
+    "unknown_member.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}councils:\n  default: [a, b]\n",
+                            "names unknown members ['b']"),
+    "missing_role.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}councils:\n  generators: [a]\n",
+                          "role 'validators' missing"),
+    "top_typo.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}council:\n  default: [a]\n", "council: unknown key"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNCILS))
+def test_bad_council_files_refused_before_a_run(name, tmp_path, demo_db_path, monkeypatch, capsys):
+    from resources.catalog import Catalog
+
+    Catalog().register(demo_db_path, "university")
+    text, needle = COUNCILS[name]
+    path = tmp_path / name
+    path.write_text(text)
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(path))
+    assert main(["run", "--db", "university"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"council file {path}") and needle in err and len(_lines(err)) <= 2, err
+    assert runs_in(tmp_path / "dagster_home") == []
+
+
+def test_vanished_database_and_bad_council_through_the_command(cli_env, tmp_path, demo_db_path):
+    import shutil
+
+    from resources.catalog import Catalog
+
+    db = shutil.copy(demo_db_path, tmp_path / "gone.sqlite")
+    Catalog().register(db, "gone")
+    (tmp_path / "gone.sqlite").unlink()
+    r = quandary("run", "--db", "gone", env=cli_env)
+    assert r.returncode == 2 and "registered at" in r.stderr and "file is gone" in r.stderr
+    assert len(_lines(r.stderr)) == 1 and "Traceback" not in r.stderr
+    bad = tmp_path / "c.yaml"
+    bad.write_text("members: [\n")
+    r = quandary("run", "--db", "university", env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(bad)})
+    assert r.returncode == 2 and r.stderr.startswith(f"council file {bad}") and len(_lines(r.stderr)) == 1, r.stderr
+    assert runs_in(tmp_path / "dagster_home") == []
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"\x00garbage" * 512)
+    r = quandary("sql", str(corrupt), "SELECT 1", env=cli_env)
+    assert r.returncode == 1 and "not a readable SQLite/DuckDB database" in r.stderr
+    r = quandary("equiv", str(corrupt), "SELECT 1", "SELECT 1", env=cli_env)
+    assert r.returncode == 2 and "not a readable SQLite/DuckDB database" in r.stderr
+
+
+def test_db_remove_and_folder_hint(tmp_path, demo_db_path, capsys):
+    from resources.catalog import Catalog
+
+    assert main(["db", "register", str(demo_db_path), "--db-id", "uni"]) == 0
+    assert main(["db", "remove", "uni"]) == 0
+    assert "uni" not in Catalog().ids() and demo_db_path.exists()
+    assert main(["db", "remove", "uni"]) == 1
+    capsys.readouterr()
+    assert main(["db", "register", str(tmp_path)]) == 1
+    assert f"quandary db register {tmp_path} --folder" in capsys.readouterr().err
+
+
+def test_export_refuses_unknown_db_and_creates_folders(tmp_path, demo_db_path, capsys):
+    import polars as pl
+
+    from resources.catalog import Catalog
+    from storage.artifacts import write_version
+
+    Catalog().register(demo_db_path, "university")
+    assert main(["export", str(tmp_path / "x.json"), "--db", "nope"]) == 2
+    assert "'nope' is not registered" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+    good = tmp_path / "in.json"
+    from pipelines.abiss.outputs import to_abiss_records
+
+    row = {"db_id": ["university"], "question": ["How many departments?"], "sql": ["SELECT COUNT(*) FROM departments"],
+           "subcategory": ["answerable"], "style": ["formal"], "difficulty": ["simple"]}
+    good.write_text(json.dumps(to_abiss_records(pl.DataFrame(row))))
+    write_version(pl.DataFrame({**row, "question": ["pipeline's own"]}), "dataset", "university")
+    assert main(["import", str(good), "--asset", "dataset"]) == 2
+    assert "--replace" in capsys.readouterr().err
+    assert main(["import", str(good)]) == 0
+    assert "→ imported_dataset" in capsys.readouterr().out
+    from storage.audit import open_audit
+
+    con = open_audit()
+    assert con.execute("SELECT question FROM dataset").fetchall() == [("pipeline's own",)]
+    assert con.execute("SELECT count(*) FROM imported_dataset").fetchall() == [(1,)]
+    con.close()
+    assert main(["export", str(tmp_path / "new" / "deeper" / "out.json")]) == 0
+    assert (tmp_path / "new" / "deeper" / "out.json").is_file()
+
+
+def test_council_calls_takes_a_database_id(tmp_path, demo_db_path, capsys):
+    from resources.catalog import Catalog
+
+    Catalog().register(demo_db_path, "university")
+    assert main(["council", "calls", "--db", "nope"]) == 2
+    assert "--log PATH" in capsys.readouterr().err
+    assert main(["council", "calls", "--db", "university", "--log", str(tmp_path / "none.sqlite")]) == 0
+    assert "no call log at" in capsys.readouterr().out

@@ -1,0 +1,59 @@
+"""pipelines/progress.py: plain lines off a terminal, a live bar on one, counts from the council hook."""
+
+import io
+
+from pipelines.progress import Progress, current, record_call
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_plain_lines_are_throttled_and_end_with_the_totals():
+    clock, out, sink = Clock(), io.StringIO(), []
+    with Progress("s03", total=4, stream=out, sinks=(sink.append,), line_every_s=10, clock=clock) as p:
+        p.advance(1, calls_made=2, cached=1)
+        clock.t = 5
+        p.advance(1, calls_made=1, failed=1)  # within 10 s of the last line: no new line
+        clock.t = 12
+        p.advance(1)
+        clock.t = 20
+        p.advance(1)
+    lines = out.getvalue().splitlines()
+    assert lines == ["s03: 0/4 items  0s",  # the start line; updates within 10 s of it are not printed
+                     "s03: 3/4 items  LLM calls 3 (cached 1, failed 1)  12s, ~4s left",
+                     "s03: 4/4 items  LLM calls 3 (cached 1, failed 1)  20s"]
+    assert sink == lines
+
+
+def test_terminal_gets_one_redrawn_bar():
+    clock, out = Clock(), Tty()
+    with Progress("gen", total=2, stream=out, clock=clock) as p:
+        p.advance(1)
+        clock.t = 1
+        p.advance(1)
+    text = out.getvalue()
+    assert text.count("\n") == 1 and text.endswith("\n")  # redrawn in place, one final newline
+    assert "\r\x1b[2K[##########..........] gen: 1/2 items" in text
+    assert "[####################] gen: 2/2 items  1s" in text
+
+
+def test_calls_report_to_the_open_progress_and_count_items_once():
+    out = io.StringIO()
+    record_call(cached=False, failed=False, item="x")  # nothing open: ignored
+    with Progress("s09", total=2, stream=out) as p:
+        assert current() is p
+        record_call(cached=False, failed=False, item="a")
+        record_call(cached=True, failed=False, item="a")
+        record_call(cached=False, failed=True, item="b")
+    assert current() is None
+    assert (p.done, p.calls_made, p.cached, p.failed) == (2, 3, 1, 1)

@@ -1,0 +1,73 @@
+"""What `quandary run` shows while and after it works (scripted council, real Dagster instance):
+progress per step with LLM call counts, the same counts in the Dagster run log, checks as readable
+warnings, and the whole prompts behind a vote in `audit question --prompts`."""
+
+import json
+import re
+
+import pytest
+
+from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
+from pipelines.cli import main
+from tests.integration.test_abiss_pipeline import GRID, _last_user, healthy, scripted_council  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+
+def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path, tmp_path, capsys):  # noqa: F811
+    from dagster import DagsterInstance
+
+    from resources.catalog import Catalog
+    from storage.audit import open_audit
+    from tests.llm_fakes import json_reply
+
+    def strict(req):  # stage 3 rejects everything: its rate leaves the 95% bound
+        if _last_user(req.messages).startswith(OPEN["conformance"]):
+            return json_reply({"verdict": "no", "reason": "not this category"})
+        return healthy(req)
+
+    scripted_council.responder = strict
+    Catalog().register(demo_db_path, "university")
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(json.dumps(GRID))
+    assert main(["run", "--db", "university", "--grid", str(grid)]) == 0
+    out = capsys.readouterr().out
+    progress = re.findall(r"^s03_category_conformance: (\d+)/(\d+) items  LLM calls (\d+) \(cached (\d+), failed 0\)",
+                          out, re.M)
+    assert progress and progress[-1][0] == progress[-1][1] and int(progress[-1][2]) >= int(progress[-1][1])
+    m = re.search(r"^  warning rejection_report\.rejection_rates_within_bounds: s03_category_conformance rejected "
+                  r"(\d+)/(\d+) = 100%, 5 points above the 95% maximum", out, re.M)
+    assert m and m.group(1) == m.group(2), out
+    assert "FAILED" not in out
+
+    run_id = re.search(r"^run ([0-9a-f]{8}) for partition 'university': succeeded", out, re.M).group(1)
+    instance = DagsterInstance.get()
+    [run] = [r for r in instance.get_runs() if r.run_id.startswith(run_id)]
+    messages = [e.user_message for e in instance.all_logs(run.run_id)]
+    assert any(re.match(r"s03_category_conformance: \d+/\d+ items  LLM calls \d+", msg) for msg in messages)
+
+    # the UI shows the funnel and each stage's decisions as tables (not collapsed Markdown)
+    from dagster import AssetKey, TableMetadataValue
+
+    report = instance.get_latest_materialization_event(AssetKey("rejection_report")).asset_materialization.metadata
+    funnel = report["funnel_table"]
+    assert isinstance(funnel, TableMetadataValue)
+    s03 = next(r.data for r in funnel.records if r.data["stage"] == "s03_category_conformance")
+    assert s03["applicable"] == s03["rejected"] == int(m.group(2)) and s03["survivors"] == s03["entered"] - s03["rejected"]
+    assert report["survivors s03_category_conformance"].value == s03["survivors"]
+    decisions = instance.get_latest_materialization_event(
+        AssetKey("s03_category_conformance")).asset_materialization.metadata["decisions"]
+    assert len(decisions.records) == s03["applicable"]
+    assert all(r.data["question"] and r.data["reason"] and r.data["passed"] is False for r in decisions.records)
+
+    con = open_audit()
+    cid = con.execute("SELECT candidate_id FROM council_votes WHERE stage = 's03_category_conformance' "
+                      "LIMIT 1").fetchall()[0][0]
+    con.close()
+    assert main(["audit", "question", cid, "--prompts"]) == 0
+    trail = capsys.readouterr().out
+    assert "prompt [system]:" in trail and "prompt [user]:" in trail
+    user_prompt = trail.split("prompt [user]:", 1)[1]
+    assert OPEN["conformance"] in user_prompt and "…" not in trail.split("council votes", 1)[1].split("answer:")[0]
+    assert main(["audit", "question", cid, "--prompts", "--width", "40"]) == 0
+    assert "…" in capsys.readouterr().out

@@ -1,0 +1,106 @@
+"""A new user's runs through the real `quandary` command (subprocesses): the instance they land in,
+failures and interrupts in a few lines, and resuming after a failure, an interrupt or `kill -9`."""
+
+import os
+import signal
+import socket
+import subprocess
+
+import pytest
+
+from tests.cli.conftest import QUANDARY, REPO, GatedStub, council_file, quandary, runs_in
+
+pytestmark = pytest.mark.integration
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as s:  # bound then closed: nothing listens there, connections are refused
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+
+
+def _no_traceback(text: str) -> None:
+    assert "Traceback" not in text and "dagster._core" not in text, text[-3000:]
+
+
+def test_failed_run_prints_summary_and_rerun_finds_it(cli_env, tmp_path):
+    """The run lands in the named instance; its failure is the step, the step's message and the
+    resume command; `quandary rerun` (another process, another folder) finds that failed run."""
+    env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", _closed_port_url(), 5))}
+    run = quandary("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"), env=env)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert f"Dagster instance: {tmp_path / 'dagster_home'}" in run.stdout
+    _no_traceback(run.stdout + run.stderr)
+    err = [line for line in run.stderr.splitlines() if line.strip()]
+    assert any(line.startswith("  step s03_category_conformance failed:") for line in err), run.stderr
+    assert "quandary rerun --db university" in run.stderr
+    assert len(err) <= 6, run.stderr
+    runs = runs_in(tmp_path / "dagster_home")
+    assert [r.status.name for r in runs] == ["FAILURE"]
+
+    rerun = quandary("rerun", "--db", "university", env=env, cwd=tmp_path)  # a different working directory
+    assert rerun.returncode == 1
+    assert "no failed run" not in rerun.stderr
+    assert "re-executed run" in rerun.stdout and "step s03_category_conformance failed:" in rerun.stderr
+    _no_traceback(rerun.stdout + rerun.stderr)
+    assert len(runs_in(tmp_path / "dagster_home")) == 2
+
+    verbose = quandary("rerun", "--db", "university", "--verbose", env=env)
+    assert "Traceback" in verbose.stderr or "Stack Trace" in verbose.stderr or "File \"" in verbose.stderr
+
+
+def _start_run(env, tmp_path) -> subprocess.Popen:
+    return subprocess.Popen([QUANDARY, "run", "--db", "university", "--grid", str(tmp_path / "grid.yaml")],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def test_ctrl_c_prints_one_line_and_the_run_resumes(cli_env, tmp_path):
+    with GatedStub(answer_first=2) as stub:
+        env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url))}
+        proc = _start_run(env, tmp_path)
+        try:
+            assert stub.held.wait(300), "the run never reached its third LLM call"
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 130, err[-2000:]
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1, err
+        assert lines[0].startswith("interrupted:") and "quandary rerun --db university" in lines[0]
+        assert "No user initiated termination" not in out + err
+        stub.release()
+        assert [r.status.name for r in runs_in(tmp_path / "dagster_home")] == ["FAILURE"]
+        answered_before = set(stub.answered)
+        n_before = len(stub.answered)
+        rerun = quandary("rerun", "--db", "university", env=env)
+        assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+        assert not set(stub.answered[n_before:]) & answered_before, "a completed call was repeated"
+
+
+def test_kill_9_leaves_no_stuck_run(cli_env, tmp_path):
+    """After `kill -9` the run would stay STARTED forever; rerun sees its process is gone, marks it
+    failed and resumes it without repeating a completed call."""
+    with GatedStub(answer_first=3) as stub:
+        env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url))}
+        proc = _start_run(env, tmp_path)
+        try:
+            assert stub.held.wait(300), "the run never reached its fourth LLM call"
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        [killed] = runs_in(tmp_path / "dagster_home")
+        assert killed.status.name == "STARTED"
+        stub.release()
+        answered_before = set(stub.answered)
+        assert len(answered_before) == 3
+        n_before = len(stub.answered)
+        rerun = quandary("rerun", "--db", "university", env=env)
+        assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+        assert not set(stub.answered[n_before:]) & answered_before, "a completed call was repeated"
+        statuses = {r.run_id: r.status.name for r in runs_in(tmp_path / "dagster_home")}
+        assert statuses[killed.run_id] == "FAILURE" and "SUCCESS" in statuses.values()

@@ -1,0 +1,91 @@
+"""The Dagster UI (a real webserver) on the instance the CLI used: the CLI's run is there, the funnel
+and each stage's decisions come as tables (rendered directly, not behind "[Show Markdown]"), and
+the launchpad's config schema refuses an unknown style before a run exists."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import REPO, GatedStub, council_file, quandary
+
+pytestmark = pytest.mark.e2e
+BIN = Path(sys.executable).parent
+
+
+def _graphql(port: int, query: str, variables: dict | None = None) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql",
+                                 data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.loads(resp.read())
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+METADATA = """query($key: [String!]!) { assetOrError(assetKey: {path: $key}) { ... on Asset {
+  assetMaterializations(limit: 1) { runId metadataEntries { __typename label } } } } }"""
+REPOS = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
+VALID = """query($selector: PipelineSelector!, $config: RunConfigData) {
+  isPipelineConfigValid(pipeline: $selector, mode: "default", runConfigData: $config) { __typename
+    ... on RunConfigValidationInvalid { errors { message } } } }"""
+
+
+def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
+    with GatedStub() as stub:
+        env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url))}
+        run = quandary("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"), env=env)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+    port = _free_port()
+    proc = subprocess.Popen([str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+                            cwd=REPO, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        repos = None
+        while not repos:  # the server, then the code location, come up
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail("dagster-webserver did not come up with the code location")
+            try:
+                repos = _graphql(port, REPOS)["data"]["repositoriesOrError"].get("nodes")
+            except (OSError, KeyError, TypeError):
+                repos = None
+            if not repos:
+                time.sleep(1)  # polling interval
+        entries = {}
+        for key in ("rejection_report", "s03_category_conformance"):
+            mats = _graphql(port, METADATA, {"key": [key]})["data"]["assetOrError"]["assetMaterializations"]
+            assert mats, f"the CLI's run of {key} is not in the UI's instance"
+            entries[key] = {e["label"]: e["__typename"] for e in mats[0]["metadataEntries"]}
+        assert entries["rejection_report"]["funnel_table"] == "TableMetadataEntry"
+        assert entries["rejection_report"]["survivors s03_category_conformance"] == "IntMetadataEntry"
+        assert entries["s03_category_conformance"]["decisions"] == "TableMetadataEntry"
+
+        selector = {"pipelineName": "abiss_dataset_job", "repositoryName": repos[0]["name"],
+                    "repositoryLocationName": repos[0]["location"]["name"]}
+        bad = {"ops": {"generation_requests": {"config": {"styles": ["shouty"]}}}}
+        answer = _graphql(port, VALID, {"selector": selector, "config": bad})["data"]["isPipelineConfigValid"]
+        assert answer["__typename"] == "RunConfigValidationInvalid"
+        assert any("shouty" in e["message"] for e in answer["errors"]), answer
+        good = {"ops": {"generation_requests": {"config": {"styles": ["formal"], "difficulties": ["highly complex"]}}}}
+        answer = _graphql(port, VALID, {"selector": selector, "config": good})["data"]["isPipelineConfigValid"]
+        assert answer["__typename"] == "PipelineConfigValidationValid", answer
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
