@@ -45,6 +45,8 @@ class SubsetConfig(Config):
     seed: int = 42
     max_questions: int | None = Field(None, description="keep at most this many (after balancing, by id order)")
     subcategories: list[str] | None = Field(None, description="only these subcategory ids")
+    source: str = Field("auto", description="'dataset' (the pipeline's), 'imported_dataset' (`quandary import`), "
+                        "or 'auto': the pipeline's dataset when this partition has one, else the imported one")
 
 
 class ConversationConfig(Config):
@@ -64,9 +66,34 @@ def _db(seed_databases: pl.DataFrame) -> dict:
     return seed_databases.row(0, named=True)
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP, code_version="1",
-       description="The questions evaluated: the partition's dataset, optionally balanced per subcategory.")
-def interaction_subset(context: AssetExecutionContext, config: SubsetConfig, dataset: pl.DataFrame):
+def dataset_source(db_id: str, source: str = "auto") -> str | None:
+    """Which questions to evaluate: the pipeline's ``dataset`` or ``quandary import``'s own asset
+    (import never overwrites the pipeline's dataset). ``None`` when the chosen one is missing."""
+    from pipelines.cli.abiss import IMPORTED_ASSET
+    from storage.artifacts import latest_path
+
+    names = {"auto": ("dataset", IMPORTED_ASSET), "dataset": ("dataset",),
+             IMPORTED_ASSET: (IMPORTED_ASSET,)}.get(source)
+    if names is None:
+        raise ValueError(f"unknown source {source!r}: use dataset, {IMPORTED_ASSET} or auto")
+    return next((n for n in names if latest_path(n, db_id) is not None), None)
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP, code_version="2", deps=["dataset"],
+       description="The questions evaluated: the partition's dataset (or the imported one), optionally balanced "
+                   "per subcategory.")
+def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
+    from storage.artifacts import read_latest
+
+    try:
+        source = dataset_source(context.partition_key, config.source)
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
+    if source is None:
+        raise Failure(f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
+                      "or `quandary import FILE` first")
+    dataset = read_latest(source, context.partition_key)
+    context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
     rows = dataset.to_dicts()
     if config.subcategories:
         rows = [r for r in rows if r["subcategory"] in set(config.subcategories)]
@@ -80,7 +107,7 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig, dat
         rows = rows[: config.max_questions]
     df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
-    yield artifact_output(df, questions=df.height, balanced=config.balanced, balance_by=config.balance_by,
+    yield artifact_output(df, questions=df.height, source=source, balanced=config.balanced, balance_by=config.balance_by,
                           seed=config.seed, by_subcategory=MetadataValue.json(by_sub))
 
 

@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass

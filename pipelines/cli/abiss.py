@@ -59,15 +59,21 @@ def audit_question(args) -> int:
             for stage, member, comparison, vote, parsed_ok, call_id, request, raw in votes:
                 cmp = f" [{comparison}]" if comparison else ""
                 print(f"  {stage:<30} {member:<14}{cmp} → {vote}{'' if parsed_ok else ' (unparseable)'}  call {call_id}")
-                if args.prompts and request:
-                    for role, content in _messages(request):
-                        print(f"      prompt [{role}]:")
-                        print(_indent(_cut(content, args.width), "        "))
-                if raw is not None:
-                    print(f"      answer: {_cut(' '.join(str(raw).split()), args.width)}")
+                print_logged_call(request, raw, width=args.width, prompts=args.prompts)
         return 0
     finally:
         con.close()
+
+
+def print_logged_call(request_json, raw, *, width: int | None, prompts: bool, indent: str = "      ") -> None:
+    """A logged LLM call as the audit commands show it: every prompt message (both roles, whole
+    unless ``width`` cuts it) when ``prompts``, then the raw answer."""
+    if prompts and request_json:
+        for role, content in _messages(request_json):
+            print(f"{indent}prompt [{role}]:")
+            print(_indent(_cut(content, width), indent + "  "))
+    if raw is not None:
+        print(f"{indent}answer: {_cut(' '.join(str(raw).split()), width)}")
 
 
 def _messages(request_json: str) -> list[tuple[str, str]]:

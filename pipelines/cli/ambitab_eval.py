@@ -12,7 +12,6 @@ is created here unless another module made it first; ``audit episode`` is regist
 :mod:`pipelines.cli.audit` with :func:`audit_episode`.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -155,6 +154,7 @@ def _find_episode(prefix: str):
 
 
 def audit_episode(args) -> int:
+    from pipelines.cli.abiss import print_logged_call
     from resources.llm.council import call_log
 
     hits = _find_episode(args.id)
@@ -176,11 +176,8 @@ def audit_episode(args) -> int:
             print(f"      {label} call {call_id[:16]}: not in the call log")
             return
         print(f"      {label} call {call_id[:16]} · {rec.member} · {rec.status}")
-        if args.prompts:
-            msgs = (rec.request or {}).get("messages", [])
-            text = " ".join(str(msgs[-1].get("content", "")).split()) if msgs else ""
-            print(f"        prompt: {text[:w]}")
-        print(f"        answer: {' '.join(str(rec.raw_response or rec.error or '').split())[:w]}")
+        print_logged_call(json.dumps(rec.request or {}), rec.raw_response or rec.error or "", width=w,
+                          prompts=args.prompts, indent="        ")
 
     donor = f" · spec donor {ep['spec_donor']}" if ep["spec_donor"] else ""
     print(f"episode {ep['episode_id']}  ({ep['corpus']}, record {ep['record_id']}, AVT {ep['avt_id']}, seed {ep['seed']})")

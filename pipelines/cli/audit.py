@@ -57,7 +57,7 @@ def register(sub) -> None:
     ep = audit.add_parser("episode", help="one AmbiTab episode: turns, credits, responses, SQL, verdict, prompts")
     ep.add_argument("id", help="episode id (a unique prefix is enough)")
     ep.add_argument("--prompts", action="store_true", help="also print the prompt behind each LLM call")
-    ep.add_argument("--width", type=int, default=240, help="truncate prompts and answers to this width")
+    ep.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
     ep.set_defaults(func=audit_episode)
     from pipelines.cli.interaction import register_audit
 

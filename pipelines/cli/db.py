@@ -15,7 +15,6 @@ def _demo_db(args) -> int:
 
 def _sync_partitions(db_ids: list[str]) -> None:
     """Add the dynamic partitions to the project instance now (the sensor would, later)."""
-    import os
 
     if not db_ids:
         return

@@ -33,7 +33,6 @@ def run_config(args) -> dict:
 
 
 def _metric_rows(db_id: str | None = None):
-    import polars as pl
 
     from pipelines.interaction.metrics import metric_rows
     from storage.audit import list_views, open_audit
@@ -81,9 +80,9 @@ def _interact(args) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    from storage.artifacts import latest_path
+    from assets.interaction import dataset_source
 
-    if latest_path("dataset", args.db) is None:
+    if dataset_source(args.db) is None:
         print(f"no dataset for {args.db!r}: run `quandary run --db {args.db}` or `quandary import FILE` first",
               file=sys.stderr)
         return 2
@@ -104,7 +103,6 @@ def _interact(args) -> int:
 
 def export(out_dir: str, db_id: str | None = None) -> int:
     """Write ``<out_dir>/<agent>.json`` in the reference ``Results`` layout; returns the file count."""
-    import polars as pl
 
     from pipelines.interaction.tables import results_json
     from resources.llm import load_council_config
@@ -148,7 +146,7 @@ def _report(args) -> int:
 
 
 def audit_conversation(args) -> int:
-    from pipelines.cli.abiss import _last_user_message
+    from pipelines.cli.abiss import print_logged_call
     from storage.audit import list_views, open_audit
 
     con = open_audit()
@@ -175,10 +173,7 @@ def audit_conversation(args) -> int:
 
         def show(call_id, indent="      "):
             req, raw = call(call_id)
-            if args.prompts and req:
-                print(f"{indent}prompt: {_last_user_message(req)[:args.width]}")
-            if raw is not None:
-                print(f"{indent}answer: {' '.join(str(raw).split())[:args.width]}")
+            print_logged_call(req, raw, width=args.width, prompts=args.prompts, indent=indent)
 
         t0 = turns[0]
         q = con.execute("SELECT question, evidence, sql, hidden_knowledge, feedback, subcategory FROM interaction_subset "
@@ -252,7 +247,7 @@ def register_audit(audit_subparsers) -> None:
     c = audit_subparsers.add_parser("conversation", help="one dialogue with every vote and the prompt behind it")
     c.add_argument("id", help="conversation id (a unique prefix is enough)")
     c.add_argument("--prompts", action="store_true", help="also print the prompt behind each call")
-    c.add_argument("--width", type=int, default=240)
+    c.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
     c.set_defaults(func=audit_conversation)
 
 

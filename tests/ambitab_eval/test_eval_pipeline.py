@@ -134,7 +134,7 @@ def test_eval_job_metrics_reruns_and_commands(built, scripted_roles, capsys, tmp
     assert main(["audit", "episode", ep["episode_id"][:10], "--prompts"]) == 0
     trail = capsys.readouterr().out
     assert "Q: What exactly do you want?" in trail and "(new; labeled)" in trail
-    assert "oracle call" in trail and "solver call" in trail and "prompt: You are role-playing" in trail
+    assert "oracle call" in trail and "solver call" in trail and "prompt [" in trail and "You are role-playing" in trail
     assert "verdict: PASS" in trail
 
     out_file = tmp_path / "rollouts.jsonl"

@@ -195,7 +195,7 @@ def test_interaction_job_on_imported_superhero_questions(scripted_council, tmp_p
     cid = tall["conversation_id"][0]
     assert main(["audit", "conversation", cid[:14], "--prompts"]) == 0
     trail = capsys.readouterr().out
-    assert "user [Relevant]" in trail and "label vote u1" in trail and "prompt:" in trail
+    assert "user [Relevant]" in trail and "label vote u1" in trail and "prompt [user]:" in trail
 
     out = tmp_path / "results"
     assert main(["report", "interaction", "--export", str(out)]) == 0

@@ -36,6 +36,7 @@ def test_resource_serves_councils_to_assets(scripted, tmp_path):
 def test_default_resource_does_not_start_the_embedded_server(quandary_home):
     import resources.llm.embedded as embedded
 
+    embedded.stop_embedded_server()  # an earlier in-process e2e test may have left one running
     res = CouncilResource()
     assert "validators" in res.roles()
     assert res.get_council("validators").member_names[0] == "smollm2"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipelines.programmatic.phrasing import with_article
-from pipelines.programmatic.phrasing import column_words
 from pipelines.programmatic.builders.base import (
     Ask,
     BuildContext,
@@ -17,14 +15,12 @@ from pipelines.programmatic.builders.base import (
     TEXT,
     bridge_join_sql,
     categorical_columns,
-    humanize,
     join_sql,
     label_np,
     labelled_bridges,
     labelled_tables,
     lit,
     numeric_columns,
-    plural,
     q,
     register,
     singular,
@@ -32,7 +28,6 @@ from pipelines.programmatic.builders.base import (
     thresholds,
     value_text,
     be,
-    is_measure,
     is_plural,
     is_relation_name,
     table_plural,

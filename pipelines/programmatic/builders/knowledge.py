@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from pipelines.programmatic.phrasing import with_article
-from pipelines.programmatic.phrasing import column_words
-from pipelines.programmatic.phrasing import is_plural
 from pipelines.programmatic.builders.base import (
     Ask,
     BuildContext,
@@ -14,16 +12,13 @@ from pipelines.programmatic.builders.base import (
     Reading,
     TEMPORAL,
     categorical_columns,
-    humanize,
     join_sql,
     label_np,
     labelled_tables,
     lit,
     numeric_columns,
-    plural,
     q,
     register,
-    singular,
     temporal_columns,
     thresholds,
     value_text,

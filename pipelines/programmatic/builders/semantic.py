@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipelines.programmatic.phrasing import column_words
 from pipelines.programmatic.builders.base import (
     IDENTIFIER,
     Ask,
@@ -14,13 +13,11 @@ from pipelines.programmatic.builders.base import (
     Draft,
     Reading,
     categorical_columns,
-    humanize,
     join_sql,
     lit,
     plural,
     q,
     register,
-    singular,
     value_text,
     table_plural,
     table_singular,

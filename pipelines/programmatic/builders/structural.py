@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipelines.programmatic.phrasing import with_article
-from pipelines.programmatic.phrasing import column_words
 from pipelines.programmatic.builders.base import (
     CATEGORICAL,
     NUMERIC,
@@ -18,7 +16,6 @@ from pipelines.programmatic.builders.base import (
     Reading,
     bridge_join_sql,
     categorical_columns,
-    humanize,
     join_sql,
     label_np,
     labelled_bridges,
@@ -26,7 +23,6 @@ from pipelines.programmatic.builders.base import (
     plural,
     q,
     register,
-    singular,
     thresholds,
     value_text,
     be,

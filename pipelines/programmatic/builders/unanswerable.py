@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from pipelines.programmatic.phrasing import column_words
 from pipelines.programmatic.builders.base import (
     Absence,
     Ask,
@@ -14,7 +13,6 @@ from pipelines.programmatic.builders.base import (
     Draft,
     NUMERIC,
     TEMPORAL,
-    humanize,
     labelled_tables,
     plural,
     q,
