@@ -8,8 +8,9 @@ from pipelines.cli._groups import subgroup
 
 JOB = "abiss_interaction_job"
 # The demo evaluates a handful of questions so `make demo` stays within minutes on 2 cores.
-DEMO_MAX_QUESTIONS = 2
-DEMO_MAX_STEPS = 1
+# One question, four modes, the final turn only: each embedded call costs 10-60 s on 2 cores.
+DEMO_MAX_QUESTIONS = 1
+DEMO_MAX_STEPS = 0
 
 
 def _frame(con, query: str, params=None):
@@ -234,6 +235,8 @@ def demo_interaction(db_id: str) -> int:
         return 1
     cfg = {"ops": {"interaction_subset": {"config": {"max_questions": DEMO_MAX_QUESTIONS}},
                    "interaction_conversations": {"config": {"max_steps": DEMO_MAX_STEPS}}}}
+    print(f"\ninteraction benchmark: the embedded system agent on {DEMO_MAX_QUESTIONS} validated question(s) "
+          f"in 4 modes, {DEMO_MAX_STEPS} clarification turn(s) ...", flush=True)
     result = execute(db_id, cfg)
     conv = _materialization(result, "interaction_conversations")
     print(f"\ninteraction benchmark ({conv.get('conversations', 0)} conversations: up to {DEMO_MAX_QUESTIONS} "
