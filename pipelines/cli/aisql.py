@@ -86,8 +86,6 @@ def _split(args) -> int:
 
 
 def _judge(args) -> int:
-    from dagster import AssetKey
-
     from assets.aisql import AISQL_ASSETS
     from assets.runner import get_instance
     from pipelines.definitions import defs
@@ -111,7 +109,7 @@ def _judge(args) -> int:
         cfg["dialects"] = [d.strip() for d in args.dialects.split(",") if d.strip()]
     if args.generate:
         cfg["generator_samples"] = args.generate
-    keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key != AssetKey("aisql_sweep")]
+    keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key.to_user_string() != "aisql_sweep"]
     job = defs.resolve_job_def("aisql_job")
     print(f"materializing {len(keys)} aisql assets for scenario {args.scenario} ...", file=sys.stderr)
     result = job.execute_in_process(
