@@ -91,14 +91,25 @@ def ensure_partitions(instance: DagsterInstance, db_ids: list[str]) -> list[str]
     return new
 
 
+def uses_database_partitions(job_name: str) -> bool:
+    """Whether the job is partitioned by registered database (dynamic) rather than by a fixed list
+    (AI-operator scenarios, AmbiTab corpora)."""
+    from pipelines.definitions import defs
+
+    parts = defs.resolve_job_def(job_name).partitions_def
+    return getattr(parts, "name", None) == databases_partitions.name
+
+
 def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance | None = None,
                           raise_on_error: bool = False, log_level: str = "WARNING", tags=None,
-                          run_config: dict | None = None, run_id: str | None = None):
-    """Execute ``job_name`` for one database partition in this process; returns the result."""
+                          run_config: dict | None = None, run_id: str | None = None, asset_selection=None):
+    """Execute ``job_name`` for one partition (a database id, a scenario or a corpus) in this
+    process; returns the result."""
     from pipelines.definitions import defs
 
     instance = instance or get_instance()
-    ensure_partitions(instance, [db_id])
+    if uses_database_partitions(job_name):
+        ensure_partitions(instance, [db_id])
     job = defs.resolve_job_def(job_name)
     return job.execute_in_process(
         instance=instance,
@@ -106,6 +117,7 @@ def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance |
         raise_on_error=raise_on_error,
         tags={**process_tags(), **(tags or {})},
         run_id=run_id,
+        asset_selection=asset_selection,
         run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
     )
 
@@ -135,39 +147,44 @@ def latest_failed_run_id(instance: DagsterInstance, job_name: str, db_id: str | 
                       f"in the Dagster instance {dagster_home()[0]}")
 
 
-def _main_job():
-    from pipelines.definitions import MAIN_JOB, defs
+def job_named(job_name: str):
+    """The job definition by name: a module-level function, so re-execution can rebuild the job in
+    another process (Dagster's ``build_reconstructable_job``)."""
+    from pipelines.definitions import defs
 
-    return defs.resolve_job_def(MAIN_JOB)
+    return defs.resolve_job_def(job_name)
 
 
 def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, job_name: str | None = None,
                            instance: DagsterInstance | None = None, log_level: str = "WARNING"):
-    """Dagster's "re-execute from failure": only the failed steps and their downstream run again.
+    """Dagster's "re-execute from failure" for any job: only the failed steps and their downstream
+    run again.
 
     Completed LLM calls are in the call cache, so the re-executed stages repeat none of them.
     """
-    from dagster import ReexecutionOptions, execute_job, reconstructable
+    from dagster import ReexecutionOptions, build_reconstructable_job, execute_job
 
-    from pipelines.definitions import MAIN_JOB
+    from pipelines.definitions import MAIN_JOB, defs
 
     instance = instance or get_instance()
     job_name = job_name or MAIN_JOB
-    if job_name != MAIN_JOB:
-        raise LookupError(f"rerun supports the main job ({MAIN_JOB}) only")
+    known = [j.name for j in defs.jobs]
+    if job_name not in known:
+        raise LookupError(f"unknown job {job_name!r}; jobs: {', '.join(known)}")
     fail_orphaned_runs(instance, job_name, db_id)  # killed runs become re-executable
     run_id = run_id or latest_failed_run_id(instance, job_name, db_id)
     parent = instance.get_run_by_id(run_id)
     if parent is None:
         raise LookupError(f"run {run_id} not found")
     if parent.job_name != job_name:
-        raise LookupError(f"run {run_id} is a run of {parent.job_name}, not {job_name}")
+        raise LookupError(f"run {run_id} is a run of {parent.job_name}, not {job_name} (add --job {parent.job_name})")
     if parent.status.name not in _RERUNNABLE:
         raise LookupError(f"run {run_id} is {parent.status.name.lower()}, not failed: nothing to re-execute")
     options = ReexecutionOptions.from_failure(run_id, instance)
     run_config = {**parent.run_config, "loggers": {"console": {"config": {"log_level": log_level}}}}
     return execute_job(
-        reconstructable(_main_job), instance=instance, run_config=run_config,
+        build_reconstructable_job("assets.runner", "job_named", reconstructable_args=(job_name,)),
+        instance=instance, run_config=run_config,
         tags={**{k: v for k, v in parent.tags.items() if k.startswith("dagster/partition")}, **process_tags()},
         reexecution_options=options,
     )

@@ -27,6 +27,7 @@ Plain Python (no Dagster): ``execute_sql(path, sql)`` returns a :class:`QueryRes
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sqlite3
@@ -361,6 +362,33 @@ def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         con.close()
 
 
+_udf_interrupts = threading.local()
+
+
+def keeps_interrupts(fn: Callable) -> Callable:
+    """Wrap a Python UDF so an interrupt raised inside it (Ctrl-C, SIGTERM, Dagster's interrupt:
+    DuckDB runs UDFs on the calling thread, so the signal lands there) stays an interrupt. DuckDB
+    turns whatever a UDF raises into an ordinary ``InvalidInputException``, which a caller would
+    record as one failed query and go on to the next; :func:`run_duckdb_statement` re-raises it."""
+    @functools.wraps(fn)  # DuckDB reads the arity from the signature (functools keeps it)
+    def udf(*args):
+        try:
+            return fn(*args)
+        except Exception:
+            raise
+        except BaseException as exc:
+            _udf_interrupts.pending = exc
+            raise
+    return udf
+
+
+def _reraise_udf_interrupt() -> None:
+    exc = getattr(_udf_interrupts, "pending", None)
+    if exc is not None:
+        _udf_interrupts.pending = None
+        raise exc
+
+
 def run_duckdb_statement(con, sql: str, timeout_s: float, max_rows: int, max_bytes: int,
                          start: float | None = None) -> Outcome:
     """One untrusted statement on an open locked read-only connection (see open_duckdb_readonly):
@@ -396,6 +424,7 @@ def run_duckdb_statement(con, sql: str, timeout_s: float, max_rows: int, max_byt
             return rows
         return QueryResult(columns, rows, _ms(start))
     except duckdb.Error as exc:
+        _reraise_udf_interrupt()
         msg = str(exc)
         if isinstance(exc, duckdb.OutOfMemoryException) or "out of memory" in msg.lower():
             return QueryFailure(FailureKind.TOO_LARGE,

@@ -42,6 +42,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from pipelines.aisql.rewrite import AI_OPERATORS
+from resources.sql_executor import keeps_interrupts
 
 UNKNOWN_CONCEPT_RATE = 0.5  # a concept unrelated to the labels: a coin flip per row
 
@@ -462,7 +463,8 @@ def register_udfs(con) -> None:
 
         params = ["VARCHAR"] * n_text + (["VARCHAR[]"] if with_categories else [])
         # DuckDB reads the Python signature, so each arity needs its own function
-        udf = {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c])}[len(params)]
+        udf = keeps_interrupts(
+            {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c])}[len(params)])
         try:
             con.create_function(op, udf, params, _SQL_TYPE[kind], type="arrow", side_effects=False)
         except Exception as exc:  # noqa: BLE001 - duckdb.CatalogException; the shared instance has them

@@ -168,7 +168,7 @@ def _import(args) -> int:
 
 def _rerun(args) -> int:
     from assets.runner import reexecute_from_failure
-    from pipelines.cli.run import _check_lines, execute_cli_run, print_failure
+    from pipelines.cli.run import _check_lines, _main_job_name, execute_cli_run, print_failure, resume_command
 
     lookup_error = []
 
@@ -179,8 +179,8 @@ def _rerun(args) -> int:
             lookup_error.append(str(exc))
             return None
 
-    db = args.db or "ID"
-    result = execute_cli_run(start, db, args.verbose)
+    resume = resume_command(args.job or _main_job_name(), args.db or "ID")
+    result = execute_cli_run(start, resume, args.verbose)
     if isinstance(result, int):
         return result
     if result is None:
@@ -192,7 +192,7 @@ def _rerun(args) -> int:
     for line in _check_lines(result):
         print(line)
     if not result.success:
-        print_failure(result, db, args.verbose)
+        print_failure(result, resume, args.verbose)
     return 0 if result.success else 1
 
 
@@ -213,7 +213,8 @@ def register(sub) -> None:
 
     r = sub.add_parser("rerun", help="re-execute a failed run from failure (only failed steps and downstream)")
     r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
-    r.add_argument("--db", help="partition of the failed run to look up")
-    r.add_argument("--job", default=None, help="job name (default: the main job)")
+    r.add_argument("--db", "--partition", dest="db",
+                   help="partition of the failed run to look up (a database id; a scenario or corpus for those jobs)")
+    r.add_argument("--job", default=None, help="job name (default: the main job): abiss_interaction_job, aisql_job, ambitab_corpus_job, ambitab_eval_job, ...")
     r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     r.set_defaults(func=_rerun)

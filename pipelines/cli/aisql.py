@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 DEFAULT_DATA = "../shared/data"
+JOB = "aisql_job"
 
 
 def _groups(args) -> tuple[str, ...] | None:
@@ -87,8 +88,7 @@ def _split(args) -> int:
 
 def _judge(args) -> int:
     from assets.aisql import AISQL_ASSETS
-    from assets.runner import get_instance
-    from pipelines.definitions import defs
+    from pipelines.cli.run import report_job_result, run_cli_job
 
     cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
            "seed": args.seed, "budget": args.budget}
@@ -110,21 +110,12 @@ def _judge(args) -> int:
     if args.generate:
         cfg["generator_samples"] = args.generate
     keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key.to_user_string() != "aisql_sweep"]
-    job = defs.resolve_job_def("aisql_job")
     print(f"materializing {len(keys)} aisql assets for scenario {args.scenario} ...", file=sys.stderr)
-    result = job.execute_in_process(
-        instance=get_instance(), partition_key=args.scenario, asset_selection=keys, raise_on_error=False,
-        run_config={"resources": {"aisql": {"config": cfg}},
-                    "loggers": {"console": {"config": {"log_level": "INFO" if args.verbose else "WARNING"}}}})
-    for event in result.get_asset_check_evaluations():
-        if not event.passed:
-            print(f"  check {event.asset_key.to_user_string()}.{event.check_name} FAILED", file=sys.stderr)
-    if not result.success:
-        for ev in result.all_events:
-            if ev.is_failure and ev.step_key:
-                msg = ev.event_specific_data.error.message.strip() if getattr(ev.event_specific_data, "error", None) else ""
-                print(f"step {ev.step_key} failed: {msg.splitlines()[-1] if msg else ''}", file=sys.stderr)
-        return 1
+    result = run_cli_job(JOB, args.scenario, {"resources": {"aisql": {"config": cfg}}}, args.verbose,
+                         asset_selection=keys)
+    code = report_job_result(result, JOB, args.scenario, args.verbose)
+    if code:
+        return code
     print(f"run {result.run_id[:8]} succeeded")
     return _report_text(args.scenario)
 

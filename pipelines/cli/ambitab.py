@@ -7,13 +7,13 @@ from pathlib import Path
 from pipelines.cli._output import render_table
 
 VIEWS = ("asker", "solver", "oracle", "verifier")
+JOB = "ambitab_corpus_job"
 
 
 def _build(args) -> int:
-    from assets.runner import get_instance
     from pipelines.ambitab.corpora import available, default_data_root
     from pipelines.ambitab.record import CORPORA
-    from pipelines.definitions import defs
+    from pipelines.cli.run import first_failure, resume_command, run_cli_job
 
     corpora = [args.corpus] if args.corpus else available()
     if args.corpus and args.corpus not in CORPORA:
@@ -26,20 +26,17 @@ def _build(args) -> int:
     op_config = {"data_root": str(data_root), "seed": args.seed, "llm_steps": "off" if args.no_llm else args.llm}
     if args.max_rows is not None:
         op_config["max_rows"] = args.max_rows
-    job = defs.resolve_job_def("ambitab_corpus_job")
-    instance = get_instance()
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
         print(f"[{i}/{len(corpora)}] building {corpus} ...", flush=True)
-        result = job.execute_in_process(
-            instance=instance, partition_key=corpus, raise_on_error=False,
-            run_config={"ops": {"ambitab_corpus": {"config": op_config}},
-                        "loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "WARNING"}}}},
-        )
+        result = run_cli_job(JOB, corpus, {"ops": {"ambitab_corpus": {"config": op_config}}}, args.verbose)
+        if isinstance(result, int):
+            return result  # interrupted: the corpora built so far are kept
         if not result.success:
             failed += 1
-            msg = _failure_message(result)
+            msg = first_failure(result)
             print(f"  {corpus}: FAILED — {msg}", file=sys.stderr)
+            print(f"  resume with: {resume_command(JOB, corpus)}", file=sys.stderr)
             rows.append((corpus, "failed", "", "", "", msg[:60]))
             continue
         meta = _metadata(result, "ambitab_records")
@@ -63,15 +60,6 @@ def _check_summary(result) -> str:
     evals = [e for e in result.get_asset_check_evaluations()]
     bad = [e.check_name for e in evals if not e.passed]
     return f"{len(evals) - len(bad)}/{len(evals)} passed" + (f" (failing: {', '.join(bad)})" if bad else "")
-
-
-def _failure_message(result) -> str:
-    for ev in result.all_events:
-        if ev.is_failure and ev.step_failure_data is not None:
-            err = ev.step_failure_data.error
-            text = (err.message if err else "step failed").strip()
-            return text.splitlines()[-1] if text else "step failed"
-    return "run failed"
 
 
 def _show(args) -> int:

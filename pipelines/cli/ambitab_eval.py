@@ -20,6 +20,7 @@ from pipelines.cli._groups import subgroup
 from pipelines.cli._output import render
 
 EPISODES = "ambitab_episodes"
+JOB = "ambitab_eval_job"
 METRICS = "ambitab_metrics"
 
 
@@ -31,10 +32,8 @@ def _split_list(values: list[str] | None, default: list[str]) -> list[str]:
 
 def _eval(args) -> int:
     from assets.ambitab_eval import AmbitabEvalConfig
-    from assets.runner import get_instance
     from pipelines.ambitab.record import CORPORA
-    from pipelines.cli.ambitab import _failure_message
-    from pipelines.definitions import defs
+    from pipelines.cli.run import report_job_result, run_cli_job
     from storage.artifacts import latest_path, read_latest
 
     if args.corpus not in CORPORA:
@@ -57,19 +56,12 @@ def _eval(args) -> int:
             config[key] = getattr(args, key)
     if args.sql_grounding is not None:
         config["sql_grounding"] = args.sql_grounding == "on"
-    job = defs.resolve_job_def("ambitab_eval_job")
     print(f"evaluating {args.corpus}: askers {', '.join(config['askers'])} · oracles {', '.join(config['oracles'])} "
           f"· seeds {args.seeds}", flush=True)
-    result = job.execute_in_process(
-        instance=get_instance(), partition_key=args.corpus, raise_on_error=False,
-        run_config={"ops": {EPISODES: {"config": config}},
-                    # failures are reported below in one line; --verbose shows the run log and traces
-                    "loggers": {"console": {"config": {"log_level": "INFO" if args.verbose else "CRITICAL"}}}},
-    )
-    if not result.success:
-        print(f"{args.corpus}: evaluation failed — {_failure_message(result)}", file=sys.stderr)
-        print(f"re-run the same command to resume (stored episodes and LLM calls are reused)", file=sys.stderr)
-        return 1
+    result = run_cli_job(JOB, args.corpus, {"ops": {EPISODES: {"config": config}}}, args.verbose)
+    code = report_job_result(result, JOB, args.corpus, args.verbose)
+    if code:
+        return code  # stored episodes and LLM calls are reused on resume
     from pipelines.ambitab.protocol.tables import table8_markdown
 
     meta = {}

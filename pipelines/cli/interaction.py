@@ -49,15 +49,12 @@ def _metric_rows(db_id: str | None = None):
     return metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []
 
 
-def execute(db_id: str, config: dict, quiet: bool = False):
-    from assets.runner import run_job_for_partition
+def execute(db_id: str, config: dict, verbose: bool = False):
+    """The interaction job for one database through the shared CLI run path (instance line, progress,
+    one line and exit 130 on Ctrl-C/SIGTERM); returns the result or an exit code."""
+    from pipelines.cli.run import run_cli_job
 
-    result = run_job_for_partition(JOB, db_id, run_config=config)
-    if not quiet:
-        for event in result.get_asset_check_evaluations():
-            if not event.passed:
-                print(f"  check {event.asset_key.to_user_string()}.{event.check_name} FAILED")
-    return result
+    return run_cli_job(JOB, db_id, config, verbose)
 
 
 def _materialization(result, asset: str) -> dict:
@@ -87,12 +84,16 @@ def _interact(args) -> int:
         print(f"no dataset for {args.db!r}: run `quandary run --db {args.db}` or `quandary import FILE` first",
               file=sys.stderr)
         return 2
-    result = execute(args.db, run_config(args))
+    from pipelines.cli.run import report_job_result
+
+    result = execute(args.db, run_config(args), args.verbose)
+    if isinstance(result, int):
+        return result
     conv = _materialization(result, "interaction_conversations")
     print(f"run {result.run_id[:8]} for '{args.db}': {'succeeded' if result.success else 'FAILED'}; "
           f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
           f"{conv.get('new_llm_calls', '?')} new LLM calls")
-    if not result.success:
+    if report_job_result(result, JOB, args.db, args.verbose):
         return 1
     rows = _metric_rows(args.db) or []
     print(report_text(rows))
@@ -225,7 +226,7 @@ def audit_conversation(args) -> int:
         con.close()
 
 
-def demo_interaction(db_id: str) -> int:
+def demo_interaction(db_id: str, verbose: bool = False) -> int:
     """`make demo` step: the embedded system agent in all four modes on a few validated questions."""
     from pipelines.interaction.metrics import table4_lines
     from storage.artifacts import latest_path
@@ -237,13 +238,18 @@ def demo_interaction(db_id: str) -> int:
                    "interaction_conversations": {"config": {"max_steps": DEMO_MAX_STEPS}}}}
     print(f"\ninteraction benchmark: the embedded system agent on {DEMO_MAX_QUESTIONS} validated question(s) "
           f"in 4 modes, {DEMO_MAX_STEPS} clarification turn(s) ...", flush=True)
-    result = execute(db_id, cfg)
+    from pipelines.cli.run import report_job_result
+
+    result = execute(db_id, cfg, verbose)
+    if isinstance(result, int):
+        return result
+    code = report_job_result(result, JOB, db_id, verbose)
     conv = _materialization(result, "interaction_conversations")
     print(f"\ninteraction benchmark ({conv.get('conversations', 0)} conversations: up to {DEMO_MAX_QUESTIONS} "
           f"questions × 4 modes, {DEMO_MAX_STEPS} clarification turn(s)): "
           f"{'succeeded' if result.success else 'FAILED'}")
     print("\n".join(table4_lines(_metric_rows(db_id) or [])))
-    return 0 if result.success else 1
+    return code
 
 
 def register_audit(audit_subparsers) -> None:
@@ -267,6 +273,7 @@ def register(sub) -> None:
     i.add_argument("--candidate-filter", choices=["label", "all"], default="label")
     i.add_argument("--order-sensitive", action="store_true", help="EX: gold ORDER BY makes row order significant")
     i.add_argument("--export", metavar="DIR", help="also write the reference results layout (one JSON per agent)")
+    i.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     i.set_defaults(func=_interact)
     r = subgroup(sub, "report", "reports over materialized results", "report_command")
     ri = r.add_parser("interaction", help="Tables 4, 5, 6 and Appendix D over every evaluated database")

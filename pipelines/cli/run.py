@@ -62,7 +62,7 @@ def _print_run_summary(result, db_id: str, verbose: bool = False) -> None:
     for line in _check_lines(result):
         print(line)
     if not result.success:
-        print_failure(result, db_id, verbose)
+        print_failure(result, resume_command(_main_job_name(), db_id), verbose)
         return
     _print_funnel(result)
     import duckdb
@@ -95,8 +95,33 @@ def _error_message(error) -> str:
     return " ".join(message.split()) if len(message) < 400 else " ".join(message[:400].split()) + " …"
 
 
-def print_failure(result, db_id: str, verbose: bool = False) -> None:
-    """A failed run in three lines: the failing step(s) with their message, what is kept, how to resume.
+def resume_command(job_name: str, partition: str) -> str:
+    """What a user types to resume a failed or interrupted run of ``job_name`` for ``partition``."""
+    from assets.runner import uses_database_partitions
+
+    if job_name == _main_job_name():
+        return f"quandary rerun --db {partition}"
+    flag = "--db" if uses_database_partitions(job_name) else "--partition"
+    return f"quandary rerun --job {job_name} {flag} {partition}"
+
+
+def _main_job_name() -> str:
+    from pipelines.definitions import MAIN_JOB
+
+    return MAIN_JOB
+
+
+def first_failure(result) -> str:
+    """The first failing step and its message, in one line (for tables of several runs)."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            return f"{event.step_key}: {_error_message(event.event_specific_data.error)}"
+    return "the run failed before any step ran"
+
+
+def print_failure(result, resume: str, verbose: bool = False) -> None:
+    """A failed run in three lines: the failing step(s) with their message, what is kept, how to
+    resume (``resume``: the command, from :func:`resume_command`).
     Dagster's stack traces stay in the run log (UI) and are printed with ``--verbose``."""
     failures = [e for e in result.all_events if e.is_step_failure]
     for event in failures:
@@ -106,14 +131,13 @@ def print_failure(result, db_id: str, verbose: bool = False) -> None:
             print(error.to_string(), file=sys.stderr)
     if not failures:
         print("  the run failed before any step ran (see the run log in the UI, or --verbose)", file=sys.stderr)
-    print(f"  completed steps and LLM calls are kept; resume with: quandary rerun --db {db_id}", file=sys.stderr)
+    print(f"  completed steps and LLM calls are kept; resume with: {resume}", file=sys.stderr)
     if not verbose:
         print("  (stack traces: add --verbose, or open the run in the UI)", file=sys.stderr)
 
 
-def interrupted_line(run_id: str, db_id: str) -> str:
-    return (f"interrupted: run {run_id[:8]} stopped; completed steps and LLM calls are kept. "
-            f"Resume with: quandary rerun --db {db_id}")
+def interrupted_line(run_id: str, resume: str) -> str:
+    return f"interrupted: run {run_id[:8]} stopped; completed steps and LLM calls are kept. Resume with: {resume}"
 
 
 def use_terminal_for_progress() -> None:
@@ -149,14 +173,21 @@ class _TerminateAsInterrupt:
             signal.signal(signal.SIGTERM, self._old)
 
 
-def execute_cli_run(start, db_id: str, verbose: bool = False) -> int:
+_instance_named = False
+
+
+def execute_cli_run(start, resume: str, verbose: bool = False):
     """Run ``start(run_id, log_level)`` (a run or a re-execution) the way every CLI run looks: the
-    instance named first, progress while it works, a short summary, one line on Ctrl-C."""
+    instance named first, progress while it works, one line on Ctrl-C or SIGTERM naming ``resume``
+    (the command that resumes). Returns the result, or 130 when interrupted."""
     import uuid
 
     from assets.runner import describe_instance
 
-    print(describe_instance())
+    global _instance_named
+    if not _instance_named:  # once per command, however many runs it starts
+        print(describe_instance())
+        _instance_named = True
     use_terminal_for_progress()
     run_id = str(uuid.uuid4())
     with _TerminateAsInterrupt():
@@ -164,12 +195,38 @@ def execute_cli_run(start, db_id: str, verbose: bool = False) -> int:
             # Dagster's console log shows step failures as stack traces: only with --verbose
             result = start(run_id, "ERROR" if verbose else "CRITICAL")
         except KeyboardInterrupt:
-            print(f"\n{interrupted_line(run_id, db_id)}", file=sys.stderr)
+            print(f"\n{interrupted_line(run_id, resume)}", file=sys.stderr)
             return 130
     if result is not None and was_interrupted(result):
-        print(f"\n{interrupted_line(result.run_id, db_id)}", file=sys.stderr)
+        print(f"\n{interrupted_line(result.run_id, resume)}", file=sys.stderr)
         return 130
     return result
+
+
+def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, verbose: bool = False,
+                asset_selection=None):
+    """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
+    command goes through here. Returns the result, or 130 when interrupted."""
+    from assets.runner import run_job_for_partition
+
+    return execute_cli_run(
+        lambda run_id, level: run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id,
+                                                    log_level=level, asset_selection=asset_selection),
+        resume_command(job_name, partition), verbose)
+
+
+def report_job_result(result, job_name: str, partition: str, verbose: bool = False) -> int:
+    """The end of every job command: failed checks as warnings or failures, and for a failed run
+    the failing steps and the resume command. Returns the exit code (0, 1, or 130 passed through)."""
+    if isinstance(result, int):
+        return result
+    for line in _check_lines(result):
+        if not line.endswith(" passed"):
+            print(line, file=sys.stderr)
+    if not result.success:
+        print_failure(result, resume_command(job_name, partition), verbose)
+        return 1
+    return 0
 
 
 _INTERRUPT_ERRORS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
@@ -188,13 +245,9 @@ def was_interrupted(result) -> bool:
 
 
 def _run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False) -> int:
-    from assets.runner import run_job_for_partition
     from pipelines.definitions import MAIN_JOB
 
-    run_config = grid_run_config(grid) if job == MAIN_JOB else {}
-    result = execute_cli_run(
-        lambda run_id, level: run_job_for_partition(job, db_id, run_config=run_config, run_id=run_id,
-                                                    log_level=level), db_id, verbose)
+    result = run_cli_job(job, db_id, grid_run_config(grid) if job == MAIN_JOB else {}, verbose)
     if isinstance(result, int):
         return result
     _print_run_summary(result, db_id, verbose)
@@ -214,7 +267,7 @@ def _demo(args) -> int:
     code = _run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID, args.verbose)
     from pipelines.cli.interaction import demo_interaction  # ABISS §5 step of the demo
 
-    return code or (demo_interaction(DEMO_DB_ID) if not args.job else 0)
+    return code or (demo_interaction(DEMO_DB_ID, args.verbose) if not args.job else 0)
 
 
 def _run(args) -> int:

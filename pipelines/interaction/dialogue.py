@@ -6,19 +6,20 @@
   unparseable answer ends it as a ``give_up`` (raw text kept). On the final turn the schema has no
   question field, so a conversation never exceeds ``max_steps + 1`` system turns.
 * Conversations run concurrently in threads (the council bounds in-flight calls per member);
-  every call is cached, so an interrupted run that is started again repeats no call.
+  every call is cached, so an interrupted run that is started again repeats no call, and an
+  interrupt stops every thread at once (``call_threads``) instead of waiting for calls in flight.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from pipelines.abiss.ids import stable_id
 from pipelines.interaction.agents import AgentHandle, ClassifyResult, Question, Turn
 from pipelines.interaction.modes import Mode
 from pipelines.interaction.user import SimulatedUser
+from resources.llm.council import call_threads
 
 MAX_STEPS = 3
 
@@ -34,7 +35,7 @@ def to_question(row: dict, schema_context: str, db_path: str) -> Question:
 
 def classify_all(agent: AgentHandle, rows: list[dict], schema_context: str, db_path: str,
                  workers: int = 8) -> dict[str, ClassifyResult]:
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with call_threads(workers) as pool:
         results = list(pool.map(lambda r: agent.classify(to_question(r, schema_context, db_path)), rows))
     return {r["question_id"]: c for r, c in zip(rows, results)}
 
@@ -105,7 +106,7 @@ def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str],
         agent, row, mode, pred = jobs[i]
         return i, run_conversation(agent, row, mode, pred, user, schema_context, db_path, max_steps)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with call_threads(workers) as pool:
         for i, conv in pool.map(work, range(len(jobs))):
             out[i] = conv
             done += 1

@@ -25,10 +25,12 @@ Usage (plain code; every method has an ``a``-prefixed async twin)::
 """
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -120,9 +122,69 @@ def cancel_pending_calls(timeout_s: float = 5.0) -> int:
         return 0
 
 
+class CallsStopped(BaseException):
+    """Raised in a thread waiting on council calls once the work it serves has been stopped (an
+    interrupted run). A BaseException, so no ``except Exception`` in a stage takes it for a failed
+    call and goes on to the next one."""
+
+
+_stopping = threading.Event()
+_waiting: set[concurrent.futures.Future] = set()
+_waiting_lock = threading.Lock()
+
+
 def run_sync(coro):
-    """Run a coroutine to completion from synchronous code."""
-    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+    """Run a coroutine to completion from synchronous code. A waiting thread that is interrupted
+    (Ctrl-C, SIGTERM, Dagster's interrupt) cancels its coroutine instead of leaving it running."""
+    if _stopping.is_set():
+        coro.close()
+        raise CallsStopped("the run was stopped")
+    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())
+    with _waiting_lock:
+        _waiting.add(future)
+    try:
+        if _stopping.is_set():  # stopped between the check above and the registration
+            future.cancel()
+        return future.result()
+    except concurrent.futures.CancelledError:
+        if _stopping.is_set():
+            raise CallsStopped("the run was stopped") from None
+        raise
+    except BaseException:
+        future.cancel()
+        raise
+    finally:
+        with _waiting_lock:
+            _waiting.discard(future)
+
+
+def _stop_waiting_threads() -> None:
+    _stopping.set()
+    with _waiting_lock:
+        futures = list(_waiting)
+    for f in futures:
+        f.cancel()
+
+
+@contextmanager
+def call_threads(workers: int) -> Iterator[concurrent.futures.ThreadPoolExecutor]:
+    """A thread pool for work that waits on council calls in several threads. If the body fails or
+    is interrupted, no thread is left waiting on a call nobody will read (a plain pool's exit would
+    wait for every call in flight, minutes each on a slow model): queued work is dropped, waiting
+    threads get :class:`CallsStopped`, calls in flight are cancelled, then the exception goes on.
+    One stop at a time per process: ``_stopping`` is process-wide."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+    try:
+        yield pool
+    except BaseException:
+        try:
+            _stop_waiting_threads()
+            pool.shutdown(wait=True, cancel_futures=True)
+            cancel_pending_calls()
+        finally:
+            _stopping.clear()
+        raise
+    pool.shutdown(wait=True)
 
 
 # --- the council ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """A new user's runs through the real `quandary` command (subprocesses): the instance they land in,
 failures and interrupts in a few lines, and resuming after a failure, an interrupt or `kill -9`."""
 
+import json
 import os
 import signal
 import socket
@@ -104,3 +105,68 @@ def test_kill_9_leaves_no_stuck_run(cli_env, tmp_path):
         assert not set(stub.answered[n_before:]) & answered_before, "a completed call was repeated"
         statuses = {r.run_id: r.status.name for r in runs_in(tmp_path / "dagster_home")}
         assert statuses[killed.run_id] == "FAILURE" and "SUCCESS" in statuses.values()
+
+
+def _answerable(question: str, sql: str) -> dict:
+    return {"db_id": "university", "question": question, "evidence": None, "sql": sql,
+            "category": {"name": "Answerable", "subname": "Without Evidence", "answerable": True, "solvable": True},
+            "question_style": "formal", "question_difficulty": "simple"}
+
+
+def test_sigterm_stops_an_interaction_run_with_calls_in_flight(cli_env, tmp_path):
+    """Every job's command stops like the ABISS job: SIGTERM while the dialogue threads wait on LLM
+    calls (one in flight, the others queued; 600 s timeouts) ends the process at once with one line
+    naming the job's resume command, and that command finishes the run."""
+    records = tmp_path / "questions.json"
+    records.write_text(json.dumps([_answerable("How many departments are there?", "SELECT COUNT(*) FROM departments"),
+                                   _answerable("How many students are there?", "SELECT COUNT(*) FROM students")]))
+    with GatedStub(answer_first=0) as stub:
+        env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
+        imported = quandary("import", str(records), env=env)
+        assert imported.returncode == 0, imported.stderr
+        proc = subprocess.Popen([QUANDARY, "interact", "--db", "university", "--max-steps", "1"], cwd=REPO, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert stub.held.wait(300), "the interaction run never sent an LLM call"
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=120)  # without the stop the threads wait out the 600 s calls
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 130, out[-2000:] + err[-2000:]
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1, err
+        assert lines[0].startswith("interrupted:"), err
+        assert "quandary rerun --job abiss_interaction_job --db university" in lines[0]
+        _no_traceback(out + err)
+        stub.release()
+        rerun = quandary("rerun", "--job", "abiss_interaction_job", "--db", "university", env=env)
+        assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
+        assert "re-executed run" in rerun.stdout
+
+
+def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):
+    """AI operators run as DuckDB UDFs on the calling thread, and DuckDB turns an interrupt raised in
+    a UDF into an ordinary query error; the run must still stop as interrupted, not record a failed
+    query and go on to the next one's calls."""
+    from tests.conftest import SHARED_DATA
+
+    if not (SHARED_DATA / "sembench" / "files").is_dir():
+        pytest.skip(f"SemBench data not found at {SHARED_DATA / 'sembench'} (only in the workplace checkout)")
+    with GatedStub(answer_first=0) as stub:
+        env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
+        proc = subprocess.Popen([QUANDARY, "aisql", "judge", "--scenario", "movie", "--backend", "council",
+                                 "--questions", "Q1", "--methods", "ex", "--data", str(SHARED_DATA)],
+                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            assert stub.held.wait(300), "the aisql run never sent an AI-operator call"
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    last = [line for line in err.splitlines() if line.strip()][-1]
+    assert last.startswith("interrupted:") and "quandary rerun --job aisql_job --partition movie" in last, err
+    _no_traceback(out + err)
