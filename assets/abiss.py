@@ -24,6 +24,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.checked_config import checked_config, op_config
 from assets.checks import (
     REJECTION_CHECK,
     contract_check_result,
@@ -76,8 +77,9 @@ def _values(items):
 
 class GridConfig(Config):
     """The generation grid (ABISS §4.1/§4.3). Defaults are the paper's grid. Subcategories, styles
-    and difficulties are enums, so the launchpad refuses unknown ones; ``n < 1`` and unknown
-    generators are refused when the run starts (the CLI checks both before it creates a run)."""
+    and difficulties are enums, so the launchpad's editor flags unknown ones; ``n < 1``, unknown
+    generators and a bad council file are refused when the run is launched, before it exists
+    (assets/checked_config.py), with the CLI's messages."""
 
     generators: list[str] | None = Field(
         default=None, description="council member names and/or 'programmatic'; default: programmatic + the generators council")
@@ -116,10 +118,18 @@ def _db(seed_databases: pl.DataFrame) -> dict:
     return seed_databases.row(0, named=True)
 
 
+def check_grid_on_launch(values: dict) -> None:
+    """The CLI's checks of the grid and the council file, on every launch (UI included)."""
+    from pipelines.preflight import check_council, check_grid
+
+    check_grid(values, check_council())
+
+
 @asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version="1",
+       config_schema=checked_config(GridConfig, check_grid_on_launch),
        description="The generation grid: generator × subcategory × style × difficulty × n for this database.")
-def generation_requests(context: AssetExecutionContext, config: GridConfig, council: CouncilResource,
-                        seed_databases: pl.DataFrame):
+def generation_requests(context: AssetExecutionContext, council: CouncilResource, seed_databases: pl.DataFrame):
+    config = GridConfig(**op_config(context))
     generators = (config.generators if config.generators is not None
                   else [PROGRAMMATIC, *council.get_council("generators").member_names])
     spec = GridSpec(tuple(generators), _values(config.subcategories), _values(config.styles),
@@ -313,11 +323,13 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     integrity = group_integrity.group_integrity(candidates, survivors)
     yield artifact_output(
         df,
-        funnel=MetadataValue.md(f"```\n{outputs.funnel_text(funnel)}\n{group_integrity.integrity_text(integrity)}\n```"),
+        # shown in place on the asset page (short Markdown); entered = survivors of the stage before
+        funnel=MetadataValue.md(outputs.funnel_chart_md(funnel)),
+        group_integrity_summary=MetadataValue.text(group_integrity.integrity_text(integrity)),
         orphan_readings=MetadataValue.int(int(integrity["orphan_readings"].sum()) if integrity.height else 0),
         incomplete_groups=MetadataValue.int(int(integrity["incomplete"].sum()) if integrity.height else 0),
         group_integrity=MetadataValue.md(preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"),
-        funnel_chart=MetadataValue.md(
+        funnel_chart_png=MetadataValue.md(
             f"![validation funnel](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
         funnel_chart_path=MetadataValue.path(str(png)),
         per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),

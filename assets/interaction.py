@@ -19,6 +19,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.checked_config import checked_config, op_config
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
 from pipelines.interaction import PIPELINE_VERSION
@@ -56,6 +57,26 @@ class ConversationConfig(Config):
     max_steps: int = Field(MAX_STEPS, ge=0, description="clarification turns before the final turn")
     candidate_filter: str = Field("label", description="'label' (paper: only matching voters answer) or 'all'")
     workers: int = Field(8, ge=1)
+
+
+def check_conversations_on_launch(values: dict) -> None:
+    """Modes, bounds, agents and the council file, checked on every launch (UI included)."""
+    from pipelines.interaction.agents import load_agent
+    from pipelines.preflight import check_council
+
+    parse_modes(values.get("modes"))
+    for key, low in (("max_steps", 0), ("workers", 1)):
+        if values.get(key) is not None and values[key] < low:
+            raise ValueError(f"{key}: must be at least {low} (got {values[key]})")
+    if values.get("candidate_filter") not in ("label", "all"):
+        raise ValueError(f"candidate_filter: use 'label' or 'all' (got {values.get('candidate_filter')!r})")
+    members = check_council().councils.get("system_agents", [])
+    for spec in values.get("agents") or ():
+        if spec not in members:
+            if ":" not in spec and "." not in spec:
+                raise ValueError(f"agents: {spec!r} is neither a system_agents council member "
+                                 f"({', '.join(members)}) nor a dotted path package.module:Class")
+            load_agent(spec, None)  # imports it: a typo'd path is refused here
 
 
 class ScoreConfig(Config):
@@ -117,10 +138,12 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
                                    description="No conversation has more than max_steps + 1 system turns."),
                     AssetCheckSpec("votes_join_logged_calls", asset="interaction_conversations",
                                    description="Every system turn, label vote, answer and judge vote joins llm_calls.")],
+       config_schema=checked_config(ConversationConfig, check_conversations_on_launch),
        description="The dialogues: one row per system turn with the user's answer, relevancy and every vote.")
-def interaction_conversations(context: AssetExecutionContext, config: ConversationConfig, council: CouncilResource,
+def interaction_conversations(context: AssetExecutionContext, council: CouncilResource,
                               interaction_subset: pl.DataFrame, schema_context: pl.DataFrame,
                               seed_databases: pl.DataFrame):
+    config = ConversationConfig(**op_config(context))
     from pipelines.interaction.agents import load_agent
     from pipelines.interaction.user import SimulatedUser
 

@@ -29,17 +29,15 @@ class GridSpec:
     llm_subcategories: tuple[str, ...] | None = None
 
     def validate(self) -> None:
-        for s in (*self.subcategories, *(self.llm_subcategories or ())):
-            if s not in SUBCATEGORY_BY_ID:
-                raise ValueError(f"unknown subcategory {s!r}; known: {', '.join(SUBCATEGORY_BY_ID)}")
-        for s in self.styles:
-            if s not in STYLE_BY_ID:
-                raise ValueError(f"unknown style {s!r}; known: {', '.join(STYLE_BY_ID)}")
-        for d in self.difficulties:
-            if d not in DIFFICULTY_BY_ID:
-                raise ValueError(f"unknown difficulty {d!r}; known: {', '.join(DIFFICULTY_BY_ID)}")
+        for key, values, known in (("subcategories", self.subcategories, SUBCATEGORY_BY_ID),
+                                   ("llm_subcategories", self.llm_subcategories or (), SUBCATEGORY_BY_ID),
+                                   ("styles", self.styles, STYLE_BY_ID),
+                                   ("difficulties", self.difficulties, DIFFICULTY_BY_ID)):
+            for v in values:
+                if v not in known:
+                    raise ValueError(f"{key}: unknown value {v!r}; allowed: {', '.join(known)}")
         if self.n < 1:
-            raise ValueError("n must be at least 1")
+            raise ValueError(f"n: must be at least 1 (got {self.n})")
         if not self.generators:
             raise ValueError("at least one generator is required")
 

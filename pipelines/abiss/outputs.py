@@ -123,6 +123,29 @@ def funnel_text(rows: list[tuple[str, int, int]]) -> str:
     return "\n".join(lines)
 
 
+# The Dagster UI renders a Markdown metadata value in place on the asset page only when it is
+# shorter than this (ui-core MetadataEntry.tsx, ``expandSmallValues``); longer ones hide behind
+# "[Show Markdown]", as a PNG in a data URI always does.
+UI_INLINE_MARKDOWN_CHARS = 1000
+
+
+def funnel_chart_md(rows: list[tuple[str, int, int]], limit: int = UI_INLINE_MARKDOWN_CHARS) -> str:
+    """The funnel as a text bar chart in a Markdown code block short enough for the UI to show it
+    in place: the widest bars that fit under ``limit`` characters (names shortened if need be)."""
+    top = max(1, rows[0][1])
+    for width, name_len in ((30, 30), (20, 30), (12, 26), (8, 22), (0, 22), (0, 14)):
+        names = [(r[0] if len(r[0]) <= name_len else r[0][: name_len - 1] + "…") for r in rows]
+        w = max(len(n) for n in names)
+        lines = [f"{'stage':<{w}}  kept/entered" + ("  survivors" if width else "")]
+        for n, (_, entered, kept) in zip(names, rows):
+            bar = "█" * round(width * kept / top) if width else ""
+            lines.append(f"{n:<{w}}  {f'{kept}/{entered}':>12}" + (f"  {bar}" if bar else ""))
+        text = "```\n" + "\n".join(lines) + "\n```"
+        if len(text) < limit:
+            return text
+    return text
+
+
 def funnel_png(rows: list[tuple[str, int, int]], path: Path) -> Path:
     import matplotlib
 

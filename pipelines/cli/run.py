@@ -24,8 +24,10 @@ def _print_funnel(result) -> None:
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         if mat.asset_key.to_user_string() == "rejection_report" and "funnel" in mat.metadata:
-            print("\nvalidation funnel:")
+            print("\nvalidation funnel (kept/entered per stage):")
             print(mat.metadata["funnel"].value.strip("`\n"))
+            if "group_integrity_summary" in mat.metadata:
+                print(mat.metadata["group_integrity_summary"].value)
         if mat.asset_key.to_user_string() == "dataset":
             q = mat.metadata.get("questions")
             print(f"\nvalidated questions in dataset: {q.value if q is not None else '?'}")
@@ -271,7 +273,7 @@ def _demo(args) -> int:
 
 
 def _run(args) -> int:
-    from pipelines.cli.preflight import PreflightError, check_council, check_database
+    from pipelines.preflight import PreflightError, check_council, check_database, check_grid, load_grid
     from pipelines.definitions import MAIN_JOB
 
     try:
@@ -281,54 +283,13 @@ def _run(args) -> int:
         if args.grid:
             try:
                 grid = load_grid(args.grid)
-                validate_grid(grid, council)
+                check_grid(grid, council)
             except ValueError as exc:
                 raise PreflightError(f"bad grid file {args.grid}: {exc}") from None
     except PreflightError as exc:
         print(str(exc), file=sys.stderr)
         return 2
     return _run_job(args.job or MAIN_JOB, args.db, grid, args.verbose)
-
-
-def validate_grid(grid: dict, council=None) -> None:
-    """Values of a grid (types, n ≥ 1, known subcategories/styles/difficulties, generators that are
-    'programmatic' or council members); ValueError naming the key and what is allowed."""
-    from pydantic import ValidationError
-
-    from assets.abiss import GridConfig, _values
-    from pipelines.abiss.grid import PROGRAMMATIC, GridSpec
-
-    try:
-        cfg = GridConfig.model_validate(grid)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(x) for x in err["loc"])
-        raise ValueError(f"{key}: {err['msg']} (got {err.get('input')!r})") from None
-    GridSpec(tuple(cfg.generators or (PROGRAMMATIC,)), _values(cfg.subcategories), _values(cfg.styles),
-             _values(cfg.difficulties), cfg.n, cfg.seed, _values(cfg.llm_subcategories)).validate()
-    if council is not None and cfg.generators is not None:
-        known = [PROGRAMMATIC, *council.members]
-        unknown = [g for g in cfg.generators if g not in known]
-        if unknown:
-            raise ValueError(f"generators: unknown generator(s) {unknown}; known: {', '.join(known)}")
-
-
-def load_grid(path: str) -> dict:
-    """A grid YAML file as GridConfig fields; ValueError with the reason when it is not one."""
-    import yaml
-
-    from pipelines.abiss.grid import GRID_FIELDS
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise ValueError(str(exc).splitlines()[0]) from None
-    if not isinstance(data, dict):
-        raise ValueError("expected a mapping of GridConfig fields (e.g. styles: [formal])")
-    unknown = sorted(set(data) - set(GRID_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown field(s) {unknown}; known: {', '.join(GRID_FIELDS)}")
-    return data
 
 
 def register(sub) -> None:

@@ -8,7 +8,7 @@ from resources.sql_executor import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, execute_
 
 
 def _run(args) -> int:
-    from pipelines.cli.preflight import PreflightError, check_database_file
+    from pipelines.preflight import PreflightError, check_database_file
 
     try:
         check_database_file(args.db_path)

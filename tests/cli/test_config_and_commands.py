@@ -3,6 +3,7 @@ small commands a new user reaches for behave (db remove, folder hint, export/imp
 corrupt file, council calls --db)."""
 
 import json
+import re
 
 import pytest
 
@@ -17,10 +18,10 @@ def _lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("grid, needle", [
-    ("n: -1\n", "n must be at least 1"),
-    ("n: lots\n", "n: Input should be a valid integer"),
-    ("styles: [formal, shouty]\n", "styles.1: Input should be 'formal', "),
-    ("subcategories: [answerable, nonsense]\n", "subcategories.1: Input should be 'answerable', "),
+    ("n: -1\n", "n: must be at least 1 (got -1)"),
+    ("n: lots\n", "n: expected a whole number (got 'lots')"),
+    ("styles: [formal, shouty]\n", "styles: unknown value 'shouty'; allowed: formal, "),
+    ("subcategories: [answerable, nonsense]\n", "subcategories: unknown value 'nonsense'; allowed: answerable, "),
     ("generators: [programmatic, gpt9]\n", "generators: unknown generator(s) ['gpt9']"),
 ])
 def test_bad_grid_values_refused_before_a_run(grid, needle, tmp_path, demo_db_path, capsys):
@@ -136,3 +137,41 @@ def test_council_calls_takes_a_database_id(tmp_path, demo_db_path, capsys):
     assert "--log PATH" in capsys.readouterr().err
     assert main(["council", "calls", "--db", "university", "--log", str(tmp_path / "none.sqlite")]) == 0
     assert "no call log at" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("job, op, config, needle", [
+    ("abiss_dataset_job", "generation_requests", {"n": 0}, "n: must be at least 1 (got 0)"),
+    ("abiss_dataset_job", "generation_requests", {"generators": ["gpt9"]}, "unknown generator(s) ['gpt9']"),
+    ("abiss_interaction_job", "interaction_conversations", {"modes": ["shouting"]}, "unknown mode 'shouting'"),
+    ("abiss_interaction_job", "interaction_conversations", {"agents": ["nobody"]},
+     "agents: 'nobody' is neither a system_agents council member"),
+    ("abiss_interaction_job", "interaction_conversations", {"agents": ["nopkg.mod:Agent"]}, "cannot import 'Agent'"),
+])
+def test_launch_refuses_values_the_schema_cannot_express(job, op, config, needle, tmp_path, demo_db_path):
+    """What the UI's launch does (the execution plan, built before the run is created) refuses
+    these values with the CLI's message, and no run is created."""
+    from dagster import DagsterInvalidConfigError
+
+    from assets.runner import get_instance, run_job_for_partition
+    from resources.catalog import Catalog
+
+    Catalog().register(demo_db_path, "university")
+    with pytest.raises(DagsterInvalidConfigError, match=re.escape(needle)):
+        run_job_for_partition(job, "university", run_config={"ops": {op: {"config": config}}})
+    assert list(get_instance().get_runs()) == []
+
+
+def test_launch_refuses_a_bad_council_file(tmp_path, demo_db_path, monkeypatch):
+    from dagster import DagsterInvalidConfigError
+
+    from assets.runner import get_instance, run_job_for_partition
+    from resources.catalog import Catalog
+
+    Catalog().register(demo_db_path, "university")
+    path = tmp_path / "typo.yaml"
+    path.write_text(COUNCILS["typo.yaml"][0])
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(path))
+    for job in ("abiss_dataset_job", "abiss_interaction_job"):
+        with pytest.raises(DagsterInvalidConfigError, match=re.escape(f"council file {path}")):
+            run_job_for_partition(job, "university")
+    assert list(get_instance().get_runs()) == []

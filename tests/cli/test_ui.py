@@ -1,6 +1,7 @@
 """The Dagster UI (a real webserver) on the instance the CLI used: the CLI's run is there, the funnel
-and each stage's decisions come as tables (rendered directly, not behind "[Show Markdown]"), and
-the launchpad's config schema refuses an unknown style before a run exists."""
+chart and table and each stage's decisions are shown in place (not behind "[Show Markdown]"), the
+launchpad's config schema flags an unknown style, and launching a run with a value the schema cannot
+express (``n: -1``, an unknown generator) is refused with the CLI's message before a run exists."""
 
 import json
 import os
@@ -8,12 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import REPO, GatedStub, council_file, quandary
+from tests.cli.conftest import REPO, GatedStub, council_file, quandary, runs_in
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -23,8 +25,15 @@ def _graphql(port: int, query: str, variables: dict | None = None) -> dict:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql",
                                  data=json.dumps({"query": query, "variables": variables or {}}).encode(),
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as resp:
-        return json.loads(resp.read())
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:  # a PythonError result comes as HTTP 500 with the JSON body
+        body = exc.read()
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise AssertionError(f"GraphQL HTTP {exc.code}: {body[:2000]!r}") from None
 
 
 def _free_port() -> int:
@@ -36,7 +45,13 @@ def _free_port() -> int:
 
 
 METADATA = """query($key: [String!]!) { assetOrError(assetKey: {path: $key}) { ... on Asset {
-  assetMaterializations(limit: 1) { runId metadataEntries { __typename label } } } } }"""
+  assetMaterializations(limit: 1) { runId metadataEntries { __typename label
+    ... on MarkdownMetadataEntry { mdStr } } } } } }"""
+LAUNCH = """mutation($params: ExecutionParams!) { launchRun(executionParams: $params) { __typename
+  ... on PythonError { message } ... on RunConfigValidationInvalid { errors { message } }
+  ... on LaunchRunSuccess { run { runId } } } }"""
+# ui-core MetadataEntry.tsx renders Markdown in place on the asset page below this length
+UI_INLINE_MARKDOWN_CHARS = 1000
 REPOS = "{ repositoriesOrError { ... on RepositoryConnection { nodes { name location { name } } } } }"
 VALID = """query($selector: PipelineSelector!, $config: RunConfigData) {
   isPipelineConfigValid(pipeline: $selector, mode: "default", runConfigData: $config) { __typename
@@ -65,11 +80,14 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
                 repos = None
             if not repos:
                 time.sleep(1)  # polling interval
-        entries = {}
+        entries, markdown = {}, {}
         for key in ("rejection_report", "s03_category_conformance"):
             mats = _graphql(port, METADATA, {"key": [key]})["data"]["assetOrError"]["assetMaterializations"]
             assert mats, f"the CLI's run of {key} is not in the UI's instance"
             entries[key] = {e["label"]: e["__typename"] for e in mats[0]["metadataEntries"]}
+            markdown.update({(key, e["label"]): e["mdStr"] for e in mats[0]["metadataEntries"] if "mdStr" in e})
+        chart = markdown[("rejection_report", "funnel")]
+        assert len(chart) < UI_INLINE_MARKDOWN_CHARS and "s10_style_conformance" in chart and "█" in chart
         assert entries["rejection_report"]["funnel_table"] == "TableMetadataEntry"
         assert entries["rejection_report"]["survivors s03_category_conformance"] == "IntMetadataEntry"
         assert entries["s03_category_conformance"]["decisions"] == "TableMetadataEntry"
@@ -83,6 +101,17 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
         good = {"ops": {"generation_requests": {"config": {"styles": ["formal"], "difficulties": ["highly complex"]}}}}
         answer = _graphql(port, VALID, {"selector": selector, "config": good})["data"]["isPipelineConfigValid"]
         assert answer["__typename"] == "PipelineConfigValidationValid", answer
+
+        runs_before = len(runs_in(tmp_path / "dagster_home"))
+        for grid, needle in (({"n": -1}, "n: must be at least 1 (got -1)"),
+                             ({"generators": ["gpt9"]}, "generators: unknown generator(s) ['gpt9']")):
+            params = {"selector": {k if k != "pipelineName" else "jobName": v for k, v in selector.items()},
+                      "runConfigData": {"ops": {"generation_requests": {"config": grid}}}, "mode": "default",
+                      "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "university"}]}}
+            launched = _graphql(port, LAUNCH, {"params": params})["data"]["launchRun"]
+            assert launched["__typename"] != "LaunchRunSuccess", launched
+            assert needle in json.dumps(launched), launched
+        assert len(runs_in(tmp_path / "dagster_home")) == runs_before, "a refused launch created a run"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

@@ -20,6 +20,8 @@ from pipelines.abiss.outputs import (
     decisions_frame,
     from_abiss_records,
     funnel,
+    UI_INLINE_MARKDOWN_CHARS,
+    funnel_chart_md,
     funnel_text,
     read_abiss_json,
     rejection_report_frame,
@@ -186,6 +188,20 @@ def test_funnel_and_text(rows):
     assert text[2].startswith("s02_sql_executability") and "4 kept" in text[2] and "1 rejected" in text[2]
     assert "1 kept" in text[3] and "3 rejected" in text[3]
     assert text[0].count("█") == 40 and text[3].count("█") == 8
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), min_size=11, max_size=11))
+def test_funnel_chart_fits_the_ui_inline_limit(counts):
+    """Any funnel of the eleven stages stays under the length the UI shows in place, and keeps
+    every stage's kept/entered."""
+    from pipelines.abiss.stages import STAGES
+
+    rows = [("candidates", 10**6, 10**6)] + [(s.key, max(a, b), min(a, b)) for s, (a, b) in zip(STAGES, counts)]
+    chart = funnel_chart_md(rows)
+    assert len(chart) < UI_INLINE_MARKDOWN_CHARS
+    for _, entered, kept in rows:
+        assert f"{kept}/{entered}" in chart
 
 
 # ------------------------------------------------------------------------------ ABISS JSON

@@ -1,17 +1,18 @@
-"""Checks a CLI run makes before any Dagster run exists, each failing with one or two lines that
-name the file, the key and what is allowed (grid values are checked in ``run.validate_grid``)."""
+"""Configuration checks made before any Dagster run exists, each failing with one or two lines that
+name the file, the key and what is allowed. The CLI calls them before it starts a run; the
+launchpad's run config reaches the same checks when a run is launched from the UI
+(``assets/checked_config.py``), so both refuse the same things in the same words."""
 
 import os
+from pathlib import Path
 
 
-class PreflightError(Exception):
+class PreflightError(ValueError):
     """Bad configuration found before the run; ``str()`` is the message for the user."""
 
 
 def check_database(db_id: str) -> None:
     """The database is registered and its file is still there."""
-    from pathlib import Path
-
     from resources.catalog import Catalog
 
     catalog = Catalog()
@@ -71,8 +72,6 @@ def check_council(path: str | None = None):
 def check_database_file(path: str) -> None:
     """A database file the CLI is about to query opens and its schema reads; a corrupt or foreign
     file is refused even for a query that would read no table (``SELECT 1`` never touches pages)."""
-    from pathlib import Path
-
     from resources.catalog import BadDatabaseError, inspect_database
 
     if not Path(path).is_file():
@@ -81,3 +80,54 @@ def check_database_file(path: str) -> None:
         inspect_database(path)
     except BadDatabaseError as exc:
         raise PreflightError(f"{path}: not a readable SQLite/DuckDB database ({' '.join(str(exc).split())})") from None
+
+
+_GRID_LISTS = ("generators", "subcategories", "styles", "difficulties", "llm_subcategories")
+
+
+def check_grid(grid: dict, council=None) -> None:
+    """Values of a generation grid (GridConfig fields): types, n ≥ 1, known subcategories, styles and
+    difficulties, generators that are 'programmatic' or members of ``council`` (a CouncilConfig).
+    ValueError naming the key and what is allowed."""
+    from pipelines.abiss.grid import GRID_FIELDS, PROGRAMMATIC, GridSpec
+
+    unknown = sorted(set(grid) - set(GRID_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown field(s) {unknown}; known: {', '.join(GRID_FIELDS)}")
+    for key in ("n", "seed"):
+        v = grid.get(key)
+        if key in grid and (not isinstance(v, int) or isinstance(v, bool)):
+            raise ValueError(f"{key}: expected a whole number (got {v!r})")
+    values = {}
+    for key in _GRID_LISTS:
+        v = grid.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, (list, tuple)):
+            raise ValueError(f"{key}: expected a list of names (got {v!r})")
+        names = tuple(getattr(x, "value", x) for x in v)  # launchpad enums arrive as Enum members
+        if not all(isinstance(x, str) for x in names):
+            raise ValueError(f"{key}: expected a list of names (got {v!r})")
+        values[key] = names
+    spec = GridSpec()
+    GridSpec(values.get("generators") or (PROGRAMMATIC,), values.get("subcategories", spec.subcategories),
+             values.get("styles", spec.styles), values.get("difficulties", spec.difficulties),
+             grid.get("n", spec.n), grid.get("seed", spec.seed), values.get("llm_subcategories")).validate()
+    if council is not None and values.get("generators") is not None:
+        known = [PROGRAMMATIC, *council.members]
+        bad = [g for g in values["generators"] if g not in known]
+        if bad:
+            raise ValueError(f"generators: unknown generator(s) {bad}; known: {', '.join(known)}")
+
+
+def load_grid(path: str) -> dict:
+    """A grid YAML file as GridConfig fields; ValueError with the reason when it is not one."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a mapping of GridConfig fields (e.g. styles: [formal])")
+    return data

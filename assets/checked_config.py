@@ -1,0 +1,53 @@
+"""Run config that is checked when a run is launched, in the UI as on the CLI.
+
+The launchpad validates run config against the config *schema* only: types, enums, required keys.
+Value rules (``n >= 1``, generators that are council members, a council file that loads) are not
+expressible there, so a bad value used to surface as a failed first step of a run that already
+existed. Dagster post-processes every config value while it builds the execution plan, which the
+webserver asks the code location for *before* it creates the run; a config type whose
+``post_process`` raises ``PostProcessingError`` therefore refuses the launch with our message, and
+no run is created. Same for ``execute_in_process``.
+
+    @asset(config_schema=checked_config(GridConfig, check))
+    def generation_requests(context):
+        config = GridConfig(**op_config(context))
+
+``check(values)`` gets the config as a dict (enum members for enum fields) and raises ValueError
+(or PreflightError) with the message for the user.
+"""
+
+from collections.abc import Callable
+
+from dagster import Config, Field
+from dagster._config import Shape
+from dagster._config.errors import PostProcessingError
+
+
+class _CheckedShape(Shape):
+    # Shape instances are memoised by their fields' hash and always built as plain Shape; this
+    # one carries a check, so it is built on its own.
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, fields, check: Callable[[dict], None], description: str | None = None):
+        self._initialized = False
+        super().__init__(fields, description=description)
+        self._check = check
+
+    def post_process(self, value):
+        try:
+            self._check(dict(value))
+        except ValueError as exc:  # PreflightError subclasses it
+            raise PostProcessingError(" ".join(str(exc).split())) from None
+        return value
+
+
+def checked_config(config_cls: type[Config], check: Callable[[dict], None]) -> Field:
+    """The config schema of ``config_cls`` (defaults, enums, descriptions as the launchpad shows
+    them) with ``check`` run on every launch."""
+    doc = (config_cls.__doc__ or "").strip() or None
+    return Field(_CheckedShape(config_cls.to_fields_dict(), check, description=doc))
+
+
+def op_config(context) -> dict:
+    return dict(context.op_execution_context.op_config or {})
