@@ -362,7 +362,8 @@ def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         con.close()
 
 
-_udf_interrupts = threading.local()
+# Process-wide, not per thread: DuckDB may run a UDF on one of its own threads.
+_udf_interrupts: list[BaseException] = []
 
 
 def keeps_interrupts(fn: Callable) -> Callable:
@@ -377,15 +378,15 @@ def keeps_interrupts(fn: Callable) -> Callable:
         except Exception:
             raise
         except BaseException as exc:
-            _udf_interrupts.pending = exc
+            _udf_interrupts.append(exc)
             raise
     return udf
 
 
 def _reraise_udf_interrupt() -> None:
-    exc = getattr(_udf_interrupts, "pending", None)
-    if exc is not None:
-        _udf_interrupts.pending = None
+    if _udf_interrupts:
+        exc = _udf_interrupts[0]
+        _udf_interrupts.clear()
         raise exc
 
 

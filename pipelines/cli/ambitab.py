@@ -29,7 +29,8 @@ def _build(args) -> int:
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
         print(f"[{i}/{len(corpora)}] building {corpus} ...", flush=True)
-        result = run_cli_job(JOB, corpus, {"ops": {"ambitab_corpus": {"config": op_config}}}, args.verbose)
+        result = run_cli_job(JOB, corpus, {"ops": {"ambitab_corpus": {"config": op_config}}}, args.verbose,
+                             name_instance=i == 1)
         if isinstance(result, int):
             return result  # interrupted: the corpora built so far are kept
         if not result.success:

@@ -14,10 +14,11 @@ DEMO_MAX_STEPS = 0
 
 
 def _frame(con, query: str, params=None):
-    """A query result as a polars frame (DuckDB 2.0: ``.arrow()`` is a RecordBatchReader)."""
+    """A query result as a polars frame (DuckDB 2.0: ``.arrow()`` is a RecordBatchReader, and Arrow
+    from a DB-API ``execute`` result warns about an extra copy)."""
     import polars as pl
 
-    return pl.from_arrow(con.execute(query, params or []).to_arrow_table())
+    return pl.from_arrow(con.sql(query, params=params or None).to_arrow_table())
 
 
 def run_config(args) -> dict:
@@ -49,12 +50,12 @@ def _metric_rows(db_id: str | None = None):
     return metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []
 
 
-def execute(db_id: str, config: dict, verbose: bool = False):
+def execute(db_id: str, config: dict, verbose: bool = False, name_instance: bool = True):
     """The interaction job for one database through the shared CLI run path (instance line, progress,
     one line and exit 130 on Ctrl-C/SIGTERM); returns the result or an exit code."""
     from pipelines.cli.run import run_cli_job
 
-    return run_cli_job(JOB, db_id, config, verbose)
+    return run_cli_job(JOB, db_id, config, verbose, name_instance=name_instance)
 
 
 def _materialization(result, asset: str) -> dict:
@@ -240,7 +241,7 @@ def demo_interaction(db_id: str, verbose: bool = False) -> int:
           f"in 4 modes, {DEMO_MAX_STEPS} clarification turn(s) ...", flush=True)
     from pipelines.cli.run import report_job_result
 
-    result = execute(db_id, cfg, verbose)
+    result = execute(db_id, cfg, verbose, name_instance=False)  # the demo's ABISS run named it
     if isinstance(result, int):
         return result
     code = report_job_result(result, JOB, db_id, verbose)

@@ -175,21 +175,17 @@ class _TerminateAsInterrupt:
             signal.signal(signal.SIGTERM, self._old)
 
 
-_instance_named = False
-
-
-def execute_cli_run(start, resume: str, verbose: bool = False):
+def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bool = True):
     """Run ``start(run_id, log_level)`` (a run or a re-execution) the way every CLI run looks: the
     instance named first, progress while it works, one line on Ctrl-C or SIGTERM naming ``resume``
-    (the command that resumes). Returns the result, or 130 when interrupted."""
+    (the command that resumes). Returns the result, or 130 when interrupted. ``name_instance=False``
+    for the second and later runs of one command."""
     import uuid
 
     from assets.runner import describe_instance
 
-    global _instance_named
-    if not _instance_named:  # once per command, however many runs it starts
+    if name_instance:
         print(describe_instance())
-        _instance_named = True
     use_terminal_for_progress()
     run_id = str(uuid.uuid4())
     with _TerminateAsInterrupt():
@@ -206,7 +202,7 @@ def execute_cli_run(start, resume: str, verbose: bool = False):
 
 
 def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, verbose: bool = False,
-                asset_selection=None):
+                asset_selection=None, name_instance: bool = True):
     """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
     command goes through here. Returns the result, or 130 when interrupted."""
     from assets.runner import run_job_for_partition
@@ -214,7 +210,7 @@ def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, v
     return execute_cli_run(
         lambda run_id, level: run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id,
                                                     log_level=level, asset_selection=asset_selection),
-        resume_command(job_name, partition), verbose)
+        resume_command(job_name, partition), verbose, name_instance)
 
 
 def report_job_result(result, job_name: str, partition: str, verbose: bool = False) -> int:

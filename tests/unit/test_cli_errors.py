@@ -1,7 +1,7 @@
 """CLI commands refuse bad input with a one-line reason and a non-zero exit, never a traceback."""
 
 from pipelines.cli import main
-from pipelines.preflight import load_grid
+from pipelines.preflight import check_grid, load_grid
 
 
 def test_bad_grid_files(tmp_path, demo_db_path, capsys):
@@ -27,7 +27,7 @@ def test_bad_grid_files(tmp_path, demo_db_path, capsys):
 
 def _reason(path):
     try:
-        load_grid(str(path))
+        check_grid(load_grid(str(path)))
     except ValueError as exc:
         return str(exc)
     return ""
