@@ -24,6 +24,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.checks import contract_check_result, contract_check_spec
+from assets.progress import step_progress
 from pipelines.aisql.evalset import build_pairs, generator_pairs, manual_labels_path, read_manual_labels
 from pipelines.aisql.methods import METHODS
 from pipelines.aisql.metrics import metric_table, table1_markdown
@@ -194,7 +195,9 @@ def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, counc
     settings = aisql.settings()
     runtime = make_runtime(settings, db, getter=council.get_council)
     try:
-        df, _ = run_executions(aisql_pairs, db, runtime, settings, _log_progress(context), getter=council.get_council)
+        with step_progress(context, total=aisql_pairs.height) as p:  # AI-operator calls via the council count too
+            df, _ = run_executions(aisql_pairs, db, runtime, settings, lambda _msg: p.advance(1),
+                                   getter=council.get_council)
     finally:
         runtime.close()
     t = runtime.totals

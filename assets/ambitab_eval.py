@@ -13,7 +13,6 @@ Per corpus partition::
 
 import base64
 import json
-import sys
 
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, Config, Failure, MetadataValue, asset
@@ -21,6 +20,7 @@ from pydantic import Field
 
 from assets.ambitab import RECORDS, corpus_partitions
 from assets.checks import contract_check_result, contract_check_spec
+from assets.progress import step_progress
 from pipelines.ambitab.protocol.askers import AskerUnavailable
 from pipelines.ambitab.protocol.episode import CONDITION_KEY, RunSettings, episodes_frame
 from pipelines.ambitab.protocol.oracles import OracleUnavailable
@@ -68,11 +68,6 @@ class AmbitabEvalConfig(Config):
     concurrency: int = Field(default=8, ge=1, description="episodes in flight at once")
 
 
-def _progress(context, message: str) -> None:
-    context.log.info(message)
-    print(f"  {message}", file=sys.stderr, flush=True)  # the CLI shows progress without --verbose
-
-
 def _call_stats(rows: list[dict]) -> dict:
     """LLM calls behind the new episodes: distinct calls and how they ended (from the call log)."""
     from resources.llm.council import call_log
@@ -102,10 +97,14 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
                                  spec_randomisation=config.spec_randomisation)
     try:
         solver = make_solver(config.solver, council.get_council)
-        rows = run_conditions(tasks, conditions, config.seeds, council_factory=council.get_council, solver=solver,
-                              verifier=Verifier(), settings=RunSettings(skip_clear=config.skip_clear),
-                              sql_grounding=config.sql_grounding, skip=set(stored["episode_id"].to_list()),
-                              concurrency=config.concurrency, progress=lambda m: _progress(context, m))
+        # items are episodes (condition × record × seed, less those stored); the council counts the calls
+        total = max(0, len(conditions) * len(tasks) * len(config.seeds) - stored.height)
+        with step_progress(context, total=total) as p:
+            rows = run_conditions(tasks, conditions, config.seeds, council_factory=council.get_council, solver=solver,
+                                  verifier=Verifier(), settings=RunSettings(skip_clear=config.skip_clear),
+                                  sql_grounding=config.sql_grounding, skip=set(stored["episode_id"].to_list()),
+                                  concurrency=config.concurrency, progress=context.log.info,
+                                  on_episode=lambda: p.advance(1))
     except (OracleUnavailable, AskerUnavailable, SolverUnavailable) as exc:
         raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
     except ValueError as exc:

@@ -22,6 +22,7 @@ from pydantic import Field
 from assets.checked_config import checked_config, op_config
 from assets.checks import contract_check_result, contract_check_spec
 from assets.partitions import databases_partitions
+from assets.progress import step_progress
 from pipelines.interaction import PIPELINE_VERSION
 from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
@@ -157,13 +158,12 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
     log = council.get_council("user_simulator").log
     before = log.count() if log else 0
 
-    def progress(done, total):
-        if done == total or done % max(1, total // 10) == 0:
-            context.log.info(f"conversations {done}/{total}")
-
-    convs, skipped = run_benchmark(agents, interaction_subset.to_dicts(), modes, user,
-                                   schema_context["schema_context"][0], _db(seed_databases)["path"],
-                                   config.max_steps, config.workers, progress)
+    rows = interaction_subset.to_dicts()
+    # items are conversations (agent × question × mode); the council counts the calls
+    with step_progress(context, total=len(agents) * len(rows) * len(modes)) as p:
+        convs, skipped = run_benchmark(agents, rows, modes, user, schema_context["schema_context"][0],
+                                       _db(seed_databases)["path"], config.max_steps, config.workers,
+                                       lambda done, total: p.advance(1))
     df = T.turns_frame(convs, config.max_steps)
     yield artifact_output(
         df, conversations=len(convs), turns=df.height, agents=", ".join(a.name for a in agents),

@@ -139,10 +139,13 @@ def test_sigterm_stops_an_interaction_run_with_calls_in_flight(cli_env, tmp_path
         assert lines[0].startswith("interrupted:"), err
         assert "quandary rerun --job abiss_interaction_job --db university" in lines[0]
         _no_traceback(out + err)
+        # the shared progress lines: conversations are the items (1 agent × 2 questions × 4 modes)
+        assert "interaction_conversations: 0/8 items" in out, out[-2000:]
         stub.release()
         rerun = quandary("rerun", "--job", "abiss_interaction_job", "--db", "university", env=env)
         assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
         assert "re-executed run" in rerun.stdout
+        assert "interaction_conversations: 8/8 items" in rerun.stdout, rerun.stdout[-2000:]
 
 
 def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):

@@ -92,7 +92,10 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
                           council_factory: Callable[[str], object] | None, solver: Solver, verifier: Verifier,
                           settings: RunSettings | None = None, sql_grounding: bool | None = None,
                           skip: set[str] | None = None, concurrency: int = 8,
-                          progress: Callable[[str], None] | None = None) -> list[dict]:
+                          progress: Callable[[str], None] | None = None,
+                          on_episode: Callable[[], None] | None = None) -> list[dict]:
+    """Every condition's episodes; ``progress`` gets a line now and then, ``on_episode`` is called
+    once per episode run (for a progress bar)."""
     if not tasks:
         return []
     corpus = tasks[0].corpus
@@ -108,6 +111,8 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
         label = f"[{i}/{len(conditions)}] {c.label}"
 
         def report(done, total, label=label):
+            if on_episode:
+                on_episode()
             if progress and (done == total or done % max(50, total // 10) == 0):
                 progress(f"{label}: {done}/{total} episodes")
 
