@@ -18,9 +18,8 @@ no run is created. Same for ``execute_in_process``.
 
 from collections.abc import Callable
 
-from dagster import Config, Field
-from dagster._config import Shape
-from dagster._config.errors import PostProcessingError
+from dagster import Config, Field, Shape
+from dagster._config.errors import PostProcessingError  # "part of the formal API for post_process" (its docstring)
 
 
 class _CheckedShape(Shape):

@@ -50,24 +50,32 @@ def test_failed_run_prints_summary_and_rerun_finds_it(cli_env, tmp_path):
     assert "Traceback" in verbose.stderr or "Stack Trace" in verbose.stderr or "File \"" in verbose.stderr
 
 
+def _start(*args, env) -> subprocess.Popen:
+    return subprocess.Popen([QUANDARY, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
 def _start_run(env, tmp_path) -> subprocess.Popen:
-    return subprocess.Popen([QUANDARY, "run", "--db", "university", "--grid", str(tmp_path / "grid.yaml")],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return _start("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"), env=env)
+
+
+def _interrupt_when_held(stub: GatedStub, proc: subprocess.Popen, sig, what: str):
+    """Send ``sig`` once the stub holds a request (an LLM call in flight); (returncode, out, err)."""
+    try:
+        assert stub.held.wait(300), f"{what} never sent the LLM call the stub holds"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)  # hangs when in-flight calls are waited out
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, out, err
 
 
 def test_ctrl_c_prints_one_line_and_the_run_resumes(cli_env, tmp_path):
     with GatedStub(answer_first=2) as stub:
         env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url))}
-        proc = _start_run(env, tmp_path)
-        try:
-            assert stub.held.wait(300), "the run never reached its third LLM call"
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-        assert proc.returncode == 130, err[-2000:]
+        code, out, err = _interrupt_when_held(stub, _start_run(env, tmp_path), signal.SIGINT, "the run")
+        assert code == 130, err[-2000:]
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1, err
         assert lines[0].startswith("interrupted:") and "quandary rerun --db university" in lines[0]
@@ -124,16 +132,10 @@ def test_sigterm_stops_an_interaction_run_with_calls_in_flight(cli_env, tmp_path
         env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
         imported = quandary("import", str(records), env=env)
         assert imported.returncode == 0, imported.stderr
-        proc = subprocess.Popen([QUANDARY, "interact", "--db", "university", "--max-steps", "1"], cwd=REPO, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            assert stub.held.wait(300), "the interaction run never sent an LLM call"
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=120)  # without the stop the threads wait out the 600 s calls
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-        assert proc.returncode == 130, out[-2000:] + err[-2000:]
+        # without the stop the dialogue threads wait out the 600 s calls
+        code, out, err = _interrupt_when_held(stub, _start("interact", "--db", "university", "--max-steps", "1",
+                                                           env=env), signal.SIGTERM, "the interaction run")
+        assert code == 130, out[-2000:] + err[-2000:]
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1, err
         assert lines[0].startswith("interrupted:"), err
@@ -158,18 +160,10 @@ def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):
         pytest.skip(f"SemBench data not found at {SHARED_DATA / 'sembench'} (only in the workplace checkout)")
     with GatedStub(answer_first=0) as stub:
         env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
-        proc = subprocess.Popen([QUANDARY, "aisql", "judge", "--scenario", "movie", "--backend", "council",
-                                 "--questions", "Q1", "--methods", "ex", "--data", str(SHARED_DATA)],
-                                cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        try:
-            assert stub.held.wait(300), "the aisql run never sent an AI-operator call"
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+        proc = _start("aisql", "judge", "--scenario", "movie", "--backend", "council", "--questions", "Q1",
+                      "--methods", "ex", "--data", str(SHARED_DATA), env=env)
+        code, out, err = _interrupt_when_held(stub, proc, signal.SIGTERM, "the aisql run")
+    assert code == 130, out[-2000:] + err[-2000:]
     last = [line for line in err.splitlines() if line.strip()][-1]
     assert last.startswith("interrupted:") and "quandary rerun --job aisql_job --partition movie" in last, err
     _no_traceback(out + err)
