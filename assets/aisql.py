@@ -220,8 +220,9 @@ def aisql_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council
     db = _db(aisql, context.partition_key)
     settings = aisql.settings()
     judges = council_for("judges", council.get_council) if any(m != "ex" for m in settings.methods) else None
-    df = run_methods(aisql_pairs, aisql_executions, evidence_from(aisql_executions), settings, _schema_of(db),
-                     _log_progress(context), judges=judges)
+    with step_progress(context, total=aisql_pairs.height * len(settings.methods)) as p:  # (pair, method) verdicts
+        df = run_methods(aisql_pairs, aisql_executions, evidence_from(aisql_executions), settings, _schema_of(db),
+                         _log_progress(context), judges=judges, advance=p.advance)
     have = set(zip(df["pair_id"].to_list(), df["method"].to_list()))
     missing = [(p, m) for p in aisql_pairs["pair_id"].to_list() for m in settings.methods if (p, m) not in have]
     yield artifact_output(df, errors=MetadataValue.int(int((df["status"] == "error").sum())),

@@ -184,8 +184,10 @@ def evidence_from(executions: pl.DataFrame) -> dict[str, dict]:
 
 
 def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[str, dict], settings: AisqlSettings,
-                schema_of: Callable[[str], str], progress: Progress | None = None, judges=None) -> pl.DataFrame:
-    """Every method's verdict for every pair (EX from the executions; LLM methods via ``judges``)."""
+                schema_of: Callable[[str], str], progress: Progress | None = None, judges=None,
+                advance: Callable[[int], None] | None = None) -> pl.DataFrame:
+    """Every method's verdict for every pair (EX from the executions; LLM methods via ``judges``).
+    ``advance(n)``: n more (pair, method) verdicts done, for a progress bar."""
     out: list[Verdict] = []
     execs = {r["pair_id"]: r for r in executions.iter_rows(named=True)}
     dialect = {r["pair_id"]: r["dialect"] for r in pairs.select("pair_id", "dialect").iter_rows(named=True)}
@@ -194,6 +196,8 @@ def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[st
         for pid in ids:
             e = execs[pid]
             out.append(ex_verdict(pid, e["gold_status"], e["candidate_status"], e["ex_equal"]))
+        if advance:
+            advance(len(ids))
     llm_methods = [m for m in settings.methods if m != "ex"]
     if llm_methods:
         council = judges or council_for("judges")
@@ -208,6 +212,8 @@ def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[st
             else:
                 out += solve(council, m, [(pid, dialect[pid], evidence[pid]) for pid in ids], schema_of=schema_of,
                              member=settings.judge_member)
+            if advance:
+                advance(len(ids))
     return verdicts_frame(out)
 
 

@@ -213,7 +213,7 @@ def register(sub) -> None:
 
     r = sub.add_parser("rerun", help="re-execute a failed run from failure (only failed steps and downstream)")
     r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
-    r.add_argument("--db", "--partition", dest="db",
+    r.add_argument("--db", "--partition", dest="db", metavar="ID",
                    help="partition of the failed run to look up (a database id; a scenario or corpus for those jobs)")
     r.add_argument("--job", default=None, help="job name (default: the main job): abiss_interaction_job, aisql_job, ambitab_corpus_job, ambitab_eval_job, ...")
     r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
