@@ -144,9 +144,10 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
 def interaction_conversations(context: AssetExecutionContext, council: CouncilResource,
                               interaction_subset: pl.DataFrame, schema_context: pl.DataFrame,
                               seed_databases: pl.DataFrame):
-    config = ConversationConfig(**op_config(context))
     from pipelines.interaction.agents import load_agent
     from pipelines.interaction.user import SimulatedUser
+
+    config = ConversationConfig(**op_config(context))
 
     try:
         modes = parse_modes(config.modes)
