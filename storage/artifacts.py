@@ -85,7 +85,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -98,7 +99,7 @@ def verify_file(path: Path, digest: str | None = None, size: int | None = None) 
     try:
         if size is not None and path.stat().st_size != size:
             return False
-        actual = _file_sha256(path)
+        actual = file_sha256(path)
     except OSError:
         return False
     if digest is not None:

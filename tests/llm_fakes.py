@@ -111,7 +111,7 @@ def _make_handler_class():
                        encoding, api_key, logging_obj, optional_params, *args, **kwargs):
             req = self._next(model, messages, optional_params)
             reply = self._resolve(req)
-            time.sleep(reply.delay_s)
+            time.sleep(reply.delay_s)  # the fake provider's simulated latency (sync path), not a wait in a test
             return self._response(model, reply)
 
         @property
@@ -182,9 +182,49 @@ class StubScript:
     hang_s: float = 0.0  # sleep this long before answering (timeout tests)
 
 
-class _StubHTTPServer(ThreadingHTTPServer):
+class LoopbackServer(ThreadingHTTPServer):
+    """The HTTP server of every loopback stub in the tests."""
     request_queue_size = 128  # many clients connect at once in the benchmark
     daemon_threads = True
+    allow_reuse_address = True
+
+
+def chat_completion(content: str, n: int = 0, model: str = "stub") -> dict:
+    """An OpenAI ``chat.completion`` response body answering ``content``."""
+    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}}
+
+
+class StubHandler(BaseHTTPRequestHandler):
+    """Base handler of the loopback OpenAI-compatible stubs: keep-alive, quiet, ``GET /v1/models``,
+    JSON in and out; a client that has gone away is not an error."""
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+    disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms ACK stalls
+
+    def log_message(self, *a):  # quiet
+        pass
+
+    def do_GET(self):
+        self.send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+
+    def read_json(self) -> dict:
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+
+    def send_json(self, status: int, obj) -> bool:
+        data = json.dumps(obj).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return True
+        except OSError:  # BrokenPipe / ConnectionReset: the client stopped waiting
+            return False
+
+    def send_error_status(self, status: int) -> None:
+        self.send_json(status, {"error": {"message": f"stub status {status}", "type": "stub", "code": status}})
 
 
 class StubOpenAIServer:
@@ -192,52 +232,24 @@ class StubOpenAIServer:
         self.script = script or StubScript()
         self.requests = 0
         self._lock = threading.Lock()
+        self._stop = threading.Event()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
-            disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms ACK stalls
-
-            def log_message(self, *a):  # quiet
-                pass
-
-            def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
-
+        class Handler(StubHandler):
             def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self.read_json()
                 with outer._lock:
                     outer.requests += 1
+                    n = outer.requests
                     status = outer.script.statuses.pop(0) if outer.script.statuses else 200
-                if outer.script.hang_s:
-                    time.sleep(outer.script.hang_s)
-                if outer.script.latency_s:
-                    time.sleep(outer.script.latency_s)
+                # the stub's simulated slowness; shutdown ends it early
+                outer._stop.wait(outer.script.hang_s + outer.script.latency_s)
                 if status != 200:
-                    self._send(status, {"error": {"message": f"stub status {status}", "type": "stub", "code": status}})
+                    self.send_error_status(status)
                     return
-                self._send(200, {
-                    "id": f"chatcmpl-{outer.requests}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "stub"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": outer.script.content}}],
-                    "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18},
-                })
+                self.send_json(200, chat_completion(outer.script.content, n, body.get("model", "stub")))
 
-            def _send(self, status, obj):
-                data = json.dumps(obj).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = _StubHTTPServer(("127.0.0.1", port), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = LoopbackServer(("127.0.0.1", port), Handler)
         self.port = self.httpd.server_address[1]
         self._thread: threading.Thread | None = None
 
@@ -251,6 +263,7 @@ class StubOpenAIServer:
         return self
 
     def __exit__(self, *exc):
+        self._stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

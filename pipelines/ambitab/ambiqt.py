@@ -54,6 +54,7 @@ from pipelines.ambitab.record import (
 from pipelines.ambitab.sources import require_file, schema_text, sql_segments
 from pipelines.paths import quandary_home
 from resources.sql_executor import execute_sql
+from storage.artifacts import file_sha256
 
 CORPUS = "ambiqt"
 SPIDER_DEV = Path("spider") / "dev.json"
@@ -228,14 +229,6 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def unit_seed(seed: int, unit: tuple[str, str, str]) -> int:
     return int(hashlib.sha256(f"{seed}:{'|'.join(unit)}".encode()).hexdigest()[:12], 16)
 
@@ -244,7 +237,7 @@ def build_unit_db(source: Path, unit: tuple[str, str, str], syns: tuple[str, str
                   out_dir: Path) -> tuple[Path, dict]:
     """Build (or reuse) the content-addressed database of one unit; returns (path, facts)."""
     db_id, table, column = unit
-    source_sha = _file_sha(source)
+    source_sha = file_sha256(source)
     key = hashlib.sha256(json.dumps([BUILD_VERSION, source_sha, unit, syns, seed]).encode()).hexdigest()[:16]
     manifest = out_dir / "manifest" / f"{key}.json"
     if manifest.is_file():
@@ -282,7 +275,7 @@ def build_unit_db(source: Path, unit: tuple[str, str, str], syns: tuple[str, str
             dst.execute("VACUUM")
         finally:
             dst.close()
-        sha = _file_sha(tmp)
+        sha = file_sha256(tmp)
         name = f"{db_id}__{table}__{column}.{sha[:16]}.sqlite"
         final = out_dir / name
         if final.exists():

@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
 
 REPO = Path(__file__).resolve().parents[2]
 QUANDARY = str(Path(sys.executable).parent / "quandary")
@@ -36,15 +36,9 @@ class GatedStub:
         self._lock = threading.Lock()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
+        class Handler(StubHandler):
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                req = json.loads(body or b"{}")
+                req = self.read_json()
                 key = hashlib.sha256(json.dumps([req.get("messages"), req.get("seed")], sort_keys=True)
                                      .encode()).hexdigest()
                 with outer._lock:
@@ -53,24 +47,12 @@ class GatedStub:
                     outer.held.set()
                     outer._gate.wait(600)
                     return  # the client is gone by now
-                data = json.dumps({
-                    "id": "stub", "object": "chat.completion", "created": int(time.time()), "model": "stub",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": UNIVERSAL_ANSWER}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
+                if not self.send_json(200, chat_completion(UNIVERSAL_ANSWER)):
                     return
                 with outer._lock:
                     outer.answered.append(key)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def release(self) -> None:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import REPO, GatedStub, council_file, quandary, runs_in
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -69,17 +69,14 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
                             cwd=REPO, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 300
-        repos = None
-        while not repos:  # the server, then the code location, come up
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail("dagster-webserver did not come up with the code location")
+        def code_location():  # the server, then the code location, come up
             try:
-                repos = _graphql(port, REPOS)["data"]["repositoriesOrError"].get("nodes")
+                return _graphql(port, REPOS)["data"]["repositoriesOrError"].get("nodes")
             except (OSError, KeyError, TypeError):
-                repos = None
-            if not repos:
-                time.sleep(1)  # polling interval
+                return None
+
+        repos = wait_until(code_location, 300, "dagster-webserver with the code location",
+                           alive=lambda: proc.poll() is None)
         entries, markdown = {}, {}
         for key in ("rejection_report", "s03_category_conformance"):
             mats = _graphql(port, METADATA, {"key": [key]})["data"]["assetOrError"]["assetMaterializations"]

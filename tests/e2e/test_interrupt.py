@@ -9,10 +9,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -38,13 +39,10 @@ def test_sigterm_during_llm_calls_exits(tmp_path, isolated_home):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         log = isolated_home / "llm_calls.sqlite"
-        deadline = time.monotonic() + 900
         # the first generation call has finished: the embedded server is up and the next
         # generation requests (16, two in flight) are being served
-        while _finished_calls(log) < 1:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail("the demo never finished its first LLM call")
-            time.sleep(0.2)  # polling interval, not a wait for something to happen
+        wait_until(lambda: _finished_calls(log) >= 1, 900, "the demo's first LLM call",
+                   alive=lambda: proc.poll() is None)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=300)  # hangs forever without cancelling in-flight calls at exit
     finally:

@@ -6,11 +6,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -57,25 +58,20 @@ def test_demo_then_webserver_shows_materializations(dagster_home, isolated_home)
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.time() + 180
-        while True:
+        def up():
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
-                break
+                return urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
             except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    pytest.fail("dagster-webserver did not come up")
-                time.sleep(1)
+                return None
+
+        wait_until(up, 180, "dagster-webserver", alive=lambda: proc.poll() is None)
         query = """{ assetOrError(assetKey: {path: ["seed_databases"]}) {
               ... on Asset { assetMaterializations(limit: 5) { partition runId } } } }"""
-        deadline = time.time() + 120
-        while True:  # the code location may still be loading
-            data = graphql(port, query)
-            mats = (data.get("data", {}).get("assetOrError") or {}).get("assetMaterializations")
-            if mats is not None or time.time() > deadline:
-                break
-            time.sleep(2)
-        assert mats, data
+
+        def materializations():  # the code location may still be loading
+            return (graphql(port, query).get("data", {}).get("assetOrError") or {}).get("assetMaterializations")
+
+        mats = wait_until(materializations, 120, "the demo's materialization in the UI")
         assert mats[0]["partition"] == "university"
         nodes = graphql(port, "{ assetNodes { assetKey { path } } }")["data"]["assetNodes"]
         keys = {"/".join(n["assetKey"]["path"]) for n in nodes}

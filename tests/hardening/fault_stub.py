@@ -14,18 +14,12 @@ Deterministic: replies depend only on the mode sequence. ``requests`` counts req
 ``seen`` is an event set at every request, so tests wait on it instead of sleeping.
 """
 
-import json
 import socket
 import struct
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
+from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
 
 
 class FaultStub:
@@ -40,19 +34,9 @@ class FaultStub:
         self._lock = threading.Lock()
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
-
+        class Handler(StubHandler):
             def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self.read_json()
                 with outer._lock:
                     outer.requests += 1
                     mode = outer.modes.pop(0) if outer.modes else outer.default
@@ -67,35 +51,18 @@ class FaultStub:
                     self.close_connection = True
                     return
                 if mode == "context":
-                    self._send(400, {"error": {
+                    self.send_json(400, {"error": {
                         "message": "This model's maximum context length is 2048 tokens. However, you requested "
                                    "9000 tokens. Please reduce the length of the messages.",
                         "type": "invalid_request_error", "code": "context_length_exceeded"}})
                     return
                 if mode.isdigit():
-                    status = int(mode)
-                    self._send(status, {"error": {"message": f"stub status {status}", "type": "stub", "code": status}})
+                    self.send_error_status(int(mode))
                     return
                 text = outer.content if mode == "ok" else "I am sorry, I cannot answer in JSON today."
-                self._send(200, {
-                    "id": f"chatcmpl-{outer.requests}", "object": "chat.completion", "created": 0,
-                    "model": body.get("model", "stub"),
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18},
-                })
+                self.send_json(200, chat_completion(text, outer.requests, body.get("model", "stub")))
 
-            def _send(self, status, obj):
-                data = json.dumps(obj).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass
-
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
 
     @property
