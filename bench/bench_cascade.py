@@ -13,7 +13,7 @@ wall time per candidate (with a zero-latency provider this is pure overhead: lit
 SQLite call log, SQL execution and equivalence).
 
 What "short-circuit off" covers: every council vote asks all members (``Council.avote`` overridden
-to ask everyone in one wave and then apply the same ``pipelines.votes.decide``), and the SQL-writing
+to ask everyone in one wave and then apply the same ``resources.llm.votes.decide``), and the SQL-writing
 waves of stages 5 and 6 ask all members (their wave sizing, ``is_decided``/``min_more_votes`` in
 ``pipelines.abiss.stages``, is patched in this process). The early stops that are the paper's rules
 rather than vote short-circuits stay in both modes: stage 7 stops at the first member whose SQL is
@@ -92,7 +92,7 @@ class Responder:
 
 
 def _make_full_council_cls():
-    from pipelines.votes import decide
+    from resources.llm.votes import decide
     from resources.llm.council import Council, MemberVote, VoteOutcome, _as_yes_no
 
     class FullCouncil(Council):

@@ -70,7 +70,7 @@ def _db_id(path: Path) -> str:
 
 def dump(paths: list[Path], per_subcategory: int, seed: int) -> dict:
     """Candidates of the generator importable from sys.path (this tree or --baseline-src)."""
-    from pipelines.programmatic import generate_candidates
+    from pipelines.abiss.programmatic import generate_candidates
 
     out, t0 = {}, time.perf_counter()
     for p in paths:
@@ -102,7 +102,7 @@ class Judge:
 
     def __init__(self, path: Path):
         from pipelines.abiss import wellformed
-        from pipelines.programmatic.schema_analysis import analyze
+        from pipelines.abiss.programmatic.schema_analysis import analyze
 
         self.path = path
         self.a = analyze(path)
@@ -123,10 +123,10 @@ class Judge:
 
     def defects(self, group: list[dict]) -> set[str]:
         from pipelines.abiss import wellformed
-        from pipelines.programmatic.builders.answerable import fitting_adjective
-        from pipelines.programmatic.builders.base import is_measure
-        from pipelines.programmatic.phrasing import is_relation_name, table_words
-        from resources.sql_executor import execute_sql
+        from pipelines.abiss.programmatic.builders.answerable import fitting_adjective
+        from pipelines.abiss.programmatic.builders.base import is_measure
+        from pipelines.abiss.programmatic.phrasing import is_relation_name, table_words
+        from resources.sql import execute_sql
 
         c = group[0]
         q = c["question"]
@@ -168,7 +168,7 @@ class Judge:
                     if adj != fit and not adj.startswith("high-"):
                         out.add("unfit_definition")
         if c["subcategory"] == "lexical_vagueness" and len(group) == 2:
-            from pipelines.programmatic import _multiset
+            from pipelines.abiss.programmatic.generator import _multiset
 
             res = [execute_sql(str(self.path), r["sql"]) for r in group]
             if all(x.ok for x in res):

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_hostile_sql.py [--budget 1.0] [--repeat 1]
 
-Every query of ``tests/hardening/hostile_sql.py`` runs in a fresh child process (so its memory
+Every query of ``tests/sql/hostile_sql.py`` runs in a fresh child process (so its memory
 figures are its own): the child starts the sandbox with a warm-up query, then runs the hostile
 query under ``--budget`` seconds and reports
 
@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.hardening.hostile_sql import CORPUS, make_databases, run_in_child  # noqa: E402
+from tests.sql.hostile_sql import CORPUS, make_databases, run_in_child  # noqa: E402
 
 
 def machine() -> str:

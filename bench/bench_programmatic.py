@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipelines.demo_db import write_demo_db  # noqa: E402
-from pipelines.programmatic import generate_candidates  # noqa: E402
+from pipelines.abiss.programmatic import generate_candidates  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 
@@ -52,7 +52,7 @@ def wide_db(path: Path, n_tables: int, rows: int = 20) -> Path:
 
 
 def scaling(sizes: list[int], per_subcategory: int, seed: int) -> int:
-    from pipelines.programmatic.schema_analysis import analyze
+    from pipelines.abiss.programmatic.schema_analysis import analyze
 
     print(f"{'tables':>7} {'analyze s':>10} {'generate s':>11} {'total s':>8} {'records':>8} {'s / table':>10}")
     with tempfile.TemporaryDirectory() as tmp:

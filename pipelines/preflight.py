@@ -1,7 +1,7 @@
 """Configuration checks made before any Dagster run exists, each failing with one or two lines that
 name the file, the key and what is allowed. The CLI calls them before it starts a run; the
 launchpad's run config reaches the same checks when a run is launched from the UI
-(``assets/checked_config.py``), so both refuse the same things in the same words."""
+(``assets/shared/checked_config.py``), so both refuse the same things in the same words."""
 
 import os
 from pathlib import Path

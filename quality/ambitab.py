@@ -90,7 +90,7 @@ def _rows_of(df: pl.DataFrame):
 
 def reference_executes_rule(df: pl.DataFrame, timeout_s: float = 30.0) -> tuple[RuleOutcome, dict]:
     """Execute every executable record's reference SQL; returns (outcome, record_id -> result)."""
-    from resources.sql_executor import execute_sql
+    from resources.sql import execute_sql
 
     out = RuleOutcome("ambitab_reference_sql_executes", True)
     results: dict = {}

@@ -21,14 +21,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipelines.paths import quandary_home
-from resources.sql_executor import (
-    DUCKDB_SUFFIXES,
-    SQLITE_SUFFIXES,
-    engine_of,
-    open_duckdb_readonly,
-    open_sqlite_readonly,
-)
+from storage.paths import quandary_home
+from resources.sql.engines import open_duckdb_readonly, open_sqlite_readonly
+from resources.sql.results import DUCKDB_SUFFIXES, SQLITE_SUFFIXES, engine_of
 
 SAMPLE_ROWS = 5
 _DB_ID_RE = re.compile(r"[^A-Za-z0-9_]+")
@@ -229,7 +224,7 @@ def _sample_rows(path: Path, quoted_table: str, column_names: list[str]) -> tupl
     """Up to five sample rows, read through the sandboxed executor: a hostile database (e.g. a
     generated ``zeroblob(1e9)`` column) costs a bounded amount of memory and time, and then simply
     has no sample rows."""
-    from resources.sql_executor import execute_sql
+    from resources.sql import execute_sql
 
     out = execute_sql(path, f"SELECT * FROM {quoted_table} LIMIT {SAMPLE_ROWS}", timeout_s=SAMPLE_TIMEOUT_S,
                       max_bytes=SAMPLE_MAX_BYTES)

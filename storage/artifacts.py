@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.paths import artifacts_dir
+from storage.paths import artifacts_dir
 
 UNPARTITIONED = "__all__"
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.paths import artifacts_dir, llm_calls_path
+from storage.paths import artifacts_dir, llm_calls_path
 from storage.artifacts import latest_paths_by_asset
 
 AUDIT_MEMORY_LIMIT = "1GB"
@@ -134,3 +134,11 @@ def list_views(con: duckdb.DuckDBPyConnection) -> list[str]:
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def query_frame(con, query: str, params=None):
+    """A query result as a polars frame (DuckDB 2.0: ``.arrow()`` is a RecordBatchReader, and Arrow
+    from a DB-API ``execute`` result warns about an extra copy)."""
+    import polars as pl
+
+    return pl.from_arrow(con.sql(query, params=params or None).to_arrow_table())

@@ -11,6 +11,15 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+KINDS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(items):
+    """Folders are jobs and layers; the kind of a test is a marker. A test marked neither
+    ``integration`` nor ``e2e`` is a ``unit`` test (``-m unit`` selects the fast, isolated ones)."""
+    for item in items:
+        if not any(item.get_closest_marker(kind) for kind in KINDS):
+            item.add_marker(pytest.mark.unit)
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 

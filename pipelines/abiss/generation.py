@@ -92,7 +92,7 @@ def _programmatic_objects(requests: list[dict], db_path: str, skipped: dict | No
     it; each group it returns fills the next cell of its subcategory (the builder picks styles
     from the grid's styles). Cells it cannot fill stay empty, and its `skipped` reasons say why.
     """
-    from pipelines.programmatic import generate_candidates
+    from pipelines.abiss.programmatic import generate_candidates
 
     if not requests:
         return []

@@ -334,3 +334,7 @@ def read_abiss_json(path: str | Path) -> pl.DataFrame:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AbissFormatError(f"{path}: not valid JSON ({exc})") from None
     return from_abiss_records(data)
+
+
+# `quandary import` writes here unless told otherwise: its own asset, next to the pipeline's dataset
+IMPORTED_ASSET = "imported_dataset"

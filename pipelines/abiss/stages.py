@@ -46,9 +46,9 @@ from pipelines.abiss.prompts import (
     write_sql_messages,
 )
 from pipelines.taxonomy import DEFAULT_STYLES, Group, subcategories_in, subcategory
-from pipelines.votes import decide, is_decided, min_more_votes
+from resources.llm.votes import decide, is_decided, min_more_votes
 from resources.llm.failures import FailureTally
-from resources.sql_executor import DEFAULT_TIMEOUT_S, QueryResult, execute_sql
+from resources.sql import DEFAULT_TIMEOUT_S, QueryResult, execute_sql
 
 ANS, AMB, UNA = Group.ANSWERABLE.value, Group.AMBIGUOUS.value, Group.UNANSWERABLE.value
 

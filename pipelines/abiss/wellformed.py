@@ -152,7 +152,7 @@ def content_stems(text: str | None) -> set[str]:
 
 
 def _split_identifier(name: str) -> list[str]:
-    from pipelines.programmatic.phrasing import identifier_words
+    from pipelines.sqltools.identifiers import identifier_words
 
     return [w.lower() for w in identifier_words(name) if w.isalpha()]
 

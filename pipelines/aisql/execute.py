@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pipelines.aisql.operators import AIRuntime, BudgetExceeded
 from pipelines.aisql.rewrite import SqlRewriteError, to_duckdb
-from resources.sql_executor import FailureKind, QueryFailure
+from resources.sql import FailureKind, QueryFailure
 
 DEFAULT_TIMEOUT_S = 600.0  # AI operators are slow; the budget is the real bound
 SHOWN_ROWS = 50

@@ -42,7 +42,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from pipelines.aisql.rewrite import AI_OPERATORS
-from resources.sql_executor import keeps_interrupts
+from resources.sql import keeps_interrupts
 
 UNKNOWN_CONCEPT_RATE = 0.5  # a concept unrelated to the labels: a coin flip per row
 
@@ -353,7 +353,7 @@ class AIRuntime:
     def session(self, db_path):
         """A reused read-only executor session for ``db_path`` with the UDFs registered once
         (opening a DuckDB connection per query dominated split execution)."""
-        from resources.sql_executor import DuckDBSession, engine_of
+        from resources.sql import DuckDBSession, engine_of
 
         key = str(db_path)
         if key not in self._sessions:

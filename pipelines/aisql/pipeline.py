@@ -103,7 +103,7 @@ def make_runtime(settings: AisqlSettings, db: ScenarioDB, flip_rate: float | Non
 
 def schema_text(db_path: Path, scenario: str, dialect: str, rows: int = 3) -> str:
     """Label-free schema with sample rows, under the dialect's table names (for judges and generators)."""
-    from resources.sql_executor import open_duckdb_readonly
+    from resources.sql import open_duckdb_readonly
 
     sc = get_scenario(scenario)
     con = open_duckdb_readonly(Path(db_path), threads=1)

@@ -197,7 +197,7 @@ def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, 
 
 
 def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
-    from resources.sql_executor import open_duckdb_readonly
+    from resources.sql import open_duckdb_readonly
 
     con = open_duckdb_readonly(Path(path), threads=1)
     try:
@@ -208,7 +208,7 @@ def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
 
 def visible_columns(db_path: Path) -> dict[str, list[str]]:
     """Every (schema.table -> columns) an AI-visible query can reach in ``db_path``."""
-    from resources.sql_executor import open_duckdb_readonly
+    from resources.sql import open_duckdb_readonly
 
     con = open_duckdb_readonly(Path(db_path), threads=1)  # same config as the executor sessions
     try:

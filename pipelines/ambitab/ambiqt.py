@@ -52,8 +52,8 @@ from pipelines.ambitab.record import (
     make_record_id,
 )
 from pipelines.ambitab.sources import require_file, schema_text, sql_segments
-from pipelines.paths import quandary_home
-from resources.sql_executor import execute_sql
+from storage.paths import quandary_home
+from resources.sql import execute_sql
 from storage.artifacts import file_sha256
 
 CORPUS = "ambiqt"

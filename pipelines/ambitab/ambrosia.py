@@ -48,7 +48,7 @@ from pipelines.ambitab.record import (
     make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
-from resources.sql_executor import execute_sql
+from resources.sql import execute_sql
 
 CORPUS = "ambrosia"
 SOURCE = Path("ambrosia") / "ambrosia_resplit_test.jsonl"

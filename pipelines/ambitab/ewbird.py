@@ -47,7 +47,7 @@ from pipelines.ambitab.record import (
     make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
-from resources.sql_executor import execute_sql
+from resources.sql import execute_sql
 
 CORPUS = "ew_bird"
 DEV = Path("bird") / "dev" / "dev.jar.json"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipelines.ambitab.record import CORPORA, TaskRecord, records_from_frame, write_jsonl
-from pipelines.paths import quandary_home
+from storage.paths import quandary_home
 
 RECORDS_ASSET = "ambitab_records"
 REJECTS_ASSET = "ambitab_rejects"

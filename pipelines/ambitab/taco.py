@@ -42,7 +42,7 @@ from pipelines.ambitab.record import (
     make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, schema_text, sql_segments
-from resources.sql_executor import execute_sql
+from resources.sql import execute_sql
 
 CORPUS = "taco"
 TACO = Path("taco")

@@ -10,7 +10,7 @@ For one clarification question:
    (:mod:`pipelines.interaction.fragments`). Labels are constrained by group through the output
    schema: answerable questions allow Technical / Irrelevant only (a Relevant answer fails
    validation and is an abstention).
-2. **Vote** — plurality (:func:`pipelines.votes.decide`); a tie between the top labels, or no
+2. **Vote** — plurality (:func:`resources.llm.votes.decide`); a tie between the top labels, or no
    valid vote at all, is **Irrelevant**, even when nobody voted Irrelevant (reference rule).
    The Technical fragments are the union of the node ids chosen by the Technical voters (ids
    outside the list are dropped), sorted by id.
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pipelines.interaction import prompts
 from pipelines.interaction.fragments import Fragment, extract_fragments, render_fragments
 from pipelines.taxonomy import Group, subcategory
-from pipelines.votes import decide
+from resources.llm.votes import decide
 
 REFUSAL = "That's not relevant to my question."
 LABELS = ("Relevant", "Technical", "Irrelevant")

@@ -30,7 +30,7 @@ Label thresholds on the total: 0–1 ``simple``; 2–3 ``moderate``; 4–5 ``com
 ``highly complex``. Floors: a window function or a recursive CTE makes a query at least
 ``complex``, whatever its points (OmniSQL reserves them for the two upper levels).
 
-Calibrated on Spider dev (tests/unit/test_difficulty.py checks it against Spider's own hardness
+Calibrated on Spider dev (tests/sqltools/test_difficulty.py checks it against Spider's own hardness
 rules): ~90% of Spider "easy" queries are ``simple``, ~84% of "hard"/"extra" are ``complex`` or
 above, ~80% of "extra" are ``highly complex``, and mean query length grows with the label.
 

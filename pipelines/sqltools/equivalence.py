@@ -40,7 +40,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from resources.sql_executor import DEFAULT_TIMEOUT_S, engine_of, execute_sql
+from resources.sql import DEFAULT_TIMEOUT_S, engine_of, execute_sql
 
 SIGNIFICANT_DIGITS = 7  # float rounding: ~1e-6 relative tolerance
 MAPPING_SEARCH_BUDGET = 20_000  # column-assignment nodes explored before giving up

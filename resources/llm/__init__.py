@@ -14,7 +14,7 @@ Public API::
 Modules: ``config`` (members and councils), ``client`` (the only litellm caller: structured, cached,
 retried), ``parsing`` (robust JSON extraction), ``council`` (batching, concurrency, votes),
 ``embedded`` (the local SmolLM2 server), ``dagster_resource`` (``CouncilResource``). The call cache
-and log is ``storage.llm_log``; vote rules are ``pipelines.votes``.
+and log is ``storage.llm_log``; vote rules are ``resources.llm.votes``.
 """
 
 import os

@@ -16,7 +16,7 @@ Usage (plain code; every method has an ``a``-prefixed async twin)::
 - At most ``member.max_in_flight`` requests per member are in flight at once (an asyncio semaphore
   per member and event loop, shared by all councils of the process).
 - ``vote`` asks members lazily in waves: each wave is the smallest number of further members whose
-  answers could decide the outcome (``pipelines.votes.min_more_votes``), so with 3 members and strict
+  answers could decide the outcome (``resources.llm.votes.min_more_votes``), so with 3 members and strict
   majority two agreeing votes decide and the third member is never asked. ``calls_saved`` counts the
   members not asked. Unparseable answers (or ``extract`` returning ``None``) are abstentions.
 - Sync methods run on one background event loop thread, so they work from plain code, from threads,
@@ -37,8 +37,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from pipelines.progress import record_call
-from pipelines.votes import decide, min_more_votes
+from resources.progress import record_call
+from resources.llm.votes import decide, min_more_votes
 from resources.llm.client import CallResult, call_structured, request_key
 from resources.llm.config import CouncilConfig, Member, load_council_config
 from storage.llm_log import CallLog
@@ -258,7 +258,7 @@ class Council:
     async def _call(self, member: Member, messages, output_model, tag, use_cache) -> CallResult:
         async with _limiter(member):
             result = await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
-        # live counts for the open progress bar/log lines (pipelines/progress.py); joined
+        # live counts for the open progress bar/log lines (resources/progress.py); joined
         # single-flight duplicates are not counted twice
         record_call(cached=bool(result.cached), failed=not result.ok, item=(tag or {}).get("candidate_id"))
         return result
@@ -348,7 +348,7 @@ _factory_lock = threading.Lock()
 
 def call_log(path: str | Path | None = None) -> CallLog:
     """The shared CallLog for ``path`` (default ``$QUANDARY_HOME/llm_calls.sqlite``)."""
-    from pipelines.paths import llm_calls_path
+    from storage.paths import llm_calls_path
 
     p = str(Path(path or llm_calls_path()).resolve())
     with _factory_lock:

@@ -29,7 +29,7 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     reset_councils()
     handler = ScriptedLLM(_responder)
     install(handler)
-    from pipelines.definitions import defs
+    from assets.definitions import defs
 
     job = defs.resolve_job_def("aisql_job")
     cfg = {"data_root": str(sembench_root), "question_ids": ["Q3"], "sweep_rates": [0.0, 0.3], "flip_rate": 0.2,
@@ -65,7 +65,7 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     assert sorted(set(sweep["flip_rate"])) == [0.0, 0.3]
     ex0 = sweep.filter((pl.col("method") == "ex") & (pl.col("flip_rate") == 0.0))
     assert (ex0["tpr"] == 1.0).all()  # no noise: every equivalent variant returns the gold rows
-    from pipelines.paths import artifacts_dir
+    from storage.paths import artifacts_dir
 
     assert (artifacts_dir() / "aisql_sweep" / "movie" / "sweep.png").stat().st_size > 1000
     reset_councils()

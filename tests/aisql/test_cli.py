@@ -2,7 +2,7 @@
 
 import json
 
-from pipelines.cli import main
+from cli import main
 from tests.aisql.conftest import movie_query
 
 

@@ -35,8 +35,8 @@ def test_aisql_job_with_embedded_operator_and_judge(sembench_root, tmp_path, mon
     reset_councils()
     from dagster import AssetKey
 
-    from assets.aisql import AISQL_ASSETS
-    from pipelines.definitions import defs
+    from assets.aisql.assets import AISQL_ASSETS
+    from assets.definitions import defs
     from storage.artifacts import read_latest
     from storage.audit import open_audit
 

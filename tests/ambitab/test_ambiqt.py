@@ -10,7 +10,7 @@ import pytest
 
 from pipelines.ambitab import ambiqt
 from pipelines.ambitab.comparison import results_match
-from resources.sql_executor import execute_sql
+from resources.sql import execute_sql
 
 
 @pytest.fixture(scope="module")

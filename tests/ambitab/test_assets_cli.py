@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pipelines.cli import main
+from cli import main
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pipelines.ambitab import bird_interact
-from pipelines.cli import main
+from cli import main
 
 
 @pytest.fixture(scope="module")

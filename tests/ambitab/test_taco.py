@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pipelines.ambitab import taco
-from resources.sql_executor import execute_sql
+from resources.sql import execute_sql
 
 
 @pytest.mark.parametrize("sql,text,withheld", [

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pipelines.cli import main
+from cli import main
 from tests.cli.conftest import quandary, runs_in
 
 GOOD_MEMBER = "model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
@@ -152,7 +152,7 @@ def test_launch_refuses_values_the_schema_cannot_express(job, op, config, needle
     these values with the CLI's message, and no run is created."""
     from dagster import DagsterInvalidConfigError
 
-    from assets.runner import get_instance, run_job_for_partition
+    from cli.runs import get_instance, run_job_for_partition
     from resources.catalog import Catalog
 
     Catalog().register(demo_db_path, "university")
@@ -164,7 +164,7 @@ def test_launch_refuses_values_the_schema_cannot_express(job, op, config, needle
 def test_launch_refuses_a_bad_council_file(tmp_path, demo_db_path, monkeypatch):
     from dagster import DagsterInvalidConfigError
 
-    from assets.runner import get_instance, run_job_for_partition
+    from cli.runs import get_instance, run_job_for_partition
     from resources.catalog import Catalog
 
     Catalog().register(demo_db_path, "university")

@@ -1,8 +1,8 @@
-"""pipelines/progress.py: plain lines off a terminal, a live bar on one, counts from the council hook."""
+"""resources/progress.py: plain lines off a terminal, a live bar on one, counts from the council hook."""
 
 import io
 
-from pipelines.progress import Progress, current, record_call
+from resources.progress import Progress, current, record_call
 
 
 class Clock:

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
-from pipelines.cli import main
-from tests.integration.test_abiss_pipeline import GRID, _last_user, healthy, scripted_council  # noqa: F401
+from cli import main
+from tests.abiss.pipeline_helpers import GRID, _last_user, healthy, scripted_council  # noqa: F401
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import json
 import pytest
 from dagster import instance_for_test
 
-from assets.runner import run_job_for_partition
+from cli.runs import run_job_for_partition
 from pipelines.abiss.outputs import from_abiss_records
 from resources.catalog import Catalog
 from storage.artifacts import write_version

@@ -7,10 +7,10 @@ import polars as pl
 import pytest
 from dagster import instance_for_test
 
-from assets.runner import run_job_for_partition
+from cli.runs import run_job_for_partition
 from pipelines.abiss.outputs import AbissFormatError, from_abiss_records, to_abiss_records
-from pipelines.cli import main
-from pipelines.cli.interaction import _frame
+from cli import main
+from cli.commands.interaction import _frame
 from pipelines.interaction.prompts import PROMPT_OPENINGS as OPEN
 from resources.catalog import Catalog
 from storage.artifacts import write_version

@@ -23,7 +23,7 @@ from pipelines.ambitab.protocol.task import Comparison, Task
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.record import ComparisonPolicy
 from pipelines.sqltools.equivalence import results_equivalent
-from resources.sql_executor import execute_sql
+from resources.sql import execute_sql
 
 VERIFIER_TIMEOUT_S = 30.0  # [I] spec §3.5
 GOLD_CACHE_SIZE = 512

@@ -1,0 +1,266 @@
+"""AI-operator SQL assets (The Stochastic Shift), partitioned by SemBench scenario, dialect as a column.
+
+    aisql_scenario_db ─ aisql_pairs ─┬─ aisql_split_queries
+                                     ├─ aisql_executions ─ aisql_verdicts ─ aisql_metrics
+                                     └─ aisql_sweep (flip-rate sweep + PNG)
+
+Thin: each asset calls :mod:`pipelines.aisql` and returns a table; checks are blocking.
+"""
+
+import json
+from pathlib import Path
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    ConfigurableResource,
+    MetadataValue,
+    StaticPartitionsDefinition,
+    asset,
+)
+from pydantic import Field
+
+from assets.shared.checks import contract_check_result, contract_check_spec
+from assets.shared.progress import step_progress
+from pipelines.aisql.evalset import build_pairs, generator_pairs, manual_labels_path, read_manual_labels
+from pipelines.aisql.methods import METHODS
+from pipelines.aisql.metrics import metric_table, table1_markdown
+from pipelines.aisql.pipeline import (
+    AisqlSettings,
+    council_for,
+    evidence_from,
+    flip_rate_sweep,
+    make_runtime,
+    prepare_db,
+    run_executions,
+    run_methods,
+    schema_text,
+    sweep_png,
+)
+from pipelines.aisql.prompts import PROMPT_VERSIONS
+from pipelines.aisql.scenarios import SCENARIOS, ScenarioDB, get_scenario, leaked_label_columns, load_queries
+from pipelines.aisql.splitter import split
+from storage.paths import artifacts_dir, quandary_home
+from quality.aisql import AISQL_EXECUTIONS, AISQL_METRICS, AISQL_PAIRS, AISQL_SCENARIO_DB, AISQL_SPLITS, AISQL_VERDICTS
+from assets.shared.resources import CouncilResource
+from assets.shared.io_manager import artifact_output, preview_markdown
+
+GROUP = "aisql"
+scenario_partitions = StaticPartitionsDefinition(sorted(SCENARIOS))
+_PV = "-".join(f"{k}{v}" for k, v in sorted(PROMPT_VERSIONS.items()))
+
+
+class AisqlResource(ConfigurableResource):
+    """Knobs of the AI-operator SQL evaluation (defaults: label oracle, p=0.1, every method)."""
+
+    data_root: str = Field(default="../shared/data", description="folder holding sembench/files/<scenario>")
+    backend: str = Field(default="oracle", description="oracle | council (the ai_operator role)")
+    flip_rate: float = 0.1
+    seed: int = 0
+    budget: int = 5000
+    sample: int | None = Field(default=None, description="rows per group kept in the scenario DB (LLM operators)")
+    sample_groups: list[str] | None = Field(default=None, description="with sample: keep only these groups (movie ids)")
+    variant_types: list[str] | None = Field(default=None, description="restrict controlled variant types")
+    probe_n: int = 100
+    methods: list[str] = Field(default=list(METHODS))
+    threshold: int = 3
+    decision: str = "overall"
+    relational_gate: bool = False
+    compact_judge: bool = Field(default=False, description="short judge prompt for small local models")
+    question_ids: list[str] | None = Field(default=None, description="restrict gold queries (e.g. ['Q2','Q3'])")
+    dialects: list[str] = Field(default=["bigquery", "thalamusdb"])
+    correct_share: float | None = 0.7
+    generator_samples: int = Field(default=0, description="candidates per question from the generators council")
+    sweep_rates: list[float] = Field(default=[0.0, 0.1, 0.2, 0.3])
+    sweep_methods: list[str] = Field(default=["ex", "ours"])
+    sweep_max_pairs: int = Field(default=40, description="labelled pairs per dialect in the sweep")
+
+    def settings(self, **over) -> AisqlSettings:
+        base = dict(backend=self.backend, flip_rate=self.flip_rate, seed=self.seed, budget=self.budget,
+                    sample=self.sample, probe_n=self.probe_n, methods=tuple(self.methods), threshold=self.threshold,
+                    decision=self.decision, relational_gate=self.relational_gate, compact_judge=self.compact_judge)
+        return AisqlSettings(**{**base, **over})
+
+    def root(self) -> Path:
+        return Path(self.data_root)
+
+
+def _db(aisql: AisqlResource, scenario: str, rebuild: bool = False) -> ScenarioDB:
+    return prepare_db(scenario, aisql.root(), quandary_home(), sample=aisql.sample, seed=aisql.seed,
+                      sample_groups=tuple(aisql.sample_groups) if aisql.sample_groups else None, rebuild=rebuild)
+
+
+def _schema_of(db: ScenarioDB):
+    cache: dict[str, str] = {}
+
+    def get(dialect: str) -> str:
+        if dialect not in cache:
+            cache[dialect] = schema_text(db.path, db.scenario, dialect)
+        return cache[dialect]
+    return get
+
+
+def _log_progress(context):
+    return lambda msg: context.log.info(msg)
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    check_specs=[contract_check_spec(AISQL_SCENARIO_DB, "aisql_scenario_db"),
+                 AssetCheckSpec("no_hidden_label_column", asset="aisql_scenario_db", blocking=True,
+                                description="No hidden label column (e.g. movie reviewState) is reachable in the AI-visible DB")],
+    description="The label-free SemBench scenario database (DuckDB; BigQuery names as views) and its separate label file.",
+)
+def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
+    db = _db(aisql, context.partition_key, rebuild=True)
+    sc = get_scenario(db.scenario)
+    from pipelines.aisql.scenarios import visible_columns
+
+    vis = visible_columns(db.path)
+    rows = [{"scenario": sc.name, "table_name": t.name, "bigquery_name": f"{sc.bigquery_schema}.{t.bigquery_name}",
+             "row_count": int(db.row_counts[t.name]), "columns": json.dumps(vis.get(f"main.{t.name}", [])),
+             "hidden_excluded": json.dumps(list(t.hidden)), "db_path": str(db.path), "labels_path": str(db.labels_path),
+             "sample": db.sample} for t in sc.tables]
+    df = pl.DataFrame(rows, schema_overrides={"row_count": pl.Int64, "sample": pl.Int64})
+    leaked = leaked_label_columns(db.path, sc)
+    yield artifact_output(df, db_path=MetadataValue.path(str(db.path)), preview=MetadataValue.md(preview_markdown(df)))
+    yield contract_check_result(AISQL_SCENARIO_DB, df)
+    yield AssetCheckResult(check_name="no_hidden_label_column", passed=not leaked, severity=AssetCheckSeverity.ERROR,
+                           metadata={"leaked": MetadataValue.text(", ".join(leaked) or "none"),
+                                     "hidden": MetadataValue.text(json.dumps(sc.hidden))})
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{_PV}",
+    check_specs=[contract_check_spec(AISQL_PAIRS, "aisql_pairs")],
+    description="Labelled evaluation pairs: SemBench gold AI-SQL x controlled variants (and generator candidates).",
+)
+def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
+                aisql_scenario_db: pl.DataFrame):
+    scenario = context.partition_key
+    golds = [g for g in load_queries(scenario, aisql.root(), dialects=tuple(aisql.dialects))
+             if (aisql.question_ids is None or g.question_id in aisql.question_ids)
+             and (aisql.question_ids is not None or g.question_id not in _excluded(scenario))]
+    extra = []
+    if aisql.generator_samples > 0:
+        db = _db(aisql, scenario)
+        extra = generator_pairs(council_for("generators", council.get_council), aisql.root(), get_scenario(scenario),
+                                golds, _schema_of(db), samples=aisql.generator_samples)
+    df = build_pairs(scenario, aisql.root(), golds, correct_share=aisql.correct_share, seed=aisql.seed,
+                     extra_rows=extra, manual=read_manual_labels(manual_labels_path(quandary_home())),
+                     variant_types=tuple(aisql.variant_types) if aisql.variant_types else None)
+    counts = df.group_by("dialect", "label").len().sort("dialect", "label")
+    yield artifact_output(df, pairs=MetadataValue.int(df.height),
+                          labelled=MetadataValue.int(int(df["label"].is_not_null().sum())),
+                          by_label=MetadataValue.md(preview_markdown(counts, rows=10)))
+    yield contract_check_result(AISQL_PAIRS, df)
+
+
+def _excluded(scenario: str) -> set[str]:
+    from pipelines.aisql.evalset import DEFAULT_EXCLUDED
+
+    return DEFAULT_EXCLUDED.get(scenario, set())
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    check_specs=[contract_check_spec(AISQL_SPLITS, "aisql_split_queries")],
+    description="Deterministic sqlglot split of every gold and candidate: structural part and one AI part per call.",
+)
+def aisql_split_queries(context: AssetExecutionContext, aisql_pairs: pl.DataFrame):
+    keys = get_scenario(context.partition_key).key_columns()
+    rows = []
+    for p in aisql_pairs.iter_rows(named=True):
+        for side, sql in (("gold", p["gold_sql"]), ("candidate", p["candidate_sql"])):
+            r = split(sql, p["dialect"], keys)
+            rows.append({"pair_id": p["pair_id"], "side": side, "dialect": p["dialect"], "method": r.method,
+                         "structural_sql": r.structural_sql, "ai_parts_json": json.dumps([vars(a) for a in r.ai_parts]),
+                         "n_ai_parts": len(r.ai_parts), "error": r.error})
+    df = pl.DataFrame(rows, schema_overrides={"n_ai_parts": pl.Int64})
+    yield artifact_output(df, failed=MetadataValue.int(int((df["error"] != "").sum())))
+    yield contract_check_result(AISQL_SPLITS, df)
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    check_specs=[contract_check_spec(AISQL_EXECUTIONS, "aisql_executions")],
+    description="Split execution: full gold/candidate, structural and AI parts, row diffs, per-call probe agreement.",
+)
+def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
+                     aisql_scenario_db: pl.DataFrame, aisql_pairs: pl.DataFrame):
+    db = _db(aisql, context.partition_key)
+    settings = aisql.settings()
+    runtime = make_runtime(settings, db, getter=council.get_council)
+    try:
+        with step_progress(context, total=aisql_pairs.height) as p:  # AI-operator calls via the council count too
+            df, _ = run_executions(aisql_pairs, db, runtime, settings, lambda _msg: p.advance(1),
+                                   getter=council.get_council)
+    finally:
+        runtime.close()
+    t = runtime.totals
+    yield artifact_output(df.with_columns(pl.lit(runtime.backend.name).alias("operator_backend")),
+                          operator_backend=MetadataValue.text(runtime.backend.name),
+                          calls_made=MetadataValue.int(t.made), calls_cached=MetadataValue.int(t.cached),
+                          calls_failed=MetadataValue.int(t.failed))
+    yield contract_check_result(AISQL_EXECUTIONS, df)
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{_PV}",
+    check_specs=[contract_check_spec(AISQL_VERDICTS, "aisql_verdicts"),
+                 AssetCheckSpec("every_pair_every_method", asset="aisql_verdicts", blocking=True,
+                                description="Every pair has a verdict from every configured method")],
+    description="Verdicts of EX, LLM-SQL-Solver (M&M, E&C, each ± exec results) and the multilayered autorater.",
+)
+def aisql_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
+                   aisql_pairs: pl.DataFrame, aisql_executions: pl.DataFrame):
+    db = _db(aisql, context.partition_key)
+    settings = aisql.settings()
+    judges = council_for("judges", council.get_council) if any(m != "ex" for m in settings.methods) else None
+    with step_progress(context, total=aisql_pairs.height * len(settings.methods)) as p:  # (pair, method) verdicts
+        df = run_methods(aisql_pairs, aisql_executions, evidence_from(aisql_executions), settings, _schema_of(db),
+                         _log_progress(context), judges=judges, advance=p.advance)
+    have = set(zip(df["pair_id"].to_list(), df["method"].to_list()))
+    missing = [(p, m) for p in aisql_pairs["pair_id"].to_list() for m in settings.methods if (p, m) not in have]
+    yield artifact_output(df, errors=MetadataValue.int(int((df["status"] == "error").sum())),
+                          accepted=MetadataValue.int(int(df["accepted"].sum())))
+    yield contract_check_result(AISQL_VERDICTS, df)
+    yield AssetCheckResult(check_name="every_pair_every_method", passed=not missing, severity=AssetCheckSeverity.ERROR,
+                           metadata={"missing": MetadataValue.int(len(missing)),
+                                     "examples": MetadataValue.text(str(missing[:5]))})
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    check_specs=[contract_check_spec(AISQL_METRICS, "aisql_metrics")],
+    description="Meta-evaluation: TPR, TNR, accuracy per method and dialect with counts (the paper's Table 1).",
+)
+def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, aisql_verdicts: pl.DataFrame):
+    df = metric_table(aisql_pairs, aisql_verdicts)
+    yield artifact_output(df, table1=MetadataValue.md(table1_markdown(df)))
+    yield contract_check_result(AISQL_METRICS, df)
+
+
+@asset(
+    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{_PV}",
+    description="Accuracy of each method as the label-oracle flip rate p grows (0 to 0.3), with a PNG chart.",
+)
+def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
+                aisql_pairs: pl.DataFrame):
+    db = _db(aisql, context.partition_key)
+    settings = aisql.settings(methods=tuple(aisql.sweep_methods), backend="oracle")
+    # up to sweep_max_pairs labelled pairs per dialect
+    pairs = aisql_pairs.filter(pl.col("label").is_not_null()).filter(
+        pl.int_range(pl.len()).over("dialect") < aisql.sweep_max_pairs)
+    res = flip_rate_sweep(pairs, db, settings, _schema_of(db), rates=tuple(aisql.sweep_rates),
+                          progress=_log_progress(context), getter=council.get_council)
+    png = sweep_png(res.metrics, artifacts_dir() / "aisql_sweep" / context.partition_key / "sweep.png",
+                    title=f"SemBench {context.partition_key}: accuracy vs AI-operator noise")
+    return artifact_output(res.metrics, chart=MetadataValue.path(str(png)), pairs=MetadataValue.int(pairs.height))
+
+
+AISQL_ASSETS = [aisql_scenario_db, aisql_pairs, aisql_split_queries, aisql_executions, aisql_verdicts, aisql_metrics,
+                aisql_sweep]

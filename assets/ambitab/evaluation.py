@@ -1,0 +1,147 @@
+"""AmbiTab evaluation assets (thin: load records, call pipelines.ambitab.protocol, return tables).
+
+Per corpus partition::
+
+    ambitab_records ─ ambitab_episodes ─ ambitab_metrics
+
+* ``ambitab_episodes``: one row per record × seed × condition (asker, prompt, oracle, spec
+  randomised?), every turn with its credit, response and LLM call ids, the SQL and the verdict.
+  A rerun keeps the stored episodes and only runs the missing ones (LLM calls are cached too).
+* ``ambitab_metrics``: Table 8 / Table 10 rows (SR, Prec, Rec, F1, gain, gap, the four leakage
+  diagnostics with seed SD and AVT-cluster bootstrap intervals), as markdown tables and a PNG chart.
+"""
+
+import base64
+import json
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, Config, Failure, MetadataValue, asset
+from pydantic import Field
+
+from assets.ambitab.corpus import RECORDS
+from assets.ambitab.partitions import corpus_partitions
+from assets.shared.checks import contract_check_result, contract_check_spec
+from assets.shared.progress import step_progress
+from pipelines.ambitab.protocol.askers import AskerUnavailable
+from pipelines.ambitab.protocol.episode import CONDITION_KEY, RunSettings, episodes_frame
+from pipelines.ambitab.protocol.oracles import OracleUnavailable
+from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
+from pipelines.ambitab.protocol.runs import make_solver, plan_conditions, run_conditions
+from pipelines.ambitab.protocol.solver import SolverUnavailable
+from pipelines.ambitab.protocol.tables import (
+    chart_png,
+    metrics_rows,
+    table8_markdown,
+    table10_markdown,
+    table15_markdown,
+)
+from pipelines.ambitab.protocol.task import Task, select_tasks
+from pipelines.ambitab.protocol.verifier import Verifier
+from pipelines.ambitab.record import records_from_frame
+from storage.paths import artifacts_dir
+from quality.ambitab_eval import AMBITAB_EPISODES
+from assets.shared.resources import CouncilResource
+from storage.artifacts import content_hash, latest_path
+from assets.shared.io_manager import artifact_output, preview_markdown
+
+GROUP = "ambitab_eval"
+EPISODES = "ambitab_episodes"
+METRICS = "ambitab_metrics"
+
+
+class AmbitabEvalConfig(Config):
+    """Which conditions to run (defaults: the paper's inference comparison on the deterministic oracle)."""
+
+    askers: list[str] = Field(default=["none", "full", "full_adv", "generic", "llm"],
+                              description="none, full, full_adv, generic, llm, or a dotted path to a custom asker")
+    oracles: list[str] = Field(default=["det"], description="det, det_intent, det_knowledge, llm, llm_scoped, "
+                               "llm_unfiltered, hybrid, stress")
+    prompts: list[str] = Field(default=[DEFAULT_ASKER_PROMPT], description="LLM asker prompts: direct, "
+                               "checklist_chat, checklist_ledger")
+    seeds: list[int] = Field(default=[0, 1, 2], description="run seeds (shared by asker and solver)")
+    solver: str = Field(default="llm", description="llm (the solvers council) or empty (asking metrics only)")
+    split: str | None = Field(default=None, description="only records of this split (e.g. slice_test)")
+    limit: int | None = Field(default=None, description="at most this many records (whole AVTs, in AVT order)")
+    diagnostics: bool = Field(default=True, description="add the runs the leakage diagnostics need for LLM oracles")
+    spec_randomisation: bool = Field(default=False, description="add the spec-randomised asker runs (ΔRec_spec)")
+    skip_clear: bool = Field(default=True, description="|Amb| = 0 records skip clarification")
+    sql_grounding: bool | None = Field(default=None, description="scoped LLM oracle sees the reference SQL")
+    concurrency: int = Field(default=8, ge=1, description="episodes in flight at once")
+
+
+def _call_stats(rows: list[dict]) -> dict:
+    """LLM calls behind the new episodes: distinct calls and how they ended (from the call log)."""
+    from resources.llm.council import call_log
+
+    ids = {c for r in rows for c in [*(r.get("asker_call_ids") or []), r.get("solver_call_id")] if c}
+    ids |= {c for r in rows for t in json.loads(r["turns_json"]) for c in t.get("oracle_call_ids") or []}
+    if not ids:
+        return {"llm_calls": 0}
+    log = call_log()
+    statuses = [getattr(log.get(c), "status", "missing") for c in ids]
+    return {"llm_calls": len(ids), **{f"llm_calls_{s}": statuses.count(s) for s in sorted(set(statuses))}}
+
+
+@asset(name=EPISODES, partitions_def=corpus_partitions, group_name=GROUP, code_version=EPISODES_CODE_VERSION,
+       ins={"records": AssetIn(RECORDS)}, check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
+       description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.")
+def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, council: CouncilResource,
+                     records: pl.DataFrame):
+    tasks = select_tasks([Task.from_record(r) for r in records_from_frame(records)], config.split, config.limit)
+    if not tasks:
+        raise Failure(f"{context.partition_key}: no records to evaluate (split={config.split!r}); "
+                      "materialize ambitab_records for this corpus first")
+    previous = latest_path(EPISODES, context.partition_key)
+    stored = pl.read_parquet(previous) if previous is not None else episodes_frame([])
+    stored = stored.filter(pl.col("record_id").is_in([t.record_id for t in tasks]))
+    conditions = plan_conditions(config.askers, config.oracles, config.prompts, diagnostics=config.diagnostics,
+                                 spec_randomisation=config.spec_randomisation)
+    try:
+        solver = make_solver(config.solver, council.get_council)
+        # items are episodes (condition × record × seed, less those stored); the council counts the calls
+        total = max(0, len(conditions) * len(tasks) * len(config.seeds) - stored.height)
+        with step_progress(context, total=total) as p:
+            rows = run_conditions(tasks, conditions, config.seeds, council_factory=council.get_council, solver=solver,
+                                  verifier=Verifier(), settings=RunSettings(skip_clear=config.skip_clear),
+                                  sql_grounding=config.sql_grounding, skip=set(stored["episode_id"].to_list()),
+                                  concurrency=config.concurrency, progress=context.log.info,
+                                  on_episode=lambda: p.advance(1))
+    except (OracleUnavailable, AskerUnavailable, SolverUnavailable) as exc:
+        raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
+    except ValueError as exc:
+        raise Failure(f"invalid evaluation config: {exc}") from exc
+    except KeyError as exc:  # a role the council config lacks (and no `default` council to fill it)
+        raise Failure(f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
+                      "councils or a `default` council") from exc
+    df = pl.concat([stored, episodes_frame(rows)], how="vertical_relaxed") if stored.height else episodes_frame(rows)
+    df = df.unique(list(CONDITION_KEY), keep="last", maintain_order=True)
+    yield artifact_output(
+        df, episodes=df.height, new_episodes=len(rows), reused_episodes=stored.height, records=len(tasks),
+        conditions=MetadataValue.md("\n".join(f"- {c.label}" for c in conditions)),
+        fallback_stops=int(df["fallback_stop"].sum()) if df.height else 0,
+        unverifiable=int((df["status"] == "unverifiable").sum()) if df.height else 0,
+        **_call_stats(rows),
+    )
+    yield contract_check_result(AMBITAB_EPISODES, df)
+
+
+@asset(name=METRICS, partitions_def=corpus_partitions, group_name=GROUP, code_version="1",
+       ins={"episodes": AssetIn(EPISODES), "records": AssetIn(RECORDS)},
+       description="Table 8 / Table 10 metrics with seed SDs and AVT-cluster bootstrap intervals; chart.")
+def ambitab_metrics(context: AssetExecutionContext, episodes: pl.DataFrame, records: pl.DataFrame):
+    tasks = [Task.from_record(r) for r in records_from_frame(records)]
+    ids = set(episodes["record_id"].to_list()) if episodes.height else set()
+    df = metrics_rows(episodes, [t for t in tasks if t.record_id in ids])
+    chart = chart_png(df, artifacts_dir() / METRICS / "charts" / f"{context.partition_key}_{content_hash(df)[:16]}.png")
+    yield artifact_output(
+        df,
+        table8=MetadataValue.md(table8_markdown(df)),
+        table10=MetadataValue.md(table10_markdown(df)),
+        stress_test=MetadataValue.md(table15_markdown(df)),
+        chart=MetadataValue.md(f"![AmbiTab success rates](data:image/png;base64,{base64.b64encode(chart.read_bytes()).decode()})"),
+        chart_path=MetadataValue.path(str(chart)),
+        preview_rows=MetadataValue.md(preview_markdown(df, rows=10) if df.height else "no rows"),
+    )
+
+
+AMBITAB_EVAL_ASSETS = [ambitab_episodes, ambitab_metrics]

@@ -1,0 +1,31 @@
+"""The one Dagster ``Definitions`` object (loaded by workspace.yaml): the merge of one slice per job.
+
+Each folder under ``assets/`` is a slice, Dagster's ``defs``-folder convention: its assets, config,
+partitions, checks, jobs and job-specific resources, exported as ``defs`` from its
+``definitions.py``. A newcomer opens one folder to see everything Dagster knows about a job.
+
+    shared/      IO manager + resources every job uses (catalog, safe SQL, council)
+    databases/   seed databases and their prompt context (used by abiss and interaction)
+    abiss/       job 1: generate + validate a benchmark (ABISS §3–4)
+    interaction/ job 2: evaluate agents in dialogues (ABISS §5)
+    ambitab/     job 3: convert corpora + evaluate asking policies (AmbiTab)
+    aisql/       job 4: judge AI-operator SQL by splitting it (The Stochastic Shift)
+"""
+
+from dagster import Definitions, in_process_executor
+
+from assets.abiss import definitions as abiss
+from assets.aisql import definitions as aisql
+from assets.ambitab import definitions as ambitab
+from assets.databases import definitions as databases
+from assets.interaction import definitions as interaction
+from assets.shared import definitions as shared
+
+MAIN_JOB = abiss.abiss_job.name
+
+defs = Definitions.merge(
+    shared.defs, databases.defs, abiss.defs, interaction.defs, ambitab.defs, aisql.defs,
+    # One process: the embedded LLM server and the call-log connection are per process, and the
+    # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
+    Definitions(executor=in_process_executor),
+)

@@ -1,0 +1,225 @@
+"""ABISS interaction benchmark assets (§5–§6), partitioned by database. Thin: config → pipelines.interaction.
+
+    dataset ─ interaction_subset ─ interaction_conversations ─ interaction_scores ─ interaction_metrics
+    seed_databases, schema_context ─┘ (schema prompt, database path)
+"""
+
+import base64
+
+import polars as pl
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    Config,
+    Failure,
+    MetadataValue,
+    asset,
+)
+from pydantic import Field
+
+from assets.shared.checked_config import checked_config, op_config
+from assets.shared.checks import contract_check_result, contract_check_spec
+from assets.shared.partitions import databases_partitions
+from assets.shared.progress import step_progress
+from pipelines.interaction import PIPELINE_VERSION
+from pipelines.interaction import metrics as M
+from pipelines.interaction import tables as T
+from pipelines.interaction.balance import balance
+from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
+from pipelines.interaction.modes import MODES, parse_modes
+from storage.paths import artifacts_dir
+from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
+from assets.shared.resources import SafeSqlResource
+from assets.shared.resources import CouncilResource
+from storage.artifacts import content_hash
+from assets.shared.io_manager import artifact_output, preview_markdown
+
+GROUP = "interaction"
+
+
+class SubsetConfig(Config):
+    """Which validated questions are evaluated (ABISS §6 balances every subcategory)."""
+
+    balanced: bool = Field(False, description="down-sample every subcategory (or group) to the smallest one")
+    balance_by: str = Field("subcategory", description="'subcategory' (the paper) or 'group' (the reference CLI)")
+    seed: int = 42
+    max_questions: int | None = Field(None, description="keep at most this many (after balancing, by id order)")
+    subcategories: list[str] | None = Field(None, description="only these subcategory ids")
+    source: str = Field("auto", description="'dataset' (the pipeline's), 'imported_dataset' (`quandary import`), "
+                        "or 'auto': the pipeline's dataset when this partition has one, else the imported one")
+
+
+class ConversationConfig(Config):
+    agents: list[str] | None = Field(
+        None, description="system_agents member names and/or package.module:Class paths; default: every member")
+    modes: list[str] = Field(default=list(MODES), description="ground_truth, predicted, taxonomy_only, taxonomy_free")
+    max_steps: int = Field(MAX_STEPS, ge=0, description="clarification turns before the final turn")
+    candidate_filter: str = Field("label", description="'label' (paper: only matching voters answer) or 'all'")
+    workers: int = Field(8, ge=1)
+
+
+def check_conversations_on_launch(values: dict) -> None:
+    """Modes, bounds, agents and the council file, checked on every launch (UI included)."""
+    from pipelines.interaction.agents import load_agent
+    from pipelines.preflight import check_council
+
+    parse_modes(values.get("modes"))
+    for key, low in (("max_steps", 0), ("workers", 1)):
+        if values.get(key) is not None and values[key] < low:
+            raise ValueError(f"{key}: must be at least {low} (got {values[key]})")
+    if values.get("candidate_filter") not in ("label", "all"):
+        raise ValueError(f"candidate_filter: use 'label' or 'all' (got {values.get('candidate_filter')!r})")
+    members = check_council().councils.get("system_agents", [])
+    for spec in values.get("agents") or ():
+        if spec not in members:
+            if ":" not in spec and "." not in spec:
+                raise ValueError(f"agents: {spec!r} is neither a system_agents council member "
+                                 f"({', '.join(members)}) nor a dotted path package.module:Class")
+            load_agent(spec, None)  # imports it: a typo'd path is refused here
+
+
+class ScoreConfig(Config):
+    order_sensitive: bool = Field(False, description="EX: gold top-level ORDER BY makes row order significant")
+
+
+def _db(seed_databases: pl.DataFrame) -> dict:
+    return seed_databases.row(0, named=True)
+
+
+def dataset_source(db_id: str, source: str = "auto") -> str | None:
+    """Which questions to evaluate: the pipeline's ``dataset`` or ``quandary import``'s own asset
+    (import never overwrites the pipeline's dataset). ``None`` when the chosen one is missing."""
+    from pipelines.abiss.outputs import IMPORTED_ASSET
+    from storage.artifacts import latest_path
+
+    names = {"auto": ("dataset", IMPORTED_ASSET), "dataset": ("dataset",),
+             IMPORTED_ASSET: (IMPORTED_ASSET,)}.get(source)
+    if names is None:
+        raise ValueError(f"unknown source {source!r}: use dataset, {IMPORTED_ASSET} or auto")
+    return next((n for n in names if latest_path(n, db_id) is not None), None)
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP, code_version="2", deps=["dataset"],
+       description="The questions evaluated: the partition's dataset (or the imported one), optionally balanced "
+                   "per subcategory.")
+def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
+    from storage.artifacts import read_latest
+
+    try:
+        source = dataset_source(context.partition_key, config.source)
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
+    if source is None:
+        raise Failure(f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
+                      "or `quandary import FILE` first")
+    dataset = read_latest(source, context.partition_key)
+    context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
+    rows = dataset.to_dicts()
+    if config.subcategories:
+        rows = [r for r in rows if r["subcategory"] in set(config.subcategories)]
+    if config.balanced:
+        try:
+            rows = balance(rows, config.balance_by, config.seed)
+        except ValueError as exc:
+            raise Failure(str(exc)) from exc
+    rows = sorted(rows, key=lambda r: r["question_id"])
+    if config.max_questions is not None:
+        rows = rows[: config.max_questions]
+    df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
+    by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
+    yield artifact_output(df, questions=df.height, source=source, balanced=config.balanced, balance_by=config.balance_by,
+                          seed=config.seed, by_subcategory=MetadataValue.json(by_sub))
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
+       check_specs=[contract_check_spec(INTERACTION_TURNS, "interaction_conversations"),
+                    AssetCheckSpec("within_turn_limit", asset="interaction_conversations",
+                                   description="No conversation has more than max_steps + 1 system turns."),
+                    AssetCheckSpec("votes_join_logged_calls", asset="interaction_conversations",
+                                   description="Every system turn, label vote, answer and judge vote joins llm_calls.")],
+       config_schema=checked_config(ConversationConfig, check_conversations_on_launch),
+       description="The dialogues: one row per system turn with the user's answer, relevancy and every vote.")
+def interaction_conversations(context: AssetExecutionContext, council: CouncilResource,
+                              interaction_subset: pl.DataFrame, schema_context: pl.DataFrame,
+                              seed_databases: pl.DataFrame):
+    from pipelines.interaction.agents import load_agent
+    from pipelines.interaction.user import SimulatedUser
+
+    config = ConversationConfig(**op_config(context))
+
+    try:
+        modes = parse_modes(config.modes)
+        system = council.get_council("system_agents")
+        agents = [load_agent(a, system) for a in (config.agents or system.member_names)]
+        user = SimulatedUser(council.get_council("user_simulator"), config.candidate_filter)
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
+    log = council.get_council("user_simulator").log
+    before = log.count() if log else 0
+
+    rows = interaction_subset.to_dicts()
+    # items are conversations (agent × question × mode); the council counts the calls
+    with step_progress(context, total=len(agents) * len(rows) * len(modes)) as p:
+        convs, skipped = run_benchmark(agents, rows, modes, user, schema_context["schema_context"][0],
+                                       _db(seed_databases)["path"], config.max_steps, config.workers,
+                                       lambda done, total: p.advance(1))
+    df = T.turns_frame(convs, config.max_steps)
+    yield artifact_output(
+        df, conversations=len(convs), turns=df.height, agents=", ".join(a.name for a in agents),
+        modes=", ".join(modes), skipped=MetadataValue.json(skipped[:50]), n_skipped=len(skipped),
+        new_llm_calls=(log.count() - before) if log else 0,
+        ends=MetadataValue.json(dict(pl.DataFrame(convs).group_by("end").len().iter_rows()) if convs else {}),
+    )
+    yield contract_check_result(INTERACTION_TURNS, df)
+    too_long = (df.group_by("conversation_id").len().filter(pl.col("len") > config.max_steps + 1).height
+                if df.height else 0)
+    yield AssetCheckResult(check_name="within_turn_limit", passed=too_long == 0,
+                           metadata={"too_long": too_long, "limit": config.max_steps + 1})
+    ids = T.all_call_ids(df) if df.height else []
+    missing = [i for i in ids if log is None or log.get(i) is None]
+    yield AssetCheckResult(check_name="votes_join_logged_calls", passed=not missing, severity=AssetCheckSeverity.ERROR,
+                           metadata={"call_ids": len(ids), "missing": MetadataValue.json(missing[:20])})
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
+       check_specs=[contract_check_spec(INTERACTION_SCORES, "interaction_scores"),
+                    AssetCheckSpec("every_conversation_ends", asset="interaction_scores",
+                                   description="Every conversation ends in SQL, feedback, or an explicit give-up.")],
+       description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).")
+def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, council: CouncilResource,
+                       safe_sql: SafeSqlResource, interaction_conversations: pl.DataFrame,
+                       interaction_subset: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
+    schema = schema_context["schema_context"][0]
+    role = "judges" if "judges" in council.council_config().councils else "user_simulator"
+    judge = M.council_feedback_judge(council.get_council(role), schema)
+    questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
+    convs = T.conversations_from_turns(interaction_conversations) if interaction_conversations.height else []
+    scores = [M.score_conversation(c, questions[c["question_id"]], _db(seed_databases)["path"], judge,
+                                   config.order_sensitive, schema, safe_sql.timeout_s) for c in convs]
+    df = T.scores_frame(scores)
+    yield artifact_output(df, conversations=df.height, feedback_judges=role, order_sensitive=config.order_sensitive)
+    yield contract_check_result(INTERACTION_SCORES, df)
+    bad = df.filter(~pl.col("end").is_in(["sql", "feedback", "give_up"])).height if df.height else 0
+    yield AssetCheckResult(check_name="every_conversation_ends", passed=bad == 0, metadata={"unfinished": bad})
+
+
+@asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
+       description="Tables 4, 5, 6 and Appendix D as one long table; Figure 2 as a PNG.")
+def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.DataFrame):
+    rows = M.metric_rows(interaction_scores.to_dicts()) if interaction_scores.height else []
+    df = T.metrics_frame(rows, context.partition_key)
+    text = M.report_text(rows)
+    png = M.figure2_png(rows, artifacts_dir() / "interaction_metrics" / "charts"
+                        / f"{context.partition_key}_{content_hash(df)[:16]}.png")
+    t4 = df.filter(pl.col("table") == "table4")
+    yield artifact_output(
+        df, report=MetadataValue.md(f"```\n{text}\n```"),
+        figure2=MetadataValue.md(f"![figure 2](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
+        figure2_path=MetadataValue.path(str(png)),
+        table4=MetadataValue.md(preview_markdown(t4, rows=40) if t4.height else "no conversations"),
+    )
+
+
+INTERACTION_ASSETS = [interaction_subset, interaction_conversations, interaction_scores, interaction_metrics]

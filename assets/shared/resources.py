@@ -1,0 +1,71 @@
+"""The Dagster resources every job shares, each a thin wrapper over the plain-Python layer below:
+the seed catalog, the safe SQL executor and the LLM council. One instance of each is bound in
+``assets/shared/definitions.py``.
+
+``CouncilResource``::
+
+    defs = Definitions(assets=[...], resources={"council": CouncilResource(config_path=None)})
+
+    @asset
+    def validated(context, council: CouncilResource, candidates):
+        validators = council.get_council("validators")
+        outcome = validators.vote(messages, Verdict, extract=lambda v: v.ok, tag=dict(stage="s2", candidate_id=cid))
+
+``config_path`` (or ``$QUANDARY_COUNCIL_CONFIG``) selects the council config; ``None`` = embedded
+default. The embedded SmolLM2 server is *not* started when the resource is built: it starts on the
+first call that needs it, once per process, and stops at process exit, so runs that hit only the
+cache never load the model.
+"""
+
+from dagster import ConfigurableResource
+from pydantic import field_validator
+
+from resources.llm.config import CouncilConfig, load_council_config
+from resources.llm.council import Council, call_log, get_council
+from resources.catalog import Catalog, CatalogEntry
+from resources.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome, check_timeout, execute_sql
+
+
+class SeedCatalogResource(ConfigurableResource):
+    """The registry of seed databases (``$QUANDARY_HOME/catalog.json`` unless configured)."""
+
+    catalog_path: str | None = None
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.catalog_path)
+
+    def entry(self, db_id: str) -> CatalogEntry:
+        return self.catalog().get(db_id)
+
+
+class SafeSqlResource(ConfigurableResource):
+    """Executes untrusted SQL read-only with a timeout and a row cap."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_rows: int = DEFAULT_MAX_ROWS
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _finite_timeout(cls, v: float) -> float:
+        return check_timeout(v)  # nan/inf would switch the deadline off
+
+    def execute(self, db_path: str, sql: str) -> Outcome:
+        return execute_sql(db_path, sql, timeout_s=self.timeout_s, max_rows=self.max_rows)
+
+
+
+class CouncilResource(ConfigurableResource):
+    config_path: str | None = None
+    log_path: str | None = None  # default: $QUANDARY_HOME/llm_calls.sqlite
+
+    def council_config(self) -> CouncilConfig:
+        return load_council_config(self.config_path)
+
+    def get_council(self, role: str) -> Council:
+        return get_council(role, self.config_path, log_path=self.log_path)
+
+    def roles(self) -> list[str]:
+        return sorted(self.council_config().councils)
+
+    def call_log_path(self) -> str:
+        return str(call_log(self.log_path).path)

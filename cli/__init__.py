@@ -1,0 +1,41 @@
+"""The ``quandary`` command line.
+
+Each module in ``cli.commands`` that defines ``register(subparsers)`` adds its subcommands; the
+handler is stored as ``func`` on the parsed args and returns the process exit code. Command modules
+never import each other: what two commands share lives beside them in ``cli/`` (``runs``: the
+Dagster run service; ``run_output``: how a finished run is reported; ``output``: tables).
+"""
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from cli import commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="quandary",
+        description="Benchmarks of answerable, ambiguous and unanswerable text-to-SQL questions.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except BrokenPipeError:  # e.g. `quandary ... | head`
+        return 0
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""ABISS dataset commands: `audit question`, `export`, `import`, `rerun`."""
+
+import sys
+
+from cli.output import render_table
+from pipelines.abiss.outputs import IMPORTED_ASSET
+
+
+def _export(args) -> int:
+    import polars as pl
+
+    from pipelines.abiss.outputs import write_abiss_json
+    from storage.audit import list_views, open_audit
+
+    from pathlib import Path
+
+    from resources.catalog import Catalog
+
+    if args.db and args.db not in Catalog().ids():
+        known = ", ".join(Catalog().ids()) or "none"
+        print(f"database {args.db!r} is not registered (registered: {known}); nothing exported", file=sys.stderr)
+        return 2
+    con = open_audit()
+    try:
+        if "dataset" not in list_views(con):
+            print("no dataset materialized yet; run the ABISS job first", file=sys.stderr)
+            return 1
+        query = "SELECT * FROM dataset" + (" WHERE db_id = ?" if args.db else "")
+        cur = con.execute(query, [args.db] if args.db else [])
+        columns = [d[0] for d in cur.description]
+        df = pl.DataFrame(cur.fetchall(), schema=columns, orient="row", infer_schema_length=None)
+    finally:
+        con.close()
+    if args.db and df.height == 0:
+        print(f"no dataset materialized for {args.db!r} yet; run `quandary run --db {args.db}` first", file=sys.stderr)
+        return 1
+    out = Path(args.path)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        n = write_abiss_json(df, out)
+    except OSError as exc:
+        print(f"cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {n} records to {out}")
+    return 0
+
+
+def _import(args) -> int:
+    from pipelines.abiss.outputs import AbissFormatError, read_abiss_json
+    from storage.artifacts import write_version
+
+    protected = {"candidates", "nlq_objects", "generation_requests", "council_votes", "rejection_report",
+                 "seed_databases", "schema_context"}
+    if args.asset in protected or args.asset.startswith("s0") or args.asset.startswith("s10"):
+        print(f"refusing to overwrite the pipeline artifact {args.asset!r}; import into '{IMPORTED_ASSET}' "
+              "(the default) or a new name", file=sys.stderr)
+        return 2
+    if args.asset == "dataset" and not args.replace:
+        # a new `dataset` version would replace the pipeline's own and cut it off from its audit trail
+        print(f"refusing to replace the pipeline's 'dataset' (its stage decisions and votes would no longer "
+              f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace", file=sys.stderr)
+        return 2
+    try:
+        df = read_abiss_json(args.path)
+    except (AbissFormatError, OSError, ValueError) as exc:
+        print(f"cannot import {args.path}: {exc}", file=sys.stderr)
+        return 1
+    from cli.runs import report_external_version
+
+    for (db_id,), part in sorted(df.group_by("db_id"), key=lambda g: g[0]):
+        version = write_version(part, args.asset, db_id)
+        reported = report_external_version(args.asset, db_id, str(version.path), part.height,
+                                           version.content_hash, f"imported from {args.path}")
+        where = " (recorded in the Dagster instance)" if reported else ""
+        print(f"imported {part.height} records for {db_id} → {args.asset} ({version.path.name}){where}")
+    return 0
+
+
+def _rerun(args) -> int:
+    from cli.runs import reexecute_from_failure
+    from cli.run_output import check_lines, main_job_name, execute_cli_run, print_failure, resume_command
+
+    lookup_error = []
+
+    def start(run_id, level):
+        try:
+            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level)
+        except LookupError as exc:
+            lookup_error.append(str(exc))
+            return None
+
+    resume = resume_command(args.job or main_job_name(), args.db or "ID")
+    result = execute_cli_run(start, resume, args.verbose)
+    if isinstance(result, int):
+        return result
+    if result is None:
+        print(lookup_error[0], file=sys.stderr)
+        return 1
+    steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
+    print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
+    print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
+    for line in check_lines(result):
+        print(line)
+    if not result.success:
+        print_failure(result, resume, args.verbose)
+    return 0 if result.success else 1
+
+
+def register(sub) -> None:
+    e = sub.add_parser("export", help="write the dataset in a reference layout")
+    e.add_argument("path")
+    e.add_argument("--format", choices=["abiss-json"], default="abiss-json")
+    e.add_argument("--db", help="only this database")
+    e.set_defaults(func=_export)
+
+    i = sub.add_parser("import", help="read an ABISS JSON file into a dataset artifact")
+    i.add_argument("path")
+    i.add_argument("--asset", default=IMPORTED_ASSET,
+                   help=f"artifact name to write (default: {IMPORTED_ASSET}; 'dataset' needs --replace)")
+    i.add_argument("--replace", action="store_true",
+                   help="allow --asset dataset: replace the pipeline's dataset version with the file's records")
+    i.set_defaults(func=_import)
+
+    r = sub.add_parser("rerun", help="re-execute a failed run from failure (only failed steps and downstream)")
+    r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
+    r.add_argument("--db", "--partition", dest="db", metavar="ID",
+                   help="partition of the failed run to look up (a database id; a scenario or corpus for those jobs)")
+    r.add_argument("--job", default=None, help="job name (default: the main job): abiss_interaction_job, aisql_job, ambitab_corpus_job, ambitab_eval_job, ...")
+    r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
+    r.set_defaults(func=_rerun)

@@ -1,0 +1,264 @@
+"""`quandary aisql ...` and `quandary report aisql`: AI-operator SQL on DuckDB (The Stochastic Shift).
+
+    quandary aisql run movie "SELECT ... AI.IF(...)"      one query with AI operators, and the calls it made
+    quandary aisql split "SQL" [--dialect thalamusdb]     structural part + AI parts
+    quandary aisql judge --scenario movie                 materialize the aisql job (Dagster) and print Table 1
+    quandary aisql label --export todo.csv | FILE.csv     export unlabelled pairs / import manual labels
+    quandary report aisql [--scenario movie]              Table 1, per variant type, sweep chart
+"""
+
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_DATA = "../shared/data"
+JOB = "aisql_job"
+
+
+def _groups(args) -> tuple[str, ...] | None:
+    g = getattr(args, "sample_groups", None)
+    return tuple(x.strip() for x in g.split(",") if x.strip()) if g else None
+
+
+def _err(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _dialect(sql: str, dialect: str) -> str:
+    if dialect != "auto":
+        return dialect
+    from pipelines.aisql.rewrite import find_operator_names
+
+    names = find_operator_names(sql)
+    return "bigquery" if any(n.startswith("AI.") for n in names) else "thalamusdb"
+
+
+def _run(args) -> int:
+    from pipelines.aisql.execute import run_query
+    from pipelines.aisql.pipeline import AisqlSettings, make_runtime, prepare_db
+    from pipelines.aisql.scenarios import ScenarioError
+    from storage.paths import quandary_home
+
+    settings = AisqlSettings(backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget,
+                             sample=args.sample, operator_member=args.member)
+    try:
+        db = prepare_db(args.scenario, Path(args.data), quandary_home(), sample=args.sample, seed=args.seed,
+                        sample_groups=_groups(args))
+        runtime = make_runtime(settings, db)
+    except (ScenarioError, KeyError, ValueError) as exc:
+        return _err(str(exc).strip("'\""))
+    dialect = _dialect(args.sql, args.dialect)
+    try:
+        rec = run_query(db.path, args.sql, dialect, runtime, budget=args.budget, timeout_s=args.timeout)
+    finally:
+        runtime.close()
+    calls = f"AI-operator calls: {rec.calls} distinct (made {rec.made}, cached {rec.cached}, failed {rec.failed}); " \
+            f"backend {runtime.backend.name}"
+    if args.json:
+        print(json.dumps({**rec.summary(), "dialect": dialect, "backend": runtime.backend.name}, default=str))
+    elif rec.ok:
+        from cli.output import render_table
+
+        print(render_table(rec.columns, rec.shown_rows()))
+        print(f"({rec.row_count} rows, {rec.elapsed_s:.2f} s) {calls}")
+    else:
+        print(f"{rec.status}: {rec.error}", file=sys.stderr)
+        print(calls, file=sys.stderr)
+    return 0 if rec.ok else 1
+
+
+def _split(args) -> int:
+    from pipelines.aisql.scenarios import SCENARIOS
+    from pipelines.aisql.splitter import split
+
+    keys = SCENARIOS[args.scenario].key_columns() if args.scenario else {}
+    res = split(args.sql, _dialect(args.sql, args.dialect), keys)
+    if not res.ok:
+        return _err(f"cannot split: {res.error}")
+    if args.json:
+        print(res.to_json())
+        return 0
+    print(f"full (DuckDB):  {res.sql}")
+    print(f"structural:     {res.structural_sql}")
+    for p in res.ai_parts:
+        print(f"AI part {p.index} [{p.op} on {', '.join(p.sources)}; inputs {', '.join(p.input_columns)}]:\n    {p.sql}")
+    return 0
+
+
+def _judge(args) -> int:
+    from assets.aisql.assets import AISQL_ASSETS
+    from cli.run_output import report_job_result, run_cli_job
+
+    cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
+           "seed": args.seed, "budget": args.budget}
+    if args.sample:
+        cfg["sample"] = args.sample
+    if _groups(args):
+        cfg["sample_groups"] = list(_groups(args))
+    if args.variants:
+        cfg["variant_types"] = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if args.questions:
+        cfg["question_ids"] = [q.strip() for q in args.questions.split(",") if q.strip()]
+    if args.methods:
+        cfg["methods"] = [m.strip() for m in args.methods.split(",") if m.strip()]
+        cfg["sweep_methods"] = [m for m in cfg["methods"] if m in ("ex", "ours")] or ["ex"]
+    if args.compact_judge:
+        cfg["compact_judge"] = True
+    if args.dialects:
+        cfg["dialects"] = [d.strip() for d in args.dialects.split(",") if d.strip()]
+    if args.generate:
+        cfg["generator_samples"] = args.generate
+    keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key.to_user_string() != "aisql_sweep"]
+    print(f"materializing {len(keys)} aisql assets for scenario {args.scenario} ...", file=sys.stderr)
+    result = run_cli_job(JOB, args.scenario, {"resources": {"aisql": {"config": cfg}}}, args.verbose,
+                         asset_selection=keys)
+    code = report_job_result(result, JOB, args.scenario, args.verbose)
+    if code:
+        return code
+    print(f"run {result.run_id[:8]} succeeded")
+    return _report_text(args.scenario)
+
+
+def _report_text(scenario: str | None) -> int:
+    import polars as pl
+
+    from pipelines.aisql.metrics import table1_markdown
+    from pipelines.aisql.scenarios import SCENARIOS
+    from storage.artifacts import latest_path
+
+    shown = 0
+    for sc in ([scenario] if scenario else sorted(SCENARIOS)):
+        path = latest_path("aisql_metrics", sc)
+        if path is None:
+            continue
+        shown += 1
+        metrics = pl.read_parquet(path)
+        print(f"\n## {sc}: meta-evaluation (TPR / TNR / accuracy, counts in brackets)\n")
+        print(table1_markdown(metrics))
+        pairs_p, verdicts_p = latest_path("aisql_pairs", sc), latest_path("aisql_verdicts", sc)
+        if pairs_p and verdicts_p:
+            pairs, verdicts = pl.read_parquet(pairs_p), pl.read_parquet(verdicts_p)
+            by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
+                       .filter(pl.col("label").is_not_null())
+                       .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
+                       .group_by("variant_type", "method").agg(pl.col("right").mean().round(3).alias("acc"))
+                       .pivot(on="method", index="variant_type", values="acc").sort("variant_type"))
+            print(f"\nper variant type (share judged right):\n{by_type}")
+            errs = verdicts.filter(pl.col("status") == "error").group_by("method").len()
+            if errs.height:
+                print(f"\nerror verdicts (counted as rejections):\n{errs}")
+        sweep = latest_path("aisql_sweep", sc)
+        if sweep is not None:
+            png = sweep.parent / "sweep.png"
+            print(f"\nflip-rate sweep: {sweep}" + (f"\nchart: {png}" if png.exists() else ""))
+    if not shown:
+        print("no aisql results yet: run `quandary aisql judge --scenario movie` first", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report(args) -> int:
+    return _report_text(args.scenario)
+
+
+def _label(args) -> int:
+    import polars as pl
+
+    from pipelines.aisql.evalset import import_label_csv, manual_labels_path
+    from storage.paths import quandary_home
+    from storage.artifacts import latest_path
+
+    out = manual_labels_path(quandary_home())
+    if args.export:
+        path = latest_path("aisql_pairs", args.scenario)
+        if path is None:
+            return _err(f"no aisql_pairs for {args.scenario}: run `quandary aisql judge --scenario {args.scenario}` first")
+        pairs = pl.read_parquet(path)
+        todo = pairs.filter(pl.col("label").is_null()) if not args.all else pairs
+        todo.select("pair_id", "dialect", "question", "gold_sql", "candidate_sql",
+                    pl.lit("").alias("label"), pl.lit("").alias("rationale")).write_csv(args.export)
+        print(f"wrote {todo.height} pairs to {args.export}; fill `label` (yes/no) and import with "
+              f"`quandary aisql label {args.export}`")
+        return 0
+    if not args.csv:
+        return _err("give a CSV to import (pair_id,label[,rationale]) or --export FILE")
+    if not Path(args.csv).is_file():
+        return _err(f"{args.csv} not found")
+    try:
+        stored, problems = import_label_csv(Path(args.csv), out)
+    except ValueError as exc:
+        return _err(str(exc))
+    for p in problems:
+        print(f"warning: {p}", file=sys.stderr)
+    print(f"stored {stored} manual labels in {out}; rerun `quandary aisql judge` to count them")
+    return 0
+
+
+def _common(p, data=True) -> None:
+    if data:
+        p.add_argument("--data", default=DEFAULT_DATA, help="folder holding sembench/ (default ../shared/data)")
+    p.add_argument("--backend", default="oracle", choices=["oracle", "council"],
+                   help="AI-operator backend: label oracle (default) or the council's ai_operator role")
+    p.add_argument("--flip-rate", type=float, default=0.1, help="label-oracle flip rate p (default 0.1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--budget", type=int, default=5000, help="AI-operator calls per query (default 5000)")
+    p.add_argument("--sample", type=int, default=None, help="keep N seeded rows per group (LLM operators)")
+    p.add_argument("--sample-groups", default=None, help="with --sample: keep only these groups (e.g. taken_3)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("aisql", help="AI-operator SQL (AI.IF, NLfilter) on DuckDB and its multilayered evaluation")
+    s = p.add_subparsers(dest="aisql_command", required=True, metavar="SUBCOMMAND")
+
+    r = s.add_parser("run", help="run one query with AI operators on a scenario database")
+    r.add_argument("scenario")
+    r.add_argument("sql")
+    r.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
+    r.add_argument("--member", default=None, help="ai_operator council member (with --backend council)")
+    r.add_argument("--timeout", type=float, default=600.0)
+    r.add_argument("--json", action="store_true")
+    _common(r)
+    r.set_defaults(func=_run)
+
+    sp = s.add_parser("split", help="split a query into its structural part and AI parts")
+    sp.add_argument("sql")
+    sp.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
+    sp.add_argument("--scenario", default=None, help="adds the scenario's key columns to AI parts")
+    sp.add_argument("--json", action="store_true")
+    sp.set_defaults(func=_split)
+
+    j = s.add_parser("judge", help="materialize the aisql assets for a scenario and print Table 1")
+    j.add_argument("--scenario", default="movie")
+    j.add_argument("--questions", default=None, help="comma-separated gold query ids (e.g. Q2,Q3)")
+    j.add_argument("--methods", default=None, help="comma-separated: ex,mm,mm_exec,ec,ec_exec,ours")
+    j.add_argument("--dialects", default=None, help="bigquery,thalamusdb (default both)")
+    j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
+    j.add_argument("--generate", type=int, default=0, help="generator candidates per question (unlabelled)")
+    j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
+    j.add_argument("--compact-judge", action="store_true", help="short judge prompt (small local models)")
+    j.add_argument("--verbose", action="store_true")
+    _common(j)
+    j.set_defaults(func=_judge)
+
+    lb = s.add_parser("label", help="export unlabelled pairs to CSV, or import manual labels from one")
+    lb.add_argument("csv", nargs="?", help="CSV with pair_id,label[,rationale] to import")
+    lb.add_argument("--export", default=None, help="write unlabelled pairs of --scenario to this CSV")
+    lb.add_argument("--all", action="store_true", help="with --export: every pair, not only unlabelled ones")
+    lb.add_argument("--scenario", default="movie")
+    lb.set_defaults(func=_label)
+
+    _register_report(sub)
+
+
+def _register_report(sub) -> None:
+    """`quandary report aisql`: joins an existing `report` group if another module created one."""
+    report = sub.choices.get("report")
+    if report is None:
+        report = sub.add_parser("report", help="print reports of finished runs")
+        report.set_defaults(func=lambda a: (report.print_help(), 2)[1])
+    groups = [a for a in report._actions if a.__class__.__name__ == "_SubParsersAction"]
+    inner = groups[0] if groups else report.add_subparsers(dest="report_kind", metavar="KIND")
+    ra = inner.add_parser("aisql", help="AI-operator SQL meta-evaluation (Table 1, variants, sweep)")
+    ra.add_argument("--scenario", default=None)
+    ra.set_defaults(func=_report)

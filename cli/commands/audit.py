@@ -1,0 +1,275 @@
+"""`quandary audit ...`: query every artifact through the DuckDB audit catalog (`sql`, `views`), and
+the trail behind one result: a question (ABISS), an episode (AmbiTab), a conversation (interaction)."""
+
+import json
+import sys
+
+from cli.logged_calls import print_logged_call
+from cli.output import render
+from storage.audit import query_frame
+
+
+def _audit_sql(args) -> int:
+    import duckdb
+
+    from storage.audit import AuditQueryError, audit_query, list_views, open_audit
+
+    con = open_audit()
+    try:
+        cur = audit_query(con, args.query)
+        columns = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    except (duckdb.Error, AuditQueryError) as exc:
+        views = ", ".join(list_views(con)) or "none yet (materialize something first)"
+        print(f"query failed: {' '.join(str(exc).split())}\navailable views: {views}", file=sys.stderr)
+        return 1
+    finally:
+        con.close()
+    print(render(args.format, columns, rows))
+    return 0
+
+
+def _audit_views(args) -> int:
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    for name in list_views(con):
+        n = con.execute(f'SELECT COUNT(*) FROM "{name}"').fetchall()[0][0]
+        print(f"{name:<32} {n:>8} rows")
+    con.close()
+    return 0
+
+
+def register(sub) -> None:
+    audit = sub.add_parser("audit", help="audit artifacts, votes and LLM calls").add_subparsers(
+        dest="audit_command", required=True)
+    q = audit.add_parser("sql", help="run SQL over every artifact's latest version (one view per asset)")
+    q.add_argument("query")
+    q.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    q.set_defaults(func=_audit_sql)
+    audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)
+    t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")
+    t.add_argument("id", help="candidate id (a unique prefix is enough)")
+    t.add_argument("--prompts", action="store_true",
+                   help="also print the whole prompt behind each vote (system and user messages)")
+    t.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
+    t.set_defaults(func=audit_question)
+    ep = audit.add_parser("episode", help="one AmbiTab episode: turns, credits, responses, SQL, verdict, prompts")
+    ep.add_argument("id", help="episode id (a unique prefix is enough)")
+    ep.add_argument("--prompts", action="store_true", help="also print the prompt behind each LLM call")
+    ep.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
+    ep.set_defaults(func=audit_episode)
+    register_audit(audit)
+
+
+def audit_question(args) -> int:
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        views = set(list_views(con))
+        if "candidates" not in views:
+            print("no candidates materialized yet; run the ABISS job first", file=sys.stderr)
+            return 1
+        cand = con.execute(
+            "SELECT candidate_id, db_id, subcategory, style, difficulty, generator, question, evidence, sql, "
+            "hidden_knowledge, feedback, group_id FROM candidates WHERE candidate_id = ? OR candidate_id LIKE ? "
+            "OR object_id = ? LIMIT 2", [args.id, args.id + "%", args.id]).fetchall()
+        if not cand:
+            print(f"no candidate {args.id!r}", file=sys.stderr)
+            return 1
+        if len(cand) > 1:
+            print(f"{args.id!r} is ambiguous: give more of the id", file=sys.stderr)
+            return 1
+        (cid, db_id, sub, style, diff, gen, question, evidence, sql, hk, fb, group_id) = cand[0]
+        print(f"candidate {cid}  (db {db_id}, group {group_id})")
+        print(f"  subcategory {sub} · style {style} · difficulty {diff} · generator {gen}")
+        print(f"  question: {question}")
+        for label, value in (("evidence", evidence), ("sql", sql), ("hidden knowledge", hk), ("feedback", fb)):
+            if value:
+                print(f"  {label}: {value}")
+        stage_views = sorted(v for v in views if v.startswith("s") and v[1:3].isdigit())
+        print("\nstage decisions:")
+        last_passed = True
+        for view in stage_views:
+            row = con.execute(f'SELECT passed, applies, reason FROM "{view}" WHERE candidate_id = ?', [cid]).fetchall()
+            if not row:
+                print(f"  {view:<32} (did not enter: rejected earlier)" if not last_passed else f"  {view:<32} (not run)")
+                continue
+            passed, applies, reason = row[0]
+            status = "PASS" if passed else "REJECT"
+            if not applies:
+                status = "n/a"
+            print(f"  {view:<32} {status:<7} {reason}")
+            last_passed = passed
+        if "council_votes" in views:
+            has_calls = "llm_calls" in views
+            join = ("LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id" if has_calls else "")
+            cols = ("c.request_json, c.raw_response" if has_calls else "NULL, NULL")
+            votes = con.execute(
+                f"SELECT v.stage, v.member, v.comparison, v.vote, v.parsed_ok, v.llm_call_id, {cols} "
+                f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.seq", [cid]).fetchall()
+            print(f"\ncouncil votes ({len(votes)}):")
+            for stage, member, comparison, vote, parsed_ok, call_id, request, raw in votes:
+                cmp = f" [{comparison}]" if comparison else ""
+                print(f"  {stage:<30} {member:<14}{cmp} → {vote}{'' if parsed_ok else ' (unparseable)'}  call {call_id}")
+                print_logged_call(request, raw, width=args.width, prompts=args.prompts)
+        return 0
+    finally:
+        con.close()
+
+
+def _find_episode(prefix: str):
+    import polars as pl
+
+    from pipelines.ambitab.record import CORPORA
+    from storage.artifacts import latest_path
+
+    hits = []
+    for corpus in CORPORA:
+        path = latest_path("ambitab_episodes", corpus)
+        if path is None:
+            continue
+        df = pl.read_parquet(path).filter(pl.col("episode_id").str.starts_with(prefix))
+        hits += df.to_dicts()
+    return hits
+
+
+def audit_episode(args) -> int:
+    from resources.llm.council import call_log
+
+    hits = _find_episode(args.id)
+    if not hits:
+        print(f"no episode {args.id!r} (materialize ambitab_episodes first: `quandary ambitab eval`)", file=sys.stderr)
+        return 1
+    if len(hits) > 1:
+        print(f"{args.id!r} matches {len(hits)} episodes: give more of the id", file=sys.stderr)
+        return 1
+    ep = hits[0]
+    log = call_log()
+    w = args.width
+
+    def call(call_id: str | None, label: str):
+        if not call_id:
+            return
+        rec = log.get(call_id)
+        if rec is None:
+            print(f"      {label} call {call_id[:16]}: not in the call log")
+            return
+        print(f"      {label} call {call_id[:16]} · {rec.member} · {rec.status}")
+        print_logged_call(json.dumps(rec.request or {}), rec.raw_response or rec.error or "", width=w,
+                          prompts=args.prompts, indent="        ")
+
+    donor = f" · spec donor {ep['spec_donor']}" if ep["spec_donor"] else ""
+    print(f"episode {ep['episode_id']}  ({ep['corpus']}, record {ep['record_id']}, AVT {ep['avt_id']}, seed {ep['seed']})")
+    print(f"  asker {ep['asker']}{' / ' + ep['prompt'] if ep['prompt'] else ''} · oracle {ep['oracle']} · "
+          f"solver {ep['solver']}{donor}")
+    print(f"  |Amb| {ep['n_amb']} · questions {ep['n_questions']} · credited {ep['credited']}"
+          + (" · clarification skipped (|Amb| = 0)" if ep["skipped_clarification"] else ""))
+    fmt = (lambda v: "–" if v is None else f"{v:.2f}")
+    print(f"  recall {fmt(ep['recall'])} · precision {fmt(ep['precision'])} · F1 {fmt(ep['f1'])}")
+    for t in json.loads(ep["turns_json"]):
+        credit = ",".join(t["credited"]) or "∅"
+        mark = "new" if t["new_credit"] else ("repeat" if t["credited"] else "none")
+        print(f"\n  turn {t['turn']}: Q: {t['question'][:w]}")
+        print(f"    credit {credit} ({mark}; {t['match_reason']})" + (f" · action {t['action']}" if t.get("action") else ""))
+        print(f"    A: {' '.join(str(t['response']).split())[:w]}" + ("  [refusal]" if t["refused"] else ""))
+        call(t.get("asker_call_id"), "asker")
+        for cid in t.get("oracle_call_ids") or []:
+            call(cid, "oracle")
+    if ep["fallback_stop"]:
+        print(f"\n  fallback stop: {ep['fallback_reason']}")
+    for cid in ep["asker_call_ids"] or []:
+        if not any(cid == t.get("asker_call_id") for t in json.loads(ep["turns_json"])):
+            call(cid, "asker (stop)")
+    print(f"\n  SQL: {ep['sql'] or '(none)'}")
+    call(ep["solver_call_id"], "solver")
+    verdict = {1: "PASS", 0: "FAIL", None: "NOT VERIFIED"}[ep["verdict"]]
+    print(f"  verdict: {verdict} — {ep['verdict_reason']}")
+    return 0
+
+
+def audit_conversation(args) -> int:
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        if "interaction_conversations" not in list_views(con):
+            print("no conversations materialized yet; run `quandary interact` first", file=sys.stderr)
+            return 1
+        ids = [r[0] for r in con.execute(
+            "SELECT DISTINCT conversation_id FROM interaction_conversations WHERE conversation_id LIKE ?",
+            [args.id + "%"]).fetchall()]
+        if len(ids) != 1:
+            print(f"no conversation {args.id!r}" if not ids else f"{args.id!r} is ambiguous: give more of the id",
+                  file=sys.stderr)
+            return 1
+        turns = query_frame(con, "SELECT * FROM interaction_conversations WHERE conversation_id = ? ORDER BY step",
+                       [ids[0]]).to_dicts()
+        has_calls = "llm_calls" in list_views(con)
+
+        def call(call_id):
+            if not has_calls or not call_id:
+                return None, None
+            r = con.execute("SELECT request_json, raw_response FROM llm_calls WHERE call_id = ?", [call_id]).fetchall()
+            return r[0] if r else (None, None)
+
+        def show(call_id, indent="      "):
+            req, raw = call(call_id)
+            print_logged_call(req, raw, width=args.width, prompts=args.prompts, indent=indent)
+
+        t0 = turns[0]
+        q = con.execute("SELECT question, evidence, sql, hidden_knowledge, feedback, subcategory FROM interaction_subset "
+                        "WHERE question_id = ? LIMIT 1", [t0["question_id"]]).fetchall() \
+            if "interaction_subset" in list_views(con) else []
+        print(f"conversation {ids[0]}  agent {t0['agent']} · mode {t0['mode']} · db {t0['db_id']} · ends {t0['end']}")
+        if q:
+            question, evidence, sql, hk, fb, sub = q[0]
+            print(f"  question ({sub}): {question}")
+            for label, v in (("evidence", evidence), ("gold sql", sql), ("hidden knowledge", hk), ("feedback", fb)):
+                if v:
+                    print(f"  {label}: {v}")
+        if t0["mode"] == "predicted":
+            print(f"  classification: {t0['predicted_subcategory']} ({t0['classification_status']})  "
+                  f"call {t0['classification_call_id']}")
+            show(t0["classification_call_id"], "    ")
+        for t in turns:
+            kind = "question" if t["system_question"] else "sql" if t["system_sql"] else "feedback" if t["system_feedback"] else "no answer"
+            print(f"\nturn {t['step'] + 1} system [{kind}, {t['system_status']}]: {t['system_question'] or t['system_sql'] or t['system_feedback'] or ''}"
+                  f"  call {t['system_call_id']}")
+            show(t["system_call_id"])
+            if t["relevance"] is None:
+                continue
+            sc = " (short-circuit, no LLM call)" if t["short_circuit"] else ""
+            print(f"  user [{t['relevance']}]{sc}: {t['user_response']}")
+            for v in t["label_votes"] or []:
+                print(f"    label vote {v['member']:<14} → {v['label']} nodes {v['node_ids']}  call {v['llm_call_id']}")
+                show(v["llm_call_id"])
+            if t["fragments"]:
+                print(f"    technical fragments: {t['fragments']}")
+            for c in t["candidates"] or []:
+                print(f"    candidate  {c['member']:<14} → {c['answer']}  call {c['llm_call_id']}")
+                show(c["llm_call_id"])
+            for j in t["tournament"] or []:
+                print(f"    judge      {j['judge']:<14} {j['candidate_a']} vs {j['candidate_b']} → {j['winner']}  "
+                      f"call {j['llm_call_id']}")
+        if "interaction_scores" in list_views(con):
+            s = con.execute("SELECT recognition, classification, solved, ex_reason, explained, fb_reason, fb_votes "
+                            "FROM interaction_scores WHERE conversation_id = ?", [ids[0]]).fetchall()
+            if s:
+                rec, cls, solved, exr, expl, fbr, fbv = s[0]
+                print(f"\nscores: recognition {rec} · classification {cls} · EX {solved} ({exr}) · FB {expl} ({fbr})")
+                for v in fbv or []:
+                    print(f"    feedback vote {v['member']} → {v['vote']}  call {v['llm_call_id']}")
+                    show(v["llm_call_id"])
+        return 0
+    finally:
+        con.close()
+
+
+def register_audit(audit_subparsers) -> None:
+    c = audit_subparsers.add_parser("conversation", help="one dialogue with every vote and the prompt behind it")
+    c.add_argument("id", help="conversation id (a unique prefix is enough)")
+    c.add_argument("--prompts", action="store_true", help="also print the prompt behind each call")
+    c.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
+    c.set_defaults(func=audit_conversation)

@@ -1,0 +1,113 @@
+"""`quandary interact`, `quandary report interaction`, `quandary audit conversation`, and the demo step."""
+
+import json
+import sys
+from pathlib import Path
+
+from cli.groups import subgroup
+from cli.interaction_runs import JOB, execute, run_config, stored_metric_rows
+from cli.run_output import materialization_metadata, report_job_result
+from storage.audit import query_frame
+
+
+def _interact(args) -> int:
+    from pipelines.interaction.metrics import report_text
+    from pipelines.interaction.modes import parse_modes
+    from resources.catalog import Catalog
+
+    if args.db not in Catalog().ids():
+        print(f"database {args.db!r} is not registered; use `quandary db register`", file=sys.stderr)
+        return 2
+    try:
+        parse_modes(args.modes)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    from assets.interaction.assets import dataset_source
+
+    if dataset_source(args.db) is None:
+        print(f"no dataset for {args.db!r}: run `quandary run --db {args.db}` or `quandary import FILE` first",
+              file=sys.stderr)
+        return 2
+    result = execute(args.db, run_config(args), args.verbose)
+    if isinstance(result, int):
+        return result
+    conv = materialization_metadata(result, "interaction_conversations")
+    print(f"run {result.run_id[:8]} for '{args.db}': {'succeeded' if result.success else 'FAILED'}; "
+          f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
+          f"{conv.get('new_llm_calls', '?')} new LLM calls")
+    if report_job_result(result, JOB, args.db, args.verbose):
+        return 1
+    rows = stored_metric_rows(args.db) or []
+    print(report_text(rows))
+    if args.export:
+        n = export(args.export, args.db)
+        print(f"wrote {n} result file(s) to {args.export}")
+    return 0
+
+
+def export(out_dir: str, db_id: str | None = None) -> int:
+    """Write ``<out_dir>/<agent>.json`` in the reference ``Results`` layout; returns the file count."""
+
+    from pipelines.interaction.tables import results_json
+    from resources.llm import load_council_config
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        views = set(list_views(con))
+        if not {"interaction_conversations", "interaction_scores", "interaction_subset"} <= views:
+            return 0
+        where = " WHERE db_id = ?" if db_id else ""
+        p = [db_id] if db_id else []
+        turns = query_frame(con, "SELECT * FROM interaction_conversations" + where, p)
+        scores = query_frame(con, "SELECT * FROM interaction_scores" + where, p)
+        subset = query_frame(con, "SELECT * FROM interaction_subset" + where, p)
+    finally:
+        con.close()
+    cfg = load_council_config()
+    docs = results_json(turns, scores, subset, "+".join(cfg.councils["user_simulator"]), db_id or "quandary")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for agent, doc in docs.items():
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in agent)
+        (Path(out_dir) / f"{safe}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+    return len(docs)
+
+
+def _report(args) -> int:
+    from pipelines.interaction.metrics import report_text
+
+    rows = stored_metric_rows(args.db)
+    if rows is None:
+        print("no interaction scores yet; run `quandary interact --db ID` first", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(report_text(rows))
+    if args.export:
+        print(f"wrote {export(args.export, args.db)} result file(s) to {args.export}")
+    return 0
+
+
+def register(sub) -> None:
+    i = sub.add_parser("interact", help="evaluate system agents in dialogues with the simulated user (ABISS §5)")
+    i.add_argument("--db", required=True, help="registered db_id with a dataset")
+    i.add_argument("--agents", nargs="+", help="system_agents member names or package.module:Class (default: all members)")
+    i.add_argument("--modes", nargs="+", help="ground_truth predicted taxonomy_only taxonomy_free (default: all four)")
+    i.add_argument("--balanced", action="store_true", help="down-sample every subcategory to the smallest")
+    i.add_argument("--balance-by", choices=["subcategory", "group"], default="subcategory")
+    i.add_argument("--seed", type=int, default=42)
+    i.add_argument("--max-questions", type=int)
+    i.add_argument("--max-steps", type=int, default=3, help="clarification turns before the final turn (paper: 3)")
+    i.add_argument("--candidate-filter", choices=["label", "all"], default="label")
+    i.add_argument("--order-sensitive", action="store_true", help="EX: gold ORDER BY makes row order significant")
+    i.add_argument("--export", metavar="DIR", help="also write the reference results layout (one JSON per agent)")
+    i.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
+    i.set_defaults(func=_interact)
+    r = subgroup(sub, "report", "reports over materialized results", "report_command")
+    ri = r.add_parser("interaction", help="Tables 4, 5, 6 and Appendix D over every evaluated database")
+    ri.add_argument("--db", help="only this database")
+    ri.add_argument("--json", action="store_true")
+    ri.add_argument("--export", metavar="DIR", help="write the reference results layout (one JSON per agent)")
+    ri.set_defaults(func=_report)

@@ -1,0 +1,250 @@
+"""How a finished CLI run is reported, shared by every job command: check results, the failing
+step in one line, the resume command, interrupts (Ctrl-C / SIGTERM), and the run summary."""
+
+import os
+import sys
+
+
+def grid_run_config(grid: dict | None) -> dict:
+    return {"ops": {"generation_requests": {"config": grid}}} if grid else {}
+
+
+def _print_funnel(result) -> None:
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == "rejection_report" and "funnel" in mat.metadata:
+            print("\nvalidation funnel (kept/entered per stage):")
+            print(mat.metadata["funnel"].value.strip("`\n"))
+            if "group_integrity_summary" in mat.metadata:
+                print(mat.metadata["group_integrity_summary"].value)
+        if mat.asset_key.to_user_string() == "dataset":
+            q = mat.metadata.get("questions")
+            print(f"\nvalidated questions in dataset: {q.value if q is not None else '?'}")
+
+
+def check_lines(result) -> list[str]:
+    """Checks as results: a failed WARN check is a warning with its summary (which stage left which
+    bound, by how much); a failed ERROR check is a failure."""
+    lines = []
+    for event in result.get_asset_check_evaluations():
+        name = f"{event.asset_key.to_user_string()}.{event.check_name}"
+        if event.passed:
+            lines.append(f"  check {name:<44} passed")
+            continue
+        summary = event.metadata.get("summary")
+        detail = f": {summary.value}" if summary is not None else ""
+        if event.severity.name == "WARN":
+            lines.append(f"  warning {name}{detail}")
+        else:
+            lines.append(f"  check {name:<44} FAILED{detail}")
+    return lines
+
+
+def _print_run_summary(result, db_id: str, verbose: bool = False) -> None:
+    from storage.audit import open_audit
+
+    status = "succeeded" if result.success else "FAILED"
+    print(f"run {result.run_id[:8]} for partition '{db_id}': {status}")
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        rows = mat.metadata.get("dagster/row_count")
+        n = rows.value if rows is not None else "?"
+        print(f"  materialized {mat.asset_key.to_user_string():<28} rows={n}")
+    for line in check_lines(result):
+        print(line)
+    if not result.success:
+        print_failure(result, resume_command(main_job_name(), db_id), verbose)
+        return
+    _print_funnel(result)
+    import duckdb
+
+    con = open_audit()
+    try:
+        try:  # a damaged artifact was skipped (and named) by open_audit: the summary goes on
+            row = con.execute(
+                "SELECT n_tables, total_rows, n_foreign_keys FROM seed_databases WHERE db_id = ?", [db_id]
+            ).fetchall()
+        except duckdb.Error:
+            row = []
+        if row:
+            print(f"  database {db_id}: {row[0][0]} tables, {row[0][1]} rows, {row[0][2]} foreign keys")
+    finally:
+        con.close()
+
+
+def _error_message(error) -> str:
+    """The message the failing step's exception carried, without Dagster's wrapper and class path."""
+    while error is not None and error.cause is not None and "DagsterExecutionStepExecutionError" in (error.cls_name or ""):
+        error = error.cause
+    if error is None:
+        return "unknown error"
+    message = error.message.strip()
+    prefix = f"{error.cls_name}: " if error.cls_name else ""
+    for p in (prefix, f"dagster._core.definitions.events.{prefix}"):
+        if p and message.startswith(p) and error.cls_name in ("Failure", "DagsterExecutionInterruptedError"):
+            message = message[len(p):]
+    return " ".join(message.split()) if len(message) < 400 else " ".join(message[:400].split()) + " …"
+
+
+def resume_command(job_name: str, partition: str) -> str:
+    """What a user types to resume a failed or interrupted run of ``job_name`` for ``partition``."""
+    from cli.runs import uses_database_partitions
+
+    if job_name == main_job_name():
+        return f"quandary rerun --db {partition}"
+    flag = "--db" if uses_database_partitions(job_name) else "--partition"
+    return f"quandary rerun --job {job_name} {flag} {partition}"
+
+
+def main_job_name() -> str:
+    from assets.definitions import MAIN_JOB
+
+    return MAIN_JOB
+
+
+def first_failure(result) -> str:
+    """The first failing step and its message, in one line (for tables of several runs)."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            return f"{event.step_key}: {_error_message(event.event_specific_data.error)}"
+    return "the run failed before any step ran"
+
+
+def print_failure(result, resume: str, verbose: bool = False) -> None:
+    """A failed run in three lines: the failing step(s) with their message, what is kept, how to
+    resume (``resume``: the command, from :func:`resume_command`).
+    Dagster's stack traces stay in the run log (UI) and are printed with ``--verbose``."""
+    failures = [e for e in result.all_events if e.is_step_failure]
+    for event in failures:
+        error = event.event_specific_data.error
+        print(f"  step {event.step_key} failed: {_error_message(error)}", file=sys.stderr)
+        if verbose and error is not None:
+            print(error.to_string(), file=sys.stderr)
+    if not failures:
+        print("  the run failed before any step ran (see the run log in the UI, or --verbose)", file=sys.stderr)
+    print(f"  completed steps and LLM calls are kept; resume with: {resume}", file=sys.stderr)
+    if not verbose:
+        print("  (stack traces: add --verbose, or open the run in the UI)", file=sys.stderr)
+
+
+def interrupted_line(run_id: str, resume: str) -> str:
+    return f"interrupted: run {run_id[:8]} stopped; completed steps and LLM calls are kept. Resume with: {resume}"
+
+
+def use_terminal_for_progress() -> None:
+    """Progress goes to a duplicate of this process's stdout: Dagster points fd 1 at its compute-log
+    files while a step runs, which would hide the live bar from the terminal."""
+    from resources import progress
+
+    try:
+        stream = open(os.dup(sys.stdout.fileno()), "w", buffering=1, closefd=True)
+    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or closed
+        return
+    progress.set_default_stream(stream)
+
+
+class _TerminateAsInterrupt:
+    """SIGTERM while a run works is handled like Ctrl-C: the run stops cleanly and says so."""
+
+    def __enter__(self):
+        import signal
+
+        def handler(signum, frame):
+            raise KeyboardInterrupt
+        try:
+            self._old = signal.signal(signal.SIGTERM, handler)
+        except ValueError:  # not the main thread
+            self._old = None
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGTERM, self._old)
+
+
+def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bool = True):
+    """Run ``start(run_id, log_level)`` (a run or a re-execution) the way every CLI run looks: the
+    instance named first, progress while it works, one line on Ctrl-C or SIGTERM naming ``resume``
+    (the command that resumes). Returns the result, or 130 when interrupted. ``name_instance=False``
+    for the second and later runs of one command."""
+    import uuid
+
+    from cli.runs import describe_instance
+
+    if name_instance:
+        print(describe_instance())
+    use_terminal_for_progress()
+    run_id = str(uuid.uuid4())
+    with _TerminateAsInterrupt():
+        try:
+            # Dagster's console log shows step failures as stack traces: only with --verbose
+            result = start(run_id, "ERROR" if verbose else "CRITICAL")
+        except KeyboardInterrupt:
+            print(f"\n{interrupted_line(run_id, resume)}", file=sys.stderr)
+            return 130
+    if result is not None and was_interrupted(result):
+        print(f"\n{interrupted_line(result.run_id, resume)}", file=sys.stderr)
+        return 130
+    return result
+
+
+def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, verbose: bool = False,
+                asset_selection=None, name_instance: bool = True):
+    """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
+    command goes through here. Returns the result, or 130 when interrupted."""
+    from cli.runs import run_job_for_partition
+
+    return execute_cli_run(
+        lambda run_id, level: run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id,
+                                                    log_level=level, asset_selection=asset_selection),
+        resume_command(job_name, partition), verbose, name_instance)
+
+
+def report_job_result(result, job_name: str, partition: str, verbose: bool = False) -> int:
+    """The end of every job command: failed checks as warnings or failures, and for a failed run
+    the failing steps and the resume command. Returns the exit code (0, 1, or 130 passed through)."""
+    if isinstance(result, int):
+        return result
+    for line in check_lines(result):
+        if not line.endswith(" passed"):
+            print(line, file=sys.stderr)
+    if not result.success:
+        print_failure(result, resume_command(job_name, partition), verbose)
+        return 1
+    return 0
+
+
+_INTERRUPT_ERRORS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+
+
+def was_interrupted(result) -> bool:
+    """Dagster turns Ctrl-C inside a step into a failed step (and a failed run) instead of raising."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            error = event.event_specific_data.error
+            while error is not None:
+                if error.cls_name in _INTERRUPT_ERRORS:
+                    return True
+                error = error.cause
+    return False
+
+
+def run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False) -> int:
+    from assets.definitions import MAIN_JOB
+
+    result = run_cli_job(job, db_id, grid_run_config(grid) if job == MAIN_JOB else {}, verbose)
+    if isinstance(result, int):
+        return result
+    _print_run_summary(result, db_id, verbose)
+    return 0 if result.success else 1
+
+
+def materialization_metadata(result, asset: str) -> dict:
+    """The metadata values ``asset``'s materialization in ``result`` carried ({} when it has none)."""
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization
+        if mat.asset_key.to_user_string() == asset:
+            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    return {}

@@ -1,0 +1,353 @@
+"""Shared pieces of the candidate builders: drafts, the build context, SQL helpers.
+
+A builder is a generator ``build(ctx) -> Iterator[Draft]`` registered for one subcategory. It
+yields drafts lazily, most promising first (order drawn from ``ctx.rng``); the driver in
+:mod:`pipelines.abiss.programmatic` verifies each draft by execution and keeps the first
+``per_subcategory`` that pass. A builder that finds no support in the database calls
+``ctx.unsupported(reason)`` and returns.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from pipelines.abiss.programmatic.phrasing import (
+    Ask,
+    be,
+    column_words,
+    humanize,
+    is_plural,
+    is_relation_name,
+    plural,
+    quote_value,
+    render,
+    singular,
+    table_plural,
+    table_singular,
+    table_words,
+    with_article_or_plural,
+)
+from pipelines.abiss.programmatic.schema_analysis import (
+    CATEGORICAL,
+    IDENTIFIER,
+    NUMERIC,
+    TEMPORAL,
+    TEXT,
+    ColumnProfile,
+    Edge,
+    SchemaAnalysis,
+    TableProfile,
+    quote_ident,
+    sql_literal,
+)
+from resources.sql import QueryFailure, QueryResult, execute_sql
+
+__all__ = [
+    "Absence", "Ask", "BuildContext", "Draft", "Reading", "BUILDERS", "register",
+    "q", "lit", "col_ref", "entity_np", "label_np", "plural", "singular", "humanize", "quote_value",
+    "CATEGORICAL", "IDENTIFIER", "NUMERIC", "TEMPORAL", "TEXT", "ColumnProfile", "Edge",
+    "SchemaAnalysis", "TableProfile", "join_sql", "bridge_join_sql", "labelled_bridges", "thresholds",
+    "numeric_columns", "temporal_columns", "categorical_columns", "labelled_tables", "value_text",
+    "be", "is_plural", "is_relation_name", "table_plural", "table_singular", "table_words", "with_article_or_plural",
+    "is_measure", "is_flag", "noun_tables",
+]
+
+q = quote_ident
+lit = sql_literal
+
+
+@dataclass(frozen=True)
+class Reading:
+    sql: str
+    hidden_knowledge: str
+
+
+@dataclass(frozen=True)
+class Absence:
+    """What an unanswerable draft claims the schema lacks (checked before emitting).
+
+    * ``terms``: none of these words occurs in any table or column name;
+    * ``relationship``: ``tables`` exist and no relationship links them (no FK path of the
+      down-then-up shape, see :meth:`SchemaAnalysis.related`, and no same-named key column);
+    * ``improper``: out-of-domain or not a read query (nothing schema-related to check).
+    """
+
+    kind: str
+    terms: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+
+
+@dataclass
+class Draft:
+    subcategory: str
+    builder: str
+    question: str
+    style: str
+    sql: str | None = None
+    evidence: str | None = None
+    readings: list[Reading] | None = None
+    feedback: str | None = None
+    absence: Absence | None = None
+
+
+@dataclass
+class BuildContext:
+    analysis: SchemaAnalysis
+    rng: random.Random
+    styles: list[str]
+    subcategory: str
+    reasons: list[str] = field(default_factory=list)
+    _style_i: int = 0
+    _cache: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._style_i = self.rng.randrange(len(self.styles)) if self.styles else 0
+
+    @property
+    def db_path(self) -> str:
+        return self.analysis.db_path
+
+    def next_style(self) -> str:
+        style = self.styles[self._style_i % len(self.styles)]
+        self._style_i += 1
+        return style
+
+    def unsupported(self, reason: str) -> None:
+        self.reasons.append(reason)
+
+    def run(self, sql: str) -> QueryResult | QueryFailure:
+        """Execute through the safe executor, cached per SQL text."""
+        if sql not in self._cache:
+            self._cache[sql] = execute_sql(self.db_path, sql)
+        return self._cache[sql]
+
+    def rows(self, sql: str) -> list[tuple]:
+        res = self.run(sql)
+        return res.rows if res.ok else []
+
+    def top_values(self, expr: str, frm: str, limit: int) -> list:
+        """The ``limit`` most frequent values of ``expr`` over ``frm`` (ties by value)."""
+        return [r[0] for r in self.rows(f"SELECT {expr}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {limit}")]
+
+    def say(self, ask: Ask, style: str) -> str:
+        return render(ask, style, self.rng)
+
+    def shuffled(self, items: list) -> list:
+        items = list(items)
+        self.rng.shuffle(items)
+        return items
+
+
+BuilderFn = Callable[[BuildContext], Iterator[Draft]]
+BUILDERS: dict[str, list[tuple[str, BuilderFn]]] = {}
+
+
+def register(subcategory: str, name: str):
+    def deco(fn: BuilderFn) -> BuilderFn:
+        BUILDERS.setdefault(subcategory, []).append((name, fn))
+        return fn
+
+    return deco
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def col_ref(alias: str | None, col: str) -> str:
+    return f"{alias}.{q(col)}" if alias else q(col)
+
+
+def value_text(value) -> str:
+    return quote_value(value)
+
+
+def label_np(table: TableProfile) -> str:
+    """Plural noun phrase naming rows of a table by its label: "the titles of the courses"; a label
+    that repeats the table's name says nothing more ("the departments" for ``department.dept_name``)."""
+    tname = table_plural(table.name)
+    if not table.label:
+        return f"the {tname}"
+    col = table.column(table.label)
+    lwords = col.words if col is not None else column_words(table.label)
+    tw = {w.rstrip("s") for w in table_words(table.name).lower().split()}
+    rest = [w for w in lwords.split() if w.lower().rstrip("s") not in tw]
+    if not rest:
+        return f"the {tname}"
+    return f"the {plural(' '.join(rest))} of the {tname}"
+
+
+def entity_np(table: TableProfile) -> str:
+    return table_plural(table.name)
+
+
+def join_sql(steps: list[tuple[str, Edge, str]], start: str) -> tuple[str, dict[str, str]]:
+    """``FROM "a" AS T1 JOIN "b" AS T2 ON ...`` for a path from :meth:`SchemaAnalysis.path`."""
+    aliases = {start: "T1"}
+    parts = [f"FROM {q(start)} AS T1"]
+    for frm, edge, to in steps:
+        alias = f"T{len(aliases) + 1}"
+        aliases[to] = alias
+        a_from, a_to = aliases[frm], alias
+        if edge.src == frm:
+            cond = f"{a_from}.{q(edge.src_col)} = {a_to}.{q(edge.dst_col)}"
+        else:
+            cond = f"{a_from}.{q(edge.dst_col)} = {a_to}.{q(edge.src_col)}"
+        parts.append(f"JOIN {q(to)} AS {alias} ON {cond}")
+    return " ".join(parts), aliases
+
+
+def bridge_join_sql(bridge: str, ta: TableProfile, ea: Edge, tb: TableProfile, eb: Edge) -> str:
+    """``FROM bridge AS T1 JOIN ta AS T2 ... JOIN tb AS T3 ...`` for a many-to-many bridge."""
+    return (
+        f"FROM {q(bridge)} AS T1 JOIN {q(ta.name)} AS T2 ON T1.{q(ea.src_col)} = T2.{q(ea.dst_col)} "
+        f"JOIN {q(tb.name)} AS T3 ON T1.{q(eb.src_col)} = T3.{q(eb.dst_col)}"
+    )
+
+
+def labelled_bridges(analysis: SchemaAnalysis) -> Iterator[tuple[str, Edge, TableProfile, Edge, TableProfile]]:
+    """``(bridge, ea, ta, eb, tb)`` for each bridge table linking two labelled tables, both ways."""
+    for bridge, e1, e2 in analysis.bridges():
+        for ea, eb in ((e1, e2), (e2, e1)):
+            ta, tb = analysis.table(ea.dst), analysis.table(eb.dst)
+            if ta and tb and ta.label and tb.label:
+                yield bridge, ea, ta, eb, tb
+
+
+def thresholds(col, quantiles: tuple[float, ...], side: str = "upper") -> list:
+    """Distinct data values of ``col`` near the given sample quantiles (increasing, no repeats).
+
+    ``side="upper"`` never returns the maximum (so ``col > t`` keeps rows), ``"lower"`` never
+    the minimum (so ``col < t`` keeps rows). ``col`` is a ColumnProfile or an Attr.
+    """
+    values = list(col.sample)
+    if not values:
+        return []
+    distinct = sorted(set(values), key=values.index)
+    if len(distinct) < 2:
+        return []
+    allowed = distinct[:-1] if side == "upper" else distinct[1:]
+    lo, hi = allowed[0], allowed[-1]
+    out = []
+    for qn in quantiles:
+        idx = min(len(values) - 1, max(0, int(round(qn * (len(values) - 1)))))
+        v = values[idx]
+        v = hi if _gt(v, hi) else lo if _gt(lo, v) else v
+        if not out or v != out[-1]:
+            out.append(v)
+    return out
+
+
+def _gt(x, y) -> bool:
+    try:
+        return x > y
+    except TypeError:
+        return str(x) > str(y)
+
+
+# Words naming a quantity: a numeric column named by none of them (``Major``, ``Advisor``,
+# ``city_code``) holds codes, and "students whose major is greater than 550" means nothing.
+MEASURE_WORDS = frozenset("""
+age weight height length width depth area size capacity population price cost fee charge amount budget salary
+income wage pay earnings revenue sales profit worth value gnp gdp score rating grade points credits credit year
+years duration time hours minutes seconds days speed horsepower MPG acceleration displacement cylinders
+count number total share percentage percent rate ratio attendance seats votes rank ranking place position
+expectancy surface distance mileage volume temperature balance quantity stock goals wins losses money bonus
+tax budgeted level floors rooms beds employees staff members students passengers enrollment pages copies
+""".split())
+
+
+def is_measure(col) -> bool:
+    """A numeric column measuring something (thresholds and "high"/"low" make sense on it)."""
+    if getattr(col, "role", None) != NUMERIC:
+        return False
+    words = [w.lower() if not w.isupper() else w for w in col.words.split()]
+    if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
+        return False
+    if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):
+        return True
+    sample = list(getattr(col, "sample", []) or [])
+    return any(isinstance(v, float) and not float(v).is_integer() for v in sample[:200])
+
+
+def is_flag(col) -> bool:
+    """A yes/no column (``is_male``, ``has_wifi``, values T/F, Y/N, 0/1): "whose is male is 'F'" is no English."""
+    words = [w.lower() for w in col.words.split()]
+    if words and words[0] in {"is", "has", "was", "can", "did", "does"}:
+        return True
+    vals = {str(v).strip().lower() for v in getattr(col, "values", []) or []}
+    return bool(vals) and vals <= {"t", "f", "y", "n", "yes", "no", "true", "false", "0", "1"}
+
+
+def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
+    """Numeric *measures* (see :func:`is_measure`) with at least ``min_distinct`` values."""
+    return [c for c in table.columns if c.role == NUMERIC and c.distinct >= min_distinct and is_measure(c)]
+
+
+def temporal_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
+    return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct]
+
+
+def categorical_columns(table: TableProfile, text_only: bool = False) -> list[ColumnProfile]:
+    """Columns with a few repeated values; ``text_only`` keeps text ones (incl. numbers stored as
+    text such as years '2008')."""
+    return [
+        c
+        for c in table.columns
+        if (c.role == CATEGORICAL or (c.role == NUMERIC and (c.text_number or not text_only)))
+        and c.has_values
+        and c.distinct <= 25
+        and c.distinct < max(2, c.non_null)
+        and not c.primary_key
+        and not is_flag(c)
+        and (c.role != NUMERIC or c.text_number or is_measure(c) or c.is_year)
+    ]
+
+
+def labelled_tables(analysis: SchemaAnalysis) -> list[TableProfile]:
+    """Non-empty tables with a label column whose name is a noun (not ``Has_Pet`` or ``takes``)."""
+    return [t for t in analysis.nonempty_tables if t.label and not is_relation_name(t.name)]
+
+
+def noun_tables(analysis: SchemaAnalysis) -> list[TableProfile]:
+    return [t for t in analysis.nonempty_tables if not is_relation_name(t.name)]
+
+
+@dataclass(frozen=True)
+class Attr:
+    """An attribute of a table's rows: its own column (alias ``T1``) or a parent's label
+    reached through a foreign key (alias ``P<i>``, with the ``join`` clause to add)."""
+
+    expr: str
+    words: str
+    role: str
+    values: tuple = ()
+    sample: tuple = ()
+    join: str = ""
+    name: str = ""
+
+
+def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
+    """Non-key attributes of ``table`` usable in conditions, own columns first."""
+    out: list[Attr] = []
+    for c in table.columns:
+        if c.is_key or c.role not in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT) or c.name == table.label or is_flag(c):
+            continue
+        if c.role == NUMERIC and not (is_measure(c) or c.is_year):
+            continue
+        out.append(Attr(c.expr("T1"), c.words, c.role, tuple(c.values), tuple(c.sample), "", c.name))
+    for i, e in enumerate([e for e in analysis.out_edges(table.name) if e.dst != table.name]):
+        parent = analysis.table(e.dst)
+        if not parent or not parent.label:
+            continue
+        pl = parent.column(parent.label)
+        if not pl or len(pl.values) < 2:
+            continue
+        alias = f"P{i + 1}"
+        join = f"JOIN {q(parent.name)} AS {alias} ON T1.{q(e.src_col)} = {alias}.{q(e.dst_col)}"
+        words = table_singular(parent.name)
+        if words.lower() in {w.lower() for w in [x.words for x in out]}:
+            words = humanize(e.src_col).removesuffix(" id")
+        out.append(Attr(f"{alias}.{q(parent.label)}", words, CATEGORICAL, tuple(pl.values), (), join, f"{parent.name}.{parent.label}"))
+    return out

@@ -1,0 +1,197 @@
+"""Knowledge-driven ambiguity: lexical vagueness, missing user knowledge, conflicting knowledge."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipelines.abiss.programmatic.phrasing import with_article
+from pipelines.abiss.programmatic.builders.base import (
+    Ask,
+    BuildContext,
+    Draft,
+    Reading,
+    TEMPORAL,
+    categorical_columns,
+    join_sql,
+    label_np,
+    labelled_tables,
+    lit,
+    numeric_columns,
+    q,
+    register,
+    temporal_columns,
+    thresholds,
+    value_text,
+    be,
+    table_plural,
+    table_singular,
+    with_article_or_plural,
+)
+from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
+
+_PLACE_LIKE = {"region", "city", "country", "state", "department", "district", "area", "town", "province",
+               "neighbourhood", "neighborhood", "county", "continent", "location", "zone"}
+VAGUE_HIGH = ["high", "large", "considerable"]
+VAGUE_LOW = ["low", "small", "modest"]
+# quantiles of the two readings: far apart, so the readings differ by a real share of rows
+# (the driver also checks that share, see pipelines.abiss.programmatic._verify)
+VAGUE_QUANTILES = {"high": (0.4, 0.8), "low": (0.2, 0.6), "recent": (0.4, 0.8)}
+
+
+def _recent_fits(words: str) -> bool:
+    concepts = date_concepts(words)
+    return concepts is not None and "younger" not in concepts[0]
+
+
+def _vague_word(words: str, kind: str, rng) -> tuple[str, bool]:
+    """``(word, adjective_alone)``: a fitting adjective says it alone ("heavy cars", "old students");
+    otherwise a generic one qualifies the column ("cars with a high engine displacement")."""
+    ws = {w.lower() for w in words.split()}
+    for keys, (hi, lo) in FITTING_ADJECTIVES:
+        if ws & set(keys) and " " not in hi and "-" not in hi:
+            return (lo if kind == "low" else hi), True
+    return rng.choice(VAGUE_LOW if kind == "low" else VAGUE_HIGH), False
+VAGUE_RECENT = ["recent", "latest", "new"]
+CONFLICT_CONCEPTS = ["notable", "standout", "important", "outstanding"]
+
+
+@register("lexical_vagueness", "lexical_vagueness.threshold")
+def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
+    plans = []
+    for t in labelled_tables(ctx.analysis):
+        for c in numeric_columns(t, min_distinct=4):
+            if c.is_year and not _recent_fits(c.words):
+                continue
+            plans.append((t, c, "recent" if c.is_year else ctx.rng.choice(["high", "high", "low"])))
+        for c in temporal_columns(t):
+            if _recent_fits(c.words):  # "a recent date left" means nothing
+                plans.append((t, c, "recent"))
+    if not plans:
+        ctx.unsupported("no numeric or date column with at least 4 distinct values in a labelled table")
+        return
+    for t, c, kind in ctx.shuffled(plans):
+        style = ctx.next_style()
+        tn, col = table_plural(t.name), c.words
+        ths = thresholds(c, VAGUE_QUANTILES[kind], side="lower" if kind == "low" else "upper")
+        op = "<" if kind == "low" else ">=" if kind == "recent" else ">"
+        if len(ths) < 2:
+            continue
+        if kind == "recent":
+            word = ctx.rng.choice(VAGUE_RECENT)
+            only = len([x for x in t.columns if x.role == TEMPORAL or x.is_year]) == 1
+            subject = f"{word} {tn}" if only else f"{tn} with {with_article(word + ' ' + col)}"
+            hk = [f"'{word}' means {with_article_or_plural(col)} on or after {value_text(th)}." for th in ths]
+        else:
+            word, alone = _vague_word(col, kind, ctx.rng)
+            if alone:
+                subject, term = f"{word} {tn}", word
+            else:
+                subject, term = f"{tn} with {with_article_or_plural(word + ' ' + col)}", f"{word} {col}"
+            rel = "below" if kind == "low" else "above"
+            hk = [f"'{term}' means {with_article_or_plural(col)} {rel} {value_text(th)}." for th in ths]
+        readings = [
+            Reading(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {c.expr()} {op} {lit(th)}", h)
+            for th, h in zip(ths, hk)
+        ]
+        if ctx.rng.random() < 0.3:
+            ask = Ask("count", subject=subject)
+            readings = [
+                Reading(r.sql.replace(f"SELECT {q(t.label)} ", "SELECT COUNT(*) ", 1), r.hidden_knowledge)
+                for r in readings
+            ]
+        else:
+            ask = Ask("which", subject=subject)
+        yield Draft("lexical_vagueness", f"lexical_vagueness.{kind}", ctx.say(ask, style), style, readings=readings)
+
+
+@register("missing_user_knowledge", "missing_user_knowledge.my_value")
+def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    plans = []
+    for t in labelled_tables(a):
+        for c in categorical_columns(t, text_only=True):
+            if c.name != t.label and len(c.values) >= 2:
+                plans.append(("column", t, c, None))
+        for e in a.out_edges(t.name):
+            parent = a.table(e.dst)
+            if parent and parent.label and parent.name != t.name:
+                plans.append(("parent", t, e, parent))
+    if not plans:
+        ctx.unsupported("no categorical column or FK-linked labelled parent to personalise ('my X')")
+        return
+    for kind, t, c, parent in ctx.shuffled(plans):
+        style = ctx.next_style()
+        if kind == "column":
+            a_vals = c.values[:4]
+            if len(a_vals) < 2:
+                continue
+            v1, v2 = ctx.rng.sample(a_vals, 2)
+            what = c.words
+            sqls = [f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(c.name)} = {lit(v)}" for v in (v1, v2)]
+            np = f"{label_np(t)} with the same {what} as mine"
+            if ctx.rng.random() < 0.5 and set(what.split()) & _PLACE_LIKE:
+                np = f"{label_np(t)} in my {what}"
+        else:
+            edge = c
+            frm, al = join_sql([(t.name, edge, parent.name)], t.name)
+            vals = ctx.top_values(f"{al[parent.name]}.{q(parent.label)}", frm, 6)
+            if len(vals) < 2:
+                continue
+            v1, v2 = ctx.rng.sample(vals, 2)
+            what = table_singular(parent.name)
+            sqls = [
+                f"SELECT {al[t.name]}.{q(t.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
+                for v in (v1, v2)
+            ]
+            np = f"{label_np(t)} of my {what}"
+        readings = [Reading(s, f"The user's {what} {be(what)} {value_text(v)}.") for s, v in zip(sqls, (v1, v2))]
+        yield Draft(
+            "missing_user_knowledge",
+            f"missing_user_knowledge.{kind}",
+            ctx.say(Ask("list", target=np), style),
+            style,
+            readings=readings,
+        )
+
+
+@register("conflicting_knowledge", "conflicting_knowledge.two_definitions")
+def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
+    plans = []
+    for t in labelled_tables(ctx.analysis):
+        conds = []
+        for c in numeric_columns(t):
+            for qn in (0.6, 0.85):
+                th = thresholds(c, (qn,))
+                if th:
+                    conds.append((f"{c.expr()} > {lit(th[0])}", f"{c.words} {be(c.words)} greater than {value_text(th[0])}", c.name))
+        for c in temporal_columns(t):
+            th = thresholds(c, (0.6,))
+            if th:
+                conds.append((f"{q(c.name)} >= {lit(th[0])}", f"{c.words} {be(c.words)} on or after {value_text(th[0])}", c.name))
+        for i, c1 in enumerate(conds):
+            for c2 in conds[i + 1 :]:
+                if c1[0] != c2[0] and c1[2] != c2[2]:  # two different columns, not two thresholds of one
+                    plans.append((t, c1, c2))
+    if not plans:
+        ctx.unsupported("no labelled table with two distinct definable conditions")
+        return
+    for t, c1, c2 in ctx.shuffled(plans):
+        style = ctx.next_style()
+        tn, ts = table_plural(t.name), table_singular(t.name)
+        adj = ctx.rng.choice(CONFLICT_CONCEPTS)
+        defs = [f"{with_article(adj + ' ' + ts).capitalize()} is one whose {c[1]}." for c in (c1, c2)]
+        evidence = " ".join(defs)
+        count = ctx.rng.random() < 0.4
+        sel = "COUNT(*)" if count else q(t.label)
+        readings = [
+            Reading(f"SELECT {sel} FROM {q(t.name)} WHERE {c[0]}", f"Use the definition: {d}") for c, d in zip((c1, c2), defs)
+        ]
+        ask = Ask("count", subject=f"{adj} {tn}") if count else Ask("list", target=label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1))
+        yield Draft(
+            "conflicting_knowledge",
+            "conflicting_knowledge.two_definitions",
+            ctx.say(ask, style),
+            style,
+            evidence=evidence,
+            readings=readings,
+        )

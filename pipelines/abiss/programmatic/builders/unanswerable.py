@@ -1,0 +1,330 @@
+"""Unanswerable questions: missing entity/attribute, missing relationship, missing external
+knowledge and improper questions. Each draft carries feedback and an :class:`Absence` claim that
+the driver checks against the schema before emitting."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pipelines.abiss.programmatic.builders.base import (
+    Absence,
+    Ask,
+    BuildContext,
+    Draft,
+    NUMERIC,
+    TEMPORAL,
+    labelled_tables,
+    plural,
+    q,
+    register,
+    singular,
+    value_text,
+    table_plural,
+    table_singular,
+    table_words,
+    noun_tables,
+)
+from pipelines.abiss.programmatic.phrasing import render_free
+
+ADMIN = "ask the database administrator"
+
+# (phrase, terms that must not occur in any table/column name)
+MISSING_ATTRIBUTES = [
+    ("phone number", ("phone", "telephone", "mobile", "cell")),
+    ("email address", ("email", "mail")),
+    ("website", ("website", "url", "web", "homepage")),
+    ("nickname", ("nickname", "alias")),
+    ("social media handle", ("social", "handle", "twitter", "instagram")),
+    ("favourite colour", ("favourite", "favorite", "colour", "color")),
+    ("postal address", ("address", "street", "zip", "postal", "postcode")),
+    ("customer rating", ("rating", "rate", "score", "stars", "review")),
+    ("annual revenue", ("revenue", "income", "sales", "earning", "turnover")),
+    ("photo", ("photo", "image", "picture")),
+    ("manager", ("manager", "supervisor", "boss")),
+    ("insurance policy number", ("insurance", "policy")),
+    ("marital status", ("marital", "married", "spouse")),
+    ("blood type", ("blood",)),
+    ("shoe size", ("shoe", "size")),
+    ("tax identification number", ("tax", "vat", "tin")),
+    ("opening hours", ("hours", "opening", "schedule")),
+    ("loyalty points", ("loyalty", "points")),
+]
+MISSING_ENTITIES = [
+    ("staff members", ("staff", "employee", "worker", "personnel")),
+    ("suppliers", ("supplier", "vendor")),
+    ("customer reviews", ("review", "feedback", "rating")),
+    ("sponsors", ("sponsor",)),
+    ("insurance claims", ("insurance", "claim")),
+    ("parking spaces", ("parking",)),
+    ("volunteers", ("volunteer",)),
+    ("awards", ("award", "prize")),
+    ("maintenance logs", ("maintenance", "log", "repair")),
+    ("invoices", ("invoice", "bill", "payment")),
+]
+
+# which missing attributes make sense for which kind of row ("the marital status of each pet" does not)
+PERSON_ONLY = {"phone number", "email address", "nickname", "social media handle", "favourite colour",
+               "marital status", "blood type", "shoe size", "tax identification number", "loyalty points", "manager"}
+THING_ONLY = {"customer rating", "annual revenue", "opening hours", "website"}
+PEOPLE = {"student", "person", "people", "employee", "singer", "teacher", "player", "customer", "user", "member",
+          "visitor", "owner", "professor", "instructor", "staff", "driver", "artist", "author", "actor", "director",
+          "conductor", "candidate", "voter", "host", "friend", "pilot", "manager", "musician", "writer", "poker",
+          "people", "hero", "superhero", "patient", "doctor", "physician", "nurse", "client", "guest", "passenger",
+          "worker", "coach", "editor", "journalist", "head", "participant", "competitor", "contestant", "winner"}
+
+
+def _is_person_table(t) -> bool:
+    words = {singular(w.lower()) for w in table_words(t.name).split()}
+    if words & PEOPLE:
+        return True
+    cols = {c.words for c in t.columns}
+    # a first/last/full name, not just a name and an age (dogs have those too)
+    return bool(cols & {"first name", "last name", "full name", "surname", "given name"})
+
+
+ORGANISATIONS = {"company", "business", "restaurant", "hotel", "shop", "store", "museum", "bank", "agency", "school",
+                 "university", "college", "club", "airline", "stadium", "library", "hospital", "studio", "publisher",
+                 "manufacturer", "brand", "maker", "festival", "channel", "network", "firm", "organization",
+                 "organisation", "institution", "theater", "theatre", "cinema", "gym", "clinic", "farm", "facility",
+                 "kennel", "venue", "gallery", "vendor", "supplier", "dealer", "orchestra", "band", "team", "airport",
+                 "office", "branch", "house", "guesthouse", "center", "centre", "department"}
+
+
+def _is_organisation_table(t) -> bool:
+    words = {singular(w.lower()) for w in table_words(t.name).split()}
+    return bool(words & ORGANISATIONS)
+
+
+def _attribute_fits(phrase: str, t) -> bool:
+    """Ask only for what such a row could have: a person's phone number, a company's website."""
+    if phrase in PERSON_ONLY:
+        return _is_person_table(t)
+    if phrase in THING_ONLY:
+        return _is_organisation_table(t)
+    if phrase == "postal address":
+        return _is_person_table(t) or _is_organisation_table(t)
+    return True
+
+
+_MONEY = {"price", "cost", "amount", "budget", "salary", "earnings", "sales", "spent", "bonus", "worth", "gnp", "revenue", "fee", "charge", "money"}
+_PLACE = {"country", "city", "nationality", "location", "hometown", "citizenship", "state", "district", "region", "address"}
+_GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
+
+
+@register("missing_entity", "missing_entity.attribute_or_entity")
+def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
+    plans = []
+    for t in tables:
+        for phrase, terms in MISSING_ATTRIBUTES:
+            if _attribute_fits(phrase, t):
+                plans.append(("attribute", t, phrase, terms))
+        for phrase, terms in MISSING_ENTITIES:
+            plans.append(("entity", t, phrase, terms))
+    for kind, t, phrase, terms in ctx.shuffled(plans):
+        if any(a.mentions(term) for term in terms):
+            continue  # the schema has it (or something close): not a missing element
+        style = ctx.next_style()
+        tn, ts = table_plural(t.name), table_singular(t.name)
+        example = None
+        if t.label:
+            lab = next((c for c in t.columns if c.name == t.label), None)
+            if lab and lab.values:
+                example = ctx.rng.choice(lab.values[:5])
+            else:
+                rows = ctx.rows(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(t.label)} IS NOT NULL LIMIT 5")
+                if rows:
+                    example = ctx.rng.choice(rows)[0]
+        cols = ", ".join(c.name for c in t.columns[:8]) + (", ..." if len(t.columns) > 8 else "")
+        if kind == "attribute":
+            if example is not None and ctx.rng.random() < 0.6:
+                ask = Ask("list", target=f"the {phrase} of the {ts} {value_text(example)}")
+            else:
+                ask = Ask("list", target=f"the {phrase} of each {ts}")
+            feedback = (
+                f"The database has no information about the {phrase} of {tn}: the {t.name} table only has "
+                f"{cols}, and no other table or column stores a {phrase}. To get it, {ADMIN} to add it to the schema."
+            )
+        else:
+            if ctx.rng.random() < 0.5:
+                ask = Ask("count", subject=f"{phrase} of each {ts}" if example is None else f"{phrase} of the {ts} {value_text(example)}")
+            else:
+                ask = Ask("list", target=f"the {phrase} associated with each {ts}")
+            feedback = (
+                f"The schema has no table or column describing {phrase} (tables: "
+                f"{', '.join(x.name for x in a.tables[:10])}), so the question cannot be answered from this "
+                f"database. If such data exists elsewhere, {ADMIN} to add it."
+            )
+        yield Draft(
+            "missing_entity", f"missing_entity.{kind}", ctx.say(ask, style), style,
+            feedback=feedback, absence=Absence("terms", terms=terms),
+        )
+
+
+@register("missing_relationship", "missing_relationship.unlinked_tables")
+def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    bridge_names = {b for b, _, _ in a.bridges()}
+    ents = [t for t in labelled_tables(a) if t.name not in bridge_names]
+
+    def unrelated_pairs():
+        # lazily, source by source (one relationship search each): the driver stops after a few
+        # drafts, so wide schemas never pay for all pairs of tables
+        for ta in ctx.shuffled(ents):
+            rel = a.related_set(ta.name)
+            others = [tb for tb in ents if tb.name != ta.name and tb.name not in rel]
+            for tb in ctx.shuffled(others)[:3]:
+                yield ta, tb
+
+    found = False
+    for ta, tb in unrelated_pairs():
+        found = True
+        lab = next((c for c in tb.columns if c.name == tb.label), None)
+        vals = lab.values[:5] if lab and lab.values else [r[0] for r in ctx.rows(
+            f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5"
+        )]
+        if not vals:
+            continue
+        v = ctx.rng.choice(vals)
+        style = ctx.next_style()
+        an, bs = table_plural(ta.name), table_singular(tb.name)
+        verb = ctx.rng.choice(["associated with", "responsible for", "assigned to", "working with", "linked to"])
+        if ctx.rng.random() < 0.35:
+            ask = Ask("count", subject=f"{an} {verb} the {bs} {value_text(v)}")
+        else:
+            ask = Ask("list", target=f"the {an} {verb} the {bs} {value_text(v)}")
+        path = a.path(ta.name, tb.name, max_edges=len(a.tables))
+        via = ""
+        if path:
+            hops = [s[2] for s in path[:-1]]
+            if hops:
+                via = f" They are only indirectly connected through {', '.join(hops)}, which does not record which {an} are {verb} which {plural(bs)}."
+        else:
+            via = " No chain of foreign keys connects the two tables at all."
+        feedback = (
+            f"Both {ta.name} and {tb.name} exist, but no foreign key or linking table relates {an} to "
+            f"{plural(bs)}.{via} {ADMIN[0].upper() + ADMIN[1:]} to add a table recording this relationship."
+        )
+        yield Draft(
+            "missing_relationship", "missing_relationship.unlinked_tables", ctx.say(ask, style), style,
+            feedback=feedback, absence=Absence("relationship", tables=(ta.name, tb.name)),
+        )
+    if not found:
+        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
+
+
+@register("missing_external_knowledge", "missing_external_knowledge.mapping")
+def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    plans = []
+    for t in labelled_tables(a) or noun_tables(a) or a.nonempty_tables:
+        tn = table_plural(t.name)
+        for c in t.columns:
+            words = {w.lower() for w in c.words.split()}
+            col = c.words
+            if c.role == NUMERIC and words & _MONEY:
+                cur = ctx.rng.choice(["Japanese yen", "Swiss francs", "Indian rupees", "Brazilian reais"])
+                plans.append((
+                    Ask("list", target=f"the {col} of the {tn} converted to {cur} at today's exchange rate"),
+                    f"Converting {col} to {cur} needs today's exchange rate, an external, time-dependent fact that neither the database nor the knowledge base holds.",
+                    ("exchange", "currency", "rate"),
+                ))
+            if c.role == NUMERIC and words & _GRADE:
+                plans.append((
+                    Ask("list", target=f"the {col} of the {tn} in letter-grade notation (A-F)"),
+                    f"The mapping from numeric {col} values to letter grades (A-F) is an external convention not stored in the database or knowledge base.",
+                    ("letter", "mapping"),
+                ))
+            if c.role == TEMPORAL:
+                country = ctx.rng.choice(["Italy", "Japan", "the United States", "Germany"])
+                plans.append((
+                    Ask("which", subject=f"{tn} whose {col} fell on a public holiday in {country}"),
+                    f"The calendar of public holidays in {country} is external knowledge that is not in the database or the knowledge base.",
+                    ("holiday", "calendar"),
+                ))
+            if c.role in ("categorical", "text") and words & _PLACE:
+                plans.append((
+                    Ask("which", subject=f"{tn} whose {col} is in a European Union member state"),
+                    f"Which places belong to European Union member states is external geopolitical knowledge not stored in the database or the knowledge base.",
+                    ("europeanunion", "memberstate", "eumember"),
+                ))
+                plans.append((
+                    Ask("list", target=f"the time zone of each of the {tn}, based on their {col}"),
+                    f"Time zones of places are external knowledge; the database stores no time-zone mapping for {col}.",
+                    ("timezone", "zone", "utc"),
+                ))
+        plans.append((
+            Ask("which", subject=f"{tn} that comply with the current industry regulations"),
+            f"The current industry regulations and the criteria for compliance are external policies that are neither in the database nor in the knowledge base.",
+            ("regulation", "compliance", "compliant", "policy"),
+        ))
+    if not plans:
+        ctx.unsupported("no table to ask about")
+        return
+    for ask, feedback, terms in ctx.shuffled(plans):
+        style = ctx.next_style()
+        yield Draft(
+            "missing_external_knowledge", "missing_external_knowledge.mapping", ctx.say(ask, style), style,
+            feedback=feedback + " The user would need to supply it (or the administrator add it to the knowledge base).",
+            absence=Absence("terms", terms=terms),
+        )
+
+
+_CHITCHAT = {
+    "formal": ["Good morning. I hope you are well today.", "Thank you very much for your assistance earlier.", "Could you please tell me what the meaning of life is?"],
+    "colloquial": ["hey there! how's it going?", "lol what's your favourite movie?", "ugh, mondays, right?"],
+    "imperative": ["Tell me a joke.", "Write a short poem about the ocean.", "Recommend a good book to read this weekend."],
+    "interrogative": ["What do you think happiness is?", "Who will win the next football world cup?", "What's the weather like tomorrow in Paris?"],
+    "descriptive": ["I am looking for a good recipe for lasagna.", "I would like some advice on learning to play the guitar.", "I need help planning a weekend trip to the mountains."],
+    "concise": ["hello", "weather tomorrow?", "joke please"],
+}
+
+
+@register("improper_question", "improper_question.off_domain_or_write")
+def build_improper(ctx: BuildContext) -> Iterator[Draft]:
+    a = ctx.analysis
+    tables = labelled_tables(a) or a.tables
+    plans = [("chitchat", None)] * 3 + [("write", t) for t in tables] + [("delete", t) for t in tables]
+    for kind, t in ctx.shuffled(plans):
+        style = ctx.next_style()
+        if kind == "chitchat":
+            question = render_free(_CHITCHAT, style, ctx.rng)
+            feedback = (
+                "This message is not a question about the data in this database (it is chit-chat or needs "
+                "open-world knowledge), so no SQL query can answer it. Please ask about the information stored here."
+            )
+        else:
+            tn, ts = table_plural(t.name), table_singular(t.name)
+            lab = t.column(t.label) if t.label else None
+            col = lab.words if lab is not None else "details"
+            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {w.rstrip("s") for w in tn.lower().split()}:
+                col = "name"  # "change the continent of all the continents" → "the name of ..."
+            if kind == "write":
+                variants = {
+                    "formal": [f"Please update the {col} of every {ts} to the new value I sent you.", f"Kindly register a new {ts} in the system."],
+                    "colloquial": [f"hey, can you add a new {ts} for me?", f"just change the {col} of all the {tn}, thx"],
+                    "imperative": [f"Insert a new {ts} with default values.", f"Update the {col} of all {tn}."],
+                    "interrogative": [f"Can you add a new {ts} to the database?", f"Could you rename all the {tn} for me?"],
+                    "descriptive": [f"I need you to change the {col} of the {tn}.", f"I would like to add a new {ts} to the records."],
+                    "concise": [f"add new {ts}", f"update {tn} {col}"],
+                }
+            else:
+                variants = {
+                    "formal": [f"Please delete all the {tn} from the database.", f"Kindly remove every {ts} record."],
+                    "colloquial": [f"just wipe all the {tn}, ok?", f"yo, delete the {tn} table pls"],
+                    "imperative": [f"Delete all {tn}.", f"Remove every {ts} from the records."],
+                    "interrogative": [f"Can you delete all the {tn}?", f"Could you drop the {tn} data?"],
+                    "descriptive": [f"I want all the {tn} removed from the database.", f"I need every {ts} deleted."],
+                    "concise": [f"delete {tn}", f"drop all {tn}"],
+                }
+            question = render_free(variants, style, ctx.rng)
+            feedback = (
+                f"This is a request to modify the data ({'insert or update' if kind == 'write' else 'delete'} {tn}), "
+                "not a question: the assistant only answers read-only questions about the database. "
+                f"Changes must go through the application or {ADMIN}."
+            )
+        yield Draft(
+            "improper_question", f"improper_question.{kind}", question, style,
+            feedback=feedback, absence=Absence("improper"),
+        )

@@ -1,0 +1,337 @@
+"""Natural-language rendering for the programmatic generator (no LLM).
+
+Two jobs:
+
+* turning schema identifiers into words — ``personal_email`` → "personal email",
+  ``SourceAirport`` → "source airport", ``Official_ratings_(millions)`` → "official ratings
+  (millions)", ``eye_colour_id`` → "eye colour id" — plus naive singular/plural forms;
+* rendering a question *request* (what is asked, about which entities, under which
+  condition) in one of the taxonomy's styles (``formal``, ``colloquial``, ``imperative``,
+  ``interrogative``, ``descriptive``, ``concise``), choosing among several templates per style
+  with the caller's seeded ``random.Random`` so the same seed gives the same sentence.
+
+Every function accepts arbitrary strings and never raises on odd identifiers (empty names,
+digits only, punctuation, non-ASCII); the hypothesis tests check this.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from pipelines.sqltools.identifiers import ABBREVIATIONS, identifier_words  # noqa: F401  (re-exported for callers)
+
+def humanize(name: str) -> str:
+    """Identifier → readable words: ``personal_email`` → "personal email"."""
+    words = identifier_words(name)
+    if not words:
+        text = str(name).strip()
+        return text if text else "value"
+    return " ".join(words)
+
+
+_UNITS = {"cm", "mm", "km", "kg", "g", "lb", "lbs", "usd", "eur", "pct", "m", "(millions)", "(cm)", "(kg)"}
+
+
+def column_words(name: str) -> str:
+    """A column as words for questions, without a trailing unit: ``height_cm`` → "height"."""
+    words = identifier_words(name)
+    while len(words) > 1 and words[-1].lower() in _UNITS:
+        words = words[:-1]
+    return " ".join(words) if words else humanize(name)
+
+
+def head_noun(name: str) -> str | None:
+    """The noun an identifier is 'about': ``personal_email`` → email, ``date_of_birth`` → date.
+
+    Rules: the word before ``of`` when present (date_of_birth); a leading ``date``/``time``
+    (date_arrived); otherwise the last word. A trailing ``id`` is dropped first
+    (``eye_colour_id`` → colour). Returns None for identifiers without letters.
+    """
+    words = [w.lower() for w in identifier_words(name) if w.isalpha()]
+    if words and words[-1] == "id" and len(words) > 1:
+        words = words[:-1]
+    if not words:
+        return None
+    if "of" in words[1:]:
+        return words[words.index("of", 1) - 1]
+    if words[0] in {"date", "time", "num", "number"} and len(words) > 1:
+        return words[0]
+    return words[-1]
+
+
+_IRREGULAR_PLURAL = {
+    "person": "people", "man": "men", "woman": "women", "child": "children", "staff": "staff",
+    "series": "series", "data": "data", "info": "info", "information": "information",
+    "media": "media", "criteria": "criteria", "news": "news", "species": "species",
+}
+_IRREGULAR_SINGULAR = {v: k for k, v in _IRREGULAR_PLURAL.items()}
+_IE_WORDS = ("movies", "cookies", "zombies", "calories", "rookies", "pies", "ties", "lies", "brownies", "selfies",
+             "goalies", "hippies", "prairies", "aunties", "budgies", "newbies", "freebies", "smoothies", "sorties")
+_NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media"}
+
+
+def _inflect_last(phrase: str, fn) -> str:
+    if " of " in phrase:  # "date of birth" → "dates of birth"
+        head, _, tail = phrase.partition(" of ")
+        return f"{_inflect_last(head, fn)} of {tail}"
+    parts = phrase.split(" ")
+    for i in range(len(parts) - 1, -1, -1):
+        if re.search(r"[A-Za-z]", parts[i]) and not parts[i].startswith("("):
+            parts[i] = fn(parts[i])
+            break
+    return " ".join(parts)
+
+
+def _plural_word(w: str) -> str:
+    low = w.lower()
+    if low in _NO_CHANGE or low in _IRREGULAR_SINGULAR or w.isupper():
+        return w
+    if low in _IRREGULAR_PLURAL:
+        return _IRREGULAR_PLURAL[low]
+    if low.endswith(("ss", "sh", "ch", "x", "z", "hero", "potato", "tomato", "echo", "veto")):
+        return w + "es"
+    if low.endswith("s"):
+        return w  # probably already plural
+    if low.endswith("y") and len(low) > 1 and low[-2] not in "aeiou":
+        return w[:-1] + "ies"
+    return w + "s"
+
+
+def _singular_word(w: str) -> str:
+    low = w.lower()
+    if low in _NO_CHANGE or w.isupper():
+        return w
+    if low in _IRREGULAR_SINGULAR:
+        return _IRREGULAR_SINGULAR[low]
+    if low.endswith("ies") and len(low) > 3:
+        if low in _IE_WORDS:
+            return w[:-1]  # movies → movie, cookies → cookie
+        return w[:-3] + "y"
+    if low.endswith(("sses", "shes", "ches", "xes", "zes", "heroes", "potatoes", "tomatoes", "echoes")):
+        return w[:-2]
+    if low.endswith("ss") or low.endswith("us") or low.endswith("is"):
+        return w
+    if low.endswith("s") and len(low) > 1:
+        return w[:-1]
+    return w
+
+
+def plural(phrase: str) -> str:
+    """Naive plural of the last word of a phrase: "student course" → "student courses"."""
+    return _inflect_last(phrase, _plural_word) if phrase else phrase
+
+
+def singular(phrase: str) -> str:
+    """Naive singular of the last word of a phrase: "students" → "student"."""
+    return _inflect_last(phrase, _singular_word) if phrase else phrase
+
+
+_TABLE_FILLER = {"data", "info", "information", "list", "details", "detail", "table", "tbl", "records", "record"}
+_VERBS = {"has", "have", "takes", "take", "teaches", "teach", "advises", "advise", "plays", "play", "works", "work",
+          "is", "in", "of", "belongs", "wrote", "writes", "owns", "visits", "visit", "member", "appears", "hosts",
+          "attends", "enrolled", "enrolls", "performs", "likes", "includes", "contains"}
+
+
+def table_words(name: str) -> str:
+    """A table as a noun phrase: ``cars_data`` → "cars", ``model_list`` → "model"; filler words
+    (data, info, list, details, table) are dropped when other words remain."""
+    words = identifier_words(name)
+    kept = [w for w in words if w.lower() not in _TABLE_FILLER]
+    return " ".join(kept) if kept and kept != words else humanize(name)
+
+
+def is_relation_name(name: str) -> bool:
+    """A table named by a verb or preposition (``Has_Pet``, ``takes``, ``teaches``, ``member_of_club``):
+    a relationship, not a noun a person would count ("the number of has pets")."""
+    words = [w.lower() for w in identifier_words(name)]
+    return bool(words) and (words[0] in _VERBS or any(w in {"has", "takes", "teaches"} for w in words[1:2]))
+
+
+def table_plural(name: str) -> str:
+    return plural(table_words(name))
+
+
+def table_singular(name: str) -> str:
+    return singular(table_words(name))
+
+
+def is_plural(phrase: str) -> bool:
+    """Whether a noun phrase reads as plural ("credits", "cylinders", "dates of birth")."""
+    head = phrase.split(" of ")[0].split()
+    if not head:
+        return False
+    w = head[-1].lower()
+    if w in _NO_CHANGE or w in _IRREGULAR_PLURAL or w.isupper():
+        return w in _IRREGULAR_SINGULAR
+    return w in _IRREGULAR_SINGULAR or (w.endswith("s") and not w.endswith(("ss", "us", "is")) and singular(w) != w)
+
+
+def be(phrase: str) -> str:
+    """'is' or 'are' agreeing with a noun phrase: "whose credits are", "whose age is"."""
+    return "are" if is_plural(phrase) else "is"
+
+
+def with_article_or_plural(phrase: str) -> str:
+    """"a weight", "an age", but "cylinders" (plural nouns take no indefinite article)."""
+    return phrase if is_plural(phrase) else with_article(phrase)
+
+
+def article(phrase: str) -> str:
+    """'a' or 'an' for a phrase: by its first letter, with the usual exceptions (an hour, a unit,
+    a one-off, an MPG, an 18-year-old)."""
+    text = phrase.strip()
+    low = text.lower()
+    if not low:
+        return "a"
+    if low.startswith(("hour", "honest", "honour", "honor", "heir")):
+        return "an"
+    if low.startswith(("uni", "use", "usu", "uti", "eu", "one", "once", "ure")):
+        return "a"
+    first_word = text.split()[0]
+    if first_word.isupper() and len(first_word) <= 5 and first_word.isalpha():
+        return "an" if first_word[0] in "AEFHILMNORSX" else "a"
+    if low[0].isdigit():
+        return "an" if low.startswith(("8", "11", "18")) else "a"
+    return "an" if low[0] in "aeiou" else "a"
+
+
+def with_article(phrase: str) -> str:
+    return f"{article(phrase)} {phrase}"
+
+
+def quote_value(value) -> str:
+    """A data value as the question shows it: strings in single quotes, numbers bare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return format_number(value)
+    if isinstance(value, int):
+        return str(value)
+    text = " ".join(str(value).split())
+    return f"'{text}'"
+
+
+def format_number(value) -> str:
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:,.2f}"
+    return str(value)
+
+
+# ------------------------------------------------------------------------------ requests
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a question asks for, independent of style.
+
+    kind:
+      * ``list``  — ``target`` is a definite noun phrase ("the titles of the courses ...");
+      * ``count`` — ``subject`` is a plural noun phrase ("courses whose semester is 'Fall'");
+      * ``which`` — ``subject`` is a plural noun phrase to pick ("departments with a large budget").
+    ``bare`` is the concise form (keywords, no articles); derived from the others when empty.
+    """
+
+    kind: str
+    target: str = ""
+    subject: str = ""
+    bare: str = ""
+    singular: bool = False  # the target is one thing ("the average age of ..."): "What is ...?"
+
+
+def _strip_articles(text: str) -> str:
+    out = re.sub(r"\b(the|a|an)\s+", "", text, flags=re.IGNORECASE)
+    return " ".join(out.split())
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text else text
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
+    if one:  # a single value: no "List the average ...", no "what're the number ..."
+        t1 = {
+            "imperative": [f"Give me {np}.", f"Find {np}.", f"Return {np}.", f"Show {np}."],
+            "interrogative": [f"What is {np}?", f"Can you tell me {np}?", f"Could you tell me {np}?"],
+            "formal": [f"Please provide {np}.", f"Kindly report {np}.", f"Could you please provide {np}?"],
+            "colloquial": [f"hey, what's {_lower_first(np)}?", f"need {_lower_first(np)}, thanks", f"so what's {_lower_first(np)}?"],
+            "descriptive": [f"I need {np}.", f"I am looking for {np}.", f"I would like to know {np}."],
+        }
+        return t1.get(style, t1["imperative"])
+    t = {
+        "imperative": [f"List {np}.", f"Show {np}.", f"Give me {np}.", f"Find {np}.", f"Return {np}.", f"Display {np}."],
+        "interrogative": [f"What are {np}?", f"Can you tell me {np}?", f"Could you list {np}?"],
+        "formal": [
+            f"Please provide {np}.",
+            f"Please retrieve {np}.",
+            f"I would like to obtain {np}, please.",
+            f"Could you please provide {np}?",
+        ],
+        "colloquial": [
+            f"hey, can you pull up {_lower_first(np)}?",
+            f"what're {_lower_first(np)}?",
+            f"need {_lower_first(np)}, thanks",
+            f"can u show me {_lower_first(np)}?",
+            f"so what are {_lower_first(np)}?",
+        ],
+        "descriptive": [
+            f"I need {np}.",
+            f"I am looking for {np}.",
+            f"I would like to see {np}.",
+            f"The information I need is {np}.",
+        ],
+    }
+    return t.get(style, t["imperative"])
+
+
+def _count_templates(style: str, subj: str) -> list[str]:
+    t = {
+        "imperative": [f"Count the {subj}.", f"Give me the number of {subj}.", f"Show how many {subj} there are.", f"Return the number of {subj}."],
+        "interrogative": [f"How many {subj} are there?", f"What is the number of {subj}?", f"How many {subj} exist?"],
+        "formal": [f"Please provide the total number of {subj}.", f"Could you please state how many {subj} there are?", f"Kindly report the number of {subj}."],
+        "colloquial": [f"how many {subj} are there?", f"hey, how many {subj} are there?", f"quick one: number of {subj}?", f"so how many {subj} are there?"],
+        "descriptive": [f"I need the number of {subj}.", f"I am looking for the count of {subj}.", f"I would like to know how many {subj} there are."],
+    }
+    return t.get(style, t["imperative"])
+
+
+def _which_templates(style: str, subj: str) -> list[str]:
+    t = {
+        "imperative": [f"List the {subj}.", f"Show the {subj}.", f"Find the {subj}.", f"Give me the {subj}."],
+        "interrogative": [f"Which are the {subj}?", f"What are the {subj}?"],
+        "formal": [f"Please list the {subj}.", f"Kindly identify the {subj}.", f"Could you please provide the {subj}?"],
+        "colloquial": [f"which ones are the {subj}?", f"hey, which are the {subj}?", f"show me the {subj} real quick", f"gimme the {subj}"],
+        "descriptive": [f"I need the {subj}.", f"I am looking for the {subj}.", f"I would like a list of the {subj}."],
+    }
+    return t.get(style, t["imperative"])
+
+
+def render(ask: Ask, style: str, rng: random.Random) -> str:
+    """The question text for ``ask`` in ``style``; the template is drawn from ``rng``."""
+    style = style if style in {"formal", "colloquial", "imperative", "interrogative", "descriptive", "concise"} else "imperative"
+    if style == "concise":
+        if ask.bare:
+            return ask.bare
+        if ask.kind == "count":
+            return rng.choice([f"number of {_strip_articles(ask.subject)}", f"count of {_strip_articles(ask.subject)}", f"{_strip_articles(ask.subject)}: count"])
+        if ask.kind == "which":
+            return _strip_articles(ask.subject)
+        return _strip_articles(ask.target)
+    if ask.kind == "count":
+        return _cap(rng.choice(_count_templates(style, ask.subject)))
+    if ask.kind == "which":
+        return _cap(rng.choice(_which_templates(style, ask.subject)))
+    return _cap(rng.choice(_list_templates(style, ask.target, ask.singular)))
+
+
+def render_free(variants: dict[str, list[str]], style: str, rng: random.Random) -> str:
+    """Pick a hand-written sentence for ``style`` (falls back to imperative, then any)."""
+    options = variants.get(style) or variants.get("imperative") or next(iter(variants.values()))
+    return rng.choice(options)

@@ -1,0 +1,177 @@
+"""Progress of long work: items done / total, LLM calls made / cached / failed, elapsed, estimate.
+
+Plain Python (no dagster import), shared by every job. Usage::
+
+    from resources.progress import Progress
+
+    with Progress("s03_category_conformance", total=len(rows)) as p:
+        for row in rows:
+            ...
+            p.advance(1, calls_made=2, cached=1, failed=0)
+
+- On a terminal (the stream is a TTY) it draws one live bar, redrawn at most every 0.2 s; otherwise
+  (CI, log files, the Dagster UI's captured stdout) it prints plain lines at most every
+  ``line_every_s`` seconds and always one final line, so logs stay short.
+- ``sinks`` get every rendered line (throttled like plain lines) plus the final one: the Dagster
+  adapter (``assets/shared/progress.py``) writes them to the run log.
+- While a ``Progress`` is open (``with``), LLM calls report themselves to it: the council layer calls
+  :func:`record_call` after each call, so callers that cannot count calls (a batch API) still show
+  them. Items are counted by the caller (``advance``) or, where the caller only learns at the end,
+  from the distinct ``item`` ids the calls carry (a call's ``candidate_id`` tag).
+- ``QUANDARY_PROGRESS=0`` silences the terminal output (sinks still get their lines).
+"""
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+_current: "list[Progress]" = []
+_current_lock = threading.Lock()
+_default_stream: TextIO | None = None
+
+
+def set_default_stream(stream: TextIO | None) -> None:
+    """Where progress goes when a Progress is given no stream (default: ``sys.stdout``). The CLI
+    passes a duplicate of the terminal's stdout, because Dagster redirects fd 1 into its
+    compute-log files while a step runs."""
+    global _default_stream
+    _default_stream = stream
+
+
+def _fmt_duration(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class Progress:
+    """One step's progress. Thread-safe; see the module docstring for the API."""
+
+    def __init__(self, step: str, total: int, *, stream: TextIO | None = None,
+                 sinks: tuple[Callable[[str], None], ...] = (), line_every_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.step = step
+        self.total = max(0, int(total))
+        self.done = 0
+        self.calls_made = 0
+        self.cached = 0
+        self.failed = 0
+        self._items_seen: set = set()
+        self._sinks = list(sinks)
+        self._clock = clock
+        self._start = clock()
+        self._last_line = None  # when the last plain/sink line went out
+        self._last_text = None
+        self._last_draw = float("-inf")
+        self._line_every_s = line_every_s
+        self._lock = threading.Lock()
+        self._closed = False
+        if stream is None and os.environ.get("QUANDARY_PROGRESS", "1") != "0":
+            stream = _default_stream or sys.stdout
+        self._stream = stream
+        self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+
+    # --- counting ------------------------------------------------------------------------------
+    def advance(self, n: int = 1, *, calls_made: int = 0, cached: int = 0, failed: int = 0) -> None:
+        """``n`` more items done; ``calls_made`` LLM calls answered, of which ``cached`` came from the
+        cache and ``failed`` failed (provider error or unparseable)."""
+        with self._lock:
+            self.done = min(self.total, self.done + n) if self.total else self.done + n
+            self.calls_made += calls_made
+            self.cached += cached
+            self.failed += failed
+        self._emit()
+
+    def record_call(self, *, cached: bool, failed: bool, item=None) -> None:
+        """One LLM call finished (reported by the council layer). ``item``: the id of the item it
+        belongs to; the first call of each item counts it as done."""
+        with self._lock:
+            self.calls_made += 1
+            self.cached += int(bool(cached))
+            self.failed += int(bool(failed))
+            if item is not None and item not in self._items_seen:
+                self._items_seen.add(item)
+                self.done = min(self.total, self.done + 1) if self.total else self.done + 1
+        self._emit()
+
+    # --- rendering -----------------------------------------------------------------------------
+    def line(self) -> str:
+        elapsed = self._clock() - self._start
+        total = f"/{self.total}" if self.total else ""
+        eta = ""
+        if self.total and 0 < self.done < self.total:
+            eta = f", ~{_fmt_duration(elapsed / self.done * (self.total - self.done))} left"
+        calls = (f"  LLM calls {self.calls_made} (cached {self.cached}, failed {self.failed})"
+                 if self.calls_made else "")
+        return f"{self.step}: {self.done}{total} items{calls}  {_fmt_duration(elapsed)}{eta}"
+
+    def _bar(self) -> str:
+        width = 20
+        filled = int(width * self.done / self.total) if self.total else 0
+        return f"[{'#' * filled}{'.' * (width - filled)}] {self.line()}"
+
+    def _emit(self, final: bool = False) -> None:
+        now = self._clock()
+        with self._lock:
+            if self._closed:
+                return
+            due_line = final or self._last_line is None or now - self._last_line >= self._line_every_s
+            if due_line:
+                self._last_line = now
+            due_draw = self._tty and (final or now - self._last_draw >= 0.2)
+            if due_draw:
+                self._last_draw = now
+            text = self.line()
+            if due_line and final and text == self._last_text and not self._tty:
+                due_line = False  # the final line would repeat the last one
+            if due_line:
+                self._last_text = text
+        if due_line:
+            for sink in self._sinks:
+                sink(text)
+        if self._stream is None:
+            return
+        try:
+            if self._tty and due_draw:
+                self._stream.write("\r\x1b[2K" + self._bar() + ("\n" if final else ""))
+                self._stream.flush()
+            elif not self._tty and due_line:
+                self._stream.write(text + "\n")
+                self._stream.flush()
+        except (OSError, ValueError):  # a closed pipe must not fail the work
+            self._stream = None
+
+    def close(self) -> None:
+        """Final line (items done, calls, elapsed); later updates are ignored."""
+        self._emit(final=True)
+        with self._lock:
+            self._closed = True
+
+    # --- the open progress, for record_call ------------------------------------------------------
+    def __enter__(self) -> "Progress":
+        with _current_lock:
+            _current.append(self)
+        if not self._tty:
+            self._emit()  # a start line in logs
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with _current_lock:
+            if self in _current:
+                _current.remove(self)
+        self.close()
+
+
+def current() -> Progress | None:
+    """The innermost open Progress, if any."""
+    with _current_lock:
+        return _current[-1] if _current else None
+
+
+def record_call(*, cached: bool, failed: bool, item=None) -> None:
+    """Report one finished LLM call to the open Progress (a no-op when none is open)."""
+    p = current()
+    if p is not None:
+        p.record_call(cached=cached, failed=failed, item=item)
