@@ -8,7 +8,8 @@ import pytest
 from dagster import instance_for_test
 
 from cli.runs import run_job_for_partition
-from cli.commands.run import DEMO_COUNCIL, grid_run_config
+from cli.commands.run import DEMO_COUNCIL
+from cli.run_output import grid_run_config
 from assets.definitions import MAIN_JOB
 from resources.catalog import Catalog
 from storage.audit import open_audit
