@@ -7,7 +7,7 @@
     verdicts = run_methods(pairs, execs, evidence, settings, schema_of, progress)
     metrics  = metric_table(pairs, verdicts)
 
-Choices where the paper is silent (README "AI-operator SQL"): the meta-evaluation runs on the
+Choices where the paper is silent (docs/aisql.md): the meta-evaluation runs on the
 label oracle with flip rate p=0.1 by default (p=0 would make every paraphrase return identical
 rows, hiding the stochastic shift EX suffers from); LLM judges are the ``judges`` council.
 """

@@ -24,7 +24,7 @@ def test_hostile_query_is_a_typed_failure(hostile_dbs, name, engine, sql, kinds)
     # In a child with a 3 GB address cap, so an unbounded executor fails here instead of the machine.
     out = run_in_child(hostile_dbs[engine], sql, BUDGET_S)
     assert out["kind"] in kinds, out
-    # Generous wall bound (the README's bench measures the real ratio): only "it never ends" fails.
+    # Generous wall bound (bench/README.md has the measured ratios): only "it never ends" fails.
     assert out["elapsed_s"] < BUDGET_S * 1.5 + 10, out
 
 
