@@ -30,7 +30,11 @@ def isolated_home(tmp_path, monkeypatch):
     # the CLI defaults to the project's own .dagster_home: tests get their own (created on first use)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     monkeypatch.delenv("QUANDARY_COUNCIL_CONFIG", raising=False)
-    return home
+    yield home
+    # a CLI run points progress at a duplicate of the terminal; the next test must not inherit it
+    from resources import progress
+
+    progress.set_default_stream(None)
 
 
 @pytest.fixture(scope="session")
