@@ -29,8 +29,9 @@ from pipelines.interaction import tables as T
 from pipelines.interaction.balance import balance
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
+from pipelines.interaction.user import MAX_FRAGMENTS
 from storage.paths import artifacts_dir
-from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
+from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
 from storage.artifacts import content_hash
@@ -57,6 +58,8 @@ class ConversationConfig(Config):
     modes: list[str] = Field(default=list(MODES), description="ground_truth, predicted, taxonomy_only, taxonomy_free")
     max_steps: int = Field(MAX_STEPS, ge=0, description="clarification turns before the final turn")
     candidate_filter: str = Field("label", description="'label' (paper: only matching voters answer) or 'all'")
+    max_fragments: int | None = Field(MAX_FRAGMENTS, description="at most this many gold-SQL fragments ground a Technical "
+                                      "answer (the most chosen first); null = no cap (the reference)")
     workers: int = Field(8, ge=1)
 
 
@@ -66,7 +69,7 @@ def check_conversations_on_launch(values: dict) -> None:
     from pipelines.preflight import check_council
 
     parse_modes(values.get("modes"))
-    for key, low in (("max_steps", 0), ("workers", 1)):
+    for key, low in (("max_steps", 0), ("workers", 1), ("max_fragments", 1)):
         if values.get(key) is not None and values[key] < low:
             raise ValueError(f"{key}: must be at least {low} (got {values[key]})")
     if values.get("candidate_filter") not in ("label", "all"):
@@ -153,7 +156,8 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
         modes = parse_modes(config.modes)
         system = council.get_council("system_agents")
         agents = [load_agent(a, system) for a in (config.agents or system.member_names)]
-        user = SimulatedUser(council.get_council("user_simulator"), config.candidate_filter)
+        user = SimulatedUser(council.get_council("user_simulator"), config.candidate_filter,
+                             max_fragments=config.max_fragments, log=context.log)
     except ValueError as exc:
         raise Failure(str(exc)) from exc
     log = council.get_council("user_simulator").log
@@ -171,6 +175,10 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
         modes=", ".join(modes), skipped=MetadataValue.json(skipped[:50]), n_skipped=len(skipped),
         new_llm_calls=(log.count() - before) if log else 0,
         ends=MetadataValue.json(dict(pl.DataFrame(convs).group_by("end").len().iter_rows()) if convs else {}),
+        # conversations whose user turn could not be produced (a council call failed): not scored,
+        # and the next run retries exactly the failed calls (the call log caches only answers)
+        incomplete=sum(c["end"] == "user_failed" for c in convs),
+        hallucinated_node_ids=int(df["invalid_node_ids"].list.len().sum()) if df.height else 0,
     )
     yield contract_check_result(INTERACTION_TURNS, df)
     too_long = (df.group_by("conversation_id").len().filter(pl.col("len") > config.max_steps + 1).height
@@ -192,7 +200,7 @@ def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, coun
                        safe_sql: SafeSqlResource, interaction_conversations: pl.DataFrame,
                        interaction_subset: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
     schema = schema_context["schema_context"][0]
-    role = "judges" if "judges" in council.council_config().councils else "user_simulator"
+    role = M.feedback_role(council.council_config().councils)
     judge = M.council_feedback_judge(council.get_council(role), schema)
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     convs = T.conversations_from_turns(interaction_conversations) if interaction_conversations.height else []
@@ -201,7 +209,7 @@ def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, coun
     df = T.scores_frame(scores)
     yield artifact_output(df, conversations=df.height, feedback_judges=role, order_sensitive=config.order_sensitive)
     yield contract_check_result(INTERACTION_SCORES, df)
-    bad = df.filter(~pl.col("end").is_in(["sql", "feedback", "give_up"])).height if df.height else 0
+    bad = df.filter(~pl.col("end").is_in(list(ENDS))).height if df.height else 0
     yield AssetCheckResult(check_name="every_conversation_ends", passed=bad == 0, metadata={"unfinished": bad})
 
 

@@ -36,6 +36,9 @@ def _interact(args) -> int:
     print(f"run {result.run_id[:8]} for '{args.db}': {'succeeded' if result.success else 'FAILED'}; "
           f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
           f"{conv.get('new_llm_calls', '?')} new LLM calls")
+    if conv.get("incomplete"):
+        print(f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a council "
+              "call failed; they are not scored. Run the same command again to retry exactly those calls.")
     if report_job_result(result, JOB, args.db, args.verbose):
         return 1
     rows = stored_metric_rows(args.db) or []

@@ -3,8 +3,11 @@
 * Classification first: one prediction per (agent, question), shared by the predicted mode.
 * System turns ``step = 0 .. max_steps`` (default 3 clarifications + 1 final turn). SQL or feedback
   ends the conversation; a clarification is answered by the simulated user; an empty, failed or
-  unparseable answer ends it as a ``give_up`` (raw text kept). On the final turn the schema has no
-  question field, so a conversation never exceeds ``max_steps + 1`` system turns.
+  unparseable answer ends it as a ``give_up`` (raw text kept). A user turn that could not be
+  produced (a council call failed, :mod:`pipelines.interaction.user`) ends it as ``user_failed``:
+  an incomplete conversation, kept out of the metrics and retried by the next run. On the final
+  turn the schema has no question field, so a conversation never exceeds ``max_steps + 1`` system
+  turns.
 * Conversations run concurrently in threads (the council bounds in-flight calls per member);
   every call is cached, so an interrupted run that is started again repeats no call, and an
   interrupt stops every thread at once (``call_threads``) instead of waiting for calls in flight.
@@ -57,7 +60,8 @@ def run_conversation(agent: AgentHandle, row: dict, mode: str, prediction: Class
                 "system_feedback": resp.feedback, "system_status": resp.status, "system_raw": resp.raw,
                 "system_call_id": resp.call_id, "terminal": resp.kind != "question", "relevance": None,
                 "user_response": None, "short_circuit": False, "label_votes": [], "candidates": [],
-                "tournament": [], "fragments": [], "winner_member": None, "margin": None}
+                "tournament": [], "fragments": [], "winner_member": None, "margin": None, "user_status": None,
+                "user_error": None, "invalid_node_ids": []}
         turns.append(base)
         if resp.kind == "sql":
             end, out_sql = "sql", resp.sql
@@ -71,7 +75,11 @@ def run_conversation(agent: AgentHandle, row: dict, mode: str, prediction: Class
         u = user.answer(row, schema_context, history, resp.question, cid, step)
         base.update(relevance=u.relevance, user_response=u.answer, short_circuit=u.short_circuit,
                     label_votes=u.label_votes, candidates=u.candidates, tournament=u.tournament,
-                    fragments=u.fragments, winner_member=u.winner_member, margin=u.margin)
+                    fragments=u.fragments, winner_member=u.winner_member, margin=u.margin,
+                    user_status=u.status, user_error=u.error, invalid_node_ids=u.invalid_node_ids)
+        if u.failed:
+            end = "user_failed"
+            break
         history.append((resp.question, u.answer))
     return {"conversation_id": cid, "question_id": q.question_id, "db_id": q.db_id, "agent": agent.name,
             "agent_spec": agent.spec, "mode": mode, "category_given": category,
