@@ -20,6 +20,8 @@ def run_config(args) -> dict:
     subset = {"balanced": bool(args.balanced), "balance_by": args.balance_by, "seed": args.seed}
     if args.max_questions is not None:
         subset["max_questions"] = args.max_questions
+    if getattr(args, "pool", None):
+        subset["pool"] = args.pool
     conv = {"max_steps": args.max_steps, "candidate_filter": args.candidate_filter}
     if args.agents:
         conv["agents"] = args.agents
@@ -29,7 +31,7 @@ def run_config(args) -> dict:
                     "interaction_scores": {"config": {"order_sensitive": bool(args.order_sensitive)}}}}
 
 
-def stored_metric_rows(db_id: str | None = None):
+def stored_metric_rows(db_id: str | list[str] | None = None):
 
     from pipelines.interaction.metrics import metric_rows
     from storage.audit import list_views, open_audit
@@ -38,8 +40,9 @@ def stored_metric_rows(db_id: str | None = None):
     try:
         if "interaction_scores" not in list_views(con):
             return None
-        q = "SELECT * FROM interaction_scores" + (" WHERE db_id = ?" if db_id else "")
-        scores = query_frame(con, q, [db_id] if db_id else [])
+        dbs = [db_id] if isinstance(db_id, str) else list(db_id or [])
+        q = "SELECT * FROM interaction_scores" + (f" WHERE db_id IN ({', '.join('?' * len(dbs))})" if dbs else "")
+        scores = query_frame(con, q, dbs)
     finally:
         con.close()
     return metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []

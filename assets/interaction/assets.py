@@ -26,7 +26,7 @@ from assets.shared.progress import step_progress
 from pipelines.interaction import PIPELINE_VERSION
 from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
-from pipelines.interaction.balance import balance
+from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
@@ -43,10 +43,14 @@ GROUP = "interaction"
 class SubsetConfig(Config):
     """Which validated questions are evaluated (ABISS §6 balances every subcategory)."""
 
-    balanced: bool = Field(False, description="down-sample every subcategory (or group) to the smallest one")
+    balanced: bool = Field(False, description="down-sample every subcategory (or group) to the smallest one, over "
+                           "the questions of every database in `pool` (the paper balances over all databases)")
     balance_by: str = Field("subcategory", description="'subcategory' (the paper) or 'group' (the reference CLI)")
     seed: int = 42
-    max_questions: int | None = Field(None, description="keep at most this many (after balancing, by id order)")
+    max_questions: int | None = Field(None, description="keep at most this many, stratified by subcategory (or "
+                                      "group) and seeded; over the pool when balanced, else over this database")
+    pool: list[str] | None = Field(None, description="databases balanced together (a dataset); default: every "
+                                   "registered database with questions")
     subcategories: list[str] | None = Field(None, description="only these subcategory ids")
     source: str = Field("auto", description="'dataset' (the pipeline's), 'imported_dataset' (`quandary import`), "
                         "or 'auto': the pipeline's dataset when this partition has one, else the imported one")
@@ -119,21 +123,41 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
                       "or `quandary import FILE` first")
     dataset = read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
-    rows = dataset.to_dicts()
-    if config.subcategories:
-        rows = [r for r in rows if r["subcategory"] in set(config.subcategories)]
+    pooled, pool = dataset.to_dicts(), [context.partition_key]
     if config.balanced:
-        try:
-            rows = balance(rows, config.balance_by, config.seed)
-        except ValueError as exc:
-            raise Failure(str(exc)) from exc
-    rows = sorted(rows, key=lambda r: r["question_id"])
-    if config.max_questions is not None:
-        rows = rows[: config.max_questions]
+        pooled, pool = _pooled_rows(context.partition_key, dataset, config)
+        context.log.info(f"balancing over {len(pool)} database(s): {', '.join(pool)}")
+    try:
+        rows = partition_subset(pooled, context.partition_key, balanced=config.balanced, by=config.balance_by,
+                                seed=config.seed, max_questions=config.max_questions,
+                                subcategories=config.subcategories)
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
     df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
     yield artifact_output(df, questions=df.height, source=source, balanced=config.balanced, balance_by=config.balance_by,
-                          seed=config.seed, by_subcategory=MetadataValue.json(by_sub))
+                          seed=config.seed, by_subcategory=MetadataValue.json(by_sub), pool=", ".join(pool))
+
+
+def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
+    """The questions of every database in the pool (default: every registered one with questions)."""
+    from resources.catalog import Catalog
+    from storage.artifacts import read_latest
+
+    registered = Catalog().ids()
+    pool = list(config.pool) if config.pool else registered
+    unknown = [d for d in pool if d not in registered]
+    if unknown:
+        raise Failure(f"pool: {', '.join(map(repr, unknown))} not registered; use `quandary db register` or drop them")
+    rows, used = dataset.to_dicts(), [partition]
+    for db in pool:
+        if db == partition:
+            continue
+        source = dataset_source(db, config.source)
+        if source is not None:
+            rows += read_latest(source, db).to_dicts()
+            used.append(db)
+    return rows, sorted(used)
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import as_completed
 from dataclasses import asdict
 
 from pipelines.abiss.ids import stable_id
@@ -96,14 +97,20 @@ def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str],
     """All conversations; returns (conversations, skipped) where skipped lists agent × mode × question
     combinations that cannot run (predicted mode for an agent that did not classify the question)."""
     jobs, skipped = [], []
+    label_modes = {Mode.PREDICTED.value, Mode.GROUND_TRUTH.value}
     for agent in agents:
-        predictions = classify_all(agent, rows, schema_context, db_path, workers) if Mode.PREDICTED.value in modes else {}
+        # a council agent always has a classification phase: classify only for the predicted mode;
+        # a custom agent's classify is local code, asked whenever a label mode is requested (§5.1)
+        need = Mode.PREDICTED.value in modes or (agent.kind != "council" and label_modes & set(modes))
+        predictions = classify_all(agent, rows, schema_context, db_path, workers) if need else {}
         for row in rows:
             for mode in modes:
                 pred = predictions.get(row["question_id"])
-                # an agent without a classification phase cannot run the predicted mode; a failed
+                no_phase = agent.kind != "council" and (pred is None or pred.status == "no_classification")
+                # an agent without a classification phase runs only the label-free modes; a failed
                 # classification still runs (no category given) and counts as wrong for Rec/Cls
-                if mode == Mode.PREDICTED.value and (pred is None or pred.status == "no_classification"):
+                if (mode == Mode.PREDICTED.value and (pred is None or pred.status == "no_classification")) \
+                        or (mode == Mode.GROUND_TRUTH.value and no_phase):
                     skipped.append({"agent": agent.name, "mode": mode, "question_id": row["question_id"],
                                     "reason": pred.status if pred else "no_classification"})
                     continue
@@ -115,7 +122,9 @@ def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str],
         return i, run_conversation(agent, row, mode, pred, user, schema_context, db_path, max_steps)
 
     with call_threads(workers) as pool:
-        for i, conv in pool.map(work, range(len(jobs))):
+        # progress counts conversations as they finish, not in job order
+        for future in as_completed([pool.submit(work, i) for i in range(len(jobs))]):
+            i, conv = future.result()
             out[i] = conv
             done += 1
             if progress:
