@@ -238,9 +238,15 @@ def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, coun
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
-       description="Tables 4, 5, 6 and Appendix D as one long table; Figure 2 as a PNG.")
-def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.DataFrame):
+       description="Tables 4, 5, 6 and Appendix D as one long table, with the conversations not counted "
+                   "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a PNG.")
+def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.DataFrame,
+                        interaction_conversations: pl.DataFrame, interaction_subset: pl.DataFrame):
+    from pipelines.interaction.leakage import leakage_rows, observations
+
     rows = M.metric_rows(interaction_scores.to_dicts()) if interaction_scores.height else []
+    questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
+    rows += leakage_rows(observations(interaction_conversations.to_dicts(), questions))
     df = T.metrics_frame(rows, context.partition_key)
     text = M.report_text(rows)
     png = M.figure2_png(rows, artifacts_dir() / "interaction_metrics" / "charts"

@@ -391,6 +391,13 @@ def report_text(rows: list[dict]) -> str:
              "Table 5 — per mode, mean over agents, %", *table5_lines(rows), "",
              "Table 6 — dialogue statistics on ambiguous questions, mean over agents", *table6_lines(rows), "",
              "Appendix D — dialogue statistics per agent", *appendix_d_lines(rows)]
+    from pipelines.interaction.leakage import leakage_lines
+
+    leak = leakage_lines(rows)
+    if leak:
+        parts += ["", "Leakage — user answers with a gold-only SQL value or the hidden knowledge verbatim, "
+                  "% [95% bootstrap interval over questions]; per member: every answer it wrote, per label: the "
+                  "answers the system received", *leak]
     return "\n".join(parts)
 
 

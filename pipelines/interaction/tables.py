@@ -49,7 +49,9 @@ SCORE_SCHEMA = {
 }
 METRIC_SCHEMA = {"db_id": pl.String, "table": pl.String, "agent": pl.String, "mode": pl.String,
                  "subcategory": pl.String, "metric": pl.String, "value": pl.Float64, "numerator": pl.Int64,
-                 "denominator": pl.Int64}
+                 "denominator": pl.Int64,
+                 # leakage rows: which answers (all / member=... / label=...) and the bootstrap interval
+                 "slice": pl.String, "low": pl.Float64, "high": pl.Float64}
 
 
 def turns_frame(conversations: list[dict], max_steps: int) -> pl.DataFrame:
@@ -78,7 +80,7 @@ def scores_frame(scores: list[dict]) -> pl.DataFrame:
 
 
 def metrics_frame(rows: list[dict], db_id: str | None) -> pl.DataFrame:
-    return pl.DataFrame([{"db_id": db_id, **r} for r in rows], schema=METRIC_SCHEMA)
+    return pl.DataFrame([{**dict.fromkeys(METRIC_SCHEMA), "db_id": db_id, **r} for r in rows], schema=METRIC_SCHEMA)
 
 
 def all_call_ids(turns: pl.DataFrame) -> list[str]:
