@@ -8,6 +8,7 @@ from quality.contracts import ColumnRule, Contract
 
 # How a conversation ends; `user_failed` = a user turn could not be produced (incomplete, not scored)
 ENDS = ("sql", "feedback", "give_up", "user_failed")
+SCORE_STATUSES = ("scored", "not_applicable", "undecided", "incomplete")
 
 INTERACTION_TURNS = Contract(
     name="interaction_conversations",
@@ -36,5 +37,8 @@ INTERACTION_SCORES = Contract(
         ColumnRule("n_turns", pl.Int64, nullable=False, min_value=1),
         ColumnRule("solved", pl.Boolean),
         ColumnRule("explained", pl.Boolean),
+        # undecided / incomplete are None in solved / explained and counted apart, never as False
+        ColumnRule("ex_status", pl.String, allowed=SCORE_STATUSES),
+        ColumnRule("fb_status", pl.String, allowed=SCORE_STATUSES),
     ),
 )

@@ -131,3 +131,20 @@ def test_rerun_retries_exactly_the_failed_calls(scripted):
     assert s3.seen == [("user_answer", "u0")]  # only the call that failed last time; the rest is cached
     log = call_log()
     assert log.count("status != 'ok'") == 0  # each failed row was overwritten by its successful retry
+
+
+def test_incomplete_conversations_fit_the_stored_contracts(scripted):
+    from pipelines.interaction import tables as T
+    from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
+
+    scripted.responder = failing(script(), {("user_classify", "u1")})
+    conv = _conversation(SimulatedUser(council()))
+    turns = T.turns_frame([conv], 3)
+    assert INTERACTION_TURNS.schema_problems(turns) == []
+    assert turns["user_status"].to_list() == ["failed"] and turns["end"].to_list() == ["user_failed"]
+    assert T.conversations_from_turns(turns)[0]["end"] == "user_failed"  # survives the round trip
+    scores = T.scores_frame([M.score_conversation(conv, AMB, "/nonexistent.sqlite")])
+    assert INTERACTION_SCORES.schema_problems(scores) == []
+    assert scores["ex_status"].to_list() == ["incomplete"]
+    ids = T.all_call_ids(turns)
+    assert len(ids) == 3  # the failed vote's call id is kept for the audit trail
