@@ -20,6 +20,8 @@ def run_config(args) -> dict:
     subset = {"balanced": bool(args.balanced), "balance_by": args.balance_by, "seed": args.seed}
     if args.max_questions is not None:
         subset["max_questions"] = args.max_questions
+    if getattr(args, "pool", None):
+        subset["pool"] = args.pool
     conv = {"max_steps": args.max_steps, "candidate_filter": args.candidate_filter}
     if args.agents:
         conv["agents"] = args.agents
@@ -29,20 +31,31 @@ def run_config(args) -> dict:
                     "interaction_scores": {"config": {"order_sensitive": bool(args.order_sensitive)}}}}
 
 
-def stored_metric_rows(db_id: str | None = None):
-
+def stored_metric_rows(db_id: str | list[str] | None = None):
+    """The metric rows of the stored scores (and the leakage rows of the stored conversations)."""
+    from pipelines.interaction.leakage import leakage_rows, observations
     from pipelines.interaction.metrics import metric_rows
     from storage.audit import list_views, open_audit
 
     con = open_audit()
     try:
-        if "interaction_scores" not in list_views(con):
+        views = set(list_views(con))
+        if "interaction_scores" not in views:
             return None
-        q = "SELECT * FROM interaction_scores" + (" WHERE db_id = ?" if db_id else "")
-        scores = query_frame(con, q, [db_id] if db_id else [])
+        dbs = [db_id] if isinstance(db_id, str) else list(db_id or [])
+        where = f" WHERE db_id IN ({', '.join('?' * len(dbs))})" if dbs else ""
+        scores = query_frame(con, "SELECT * FROM interaction_scores" + where, dbs)
+        turns = subset = None
+        if {"interaction_conversations", "interaction_subset"} <= views:
+            turns = query_frame(con, "SELECT * FROM interaction_conversations" + where, dbs)
+            subset = query_frame(con, "SELECT * FROM interaction_subset" + where, dbs)
     finally:
         con.close()
-    return metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []
+    rows = metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []
+    if turns is not None and turns.height and "user_status" in turns.columns:
+        questions = {r["question_id"]: r for r in subset.iter_rows(named=True)}
+        rows += leakage_rows(observations(turns.to_dicts(), questions))
+    return rows
 
 
 def execute(db_id: str, config: dict, verbose: bool = False, name_instance: bool = True):

@@ -6,6 +6,10 @@ from pipelines.interaction.modes import MODES
 from pipelines.taxonomy import SUBCATEGORY_BY_ID
 from quality.contracts import ColumnRule, Contract
 
+# How a conversation ends; `user_failed` = a user turn could not be produced (incomplete, not scored)
+ENDS = ("sql", "feedback", "give_up", "user_failed")
+SCORE_STATUSES = ("scored", "not_applicable", "undecided", "incomplete")
+
 INTERACTION_TURNS = Contract(
     name="interaction_conversations",
     description="one row per system turn; SQL / feedback / give-up ends a conversation",
@@ -15,7 +19,7 @@ INTERACTION_TURNS = Contract(
         ColumnRule("agent", pl.String, nullable=False, min_length=1),
         ColumnRule("mode", pl.String, nullable=False, allowed=MODES),
         ColumnRule("step", pl.Int64, nullable=False, min_value=0),
-        ColumnRule("end", pl.String, nullable=False, allowed=("sql", "feedback", "give_up")),
+        ColumnRule("end", pl.String, nullable=False, allowed=ENDS),
         ColumnRule("relevance", pl.String, allowed=("Relevant", "Technical", "Irrelevant")),
         ColumnRule("system_status", pl.String, nullable=False),
     ),
@@ -33,5 +37,8 @@ INTERACTION_SCORES = Contract(
         ColumnRule("n_turns", pl.Int64, nullable=False, min_value=1),
         ColumnRule("solved", pl.Boolean),
         ColumnRule("explained", pl.Boolean),
+        # undecided / incomplete are None in solved / explained and counted apart, never as False
+        ColumnRule("ex_status", pl.String, allowed=SCORE_STATUSES),
+        ColumnRule("fb_status", pl.String, allowed=SCORE_STATUSES),
     ),
 )

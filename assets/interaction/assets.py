@@ -26,11 +26,12 @@ from assets.shared.progress import step_progress
 from pipelines.interaction import PIPELINE_VERSION
 from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
-from pipelines.interaction.balance import balance
+from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
+from pipelines.interaction.user import MAX_FRAGMENTS
 from storage.paths import artifacts_dir
-from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
+from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
 from storage.artifacts import content_hash
@@ -42,10 +43,14 @@ GROUP = "interaction"
 class SubsetConfig(Config):
     """Which validated questions are evaluated (ABISS §6 balances every subcategory)."""
 
-    balanced: bool = Field(False, description="down-sample every subcategory (or group) to the smallest one")
+    balanced: bool = Field(False, description="down-sample every subcategory (or group) to the smallest one, over "
+                           "the questions of every database in `pool` (the paper balances over all databases)")
     balance_by: str = Field("subcategory", description="'subcategory' (the paper) or 'group' (the reference CLI)")
     seed: int = 42
-    max_questions: int | None = Field(None, description="keep at most this many (after balancing, by id order)")
+    max_questions: int | None = Field(None, description="keep at most this many, stratified by subcategory (or "
+                                      "group) and seeded; over the pool when balanced, else over this database")
+    pool: list[str] | None = Field(None, description="databases balanced together (a dataset); default: every "
+                                   "registered database with questions")
     subcategories: list[str] | None = Field(None, description="only these subcategory ids")
     source: str = Field("auto", description="'dataset' (the pipeline's), 'imported_dataset' (`quandary import`), "
                         "or 'auto': the pipeline's dataset when this partition has one, else the imported one")
@@ -57,6 +62,8 @@ class ConversationConfig(Config):
     modes: list[str] = Field(default=list(MODES), description="ground_truth, predicted, taxonomy_only, taxonomy_free")
     max_steps: int = Field(MAX_STEPS, ge=0, description="clarification turns before the final turn")
     candidate_filter: str = Field("label", description="'label' (paper: only matching voters answer) or 'all'")
+    max_fragments: int | None = Field(MAX_FRAGMENTS, description="at most this many gold-SQL fragments ground a Technical "
+                                      "answer (the most chosen first); null = no cap (the reference)")
     workers: int = Field(8, ge=1)
 
 
@@ -66,7 +73,7 @@ def check_conversations_on_launch(values: dict) -> None:
     from pipelines.preflight import check_council
 
     parse_modes(values.get("modes"))
-    for key, low in (("max_steps", 0), ("workers", 1)):
+    for key, low in (("max_steps", 0), ("workers", 1), ("max_fragments", 1)):
         if values.get(key) is not None and values[key] < low:
             raise ValueError(f"{key}: must be at least {low} (got {values[key]})")
     if values.get("candidate_filter") not in ("label", "all"):
@@ -116,21 +123,41 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
                       "or `quandary import FILE` first")
     dataset = read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
-    rows = dataset.to_dicts()
-    if config.subcategories:
-        rows = [r for r in rows if r["subcategory"] in set(config.subcategories)]
+    pooled, pool = dataset.to_dicts(), [context.partition_key]
     if config.balanced:
-        try:
-            rows = balance(rows, config.balance_by, config.seed)
-        except ValueError as exc:
-            raise Failure(str(exc)) from exc
-    rows = sorted(rows, key=lambda r: r["question_id"])
-    if config.max_questions is not None:
-        rows = rows[: config.max_questions]
+        pooled, pool = _pooled_rows(context.partition_key, dataset, config)
+        context.log.info(f"balancing over {len(pool)} database(s): {', '.join(pool)}")
+    try:
+        rows = partition_subset(pooled, context.partition_key, balanced=config.balanced, by=config.balance_by,
+                                seed=config.seed, max_questions=config.max_questions,
+                                subcategories=config.subcategories)
+    except ValueError as exc:
+        raise Failure(str(exc)) from exc
     df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
     yield artifact_output(df, questions=df.height, source=source, balanced=config.balanced, balance_by=config.balance_by,
-                          seed=config.seed, by_subcategory=MetadataValue.json(by_sub))
+                          seed=config.seed, by_subcategory=MetadataValue.json(by_sub), pool=", ".join(pool))
+
+
+def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
+    """The questions of every database in the pool (default: every registered one with questions)."""
+    from resources.catalog import Catalog
+    from storage.artifacts import read_latest
+
+    registered = Catalog().ids()
+    pool = list(config.pool) if config.pool else registered
+    unknown = [d for d in pool if d not in registered]
+    if unknown:
+        raise Failure(f"pool: {', '.join(map(repr, unknown))} not registered; use `quandary db register` or drop them")
+    rows, used = dataset.to_dicts(), [partition]
+    for db in pool:
+        if db == partition:
+            continue
+        source = dataset_source(db, config.source)
+        if source is not None:
+            rows += read_latest(source, db).to_dicts()
+            used.append(db)
+    return rows, sorted(used)
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
@@ -153,7 +180,8 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
         modes = parse_modes(config.modes)
         system = council.get_council("system_agents")
         agents = [load_agent(a, system) for a in (config.agents or system.member_names)]
-        user = SimulatedUser(council.get_council("user_simulator"), config.candidate_filter)
+        user = SimulatedUser(council.get_council("user_simulator"), config.candidate_filter,
+                             max_fragments=config.max_fragments, log=context.log)
     except ValueError as exc:
         raise Failure(str(exc)) from exc
     log = council.get_council("user_simulator").log
@@ -171,6 +199,10 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
         modes=", ".join(modes), skipped=MetadataValue.json(skipped[:50]), n_skipped=len(skipped),
         new_llm_calls=(log.count() - before) if log else 0,
         ends=MetadataValue.json(dict(pl.DataFrame(convs).group_by("end").len().iter_rows()) if convs else {}),
+        # conversations whose user turn could not be produced (a council call failed): not scored,
+        # and the next run retries exactly the failed calls (the call log caches only answers)
+        incomplete=sum(c["end"] == "user_failed" for c in convs),
+        hallucinated_node_ids=int(df["invalid_node_ids"].list.len().sum()) if df.height else 0,
     )
     yield contract_check_result(INTERACTION_TURNS, df)
     too_long = (df.group_by("conversation_id").len().filter(pl.col("len") > config.max_steps + 1).height
@@ -192,7 +224,7 @@ def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, coun
                        safe_sql: SafeSqlResource, interaction_conversations: pl.DataFrame,
                        interaction_subset: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
     schema = schema_context["schema_context"][0]
-    role = "judges" if "judges" in council.council_config().councils else "user_simulator"
+    role = M.feedback_role(council.council_config().councils)
     judge = M.council_feedback_judge(council.get_council(role), schema)
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     convs = T.conversations_from_turns(interaction_conversations) if interaction_conversations.height else []
@@ -201,14 +233,20 @@ def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, coun
     df = T.scores_frame(scores)
     yield artifact_output(df, conversations=df.height, feedback_judges=role, order_sensitive=config.order_sensitive)
     yield contract_check_result(INTERACTION_SCORES, df)
-    bad = df.filter(~pl.col("end").is_in(["sql", "feedback", "give_up"])).height if df.height else 0
+    bad = df.filter(~pl.col("end").is_in(list(ENDS))).height if df.height else 0
     yield AssetCheckResult(check_name="every_conversation_ends", passed=bad == 0, metadata={"unfinished": bad})
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
-       description="Tables 4, 5, 6 and Appendix D as one long table; Figure 2 as a PNG.")
-def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.DataFrame):
+       description="Tables 4, 5, 6 and Appendix D as one long table, with the conversations not counted "
+                   "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a PNG.")
+def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.DataFrame,
+                        interaction_conversations: pl.DataFrame, interaction_subset: pl.DataFrame):
+    from pipelines.interaction.leakage import leakage_rows, observations
+
     rows = M.metric_rows(interaction_scores.to_dicts()) if interaction_scores.height else []
+    questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
+    rows += leakage_rows(observations(interaction_conversations.to_dicts(), questions))
     df = T.metrics_frame(rows, context.partition_key)
     text = M.report_text(rows)
     png = M.figure2_png(rows, artifacts_dir() / "interaction_metrics" / "charts"

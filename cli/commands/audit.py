@@ -189,6 +189,14 @@ def audit_episode(args) -> int:
     return 0
 
 
+def vote_outcome(value, vote: dict) -> str:
+    """``→ value``, or for a vote that has none, why (the call's status and error)."""
+    if value is not None:
+        return f"→ {value}"
+    status = vote.get("status") or ("parse_failed" if vote.get("parsed_ok") is False else "no vote")
+    return f"→ no vote ({status}{': ' + vote['error'] if vote.get('error') else ''})"
+
+
 def audit_conversation(args) -> int:
     from storage.audit import list_views, open_audit
 
@@ -238,20 +246,27 @@ def audit_conversation(args) -> int:
             print(f"\nturn {t['step'] + 1} system [{kind}, {t['system_status']}]: {t['system_question'] or t['system_sql'] or t['system_feedback'] or ''}"
                   f"  call {t['system_call_id']}")
             show(t["system_call_id"])
-            if t["relevance"] is None:
+            if t["relevance"] is None and t.get("user_status") != "failed":
                 continue
             sc = " (short-circuit, no LLM call)" if t["short_circuit"] else ""
-            print(f"  user [{t['relevance']}]{sc}: {t['user_response']}")
+            if t.get("user_status") == "failed":
+                print(f"  user turn NOT PRODUCED (not scored; a rerun retries the failed calls): {t.get('user_error')}")
+            else:
+                print(f"  user [{t['relevance']}]{sc}: {t['user_response']}")
+            if t.get("invalid_node_ids"):
+                print(f"    stage-1 node ids not in the query (dropped): {t['invalid_node_ids']}")
             for v in t["label_votes"] or []:
-                print(f"    label vote {v['member']:<14} → {v['label']} nodes {v['node_ids']}  call {v['llm_call_id']}")
+                print(f"    label vote {v['member']:<14} {vote_outcome(v['label'], v)} nodes {v['node_ids']}  "
+                      f"call {v['llm_call_id']}")
                 show(v["llm_call_id"])
             if t["fragments"]:
                 print(f"    technical fragments: {t['fragments']}")
             for c in t["candidates"] or []:
-                print(f"    candidate  {c['member']:<14} → {c['answer']}  call {c['llm_call_id']}")
+                print(f"    candidate  {c['member']:<14} {vote_outcome(c['answer'], c)}  call {c['llm_call_id']}")
                 show(c["llm_call_id"])
             for j in t["tournament"] or []:
-                print(f"    judge      {j['judge']:<14} {j['candidate_a']} vs {j['candidate_b']} → {j['winner']}  "
+                print(f"    judge      {j['judge']:<14} {j['candidate_a']} vs {j['candidate_b']} "
+                      f"{vote_outcome(j['winner'], j)}  "
                       f"call {j['llm_call_id']}")
         if "interaction_scores" in list_views(con):
             s = con.execute("SELECT recognition, classification, solved, ex_reason, explained, fb_reason, fb_votes "
@@ -260,7 +275,7 @@ def audit_conversation(args) -> int:
                 rec, cls, solved, exr, expl, fbr, fbv = s[0]
                 print(f"\nscores: recognition {rec} · classification {cls} · EX {solved} ({exr}) · FB {expl} ({fbr})")
                 for v in fbv or []:
-                    print(f"    feedback vote {v['member']} → {v['vote']}  call {v['llm_call_id']}")
+                    print(f"    feedback vote {v['member']} {vote_outcome(v['vote'], v)}  call {v['llm_call_id']}")
                     show(v["llm_call_id"])
         return 0
     finally:

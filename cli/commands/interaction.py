@@ -15,9 +15,11 @@ def _interact(args) -> int:
     from pipelines.interaction.modes import parse_modes
     from resources.catalog import Catalog
 
-    if args.db not in Catalog().ids():
-        print(f"database {args.db!r} is not registered; use `quandary db register`", file=sys.stderr)
-        return 2
+    registered = Catalog().ids()
+    for db in [*args.db, *(args.pool or [])]:
+        if db not in registered:
+            print(f"database {db!r} is not registered; use `quandary db register`", file=sys.stderr)
+            return 2
     try:
         parse_modes(args.modes)
     except ValueError as exc:
@@ -25,19 +27,29 @@ def _interact(args) -> int:
         return 2
     from assets.interaction.assets import dataset_source
 
-    if dataset_source(args.db) is None:
-        print(f"no dataset for {args.db!r}: run `quandary run --db {args.db}` or `quandary import FILE` first",
-              file=sys.stderr)
-        return 2
-    result = execute(args.db, run_config(args), args.verbose)
-    if isinstance(result, int):
-        return result
-    conv = materialization_metadata(result, "interaction_conversations")
-    print(f"run {result.run_id[:8]} for '{args.db}': {'succeeded' if result.success else 'FAILED'}; "
-          f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
-          f"{conv.get('new_llm_calls', '?')} new LLM calls")
-    if report_job_result(result, JOB, args.db, args.verbose):
-        return 1
+    for db in args.db:
+        if dataset_source(db) is None:
+            print(f"no dataset for {db!r}: run `quandary run --db {db}` or `quandary import FILE` first",
+                  file=sys.stderr)
+            return 2
+    code = 0
+    for db in args.db:  # one run per database; a balanced subset is pooled over the pool every time
+        result = execute(db, run_config(args), args.verbose)
+        if isinstance(result, int):
+            return result
+        conv = materialization_metadata(result, "interaction_conversations")
+        sub = materialization_metadata(result, "interaction_subset")
+        pool = f" (balanced over {sub['pool']})" if args.balanced and sub.get("pool") else ""
+        print(f"run {result.run_id[:8]} for '{db}': {'succeeded' if result.success else 'FAILED'}; "
+              f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
+              f"{conv.get('new_llm_calls', '?')} new LLM calls{pool}")
+        if conv.get("incomplete"):
+            print(f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a "
+                  "council call failed; they are not scored. Run the same command again to retry exactly those calls.")
+        if report_job_result(result, JOB, db, args.verbose):
+            code = 1
+    if code:
+        return code
     rows = stored_metric_rows(args.db) or []
     print(report_text(rows))
     if args.export:
@@ -46,7 +58,7 @@ def _interact(args) -> int:
     return 0
 
 
-def export(out_dir: str, db_id: str | None = None) -> int:
+def export(out_dir: str, db_id: str | list[str] | None = None) -> int:
     """Write ``<out_dir>/<agent>.json`` in the reference ``Results`` layout; returns the file count."""
 
     from pipelines.interaction.tables import results_json
@@ -58,15 +70,16 @@ def export(out_dir: str, db_id: str | None = None) -> int:
         views = set(list_views(con))
         if not {"interaction_conversations", "interaction_scores", "interaction_subset"} <= views:
             return 0
-        where = " WHERE db_id = ?" if db_id else ""
-        p = [db_id] if db_id else []
+        p = [db_id] if isinstance(db_id, str) else list(db_id or [])
+        where = f" WHERE db_id IN ({', '.join('?' * len(p))})" if p else ""
         turns = query_frame(con, "SELECT * FROM interaction_conversations" + where, p)
         scores = query_frame(con, "SELECT * FROM interaction_scores" + where, p)
         subset = query_frame(con, "SELECT * FROM interaction_subset" + where, p)
     finally:
         con.close()
     cfg = load_council_config()
-    docs = results_json(turns, scores, subset, "+".join(cfg.councils["user_simulator"]), db_id or "quandary")
+    name = db_id if isinstance(db_id, str) else "+".join(db_id) if db_id else "quandary"
+    docs = results_json(turns, scores, subset, "+".join(cfg.councils["user_simulator"]), name)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for agent, doc in docs.items():
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in agent)
@@ -92,13 +105,17 @@ def _report(args) -> int:
 
 def register(sub) -> None:
     i = sub.add_parser("interact", help="evaluate system agents in dialogues with the simulated user (ABISS §5)")
-    i.add_argument("--db", required=True, help="registered db_id with a dataset")
+    i.add_argument("--db", required=True, nargs="+", help="registered db_id(s) with a dataset (one run each)")
     i.add_argument("--agents", nargs="+", help="system_agents member names or package.module:Class (default: all members)")
     i.add_argument("--modes", nargs="+", help="ground_truth predicted taxonomy_only taxonomy_free (default: all four)")
-    i.add_argument("--balanced", action="store_true", help="down-sample every subcategory to the smallest")
+    i.add_argument("--balanced", action="store_true",
+                   help="down-sample every subcategory to the smallest, over every database of --pool (the paper)")
+    i.add_argument("--pool", nargs="+", metavar="DB",
+                   help="databases balanced together, i.e. the dataset (default: every registered one with questions)")
     i.add_argument("--balance-by", choices=["subcategory", "group"], default="subcategory")
     i.add_argument("--seed", type=int, default=42)
-    i.add_argument("--max-questions", type=int)
+    i.add_argument("--max-questions", type=int,
+                   help="keep at most this many, stratified by subcategory and seeded (over the pool when balanced)")
     i.add_argument("--max-steps", type=int, default=3, help="clarification turns before the final turn (paper: 3)")
     i.add_argument("--candidate-filter", choices=["label", "all"], default="label")
     i.add_argument("--order-sensitive", action="store_true", help="EX: gold ORDER BY makes row order significant")

@@ -4,14 +4,15 @@ Modules: ``modes`` (the four category usage modes), ``fragments`` (gold-SQL frag
 sqlglot), ``prompts`` (every prompt and output schema), ``agents`` (the council baseline and
 custom agents by dotted path), ``user`` (the simulated user council: relevancy vote, grounded
 answers, tournament), ``dialogue`` (the turn loop), ``metrics`` (per-conversation scores and the
-paper's tables, AIR), ``balance`` (balanced subsets), ``tables`` (artifact frames and the
+paper's tables, AIR), ``leakage`` (what the simulated user reveals), ``balance`` (balanced subsets
+pooled over databases, stratified caps), ``tables`` (artifact frames and the
 reference results-layout export).
 """
 
 import hashlib
 from pathlib import Path
 
-_SOURCES = ("prompts.py", "agents.py", "user.py", "dialogue.py", "metrics.py", "fragments.py")
+_SOURCES = ("prompts.py", "agents.py", "user.py", "dialogue.py", "metrics.py", "fragments.py", "leakage.py")
 # Code version of the interaction assets: a change to prompts or rules marks them stale in the UI.
 PIPELINE_VERSION = hashlib.sha256(
     b"".join((Path(__file__).parent / name).read_bytes() for name in _SOURCES)).hexdigest()[:12]

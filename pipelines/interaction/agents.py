@@ -9,8 +9,9 @@ An agent has a ``name`` and two methods::
 one system under test. A custom agent is any class named by ``package.module:Class`` (or
 ``package.module.Class``); it is built with no arguments, and a dict answer such as
 ``{"sql": "SELECT ..."}`` is normalised like an LLM answer. An agent whose ``classify`` returns
-None for a question (an end-to-end architecture without a classification phase) is not run in
-the predicted mode for it; the other three modes need no classification.
+None for a question, or that has no ``classify`` (an end-to-end architecture without a
+classification phase), runs only the taxonomy-only and taxonomy-free modes for it (§5.1: "only
+the taxonomy-only and taxonomy-free modes remain"); ground truth and predicted are skipped.
 
 Normalisation (reference rules, with its empty-string bug fixed): blank strings are no answer;
 no field → ``empty``; several fields → ``multiple`` and the priority question > sql > feedback
@@ -20,7 +21,7 @@ keeps one; on the final turn a question is not allowed (``question_on_final_turn
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pipelines.interaction import prompts
 from pipelines.taxonomy import SUBCATEGORY_BY_ID
@@ -169,8 +170,12 @@ class AgentHandle:
             return SystemResponse(status="agent_error", raw=f"{type(exc).__name__}: {exc}")
         if isinstance(out, SystemResponse):
             if out.status in ("ok", "multiple"):  # re-check what a custom agent built by hand
-                return normalise({"question": out.question, "sql": out.sql, "feedback": out.feedback}, turn.final,
-                                 raw=out.raw, call_id=out.call_id)
+                checked = normalise({"question": out.question, "sql": out.sql, "feedback": out.feedback},
+                                    turn.final, raw=out.raw, call_id=out.call_id)
+                # an answer already reduced from several fields keeps saying so
+                if out.status == "multiple" and checked.status == "ok":
+                    checked = replace(checked, status="multiple")
+                return checked
             return out
         if isinstance(out, dict):
             return normalise(out, turn.final, raw=repr(out))

@@ -3,8 +3,11 @@
 * Classification first: one prediction per (agent, question), shared by the predicted mode.
 * System turns ``step = 0 .. max_steps`` (default 3 clarifications + 1 final turn). SQL or feedback
   ends the conversation; a clarification is answered by the simulated user; an empty, failed or
-  unparseable answer ends it as a ``give_up`` (raw text kept). On the final turn the schema has no
-  question field, so a conversation never exceeds ``max_steps + 1`` system turns.
+  unparseable answer ends it as a ``give_up`` (raw text kept). A user turn that could not be
+  produced (a council call failed, :mod:`pipelines.interaction.user`) ends it as ``user_failed``:
+  an incomplete conversation, kept out of the metrics and retried by the next run. On the final
+  turn the schema has no question field, so a conversation never exceeds ``max_steps + 1`` system
+  turns.
 * Conversations run concurrently in threads (the council bounds in-flight calls per member);
   every call is cached, so an interrupted run that is started again repeats no call, and an
   interrupt stops every thread at once (``call_threads``) instead of waiting for calls in flight.
@@ -13,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import as_completed
 from dataclasses import asdict
 
 from pipelines.abiss.ids import stable_id
@@ -57,7 +61,8 @@ def run_conversation(agent: AgentHandle, row: dict, mode: str, prediction: Class
                 "system_feedback": resp.feedback, "system_status": resp.status, "system_raw": resp.raw,
                 "system_call_id": resp.call_id, "terminal": resp.kind != "question", "relevance": None,
                 "user_response": None, "short_circuit": False, "label_votes": [], "candidates": [],
-                "tournament": [], "fragments": [], "winner_member": None, "margin": None}
+                "tournament": [], "fragments": [], "winner_member": None, "margin": None, "user_status": None,
+                "user_error": None, "invalid_node_ids": []}
         turns.append(base)
         if resp.kind == "sql":
             end, out_sql = "sql", resp.sql
@@ -71,7 +76,11 @@ def run_conversation(agent: AgentHandle, row: dict, mode: str, prediction: Class
         u = user.answer(row, schema_context, history, resp.question, cid, step)
         base.update(relevance=u.relevance, user_response=u.answer, short_circuit=u.short_circuit,
                     label_votes=u.label_votes, candidates=u.candidates, tournament=u.tournament,
-                    fragments=u.fragments, winner_member=u.winner_member, margin=u.margin)
+                    fragments=u.fragments, winner_member=u.winner_member, margin=u.margin,
+                    user_status=u.status, user_error=u.error, invalid_node_ids=u.invalid_node_ids)
+        if u.failed:
+            end = "user_failed"
+            break
         history.append((resp.question, u.answer))
     return {"conversation_id": cid, "question_id": q.question_id, "db_id": q.db_id, "agent": agent.name,
             "agent_spec": agent.spec, "mode": mode, "category_given": category,
@@ -88,14 +97,20 @@ def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str],
     """All conversations; returns (conversations, skipped) where skipped lists agent × mode × question
     combinations that cannot run (predicted mode for an agent that did not classify the question)."""
     jobs, skipped = [], []
+    label_modes = {Mode.PREDICTED.value, Mode.GROUND_TRUTH.value}
     for agent in agents:
-        predictions = classify_all(agent, rows, schema_context, db_path, workers) if Mode.PREDICTED.value in modes else {}
+        # a council agent always has a classification phase: classify only for the predicted mode;
+        # a custom agent's classify is local code, asked whenever a label mode is requested (§5.1)
+        need = Mode.PREDICTED.value in modes or (agent.kind != "council" and label_modes & set(modes))
+        predictions = classify_all(agent, rows, schema_context, db_path, workers) if need else {}
         for row in rows:
             for mode in modes:
                 pred = predictions.get(row["question_id"])
-                # an agent without a classification phase cannot run the predicted mode; a failed
+                no_phase = agent.kind != "council" and (pred is None or pred.status == "no_classification")
+                # an agent without a classification phase runs only the label-free modes; a failed
                 # classification still runs (no category given) and counts as wrong for Rec/Cls
-                if mode == Mode.PREDICTED.value and (pred is None or pred.status == "no_classification"):
+                if (mode == Mode.PREDICTED.value and (pred is None or pred.status == "no_classification")) \
+                        or (mode == Mode.GROUND_TRUTH.value and no_phase):
                     skipped.append({"agent": agent.name, "mode": mode, "question_id": row["question_id"],
                                     "reason": pred.status if pred else "no_classification"})
                     continue
@@ -107,7 +122,9 @@ def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str],
         return i, run_conversation(agent, row, mode, pred, user, schema_context, db_path, max_steps)
 
     with call_threads(workers) as pool:
-        for i, conv in pool.map(work, range(len(jobs))):
+        # progress counts conversations as they finish, not in job order
+        for future in as_completed([pool.submit(work, i) for i in range(len(jobs))]):
+            i, conv = future.result()
             out[i] = conv
             done += 1
             if progress:

@@ -8,10 +8,20 @@ Per conversation (reference evaluators, ``None`` = not counted):
   phase has neither.
 * ``solved`` (EX): no SQL on an unanswerable question → None; no SQL on an answerable or ambiguous
   question (feedback, give-up) → False; SQL on an unanswerable question → False; otherwise the
-  relaxed equivalence of :mod:`pipelines.sqltools.equivalence` (a failing query → False).
+  relaxed equivalence of :mod:`pipelines.sqltools.equivalence` (a failing prediction → False).
+  **Cannot decide → None, never False** (``ex_status="undecided"``): the gold query fails, or its
+  result is larger than the executor's row/byte cap and the prediction's is too (a prediction that
+  runs within the cap has fewer rows than the gold, so that one is decided: False), or the
+  column-mapping search gives up.
 * ``explained`` (FB): feedback on an answerable / ambiguous question → False, none → None; an
-  unanswerable question without feedback → False; otherwise a strict-majority council vote against
-  the expected feedback (a tie rejects).
+  unanswerable question without feedback → False; otherwise the council of ``feedback_judges``
+  votes against the expected feedback, reference rule yes > no (a tie rejects) — **decided only
+  when the judges that answered fix that outcome whatever the missing ones would have said**
+  (:func:`fb_decision`): with 3 judges two agreeing votes; 1 yes + 2 failed judges is
+  ``undecided`` (None), counted apart, never "explained".
+* A conversation that ended ``user_failed`` (a user turn could not be produced) is *incomplete*:
+  EX and FB are None (``ex_status = fb_status = "incomplete"``) and it is left out of every
+  dialogue statistic and AIR; Rec / Cls, which rest on the classification alone, still count.
 
 A rate is ``#True / (#True + #False)``, so the denominators are exactly the paper's: EX over all
 answerable + ambiguous conversations plus unanswerable ones that produced SQL; FB over all
@@ -25,6 +35,10 @@ Relevant in an ambiguous conversation (it is always followed by a system turn); 
 turn gives SQL or feedback (an empty or failed answer is not terminal). A Relevant answer to the
 third clarification is terminal by construction (the final turn allows no question).
 
+Counted apart, per agent × mode (Table 4 rows ``incomplete``, ``ex_undecided``, ``fb_undecided``,
+value = share of the conversations, and a "Not counted" block in the report): these never enter a
+rate's numerator or denominator.
+
 Across agents, Table 5 / Table 6 average the per-agent rates (macro, as the paper's "averaged
 across models"); ``pooled`` rows give the micro average of the reference analysis script.
 """
@@ -36,6 +50,10 @@ from collections import defaultdict
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
 from pipelines.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
+from resources.llm.votes import decide, is_decided
+
+INCOMPLETE_END = "user_failed"
+FEEDBACK_ROLE = "feedback_judges"
 
 
 # ----------------------------------------------------------------------------- per conversation
@@ -60,10 +78,55 @@ def fb_outcome(gold_sub: str, pred_feedback: str | None) -> str:
     return "false" if pred_feedback is None else "judge"
 
 
+def execution_match(db_path: str, gold_sql: str, pred_sql: str, order_sensitive: bool = False,
+                    timeout_s: float = 3.0) -> tuple[bool | None, str]:
+    """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc)."""
+    from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
+    from resources.sql import execute_sql
+    from resources.sql.results import DEFAULT_MAX_ROWS, FailureKind, engine_of
+
+    too_big = (FailureKind.TOO_MANY_ROWS, FailureKind.TOO_LARGE)
+    gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
+    if not gold.ok and gold.kind not in too_big:
+        return None, f"cannot decide: gold failed: {gold.one_line()}"
+    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s)
+    if not pred.ok and pred.kind not in too_big:
+        return False, f"pred failed: {pred.one_line()}"
+    if not gold.ok:
+        if pred.ok and gold.kind is FailureKind.TOO_MANY_ROWS:
+            return False, (f"row count differs: gold more than {DEFAULT_MAX_ROWS} rows, pred {pred.row_count}")
+        return None, (f"cannot decide: gold result beyond the executor's cap of {DEFAULT_MAX_ROWS} rows / "
+                      f"{'prediction too' if not pred.ok else 'its byte limit'} ({gold.one_line()})")
+    if not pred.ok:  # gold fits, the prediction does not: more rows (or bytes) than the gold
+        return False, f"row count differs: gold {gold.row_count}, pred beyond the cap ({pred.one_line()})"
+    ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
+    v = results_equivalent(gold, pred, order_sensitive=ordered)
+    if not v.equivalent and v.reason.startswith("column mapping search gave up"):
+        return None, f"cannot decide: {v.reason}"
+    return bool(v.equivalent), v.reason
+
+
+def fb_decision(votes: list[bool | None], n_judges: int) -> bool | None:
+    """The FB outcome, or None (undecided) unless the readable votes fix the full council's outcome.
+
+    Reference rule on the full council: explained iff yes > no (a tie rejects). A judge whose call
+    failed or whose answer could not be read may have said anything; the decision stands only if
+    it is the same for every way those judges could have voted (with 3 judges: 2 agreeing votes)."""
+    valid = [v for v in votes if v is not None]
+    missing = n_judges - len(valid)
+    if not is_decided(valid, missing, "strict_majority"):
+        return None
+    return decide(valid + [None] * missing, "strict_majority").decision
+
+
+def feedback_role(councils) -> str:
+    """The council that judges FB: its own role ``feedback_judges``; a council file without it uses
+    the user council (the paper: "the same models as the user council"), never the AI-SQL ``judges``."""
+    return FEEDBACK_ROLE if FEEDBACK_ROLE in councils else "user_simulator"
+
+
 def score_conversation(conv: dict, q: dict, db_path: str, feedback_judge=None, order_sensitive: bool = False,
                        schema_context: str = "", timeout_s: float = 3.0) -> dict:
-    from pipelines.sqltools.equivalence import sql_equivalent
-
     gold = q["subcategory"]
     out = {k: conv[k] for k in ("conversation_id", "question_id", "db_id", "agent", "mode", "end", "n_turns",
                                 "predicted_subcategory", "predicted_sql", "predicted_feedback")}
@@ -72,29 +135,14 @@ def score_conversation(conv: dict, q: dict, db_path: str, feedback_judge=None, o
     predicted_mode = conv["mode"] == "predicted"
     out["recognition"] = recognition(gold, conv["predicted_subcategory"]) if predicted_mode else None
     out["classification"] = (conv["predicted_subcategory"] == gold) if predicted_mode else None
-    ex = ex_outcome(gold, conv["predicted_sql"])
-    if ex == "skip":
-        out["solved"], out["ex_reason"] = None, "no SQL on an unanswerable question"
-    elif ex == "false":
-        out["solved"] = False
-        out["ex_reason"] = ("SQL on an unanswerable question" if conv["predicted_sql"] else f"no SQL ({conv['end']})")
-    else:
-        v = sql_equivalent(db_path, q["sql"], conv["predicted_sql"], order_sensitive=order_sensitive,
-                           timeout_s=timeout_s)
-        out["solved"], out["ex_reason"] = bool(v.equivalent), v.reason
-    fb = fb_outcome(gold, conv["predicted_feedback"])
     out["fb_votes"] = []
-    if fb == "skip":
-        out["explained"], out["fb_reason"] = None, "no feedback on a solvable question"
-    elif fb == "false":
-        out["explained"] = False
-        out["fb_reason"] = "feedback on a solvable question" if conv["predicted_feedback"] else f"no feedback ({conv['end']})"
-    elif feedback_judge is None:
-        out["explained"], out["fb_reason"] = None, "no feedback judge configured"
+    if conv["end"] == INCOMPLETE_END:
+        reason = "incomplete: a user turn could not be produced (a council call failed; run again to retry it)"
+        out.update(solved=None, explained=None, ex_status="incomplete", fb_status="incomplete", ex_reason=reason,
+                   fb_reason=reason)
     else:
-        decision, votes = feedback_judge(q, conv["predicted_feedback"])
-        out["explained"], out["fb_votes"] = bool(decision), votes
-        out["fb_reason"] = f"council: {sum(v['vote'] == 'Yes' for v in votes)} yes of {len(votes)}"
+        _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s)
+        _score_fb(out, conv, q, gold, feedback_judge)
     turns = conv["turns"]
     out["n_clarifications"] = sum(1 for t in turns if t["system_question"])
     labels = [t["relevance"] for t in turns if t["relevance"] is not None]
@@ -109,18 +157,62 @@ def score_conversation(conv: dict, q: dict, db_path: str, feedback_judge=None, o
     return out
 
 
+def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s) -> None:
+    ex = ex_outcome(gold, conv["predicted_sql"])
+    out["ex_status"] = "scored"
+    if ex == "skip":
+        out["solved"], out["ex_reason"], out["ex_status"] = None, "no SQL on an unanswerable question", "not_applicable"
+    elif ex == "false":
+        out["solved"] = False
+        out["ex_reason"] = ("SQL on an unanswerable question" if conv["predicted_sql"] else f"no SQL ({conv['end']})")
+    else:
+        out["solved"], out["ex_reason"] = execution_match(db_path, q["sql"], conv["predicted_sql"], order_sensitive,
+                                                          timeout_s)
+        if out["solved"] is None:
+            out["ex_status"] = "undecided"
+
+
+def _score_fb(out, conv, q, gold, feedback_judge) -> None:
+    fb = fb_outcome(gold, conv["predicted_feedback"])
+    out["fb_status"] = "scored"
+    if fb == "skip":
+        out["explained"], out["fb_reason"], out["fb_status"] = None, "no feedback on a solvable question", "not_applicable"
+    elif fb == "false":
+        out["explained"] = False
+        out["fb_reason"] = "feedback on a solvable question" if conv["predicted_feedback"] else f"no feedback ({conv['end']})"
+    elif feedback_judge is None:
+        out["explained"], out["fb_reason"], out["fb_status"] = None, "cannot decide: no feedback judge configured", "undecided"
+    else:
+        decision, votes = feedback_judge(q, conv["predicted_feedback"])
+        out["explained"], out["fb_votes"] = decision, votes
+        yes, no = sum(v["vote"] == "Yes" for v in votes), sum(v["vote"] == "No" for v in votes)
+        n = getattr(feedback_judge, "n_judges", len(votes))
+        tally = f"{yes} yes, {no} no of {n} judges"
+        if decision is None:
+            out["fb_status"], out["fb_reason"] = "undecided", f"cannot decide: {tally} (no majority of the judges)"
+        else:
+            out["fb_reason"] = f"council: {tally}"
+
+
 def council_feedback_judge(council, schema_context: str):
-    """A ``feedback_judge`` backed by a council: strict majority, tie rejects, abstentions are not yes."""
+    """A ``feedback_judge`` backed by a council: yes > no over the configured judges (tie rejects),
+    decided only when the missing or unreadable votes could not change it (:func:`fb_decision`)."""
     from pipelines.interaction import prompts
+
+    n = len(council.member_names)
 
     def judge(q: dict, feedback: str):
         outcome = council.vote(prompts.feedback_messages(schema_context, q, feedback), prompts.FeedbackMatch,
                                extract=lambda p: p.matches, rule="strict_majority",
                                tag=dict(stage="interaction_feedback", candidate_id=q["question_id"]))
         votes = [{"member": v.member, "vote": None if v.vote is None else ("Yes" if v.vote else "No"),
-                  "parsed_ok": v.parsed_ok, "llm_call_id": v.call_id} for v in outcome.votes]
-        return outcome.decision, votes
+                  "parsed_ok": v.parsed_ok, "llm_call_id": v.call_id, "status": r.status, "error": r.error}
+                 for v, r in zip(outcome.votes, outcome.results)]
+        # members left unasked (the council stopped once the outcome was fixed) count as free votes
+        decision = fb_decision([v.vote for v in outcome.votes] + [None] * outcome.calls_saved, n)
+        return decision, votes
 
+    judge.n_judges = n
     return judge
 
 
@@ -145,8 +237,18 @@ def _mean_row(table, agent, mode, sub, metric, value, k, n) -> dict:
             "numerator": k, "denominator": n}
 
 
+def _complete(c: dict) -> bool:
+    return c.get("end") != INCOMPLETE_END
+
+
+def _count_row(agent, mode, metric, convs: list[dict], flagged) -> dict:
+    k = sum(1 for c in convs if flagged(c))
+    return _mean_row("table4", agent, mode, None, metric, k / len(convs) if convs else None, k, len(convs))
+
+
 def _dialogue_rows(table, agent, mode, convs: list[dict]) -> list[dict]:
-    amb = [c for c in convs if c["group"] == Group.AMBIGUOUS.value]
+    # incomplete conversations (a user turn could not be produced) never enter the label shares or AIR
+    amb = [c for c in convs if c["group"] == Group.AMBIGUOUS.value and _complete(c)]
     rows = []
     n = len(amb)
     turns = sum(c["n_turns"] for c in amb)
@@ -179,6 +281,10 @@ def metric_rows(scores: list[dict]) -> list[dict]:
                 continue
             rows.append(_row("table4", agent, mode, None, "ex", [s["solved"] for s in convs]))
             rows.append(_row("table4", agent, mode, None, "fb", [s["explained"] for s in convs]))
+            # counted apart, never in a rate: incomplete dialogues, EX / FB that cannot be decided
+            rows.append(_count_row(agent, mode, "incomplete", convs, lambda c: not _complete(c)))
+            rows.append(_count_row(agent, mode, "ex_undecided", convs, lambda c: c.get("ex_status") == "undecided"))
+            rows.append(_count_row(agent, mode, "fb_undecided", convs, lambda c: c.get("fb_status") == "undecided"))
             rows.append(_row("table5", agent, mode, None, "ans_ex",
                              [s["solved"] for s in convs if s["group"] == "answerable"]))
             rows.append(_row("table5", agent, mode, None, "amb_ex",
@@ -265,11 +371,33 @@ def appendix_d_lines(rows: list[dict]) -> list[str]:
         _dialogue_line(a, rows, "appendix_d", a, "all") for a in agents]
 
 
+def not_counted_lines(rows: list[dict]) -> list[str]:
+    """Conversations no rate counts: incomplete dialogues (a failed council call) and undecided EX / FB."""
+    out = [f"{'agent':<24} {'mode':<16} {'incomplete':>10} {'EX undecided':>13} {'FB undecided':>13}"]
+    keys = sorted({(r["agent"], r["mode"]) for r in rows if r["table"] == "table4" and r["metric"] == "incomplete"})
+    for agent, mode in keys:
+        got = {r["metric"]: r for r in rows if r["table"] == "table4" and (r["agent"], r["mode"]) == (agent, mode)}
+        cells = [f"{got[m]['numerator']}/{got[m]['denominator']}" if m in got else "–"
+                 for m in ("incomplete", "ex_undecided", "fb_undecided")]
+        out.append(f"{agent:<24} {MODE_LABELS.get(mode, mode):<16} {cells[0]:>10} {cells[1]:>13} {cells[2]:>13}")
+    return out
+
+
 def report_text(rows: list[dict]) -> str:
     parts = ["Table 4 — per agent: predicted mode (ground truth in parentheses), %", *table4_lines(rows), "",
+             "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed; "
+             "run again to retry exactly those calls); undecided: EX / FB cannot be decided", *not_counted_lines(rows),
+             "",
              "Table 5 — per mode, mean over agents, %", *table5_lines(rows), "",
              "Table 6 — dialogue statistics on ambiguous questions, mean over agents", *table6_lines(rows), "",
              "Appendix D — dialogue statistics per agent", *appendix_d_lines(rows)]
+    from pipelines.interaction.leakage import leakage_lines
+
+    leak = leakage_lines(rows)
+    if leak:
+        parts += ["", "Leakage — user answers with a gold-only SQL value or the hidden knowledge verbatim, "
+                  "% [95% bootstrap interval over questions]; per member: every answer it wrote, per label: the "
+                  "answers the system received", *leak]
     return "\n".join(parts)
 
 

@@ -14,12 +14,13 @@ import polars as pl
 
 from pipelines.interaction.modes import REFERENCE_CATEGORY_USE
 
-LABEL_VOTE = pl.Struct({"member": pl.String, "label": pl.String, "node_ids": pl.List(pl.Int64),
-                        "parsed_ok": pl.Boolean, "llm_call_id": pl.String})
-CANDIDATE = pl.Struct({"member": pl.String, "answer": pl.String, "parsed_ok": pl.Boolean, "llm_call_id": pl.String})
+# every vote keeps its call's status (ok / parse_failed / call_failed) and error, for the audit trail
+_CALL = {"parsed_ok": pl.Boolean, "llm_call_id": pl.String, "status": pl.String, "error": pl.String}
+LABEL_VOTE = pl.Struct({"member": pl.String, "label": pl.String, "node_ids": pl.List(pl.Int64), **_CALL})
+CANDIDATE = pl.Struct({"member": pl.String, "answer": pl.String, **_CALL})
 JUDGE_VOTE = pl.Struct({"judge": pl.String, "candidate_a": pl.String, "candidate_b": pl.String, "winner": pl.String,
-                        "parsed_ok": pl.Boolean, "llm_call_id": pl.String})
-FB_VOTE = pl.Struct({"member": pl.String, "vote": pl.String, "parsed_ok": pl.Boolean, "llm_call_id": pl.String})
+                        **_CALL})
+FB_VOTE = pl.Struct({"member": pl.String, "vote": pl.String, **_CALL})
 
 TURN_SCHEMA = {
     "conversation_id": pl.String, "question_id": pl.String, "db_id": pl.String, "agent": pl.String,
@@ -28,7 +29,8 @@ TURN_SCHEMA = {
     "system_call_id": pl.String, "terminal": pl.Boolean, "relevance": pl.String, "user_response": pl.String,
     "short_circuit": pl.Boolean, "label_votes": pl.List(LABEL_VOTE), "candidates": pl.List(CANDIDATE),
     "tournament": pl.List(JUDGE_VOTE), "fragments": pl.List(pl.String), "winner_member": pl.String,
-    "margin": pl.Int64, "end": pl.String, "n_turns": pl.Int64, "predicted_sql": pl.String,
+    "margin": pl.Int64, "user_status": pl.String, "user_error": pl.String, "invalid_node_ids": pl.List(pl.Int64),
+    "end": pl.String, "n_turns": pl.Int64, "predicted_sql": pl.String,
     "predicted_feedback": pl.String, "category_given": pl.String, "predicted_subcategory": pl.String,
     "classification_status": pl.String, "classification_call_id": pl.String, "max_steps": pl.Int64,
 }
@@ -40,13 +42,16 @@ SCORE_SCHEMA = {
     "mode": pl.String, "subcategory": pl.String, "group": pl.String, "style": pl.String, "difficulty": pl.String,
     "end": pl.String, "n_turns": pl.Int64, "predicted_subcategory": pl.String, "predicted_sql": pl.String,
     "predicted_feedback": pl.String, "recognition": pl.Boolean, "classification": pl.Boolean,
-    "solved": pl.Boolean, "ex_reason": pl.String, "explained": pl.Boolean, "fb_reason": pl.String,
+    "solved": pl.Boolean, "ex_status": pl.String, "ex_reason": pl.String, "explained": pl.Boolean,
+    "fb_status": pl.String, "fb_reason": pl.String,
     "fb_votes": pl.List(FB_VOTE), "n_clarifications": pl.Int64, "n_relevant": pl.Int64, "n_technical": pl.Int64,
     "n_irrelevant": pl.Int64, "air_cases": pl.Int64, "air_terminal": pl.Int64,
 }
 METRIC_SCHEMA = {"db_id": pl.String, "table": pl.String, "agent": pl.String, "mode": pl.String,
                  "subcategory": pl.String, "metric": pl.String, "value": pl.Float64, "numerator": pl.Int64,
-                 "denominator": pl.Int64}
+                 "denominator": pl.Int64,
+                 # leakage rows: which answers (all / member=... / label=...) and the bootstrap interval
+                 "slice": pl.String, "low": pl.Float64, "high": pl.Float64}
 
 
 def turns_frame(conversations: list[dict], max_steps: int) -> pl.DataFrame:
@@ -75,7 +80,7 @@ def scores_frame(scores: list[dict]) -> pl.DataFrame:
 
 
 def metrics_frame(rows: list[dict], db_id: str | None) -> pl.DataFrame:
-    return pl.DataFrame([{"db_id": db_id, **r} for r in rows], schema=METRIC_SCHEMA)
+    return pl.DataFrame([{**dict.fromkeys(METRIC_SCHEMA), "db_id": db_id, **r} for r in rows], schema=METRIC_SCHEMA)
 
 
 def all_call_ids(turns: pl.DataFrame) -> list[str]:

@@ -10,10 +10,11 @@ For one clarification question:
    (:mod:`pipelines.interaction.fragments`). Labels are constrained by group through the output
    schema: answerable questions allow Technical / Irrelevant only (a Relevant answer fails
    validation and is an abstention).
-2. **Vote** — plurality (:func:`resources.llm.votes.decide`); a tie between the top labels, or no
-   valid vote at all, is **Irrelevant**, even when nobody voted Irrelevant (reference rule).
-   The Technical fragments are the union of the node ids chosen by the Technical voters (ids
-   outside the list are dropped), sorted by id.
+2. **Vote** — plurality (:func:`resources.llm.votes.decide`); a tie between the top labels is
+   **Irrelevant**, even when nobody voted Irrelevant (reference rule). The Technical fragments are
+   the union of the node ids chosen by the Technical voters, sorted by id; ids outside the query's
+   fragments are dropped and recorded (``invalid_node_ids``), and at most ``max_fragments`` are
+   kept (the ids chosen by the most Technical voters first, then the lowest ids).
 3. **Stage 2** — the members whose label matches the winner answer under that label (the paper's
    candidate filter; ``candidate_filter="all"`` is the reference code's choice). When no member
    voted the winner (a tie turned Irrelevant), every member answers.
@@ -22,7 +23,18 @@ For one clarification question:
    from a per-conversation seeded RNG); the most votes win, a tie goes to the lowest index. The
    judge sees the clarification question (the reference judge does not).
 
-Every label, answer and judge vote keeps its ``llm_call_id``.
+Every label, answer and judge vote keeps its ``llm_call_id``, status and error.
+
+**Failed calls never become a user turn.** The reference code raises on any council failure, so
+every reference user turn rests on every call it makes. Here a call that failed in transport
+(``call_failed``: timeout, refused connection, HTTP error after the retries) anywhere in the turn —
+a stage-1 label, a stage-2 answer, a tournament judge — means the turn is *not produced*: the
+:class:`UserTurn` is ``failed`` with no label and no answer, and the dialogue ends as
+``user_failed`` (excluded from every dialogue metric, counted as incomplete). The call log caches
+only successful calls, so running the job again retries exactly the calls that failed. An answer
+that arrived but could not be read (``parse_failed``) is an abstention, as before; but when *no*
+stage-1 vote or *no* stage-2 answer is readable the turn is not produced either (no label is
+invented from nothing).
 """
 
 from __future__ import annotations
@@ -43,8 +55,8 @@ CANDIDATE_FILTERS = ("label", "all")
 
 @dataclass
 class UserTurn:
-    relevance: str
-    answer: str
+    relevance: str | None  # None when the turn could not be produced (``failed``)
+    answer: str | None
     short_circuit: bool = False
     label_votes: list[dict] = field(default_factory=list)  # member, label, node_ids, parsed_ok, llm_call_id
     candidates: list[dict] = field(default_factory=list)  # member, answer, parsed_ok, llm_call_id
@@ -53,24 +65,63 @@ class UserTurn:
     winner_member: str | None = None
     margin: int | None = None
     unanimous: bool | None = None
+    failed: bool = False  # a call failed (or nothing readable came back): no label, no answer
+    error: str | None = None  # why the turn was not produced
+    invalid_node_ids: list[int] = field(default_factory=list)  # stage-1 ids outside the query's fragments
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.failed else "short_circuit" if self.short_circuit else "ok"
+
+
+def _call_fields(r) -> dict:
+    return {"status": r.status, "error": r.error, "parsed_ok": r.ok, "llm_call_id": r.call_id}
+
+
+def _transport_failures(records: list[dict], who: str) -> list[str]:
+    return [f"{who} {rec.get('member') or rec.get('judge')}: {rec['error']}" for rec in records
+            if rec["status"] == "call_failed"]
+
+
+def _failed(turn: "UserTurn", error: str) -> "UserTurn":
+    turn.failed, turn.error, turn.relevance, turn.answer = True, error, None, None
+    turn.winner_member, turn.margin = None, None
+    return turn
 
 
 def winning_label(labels: list[str | None]) -> str:
-    """Plurality over the stage-1 labels; a tie (or no vote) is Irrelevant."""
+    """Plurality over the stage-1 labels; a tie is Irrelevant (no vote at all never reaches this:
+    :meth:`SimulatedUser.answer` marks such a turn as failed)."""
     tally = decide(labels, "plurality", tie="reject")
     return tally.decision if tally.decision is not None else "Irrelevant"
 
 
-def technical_fragments(votes: list[dict], fragments: list[Fragment]) -> tuple[list[Fragment], list[int]]:
-    """Union of the Technical voters' node ids → fragments sorted by id, plus the invalid ids dropped."""
+MAX_FRAGMENTS = 4  # default cap on the fragments a Technical answer is grounded on (see docs/notes/issue-22.md)
+
+
+def technical_fragments(votes: list[dict], fragments: list[Fragment],
+                        max_fragments: int | None = MAX_FRAGMENTS) -> tuple[list[Fragment], list[int]]:
+    """Union of the Technical voters' node ids → fragments sorted by id, plus the invalid ids dropped.
+
+    Ids outside the query's fragments (a hallucinated ``[1..20]`` for a 6-node query) are dropped
+    and returned; at most ``max_fragments`` fragments are kept (None = no cap): those chosen by the
+    most Technical voters, ties to the lowest id — so a voter that lists every node cannot hand the
+    answer prompt the whole query (including the WHERE value the user is meant to hold back)."""
     by_id = {f.id: f for f in fragments}
-    chosen, invalid = set(), []
+    chosen: dict[int, int] = {}
+    invalid: list[int] = []
     for v in votes:
         if v["label"] != "Technical":
             continue
-        for i in v.get("node_ids") or []:
-            (chosen.add(i) if i in by_id else invalid.append(i))
-    return [by_id[i] for i in sorted(chosen)], invalid
+        for i in dict.fromkeys(v.get("node_ids") or []):
+            if i in by_id:
+                chosen[i] = chosen.get(i, 0) + 1
+            else:
+                invalid.append(i)
+    keep = sorted(chosen, key=lambda i: (-chosen[i], i))
+    if max_fragments is not None:
+        keep = keep[:max_fragments]
+    return [by_id[i] for i in sorted(keep)], invalid
 
 
 def tournament(n: int, judge_votes) -> tuple[int, list[int]]:
@@ -83,12 +134,17 @@ def tournament(n: int, judge_votes) -> tuple[int, list[int]]:
 
 
 class SimulatedUser:
-    def __init__(self, council, candidate_filter: str = "label", seed: int = 42):
+    def __init__(self, council, candidate_filter: str = "label", seed: int = 42,
+                 max_fragments: int | None = MAX_FRAGMENTS, log=None):
         if candidate_filter not in CANDIDATE_FILTERS:
             raise ValueError(f"candidate_filter must be one of {CANDIDATE_FILTERS}")
+        if max_fragments is not None and max_fragments < 1:
+            raise ValueError(f"max_fragments must be at least 1 (got {max_fragments})")
         self.council = council
         self.candidate_filter = candidate_filter
         self.seed = seed
+        self.max_fragments = max_fragments
+        self.log = log  # a logging.Logger-like object for hallucinated node ids (optional)
 
     def answer(self, q: dict, schema_context: str, turns: list[tuple[str, str | None]], clarification: str,
                conversation_id: str, step: int) -> UserTurn:
@@ -103,13 +159,24 @@ class SimulatedUser:
         votes = []
         for member, r in zip(self.council.member_names, results):
             votes.append({"member": member, "label": r.parsed.relevancy if r.ok else None,
-                          "node_ids": list(r.parsed.node_ids) if r.ok else [], "parsed_ok": r.ok,
-                          "llm_call_id": r.call_id})
+                          "node_ids": list(r.parsed.node_ids) if r.ok else [], **_call_fields(r)})
         labels = [v["label"] for v in votes]
-        label = winning_label(labels)
         valid = [x for x in labels if x is not None]
-        chosen, _invalid = technical_fragments(votes, fragments)
+        turn = UserTurn(None, None, label_votes=votes,
+                        unanimous=bool(valid) and len(set(valid)) == 1 and len(valid) == len(labels))
+        failures = _transport_failures(votes, "label vote")
+        if failures:
+            return _failed(turn, "; ".join(failures))
+        if not valid:
+            return _failed(turn, f"no readable label from any of the {len(votes)} members")
+        label = winning_label(labels)
+        chosen, invalid = technical_fragments(votes, fragments, self.max_fragments)
+        turn.invalid_node_ids = invalid
+        if invalid and self.log is not None:
+            self.log.warning(f"conversation {conversation_id} step {step}: stage-1 node ids {sorted(set(invalid))} "
+                             f"are not among the query's {len(fragments)} fragments; dropped")
         fragment_texts = [f.sql for f in chosen] if label == "Technical" else []
+        turn.relevance, turn.fragments = label, fragment_texts
 
         answerers = [v["member"] for v in votes if v["label"] == label] if self.candidate_filter == "label" else []
         if not answerers:
@@ -117,13 +184,15 @@ class SimulatedUser:
         amsgs = prompts.user_answer_messages(schema_context, q, turns, clarification, label, fragment_texts)
         atag = dict(stage="interaction_user_answer", label=label, **tag)
         answers = [self.council.ask(m, amsgs, prompts.UserAnswer, tag=atag) for m in answerers]
-        candidates = [{"member": m, "answer": (r.parsed.answer.strip() if r.ok else None), "parsed_ok": r.ok,
-                       "llm_call_id": r.call_id} for m, r in zip(answerers, answers)]
+        candidates = [{"member": m, "answer": (r.parsed.answer.strip() if r.ok else None), **_call_fields(r)}
+                      for m, r in zip(answerers, answers)]
+        turn.candidates = candidates
         usable = [c for c in candidates if c["answer"]]
-        turn = UserTurn(label, REFUSAL, label_votes=votes, candidates=candidates, fragments=fragment_texts,
-                        unanimous=bool(valid) and len(set(valid)) == 1 and len(valid) == len(labels))
-        if not usable:  # every member failed: the refusal keeps the dialogue going (recorded)
-            return turn
+        failures = _transport_failures(candidates, "answer")
+        if failures:
+            return _failed(turn, "; ".join(failures))
+        if not usable:
+            return _failed(turn, f"no readable answer from any of the {len(candidates)} answering members")
         if len(usable) == 1 or len({c["answer"] for c in usable}) == 1:
             turn.answer, turn.winner_member = usable[0]["answer"], usable[0]["member"]
             return turn
@@ -143,9 +212,13 @@ class SimulatedUser:
                 records.append({"judge": member, "candidate_a": usable[a]["member"],
                                 "candidate_b": usable[b]["member"],
                                 "winner": usable[winner]["member"] if winner is not None else None,
-                                "parsed_ok": r.ok, "llm_call_id": r.call_id})
+                                **_call_fields(r)})
+        turn.tournament = records
+        failures = _transport_failures(records, "judge")
+        if failures:
+            return _failed(turn, "; ".join(failures))
         best, tallies = tournament(len(usable), judge_votes)
         ordered = sorted(tallies, reverse=True)
         turn.answer, turn.winner_member = usable[best]["answer"], usable[best]["member"]
-        turn.tournament, turn.margin = records, ordered[0] - ordered[1]
+        turn.margin = ordered[0] - ordered[1]
         return turn

@@ -171,6 +171,7 @@ DEFAULT_CONFIG: dict = {
         "oracles": ["smollm2"],
         "ai_operator": ["smollm2"],  # the LLM inside AI.IF / NLfilter (aisql)
         "judges": ["smollm2"],  # autorater and LLM-SQL-Solver baselines (aisql)
+        "feedback_judges": ["smollm2"],  # ABISS FB: does the system's feedback match the expected one
     },
 }
 

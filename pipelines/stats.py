@@ -1,4 +1,7 @@
-"""AVT-cluster percentile bootstrap (spec §6.6), vectorised with numpy.
+"""Cluster percentile bootstrap, vectorised with numpy: a shared core (no paper package imports).
+
+Used by AmbiTab (the AVT-cluster bootstrap of spec §6.6) and by the ABISS interaction job (leakage
+diagnostics on dialogues, clusters = questions).
 
 A statistic is a difference of run means, mean_A − mean_B (or one run mean when B is absent),
 where each run's mean is over its eligible observations (record × seed rows). Observations are

@@ -1,0 +1,150 @@
+"""Issue 22, items 1–2: a failed LLM call never becomes a relevancy label or an FB verdict.
+
+A scripted council fails chosen calls (a non-retryable HTTP error = a transport failure). The user
+turn is then not produced: the conversation ends ``user_failed``, is kept out of EX/FB, the label
+statistics and AIR, is counted as incomplete, and a rerun sends exactly the calls that failed."""
+
+import pytest
+
+from pipelines.interaction import metrics as M
+from pipelines.interaction.agents import AgentHandle
+from pipelines.interaction.dialogue import run_conversation
+from pipelines.interaction.user import SimulatedUser
+from resources.llm import Council, call_log
+from tests.interaction.helpers import Script, kind_of, question_row
+from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+
+AMB = question_row("lexical_vagueness", "List the tall students.",
+                   sql="SELECT name FROM students WHERE height_cm > 200", hidden_knowledge="tall means over 200 cm",
+                   qid="q-amb")
+
+
+def council(role="user_simulator", n=3, prefix="u"):
+    return Council(role, [scripted_member(f"{prefix}{i}", max_retries=0) for i in range(n)], call_log())
+
+
+class AskThenSql:
+    """A custom agent: one clarification, then SQL."""
+    name = "ask-then-sql"
+
+    def respond(self, turn):
+        return {"question": "What height counts as tall?"} if not turn.history else {"sql": "SELECT 1"}
+
+
+def failing(script: Script, fail: set):
+    """Wrap a Script: (kind, member) pairs in ``fail`` answer a non-retryable HTTP error."""
+    def responder(req):
+        kind = kind_of([m for m in req.messages if m["role"] == "user"][-1]["content"])
+        if (kind, req.model.split("/")[-1]) in fail:
+            script.seen.append((kind, req.model.split("/")[-1]))
+            return http_error(400, "scripted transport failure")
+        return script(req)
+    return responder
+
+
+def script(labels=("Relevant", "Relevant", "Relevant")):
+    return Script(user_classify=lambda m, t, r: {"reasoning": "", "relevancy": labels[int(m[-1])], "node_ids": []},
+                  user_answer=lambda m, t, r: {"answer": "over 200 cm"},
+                  tournament=lambda m, t, r: {"analysis": "", "answer": "A"})
+
+
+@pytest.mark.parametrize("fail", [
+    {("user_classify", "u1"), ("user_classify", "u2")},  # 1 valid vote + 2 failed: was labelled Relevant
+    {("user_classify", "u0"), ("user_classify", "u1"), ("user_classify", "u2")},  # no vote: was Irrelevant
+    {("user_answer", "u0"), ("user_answer", "u1"), ("user_answer", "u2")},  # no answer: was the refusal text
+    {("user_classify", "u2")},  # one failed voter could have changed the candidates: not the reference turn
+])
+def test_failed_user_calls_never_become_a_label(scripted, fail):
+    s = script()
+    scripted.responder = failing(s, fail)
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "What height counts as tall?", "conv", 0)
+    assert u.failed and u.relevance is None and u.answer is None
+    assert "scripted transport failure" in u.error
+
+
+def test_parse_failures_are_abstentions_but_no_readable_vote_is_no_label(scripted):
+    scripted.responder = script(labels=(None, None, "Relevant"))  # None → unparseable after repair
+    scripted.responder.handlers["user_classify"] = (
+        lambda m, t, r: "garbage" if m != "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []})
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Tall?", "conv", 0)
+    assert not u.failed and u.relevance == "Relevant"  # the models answered: unreadable = abstention
+    scripted.responder.handlers["user_classify"] = lambda m, t, r: "garbage"
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "How tall is tall?", "conv2", 0)  # not cached
+    assert u.failed and u.relevance is None and "no readable label" in u.error
+
+
+def _conversation(user, qid="q-amb"):
+    agent = AgentHandle(AskThenSql(), "ask-then-sql", "custom", "tests:AskThenSql")
+    row = {**AMB, "question_id": qid}
+    return run_conversation(agent, row, "taxonomy_free", None, user, "schema", "/nonexistent.sqlite")
+
+
+def test_failed_user_turn_ends_the_conversation_and_is_counted_apart(scripted):
+    s = script()
+    scripted.responder = failing(s, {("user_classify", "u1"), ("user_classify", "u2")})
+    user = SimulatedUser(council())
+    conv = _conversation(user)
+    assert conv["end"] == "user_failed" and conv["n_turns"] == 1
+    t = conv["turns"][0]
+    assert t["relevance"] is None and t["user_response"] is None and t["user_status"] == "failed"
+    assert [v["status"] for v in t["label_votes"]] == ["ok", "call_failed", "call_failed"]
+    assert all("scripted transport failure" in v["error"] for v in t["label_votes"][1:])
+
+    scripted.responder = script()
+    ok = _conversation(SimulatedUser(council()), qid="q-amb-2")
+    assert ok["end"] == "sql"
+    score = [M.score_conversation(c, AMB, "/nonexistent.sqlite") for c in (conv, ok)]
+    failed = score[0]
+    assert failed["solved"] is None and failed["explained"] is None and "user turn" in failed["ex_reason"]
+    rows = M.metric_rows(score)
+    get = {(r["table"], r["agent"], r["mode"], r["metric"]): r for r in rows}
+    # only the complete conversation counts in the label statistics and AIR ...
+    assert get[("table6", "ask-then-sql", "taxonomy_free", "relevant_pct")]["denominator"] == 1
+    assert get[("table6", "ask-then-sql", "taxonomy_free", "air")]["denominator"] == 1
+    assert get[("table6", "ask-then-sql", "taxonomy_free", "avg_turns")]["denominator"] == 1
+    # ... and the failed one is counted on its own line of the report
+    inc = get[("table4", "ask-then-sql", "taxonomy_free", "incomplete")]
+    assert (inc["numerator"], inc["denominator"]) == (1, 2)
+    assert "incomplete" in M.report_text(rows).lower()
+
+
+def test_rerun_retries_exactly_the_failed_calls(scripted):
+    fail = {("user_classify", "u1"), ("user_answer", "u0")}
+    s = script()
+    scripted.responder = failing(s, fail)
+    conv = _conversation(SimulatedUser(council()))
+    assert conv["end"] == "user_failed"
+    first = list(s.seen)
+    failed_first = [x for x in first if x in fail]
+    assert failed_first == [("user_classify", "u1")]  # stage 2 never ran: the label was not produced
+    # the call log never caches a failed call: the rerun sends it again, and nothing that succeeded
+    s2 = script()
+    scripted.responder = failing(s2, {("user_answer", "u0")})
+    conv = _conversation(SimulatedUser(council()))
+    assert conv["end"] == "user_failed"
+    assert [x for x in s2.seen if x[0] == "user_classify"] == [("user_classify", "u1")]
+    assert ("user_answer", "u0") in s2.seen
+    s3 = script()
+    scripted.responder = s3
+    conv = _conversation(SimulatedUser(council()))
+    assert conv["end"] == "sql"
+    assert s3.seen == [("user_answer", "u0")]  # only the call that failed last time; the rest is cached
+    log = call_log()
+    assert log.count("status != 'ok'") == 0  # each failed row was overwritten by its successful retry
+
+
+def test_incomplete_conversations_fit_the_stored_contracts(scripted):
+    from pipelines.interaction import tables as T
+    from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
+
+    scripted.responder = failing(script(), {("user_classify", "u1")})
+    conv = _conversation(SimulatedUser(council()))
+    turns = T.turns_frame([conv], 3)
+    assert INTERACTION_TURNS.schema_problems(turns) == []
+    assert turns["user_status"].to_list() == ["failed"] and turns["end"].to_list() == ["user_failed"]
+    assert T.conversations_from_turns(turns)[0]["end"] == "user_failed"  # survives the round trip
+    scores = T.scores_frame([M.score_conversation(conv, AMB, "/nonexistent.sqlite")])
+    assert INTERACTION_SCORES.schema_problems(scores) == []
+    assert scores["ex_status"].to_list() == ["incomplete"]
+    ids = T.all_call_ids(turns)
+    assert len(ids) == 3  # the failed vote's call id is kept for the audit trail

@@ -1,0 +1,180 @@
+"""Issue 22, items 2, 4, 5: FB decides only on a majority of the configured judges, a gold result
+beyond the row cap is never scored 'wrong', hallucinated fragment ids never reach the answer prompt."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.interaction import metrics as M
+from pipelines.interaction.fragments import extract_fragments
+from pipelines.interaction.user import SimulatedUser, technical_fragments
+from resources.llm import Council, call_log, load_council_config
+from resources.llm.votes import decide
+from resources.sql.results import DEFAULT_MAX_ROWS
+from tests.interaction.helpers import Script, question_row
+from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+UNANS = question_row("missing_entity", "List the staff.", feedback="There is no staff table.", qid="q-unans")
+
+
+def _conv(end="feedback", sql=None, feedback="No staff table exists.", mode="taxonomy_free"):
+    return {"conversation_id": "c1", "question_id": "q", "db_id": "d", "agent": "a", "mode": mode, "end": end,
+            "n_turns": 1, "predicted_subcategory": None, "predicted_sql": sql, "predicted_feedback": feedback,
+            "turns": [{"system_question": None, "system_sql": sql, "system_feedback": feedback, "relevance": None}]}
+
+
+# ----------------------------------------------------------------------------- item 2: FB votes
+
+
+@pytest.mark.parametrize("votes, decision", [
+    ("YFF", None),  # 1 yes + 2 failed judges: was "explained"
+    ("YNF", None),  # the failed judge could have broken the tie either way
+    ("YYF", True),  # 2 of 3 configured judges agree: decided whatever the third said
+    ("NNF", False),
+    ("FFF", None),
+    ("YNN", False),
+])
+def test_feedback_needs_a_majority_of_the_configured_judges(scripted, votes, decision):
+    def feedback(req):
+        v = votes[int(req.model[-1])]
+        if v == "F":
+            return http_error(400, "judge down")
+        return '{"analysis": "", "matches": "%s"}' % ("Yes" if v == "Y" else "No")
+
+    scripted.responder = feedback
+    judges = Council("feedback_judges", [scripted_member(f"j{i}", max_retries=0) for i in range(3)], call_log())
+    score = M.score_conversation(_conv(), UNANS, "/nonexistent.sqlite", M.council_feedback_judge(judges, "schema"))
+    assert score["explained"] is decision
+    assert score["fb_status"] == ("undecided" if decision is None else "scored")
+    if decision is None:
+        assert "cannot decide" in score["fb_reason"]
+        rows = M.metric_rows([score])
+        get = {(r["table"], r["metric"]): r for r in rows if r["agent"] == "a"}
+        assert get[("table4", "fb")]["denominator"] == 0  # not counted as a rejection ...
+        assert get[("table4", "fb_undecided")]["numerator"] == 1  # ... but counted apart
+        assert "undecided" in M.report_text(rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([True, False, None]), min_size=1, max_size=6))
+def test_fb_decision_is_the_full_council_outcome_whatever_the_missing_judges_said(votes):
+    """Brute force: decided iff every completion of the missing votes gives the same reference
+    outcome (yes > no, a tie rejects); then it is that outcome."""
+    import itertools
+
+    missing = [i for i, v in enumerate(votes) if v is None]
+    outcomes = set()
+    for fill in itertools.product([True, False], repeat=len(missing)):
+        full = list(votes)
+        for i, f in zip(missing, fill):
+            full[i] = f
+        outcomes.add(decide(full, "strict_majority").decision)
+    expected = outcomes.pop() if len(outcomes) == 1 else None
+    assert M.fb_decision(votes, len(votes)) is expected
+
+
+def test_fb_judge_is_its_own_role_in_the_default_and_demo_councils():
+    assert "feedback_judges" in load_council_config().councils
+    demo = yaml.safe_load((REPO / "configs" / "demo-council.yaml").read_text())
+    assert "feedback_judges" in demo["councils"]
+    # never the AI-SQL job's `judges`: a config without the role uses the user council (the paper)
+    assert M.feedback_role({"judges": ["x"], "user_simulator": ["u"]}) == "user_simulator"
+    assert M.feedback_role({"judges": ["x"], "feedback_judges": ["f"], "user_simulator": ["u"]}) == "feedback_judges"
+
+
+# ----------------------------------------------------------------------------- item 4: big gold
+
+
+@pytest.fixture(scope="module")
+def big_db(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "big.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
+    con.execute(f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {DEFAULT_MAX_ROWS + 5}) "
+                "INSERT INTO t SELECT i, i % 7 FROM n")
+    con.commit()
+    con.close()
+    return path
+
+
+GOLD = "SELECT id, v FROM t"
+AMB_BIG = question_row("answerable", "List every row.", sql=GOLD, qid="q-big")
+
+
+def _score_sql(db, pred):
+    return M.score_conversation(_conv(end="sql", sql=pred, feedback=None), AMB_BIG, str(db))
+
+
+def test_gold_beyond_the_row_cap_is_never_wrong(big_db):
+    same = _score_sql(big_db, "SELECT v, id FROM t")  # a perfect answer: was "gold failed" → EX False
+    assert same["solved"] is None and same["ex_status"] == "undecided"
+    assert "cannot decide" in same["ex_reason"] and str(DEFAULT_MAX_ROWS) in same["ex_reason"]
+    rows = M.metric_rows([same])
+    get = {(r["table"], r["metric"]): r for r in rows if r["agent"] == "a"}
+    assert get[("table4", "ex")]["denominator"] == 0 and get[("table4", "ex_undecided")]["numerator"] == 1
+
+
+def test_gold_beyond_the_row_cap_still_decides_what_it_can(big_db):
+    fewer = _score_sql(big_db, "SELECT id, v FROM t WHERE id < 10")  # row counts differ: decidable
+    assert fewer["solved"] is False and fewer["ex_status"] == "scored" and "row count" in fewer["ex_reason"]
+    broken = _score_sql(big_db, "SELECT nope FROM t")  # the prediction does not run
+    assert broken["solved"] is False and "pred failed" in broken["ex_reason"]
+
+
+def test_a_gold_query_that_fails_cannot_judge(big_db):
+    q = {**AMB_BIG, "sql": "SELECT missing_column FROM t"}
+    s = M.score_conversation(_conv(end="sql", sql="SELECT 1", feedback=None), q, str(big_db))
+    assert s["solved"] is None and s["ex_status"] == "undecided" and "gold failed" in s["ex_reason"]
+
+
+# ----------------------------------------------------------------------------- item 5: fragment ids
+
+
+SIX = ("SELECT s.name, s.email FROM students s WHERE s.city = 'Alameda' AND s.age > 20 ORDER BY s.name")
+
+
+def test_hallucinated_ids_are_dropped_logged_and_the_selection_is_capped(scripted):
+    frags = extract_fragments(SIX)
+    n = len(frags)
+    row = question_row("missing_user_knowledge", "List the students of my city.", sql=SIX,
+                       hidden_knowledge="The user lives in Alameda.", qid="q-six")
+    scripted.responder = Script(
+        user_classify=lambda m, t, r: {"reasoning": "", "relevancy": "Technical", "node_ids": list(range(1, 21))},
+        user_answer=lambda m, t, r: {"answer": "sorted by name"})
+    warnings = []
+
+    class Log:
+        def warning(self, msg):
+            warnings.append(msg)
+
+    user = SimulatedUser(Council("user_simulator", [scripted_member(f"u{i}") for i in range(3)], call_log()),
+                         max_fragments=2, log=Log())
+    u = user.answer(row, "schema", [], "How should the list be sorted?", "conv", 0)
+    assert u.relevance == "Technical"
+    assert sorted(set(u.invalid_node_ids)) == list(range(n + 1, 21))
+    assert warnings and "not among the query's" in warnings[0]
+    assert len(u.fragments) == 2
+    answer_prompts = [r.messages[-1]["content"] for r in scripted.requests
+                      if "What You Want (Reference)" in r.messages[-1]["content"]]
+    assert answer_prompts and not any("Alameda" in p for p in answer_prompts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(-3, 30), max_size=25), min_size=1, max_size=4), st.integers(1, 6))
+def test_technical_fragments_only_real_ids_and_at_most_the_cap(id_lists, cap):
+    frags = extract_fragments(SIX)
+    votes = [{"label": "Technical", "node_ids": ids} for ids in id_lists]
+    chosen, invalid = technical_fragments(votes, frags, cap)
+    real = {f.id for f in frags}
+    assert len(chosen) <= cap and {f.id for f in chosen} <= real
+    assert [f.id for f in chosen] == sorted(f.id for f in chosen)
+    assert sorted(invalid) == sorted(i for ids in id_lists for i in dict.fromkeys(ids) if i not in real)
+    # the ids kept are the most chosen ones (ties to the lowest id)
+    counts = {i: sum(i in set(ids) for ids in id_lists) for i in real}
+    ranked = sorted((i for i in real if counts[i]), key=lambda i: (-counts[i], i))[:cap]
+    assert {f.id for f in chosen} == set(ranked)
