@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storage.paths import artifacts_dir
+from storage.paths import UnsafePathError, artifacts_dir, path_segment
 
 UNPARTITIONED = "__all__"
 
@@ -55,7 +55,8 @@ def content_hash(df: pl.DataFrame) -> str:
 
 
 def _folder(asset: str, partition: str | None, root: Path | None) -> Path:
-    return (root or artifacts_dir()) / asset / (partition or UNPARTITIONED)
+    partition = UNPARTITIONED if partition is None else partition
+    return (root or artifacts_dir()) / path_segment(asset, "asset name") / path_segment(partition, "partition key")
 
 
 class DamagedArtifactError(OSError):
@@ -225,7 +226,7 @@ def latest_paths_by_asset(root: Path | None = None, on_damaged=None) -> dict[str
         for part_dir in sorted(p for p in asset_dir.iterdir() if p.is_dir()):
             try:
                 path = latest_path(asset_dir.name, part_dir.name, base)
-            except DamagedArtifactError as exc:
+            except (DamagedArtifactError, UnsafePathError) as exc:
                 (on_damaged or (lambda m: warnings.warn(m, stacklevel=3)))(str(exc))
                 continue
             if path is not None:

@@ -29,7 +29,7 @@ from pipelines.interaction import tables as T
 from pipelines.interaction.balance import balance
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
-from storage.paths import artifacts_dir
+from storage.paths import artifacts_dir, path_segment
 from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
@@ -212,7 +212,7 @@ def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.D
     df = T.metrics_frame(rows, context.partition_key)
     text = M.report_text(rows)
     png = M.figure2_png(rows, artifacts_dir() / "interaction_metrics" / "charts"
-                        / f"{context.partition_key}_{content_hash(df)[:16]}.png")
+                        / f"{path_segment(context.partition_key, 'partition key')}_{content_hash(df)[:16]}.png")
     t4 = df.filter(pl.col("table") == "table4")
     yield artifact_output(
         df, report=MetadataValue.md(f"```\n{text}\n```"),
