@@ -48,6 +48,18 @@ def path_segment(value, what: str = "name") -> str:
     return value
 
 
+def confined_path(value: str, what: str = "path") -> Path:
+    """``value`` resolved, if it lies inside ``$QUANDARY_HOME`` or the project checkout; else
+    :class:`UnsafePathError`. For paths that arrive in run config (the UI's launchpad), which
+    must not point Quandary's reads or writes at the rest of the host (issue 23 item 7)."""
+    resolved = Path(value).expanduser().resolve()
+    roots = (quandary_home(), PROJECT_ROOT)
+    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
+        raise UnsafePathError(
+            f"{what} {value!r} is outside the project's home; use a path under {roots[0]} or {roots[1]}")
+    return resolved
+
+
 def quandary_home() -> Path:
     home = Path(os.environ.get("QUANDARY_HOME") or PROJECT_ROOT / ".quandary").resolve()
     home.mkdir(parents=True, exist_ok=True)
