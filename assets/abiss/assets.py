@@ -115,7 +115,12 @@ class CascadeSettings(ConfigurableResource):
 
 
 def _db(seed_databases: pl.DataFrame) -> dict:
-    return seed_databases.row(0, named=True)
+    """The seed database row, after checking the file still has the hash the run recorded."""
+    from resources.catalog import check_seed_unchanged
+
+    row = seed_databases.row(0, named=True)
+    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
+    return row
 
 
 def check_grid_on_launch(values: dict) -> None:

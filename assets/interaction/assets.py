@@ -85,7 +85,12 @@ class ScoreConfig(Config):
 
 
 def _db(seed_databases: pl.DataFrame) -> dict:
-    return seed_databases.row(0, named=True)
+    """The seed database row, after checking the file still has the hash the run recorded."""
+    from resources.catalog import check_seed_unchanged
+
+    row = seed_databases.row(0, named=True)
+    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
+    return row
 
 
 def dataset_source(db_id: str, source: str = "auto") -> str | None:

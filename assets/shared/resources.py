@@ -52,7 +52,12 @@ class SeedCatalogResource(ConfigurableResource):
         return Catalog(self.catalog_path)
 
     def entry(self, db_id: str) -> CatalogEntry:
-        return self.catalog().get(db_id)
+        """The registered file, refused if its bytes changed since registration (issue 23 item 6)."""
+        from resources.catalog import check_seed_unchanged
+
+        entry = self.catalog().get(db_id)
+        check_seed_unchanged(entry.path, entry.sha256, db_id)
+        return entry
 
 
 class SafeSqlResource(ConfigurableResource):
