@@ -28,8 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Paths the CLI hands to other processes (Dagster run workers, the SQL worker) through the
+# environment: a relative one means the caller's working directory (issue 23 item 3).
+PATH_ENV = ("QUANDARY_COUNCIL_CONFIG", "QUANDARY_HOME", "DAGSTER_HOME")
+
+
+def _absolute_path_env() -> None:
+    import os
+
+    for name in PATH_ENV:
+        value = os.environ.get(name)
+        if value and not os.path.isabs(os.path.expanduser(value)):
+            os.environ[name] = os.path.abspath(os.path.expanduser(value))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _absolute_path_env()
     try:
         code = args.func(args)
     except BrokenPipeError:  # e.g. `quandary ... | head`

@@ -103,6 +103,39 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+class AlreadyRegisteredError(ValueError):
+    """``db register`` of an existing id with a different file, without --replace."""
+
+
+class SeedChangedError(ValueError):
+    """A seed database's bytes no longer match the sha256 recorded for it (issue 23 item 6)."""
+
+
+_hash_cache: dict[tuple, str] = {}
+
+
+def check_seed_unchanged(path: str | Path, recorded_sha256: str | None, db_id: str) -> None:
+    """Refuse a seed file whose sha256 differs from the one recorded at registration (or when a run
+    read it): a run or rerun would mix two versions of the data. Hashes are cached per
+    (path, size, mtime) so steps of one run hash a file once."""
+    if not recorded_sha256:
+        return
+    p = Path(path)
+    if not p.is_file():
+        return  # a missing file is the reader's error to report ("not a file: ...")
+    try:
+        st = p.stat()
+        key = (str(p), st.st_size, st.st_mtime_ns)
+        current = _hash_cache.get(key) or _hash_cache.setdefault(key, file_sha256(p))
+    except OSError as exc:
+        raise SeedChangedError(f"seed database {db_id!r} ({p}) cannot be read: {exc.strerror or exc}") from None
+    if current != recorded_sha256:
+        raise SeedChangedError(
+            f"seed database {db_id!r} ({p}) changed since it was registered or read by this run: recorded sha256 "
+            f"{recorded_sha256[:16]}…, now {current[:16]}…; to use the new data re-register it "
+            f"(`quandary db register {p} --db-id {db_id} --replace`) and start a new run, or restore the old file")
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -482,10 +515,21 @@ class Catalog:
             raise KeyError(f"database {db_id!r} is not registered (registered: {known})")
         return CatalogEntry(**data[db_id])
 
-    def register(self, path: str | Path, db_id: str | None = None) -> DatabaseInfo:
+    def register(self, path: str | Path, db_id: str | None = None, *, replace: bool = True) -> DatabaseInfo:
+        """Register (or re-register) ``path``; with ``replace=False`` an id already bound to another
+        file or other content raises :class:`AlreadyRegisteredError` instead of rebinding it."""
         info = inspect_database(path, db_id)
         entry = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
-        self._update(lambda data: data.__setitem__(info.db_id, entry))
+
+        def change(data):
+            old = data.get(info.db_id)
+            if not replace and old and (old.get("path"), old.get("sha256")) != (info.path, info.sha256):
+                raise AlreadyRegisteredError(
+                    f"database id {info.db_id!r} is already registered to {old.get('path')} (sha256 "
+                    f"{str(old.get('sha256'))[:16]}…); pass --replace to rebind it to {info.path} (sha256 "
+                    f"{info.sha256[:16]}…), which starts a new version of its partition")
+            data[info.db_id] = entry
+        self._update(change)
         return info
 
     def register_folder(self, root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
-from storage.paths import artifacts_dir
+from storage.paths import UnsafePathError, artifacts_dir, path_segment
 
 UNPARTITIONED = "__all__"
 
@@ -55,7 +55,8 @@ def content_hash(df: pl.DataFrame) -> str:
 
 
 def _folder(asset: str, partition: str | None, root: Path | None) -> Path:
-    return (root or artifacts_dir()) / asset / (partition or UNPARTITIONED)
+    partition = UNPARTITIONED if partition is None else partition
+    return (root or artifacts_dir()) / path_segment(asset, "asset name") / path_segment(partition, "partition key")
 
 
 class DamagedArtifactError(OSError):
@@ -175,8 +176,30 @@ def _recover_latest(folder: Path) -> Path | None:
     return path
 
 
+def _recover_from_content(folder: Path, where: str, on_recovered) -> Path | None:
+    """LATEST and history lost (issue 23 item 5): the newest content file (by mtime) whose bytes match
+    its name, with a warning naming the partition; LATEST is rewritten and the history restarted."""
+    files = sorted(folder.glob("*.parquet"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for path in files:
+        if verify_file(path):
+            on_recovered(f"artifact {where}: LATEST and versions.jsonl are missing or unusable; serving the newest "
+                         f"intact content file {path.name} (by modification time) and rewriting LATEST — check "
+                         f"it is the version you expect, or rematerialize {where}")
+            try:
+                _write_atomic(folder / "LATEST", path.name.encode())
+                _append_version(folder, {"file": path.name, "hash": file_sha256(path), "size": path.stat().st_size,
+                                         "rows": None, "at": time.time(), "recovered": True})
+            except OSError:
+                pass  # read-only store: still serve the verified file
+            return path
+    if files:
+        on_recovered(f"artifact {where}: LATEST and versions.jsonl are missing and none of its {len(files)} "
+                     f"content files is intact; rematerialize {where}")
+    return None
+
+
 def latest_path(asset: str, partition: str | None = None, root: Path | None = None,
-                *, verify: bool = True) -> Path | None:
+                *, verify: bool = True, on_recovered=None) -> Path | None:
     """The latest version's file, verified against its content hash.
 
     A damaged LATEST pointer (empty, garbage, naming a missing file) is recovered from the newest
@@ -185,7 +208,7 @@ def latest_path(asset: str, partition: str | None = None, root: Path | None = No
     version); rematerializing rewrites it. ``None`` if nothing is stored."""
     folder = _folder(asset, partition, root)
     pointer = folder / "LATEST"
-    if not pointer.exists() and not (folder / "versions.jsonl").exists():
+    if not pointer.exists() and not (folder / "versions.jsonl").exists() and not folder.is_dir():
         return None
     try:
         name = pointer.read_text(errors="replace").strip()
@@ -194,6 +217,10 @@ def latest_path(asset: str, partition: str | None = None, root: Path | None = No
     path = folder / name if name and "/" not in name and name.endswith(".parquet") else None
     if path is None or not path.exists():
         path = _recover_latest(folder)
+        if path is None:
+            where = f"{asset}[{partition}]" if partition else asset
+            path = _recover_from_content(folder, where,
+                                         on_recovered or (lambda m: warnings.warn(m, UserWarning, stacklevel=4)))
         if path is None:
             return None
     if verify and not verify_file(path):
@@ -224,8 +251,9 @@ def latest_paths_by_asset(root: Path | None = None, on_damaged=None) -> dict[str
         paths = []
         for part_dir in sorted(p for p in asset_dir.iterdir() if p.is_dir()):
             try:
-                path = latest_path(asset_dir.name, part_dir.name, base)
-            except DamagedArtifactError as exc:
+                path = latest_path(asset_dir.name, part_dir.name, base,
+                                   on_recovered=on_damaged or (lambda m: warnings.warn(m, stacklevel=3)))
+            except (DamagedArtifactError, UnsafePathError) as exc:
                 (on_damaged or (lambda m: warnings.warn(m, stacklevel=3)))(str(exc))
                 continue
             if path is not None:

@@ -14,11 +14,50 @@ Layout::
 """
 
 import os
+import re
 from pathlib import Path
 
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+
+
+class UnsafePathError(ValueError):
+    """A name that would become a path (asset, partition key, id) is not one plain folder name."""
+
+
+_SEGMENT_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=+@-]*")
+MAX_SEGMENT = 200
+
+
+def path_segment(value, what: str = "name") -> str:
+    """``value`` if it is safe as ONE folder or file name under a store, else :class:`UnsafePathError`.
+
+    The one check at the storage boundary (issue 23 item 1): every asset name, partition key and
+    id that becomes a path goes through here before a folder is made or read. Allowed: letters,
+    digits and ``_ . = + @ -``, not starting with a dot or dash, at most 200 characters — so no
+    ``..``, no separators, no absolute paths, no hidden or temp-file names, no control characters.
+    """
+    if not isinstance(value, str) or not value:
+        raise UnsafePathError(f"{what} must be a non-empty name, got {value!r}")
+    if len(value) > MAX_SEGMENT or not _SEGMENT_RE.fullmatch(value):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise UnsafePathError(
+            f"{what} {shown!r} cannot be used as a folder name (letters, digits, _ . = + @ - only, "
+            f"not starting with '.' or '-', at most {MAX_SEGMENT} characters)")
+    return value
+
+
+def confined_path(value: str, what: str = "path") -> Path:
+    """``value`` resolved, if it lies inside ``$QUANDARY_HOME`` or the project checkout; else
+    :class:`UnsafePathError`. For paths that arrive in run config (the UI's launchpad), which
+    must not point Quandary's reads or writes at the rest of the host (issue 23 item 7)."""
+    resolved = Path(value).expanduser().resolve()
+    roots = (quandary_home(), PROJECT_ROOT)
+    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
+        raise UnsafePathError(
+            f"{what} {value!r} is outside the project's home; use a path under {roots[0]} or {roots[1]}")
+    return resolved
 
 
 def quandary_home() -> Path:

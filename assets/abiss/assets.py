@@ -48,7 +48,7 @@ from pipelines.abiss.generation import (
 from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
-from storage.paths import artifacts_dir
+from storage.paths import artifacts_dir, path_segment
 from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from assets.shared.resources import SafeSqlResource
@@ -115,7 +115,12 @@ class CascadeSettings(ConfigurableResource):
 
 
 def _db(seed_databases: pl.DataFrame) -> dict:
-    return seed_databases.row(0, named=True)
+    """The seed database row, after checking the file still has the hash the run recorded."""
+    from resources.catalog import check_seed_unchanged
+
+    row = seed_databases.row(0, named=True)
+    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
+    return row
 
 
 def check_grid_on_launch(values: dict) -> None:
@@ -315,7 +320,7 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     funnel = outputs.funnel(candidates, decisions)
     # named by content so, like the Parquet artifacts, an earlier chart is never overwritten
     chart_id = content_hash(df)[:16]
-    png = outputs.funnel_png(funnel, artifacts_dir() / "rejection_report" / "charts" / f"{context.partition_key}_{chart_id}.png")
+    png = outputs.funnel_png(funnel, artifacts_dir() / "rejection_report" / "charts" / f"{path_segment(context.partition_key, 'partition key')}_{chart_id}.png")
     per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
                  .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
                  if df.height else pl.DataFrame())

@@ -38,7 +38,7 @@ from pipelines.ambitab.protocol.tables import (
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
-from storage.paths import artifacts_dir
+from storage.paths import artifacts_dir, path_segment
 from quality.ambitab_eval import AMBITAB_EPISODES
 from assets.shared.resources import CouncilResource
 from storage.artifacts import content_hash, latest_path
@@ -132,7 +132,7 @@ def ambitab_metrics(context: AssetExecutionContext, episodes: pl.DataFrame, reco
     tasks = [Task.from_record(r) for r in records_from_frame(records)]
     ids = set(episodes["record_id"].to_list()) if episodes.height else set()
     df = metrics_rows(episodes, [t for t in tasks if t.record_id in ids])
-    chart = chart_png(df, artifacts_dir() / METRICS / "charts" / f"{context.partition_key}_{content_hash(df)[:16]}.png")
+    chart = chart_png(df, artifacts_dir() / METRICS / "charts" / f"{path_segment(context.partition_key, 'partition key')}_{content_hash(df)[:16]}.png")
     yield artifact_output(
         df,
         table8=MetadataValue.md(table8_markdown(df)),

@@ -30,7 +30,7 @@ from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
-from storage.paths import artifacts_dir
+from storage.paths import artifacts_dir, path_segment
 from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
@@ -92,7 +92,12 @@ class ScoreConfig(Config):
 
 
 def _db(seed_databases: pl.DataFrame) -> dict:
-    return seed_databases.row(0, named=True)
+    """The seed database row, after checking the file still has the hash the run recorded."""
+    from resources.catalog import check_seed_unchanged
+
+    row = seed_databases.row(0, named=True)
+    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
+    return row
 
 
 def dataset_source(db_id: str, source: str = "auto") -> str | None:
@@ -250,7 +255,7 @@ def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.D
     df = T.metrics_frame(rows, context.partition_key)
     text = M.report_text(rows)
     png = M.figure2_png(rows, artifacts_dir() / "interaction_metrics" / "charts"
-                        / f"{context.partition_key}_{content_hash(df)[:16]}.png")
+                        / f"{path_segment(context.partition_key, 'partition key')}_{content_hash(df)[:16]}.png")
     t4 = df.filter(pl.col("table") == "table4")
     yield artifact_output(
         df, report=MetadataValue.md(f"```\n{text}\n```"),

@@ -50,3 +50,25 @@ def checked_config(config_cls: type[Config], check: Callable[[dict], None]) -> F
 
 def op_config(context) -> dict:
     return dict(context.op_execution_context.op_config or {})
+
+
+def check_resource_config_on_launch(resource, check: Callable[[dict], None]) -> None:
+    """Run ``check(values)`` on ``resource``'s config whenever a run is launched with it — run
+    config from the launchpad included — so a bad value refuses the launch (no run is created).
+
+    Values bound in code (``Definitions``) are trusted: ``check`` gets only the keys whose value
+    differs from them. Pythonic resources build their config schema in ``__init__``; this wraps its
+    shape in :class:`_CheckedShape` (same fields, defaults and descriptions)."""
+    from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
+
+    state = resource._state__internal__
+    field = state.config_schema.as_field()
+    bound = dict(state.resolved_config_dict or {})
+
+    def launched(values: dict) -> None:
+        check({k: v for k, v in values.items() if k not in bound or bound[k] != v})
+
+    shape = _CheckedShape(field.config_type.fields, launched, description=field.config_type.description)
+    kwargs = {"default_value": field.default_value} if field.default_provided else {}
+    new = Field(shape, is_required=field.is_required, description=field.description, **kwargs)
+    resource._state__internal__ = state._replace(config_schema=DefinitionConfigSchema(new))

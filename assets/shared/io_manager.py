@@ -58,6 +58,13 @@ class VersionedParquetIOManager(ConfigurableIOManager):
 
     base_dir: str | None = None  # default: $QUANDARY_HOME/artifacts
 
+    def __init__(self, **data):
+        from assets.shared.checked_config import check_resource_config_on_launch
+        from assets.shared.resources import check_paths_on_launch
+
+        super().__init__(**data)
+        check_resource_config_on_launch(self, check_paths_on_launch("base_dir"))
+
     def _root(self):
         from pathlib import Path
 

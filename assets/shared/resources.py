@@ -24,6 +24,19 @@ from resources.llm.config import CouncilConfig, load_council_config
 from resources.llm.council import Council, call_log, get_council
 from resources.catalog import Catalog, CatalogEntry
 from resources.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome, check_timeout, execute_sql
+from assets.shared.checked_config import check_resource_config_on_launch
+from storage.paths import confined_path
+
+
+def check_paths_on_launch(*fields: str):
+    """A launch check: each of ``fields`` given in run config lies inside the project's home (issue 23
+    item 7: the launchpad must not point reads or writes at the rest of the host)."""
+
+    def check(values: dict) -> None:
+        for f in fields:
+            if values.get(f) is not None:
+                confined_path(values[f], f)  # UnsafePathError is a ValueError: refuses the launch
+    return check
 
 
 class SeedCatalogResource(ConfigurableResource):
@@ -31,11 +44,20 @@ class SeedCatalogResource(ConfigurableResource):
 
     catalog_path: str | None = None
 
+    def __init__(self, **data):
+        super().__init__(**data)
+        check_resource_config_on_launch(self, check_paths_on_launch("catalog_path"))
+
     def catalog(self) -> Catalog:
         return Catalog(self.catalog_path)
 
     def entry(self, db_id: str) -> CatalogEntry:
-        return self.catalog().get(db_id)
+        """The registered file, refused if its bytes changed since registration (issue 23 item 6)."""
+        from resources.catalog import check_seed_unchanged
+
+        entry = self.catalog().get(db_id)
+        check_seed_unchanged(entry.path, entry.sha256, db_id)
+        return entry
 
 
 class SafeSqlResource(ConfigurableResource):
@@ -54,9 +76,23 @@ class SafeSqlResource(ConfigurableResource):
 
 
 
+def _check_council_on_launch(values: dict) -> None:
+    """Paths confined to the project's home; a council file given at launch loads (like the default
+    one is checked before a run), so a bad file or a disallowed api_key_env refuses the launch."""
+    check_paths_on_launch("config_path", "log_path")(values)
+    if values.get("config_path"):
+        from pipelines.preflight import check_council
+
+        check_council(values["config_path"])
+
+
 class CouncilResource(ConfigurableResource):
     config_path: str | None = None
     log_path: str | None = None  # default: $QUANDARY_HOME/llm_calls.sqlite
+
+    def __init__(self, **data):
+        super().__init__(**data)
+        check_resource_config_on_launch(self, _check_council_on_launch)
 
     def council_config(self) -> CouncilConfig:
         return load_council_config(self.config_path)

@@ -60,6 +60,13 @@ def _import(args) -> int:
         print(f"refusing to replace the pipeline's 'dataset' (its stage decisions and votes would no longer "
               f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace", file=sys.stderr)
         return 2
+    from storage.paths import UnsafePathError, path_segment
+
+    try:
+        path_segment(args.asset, "--asset")
+    except UnsafePathError as exc:
+        print(f"cannot import {args.path}: {exc}", file=sys.stderr)
+        return 2
     try:
         df = read_abiss_json(args.path)
     except (AbissFormatError, OSError, ValueError) as exc:

@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from resources.sql import timeout_arg
+
 DEFAULT_DATA = "../shared/data"
 JOB = "aisql_job"
 
@@ -216,7 +218,7 @@ def register(sub) -> None:
     r.add_argument("sql")
     r.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
     r.add_argument("--member", default=None, help="ai_operator council member (with --backend council)")
-    r.add_argument("--timeout", type=float, default=600.0)
+    r.add_argument("--timeout", type=timeout_arg, default=600.0, help="seconds per query (finite, > 0)")
     r.add_argument("--json", action="store_true")
     _common(r)
     r.set_defaults(func=_run)

@@ -4,7 +4,7 @@ import json
 import sys
 
 from pipelines.demo_db import write_demo_db
-from resources.catalog import BadDatabaseError, Catalog, inspect_database, render_schema_context
+from resources.catalog import AlreadyRegisteredError, BadDatabaseError, Catalog, inspect_database, render_schema_context
 
 
 def _demo_db(args) -> int:
@@ -40,7 +40,10 @@ def _register(args) -> int:
               f"in it, run: quandary db register {args.path} --folder", file=sys.stderr)
         return 1
     try:
-        info = catalog.register(args.path, args.db_id)
+        info = catalog.register(args.path, args.db_id, replace=args.replace)
+    except AlreadyRegisteredError as exc:
+        print(f"cannot register {args.path}: {exc}", file=sys.stderr)
+        return 1
     except BadDatabaseError as exc:
         print(f"cannot register {args.path}: {exc}", file=sys.stderr)
         return 1
@@ -93,6 +96,8 @@ def register(sub) -> None:
     r = db.add_parser("register", help="register a SQLite/DuckDB file, or a folder with --folder")
     r.add_argument("path")
     r.add_argument("--db-id", help="partition id (default: file stem)")
+    r.add_argument("--replace", action="store_true",
+                   help="rebind an id already registered to another file or content (a new partition version)")
     r.add_argument("--folder", action="store_true",
                    help="walk a BIRD/Spider-style folder <root>/<db_id>/<db_id>.sqlite")
     r.set_defaults(func=_register)

@@ -13,6 +13,7 @@ import polars as pl
 
 from pipelines.abiss.ids import stable_id
 from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
+from storage.paths import UnsafePathError, path_segment
 
 DATASET_COLUMNS = (
     "question_id", "candidate_id", "group_id", "db_id", "question", "evidence", "sql", "hidden_knowledge",
@@ -295,6 +296,10 @@ def from_abiss_records(records: list[dict]) -> pl.DataFrame:
             raise AbissFormatError(f"record {i}: malformed (expected an object, got {type(rec).__name__})")
         sub = _subcategory_of(rec, i)
         db_id, question = _text(rec, "db_id", i, True), _text(rec, "question", i, True)
+        try:
+            path_segment(db_id, "db_id")  # it becomes the partition folder of the imported artifact
+        except UnsafePathError as exc:
+            raise AbissFormatError(f"record {i}: {exc}") from None
         hk, sql = _text(rec, "hidden_knowledge", i), _text(rec, "sql", i)
         if sub.solvable:
             _check_sql(sql, sub, i)
@@ -333,6 +338,10 @@ def read_abiss_json(path: str | Path) -> pl.DataFrame:
         data = json.loads(Path(path).read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AbissFormatError(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise AbissFormatError(f"{path}: JSON nested too deeply (records are a list of flat objects)") from None
+    if data == []:
+        raise AbissFormatError(f"{path}: no records (the file holds an empty list); nothing imported")
     return from_abiss_records(data)
 
 

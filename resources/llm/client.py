@@ -157,6 +157,9 @@ def resolve_api_base(member: Member) -> str | None:
 
 def _api_key(member: Member, api_base: str | None) -> str | None:
     if member.api_key_env:
+        from resources.llm.config import check_key_env
+
+        check_key_env(member.api_key_env)  # also for a Member built in code (issue 23 item 7)
         return os.environ.get(member.api_key_env)
     if api_base and member.is_local:
         return "sk-no-key"  # OpenAI-compatible local servers want some key; avoid env lookups

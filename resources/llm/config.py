@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 CONFIG_ENV = "QUANDARY_COUNCIL_CONFIG"
 EMBEDDED = "embedded"  # api_base sentinel: resolved to the in-process server's URL at call time
@@ -39,6 +39,22 @@ EMBEDDED_MODEL = "openai/smollm2"
 EMBEDDED_CONTEXT_TOKENS = 4096  # the embedded server's context per slot (resources/llm/embedded.py)
 DEFAULT_CONTEXT_TOKENS = 32768  # a conservative window for hosted / served models that do not say
 PROMPT_OVERHEAD_TOKENS = 1200  # instructions, question, candidate and output schema around the schema
+
+
+KEY_ENV_PREFIX = "QUANDARY_KEY_"
+KEY_ENVS_ENV = "QUANDARY_KEY_ENVS"
+
+
+def check_key_env(name: str | None) -> None:
+    """``api_key_env`` may only name ``QUANDARY_KEY_*`` variables or ones the operator listed in
+    ``$QUANDARY_KEY_ENVS`` (comma-separated): a council file (or run config) must not be able to
+    send any environment variable (HOME, a cloud token) to the URL it names (issue 23 item 7)."""
+    if name is None:
+        return
+    allowed = {n.strip() for n in os.environ.get(KEY_ENVS_ENV, "").split(",") if n.strip()}
+    if not (name.startswith(KEY_ENV_PREFIX) and len(name) > len(KEY_ENV_PREFIX)) and name not in allowed:
+        raise ValueError(f"api_key_env {name!r} is not allowed: name the key {KEY_ENV_PREFIX}<NAME>, or allow-list "
+                         f"it in ${KEY_ENVS_ENV} (comma-separated)")
 
 
 def schema_token_budget(members) -> int:
@@ -76,6 +92,12 @@ class Member(BaseModel):
     # The model's context window in tokens; prompts' schema context is fitted to it (#13 item 6).
     # Unset: 4096 for the embedded server, DEFAULT_CONTEXT_TOKENS otherwise.
     context_tokens: int | None = Field(None, ge=512)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _allowed_key_env(cls, v: str | None) -> str | None:
+        check_key_env(v)
+        return v
 
     @property
     def context_window(self) -> int:

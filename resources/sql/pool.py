@@ -28,7 +28,9 @@ def execute_sql(
     timeout_s = check_timeout(timeout_s)
     if not isinstance(sql, str) or not sql.strip():
         return QueryFailure(FailureKind.SYNTAX, "empty SQL")
-    path = Path(db_path)
+    # The worker runs with the repository as its working directory: a relative path means the
+    # caller's, so make it absolute before it crosses the process boundary (issue 23 item 3).
+    path = Path(db_path).absolute()
     if not path.is_file():
         return QueryFailure(FailureKind.RUNTIME, f"database not found: {path}")
     if os.environ.get("QUANDARY_SQL_WORKER") == "1" or os.environ.get("QUANDARY_SQL_IN_PROCESS") == "1":

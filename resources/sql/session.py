@@ -5,7 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resources.sql.engines import open_duckdb_readonly, run_duckdb_statement
-from resources.sql.results import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome
+from resources.sql.results import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome, check_timeout
 
 
 class SessionPrepareError(Exception):
@@ -45,4 +45,5 @@ class DuckDBSession:
     def execute(self, sql: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
                 max_bytes: int = DEFAULT_MAX_RESULT_BYTES, _start: float | None = None) -> Outcome:
         # In this process (the UDFs call back into it), bounded by the connection's memory_limit.
+        timeout_s = check_timeout(timeout_s)  # nan/inf/0/-1 would switch the watchdog off (issue 23 item 2)
         return run_duckdb_statement(self.con, sql, timeout_s, max_rows, max_bytes, _start)

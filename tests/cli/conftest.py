@@ -69,7 +69,7 @@ class GatedStub:
 
 
 def council_file(path: Path, api_base: str, timeout_s: float = 120.0) -> Path:
-    member = {"model": "openai/stub", "api_base": api_base, "api_key_env": "STUB_KEY", "temperature": 0.0,
+    member = {"model": "openai/stub", "api_base": api_base, "api_key_env": "QUANDARY_KEY_STUB", "temperature": 0.0,
               "max_tokens": 64, "seed": 0, "max_in_flight": 1, "timeout_s": timeout_s, "max_retries": 0,
               "backoff_base_s": 0.0, "backoff_max_s": 0.0}
     path.write_text(json.dumps({"members": {"stub": member}, "councils": {"default": ["stub"]}}))
@@ -83,7 +83,7 @@ def cli_env(tmp_path, isolated_home, demo_db_path):
 
     Catalog().register(demo_db_path, "university")
     env = {**os.environ, "QUANDARY_HOME": str(isolated_home), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-           "STUB_KEY": "none", "QUANDARY_PROGRESS": "1"}
+           "QUANDARY_KEY_STUB": "none", "QUANDARY_PROGRESS": "1"}
     env.pop("QUANDARY_COUNCIL_CONFIG", None)
     (tmp_path / "grid.yaml").write_text(SMALL_GRID)
     return env

@@ -38,6 +38,12 @@ default = ["gpt"]
 """
 
 
+@pytest.fixture(autouse=True)
+def allow_listed_key_envs(monkeypatch):
+    """The operator allow-lists the key variables these example files name (issue 23 item 7)."""
+    monkeypatch.setenv("QUANDARY_KEY_ENVS", "VLLM_API_KEY,OPENAI_API_KEY")
+
+
 def test_default_is_embedded_with_all_roles():
     cfg = load_council_config()
     assert cfg.source == "embedded default"

@@ -1,0 +1,64 @@
+"""Issue 23 item 6: a seed database that changed after registration (or after a run read it) is
+refused before any step reads it, naming both hashes and what to do; `db register` of an existing
+id with a different file needs --replace."""
+
+import shutil
+import sqlite3
+
+import polars as pl
+import pytest
+
+from cli import main
+from resources.catalog import Catalog, SeedChangedError, check_seed_unchanged
+
+
+def _copy(demo_db_path, tmp_path, name="uni.sqlite"):
+    dst = tmp_path / name
+    shutil.copy(demo_db_path, dst)
+    dst.chmod(0o644)
+    return dst
+
+
+def _edit(path):
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE extra(x INTEGER)")
+    con.commit()
+    con.close()
+
+
+def test_edited_seed_is_refused_with_both_hashes(demo_db_path, tmp_path):
+    path = _copy(demo_db_path, tmp_path)
+    info = Catalog().register(path, "uni")
+    check_seed_unchanged(str(path), info.sha256, "uni")  # unchanged: fine
+    _edit(path)
+    with pytest.raises(SeedChangedError) as exc:
+        check_seed_unchanged(str(path), info.sha256, "uni")
+    msg = str(exc.value)
+    assert info.sha256[:12] in msg and "db register" in msg and "--replace" in msg and str(path) in msg
+
+
+def test_steps_check_the_seed_before_reading_it(demo_db_path, tmp_path):
+    from assets.abiss.assets import _db
+
+    path = _copy(demo_db_path, tmp_path)
+    info = Catalog().register(path, "uni")
+    row = pl.DataFrame([{"db_id": "uni", "path": str(path), "sha256": info.sha256}])
+    assert _db(row)["path"] == str(path)
+    _edit(path)
+    with pytest.raises(SeedChangedError):
+        _db(row)
+
+
+def test_register_existing_id_with_other_file_needs_replace(demo_db_path, tmp_path, capsys):
+    a = _copy(demo_db_path, tmp_path, "a.sqlite")
+    b = _copy(demo_db_path, tmp_path, "b.sqlite")
+    _edit(b)
+    assert main(["db", "register", str(a), "--db-id", "uni"]) == 0
+    assert main(["db", "register", str(a), "--db-id", "uni"]) == 0  # same file again: fine
+    capsys.readouterr()
+    assert main(["db", "register", str(b), "--db-id", "uni"]) == 1
+    err = capsys.readouterr().err
+    assert "uni" in err and "--replace" in err and err.count("\n") <= 2, err
+    assert Catalog().get("uni").path == str(a.resolve())
+    assert main(["db", "register", str(b), "--db-id", "uni", "--replace"]) == 0
+    assert Catalog().get("uni").path == str(b.resolve())
