@@ -106,9 +106,10 @@ def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettin
     accepted = all_ok if settings.decision == "all" else s.overall_similarity > t
     reason = parsed.analysis.justification[:500]
     if settings.relational_gate and evidence is not None and accepted:
-        rd = evidence.get("relational_diff") or {}
-        if not (rd.get("comparable") and rd.get("multiset_equal")):
-            accepted, reason = False, "relational gate: S_g and S_c results differ. " + reason
+        # rejects only what the structural layer proved different; 'cannot decide' is left to the judge
+        sv = (evidence.get("structural") or {}).get("verdict")
+        if sv == "differ":
+            accepted, reason = False, "relational gate: the structural parts differ. " + reason
     src = parsed.analysis.primary_error_source.strip().lower()
     return Verdict(pair_id, "ours", accepted, "ok", reason, raw, s.overall_similarity, s.relational_similarity,
                    s.ai_similarity, all_ok, src if src in ERROR_SOURCES else "other",

@@ -412,21 +412,26 @@ def _rowwise(runner, gold_tree, cand_tree, g_syms, c_syms, all_syms, bool_pairs,
     return None
 
 
+def _as_run(con):
+    """``con``: a DuckDB connection, or a callable running one SQL text and returning its rows (raising on error)."""
+    return con if callable(con) and not hasattr(con, "execute") else (lambda sql: con.execute(sql).fetchall())
+
+
 class _Runner:
-    def __init__(self, con, ordered: bool):
-        self.con = con
+    def __init__(self, run, ordered: bool):
+        self.run = run
         self.ordered = ordered
         self.n = 0
 
     def rows(self, tree: exp.Expression):
         self.n += 1
         try:
-            return "ok", self.con.execute(tree.sql("duckdb")).fetchall()
+            return "ok", self.run(tree.sql("duckdb"))
         except Exception as exc:  # noqa: BLE001 - recorded: a valuation the query cannot run under
             return "error", " ".join(str(exc).split())[:200]
 
 
-def _domain_hashes(con, key: str, cols: list[exp.Column], table_cols: dict[str, list[str]]) -> set | None:
+def _domain_hashes(run, key: str, cols: list[exp.Column], table_cols: dict[str, list[str]]) -> set | None:
     """Every hash(key, inputs) the unknown can be asked about: the product of each input column's
     distinct values over every table holding a column of that name (a superset; None = unknown)."""
     per_col = []
@@ -435,14 +440,14 @@ def _domain_hashes(con, key: str, cols: list[exp.Column], table_cols: dict[str, 
         if not sources:
             return None
         union = " UNION ".join(f'SELECT DISTINCT CAST("{c.name}" AS VARCHAR) AS v FROM {t}' for t in sources)
-        per_col.append([r[0] for r in con.execute(union).fetchall()])
+        per_col.append([r[0] for r in run(union)])
     combos = list(itertools.product(*per_col)) if per_col else [()]
     if len(combos) > MAX_EXHAUSTIVE_BITS:
         return None
     out = set()
     for combo in combos:
-        args = ", ".join(["?", "'set'"] + ["CAST(? AS VARCHAR)"] * len(combo))
-        out.add(con.execute(f"SELECT hash({args})", [key, *combo]).fetchone()[0])
+        vals = [exp.Literal.string(v) if v is not None else exp.Null() for v in combo]
+        out.add(run(exp.select(_key_expr(key, "set", vals)).sql("duckdb"))[0][0])
     return out
 
 
@@ -478,7 +483,8 @@ def _compare(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
         return StructuralVerdict(EQUAL, "identical once the aligned AI calls are identified", "syntactic",
                                  ["same"] * len(bool_pairs))
 
-    runner = _Runner(con, ordered)
+    run = _as_run(con)
+    runner = _Runner(run, ordered)
     flip_sets = [dict(zip(bool_pairs, bits)) for bits in itertools.product((False, True), repeat=len(bool_pairs))] \
         if len(bool_pairs) <= MAX_POLARITY_PAIRS else [dict.fromkeys(bool_pairs, False)]
     polarity_complete = len(bool_pairs) <= MAX_POLARITY_PAIRS
@@ -499,7 +505,10 @@ def _compare(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
             for call in top_calls(tree):
                 cols_of.setdefault(syms[texts.index(call.sql("duckdb"))].key, _inputs(call))
         for k, cols in cols_of.items():
-            d = _domain_hashes(con, k, cols, table_columns)
+            try:
+                d = _domain_hashes(run, k, cols, table_columns)
+            except Exception:  # noqa: BLE001 - a domain we cannot read: no enumeration
+                d = None
             if d is None:
                 doms = None
                 break

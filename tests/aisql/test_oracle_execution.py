@@ -2,6 +2,7 @@
 
 import pytest
 
+from pipelines.aisql.diffs import ex_equal
 from pipelines.aisql.execute import run_query
 from pipelines.aisql.operators import LabelOracle, OpRequest, read_concept
 from pipelines.aisql.scenarios import MOVIE, leaked_label_columns, visible_columns
@@ -85,6 +86,7 @@ def test_gold_candidate_and_split_parts_share_calls(sembench_root, movie_db, ora
     # the paraphrase shifts the count (EX would reject) while the relational parts agree
     assert first.gold.rows != first.cand.rows
     assert first.relational_diff["multiset_equal"] is True
+    assert first.structural.verdict == "equal" and first.structural.method == "syntactic"
     probe = first.alignment[0]["probe"]
     assert probe["comparable"] and probe["probe_rows"] == 100 and 0.7 <= probe["agreement"] < 1.0
 
@@ -96,3 +98,21 @@ def test_distinct_dropped_shows_a_relational_diff_on_duplicated_rows(movie_db, o
             "AND NLfilter(reviewText, 'the review sentiment is positive')")
     ev = execute_pair(ctx, gold, gold.replace("DISTINCT ", ""), "thalamusdb")
     assert ev.relational_diff["set_equal"] and not ev.relational_diff["multiset_equal"]
+    assert ev.structural.verdict == "differ"
+    # issue 19 item 3: EX is bag-based, so dropping a DISTINCT over duplicate rows is not a match
+    assert ev.gold.row_count < ev.cand.row_count and set(ev.gold.rows) == set(ev.cand.rows)
+    assert not ex_equal(ev.gold, ev.cand, ev.ordered)
+
+
+def test_ex_is_bag_based_and_ordered_under_a_gold_order_by():
+    from pipelines.aisql.execute import RunRecord
+
+    def rec(rows):
+        return RunRecord(status="ok", sql="", rows=rows)
+
+    rows = [(i,) for i in range(66)]
+    assert not ex_equal(rec(rows), rec(rows + rows))  # 66 vs 132 rows: DISTINCT dropped
+    assert ex_equal(rec(rows), rec(list(reversed(rows))))  # no ORDER BY: order ignored
+    assert not ex_equal(rec(rows), rec(list(reversed(rows))), ordered=True)
+    assert ex_equal(rec([(1.0000001, "a")]), rec([(1.0, "a")]))  # floats rounded to 1e-6
+    assert not ex_equal(rec([(1,)]), RunRecord(status="error", sql="", error="x"))
