@@ -195,15 +195,52 @@ def _label(args) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return v
+
+
+def _rate(text: str) -> float:
+    import argparse
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1")
+    return v
+
+
+def _seconds(text: str) -> float:
+    import argparse
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 seconds")
+    return v
+
+
 def _common(p, data=True) -> None:
     if data:
         p.add_argument("--data", default=DEFAULT_DATA, help="folder holding sembench/ (default ../shared/data)")
     p.add_argument("--backend", default="oracle", choices=["oracle", "council"],
                    help="AI-operator backend: label oracle (default) or the council's ai_operator role")
-    p.add_argument("--flip-rate", type=float, default=0.1, help="label-oracle flip rate p (default 0.1)")
+    p.add_argument("--flip-rate", type=_rate, default=0.1, help="label-oracle flip rate p in [0, 1] (default 0.1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--budget", type=int, default=5000, help="AI-operator calls per query (default 5000)")
-    p.add_argument("--sample", type=int, default=None, help="keep N seeded rows per group (LLM operators)")
+    p.add_argument("--budget", type=_positive_int, default=5000,
+                   help="AI-operator calls per query, enforced per call (default 5000)")
+    p.add_argument("--sample", type=_positive_int, default=None, help="keep N seeded rows per group (LLM operators)")
     p.add_argument("--sample-groups", default=None, help="with --sample: keep only these groups (e.g. taken_3)")
 
 
@@ -216,7 +253,8 @@ def register(sub) -> None:
     r.add_argument("sql")
     r.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
     r.add_argument("--member", default=None, help="ai_operator council member (with --backend council)")
-    r.add_argument("--timeout", type=float, default=600.0)
+    r.add_argument("--timeout", type=_seconds, default=600.0,
+                   help="seconds per query; in-flight AI-operator calls are cancelled (default 600)")
     r.add_argument("--json", action="store_true")
     _common(r)
     r.set_defaults(func=_run)

@@ -51,6 +51,10 @@ class BudgetExceeded(RuntimeError):
     pass
 
 
+class OperatorTimeout(RuntimeError):
+    """The query's time ran out while operator calls were in flight; they were cancelled."""
+
+
 @dataclass(frozen=True)
 class OpRequest:
     op: str  # ai_if, nlfilter, ...
@@ -76,6 +80,8 @@ class QueryStats:
     cached: int = 0  # answered from the runtime memo or the council's call log
     failed: int = 0
     budget_exceeded: bool = False
+    deadline: float | None = None  # time.monotonic() by which the query must finish
+    timed_out: bool = False
 
     @property
     def calls(self) -> int:
@@ -370,9 +376,12 @@ class AIRuntime:
         self._sessions.clear()
 
     # --- per-query accounting ------------------------------------------------------------
-    def begin(self, budget: int | None = None) -> QueryStats:
+    def begin(self, budget: int | None = None, timeout_s: float | None = None) -> QueryStats:
+        import time
+
         _begin(self)
-        self._current = QueryStats(budget=self.budget if budget is None else budget)
+        self._current = QueryStats(budget=self.budget if budget is None else budget,
+                                   deadline=None if timeout_s is None else time.monotonic() + timeout_s)
         return self._current
 
     def end(self) -> QueryStats:
@@ -381,14 +390,27 @@ class AIRuntime:
         return stats or QueryStats(budget=self.budget)
 
     def evaluate(self, reqs: list[OpRequest]) -> list[Any]:
-        from resources.llm.council import run_sync
-
         stats = self._current or QueryStats(budget=self.budget)
         keys = [r.key() for r in reqs]
-        new_keys = {k for k in keys if k not in stats.keys}
-        if stats.calls + len(new_keys) > stats.budget:
+        new_keys = list(dict.fromkeys(k for k in keys if k not in stats.keys))
+        over = stats.calls + len(new_keys) > stats.budget
+        if over:  # enforced per call: spend exactly what is left of the budget, then stop the query
+            allowed = set(new_keys[: max(0, stats.budget - stats.calls)])
+            keep = [i for i, k in enumerate(keys) if k in stats.keys or k in allowed]
+            if keep:
+                self._evaluate([reqs[i] for i in keep], stats)
             stats.budget_exceeded = True
             raise BudgetExceeded(f"AI-operator call budget of {stats.budget} exceeded")
+        return self._evaluate(reqs, stats)
+
+    def _evaluate(self, reqs: list[OpRequest], stats: QueryStats) -> list[Any]:
+        import asyncio
+        import time
+
+        from resources.llm.council import run_sync
+
+        keys = [r.key() for r in reqs]
+        new_keys = {k for k in keys if k not in stats.keys}
         stats.keys |= new_keys
         with self._lock:
             todo: dict[tuple, OpRequest] = {}
@@ -398,7 +420,17 @@ class AIRuntime:
         memo_hits = len(new_keys - set(todo))
         if todo:
             now = getattr(self.backend, "answer_now", None)
-            answers = now(list(todo.values())) if now else run_sync(self.backend.answer_many(list(todo.values())))
+            if now:
+                answers = now(list(todo.values()))
+            else:
+                left = None if stats.deadline is None else stats.deadline - time.monotonic()
+                try:  # the query's timeout cancels the calls in flight (DuckDB cannot interrupt a UDF)
+                    if left is not None and left <= 0:
+                        raise TimeoutError
+                    answers = run_sync(asyncio.wait_for(self.backend.answer_many(list(todo.values())), left))
+                except TimeoutError:
+                    stats.timed_out = True
+                    raise OperatorTimeout("in-flight AI-operator calls cancelled") from None
             with self._lock:
                 for k, (value, cached, failed) in zip(todo, answers):
                     if not failed:

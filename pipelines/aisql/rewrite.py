@@ -160,17 +160,51 @@ def _flat_args(node: exp.Expression) -> list[exp.Expression]:
     return args
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _clean(message: str) -> str:
+    """One line, without the terminal underline codes sqlglot puts around the offending token."""
+    return " ".join(_ANSI.sub("", message).split())
+
+
+def _check_prompt(op: str, prompt: exp.Expression) -> None:
+    """The prompt must carry an instruction (a string); a number or a bare column cannot be one."""
+    if isinstance(prompt, exp.Literal) and not prompt.is_string:
+        raise SqlRewriteError(f"{op}: the prompt is the number {prompt.sql()}; give an instruction and the input, "
+                              f"e.g. {op}(('Is this review positive? ', r.reviewText))")
+    if not any(lit.is_string for lit in prompt.find_all(exp.Literal)):
+        raise SqlRewriteError(f"{op}({prompt.sql('bigquery')}): the prompt has no instruction text; write "
+                              f"{op}(('<instruction> ', {prompt.sql('bigquery')}))")
+
+
 def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
-    args = []
+    op = f"AI.{name[3:].upper()}"
+    wants = ("prompt", "categories") if name == "ai_classify" else ("prompt",)
+    positional, named = [], {}
     for a in _flat_args(node):
         if isinstance(a, exp.Kwarg):
             key = a.this.name.lower()
             if key in _DROPPED_KWARGS:
                 continue
-            a = a.expression  # prompt =>, categories => ...: keep the value positionally
-        args.append(a)
-    if not args:
-        raise SqlRewriteError(f"AI.{name[3:].upper()} has no prompt argument")
+            if key not in wants:
+                raise SqlRewriteError(f"{op}: unknown argument '{a.this.name} =>' (expected "
+                                      f"{', '.join(w + ' =>' for w in wants)} or connection_id/model_params/endpoint)")
+            named[key] = a.expression
+        else:
+            positional.append(a)
+    slots = [w for w in wants if w not in named]
+    if len(positional) > len(slots):
+        extra = ", ".join(x.sql("bigquery") for x in positional[len(slots):])
+        raise SqlRewriteError(f"{op} takes {len(wants)} argument{'s' if len(wants) > 1 else ''} "
+                              f"({', '.join(wants)}); remove the extra argument {extra}")
+    named.update(zip(slots, positional))
+    if "prompt" not in named:
+        raise SqlRewriteError(f"{op} has no prompt argument")
+    if name == "ai_classify" and "categories" not in named:
+        raise SqlRewriteError(f"{op} needs its categories: {op}(prompt, categories => ['a', 'b'])")
+    args = [named[w] for w in wants]
+    _check_prompt(op, _prompt_expr(args[0]))
     prompt = _prompt_expr(args[0])
     for fmt in list(prompt.find_all(exp.Format)):
         fmt.replace(exp.Anonymous(this="printf", expressions=[fmt.this, *fmt.expressions]))
@@ -183,7 +217,7 @@ def parse_duckdb(sql: str) -> exp.Expression:
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError as e:
-        raise SqlRewriteError(f"SQL does not parse: {' '.join(str(e).split())[:200]}") from None
+        raise SqlRewriteError(f"SQL does not parse: {_clean(str(e))[:200]}") from None
     if tree is None:
         raise SqlRewriteError("empty SQL")
 
@@ -201,7 +235,7 @@ def bigquery_to_duckdb_tree(sql: str) -> exp.Expression:
     try:
         tree = sqlglot.parse_one(text, read="bigquery")
     except sqlglot.errors.ParseError as e:
-        raise SqlRewriteError(f"BigQuery SQL does not parse: {' '.join(str(e).split())[:200]}") from None
+        raise SqlRewriteError(f"BigQuery SQL does not parse: {_clean(str(e))[:200]}") from None
     if tree is None:
         raise SqlRewriteError("empty SQL")
 
@@ -236,8 +270,29 @@ def _to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
     if dialect == "bigquery":
         return bigquery_to_duckdb_tree(sql)
     if dialect == "thalamusdb":
-        return parse_duckdb(strip_comments(sql).strip().rstrip(";"))
+        tree = parse_duckdb(strip_comments(sql).strip().rstrip(";"))
+        _check_thalamus_calls(tree)
+        return tree
     raise SqlRewriteError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
+
+
+def _check_thalamus_calls(tree: exp.Expression) -> None:
+    """NLfilter(column, 'instruction') and NLjoin(column1, column2, 'instruction'), nothing else."""
+    for call in tree.find_all(exp.Anonymous):
+        name = operator_name(call)
+        if name not in ("nlfilter", "nljoin"):
+            continue
+        shown = "NLfilter" if name == "nlfilter" else "NLjoin"
+        want = 2 if name == "nlfilter" else 3
+        form = "NLfilter(column, 'instruction')" if name == "nlfilter" else "NLjoin(column1, column2, 'instruction')"
+        args = list(call.expressions)
+        if len(args) != want:
+            raise SqlRewriteError(f"{shown} takes {want} arguments, got {len(args)} in {call.sql('duckdb')[:120]}; "
+                                  f"write {form}")
+        last = args[-1]
+        if not (isinstance(last, exp.Literal) and last.is_string) and not any(
+                lit.is_string for lit in last.find_all(exp.Literal)):
+            raise SqlRewriteError(f"{shown}: the instruction {last.sql('duckdb')} is not text; write {form}")
 
 
 def strip_comments(sql: str) -> str:
