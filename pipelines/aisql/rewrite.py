@@ -124,13 +124,63 @@ def _concat(parts: list[exp.Expression]) -> exp.Expression:
     return out
 
 
+# Data inside a prompt travels between these two characters (stripped from the data itself), so the
+# operator can hand it to the model in a delimited, escaped field instead of mixing it into the
+# instruction (issue 19 item 6). Python's str.split() counts both as whitespace, so normalised
+# instructions are unchanged.
+DATA_OPEN, DATA_CLOSE = "\x1e", "\x1f"
+
+
+def _chr(code: int) -> exp.Expression:
+    return exp.Anonymous(this="chr", expressions=[exp.Literal.number(code)])
+
+
+def mark_data(node: exp.Expression) -> exp.Expression:
+    """``chr(30) || <node without chr(30)/chr(31)> || chr(31)``: a data value inside a prompt."""
+    text = exp.cast(node, "VARCHAR")
+    for code in (30, 31):
+        text = exp.Anonymous(this="replace", expressions=[text, _chr(code), exp.Literal.string("")])
+    return _concat([_chr(30), text, _chr(31)])
+
+
+def _is_chr(node, codes=(30, 31)) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "chr" and len(node.expressions) == 1 \
+        and node.expressions[0].is_int and int(node.expressions[0].name) in codes
+
+
+def unmark_data(tree: exp.Expression) -> exp.Expression:
+    """``tree`` without the data delimiters of :func:`mark_data` (to show or re-render a query)."""
+    def strip(node):
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "replace" and len(node.expressions) == 3 \
+                and _is_chr(node.expressions[1]):
+            inner = node.expressions[0]
+            return inner.this if isinstance(inner, exp.Cast) else inner
+        if isinstance(node, exp.DPipe):
+            if _is_chr(node.this):
+                return node.expression
+            if _is_chr(node.expression):
+                return node.this
+        return node
+
+    out = tree.copy()
+    while True:
+        before = out.sql("duckdb")
+        out = out.transform(strip)
+        if out.sql("duckdb") == before:
+            return out
+
+
+def _is_text_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
 def _prompt_expr(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Kwarg):
         node = node.expression
     if isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, (exp.Tuple, exp.Struct)):
-        return _concat([_prompt_expr(e) for e in node.expressions])
+        return _concat([e if _is_text_literal(e) else mark_data(e) for e in map(_prompt_expr, node.expressions)])
     return node
 
 
@@ -206,10 +256,15 @@ def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
     args = [named[w] for w in wants]
     _check_prompt(op, _prompt_expr(args[0]))
     prompt = _prompt_expr(args[0])
+
+    def printf(fmt: exp.Format) -> exp.Expression:
+        return exp.Anonymous(this="printf", expressions=[
+            fmt.this, *[a if _is_text_literal(a) else mark_data(a) for a in fmt.expressions]])
+
     for fmt in list(prompt.find_all(exp.Format)):
-        fmt.replace(exp.Anonymous(this="printf", expressions=[fmt.this, *fmt.expressions]))
+        fmt.replace(printf(fmt))
     if isinstance(prompt, exp.Format):
-        prompt = exp.Anonymous(this="printf", expressions=[prompt.this, *prompt.expressions])
+        prompt = printf(prompt)
     return exp.Anonymous(this=name, expressions=[prompt, *args[1:]])
 
 
@@ -309,4 +364,4 @@ def prompt_text(call: exp.Anonymous) -> str:
     name = operator_name(call)
     args = list(call.expressions)
     prompt = args[-1] if name in ("nlfilter", "nljoin") else args[0]
-    return " ".join(lit.this for lit in prompt.find_all(exp.Literal, bfs=False) if lit.is_string).strip()
+    return " ".join(lit.this for lit in prompt.find_all(exp.Literal, bfs=False) if lit.is_string and lit.this).strip()
