@@ -137,7 +137,7 @@ def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, sett
     from pipelines.aisql.diffs import ex_equal
 
     sc = get_scenario(db.scenario)
-    fallback = council_for("generators", getter) if settings.llm_split_fallback else None
+    fallback = council_for("splitter", getter) if settings.llm_split_fallback else None
     ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
                       budget=settings.budget, probe_n=settings.probe_n, seed=settings.seed, split_fallback=fallback)
     rows, evidence = [], {}
