@@ -109,6 +109,9 @@ def combine(*layers: LayerVerdict) -> str:
 
 
 def ex_layer(ev: Evidence) -> LayerVerdict:
+    for side, rec in (("gold", ev.gold), ("candidate", ev.cand)):
+        if rec.status == "undecided":
+            return LayerVerdict("ex", UNDECIDED, f"{side}: {rec.error}")
     if not ev.gold.ok:
         return LayerVerdict("ex", UNDECIDED, f"the gold query did not run: {ev.gold.status} {ev.gold.error}"[:300])
     if not ev.cand.ok:

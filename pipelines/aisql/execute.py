@@ -25,7 +25,7 @@ CELL_CHARS = 120
 
 @dataclass
 class RunRecord:
-    status: str  # ok | error | timeout | budget_exceeded
+    status: str  # ok | error | timeout | budget_exceeded | undecided (the label oracle cannot answer)
     sql: str
     error: str = ""
     columns: list[str] = field(default_factory=list)
@@ -86,6 +86,8 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
                     failed=stats.failed, elapsed_s=time.perf_counter() - start)
     if stats.budget_exceeded:
         rec.status, rec.error = "budget_exceeded", f"AI-operator call budget of {stats.budget} exceeded"
+    elif stats.undecided:
+        rec.status, rec.error = "undecided", stats.undecided
     elif stats.timed_out:
         rec.status, rec.error = "timeout", f"query ran past {timeout_s:g} s; in-flight AI-operator calls cancelled"
     elif outcome is None:

@@ -84,6 +84,8 @@ def ex_verdict(pair_id: str, gold_status: str, cand_status: str, equal: bool, de
     """EX from an execution row: accept iff both ran and the results are equal (set semantics)."""
     if gold_status != "ok":
         return Verdict(pair_id, "ex", False, "error", f"gold query did not run: {gold_status} {detail}"[:300])
+    if "undecided" in (gold_status, cand_status):  # the label oracle could not answer: never a silent verdict
+        return Verdict(pair_id, "ex", False, "error", f"oracle cannot decide {detail}".strip()[:300])
     if cand_status != "ok":
         return Verdict(pair_id, "ex", False, "ok", f"candidate did not run: {cand_status} {detail}"[:300])
     return Verdict(pair_id, "ex", bool(equal), "ok", "results equal" if equal else "results differ")

@@ -52,6 +52,10 @@ class BudgetExceeded(RuntimeError):
     pass
 
 
+class OracleCannotDecide(RuntimeError):
+    """The label oracle cannot answer this call from the labels and the instruction."""
+
+
 class OperatorTimeout(RuntimeError):
     """The query's time ran out while operator calls were in flight; they were cancelled."""
 
@@ -83,6 +87,7 @@ class QueryStats:
     budget_exceeded: bool = False
     deadline: float | None = None  # time.monotonic() by which the query must finish
     timed_out: bool = False
+    undecided: str = ""  # why the label oracle could not answer (the query stops)
 
     @property
     def calls(self) -> int:
@@ -218,6 +223,13 @@ class LabelOracle:
         labels = [self.labels.get(t) if t is not None else None for t in texts]
         flip = u01(self.seed, req.op, normalise(instruction), *texts) < self.p
         kind = req.kind
+        value_kind = kind == "score" or (kind in ("text", "category")
+                                         and not re.search(r"\btrue\b.*\bfalse\b", normalise(instruction)))
+        if value_kind:
+            self._check_value_instruction(req, instruction)
+            if not labels or labels[0] is None:
+                raise OracleCannotDecide(f"oracle cannot decide {req.op.replace('ai_', 'AI.').upper()}: "
+                                         "its input is not a labelled text")
         if kind == "score":
             label = labels[0] if labels else None
             if flip:
@@ -236,6 +248,24 @@ class LabelOracle:
         value = self._boolean(instruction, texts, labels)
         value = (not value) if flip else value
         return ("TRUE" if value else "FALSE") if kind in ("text", "category") else value
+
+    def _check_value_instruction(self, req: OpRequest, instruction: str) -> None:
+        """SCORE / GENERATE / CLASSIFY are answered from the label only when the instruction asks about
+        the labelled dimension: it names a label term, and a score scale is not inverted (names only
+        a label other than the top of the scale). Anything else: :class:`OracleCannotDecide`."""
+        text = normalise(instruction)
+        named = {label for term, label in self.vocabulary.items() if re.search(r"\b" + re.escape(term) + r"\b", text)}
+        op = req.op.replace("ai_", "AI.").upper()
+        if not named:
+            raise OracleCannotDecide(f"oracle cannot decide {op}: the instruction {' '.join(instruction.split())[:80]!r} "
+                                     "names no concept the labels cover")
+        if req.kind == "score" and not self.score_of:
+            raise OracleCannotDecide(f"oracle cannot decide {op}: this scenario has no labelled score scale")
+        if req.kind == "score" and len(named) == 1:
+            top = max(self.score_of, key=self.score_of.get)
+            if named != {top}:
+                raise OracleCannotDecide(f"oracle cannot decide {op}: the instruction scores "
+                                         f"{', '.join(sorted(named)).lower()}, not the labelled scale (high = {top.lower()})")
 
     def _boolean(self, instruction: str, texts, labels) -> bool:
         concept = read_concept(instruction, self.vocabulary, len(texts))
@@ -455,7 +485,11 @@ class AIRuntime:
         if todo:
             now = getattr(self.backend, "answer_now", None)
             if now:
-                answers = now(list(todo.values()))
+                try:
+                    answers = now(list(todo.values()))
+                except OracleCannotDecide as exc:
+                    stats.undecided = str(exc)
+                    raise
             else:
                 left = None if stats.deadline is None else stats.deadline - time.monotonic()
                 try:  # the query's timeout cancels the calls in flight (DuckDB cannot interrupt a UDF)

@@ -116,3 +116,28 @@ def test_ex_is_bag_based_and_ordered_under_a_gold_order_by():
     assert not ex_equal(rec(rows), rec(list(reversed(rows))), ordered=True)
     assert ex_equal(rec([(1.0000001, "a")]), rec([(1.0, "a")]))  # floats rounded to 1e-6
     assert not ex_equal(rec([(1,)]), RunRecord(status="error", sql="", error="x"))
+
+
+def test_oracle_cannot_decide_a_value_operator_asking_another_concept(sembench_root, movie_db, oracle_runtime):
+    """Issue 19 item 4: SCORE / GENERATE / CLASSIFY answer only what the labels and the instruction decide."""
+    from pipelines.aisql.methods import ex_verdict
+    from pipelines.aisql.operators import OracleCannotDecide
+    from pipelines.aisql.variants import CHANGED_CONCEPT
+
+    gold = movie_query(sembench_root, "bigquery", "Q9")
+    rt = oracle_runtime(p=0.0)
+    ok = run_query(movie_db.path, gold, "bigquery", rt)
+    assert ok.ok and {r[1] for r in ok.rows} <= {2.0, 4.0}
+    changed = gold.replace("Score from 1 to 5 how much did the reviewer like the movie", CHANGED_CONCEPT)
+    changed = changed.split("Rubrics:")[0] + 'Review:\n    """, reviewText)' + changed.split("reviewText)", 1)[1]
+    rec = run_query(movie_db.path, changed, "bigquery", rt)
+    assert rec.status == "undecided" and rec.error.startswith("oracle cannot decide AI.SCORE")
+    v = ex_verdict("p", ok.status, rec.status, False)
+    assert v.status == "error" and "cannot decide" in v.reason and not v.accepted
+    oracle = LabelOracle({"fine": "POSITIVE"}, MOVIE.vocabulary, score_of=MOVIE.score_of)
+    with pytest.raises(OracleCannotDecide):
+        oracle.answer(OpRequest("ai_score", "Score how negative this review is: \x1efine\x1f"))
+    with pytest.raises(OracleCannotDecide):
+        oracle.answer(OpRequest("ai_generate", "Name the director: \x1efine\x1f"))
+    assert oracle.answer(OpRequest("ai_score", "Score how positive this review is: \x1efine\x1f")) == 4.0
+    assert oracle.answer(OpRequest("ai_generate", "Is it positive? Answer TRUE or FALSE: \x1efine\x1f")) == "TRUE"
