@@ -13,7 +13,7 @@ from collections import Counter
 
 from sqlglot import exp
 
-from pipelines.aisql.rewrite import AI_OPERATORS, operator_name, to_duckdb_tree
+from pipelines.aisql.rewrite import AI_OPERATORS, ai_calls, operator_name, to_duckdb_tree
 from pipelines.aisql.splitter import AIPart, placeholder
 
 PROBE_N = 100
@@ -92,8 +92,7 @@ def ex_equal(gold, cand, ordered: bool = False) -> bool:
 
 
 def _call_select(tree: exp.Expression, index: int) -> tuple[exp.Anonymous, exp.Select]:
-    calls = [n for n in tree.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]
-    call = calls[index]
+    call = ai_calls(tree)[index]  # the splitter's order (document order)
     return call, call.find_ancestor(exp.Select)
 
 

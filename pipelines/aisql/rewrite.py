@@ -181,7 +181,15 @@ def _prompt_expr(node: exp.Expression) -> exp.Expression:
         node = node.this
     if isinstance(node, (exp.Tuple, exp.Struct)):
         return _concat([e if _is_text_literal(e) else mark_data(e) for e in map(_prompt_expr, node.expressions)])
+    if isinstance(node, exp.DPipe):  # 'text ' || col || ' more text' (mmqa): the same, written as a chain
+        return _concat([e if _is_text_literal(e) else mark_data(e) for e in _dpipe_operands(node)])
     return node
+
+
+def _dpipe_operands(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.DPipe):
+        return _dpipe_operands(node.this) + _dpipe_operands(node.expression)
+    return [node]
 
 
 def operator_name(node: exp.Expression) -> str | None:
@@ -294,6 +302,10 @@ def bigquery_to_duckdb_tree(sql: str) -> exp.Expression:
     if tree is None:
         raise SqlRewriteError("empty SQL")
 
+    for ident in tree.find_all(exp.Identifier):  # dashed project names (bq-mm-benchmark) keep their quotes
+        if not ident.quoted and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", ident.name or ""):
+            ident.set("quoted", True)
+
     def transform(node: exp.Expression) -> exp.Expression:
         # `AI.GENERATE(...).result` → the call itself (the UDF returns the text directly)
         if isinstance(node, exp.Dot) and node.expression.name.lower() == "result" and operator_name(node.this):
@@ -355,8 +367,8 @@ def strip_comments(sql: str) -> str:
 
 
 def ai_calls(tree: exp.Expression) -> list[exp.Anonymous]:
-    """Every AI operator call in ``tree`` (a DuckDB-form tree), in document order."""
-    return [n for n in tree.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]
+    """Every AI operator call in ``tree`` (a DuckDB-form tree), in document order (depth first)."""
+    return [n for n in tree.walk(bfs=False) if isinstance(n, exp.Anonymous) and operator_name(n)]
 
 
 def prompt_text(call: exp.Anonymous) -> str:
