@@ -344,7 +344,8 @@ def _to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
 
 
 def _check_thalamus_calls(tree: exp.Expression) -> None:
-    """NLfilter(column, 'instruction') and NLjoin(column1, column2, 'instruction'), nothing else."""
+    """NLfilter(column[, column...], 'instruction') and NLjoin(column1, column2, 'instruction'): at
+    least one (two) input columns and a text instruction last (cars Q9 filters on two columns)."""
     for call in tree.find_all(exp.Anonymous):
         name = operator_name(call)
         if name not in ("nlfilter", "nljoin"):
@@ -353,7 +354,7 @@ def _check_thalamus_calls(tree: exp.Expression) -> None:
         want = 2 if name == "nlfilter" else 3
         form = "NLfilter(column, 'instruction')" if name == "nlfilter" else "NLjoin(column1, column2, 'instruction')"
         args = list(call.expressions)
-        if len(args) != want:
+        if len(args) < want:
             raise SqlRewriteError(f"{shown} takes {want} arguments, got {len(args)} in {call.sql('duckdb')[:120]}; "
                                   f"write {form}")
         last = args[-1]
