@@ -5,7 +5,7 @@ import polars as pl
 from quality.contracts import ColumnRule, Contract
 
 _DIALECTS = ("bigquery", "thalamusdb")
-_STATUSES = ("ok", "error", "timeout", "budget_exceeded")
+_STATUSES = ("ok", "error", "timeout", "budget_exceeded", "undecided")
 
 AISQL_SCENARIO_DB = Contract(
     name="aisql_scenario_db",

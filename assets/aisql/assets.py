@@ -70,6 +70,8 @@ class AisqlResource(ConfigurableResource):
     decision: str = "overall"
     relational_gate: bool = False
     compact_judge: bool = Field(default=False, description="short judge prompt for small local models")
+    llm_split_fallback: bool = Field(default=False, description="when the AST splitter fails, ask the few-shot LLM "
+                                     "splitter (the council's splitter role, else default)")
     question_ids: list[str] | None = Field(default=None, description="restrict gold queries (e.g. ['Q2','Q3'])")
     dialects: list[str] = Field(default=["bigquery", "thalamusdb"])
     correct_share: float | None = 0.7
@@ -81,7 +83,8 @@ class AisqlResource(ConfigurableResource):
     def settings(self, **over) -> AisqlSettings:
         base = dict(backend=self.backend, flip_rate=self.flip_rate, seed=self.seed, budget=self.budget,
                     sample=self.sample, probe_n=self.probe_n, methods=tuple(self.methods), threshold=self.threshold,
-                    decision=self.decision, relational_gate=self.relational_gate, compact_judge=self.compact_judge)
+                    decision=self.decision, relational_gate=self.relational_gate, compact_judge=self.compact_judge,
+                    llm_split_fallback=self.llm_split_fallback)
         return AisqlSettings(**{**base, **over})
 
     def root(self) -> Path:

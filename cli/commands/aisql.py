@@ -2,6 +2,7 @@
 
     quandary aisql run movie "SELECT ... AI.IF(...)"      one query with AI operators, and the calls it made
     quandary aisql split "SQL" [--dialect thalamusdb]     structural part + AI parts
+    quandary aisql compare movie GOLD_SQL CANDIDATE_SQL   each layer's verdict for one pair; exit 0 accept, 1 not
     quandary aisql judge --scenario movie                 materialize the aisql job (Dagster) and print Table 1
     quandary aisql label --export todo.csv | FILE.csv     export unlabelled pairs / import manual labels
     quandary report aisql [--scenario movie]              Table 1, per variant type, sweep chart
@@ -88,6 +89,72 @@ def _split(args) -> int:
     return 0
 
 
+COMPARE_METHODS = ("ex", "layers", "ours")
+
+
+def _sql_arg(text: str) -> str:
+    """A query given inline, or ``@path`` to read it from a file."""
+    if text.startswith("@"):
+        path = Path(text[1:])
+        if not path.is_file():
+            raise ValueError(f"{path} not found (give the SQL inline or as @FILE)")
+        return path.read_text()
+    return text
+
+
+def _compare(args) -> int:
+    from pipelines.aisql.compare import ACCEPT, autorater_layer, judge_pair
+    from pipelines.aisql.pipeline import AisqlSettings, council_for, make_runtime, prepare_db, schema_text
+    from pipelines.aisql.scenarios import ScenarioError, get_scenario, visible_columns
+    from pipelines.aisql.split_execution import EvalContext, table_columns_of
+    from storage.paths import quandary_home
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in COMPARE_METHODS]
+    if unknown or not methods:
+        return _err(f"--methods {args.methods!r}: unknown {', '.join(unknown) or '(none given)'}; "
+                    f"choose from {', '.join(COMPARE_METHODS)}")
+    try:
+        gold, cand = _sql_arg(args.gold_sql), _sql_arg(args.candidate_sql)
+        settings = AisqlSettings(backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget,
+                                 sample=args.sample)
+        db = prepare_db(args.scenario, Path(args.data), quandary_home(), sample=args.sample, seed=args.seed,
+                        sample_groups=_groups(args))
+        runtime = make_runtime(settings, db)
+    except (ScenarioError, KeyError, ValueError) as exc:
+        return _err(str(exc).strip("'\""))
+    dialect = _dialect(gold, args.dialect)
+    sc = get_scenario(db.scenario)
+    ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
+                      budget=args.budget, seed=args.seed)
+    try:
+        result = judge_pair(ctx, gold, cand, dialect)
+    finally:
+        runtime.close()
+    if "ours" in methods:
+        from pipelines.aisql.methods import JudgeSettings, autorate
+
+        evidence = result.evidence.to_dict()
+        try:
+            judges = council_for("judges")
+        except KeyError as exc:
+            return _err(str(exc).strip("'\""))
+        v = autorate(judges, [("compare", dialect, args.question or "", evidence)],
+                     schema_of=lambda d: schema_text(db.path, db.scenario, d), settings=JudgeSettings())[0]
+        layer = autorater_layer(v)
+        result.layers.append(layer)
+        result.final, result.final_method = layer.verdict, "ours"
+    shown = [v for v in result.layers if v.layer in ("structural", "ai") or v.layer in methods]
+    if args.json:
+        print(json.dumps({"final": result.final, "final_method": result.final_method, "dialect": dialect,
+                          "layers": [v.row() for v in shown]}, default=str))
+    else:
+        for v in shown:
+            print(f"{v.layer:<11} {v.verdict:<14} {v.reason}")
+        print(f"final ({result.final_method}): {result.final}")
+    return 0 if result.final == ACCEPT else 1
+
+
 def _judge(args) -> int:
     from assets.aisql.assets import AISQL_ASSETS
     from cli.run_output import report_job_result, run_cli_job
@@ -107,6 +174,8 @@ def _judge(args) -> int:
         cfg["sweep_methods"] = [m for m in cfg["methods"] if m in ("ex", "ours")] or ["ex"]
     if args.compact_judge:
         cfg["compact_judge"] = True
+    if args.llm_split_fallback:
+        cfg["llm_split_fallback"] = True
     if args.dialects:
         cfg["dialects"] = [d.strip() for d in args.dialects.split(",") if d.strip()]
     if args.generate:
@@ -197,15 +266,40 @@ def _label(args) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return v
+
+
+def _rate(text: str) -> float:
+    import argparse
+
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} must be between 0 and 1")
+    return v
+
+
 def _common(p, data=True) -> None:
     if data:
         p.add_argument("--data", default=DEFAULT_DATA, help="folder holding sembench/ (default ../shared/data)")
     p.add_argument("--backend", default="oracle", choices=["oracle", "council"],
                    help="AI-operator backend: label oracle (default) or the council's ai_operator role")
-    p.add_argument("--flip-rate", type=float, default=0.1, help="label-oracle flip rate p (default 0.1)")
+    p.add_argument("--flip-rate", type=_rate, default=0.1, help="label-oracle flip rate p in [0, 1] (default 0.1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--budget", type=int, default=5000, help="AI-operator calls per query (default 5000)")
-    p.add_argument("--sample", type=int, default=None, help="keep N seeded rows per group (LLM operators)")
+    p.add_argument("--budget", type=_positive_int, default=5000,
+                   help="AI-operator calls per query, enforced per call (default 5000)")
+    p.add_argument("--sample", type=_positive_int, default=None, help="keep N seeded rows per group (LLM operators)")
     p.add_argument("--sample-groups", default=None, help="with --sample: keep only these groups (e.g. taken_3)")
 
 
@@ -218,7 +312,8 @@ def register(sub) -> None:
     r.add_argument("sql")
     r.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
     r.add_argument("--member", default=None, help="ai_operator council member (with --backend council)")
-    r.add_argument("--timeout", type=timeout_arg, default=600.0, help="seconds per query (finite, > 0)")
+    r.add_argument("--timeout", type=timeout_arg, default=600.0,
+                   help="seconds per query; in-flight AI-operator calls are cancelled (default 600)")
     r.add_argument("--json", action="store_true")
     _common(r)
     r.set_defaults(func=_run)
@@ -230,6 +325,18 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=_split)
 
+    c = s.add_parser("compare", help="judge one candidate against a gold query, layer by layer (exit 0 = accepted)")
+    c.add_argument("scenario")
+    c.add_argument("gold_sql", help="gold query (inline, or @FILE)")
+    c.add_argument("candidate_sql", help="candidate query (inline, or @FILE)")
+    c.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
+    c.add_argument("--methods", default="ex,layers",
+                   help="comma-separated: ex, layers (deterministic stand-in), ours (LLM autorater; final when given)")
+    c.add_argument("--question", default="", help="the NL question (for the autorater)")
+    c.add_argument("--json", action="store_true")
+    _common(c)
+    c.set_defaults(func=_compare)
+
     j = s.add_parser("judge", help="materialize the aisql assets for a scenario and print Table 1")
     j.add_argument("--scenario", default="movie")
     j.add_argument("--questions", default=None, help="comma-separated gold query ids (e.g. Q2,Q3)")
@@ -239,6 +346,8 @@ def register(sub) -> None:
     j.add_argument("--generate", type=int, default=0, help="generator candidates per question (unlabelled)")
     j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
     j.add_argument("--compact-judge", action="store_true", help="short judge prompt (small local models)")
+    j.add_argument("--llm-split-fallback", action="store_true",
+                   help="when the AST splitter fails, ask the few-shot LLM splitter (council role 'splitter')")
     j.add_argument("--verbose", action="store_true")
     _common(j)
     j.set_defaults(func=_judge)

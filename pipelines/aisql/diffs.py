@@ -13,7 +13,7 @@ from collections import Counter
 
 from sqlglot import exp
 
-from pipelines.aisql.rewrite import AI_OPERATORS, operator_name, to_duckdb_tree
+from pipelines.aisql.rewrite import AI_OPERATORS, ai_calls, operator_name, to_duckdb_tree
 from pipelines.aisql.splitter import AIPart, placeholder
 
 PROBE_N = 100
@@ -66,20 +66,33 @@ def has_top_level_order(sql_duckdb: str) -> bool:
     return tree.args.get("order") is not None
 
 
+EX_RULE = ("EX: accept iff both queries run and their results are equal as bags of rows (duplicates count; "
+           "column names ignored; floats rounded to 1e-6); in order when the gold query has a top-level ORDER BY")
+
+
+def rows_match(gold_rows, cand_rows, ordered: bool = False) -> bool:
+    """The one result-equality rule (bag semantics): equal as multisets of normalised row tuples,
+    and as sequences when ``ordered`` (the gold has a top-level ORDER BY). Dropping a DISTINCT over
+    duplicate rows (66 vs 132 rows) is a difference; so is the same rows in another order under
+    ORDER BY. Ties under ORDER BY are not special-cased (``threads=1`` keeps runs reproducible)."""
+    ra, rb = norm_rows(gold_rows), norm_rows(cand_rows)
+    if ordered:
+        return ra == rb
+    return Counter(ra) == Counter(rb)
+
+
 def ex_equal(gold, cand, ordered: bool = False) -> bool:
-    """Execution accuracy (BIRD style): set equality of row tuples; list equality under ORDER BY."""
+    """Execution accuracy: both ran and :func:`rows_match` (bag semantics, ordered under a gold ORDER BY)."""
     if not (gold.ok and cand.ok):
         return False
-    ra, rb = norm_rows(gold.rows), norm_rows(cand.rows)
-    return ra == rb if ordered else set(ra) == set(rb)
+    return rows_match(gold.rows, cand.rows, ordered)
 
 
 # ----------------------------------------------------------------------------- probe set
 
 
 def _call_select(tree: exp.Expression, index: int) -> tuple[exp.Anonymous, exp.Select]:
-    calls = [n for n in tree.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]
-    call = calls[index]
+    call = ai_calls(tree)[index]  # the splitter's order (document order)
     return call, call.find_ancestor(exp.Select)
 
 

@@ -25,7 +25,7 @@ CELL_CHARS = 120
 
 @dataclass
 class RunRecord:
-    status: str  # ok | error | timeout | budget_exceeded
+    status: str  # ok | error | timeout | budget_exceeded | undecided (the label oracle cannot answer)
     sql: str
     error: str = ""
     columns: list[str] = field(default_factory=list)
@@ -66,7 +66,7 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
                    timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = 100_000) -> RunRecord:
     """Run DuckDB-form AI SQL; never raises for a bad query."""
     start = time.perf_counter()
-    runtime.begin(budget)
+    runtime.begin(budget, timeout_s)
     try:
         # in-process: the UDFs call back into this runtime (the executor's worker subprocesses cannot)
         session = runtime.session(db_path)
@@ -86,11 +86,18 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
                     failed=stats.failed, elapsed_s=time.perf_counter() - start)
     if stats.budget_exceeded:
         rec.status, rec.error = "budget_exceeded", f"AI-operator call budget of {stats.budget} exceeded"
+    elif stats.undecided:
+        rec.status, rec.error = "undecided", stats.undecided
+    elif stats.timed_out:
+        rec.status, rec.error = "timeout", f"query ran past {timeout_s:g} s; in-flight AI-operator calls cancelled"
     elif outcome is None:
         rec.status, rec.error = "error", err
     elif not outcome.ok:
         rec.status = "timeout" if outcome.kind is FailureKind.TIMEOUT else "error"
-        rec.error = outcome.one_line()[:500]
+        # the status already says 'timeout'; errors keep their kind ('runtime: ...'), never twice
+        msg = " ".join(outcome.message.split())
+        rec.error = (msg if rec.status == "timeout" or msg.lower().startswith(outcome.kind.value) else
+                     outcome.one_line())[:500]
     else:
         rec.columns, rec.rows = list(outcome.columns), list(outcome.rows)
     return rec

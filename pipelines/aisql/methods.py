@@ -84,6 +84,8 @@ def ex_verdict(pair_id: str, gold_status: str, cand_status: str, equal: bool, de
     """EX from an execution row: accept iff both ran and the results are equal (set semantics)."""
     if gold_status != "ok":
         return Verdict(pair_id, "ex", False, "error", f"gold query did not run: {gold_status} {detail}"[:300])
+    if "undecided" in (gold_status, cand_status):  # the label oracle could not answer: never a silent verdict
+        return Verdict(pair_id, "ex", False, "error", f"oracle cannot decide {detail}".strip()[:300])
     if cand_status != "ok":
         return Verdict(pair_id, "ex", False, "ok", f"candidate did not run: {cand_status} {detail}"[:300])
     return Verdict(pair_id, "ex", bool(equal), "ok", "results equal" if equal else "results differ")
@@ -106,9 +108,10 @@ def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettin
     accepted = all_ok if settings.decision == "all" else s.overall_similarity > t
     reason = parsed.analysis.justification[:500]
     if settings.relational_gate and evidence is not None and accepted:
-        rd = evidence.get("relational_diff") or {}
-        if not (rd.get("comparable") and rd.get("multiset_equal")):
-            accepted, reason = False, "relational gate: S_g and S_c results differ. " + reason
+        # rejects only what the structural layer proved different; 'cannot decide' is left to the judge
+        sv = (evidence.get("structural") or {}).get("verdict")
+        if sv == "differ":
+            accepted, reason = False, "relational gate: the structural parts differ. " + reason
     src = parsed.analysis.primary_error_source.strip().lower()
     return Verdict(pair_id, "ours", accepted, "ok", reason, raw, s.overall_similarity, s.relational_similarity,
                    s.ai_similarity, all_ok, src if src in ERROR_SOURCES else "other",

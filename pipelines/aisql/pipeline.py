@@ -125,6 +125,7 @@ def schema_text(db_path: Path, scenario: str, dialect: str, rows: int = 3) -> st
 EXECUTION_SCHEMA = {
     "pair_id": pl.String, "dialect": pl.String, "gold_status": pl.String, "candidate_status": pl.String,
     "gold_rows": pl.Int64, "candidate_rows": pl.Int64, "ex_equal": pl.Boolean, "relational_equal": pl.Boolean,
+    "structural_verdict": pl.String,
     "n_ai_gold": pl.Int64, "n_ai_candidate": pl.Int64, "split_error": pl.String, "calls": pl.Int64,
     "calls_made": pl.Int64, "calls_cached": pl.Int64, "elapsed_s": pl.Float64, "evidence_json": pl.String,
 }
@@ -136,7 +137,7 @@ def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, sett
     from pipelines.aisql.diffs import ex_equal
 
     sc = get_scenario(db.scenario)
-    fallback = council_for("generators", getter) if settings.llm_split_fallback else None
+    fallback = council_for("splitter", getter) if settings.llm_split_fallback else None
     ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
                       budget=settings.budget, probe_n=settings.probe_n, seed=settings.seed, split_fallback=fallback)
     rows, evidence = [], {}
@@ -148,12 +149,13 @@ def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, sett
         d = ev.to_dict()
         d["question"] = p["question"]
         evidence[p["pair_id"]] = d
-        rd = ev.relational_diff
+        sv = ev.structural.verdict if ev.structural is not None else "cannot_decide"
         rows.append({
             "pair_id": p["pair_id"], "dialect": p["dialect"], "gold_status": ev.gold.status,
             "candidate_status": ev.cand.status, "gold_rows": ev.gold.row_count, "candidate_rows": ev.cand.row_count,
             "ex_equal": ex_equal(ev.gold, ev.cand, ev.ordered),
-            "relational_equal": bool(rd.get("comparable") and rd.get("multiset_equal")),
+            # True / False only when the structural layer decided (None = cannot decide, shown as '–')
+            "relational_equal": {"equal": True, "differ": False}.get(sv), "structural_verdict": sv,
             "n_ai_gold": len(ev.gold_split.ai_parts), "n_ai_candidate": len(ev.cand_split.ai_parts),
             "split_error": "; ".join(e for e in (ev.gold_split.error, ev.cand_split.error) if e),
             "calls": ev.calls, "calls_made": runtime.totals.made - before[0],

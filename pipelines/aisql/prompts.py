@@ -9,7 +9,7 @@ assets' code versions, so editing a prompt marks the verdicts stale.
 
 import json
 
-PROMPT_VERSIONS = {"judge": "2", "mm": "1", "ec": "1", "splitter": "1", "generator": "1"}
+PROMPT_VERSIONS = {"judge": "3", "mm": "1", "ec": "1", "splitter": "1", "generator": "1"}
 
 # Opening lines, so scripted test providers can tell the tasks apart.
 PROMPT_OPENINGS = {
@@ -100,6 +100,8 @@ def judge_messages(*, dialect: str, schema: str, question: str, evidence: dict, 
         f"Results A_g: {_j([_brief(r) for r in evidence['gold_ai']])}",
         f"Results A_c: {_j([_brief(r) for r in evidence['candidate_ai']])}",
         f"Deterministic diffs: full={_j(evidence['full_diff'])} relational={_j(evidence['relational_diff'])}",
+        f"Structural verdict (sound; AI calls treated as unknowns, placeholder artefacts excluded): "
+        f"{_j(evidence.get('structural'))}",
         f"AI-call alignment and agreement on a shared probe set: {_j(evidence['alignment'])}",
         'Answer JSON only: {"scores":{"overall_similarity":1-5,"relational_similarity":1-5,"ai_similarity":1-5},'
         '"analysis":{"primary_error_source":"...","justification":"..."}}',
@@ -125,6 +127,7 @@ def _compact_judge_messages(dialect: str, question: str, ev: dict) -> list[dict]
         f"Q_g rows: {_j((_brief(ev['gold'], 3) or {}).get('rows'))}",
         f"Q_c rows: {_j((_brief(ev['candidate'], 3) or {}).get('rows'))}",
         f"full diff: {_j(diff(ev['full_diff']))}; relational diff: {_j(diff(ev['relational_diff']))}",
+        f"structural verdict: {_j({k: (ev.get('structural') or {}).get(k) for k in ('verdict', 'reason')})}",
         f"AI calls: {_j(agree)}",
         '{"scores":{"overall_similarity":..,"relational_similarity":..,"ai_similarity":..},'
         '"analysis":{"primary_error_source":"none|relational|ai_prompt|ai_operator_or_column|both|execution_error|other",'

@@ -124,14 +124,72 @@ def _concat(parts: list[exp.Expression]) -> exp.Expression:
     return out
 
 
+# Data inside a prompt travels between these two characters (stripped from the data itself), so the
+# operator can hand it to the model in a delimited, escaped field instead of mixing it into the
+# instruction (issue 19 item 6). Python's str.split() counts both as whitespace, so normalised
+# instructions are unchanged.
+DATA_OPEN, DATA_CLOSE = "\x1e", "\x1f"
+
+
+def _chr(code: int) -> exp.Expression:
+    return exp.Anonymous(this="chr", expressions=[exp.Literal.number(code)])
+
+
+def mark_data(node: exp.Expression) -> exp.Expression:
+    """``chr(30) || <node without chr(30)/chr(31)> || chr(31)``: a data value inside a prompt."""
+    text = exp.cast(node, "VARCHAR")
+    for code in (30, 31):
+        text = exp.Anonymous(this="replace", expressions=[text, _chr(code), exp.Literal.string("")])
+    return _concat([_chr(30), text, _chr(31)])
+
+
+def _is_chr(node, codes=(30, 31)) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "chr" and len(node.expressions) == 1 \
+        and node.expressions[0].is_int and int(node.expressions[0].name) in codes
+
+
+def unmark_data(tree: exp.Expression) -> exp.Expression:
+    """``tree`` without the data delimiters of :func:`mark_data` (to show or re-render a query)."""
+    def strip(node):
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "replace" and len(node.expressions) == 3 \
+                and _is_chr(node.expressions[1]):
+            inner = node.expressions[0]
+            return inner.this if isinstance(inner, exp.Cast) else inner
+        if isinstance(node, exp.DPipe):
+            if _is_chr(node.this):
+                return node.expression
+            if _is_chr(node.expression):
+                return node.this
+        return node
+
+    out = tree.copy()
+    while True:
+        before = out.sql("duckdb")
+        out = out.transform(strip)
+        if out.sql("duckdb") == before:
+            return out
+
+
+def _is_text_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
 def _prompt_expr(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Kwarg):
         node = node.expression
     if isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, (exp.Tuple, exp.Struct)):
-        return _concat([_prompt_expr(e) for e in node.expressions])
+        return _concat([e if _is_text_literal(e) else mark_data(e) for e in map(_prompt_expr, node.expressions)])
+    if isinstance(node, exp.DPipe):  # 'text ' || col || ' more text' (mmqa): the same, written as a chain
+        return _concat([e if _is_text_literal(e) else mark_data(e) for e in _dpipe_operands(node)])
     return node
+
+
+def _dpipe_operands(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, exp.DPipe):
+        return _dpipe_operands(node.this) + _dpipe_operands(node.expression)
+    return [node]
 
 
 def operator_name(node: exp.Expression) -> str | None:
@@ -160,22 +218,61 @@ def _flat_args(node: exp.Expression) -> list[exp.Expression]:
     return args
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _clean(message: str) -> str:
+    """One line, without the terminal underline codes sqlglot puts around the offending token."""
+    return " ".join(_ANSI.sub("", message).split())
+
+
+def _check_prompt(op: str, prompt: exp.Expression) -> None:
+    """The prompt must carry an instruction (a string); a number or a bare column cannot be one."""
+    if isinstance(prompt, exp.Literal) and not prompt.is_string:
+        raise SqlRewriteError(f"{op}: the prompt is the number {prompt.sql()}; give an instruction and the input, "
+                              f"e.g. {op}(('Is this review positive? ', r.reviewText))")
+    if not any(lit.is_string for lit in prompt.find_all(exp.Literal)):
+        raise SqlRewriteError(f"{op}({prompt.sql('bigquery')}): the prompt has no instruction text; write "
+                              f"{op}(('<instruction> ', {prompt.sql('bigquery')}))")
+
+
 def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
-    args = []
+    op = f"AI.{name[3:].upper()}"
+    wants = ("prompt", "categories") if name == "ai_classify" else ("prompt",)
+    positional, named = [], {}
     for a in _flat_args(node):
         if isinstance(a, exp.Kwarg):
             key = a.this.name.lower()
             if key in _DROPPED_KWARGS:
                 continue
-            a = a.expression  # prompt =>, categories => ...: keep the value positionally
-        args.append(a)
-    if not args:
-        raise SqlRewriteError(f"AI.{name[3:].upper()} has no prompt argument")
+            if key not in wants:
+                raise SqlRewriteError(f"{op}: unknown argument '{a.this.name} =>' (expected "
+                                      f"{', '.join(w + ' =>' for w in wants)} or connection_id/model_params/endpoint)")
+            named[key] = a.expression
+        else:
+            positional.append(a)
+    slots = [w for w in wants if w not in named]
+    if len(positional) > len(slots):
+        extra = ", ".join(x.sql("bigquery") for x in positional[len(slots):])
+        raise SqlRewriteError(f"{op} takes {len(wants)} argument{'s' if len(wants) > 1 else ''} "
+                              f"({', '.join(wants)}); remove the extra argument {extra}")
+    named.update(zip(slots, positional))
+    if "prompt" not in named:
+        raise SqlRewriteError(f"{op} has no prompt argument")
+    if name == "ai_classify" and "categories" not in named:
+        raise SqlRewriteError(f"{op} needs its categories: {op}(prompt, categories => ['a', 'b'])")
+    args = [named[w] for w in wants]
+    _check_prompt(op, _prompt_expr(args[0]))
     prompt = _prompt_expr(args[0])
+
+    def printf(fmt: exp.Format) -> exp.Expression:
+        return exp.Anonymous(this="printf", expressions=[
+            fmt.this, *[a if _is_text_literal(a) else mark_data(a) for a in fmt.expressions]])
+
     for fmt in list(prompt.find_all(exp.Format)):
-        fmt.replace(exp.Anonymous(this="printf", expressions=[fmt.this, *fmt.expressions]))
+        fmt.replace(printf(fmt))
     if isinstance(prompt, exp.Format):
-        prompt = exp.Anonymous(this="printf", expressions=[prompt.this, *prompt.expressions])
+        prompt = printf(prompt)
     return exp.Anonymous(this=name, expressions=[prompt, *args[1:]])
 
 
@@ -183,7 +280,7 @@ def parse_duckdb(sql: str) -> exp.Expression:
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError as e:
-        raise SqlRewriteError(f"SQL does not parse: {' '.join(str(e).split())[:200]}") from None
+        raise SqlRewriteError(f"SQL does not parse: {_clean(str(e))[:200]}") from None
     if tree is None:
         raise SqlRewriteError("empty SQL")
 
@@ -201,9 +298,13 @@ def bigquery_to_duckdb_tree(sql: str) -> exp.Expression:
     try:
         tree = sqlglot.parse_one(text, read="bigquery")
     except sqlglot.errors.ParseError as e:
-        raise SqlRewriteError(f"BigQuery SQL does not parse: {' '.join(str(e).split())[:200]}") from None
+        raise SqlRewriteError(f"BigQuery SQL does not parse: {_clean(str(e))[:200]}") from None
     if tree is None:
         raise SqlRewriteError("empty SQL")
+
+    for ident in tree.find_all(exp.Identifier):  # dashed project names (bq-mm-benchmark) keep their quotes
+        if not ident.quoted and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_$]*", ident.name or ""):
+            ident.set("quoted", True)
 
     def transform(node: exp.Expression) -> exp.Expression:
         # `AI.GENERATE(...).result` → the call itself (the UDF returns the text directly)
@@ -236,8 +337,30 @@ def _to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
     if dialect == "bigquery":
         return bigquery_to_duckdb_tree(sql)
     if dialect == "thalamusdb":
-        return parse_duckdb(strip_comments(sql).strip().rstrip(";"))
+        tree = parse_duckdb(strip_comments(sql).strip().rstrip(";"))
+        _check_thalamus_calls(tree)
+        return tree
     raise SqlRewriteError(f"unknown dialect {dialect!r}; expected one of {DIALECTS}")
+
+
+def _check_thalamus_calls(tree: exp.Expression) -> None:
+    """NLfilter(column[, column...], 'instruction') and NLjoin(column1, column2, 'instruction'): at
+    least one (two) input columns and a text instruction last (cars Q9 filters on two columns)."""
+    for call in tree.find_all(exp.Anonymous):
+        name = operator_name(call)
+        if name not in ("nlfilter", "nljoin"):
+            continue
+        shown = "NLfilter" if name == "nlfilter" else "NLjoin"
+        want = 2 if name == "nlfilter" else 3
+        form = "NLfilter(column, 'instruction')" if name == "nlfilter" else "NLjoin(column1, column2, 'instruction')"
+        args = list(call.expressions)
+        if len(args) < want:
+            raise SqlRewriteError(f"{shown} takes {want} arguments, got {len(args)} in {call.sql('duckdb')[:120]}; "
+                                  f"write {form}")
+        last = args[-1]
+        if not (isinstance(last, exp.Literal) and last.is_string) and not any(
+                lit.is_string for lit in last.find_all(exp.Literal)):
+            raise SqlRewriteError(f"{shown}: the instruction {last.sql('duckdb')} is not text; write {form}")
 
 
 def strip_comments(sql: str) -> str:
@@ -245,8 +368,8 @@ def strip_comments(sql: str) -> str:
 
 
 def ai_calls(tree: exp.Expression) -> list[exp.Anonymous]:
-    """Every AI operator call in ``tree`` (a DuckDB-form tree), in document order."""
-    return [n for n in tree.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]
+    """Every AI operator call in ``tree`` (a DuckDB-form tree), in document order (depth first)."""
+    return [n for n in tree.walk(bfs=False) if isinstance(n, exp.Anonymous) and operator_name(n)]
 
 
 def prompt_text(call: exp.Anonymous) -> str:
@@ -254,4 +377,4 @@ def prompt_text(call: exp.Anonymous) -> str:
     name = operator_name(call)
     args = list(call.expressions)
     prompt = args[-1] if name in ("nlfilter", "nljoin") else args[0]
-    return " ".join(lit.this for lit in prompt.find_all(exp.Literal, bfs=False) if lit.is_string).strip()
+    return " ".join(lit.this for lit in prompt.find_all(exp.Literal, bfs=False) if lit.is_string and lit.this).strip()

@@ -13,6 +13,7 @@ from pipelines.aisql.execute import RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
 from pipelines.aisql.splitter import SplitResult, align_calls, split
+from pipelines.aisql.structural import CANNOT, StructuralVerdict, compare_structures, pair_calls
 
 
 @dataclass
@@ -47,7 +48,8 @@ class Evidence:
     gold_ai: list[RunRecord] = field(default_factory=list)
     cand_ai: list[RunRecord] = field(default_factory=list)
     full_diff: dict = field(default_factory=dict)
-    relational_diff: dict = field(default_factory=dict)
+    relational_diff: dict = field(default_factory=dict)  # S_g vs S_c results (paper's placeholders): evidence only
+    structural: StructuralVerdict | None = None  # the sound relational verdict (pipelines.aisql.structural)
     alignment: list[dict] = field(default_factory=list)
     ordered: bool = False
     gold_sql: str = ""  # as written in the dialect (placeholders filled)
@@ -71,6 +73,7 @@ class Evidence:
             "gold_structural": run(self.gold_structural), "candidate_structural": run(self.cand_structural),
             "gold_ai": [run(r) for r in self.gold_ai], "candidate_ai": [run(r) for r in self.cand_ai],
             "full_diff": self.full_diff, "relational_diff": self.relational_diff, "alignment": self.alignment,
+            "structural": self.structural.to_dict() if self.structural is not None else None,
         }
 
 
@@ -96,6 +99,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
     ev.full_diff = result_diff(gold, cand, ordered)
     if g_s is not None and c_s is not None:
         ev.relational_diff = result_diff(g_s, c_s, ordered)
+    ev.structural = structural_verdict(ctx, gs, cs, ordered)
     if gs.ok and cs.ok and gs.method == "ast" and cs.method == "ast":
         try:
             gtree, ctree = to_duckdb_tree(gs.sql, "thalamusdb"), to_duckdb_tree(cs.sql, "thalamusdb")
@@ -112,3 +116,23 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
                                                 n=ctx.probe_n, seed=ctx.seed, budget=ctx.budget)
             ev.alignment.append(item)
     return ev
+
+
+def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, ordered: bool) -> StructuralVerdict:
+    """The sound relational comparison (every AI behaviour), or 'cannot decide' with the reason."""
+    if not (gs.ok and cs.ok):
+        return StructuralVerdict(CANNOT, "a query could not be split: " + "; ".join(
+            e for e in (gs.error, cs.error) if e), "-")
+    try:
+        gtree, ctree = to_duckdb_tree(gs.sql, "thalamusdb"), to_duckdb_tree(cs.sql, "thalamusdb")
+    except SqlRewriteError as exc:
+        return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
+
+    def run(sql: str):
+        rec = run_duckdb_sql(ctx.db_path, sql, ctx.runtime, budget=ctx.budget, max_rows=1_000_000)
+        if not rec.ok:
+            raise RuntimeError(rec.error or rec.status)
+        return rec.rows
+
+    return compare_structures(run, gtree, ctree, pair_calls(gtree, ctree), ordered=ordered,
+                              table_columns=ctx.table_columns, seed=ctx.seed)

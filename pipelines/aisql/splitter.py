@@ -120,6 +120,11 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
     if select is None:
         raise SqlRewriteError(f"{op} call outside a SELECT")
     sources = _sources(select)
+    outer = select.parent
+    while outer is not None:  # a correlated subquery's call may read an outer alias (animals Q6)
+        if isinstance(outer, exp.Select):
+            sources += [s for s in _sources(outer) if s[0].lower() not in {a.lower() for a, _ in sources}]
+        outer = outer.parent
     cols = list(call.find_all(exp.Column, bfs=False))  # document order: r1 before r2
     used_aliases: list[str] = []
     for c in cols:
@@ -131,7 +136,8 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
     by_alias = {a.lower(): (a, n) for a, n in sources}
     picked = [by_alias[a.lower()] for a in used_aliases if a.lower() in by_alias]
     if not picked:
-        picked = sources[:1] if len(sources) == 1 else sources
+        own = _sources(select)
+        picked = own[:1] if len(own) == 1 else own
     if not picked:
         raise SqlRewriteError(f"{op} call has no input table")
     inputs = []
@@ -159,12 +165,20 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
     if kind == "bool":
         part = part.where(call_copy.copy())
     limit = _limit_value(select)
+    order = select.args.get("order")
+    if limit is not None and order is not None:  # ORDER BY AI.SCORE(...) LIMIT 5: the LIMIT needs its order
+        names = {a.lower() for a, _ in picked}
+        if all((c.table or "").lower() in names or (not c.table and len(picked) == 1)
+               for c in order.find_all(exp.Column)):
+            part.set("order", order.copy())
+        else:
+            limit = None  # a LIMIT without its ORDER BY would pick arbitrary rows: keep them all
     if limit is not None:
         part = part.limit(limit)
     with_ = _ctes(tree)
     if with_ is not None:
         names = {_table_name(n).lower() for _, n in picked}
-        keep = [c for c in with_.expressions if c.alias_or_name.lower() in names]
+        keep = [_structural_except_all(c) for c in with_.expressions if c.alias_or_name.lower() in names]
         if keep:
             part.set("with_" if "with_" in exp.Select.arg_types else "with", exp.With(expressions=keep))
     return AIPart(
@@ -172,6 +186,16 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
         prompt=prompt_text(call), sources=[_table_name(n) for _, n in picked], aliases=[a for a, _ in picked],
         input_columns=[i.sql("duckdb") for i in inputs], key_columns=[k.sql("duckdb") for k in keys], limit=limit,
     )
+
+
+def _structural_except_all(node: exp.Expression) -> exp.Expression:
+    """``node`` with every AI call replaced by its placeholder (a CTE copied into another call's AI
+    part: one AI call per part, mmqa q2b)."""
+    out = node.copy()
+    for call in [n for n in out.walk() if isinstance(n, exp.Anonymous) and operator_name(n)]:
+        if call.find_ancestor(exp.Anonymous) is None or not operator_name(call.find_ancestor(exp.Anonymous)):
+            call.replace(placeholder(AI_OPERATORS[operator_name(call)]))
+    return out
 
 
 def _structural_except(call: exp.Anonymous) -> exp.Expression:
@@ -186,7 +210,12 @@ def _structural_except(call: exp.Anonymous) -> exp.Expression:
 def ast_split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | None = None) -> SplitResult:
     tree = to_duckdb_tree(sql, dialect)
     calls = ai_calls(tree)
-    parts = [_ai_part(i, c, tree, key_columns or {}) for i, c in enumerate(calls)]
+    parts, seen = [], set()
+    for i, c in enumerate(calls):  # identical calls (movie ThalamusDB Q8's SELECT and GROUP BY) give one part
+        text = c.sql("duckdb")
+        if text not in seen:
+            seen.add(text)
+            parts.append(_ai_part(i, c, tree, key_columns or {}))
     return SplitResult(sql=tree.sql("duckdb"), structural_sql=_structural(tree).sql("duckdb"), ai_parts=parts)
 
 

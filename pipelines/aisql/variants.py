@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from pipelines.aisql.rewrite import AI_OPERATORS, ai_calls, operator_name, to_duckdb_tree
+from pipelines.aisql.rewrite import AI_OPERATORS, ai_calls, operator_name, to_duckdb_tree, unmark_data
 from pipelines.aisql.splitter import placeholder
 
 EQUIVALENT = ("paraphrase", "alias_rename", "join_form", "conjunct_order", "count_key")
@@ -58,6 +58,7 @@ class VariantSettings:
 
 
 def _render(tree: exp.Expression, dialect: str) -> str:
+    tree = unmark_data(tree)  # the data delimiters are the rewrite's, not the query's
     if dialect == "thalamusdb":
         return tree.sql("duckdb")
     sql = tree.sql("bigquery")

@@ -81,8 +81,11 @@ def test_judge_decision_rules():
     assert not judge_verdict_from("p", _verdict(3, 5, 5), JudgeSettings()).accepted
     assert judge_verdict_from("p", _verdict(3, 5, 5), JudgeSettings(threshold=2)).accepted
     gated = judge_verdict_from("p", _verdict(5, 5, 5), JudgeSettings(relational_gate=True),
-                               {"relational_diff": {"comparable": True, "multiset_equal": False}})
+                               {"structural": {"verdict": "differ"}})
     assert not gated.accepted and "relational gate" in gated.reason
+    undecided = judge_verdict_from("p", _verdict(5, 5, 5), JudgeSettings(relational_gate=True),
+                                   {"structural": {"verdict": "cannot_decide"}})
+    assert undecided.accepted  # the gate only rejects what the structural layer proved different
     with pytest.raises(ValueError):
         Scores(overall_similarity=6, relational_similarity=1, ai_similarity=1)
 

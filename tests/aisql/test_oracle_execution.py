@@ -2,6 +2,7 @@
 
 import pytest
 
+from pipelines.aisql.diffs import ex_equal
 from pipelines.aisql.execute import run_query
 from pipelines.aisql.operators import LabelOracle, OpRequest, read_concept
 from pipelines.aisql.scenarios import MOVIE, leaked_label_columns, visible_columns
@@ -85,6 +86,7 @@ def test_gold_candidate_and_split_parts_share_calls(sembench_root, movie_db, ora
     # the paraphrase shifts the count (EX would reject) while the relational parts agree
     assert first.gold.rows != first.cand.rows
     assert first.relational_diff["multiset_equal"] is True
+    assert first.structural.verdict == "equal" and first.structural.method == "syntactic"
     probe = first.alignment[0]["probe"]
     assert probe["comparable"] and probe["probe_rows"] == 100 and 0.7 <= probe["agreement"] < 1.0
 
@@ -96,3 +98,46 @@ def test_distinct_dropped_shows_a_relational_diff_on_duplicated_rows(movie_db, o
             "AND NLfilter(reviewText, 'the review sentiment is positive')")
     ev = execute_pair(ctx, gold, gold.replace("DISTINCT ", ""), "thalamusdb")
     assert ev.relational_diff["set_equal"] and not ev.relational_diff["multiset_equal"]
+    assert ev.structural.verdict == "differ"
+    # issue 19 item 3: EX is bag-based, so dropping a DISTINCT over duplicate rows is not a match
+    assert ev.gold.row_count < ev.cand.row_count and set(ev.gold.rows) == set(ev.cand.rows)
+    assert not ex_equal(ev.gold, ev.cand, ev.ordered)
+
+
+def test_ex_is_bag_based_and_ordered_under_a_gold_order_by():
+    from pipelines.aisql.execute import RunRecord
+
+    def rec(rows):
+        return RunRecord(status="ok", sql="", rows=rows)
+
+    rows = [(i,) for i in range(66)]
+    assert not ex_equal(rec(rows), rec(rows + rows))  # 66 vs 132 rows: DISTINCT dropped
+    assert ex_equal(rec(rows), rec(list(reversed(rows))))  # no ORDER BY: order ignored
+    assert not ex_equal(rec(rows), rec(list(reversed(rows))), ordered=True)
+    assert ex_equal(rec([(1.0000001, "a")]), rec([(1.0, "a")]))  # floats rounded to 1e-6
+    assert not ex_equal(rec([(1,)]), RunRecord(status="error", sql="", error="x"))
+
+
+def test_oracle_cannot_decide_a_value_operator_asking_another_concept(sembench_root, movie_db, oracle_runtime):
+    """Issue 19 item 4: SCORE / GENERATE / CLASSIFY answer only what the labels and the instruction decide."""
+    from pipelines.aisql.methods import ex_verdict
+    from pipelines.aisql.operators import OracleCannotDecide
+    from pipelines.aisql.variants import CHANGED_CONCEPT
+
+    gold = movie_query(sembench_root, "bigquery", "Q9")
+    rt = oracle_runtime(p=0.0)
+    ok = run_query(movie_db.path, gold, "bigquery", rt)
+    assert ok.ok and {r[1] for r in ok.rows} <= {2.0, 4.0}
+    changed = gold.replace("Score from 1 to 5 how much did the reviewer like the movie", CHANGED_CONCEPT)
+    changed = changed.split("Rubrics:")[0] + 'Review:\n    """, reviewText)' + changed.split("reviewText)", 1)[1]
+    rec = run_query(movie_db.path, changed, "bigquery", rt)
+    assert rec.status == "undecided" and rec.error.startswith("oracle cannot decide AI.SCORE")
+    v = ex_verdict("p", ok.status, rec.status, False)
+    assert v.status == "error" and "cannot decide" in v.reason and not v.accepted
+    oracle = LabelOracle({"fine": "POSITIVE"}, MOVIE.vocabulary, score_of=MOVIE.score_of)
+    with pytest.raises(OracleCannotDecide):
+        oracle.answer(OpRequest("ai_score", "Score how negative this review is: \x1efine\x1f"))
+    with pytest.raises(OracleCannotDecide):
+        oracle.answer(OpRequest("ai_generate", "Name the director: \x1efine\x1f"))
+    assert oracle.answer(OpRequest("ai_score", "Score how positive this review is: \x1efine\x1f")) == 4.0
+    assert oracle.answer(OpRequest("ai_generate", "Is it positive? Answer TRUE or FALSE: \x1efine\x1f")) == "TRUE"

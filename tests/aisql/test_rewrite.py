@@ -13,6 +13,7 @@ from pipelines.aisql.rewrite import (
     prompt_text,
     to_duckdb,
     to_duckdb_tree,
+    unmark_data,
 )
 from tests.aisql.conftest import SEMBENCH, movie_query
 
@@ -41,8 +42,11 @@ def test_every_text_scenario_bigquery_file_rewrites_to_duckdb(sembench_root, sce
 
 
 def test_prompt_tuple_is_concatenated_and_format_becomes_printf(sembench_root):
-    duck = to_duckdb(movie_query(sembench_root, "bigquery", "Q3"), "bigquery")
-    assert "AI_IF('Determine if the following movie review is clearly positive, review: ' || r.reviewText)" in duck
+    tree = to_duckdb_tree(movie_query(sembench_root, "bigquery", "Q3"), "bigquery")
+    assert "AI_IF('Determine if the following movie review is clearly positive, review: ' || r.reviewText)" in \
+        unmark_data(tree).sql("duckdb")
+    # the data value is delimited inside the prompt (issue 19 item 6)
+    assert "CHR(30) || REPLACE(REPLACE(CAST(r.reviewText AS TEXT)" in tree.sql("duckdb")
     medical = to_duckdb((SEMBENCH / "medical" / "query" / "bigquery" / "Q1.sql").read_text(), "bigquery")
     assert "PRINTF(" in medical.upper() and "FORMAT(" not in medical.upper()
     gen = to_duckdb((SEMBENCH / "medical" / "query" / "bigquery" / "Q10.sql").read_text(), "bigquery")

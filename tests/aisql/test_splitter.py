@@ -6,7 +6,7 @@ from sqlglot import exp
 
 from pipelines.aisql.execute import run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime, KeywordOperator
-from pipelines.aisql.rewrite import find_operator_names, to_duckdb_tree
+from pipelines.aisql.rewrite import ai_calls, find_operator_names, parse_duckdb, to_duckdb_tree
 from pipelines.aisql.scenarios import MEDICAL, MOVIE
 from pipelines.aisql.splitter import align_calls, split
 from tests.aisql.conftest import SEMBENCH
@@ -126,3 +126,42 @@ def test_llm_splitter_is_the_fallback_when_parsing_fails(scripted):
     assert res.ok and res.method == "llm" and res.structural_sql == "SELECT a FROM t WHERE TRUE"
     assert res.ai_parts[0].sql == "SELECT x FROM t WHERE NLfilter(x, 'p')"
     assert scripted.requests[0].messages[0]["content"].startswith("You split AI-augmented SQL")
+
+
+# ----------------------------------------------------------------------------- issue 19 item 2
+
+def _parts(sql, dialect="bigquery"):
+    res = split(sql, dialect)
+    assert res.ok, res.error
+    return res.ai_parts
+
+
+def test_ai_part_of_a_correlated_subquery_reads_the_outer_table(movie_db, oracle_runtime):
+    from pipelines.aisql.execute import run_duckdb_sql
+
+    sql = ("SELECT m.title FROM Movies AS m WHERE EXISTS (SELECT 1 FROM Reviews AS r WHERE r.id = m.id "
+           "AND NLfilter(m.title, 'the movie title names a person'))")
+    (part,) = _parts(sql, "thalamusdb")
+    assert part.aliases == ["m"] and "Movies AS m" in part.sql
+    assert run_duckdb_sql(movie_db.path, part.sql, oracle_runtime(p=0.0)).ok
+
+
+def test_ai_parts_are_one_call_each_deduplicated_in_document_order(sembench_root):
+    root = sembench_root / "sembench" / "files"
+    q2b = _parts((root / "mmqa" / "query" / "bigquery" / "q2b.sql").read_text())
+    assert all(len(ai_calls(parse_duckdb(p.sql))) == 1 for p in q2b)  # the CTE's own call became TRUE
+    q8 = _parts((root / "movie" / "query" / "thalamusdb_extracted" / "Q8.sql").read_text(), "thalamusdb")
+    assert len(q8) == 1  # the SELECT and GROUP BY copies of one call
+    two = _parts("SELECT id FROM (SELECT id FROM movie.reviews AS a WHERE AI.IF(('first ', a.reviewText))) AS s "
+                 "WHERE AI.IF(('second ', s.id))")
+    assert [p.prompt for p in two] == ["first", "second"]  # document order, not breadth-first
+
+
+def test_order_by_is_kept_with_its_limit_and_dashed_projects_keep_quotes(sembench_root):
+    (part,) = _parts("SELECT reviewId FROM movie.reviews AS r ORDER BY AI.SCORE(('How positive? ', r.reviewText)) "
+                     "DESC LIMIT 5")
+    assert "ORDER BY" in part.sql and part.sql.endswith("LIMIT 5")
+    q6c = (sembench_root / "sembench" / "files" / "mmqa" / "query" / "bigquery" / "q6c.sql").read_text()
+    (part,) = _parts(q6c)
+    assert '"bq-mm-benchmark".mmqa' in part.sql
+    parse_duckdb(part.sql)  # parses

@@ -1,0 +1,140 @@
+"""Judge one (gold, candidate) pair layer by layer: the engine behind ``quandary aisql compare``
+and ``quandary aisql evaluate`` (issue 19 item 9).
+
+Layers (each says ``accept``, ``reject`` or ``cannot decide``, with its reason):
+
+* **structural** — :mod:`pipelines.aisql.structural`: equal → accept, differ → reject.
+* **ai** — the AI-call alignment: every call paired, same input columns, and on a shared probe set
+  the candidate's answers agree with the gold's (inverted when the structural layer paired them
+  with opposite polarity). Agreement ≥ :data:`AI_ACCEPT` accepts, < :data:`AI_REJECT` rejects, in
+  between cannot decide; an unpaired call or another input column rejects; a probe that cannot run
+  cannot decide.
+* **layers** — the deterministic stand-in for the autorater: reject if any layer rejects, accept if
+  both accept, else cannot decide.
+* **ex** — execution accuracy (:data:`~pipelines.aisql.diffs.EX_RULE`).
+* **ours** — the LLM autorater, when asked for (``--methods ...,ours``).
+
+The final verdict is the autorater's when it ran, else the stand-in's.
+"""
+
+from dataclasses import dataclass, field
+
+from pipelines.aisql.diffs import EX_RULE, ex_equal
+from pipelines.aisql.split_execution import EvalContext, Evidence, execute_pair
+
+ACCEPT, REJECT, UNDECIDED = "accept", "reject", "cannot decide"
+AI_ACCEPT = 0.75  # probe agreement from which an AI call counts as the same question
+AI_REJECT = 0.5  # below: the calls answer differently (a coin flip agrees half the time)
+
+
+@dataclass
+class LayerVerdict:
+    layer: str
+    verdict: str  # accept | reject | cannot decide
+    reason: str
+
+    def row(self) -> dict:
+        return {"layer": self.layer, "verdict": self.verdict, "reason": self.reason}
+
+
+@dataclass
+class PairJudgement:
+    layers: list[LayerVerdict] = field(default_factory=list)
+    final: str = UNDECIDED
+    final_method: str = "layers"
+    evidence: Evidence | None = None
+
+    def layer(self, name: str) -> LayerVerdict | None:
+        return next((v for v in self.layers if v.layer == name), None)
+
+    def to_dict(self) -> dict:
+        return {"final": self.final, "final_method": self.final_method, "layers": [v.row() for v in self.layers]}
+
+
+def structural_layer(ev: Evidence) -> LayerVerdict:
+    sv = ev.structural
+    if sv is None:
+        return LayerVerdict("structural", UNDECIDED, "no structural comparison")
+    verdict = {"equal": ACCEPT, "differ": REJECT}.get(sv.verdict, UNDECIDED)
+    pol = [f"{inputs}: {p}" for inputs, p in zip(sv.polarity_inputs, sv.polarity) if p == "opposite"]
+    extra = f" (candidate's AI call on {', '.join(pol)} read with opposite polarity)" if pol else ""
+    return LayerVerdict("structural", verdict, f"{sv.reason} [{sv.method}]{extra}")
+
+
+def ai_layer(ev: Evidence) -> LayerVerdict:
+    if not ev.alignment:
+        if not ev.gold_split.ai_parts and not ev.cand_split.ai_parts and ev.gold_split.ok and ev.cand_split.ok:
+            return LayerVerdict("ai", ACCEPT, "no AI calls on either side")
+        return LayerVerdict("ai", UNDECIDED, "the AI calls could not be aligned (a query did not split)")
+    opposite = set()
+    if ev.structural is not None:
+        opposite = {inp for inp, p in zip(ev.structural.polarity_inputs, ev.structural.polarity) if p == "opposite"}
+    worst, reasons = ACCEPT, []
+    for a in ev.alignment:
+        if a["status"] != "paired":
+            worst = REJECT
+            reasons.append(f"{a['status'].replace('_', ' ')} (gold call {a['gold_call']}, candidate call "
+                           f"{a['candidate_call']})")
+            continue
+        gi = sorted(c.split(".")[-1].lower() for c in a.get("gold_inputs", []))
+        ci = sorted(c.split(".")[-1].lower() for c in a.get("candidate_inputs", []))
+        if gi != ci:
+            worst = REJECT
+            reasons.append(f"call {a['gold_call']}: candidate reads {ci}, gold reads {gi}")
+            continue
+        probe = a.get("probe") or {}
+        agreement = probe.get("agreement", probe.get("exact_match"))
+        if not probe.get("comparable") or agreement is None:
+            if worst != REJECT:
+                worst = UNDECIDED
+            reasons.append(f"call {a['gold_call']}: probe not comparable ({probe.get('reason') or probe.get('error') or probe.get('status')})")
+            continue
+        flipped = ",".join(sorted({c for c in gi})) in opposite
+        eff = 1 - agreement if flipped else agreement
+        tag = " (opposite polarity)" if flipped else ""
+        reasons.append(f"call {a['gold_call']}: agreement {eff:.2f}{tag} on {probe.get('probe_rows')} probe rows")
+        if eff < AI_REJECT:
+            worst = REJECT
+        elif eff < AI_ACCEPT and worst == ACCEPT:
+            worst = UNDECIDED
+    return LayerVerdict("ai", worst, "; ".join(reasons))
+
+
+def combine(*layers: LayerVerdict) -> str:
+    if any(v.verdict == REJECT for v in layers):
+        return REJECT
+    if all(v.verdict == ACCEPT for v in layers):
+        return ACCEPT
+    return UNDECIDED
+
+
+def ex_layer(ev: Evidence) -> LayerVerdict:
+    for side, rec in (("gold", ev.gold), ("candidate", ev.cand)):
+        if rec.status == "undecided":
+            return LayerVerdict("ex", UNDECIDED, f"{side}: {rec.error}")
+    if not ev.gold.ok:
+        return LayerVerdict("ex", UNDECIDED, f"the gold query did not run: {ev.gold.status} {ev.gold.error}"[:300])
+    if not ev.cand.ok:
+        return LayerVerdict("ex", REJECT, f"the candidate did not run: {ev.cand.status} {ev.cand.error}"[:300])
+    equal = ex_equal(ev.gold, ev.cand, ev.ordered)
+    return LayerVerdict("ex", ACCEPT if equal else REJECT,
+                        f"{'equal' if equal else 'different'} results ({ev.gold.row_count} vs {ev.cand.row_count} rows"
+                        f"{', ordered' if ev.ordered else ''}); {EX_RULE}")
+
+
+def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> PairJudgement:
+    """Every deterministic layer for one pair (the autorater is added by the caller when asked)."""
+    ev = execute_pair(ctx, gold_sql, cand_sql, dialect)
+    s, a, x = structural_layer(ev), ai_layer(ev), ex_layer(ev)
+    stand_in = LayerVerdict("layers", combine(s, a), "deterministic stand-in for the autorater: "
+                            "reject if a layer rejects, accept if structural and AI layers accept")
+    return PairJudgement([s, a, stand_in, x], stand_in.verdict, "layers", ev)
+
+
+def autorater_layer(verdict) -> LayerVerdict:
+    """The LLM autorater's :class:`~pipelines.aisql.methods.Verdict` as a layer (an error cannot decide)."""
+    if verdict.status != "ok":
+        return LayerVerdict("ours", UNDECIDED, f"autorater: {verdict.reason}")
+    return LayerVerdict("ours", ACCEPT if verdict.accepted else REJECT,
+                        f"scores overall {verdict.overall}, relational {verdict.relational}, ai {verdict.ai}; "
+                        f"{verdict.reason}"[:400])
