@@ -78,7 +78,7 @@ def _eval(args) -> int:
 def _report(args) -> int:
     import polars as pl
 
-    from pipelines.ambitab.protocol.tables import table8_markdown, table10_markdown, table15_markdown
+    from pipelines.ambitab.protocol.tables import AGGREGATION, table8_markdown, table10_markdown, table15_markdown
     from pipelines.ambitab.record import CORPORA
     from storage.artifacts import latest_path
 
@@ -90,6 +90,7 @@ def _report(args) -> int:
     df = pl.concat(frames, how="diagonal_relaxed")
     if args.format == "md":
         print("## Table 8 (SR, Prec, Rec, F1 in %, mean±SD over seeds; diagnostics in points [95% CI])\n")
+        print(AGGREGATION + "\n")
         print(table8_markdown(df))
         print("\n## Table 10 (deterministic oracle, per asker prompt)\n")
         print(table10_markdown(df))

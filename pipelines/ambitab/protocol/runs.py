@@ -19,7 +19,7 @@ from pipelines.ambitab.protocol.diagnostics import assign_donors
 from pipelines.ambitab.protocol.episode import RunSettings, arun_episodes
 from pipelines.ambitab.protocol.oracles import Oracle, deterministic_oracle_for, make_oracle
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT
-from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver, Solver
+from pipelines.ambitab.protocol.solver import LLMSolver, NoSolver, Solver
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
 
@@ -77,8 +77,8 @@ def make_solver(kind: str, council_factory: Callable[[str], object] | None) -> S
         if council_factory is None:
             raise ValueError("the llm solver needs the 'solvers' council")
         return LLMSolver(council_factory("solvers"))
-    if kind == "empty":  # asking-only runs: no SQL, every verdict 0 (SR is then meaningless)
-        return ScriptedSolver("", name="empty")
+    if kind == "empty":  # asking-only runs: no SQL, no verdict (SR, gain and gap print "–")
+        return NoSolver()
     raise ValueError(f"unknown solver {kind!r}; choose one of {', '.join(SOLVERS)}")
 
 
