@@ -35,7 +35,7 @@ from pipelines.ambitab.build import rejects_frame
 from pipelines.ambitab.corpora import build_corpus, default_data_root
 from pipelines.ambitab.export import export_path
 from pipelines.ambitab.record import records_frame, write_jsonl
-from pipelines.ambitab.sources import SourceMissing
+from pipelines.ambitab.sources import SourceError
 from quality.ambitab import (
     AMBITAB_RECORDS,
     AMBITAB_REJECTS,
@@ -109,7 +109,7 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
             corpus, data_root, seed=config.seed, progress=context.log.info,
             council_factory=council.get_council if use_llm else None, max_rows=config.max_rows,
         )
-    except SourceMissing as exc:
+    except SourceError as exc:
         raise Failure(f"{corpus}: {exc}") from exc
     records = records_frame(result.records)
     rejects = rejects_frame(result.rejects)

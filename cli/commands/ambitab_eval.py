@@ -115,6 +115,10 @@ def _rollouts(args) -> int:
     df = pl.read_parquet(path)
     if args.asker:
         df = df.filter(pl.col("asker") == args.asker)
+    if args.reward == "sr" and (unscored := df.filter(pl.col("verdict").is_null()).height):
+        # no verdict (asking-only runs, unverifiable records): an outcome reward cannot be decided
+        print(f"left out {unscored} episode(s) without a verdict (outcome reward undecidable)", file=sys.stderr)
+        df = df.filter(pl.col("verdict").is_not_null())
     from pipelines.ambitab.protocol.task import Task
     from pipelines.ambitab.record import records_from_frame
     from storage.artifacts import read_latest

@@ -28,7 +28,6 @@ rebuild error from ``REBUILD_FAILURES.json``.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import defaultdict
@@ -47,7 +46,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "ambrosia"
@@ -224,7 +223,7 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, limit: int | None = None, p
     failures = {}
     fpath = data_root / DB_ROOT / "REBUILD_FAILURES.json"
     if fpath.is_file():
-        failures = {f["db_file"]: f["error"] for f in json.loads(fpath.read_text())}
+        failures = {f["db_file"]: f["error"] for f in read_json(fpath)}
 
     ambiguous, intents = [], defaultdict(list)  # intents[(db_file, norm sql)] -> questions
     for sid, row in iter_json_rows(src, result, REQUIRED_KEYS):

@@ -46,7 +46,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "ew_bird"
@@ -115,12 +115,12 @@ class _DevSchemas:
         self.tables: dict[str, list[dict]] = defaultdict(list)
         p = data_root / DEV_TABLES
         if p.is_file():
-            for v in json.loads(p.read_text()).values():
+            for v in read_json(p).values():
                 self.tables[v["db_id"]].append(v)
         self.meanings: dict[str, dict[str, str]] = defaultdict(dict)
         m = data_root / COLUMN_MEANINGS
         if m.is_file():
-            for k, v in json.loads(m.read_text()).items():
+            for k, v in read_json(m).items():
                 self.meanings[k.split("|", 1)[0]][k] = v
         self.data_root = data_root
 

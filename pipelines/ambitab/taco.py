@@ -24,7 +24,6 @@ is also converted — every record says its region in ``provenance.source_ids``.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -41,7 +40,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, schema_text, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "taco"
@@ -210,12 +209,12 @@ def retarget(sql: str, table: str, new_table: str) -> str:
 
 
 def load_schema(path: Path) -> dict[str, set[str]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path)
     return {t["table_name"]: {c["column_name"].lower() for c in t.get("columns", [])} for t in data.get("tables", [])}
 
 
 def ddl_from_schema(path: Path) -> str:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path)
     parts = []
     for t in data.get("tables", []):
         cols = ",\n".join(f'  "{c["column_name"]}" {c.get("data_type") or ""}'.rstrip() for c in t.get("columns", []))
