@@ -26,7 +26,7 @@ from pipelines.ambitab.protocol.askers import AskerUnavailable
 from pipelines.ambitab.protocol.episode import EPISODE_KEY, RunSettings, episodes_frame
 from pipelines.ambitab.protocol.oracles import OracleUnavailable
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
-from pipelines.ambitab.protocol.runs import make_solver, plan_conditions, run_conditions
+from pipelines.ambitab.protocol.runs import check_names, make_solver, plan_conditions, run_conditions
 from pipelines.ambitab.protocol.solver import SolverUnavailable
 from pipelines.ambitab.protocol.tables import (
     chart_png,
@@ -107,8 +107,12 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
     if not tasks:
         raise Failure(f"{context.partition_key}: no records to evaluate (split={config.split!r}); "
                       "materialize ambitab_records for this corpus first")
+    try:
+        askers, oracles, prompts = check_names(config.askers, config.oracles, config.prompts, config.solver)
+    except ValueError as exc:
+        raise Failure(f"invalid evaluation config: {exc}") from exc
     stored = stored_episodes(context.partition_key)
-    conditions = plan_conditions(config.askers, config.oracles, config.prompts, diagnostics=config.diagnostics,
+    conditions = plan_conditions(askers, oracles, prompts, diagnostics=config.diagnostics,
                                  spec_randomisation=config.spec_randomisation)
     try:
         solver = make_solver(config.solver, council.get_council)

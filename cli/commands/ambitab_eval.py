@@ -50,6 +50,14 @@ def _eval(args) -> int:
         "spec_randomisation": args.spec_randomisation, "skip_clear": not args.no_skip_clear,
         "concurrency": args.concurrency,
     }
+    from pipelines.ambitab.protocol.runs import check_names
+
+    try:  # names are checked before a run exists
+        config["askers"], config["oracles"], config["prompts"] = check_names(
+            config["askers"], config["oracles"], config["prompts"], config["solver"])
+    except ValueError as exc:
+        print(f"ambitab eval: {exc}", file=sys.stderr)
+        return 2
     for key in ("split", "limit"):
         if getattr(args, key) is not None:
             config[key] = getattr(args, key)
@@ -139,7 +147,7 @@ def register(sub) -> None:
     e.add_argument("--corpus", required=True, help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird")
     e.add_argument("--asker", action="append", help="none, full, full_adv, generic, llm or a dotted path "
                    "(repeat or comma-separate; default: all five)")
-    e.add_argument("--oracle", action="append", help="det (default), det_intent, det_knowledge, llm, llm_scoped, "
+    e.add_argument("--oracle", action="append", help="det (default; or deterministic), det_intent, det_knowledge, llm, llm_scoped, "
                    "llm_unfiltered, hybrid, stress; llm@MEMBER picks the oracles council member (repeat or comma-separate)")
     e.add_argument("--prompt", action="append", help="LLM asker prompt: direct, checklist_chat, checklist_ledger (default)")
     e.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1; default 3)")

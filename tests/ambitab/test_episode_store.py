@@ -130,3 +130,26 @@ def test_the_empty_solver_is_its_own_condition_and_prints_dashes(corpus, scripte
     for col in ("NoDis", "Asker", "Full", "gain", "gap"):
         assert cells[names.index(col)] == "–", col
     assert "aggregates" in md and "solver" in names
+
+
+@pytest.mark.parametrize("flag,value,valid", [
+    ("--oracle", "nonsense", "det_intent"), ("--asker", "smart", "full_adv"), ("--prompt", "chatty", "checklist_ledger"),
+    ("--asker", "no.such.module:Asker", "dotted path"),
+])
+def test_unknown_names_are_refused_before_a_run_exists(corpus, capsys, flag, value, valid):
+    from storage.artifacts import latest_path
+
+    code = main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "none", "--solver", "empty", flag, value])
+    cap = capsys.readouterr()
+    assert code == 2
+    assert value in cap.err and valid in cap.err and "Traceback" not in cap.err
+    assert "Dagster instance" not in cap.out and "evaluating" not in cap.out  # no run was started
+    assert latest_path("ambitab_episodes", "ambrosia") is None
+
+
+def test_deterministic_is_the_long_form_of_det(corpus, capsys):
+    from storage.artifacts import read_latest
+
+    assert main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "full", "--oracle", "deterministic",
+                 "--solver", "empty", "--seeds", "1", "--limit", "1"]) == 0, capsys.readouterr().err
+    assert set(read_latest("ambitab_episodes", "ambrosia")["oracle"]) == {"det_intent"}

@@ -249,13 +249,23 @@ class HybridOracle(LLMOracle):
                            call_ids=calls, credited_no_response=m.credited)
 
 
+def canonical_oracle(name: str) -> str:
+    """``deterministic`` (and ``deterministic_intent`` / ``deterministic_knowledge``) are the long
+    forms of ``det`` (``det_intent`` / ``det_knowledge``); case and spaces are ignored."""
+    kind, at, member = name.strip().partition("@")
+    kind = kind.strip().lower()
+    if kind.startswith("deterministic"):
+        kind = "det" + kind[len("deterministic"):]
+    return kind + at + member
+
+
 def make_oracle(kind: str, corpus: str, council=None, *, sql_grounding: bool | None = None) -> Oracle:
     """Oracle by name: ``det`` (the corpus's deterministic oracle), ``det_intent``, ``det_knowledge``,
     ``llm`` (unfiltered on Bird/EW-Bird, scoped elsewhere), ``llm_unfiltered``, ``llm_scoped``,
     ``hybrid``, ``stress`` (the LLM oracle whose responder also reads the reference SQL). An LLM kind
     may name the council member: ``llm@gemma`` (default: the council's first member), so two oracle
     models of one council are two oracles (the paper's Qwen / Gemma comparison)."""
-    kind, _, member = kind.partition("@")
+    kind, _, member = canonical_oracle(kind).partition("@")
     member = member or None
     if kind == "det":
         return deterministic_oracle_for(corpus)
