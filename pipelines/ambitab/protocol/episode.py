@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pipelines.ambitab.protocol.askers import Asker, AskerInput
 from pipelines.ambitab.protocol.metrics import episode_scores
 from pipelines.ambitab.protocol.oracles import Oracle
+from pipelines.ambitab.protocol.prompts import EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.solver import Solver
 from pipelines.ambitab.protocol.task import Spec, Task
 from pipelines.ambitab.protocol.verifier import Verifier
@@ -75,9 +76,11 @@ CONDITION_KEY = EPISODE_KEY  # the former name
 
 
 def _episode_id(task, seed, asker, oracle, solver, spec_donor, settings) -> str:
+    # the prompt templates' version is part of the id (not of the key): after a prompt edit the
+    # episode runs again and replaces the stored one of the same key, never a stale reuse
     return episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, spec_donor, solver.name,
-                      models_key(asker, oracle, solver), corpus=task.corpus, budget=settings.extra_questions,
-                      options=settings.options)
+                      f"{models_key(asker, oracle, solver)}|{EPISODES_CODE_VERSION}", corpus=task.corpus,
+                      budget=settings.extra_questions, options=settings.options)
 
 
 @dataclass
