@@ -77,6 +77,7 @@ def _eval(args) -> int:
     calls = ", ".join(f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items())
                       if k.startswith("llm_calls_"))
     print(f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
+          f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
           f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
           f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else ""))
     print(table8_markdown(read_latest(METRICS, args.corpus)))
