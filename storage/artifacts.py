@@ -14,6 +14,11 @@ history, so a truncated or damaged file is rewritten when the same content is wr
 + fsync of the folder. A damaged ``LATEST`` is recovered from the newest verified line of
 ``versions.jsonl``; damaged history lines (a torn append) are skipped, and the next append starts
 on a fresh line.
+
+Growing tables (keyed upsert): :func:`upsert_rows` merges new rows into the latest stored rows of
+an asset by a key. A row whose key is new is added, a row whose key is stored replaces the stored
+row, every other stored row is kept as it is. The asset returns the merged frame, which is stored
+as the next version like any other (nothing is ever dropped that the run did not mean to replace).
 """
 
 from __future__ import annotations
@@ -261,3 +266,32 @@ def latest_paths_by_asset(root: Path | None = None, on_damaged=None) -> dict[str
         if paths:
             out[asset_dir.name] = paths
     return out
+
+
+@dataclass(frozen=True)
+class Upsert:
+    """The merged table and what the merge did (counts of rows)."""
+
+    frame: pl.DataFrame
+    added: int
+    replaced: int
+    kept: int
+
+
+def upsert_rows(stored: pl.DataFrame | None, new: pl.DataFrame, key: tuple[str, ...] | list[str]) -> Upsert:
+    """Keyed upsert of ``new`` into ``stored``: rows of ``new`` add or replace the stored rows of
+    the same key; stored rows of other keys are kept unchanged, in their order, with the new rows
+    after them. Columns present on one side only are filled with nulls on the other. Duplicate keys
+    within ``new`` keep the last row. A key column missing on either side is an error (a key that
+    cannot be compared must not silently merge or drop rows)."""
+    key = list(key)
+    for side, df in (("new rows", new), ("stored rows", stored)):
+        if df is not None and (missing := [k for k in key if k not in df.columns]):
+            raise KeyError(f"upsert: {side} lack key column(s) {missing}")
+    new = new.unique(key, keep="last", maintain_order=True)
+    if stored is None or stored.height == 0:
+        return Upsert(new, new.height, 0, 0)
+    hit = stored.join(new.select(key), on=key, how="semi", nulls_equal=True)
+    kept = stored.join(new.select(key), on=key, how="anti", nulls_equal=True)
+    merged = pl.concat([kept, new], how="diagonal_relaxed")
+    return Upsert(merged, new.height - hit.height, hit.height, kept.height)

@@ -8,8 +8,10 @@ materialises two artifacts per corpus:
 * ``ambitab_rejects`` — the source rows the conversion rejected, with stage and reason.
 
 Checks on the records: the GX contract, |Amb| counting, reference SQL executes where its database
-is present, readings of one AVT differ where the paper requires it (all ERROR, blocking), and a
-WARN check listing every step skipped because a source is missing here.
+is present, readings of one AVT differ where the paper requires it (all ERROR, blocking: they run
+before anything is stored, and a corpus that fails one is neither stored nor exported), and a
+WARN check listing every step skipped because a source is missing here. A source file that does
+not parse whole fails the build (:class:`~pipelines.ambitab.sources.SourceCorrupt`).
 """
 
 import warnings
@@ -35,7 +37,7 @@ from pipelines.ambitab.build import rejects_frame
 from pipelines.ambitab.corpora import build_corpus, default_data_root
 from pipelines.ambitab.export import export_path
 from pipelines.ambitab.record import records_frame, write_jsonl
-from pipelines.ambitab.sources import SourceMissing
+from pipelines.ambitab.sources import SourceError
 from quality.ambitab import (
     AMBITAB_RECORDS,
     AMBITAB_REJECTS,
@@ -52,7 +54,7 @@ from assets.ambitab.partitions import corpus_partitions  # noqa: E402
 GROUP = "ambitab"
 RECORDS = "ambitab_records"
 REJECTS = "ambitab_rejects"
-CONVERSION_VERSION = "1"  # bump when a conversion changes: marks the records stale
+CONVERSION_VERSION = "2"  # bump when a conversion changes: marks the records stale
 
 
 SKIPPED_CHECK = "ambitab_skipped_steps"
@@ -109,10 +111,20 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
             corpus, data_root, seed=config.seed, progress=context.log.info,
             council_factory=council.get_council if use_llm else None, max_rows=config.max_rows,
         )
-    except SourceMissing as exc:
+    except SourceError as exc:
         raise Failure(f"{corpus}: {exc}") from exc
     records = records_frame(result.records)
     rejects = rejects_frame(result.rejects)
+    # the blocking checks run before anything is stored: a corpus that fails one is neither stored
+    # (the last good build stays the latest) nor exported (issue 20)
+    outcome = run_contract(AMBITAB_RECORDS, records)
+    executes, results = reference_executes_rule(records)
+    rules = [amb_count_rule(records), executes, readings_differ_rule(records, results)]
+    blocking = ([f"{contract_check_name(AMBITAB_RECORDS)} ({'; '.join(outcome.failures[:3])})"]
+                if not outcome.success else [])
+    blocking += [f"{r.name} ({'; '.join(r.failures[:3])})" for r in rules if not r.passed]
+    if blocking:
+        raise Failure(f"{corpus}: blocking check(s) failed, records not stored or exported: " + " | ".join(blocking))
     export = write_jsonl(result.records, export_path(corpus))
     by_stage = dict(rejects.group_by("stage").len().sort("stage").iter_rows()) if rejects.height else {}
     skipped = result.skipped_rows()
@@ -135,7 +147,6 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     yield Output(rejects, output_name=REJECTS, metadata={
         "rejects": MetadataValue.int(rejects.height), "by_stage": MetadataValue.json(by_stage)})
 
-    outcome = run_contract(AMBITAB_RECORDS, records)
     yield AssetCheckResult(asset_key=AssetKey(RECORDS), check_name=contract_check_name(AMBITAB_RECORDS),
                            passed=outcome.success, severity=AssetCheckSeverity.ERROR,
                            metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in outcome.failures) or "none")})
@@ -143,8 +154,7 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     yield AssetCheckResult(asset_key=AssetKey(REJECTS), check_name=contract_check_name(AMBITAB_REJECTS),
                            passed=rej.success, severity=AssetCheckSeverity.ERROR,
                            metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in rej.failures) or "none")})
-    executes, results = reference_executes_rule(records)
-    for rule in (amb_count_rule(records), executes, readings_differ_rule(records, results)):
+    for rule in rules:
         yield AssetCheckResult(asset_key=AssetKey(RECORDS), check_name=rule.name, passed=rule.passed,
                                severity=AssetCheckSeverity.ERROR,
                                metadata={"checked": MetadataValue.int(rule.checked),

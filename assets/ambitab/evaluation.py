@@ -23,10 +23,10 @@ from assets.ambitab.partitions import corpus_partitions
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.progress import step_progress
 from pipelines.ambitab.protocol.askers import AskerUnavailable
-from pipelines.ambitab.protocol.episode import CONDITION_KEY, RunSettings, episodes_frame
+from pipelines.ambitab.protocol.episode import EPISODE_KEY, RunSettings, episodes_frame
 from pipelines.ambitab.protocol.oracles import OracleUnavailable
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
-from pipelines.ambitab.protocol.runs import make_solver, plan_conditions, run_conditions
+from pipelines.ambitab.protocol.runs import check_names, make_solver, plan_conditions, run_conditions
 from pipelines.ambitab.protocol.solver import SolverUnavailable
 from pipelines.ambitab.protocol.tables import (
     chart_png,
@@ -41,7 +41,7 @@ from pipelines.ambitab.record import records_from_frame
 from storage.paths import artifacts_dir, path_segment
 from quality.ambitab_eval import AMBITAB_EPISODES
 from assets.shared.resources import CouncilResource
-from storage.artifacts import content_hash, latest_path
+from storage.artifacts import content_hash, latest_path, upsert_rows
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "ambitab_eval"
@@ -69,6 +69,22 @@ class AmbitabEvalConfig(Config):
     concurrency: int = Field(default=8, ge=1, description="episodes in flight at once")
 
 
+# Key columns an episode table written before issue 20 lacks: filled so the old rows stay (never
+# dropped) and show in reports as "(not recorded)", apart from every run that records them.
+_LEGACY_KEY_FILL = {"asker_model": "(not recorded)", "oracle_model": "(not recorded)",
+                    "solver_model": "(not recorded)", "budget": 2, "options": "(not recorded)"}
+
+
+def stored_episodes(corpus: str) -> pl.DataFrame:
+    """Every stored episode of ``corpus`` (all records, all conditions), old key columns filled."""
+    previous = latest_path(EPISODES, corpus)
+    if previous is None:
+        return episodes_frame([])
+    df = pl.read_parquet(previous)
+    fill = [pl.lit(v).alias(c) for c, v in _LEGACY_KEY_FILL.items() if c not in df.columns]
+    return df.with_columns(fill) if fill else df
+
+
 def _call_stats(rows: list[dict]) -> dict:
     """LLM calls behind the new episodes: distinct calls and how they ended (from the call log)."""
     from resources.llm.council import call_log
@@ -91,19 +107,22 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
     if not tasks:
         raise Failure(f"{context.partition_key}: no records to evaluate (split={config.split!r}); "
                       "materialize ambitab_records for this corpus first")
-    previous = latest_path(EPISODES, context.partition_key)
-    stored = pl.read_parquet(previous) if previous is not None else episodes_frame([])
-    stored = stored.filter(pl.col("record_id").is_in([t.record_id for t in tasks]))
-    conditions = plan_conditions(config.askers, config.oracles, config.prompts, diagnostics=config.diagnostics,
+    try:
+        askers, oracles, prompts = check_names(config.askers, config.oracles, config.prompts, config.solver)
+    except ValueError as exc:
+        raise Failure(f"invalid evaluation config: {exc}") from exc
+    stored = stored_episodes(context.partition_key)
+    conditions = plan_conditions(askers, oracles, prompts, diagnostics=config.diagnostics,
                                  spec_randomisation=config.spec_randomisation)
     try:
         solver = make_solver(config.solver, council.get_council)
-        # items are episodes (condition × record × seed, less those stored); the council counts the calls
-        total = max(0, len(conditions) * len(tasks) * len(config.seeds) - stored.height)
+        # items are episodes (condition × record × seed; those already stored are skipped)
+        total = len(conditions) * len(tasks) * len(config.seeds)
         with step_progress(context, total=total) as p:
             rows = run_conditions(tasks, conditions, config.seeds, council_factory=council.get_council, solver=solver,
                                   verifier=Verifier(), settings=RunSettings(skip_clear=config.skip_clear),
-                                  sql_grounding=config.sql_grounding, skip=set(stored["episode_id"].to_list()),
+                                  sql_grounding=config.sql_grounding,
+                                  skip=set(stored["episode_id"].to_list()) if stored.height else None,
                                   concurrency=config.concurrency, progress=context.log.info,
                                   on_episode=lambda: p.advance(1))
     except (OracleUnavailable, AskerUnavailable, SolverUnavailable) as exc:
@@ -113,10 +132,13 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
     except KeyError as exc:  # a role the council config lacks (and no `default` council to fill it)
         raise Failure(f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
                       "councils or a `default` council") from exc
-    df = pl.concat([stored, episodes_frame(rows)], how="vertical_relaxed") if stored.height else episodes_frame(rows)
-    df = df.unique(list(CONDITION_KEY), keep="last", maintain_order=True)
+    # a growing table: this run adds or replaces exactly its own keys, every other stored episode stays
+    merged = upsert_rows(stored if stored.height else None, episodes_frame(rows), EPISODE_KEY)
+    df = merged.frame
     yield artifact_output(
-        df, episodes=df.height, new_episodes=len(rows), reused_episodes=stored.height, records=len(tasks),
+        df, episodes=df.height, new_episodes=merged.added, replaced_episodes=merged.replaced,
+        kept_episodes=merged.kept, reused_episodes=total - len(rows), records=len(tasks),
+        episode_key=MetadataValue.text(", ".join(EPISODE_KEY)),
         conditions=MetadataValue.md("\n".join(f"- {c.label}" for c in conditions)),
         fallback_stops=int(df["fallback_stop"].sum()) if df.height else 0,
         unverifiable=int((df["status"] == "unverifiable").sum()) if df.height else 0,

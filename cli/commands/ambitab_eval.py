@@ -50,6 +50,14 @@ def _eval(args) -> int:
         "spec_randomisation": args.spec_randomisation, "skip_clear": not args.no_skip_clear,
         "concurrency": args.concurrency,
     }
+    from pipelines.ambitab.protocol.runs import check_names
+
+    try:  # names are checked before a run exists
+        config["askers"], config["oracles"], config["prompts"] = check_names(
+            config["askers"], config["oracles"], config["prompts"], config["solver"])
+    except ValueError as exc:
+        print(f"ambitab eval: {exc}", file=sys.stderr)
+        return 2
     for key in ("split", "limit"):
         if getattr(args, key) is not None:
             config[key] = getattr(args, key)
@@ -69,6 +77,7 @@ def _eval(args) -> int:
     calls = ", ".join(f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items())
                       if k.startswith("llm_calls_"))
     print(f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
+          f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
           f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
           f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else ""))
     print(table8_markdown(read_latest(METRICS, args.corpus)))
@@ -78,7 +87,7 @@ def _eval(args) -> int:
 def _report(args) -> int:
     import polars as pl
 
-    from pipelines.ambitab.protocol.tables import table8_markdown, table10_markdown, table15_markdown
+    from pipelines.ambitab.protocol.tables import AGGREGATION, table8_markdown, table10_markdown, table15_markdown
     from pipelines.ambitab.record import CORPORA
     from storage.artifacts import latest_path
 
@@ -90,6 +99,7 @@ def _report(args) -> int:
     df = pl.concat(frames, how="diagonal_relaxed")
     if args.format == "md":
         print("## Table 8 (SR, Prec, Rec, F1 in %, mean±SD over seeds; diagnostics in points [95% CI])\n")
+        print(AGGREGATION + "\n")
         print(table8_markdown(df))
         print("\n## Table 10 (deterministic oracle, per asker prompt)\n")
         print(table10_markdown(df))
@@ -114,6 +124,10 @@ def _rollouts(args) -> int:
     df = pl.read_parquet(path)
     if args.asker:
         df = df.filter(pl.col("asker") == args.asker)
+    if args.reward == "sr" and (unscored := df.filter(pl.col("verdict").is_null()).height):
+        # no verdict (asking-only runs, unverifiable records): an outcome reward cannot be decided
+        print(f"left out {unscored} episode(s) without a verdict (outcome reward undecidable)", file=sys.stderr)
+        df = df.filter(pl.col("verdict").is_not_null())
     from pipelines.ambitab.protocol.task import Task
     from pipelines.ambitab.record import records_from_frame
     from storage.artifacts import read_latest
@@ -134,7 +148,7 @@ def register(sub) -> None:
     e.add_argument("--corpus", required=True, help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird")
     e.add_argument("--asker", action="append", help="none, full, full_adv, generic, llm or a dotted path "
                    "(repeat or comma-separate; default: all five)")
-    e.add_argument("--oracle", action="append", help="det (default), det_intent, det_knowledge, llm, llm_scoped, "
+    e.add_argument("--oracle", action="append", help="det (default; or deterministic), det_intent, det_knowledge, llm, llm_scoped, "
                    "llm_unfiltered, hybrid, stress; llm@MEMBER picks the oracles council member (repeat or comma-separate)")
     e.add_argument("--prompt", action="append", help="LLM asker prompt: direct, checklist_chat, checklist_ledger (default)")
     e.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1; default 3)")

@@ -51,7 +51,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import require_file, schema_text, sql_segments
+from pipelines.ambitab.sources import read_json, require_file, schema_text, sql_segments
 from storage.paths import quandary_home
 from resources.sql import execute_sql
 from storage.artifacts import file_sha256
@@ -312,9 +312,9 @@ def _resolve_column(con: sqlite3.Connection, table: str, column: str) -> tuple[s
 def build(data_root: Path, seed: int = DEFAULT_SEED, out_dir: Path | None = None, limit_units: int | None = None,
           progress=None) -> BuildResult:
     result = BuildResult(CORPUS, stats={"seed": seed})
-    dev = json.loads(require_file(data_root / SPIDER_DEV, "Spider dev.json").read_text())
-    tables = json.loads(require_file(data_root / SPIDER_TABLES, "Spider tables.json").read_text())
-    synonyms = json.loads(require_file(data_root / SYNONYMS, "AmbiQT two_col_synonyms.json").read_text())
+    dev = read_json(require_file(data_root / SPIDER_DEV, "Spider dev.json"))
+    tables = read_json(require_file(data_root / SPIDER_TABLES, "Spider tables.json"))
+    synonyms = read_json(require_file(data_root / SYNONYMS, "AmbiQT two_col_synonyms.json"))
     out_dir = out_dir or units_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
 

@@ -28,7 +28,6 @@ rebuild error from ``REBUILD_FAILURES.json``.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import defaultdict
@@ -47,7 +46,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "ambrosia"
@@ -224,7 +223,7 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, limit: int | None = None, p
     failures = {}
     fpath = data_root / DB_ROOT / "REBUILD_FAILURES.json"
     if fpath.is_file():
-        failures = {f["db_file"]: f["error"] for f in json.loads(fpath.read_text())}
+        failures = {f["db_file"]: f["error"] for f in read_json(fpath)}
 
     ambiguous, intents = [], defaultdict(list)  # intents[(db_file, norm sql)] -> questions
     for sid, row in iter_json_rows(src, result, REQUIRED_KEYS):
@@ -257,6 +256,20 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, limit: int | None = None, p
     result.stats["slice_test_records"] = sum(r.split == "slice_test" for r in result.records)
     result.stats["slice_test_dbs"] = len(test_dbs)
     return result.finish()
+
+
+def neutral_db_name(db_file: str) -> str:
+    """A database name without the upstream ambiguity-type label (issue 20): every upstream name
+    starts with it (``scope_*``, ``attachment_*``, ``vague_*``), a side channel to the asker. The
+    domain folder plus a short hash of the source path: stable, distinct per database, and saying
+    nothing about the type. The original stays in ``provenance.source_ids`` and the verifier's
+    ``db_path``."""
+    import hashlib
+
+    parts = Path(db_file).parts
+    domain = parts[2] if len(parts) > 3 else "db"
+    slug = re.sub(r"[^0-9a-z]+", "_", domain.lower()).strip("_") or "db"
+    return f"{slug}_{hashlib.sha256(db_file.encode()).hexdigest()[:8]}"
 
 
 def _convert_question(data_root, sid, row, intents, failures, result, seed) -> list[TaskRecord]:
@@ -302,8 +315,8 @@ def _convert_question(data_root, sid, row, intents, failures, result, seed) -> l
         result.count("questions_with_equal_readings")
 
     term, aliases = derive_term(question, t, readings)
-    db_id = db_path.stem
-    avt_id = make_avt_id(CORPUS, question, db_id, [term])
+    db_id = neutral_db_name(db_file)  # the asker reads this name: no type label in it
+    avt_id = make_avt_id(CORPUS, question, db_path.stem, [term])  # ids stay those of the original name
     records = []
     for i, (sql, intent) in enumerate(zip(readings, natives)):
         interp = f"r{i}"
@@ -318,7 +331,8 @@ def _convert_question(data_root, sid, row, intents, failures, result, seed) -> l
             oracle_context=OracleContext(clear_query=intent, sql_segments=sql_segments(sql)),
             verifier=VerifierAssets(reference_sql=[sql]),
             provenance=Provenance(
-                source_ids={"db_file": db_file, "row": sid, "reading": str(i)}, build_seed=seed,
+                source_ids={"db_file": db_file, "db_name": db_path.stem, "row": sid, "reading": str(i)},
+                build_seed=seed,
                 filter_outcomes={"executes": True, "pairwise_distinct": not equal_pairs,
                                  "equal_reading_pairs": equal_pairs, "native_intent_matches": 1,
                                  "rows": outcomes[i].row_count},

@@ -25,7 +25,6 @@ database, ``DBs/<db>/<db>_kb.jsonl``, ``<db>_schema.txt`` and ``<db>_column_mean
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pipelines.ambitab.build import BuildResult
@@ -41,7 +40,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, require_file, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, read_jsonl, require_file, sql_segments
 
 CORPUS = "bird_interact"
 ROOT = Path("bird_interact") / "bird_interact_conv" / "data"
@@ -66,9 +65,9 @@ class _Database:
         self.schema = self.schema_path.read_text(encoding="utf-8") if self.schema_path.is_file() else None
         self.kb: list[dict] = []
         if self.kb_path.is_file():
-            self.kb = [json.loads(line) for line in self.kb_path.read_text().splitlines() if line.strip()]
+            self.kb = [row for _, row in read_jsonl(self.kb_path)]
         self.kb_by_id = {e["id"]: e for e in self.kb}
-        self.meanings = json.loads(self.meanings_path.read_text()) if self.meanings_path.is_file() else None
+        self.meanings = read_json(self.meanings_path) if self.meanings_path.is_file() else None
 
 
 def stand_in_response(kind: str, amb: dict, kb_by_id: dict) -> str:

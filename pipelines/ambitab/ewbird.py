@@ -8,6 +8,10 @@ Build (deterministic):
 1. ``evidence`` is split on ';' and empty pieces dropped; a row without evidence has nothing to
    register and is rejected (stage ``no_evidence``).
 2. Each hint becomes one **masked knowledge ambiguity** whose resolution is the hint verbatim.
+   [I] Hints with the same term (casefolded, whitespace collapsed) are one ambiguity, as in
+   BIRD-Interact: its resolution is those hints joined with "; " in source order, its concepts
+   the union (the merges are listed in ``provenance.filter_outcomes``), so the full asker's one
+   question per distinct term gets every hint and Rec = Prec = 1 holds.
    [I] Term: the text before the first of " refers to ", " means ", " = ", ":" that occurs, tried
    in that order (the whole hint when none occurs). Concepts: the quoted literals and the schema identifiers on the right-hand side.
 3. All hints are removed from the visible spec (they are the oracle's ``withheld_evidence``); the
@@ -46,7 +50,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "ew_bird"
@@ -115,12 +119,12 @@ class _DevSchemas:
         self.tables: dict[str, list[dict]] = defaultdict(list)
         p = data_root / DEV_TABLES
         if p.is_file():
-            for v in json.loads(p.read_text()).values():
+            for v in read_json(p).values():
                 self.tables[v["db_id"]].append(v)
         self.meanings: dict[str, dict[str, str]] = defaultdict(dict)
         m = data_root / COLUMN_MEANINGS
         if m.is_file():
-            for k, v in json.loads(m.read_text()).items():
+            for k, v in read_json(m).items():
                 self.meanings[k.split("|", 1)[0]][k] = v
         self.data_root = data_root
 
@@ -294,12 +298,22 @@ def _convert(sid, row, schemas: _DevSchemas, result: BuildResult, seed: int, hin
         result.reject(sid, "database", f"no schema for database {db_id!r} (neither the file nor dev_tables)", row)
         return None, None
     idents = schemas.identifiers(db_id) or None
-    ambs, terms = [], []
+    ambs, terms, merged, seen = [], [], [], {}
     for i, hint in enumerate(hints):
         term, kind, concepts = parse_hint(hint, idents)
         hint_kinds[kind] += 1
+        key = " ".join(term.casefold().split())
+        if key in seen:  # [I] one ambiguity per distinct term (as BIRD-Interact's normalisation): the
+            j = seen[key]  # hints of a repeated term join into its resolution, concepts are unioned
+            t0, k0, c0, h0 = ambs[j]
+            ambs[j] = (t0, k0, list(dict.fromkeys([*c0, *concepts])), f"{h0}; {hint}")
+            merged.append({"term": term, "hint": hint, "into": t0})
+            continue
+        seen[key] = len(ambs)
         terms.append(term)
         ambs.append((term, kind, concepts, hint))
+    if merged:
+        result.count("duplicate_terms_merged", len(merged))
     avt_id = make_avt_id(CORPUS, question, db_id, terms)
     interp = str(row["question_id"])
     # a column meaning that quotes a hint would show the withheld evidence: drop it from the spec
@@ -323,7 +337,8 @@ def _convert(sid, row, schemas: _DevSchemas, result: BuildResult, seed: int, hin
             source_ids={"question_id": str(row["question_id"]), "db_id": db_id, "source": "bird_dev"},
             build_seed=seed,
             filter_outcomes={"executes": True if present else None, "rows": gold.row_count if present else None,
-                             "difficulty": row.get("difficulty"), "column_meanings_withheld": scrubbed},
+                             "difficulty": row.get("difficulty"), "column_meanings_withheld": scrubbed,
+                             "duplicate_terms_merged": merged},
         ),
     )
     return record, gold

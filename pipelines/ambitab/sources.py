@@ -1,7 +1,11 @@
 """Helpers every conversion shares: reading source files row by row, schema text, SQL segments.
 
-* :func:`iter_json_rows` yields the rows of a JSON list or JSONL file; a line that does not parse
-  or lacks required keys becomes a reject (with its raw text), never an exception.
+* :func:`iter_json_rows` yields the rows of a JSON list or JSONL file. A file that does not parse
+  whole (empty, truncated, corrupt: a JSON array that does not parse, a JSONL line that is not
+  JSON) raises :class:`SourceCorrupt` naming the file and the line and byte where it broke: a
+  build from part of a file must never pass green. A row that parses but lacks required keys is a
+  per-row reject (with its raw text). :func:`read_json` / :func:`read_jsonl` read whole side files
+  (schemas, synonym maps, knowledge bases) with the same strictness.
 * :func:`schema_text` is the visible ``db_schema``: CREATE TABLE plus 3 example rows per table
   ([I] like BIRD-Interact's ``*_schema.txt``), rendered by the seed catalog's own renderer.
 * :func:`sql_segments` splits a reference query into its top-level clauses (WITH, SELECT,
@@ -22,8 +26,63 @@ from pipelines.ambitab.build import BuildResult
 SCHEMA_SAMPLE_ROWS = 3
 
 
-class SourceMissing(Exception):
+class SourceError(Exception):
+    """A source the conversion needs is missing or unusable (the message says which and what to do)."""
+
+
+class SourceMissing(SourceError):
     """A source file the conversion needs is absent (message says which and what to do)."""
+
+
+class SourceCorrupt(SourceError):
+    """A source file does not parse whole (empty, truncated or damaged); the message names the file
+    and the line and byte where it broke."""
+
+
+_RESTORE = "the file looks truncated or damaged; restore it from the source release"
+
+
+def _decode(path: Path) -> str:
+    data = path.read_bytes()
+    if not data.strip():
+        raise SourceCorrupt(f"{path}: empty file ({len(data)} bytes); {_RESTORE}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SourceCorrupt(f"{path}: not UTF-8 at line {line}, byte {exc.start} of {len(data)}; {_RESTORE}") from None
+
+
+def _byte_offset(text: str, pos: int) -> int:
+    return len(text[:pos].encode("utf-8"))
+
+
+def read_json(path: Path, what: str | None = None):
+    """The whole JSON document in ``path``; :class:`SourceCorrupt` if it is empty or does not parse."""
+    text = _decode(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        size = len(text.encode("utf-8"))
+        raise SourceCorrupt(f"{path}{f' ({what})' if what else ''}: not valid JSON at line {exc.lineno}, column "
+                            f"{exc.colno} (byte {_byte_offset(text, exc.pos)} of {size}): {exc.msg}; {_RESTORE}") from None
+
+
+def read_jsonl(path: Path) -> list[tuple[int, Any]]:
+    """(line number, value) of every non-blank line; :class:`SourceCorrupt` at the first line that
+    is not JSON (a truncated file breaks on its last line)."""
+    text = _decode(path)
+    out, offset = [], 0
+    for i, line in enumerate(text.splitlines(keepends=True)):
+        if line.strip():
+            try:
+                out.append((i + 1, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                size = len(text.encode("utf-8"))
+                raise SourceCorrupt(f"{path}: line {i + 1} is not valid JSON (byte {offset + _byte_offset(line, exc.pos)}"
+                                    f" of {size}: {exc.msg}); {_RESTORE}") from None
+        offset += len(line.encode("utf-8"))
+    return out
 
 
 def require_file(path: Path, what: str) -> Path:
@@ -35,29 +94,14 @@ def require_file(path: Path, what: str) -> Path:
 
 def iter_json_rows(path: Path, build: BuildResult, required: tuple[str, ...],
                    id_key: str | None = None) -> Iterator[tuple[str, dict]]:
-    """(source_id, row) for every good row; bad rows are recorded on ``build`` as rejects."""
-    text = path.read_text(encoding="utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            items: list[Any] = json.loads(text)
-        except json.JSONDecodeError as exc:
-            build.reject(path.name, "parse", f"{path}: not valid JSON ({exc})", text[:500])
-            return
+    """(source_id, row) for every good row; rows lacking required keys are recorded on ``build``
+    as rejects. A file that does not parse whole raises :class:`SourceCorrupt` before any row."""
+    if _decode(path).lstrip().startswith("["):
+        items = read_json(path)
         lines = [(i, item, None) for i, item in enumerate(items)]
     else:
-        lines = []
-        for i, line in enumerate(text.splitlines()):
-            if not line.strip():
-                continue
-            try:
-                lines.append((i, json.loads(line), None))
-            except json.JSONDecodeError as exc:
-                lines.append((i, None, (f"{path.name} line {i + 1}: not valid JSON ({exc.msg})", line)))
-    for i, item, error in lines:
-        if error is not None:
-            build.reject(f"{path.name}:{i + 1}", "parse", *error)
-            continue
+        lines = [(n - 1, item, None) for n, item in read_jsonl(path)]
+    for i, item, _ in lines:
         sid = f"{path.name}:{i + 1}"
         if isinstance(item, dict) and id_key and item.get(id_key) is not None:
             sid = str(item[id_key])

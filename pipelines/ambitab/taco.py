@@ -8,8 +8,13 @@ is also converted — every record says its region in ``provenance.source_ids``.
 
 1. Keep **single-table SELECTs**: one table, no join, every column qualified by that table (or
    unqualified); otherwise reject (stage ``parse`` / ``shape``).
-2. **Verbalise** deterministically, withholding the table and every WHERE literal [I]:
-   "Show the <c1>, <c2>[ for records where <col> <op> a specific value] from the relevant table."
+2. **Verbalise** deterministically, withholding the table and the WHERE literals the user leaves
+   open [I]: "Show the <c1>, <c2>[ for records where <col> <op> a specific value] from the relevant
+   table." A literal is *user-held* when the source row's natural-language request states it (the
+   literal occurs in ``natural_language_query`` as a whole word, case-insensitive, LIKE wildcards
+   stripped): the user said it, so it stays visible ("<col> is 'Operational'"). Only a literal the
+   request never states is a withheld value choice (the paper: "withholding table or literal-value
+   choices", about 10 of 187 records carry one; withholding every literal gave 8 of 13 here).
    (identifiers lower-cased, '_' → space; aggregates as "the number / average / total / minimum /
    maximum of <col>"; ORDER BY / LIMIT appended). Shapes the template cannot say are rejected.
 3. Ambiguities [I]: the table — term "the relevant table", aliases table / dataset / data source,
@@ -17,15 +22,19 @@ is also converted — every record says its region in ``provenance.source_ids``.
    resolution "<col> should be <literal>." Both critical; the resolutions are the frozen intents.
 4. **Filter** — the query executes and returns rows, and some other table of the database that
    has every referenced column gives a *different* result (BIRD set comparator). Alternatives and
-   their outcomes go to ``provenance.alternatives``. Without the database only the structural half
+   their outcomes go to ``provenance.alternatives``.
+5. **Duplicate readings** [I]: source rows that land in one AVT with the same SQL (normalised) or,
+   where the database is present, the same result are one reading, not two: the first is kept, the
+   others are rejected (stage ``duplicate``) before the blocking readings-differ check — the paper's
+   construction gives each hidden reading its own verifiable outcome. Without the database only the structural half
    runs (a column-compatible alternative table must exist) and the record is non-executable; the
    skipped execution is reported.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 from pathlib import Path
 
 from pipelines.ambitab.build import BuildResult, Progress
@@ -41,7 +50,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
     make_record_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, schema_text, sql_segments
+from pipelines.ambitab.sources import iter_json_rows, read_json, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "taco"
@@ -144,8 +153,28 @@ def _conditions(where) -> list:
     return out
 
 
-def verbalise(sql: str) -> tuple[str, str, list[dict]]:
-    """(request text, table, withheld literals [{column, op, literal}]) for a single-table SELECT."""
+def states_literal(request: str | None, literal: str) -> bool:
+    """True when the user's request states ``literal`` (a whole word, case-insensitive; LIKE
+    wildcards stripped): such a literal is user-held, not a value choice left open."""
+    lit = literal.strip("%_ ").strip()
+    if not request or not lit:
+        return False
+    return re.search(rf"(?<!\w){re.escape(lit)}(?!\w)", request, re.IGNORECASE) is not None
+
+
+def _literal_text(right) -> str:
+    from sqlglot import exp
+
+    if isinstance(right, exp.Literal) and right.is_string:
+        return "'" + right.this + "'"
+    return right.sql()
+
+
+def verbalise(sql: str, request: str | None = None) -> tuple[str, str, list[dict]]:
+    """(request text, table, withheld literals [{column, op, literal}]) for a single-table SELECT.
+
+    ``request`` is the source's natural-language request: a literal it states is user-held and
+    verbalised as is; without it every literal is withheld."""
     from sqlglot import exp
 
     tree, table = single_table(sql)
@@ -164,6 +193,9 @@ def verbalise(sql: str) -> tuple[str, str, list[dict]]:
         left, right = getattr(cond, "this", None), getattr(cond, "expression", None)
         if op in _OPS and isinstance(left, exp.Column) and isinstance(right, (exp.Literal, exp.Neg)):
             lit = right.sql() if isinstance(right, exp.Neg) else right.this
+            if states_literal(request, str(lit)):
+                clauses.append(f"{human(left.name)} {_OPS[op]} {_literal_text(right)}")
+                continue
             clauses.append(f"{human(left.name)} {_OPS[op]} a specific value")
             withheld.append({"column": left.name, "op": op, "literal": str(lit)})
             continue
@@ -210,12 +242,12 @@ def retarget(sql: str, table: str, new_table: str) -> str:
 
 
 def load_schema(path: Path) -> dict[str, set[str]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path)
     return {t["table_name"]: {c["column_name"].lower() for c in t.get("columns", [])} for t in data.get("tables", [])}
 
 
 def ddl_from_schema(path: Path) -> str:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = read_json(path)
     parts = []
     for t in data.get("tables", []):
         cols = ",\n".join(f'  "{c["column_name"]}" {c.get("data_type") or ""}'.rstrip() for c in t.get("columns", []))
@@ -264,12 +296,14 @@ def build(data_root: Path, seed: int = 0, regions: tuple[str, ...] = REGIONS, pr
         rows = list(iter_json_rows(path, result, ("sql",)))
         tick = Progress(f"taco {region}/{db}", len(rows), progress, every=50)
         n_struct = 0
+        seen: dict[str, list[tuple[str, str, object]]] = {}  # avt -> (interpretation, sql key, result)
         for sid, row in rows:
             tick.step()
             rec = _convert(f"{region}/{sid}", row, region, db, db_path, schema, columns, seed, result)
-            if rec is not None:
-                result.records.append(rec)
-                n_struct += not rec.verifier.executable
+            if rec is None or _duplicate_reading(rec, seen, row, result):
+                continue
+            result.records.append(rec)
+            n_struct += not rec.verifier.executable
         if db_path is None:
             structural_dbs.append((f"{region}/{db}", n_struct))
     if structural_dbs:
@@ -281,10 +315,35 @@ def build(data_root: Path, seed: int = 0, regions: tuple[str, ...] = REGIONS, pr
     return result.finish()
 
 
+def _sql_key(sql: str) -> str:
+    try:
+        return _parse(sql).sql(dialect="sqlite", normalize=True).lower()
+    except Exception:  # noqa: BLE001 - unparseable: compare the whitespace-normalised text
+        return " ".join(sql.split()).lower()
+
+
+def _duplicate_reading(rec: TaskRecord, seen: dict, row: dict, result: BuildResult) -> bool:
+    """True (and a ``duplicate`` reject) when ``rec`` repeats a reading already kept in its AVT:
+    the same SQL, or, with the database present, the same result under the corpus comparator."""
+    sql = rec.verifier.reference_sql[0]
+    key = _sql_key(sql)
+    res = execute_sql(rec.db_path, sql, timeout_s=EXEC_TIMEOUT_S) if rec.verifier.executable else None
+    for other, other_key, other_res in seen.get(rec.avt_id, []):
+        same = "SQL" if key == other_key else (
+            "result" if res is not None and other_res is not None and results_match(res, other_res) else None)
+        if same:
+            result.reject(rec.interpretation_id, "duplicate", f"same reading as {other} (identical {same}) in AVT "
+                          f"{rec.avt_id}: kept once", row)
+            result.count("duplicate_readings")
+            return True
+    seen.setdefault(rec.avt_id, []).append((rec.interpretation_id, key, res))
+    return False
+
+
 def _convert(source_id, row, region, db, db_path, schema, columns, seed, result) -> TaskRecord | None:
     sql = row["sql"]
     try:
-        text, table, withheld = verbalise(sql)
+        text, table, withheld = verbalise(sql, row.get("natural_language_query"))
     except Unverbalisable as exc:
         stage = "parse" if "does not parse" in str(exc) else "shape"
         result.reject(source_id, stage, str(exc), row)

@@ -65,3 +65,33 @@ def test_every_build_is_deterministic(builds, shared_data, tmp_path_factory):
         b = [r.model_copy(update={"db_path": None}).to_json_line() for r in again[corpus].records]
         assert a == b, corpus
         assert [x.reason for x in res.rejects] == [x.reason for x in again[corpus].rejects], corpus
+
+
+def _name_tokens(name: str) -> tuple[str, list[str]]:
+    import re
+
+    low = (name or "").lower()
+    return low, [t for t in re.split(r"[^0-9a-z]+", low) if t]
+
+
+@pytest.mark.parametrize("corpus", ["ambrosia", "ambiqt", "taco", "ew_bird", "bird_interact"])
+def test_no_oracle_only_label_or_its_prefix_names_the_asker_view(builds, corpus):
+    """Issue 20 item 7: the names the asker reads (database id and name) carry no oracle-only label
+    (an ambiguity's type or kind), neither whole, as a prefix, nor as a name token; the original
+    name stays in the verifier's view for provenance."""
+    for rec in builds[corpus].records:
+        view = rec.agent_view()
+        labels = {x.lower() for a in rec.ambiguities for x in (a.type, str(a.kind.value)) if x}
+        for name in (view.db_id, view.spec.db_name):
+            low, tokens = _name_tokens(name)
+            for label in labels:
+                assert not low.startswith(label) and label not in tokens, (corpus, rec.record_id, name, label)
+
+
+def test_ambrosia_keeps_the_original_database_name_for_the_verifier(builds):
+    from pathlib import Path
+
+    for rec in builds["ambrosia"].records[:50]:
+        original = Path(rec.provenance.source_ids["db_file"]).stem
+        assert original in rec.verifier_view().model_dump_json()
+        assert original not in rec.agent_view().model_dump_json()

@@ -89,12 +89,16 @@ def test_bad_rows_are_rejected_and_the_build_goes_on(tmp_path, shared_data):
     (root / "ambrosia" / "databases").symlink_to(shared_data / "ambrosia" / "databases")
     lines = (shared_data / ambrosia.SOURCE).read_text().splitlines()
     good = lines[:3]
-    bad = ["{not json", json.dumps({"question": "q", "is_ambiguous": True})]
-    (root / ambrosia.SOURCE).write_text("\n".join(good + bad) + "\n")
+    (root / ambrosia.SOURCE).write_text("\n".join([*good, json.dumps({"question": "q", "is_ambiguous": True})]) + "\n")
     res = ambrosia.build(root)
     assert len(res.records) == 2
-    reasons = [r.reason for r in res.rejects]
-    assert any("not valid JSON" in r for r in reasons) and any("missing key" in r for r in reasons)
+    assert any("missing key" in r.reason for r in res.rejects)  # a row problem stays a row reject
+    # a line that is not JSON means the file is damaged: the build fails, naming file and line (issue 20)
+    (root / ambrosia.SOURCE).write_text("\n".join([*good, "{not json"]) + "\n")
+    from pipelines.ambitab.sources import SourceCorrupt
+
+    with pytest.raises(SourceCorrupt, match=r"ambrosia_resplit_test.jsonl: line 4 is not valid JSON"):
+        ambrosia.build(root)
 
 
 def test_a_database_that_fails_to_open_is_a_reject(tmp_path, shared_data):

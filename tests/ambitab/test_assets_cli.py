@@ -69,3 +69,25 @@ def test_llm_steps_auto_skips_the_filter_with_the_embedded_default(shared_data, 
     out = capsys.readouterr().out
     assert "skipped llm keep/drop filter (126 affected): LLM steps off" in out
     assert "ew_bird  1386" in out
+
+
+def test_a_failed_blocking_check_stores_and_exports_nothing(shared_data, capsys, monkeypatch):
+    """Issue 20 item 3: a corpus whose blocking check fails is never exported (nor stored)."""
+    import assets.ambitab.corpus as corpus_assets
+    from pipelines.ambitab.export import export_path
+    from quality.ambitab import RuleOutcome
+    from storage.artifacts import latest_path
+
+    failing = RuleOutcome("ambitab_readings_differ", False, 1, ["AVT taco-avt-x: readings a and b give equal results"])
+    monkeypatch.setattr(corpus_assets, "readings_differ_rule", lambda df, results: failing)
+    assert main(["ambitab", "build", "--corpus", "taco", "--data", str(shared_data)]) == 1
+    err = capsys.readouterr().err
+    assert "ambitab_readings_differ" in err and "give equal results" in err and "Traceback" not in err
+    assert not export_path("taco").exists()
+    assert latest_path("ambitab_records", "taco") is None
+
+
+def test_taco_builds_green_by_default(shared_data, capsys):
+    assert main(["ambitab", "build", "--corpus", "taco", "--data", str(shared_data)]) == 0
+    out = capsys.readouterr().out
+    assert "taco" in out and "ambitab_readings_differ" not in out

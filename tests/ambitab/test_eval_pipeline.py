@@ -93,7 +93,7 @@ def test_eval_job_metrics_reruns_and_commands(built, scripted_roles, capsys, tmp
 
     assert main(args(2)) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
-    assert "| ambrosia | det_intent | llm (checklist_ledger) |" in out
+    assert "| ambrosia | llm:m | det_intent | llm (checklist_ledger) |" in out
     assert f"episodes: {2 * len(built) * 13} new, 0 reused" in out and "LLM calls: " in out
 
     eps = read_latest("ambitab_episodes", "ambrosia")

@@ -58,6 +58,11 @@ def bird_interact_tasks(shared_data):
     return _built(shared_data, "bird_interact")
 
 
+@pytest.fixture(scope="module")
+def ew_bird_tasks(shared_data):
+    return _built(shared_data, "ew_bird")  # issue 20 item 5: duplicate hint terms merged at conversion
+
+
 def _built(shared_data, corpus):
     from pipelines.ambitab.corpora import build_corpus
 
@@ -67,7 +72,7 @@ def _built(shared_data, corpus):
     return [Task.from_record(r) for r in res.records]
 
 
-@pytest.mark.parametrize("corpus", ["ambrosia", "ambiqt", "taco", "bird_interact"])
+@pytest.mark.parametrize("corpus", ["ambrosia", "ambiqt", "taco", "bird_interact", "ew_bird"])
 def test_definition_7_invariants(corpus, request):
     tasks = request.getfixturevalue(f"{corpus}_tasks")
     assert all(len(t.amb) >= 1 for t in tasks)

@@ -84,10 +84,66 @@ def test_structural_records_and_skip_are_reported(built):
     assert structural and all(r.provenance.filter_outcomes["column_compatible_alternatives"] >= 1 for r in structural)
     (skip,) = built.skipped
     assert "us/vermont_center_for_96" in skip.reason and skip.affected == len(structural)
-    assert {r.stage for r in built.rejects} <= {"parse", "shape", "execute", "filter", "database"}
+    assert {r.stage for r in built.rejects} <= {"parse", "shape", "execute", "filter", "database", "duplicate"}
     assert built.stats["value_ambiguities"] == sum(len(r.ambiguities) - 1 for r in built.records)
 
 
 def test_build_is_deterministic(built, shared_data):
     again = taco.build(shared_data)
     assert [r.to_json_line() for r in again.records] == [r.to_json_line() for r in built.records]
+
+
+# ---- issue 20 items 3 and 8: duplicate readings, user-held literals
+
+def test_readings_with_identical_sql_are_merged_before_the_blocking_check(built):
+    from collections import defaultdict
+
+    by_avt = defaultdict(list)
+    for r in built.records:
+        by_avt[r.avt_id].append(" ".join(r.verifier.reference_sql[0].split()).lower())
+    assert all(len(s) == len(set(s)) for s in by_avt.values())
+    dups = [x for x in built.rejects if x.stage == "duplicate"]
+    assert dups and all("same reading as" in x.reason for x in dups)
+    kept = {r.interpretation_id for r in built.records}
+    assert "beijing/tourism_accommodation.jsonl:102" in kept and "beijing/tourism_accommodation.jsonl:106" not in kept
+
+
+def test_the_blocking_readings_differ_check_passes_on_the_build(built):
+    from pipelines.ambitab.record import records_frame
+    from quality.ambitab import readings_differ_rule, reference_executes_rule
+
+    df = records_frame(built.records)
+    executes, results = reference_executes_rule(df)
+    assert executes.passed, executes.failures
+    rule = readings_differ_rule(df, results)
+    assert rule.passed, rule.failures
+
+
+def test_a_literal_the_user_states_is_user_held_and_stays_visible():
+    sql = ("SELECT public_water_sources.X FROM public_water_sources WHERE public_water_sources.SystemStatus = "
+           "'Operational' AND public_water_sources.Depth > 30")
+    text, _, withheld = taco.verbalise(sql, request="Which operational water sources do we have?")
+    assert "systemstatus is 'Operational'" in text
+    assert withheld == [{"column": "Depth", "op": "GT", "literal": "30"}]  # never said: a value choice
+    text, _, withheld = taco.verbalise(sql, request="Which sources are operational and deeper than 30 feet?")
+    assert withheld == [] and "depth is greater than 30" in text
+    # a literal that only occurs inside another word is not stated
+    _, _, withheld = taco.verbalise("SELECT x FROM t WHERE flag = 'Y'", request="Yes, show the yearly rows")
+    assert [w["literal"] for w in withheld] == ["Y"]
+
+
+def test_value_ambiguities_are_only_the_literals_the_request_leaves_open(built, shared_data):
+    import re
+
+    rows = {}
+    for path in (shared_data / "taco").glob("*/new_sql_nl_single/*.jsonl"):
+        region = path.parent.parent.name
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            rows[f"{region}/{path.name}:{i}"] = json.loads(line)
+    for rec in built.records:
+        request = rows[rec.interpretation_id].get("natural_language_query") or ""
+        for a in rec.ambiguities[1:]:
+            literal = a.resolution.split(" should be ", 1)[1].rstrip(".")
+            assert not re.search(rf"(?<!\w){re.escape(literal.strip('%'))}(?!\w)", request, re.I), (literal, request)
+    share = sum(len(r.ambiguities) > 1 for r in built.records) / len(built.records)
+    assert share < 0.5  # the paper: about 10 of 187 records carry a value ambiguity

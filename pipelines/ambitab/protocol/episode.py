@@ -27,13 +27,15 @@ from dataclasses import dataclass
 from pipelines.ambitab.protocol.askers import Asker, AskerInput
 from pipelines.ambitab.protocol.metrics import episode_scores
 from pipelines.ambitab.protocol.oracles import Oracle
+from pipelines.ambitab.protocol.prompts import EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.solver import Solver
 from pipelines.ambitab.protocol.task import Spec, Task
 from pipelines.ambitab.protocol.verifier import Verifier
 
 EPISODE_COLUMNS = {
     "episode_id": str, "record_id": str, "corpus": str, "split": str, "avt_id": str, "db_id": str,
-    "seed": int, "asker": str, "prompt": str, "oracle": str, "solver": str, "spec_donor": str,
+    "seed": int, "asker": str, "prompt": str, "asker_model": str, "oracle": str, "oracle_model": str,
+    "solver": str, "solver_model": str, "budget": int, "options": str, "spec_donor": str,
     "n_amb": int, "skipped_clarification": bool, "fallback_stop": bool, "fallback_reason": str,
     "n_questions": int, "credited": list, "recall": float, "precision": float, "f1": float,
     "recall_no_response": float, "sql": str, "verdict": int, "verdict_reason": str, "status": str,
@@ -52,10 +54,13 @@ def episodes_frame(rows: Sequence[dict]):
 
 
 def episode_id(record_id: str, seed: int, asker: str, prompt: str | None, oracle: str, spec_donor: str | None = None,
-               solver: str = "", models: str = "") -> str:
-    """Content id of an episode. ``models`` names the LLMs behind the asker and the oracle (their
-    member and model string), so a changed council config gives new episodes, not stale reuse."""
-    key = "\x1f".join([record_id, str(seed), asker, prompt or "", oracle, spec_donor or "", solver, models])
+               solver: str = "", models: str = "", *, corpus: str = "", budget: int | None = None,
+               options: str = "") -> str:
+    """Content id of an episode: a hash of every field of :data:`EPISODE_KEY`. ``models`` names the
+    LLMs behind the asker, the oracle and the solver (member and model string), so a changed council
+    config gives new episodes, never stale reuse."""
+    key = "\x1f".join([record_id, str(seed), asker, prompt or "", oracle, spec_donor or "", solver, models,
+                       corpus, "" if budget is None else str(budget), options])
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
@@ -63,8 +68,19 @@ def models_key(asker, oracle, solver=None) -> str:
     return "|".join(getattr(x, "model_key", "") for x in (asker, oracle, solver))
 
 
-# One stored episode per logical condition: a rerun under another model replaces the old episode.
-CONDITION_KEY = ("record_id", "seed", "asker", "prompt", "oracle", "spec_donor")
+# Everything that defines an episode (issue 20): the stored episodes are a growing table keyed by
+# these columns; a run adds or replaces exactly the rows of its own keys and keeps every other row.
+EPISODE_KEY = ("corpus", "record_id", "asker", "prompt", "asker_model", "oracle", "oracle_model", "solver",
+               "solver_model", "seed", "budget", "options", "spec_donor")
+CONDITION_KEY = EPISODE_KEY  # the former name
+
+
+def _episode_id(task, seed, asker, oracle, solver, spec_donor, settings) -> str:
+    # the prompt templates' version is part of the id (not of the key): after a prompt edit the
+    # episode runs again and replaces the stored one of the same key, never a stale reuse
+    return episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, spec_donor, solver.name,
+                      f"{models_key(asker, oracle, solver)}|{EPISODES_CODE_VERSION}", corpus=task.corpus,
+                      budget=settings.extra_questions, options=settings.options)
 
 
 @dataclass
@@ -72,14 +88,18 @@ class RunSettings:
     skip_clear: bool = True  # |Amb| = 0 skips clarification
     extra_questions: int = 2  # C in B = |Amb| + C (the paper's 2)
 
+    @property
+    def options(self) -> str:
+        """The run options that change an episode, as one stable string (part of the episode key)."""
+        return f"skip_clear={'on' if self.skip_clear else 'off'}"
+
 
 async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver, verifier: Verifier, *,
                        seed: int = 0, settings: RunSettings | None = None, asker_spec: Spec | None = None,
                        spec_donor: str | None = None) -> dict:
     settings = settings or RunSettings()
     m = len(task.amb)
-    eid = episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, spec_donor, solver.name,
-                     models_key(asker, oracle, solver))
+    eid = _episode_id(task, seed, asker, oracle, solver, spec_donor, settings)
     tag = {"episode_id": eid, "record_id": task.record_id, "seed": seed}
     history: list[tuple[str, str, bool]] = []
     turns: list[dict] = []
@@ -88,8 +108,9 @@ async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver,
     skipped = m == 0 and settings.skip_clear
     if not skipped and oracle.overflows(task):
         # [P] the episode ends before the first question: a failure with zero recall credit
-        return _row(task, asker, oracle, solver, eid, seed, spec_donor, m, skipped, False, "", [], set(),
-                    episode_scores(m, [], False), episode_scores(m, [], False), None, 0,
+        return _row(task, asker, oracle, solver, settings, eid, seed, spec_donor, m, skipped, False, "", [], set(),
+                    episode_scores(m, [], False), episode_scores(m, [], False), None,
+                    0 if getattr(solver, "writes_sql", True) else None,
                     "oracle context overflow: the episode ends before the first question", "context_overflow", [])
     if not skipped:
         max_turns = m + settings.extra_questions + 1
@@ -120,24 +141,30 @@ async def arun_episode(task: Task, asker: Asker, oracle: Oracle, solver: Solver,
                                              else reply.credited),
             })
     sol = await solver.solve(task.spec, history, seed=seed, tag=tag)
-    if sol.sql is None and sol.error:
+    if not getattr(solver, "writes_sql", True):  # asking-only run: no SQL, so no verdict (never a 0)
+        verdict, reason = None, "no solver: asking metrics only (--solver empty)"
+    elif sol.sql is None and sol.error:
         verdict, reason = (0, sol.error) if verifier.can_verify(task) is None else (None, verifier.can_verify(task))
     else:
         v = await asyncio.to_thread(verifier.score, task, sol.sql)
         verdict, reason = v.score, v.reason
     scores = episode_scores(m, [t["credited"] for t in turns], fallback)
     scores_nr = episode_scores(m, [t["credited_no_response"] for t in turns], fallback)
-    return _row(task, asker, oracle, solver, eid, seed, spec_donor, m, skipped, fallback, fallback_reason, turns,
-                resolved, scores, scores_nr, sol, verdict, reason, "ok" if verdict is not None else "unverifiable",
-                asker_calls)
+    status = "ok" if verdict is not None else ("no_solver" if not getattr(solver, "writes_sql", True)
+                                               else "unverifiable")
+    return _row(task, asker, oracle, solver, settings, eid, seed, spec_donor, m, skipped, fallback, fallback_reason,
+                turns, resolved, scores, scores_nr, sol, verdict, reason, status, asker_calls)
 
 
-def _row(task, asker, oracle, solver, eid, seed, spec_donor, m, skipped, fallback, fallback_reason, turns, resolved,
-         scores, scores_nr, sol, verdict, reason, status, asker_calls) -> dict:
+def _row(task, asker, oracle, solver, settings, eid, seed, spec_donor, m, skipped, fallback, fallback_reason, turns,
+         resolved, scores, scores_nr, sol, verdict, reason, status, asker_calls) -> dict:
     return {
         "episode_id": eid, "record_id": task.record_id, "corpus": task.corpus, "split": task.split,
         "avt_id": task.avt_id, "db_id": task.db_id, "seed": seed, "asker": asker.name, "prompt": asker.prompt or "",
-        "oracle": oracle.name, "solver": solver.name, "spec_donor": spec_donor or "", "n_amb": m,
+        "asker_model": getattr(asker, "model_key", ""), "oracle": oracle.name,
+        "oracle_model": getattr(oracle, "model_key", ""), "solver": solver.name,
+        "solver_model": getattr(solver, "model_key", ""), "budget": settings.extra_questions,
+        "options": settings.options, "spec_donor": spec_donor or "", "n_amb": m,
         "skipped_clarification": skipped, "fallback_stop": fallback, "fallback_reason": fallback_reason,
         "n_questions": len(turns), "credited": sorted(resolved), "recall": scores.recall,
         "precision": scores.precision, "f1": scores.f1, "recall_no_response": scores_nr.recall,
@@ -155,14 +182,17 @@ async def arun_episodes(tasks: Sequence[Task], make_asker: Callable[[], Asker], 
     """Every (task, seed) episode, ``concurrency`` at a time, in input order. ``skip`` holds the
     episode ids already stored (a rerun recomputes nothing); ``donors`` maps record_id -> donor spec."""
     sem = asyncio.Semaphore(concurrency)
+    settings = settings or RunSettings()
     jobs = [(t, s) for s in seeds for t in tasks]
     done = [0]
 
     async def one(task: Task, seed: int):
         asker = make_asker()
         donor = donor_ids.get(task.record_id) if donor_ids else None
-        if skip and episode_id(task.record_id, seed, asker.name, asker.prompt, oracle.name, donor, solver.name,
-                               models_key(asker, oracle, solver)) in skip:
+        if skip and _episode_id(task, seed, asker, oracle, solver, donor, settings) in skip:
+            done[0] += 1  # stored already: counts as done for the progress bar, nothing runs
+            if progress:
+                progress(done[0], len(jobs))
             return None
         async with sem:
             row = await arun_episode(task, asker, oracle, solver, verifier, seed=seed, settings=settings,

@@ -9,7 +9,8 @@ Episode quantities (questions i = 1..n, cred_i ⊆ Amb, cred_≤i = ∪_{j≤i} 
 - f1 = 2pr/(p+r), 0 when p = r = 0; defined when recall is. [I] An episode with n = 0 has p
   undefined and r = 0, so its f1 is 0.
 
-Population: SR = mean verdict over every verifiable record (controls included); Rec, Prec, F1 =
+Population: SR = mean verdict over every verifiable record (controls included; an asking-only run
+with no solver has no verdict, so its SR is undefined, printed "–"); Rec, Prec, F1 =
 means over the eligible episodes; every eligible episode weighs the same (macro). Runs are summarised
 per seed, then as mean ± sample SD over seeds (SD is None with one seed).
 """
@@ -57,12 +58,25 @@ def mean_sd(values: Sequence[float | None]) -> tuple[float | None, float | None]
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None)
 
 
-RUN_KEYS = ("corpus", "oracle", "asker", "prompt", "spec_donor_run")
+# What a run is (issue 20): the setting (solver and its model, budget, options) and the condition
+# (oracle and its model, asker with prompt and model, spec-randomised?). Runs never pool across keys.
+SETTING_KEYS = ("corpus", "solver", "solver_model", "budget", "options")
+RUN_KEYS = (*SETTING_KEYS, "oracle", "oracle_model", "asker", "prompt", "asker_model", "spec_donor_run")
+NOT_RECORDED = "(not recorded)"
+
+
+def with_key_columns(episodes: pl.DataFrame) -> pl.DataFrame:
+    """Episodes stored before the key columns existed get them as "(not recorded)" (budget 2, the
+    only budget those runs had), so old rows stay apart from every run that records its keys."""
+    fill = {"asker_model": NOT_RECORDED, "oracle_model": NOT_RECORDED, "solver_model": NOT_RECORDED,
+            "solver": NOT_RECORDED, "budget": 2, "options": NOT_RECORDED}
+    missing = [pl.lit(v).alias(c) for c, v in fill.items() if c not in episodes.columns]
+    return episodes.with_columns(missing) if missing else episodes
 
 
 def with_run_keys(episodes: pl.DataFrame) -> pl.DataFrame:
     """Adds ``spec_donor_run`` (True for spec-randomised runs), so they never pool with real ones."""
-    return episodes.with_columns((pl.col("spec_donor") != "").alias("spec_donor_run"))
+    return with_key_columns(episodes).with_columns((pl.col("spec_donor") != "").alias("spec_donor_run"))
 
 
 def per_seed(episodes: pl.DataFrame, keys: Sequence[str] = RUN_KEYS) -> pl.DataFrame:

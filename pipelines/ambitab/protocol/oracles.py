@@ -38,6 +38,33 @@ CHARS_PER_TOKEN = 4  # [I] a conservative estimate, no tokenizer of the oracle m
 KNOWLEDGE_CORPORA = ("bird", "ew_bird")  # [P] deterministic knowledge oracle; the others: intent
 
 
+# What each oracle's matcher and responder read, after the paper's Table 6 and Appendix G (the
+# question, and for the responder the chosen action, always). Field names: ``term``/``type``/
+# ``sql_snippet`` (the labeled ambiguity points), ``aliases``, ``concepts``, ``resolution``,
+# ``frozen_intent`` (of the matched ambiguity), ``clear_query``, ``schema``, ``reference_sql``,
+# ``sql_segments``, ``withheld_evidence``; never listed for any oracle: the visible spec's
+# ``user_query``, ``column_meanings`` and ``external_knowledge``. The hybrid oracles' responder is
+# the stored resolution (resp*), so they have no responder prompt. tests/ambitab/test_oracle_access.py
+# checks every oracle's prompts against this table.
+_LABELED = ("term", "type", "sql_snippet")
+_SQL = ("schema", "reference_sql", "sql_segments")
+ORACLE_ACCESS: dict[str, dict[str, tuple[str, ...]]] = {
+    "det_intent": {"matcher": ("term", "aliases"), "responder": ("resolution",)},
+    "det_knowledge": {"matcher": ("term", "aliases", "concepts"), "responder": ("resolution",)},
+    # scoped: classify from routing fields, respond from the retained annotations; the responder
+    # reads the matched frozen intent (else the clear query); SQL, segments, schema only with grounding
+    "llm_scoped": {"matcher": _LABELED, "responder": (*_LABELED, "frozen_intent")},
+    "llm_scoped+sql": {"matcher": (*_LABELED, "sql_segments"), "responder": (*_LABELED, "frozen_intent", *_SQL)},
+    # unfiltered (Bird, EW-Bird): task context, withheld evidence and reference SQL available
+    "llm_unfiltered": {"matcher": (*_LABELED, "sql_segments", "withheld_evidence"),
+                       "responder": (*_LABELED, "clear_query", *_SQL, "withheld_evidence")},
+    "hybrid_scoped": {"matcher": _LABELED, "responder": ()},
+    "hybrid_unfiltered": {"matcher": (*_LABELED, "sql_segments", "withheld_evidence"), "responder": ()},
+    # E.1 stress test on a scoped oracle: only the responder also reads the reference SQL
+    "stress": {"matcher": _LABELED, "responder": (*_LABELED, "frozen_intent", "reference_sql", "sql_segments")},
+}
+
+
 class OracleUnavailable(RuntimeError):
     """The oracle's provider failed: the step fails (re-executable), no refusal is invented."""
 
@@ -161,9 +188,15 @@ class LLMOracle(Oracle):
         at = f"@{member}" if member else ""  # an explicitly chosen member is part of the name
         self.name = f"llm_{scope}" + ("+sql" if sql_grounding else "") + at + stress
 
-    # what each stage may read
+    # what each stage may read (ORACLE_ACCESS)
     def _sees_sql(self) -> bool:
         return self.scope == "unfiltered" or self.sql_grounding
+
+    def _evidence(self, task: Task) -> list[str] | None:
+        """[P] Table 6: only the unfiltered oracle reads the withheld evidence."""
+        if self.scope != "unfiltered":
+            return None
+        return [str(e) for e in task.oracle_context.get("withheld_evidence") or []]
 
     def _segments(self, task: Task) -> list[str] | None:
         if not self._sees_sql():
@@ -184,7 +217,7 @@ class LLMOracle(Oracle):
         ref = "\n".join(task.verifier.reference_sql) if sees else None
         msgs = responder_messages("", "", labeled_points(task), task.oracle_context.get("clear_query") or "",
                                   schema=task.spec.db_schema if self._sees_sql() else None, gt_sql=ref,
-                                  sql_segments=self._segments(task))
+                                  sql_segments=self._segments(task), withheld_evidence=self._evidence(task))
         chars = sum(len(m["content"]) for m in msgs)
         return chars / CHARS_PER_TOKEN > self.context_tokens
 
@@ -195,7 +228,8 @@ class LLMOracle(Oracle):
         return r
 
     async def match(self, task: Task, question: str, *, seed: int, tag: dict) -> tuple[str, str, list[str]]:
-        r = await self._ask(matcher_messages(question, labeled_points(task), self._segments(task)),
+        r = await self._ask(matcher_messages(question, labeled_points(task), self._segments(task),
+                                             self._evidence(task)),
                             MatcherOutput, {**tag, "stage": "ambitab_oracle_matcher"}, seed)
         if r.ok:
             return r.parsed.action, r.parsed.cot, [r.call_id]
@@ -217,11 +251,12 @@ class LLMOracle(Oracle):
         ref = task.verifier.reference_sql
         gt_sql = "\n".join(ref) if shown and ref else None
         segments = (self._segments(task) if sees else None) if shown else None
-        if shown and segments is None:
-            segments = sql_segments(ref[0]) if ref else []
+        if shown and segments is None:  # the stress test: the stored segments, else those of the reference
+            segments = list(task.oracle_context.get("sql_segments") or []) or (sql_segments(ref[0]) if ref else [])
         messages = responder_messages(
             question, action, labeled_points(task), self._query_text(task, pre.credited),
-            schema=task.spec.db_schema if sees else None, gt_sql=gt_sql, sql_segments=segments)
+            schema=task.spec.db_schema if sees else None, gt_sql=gt_sql, sql_segments=segments,
+            withheld_evidence=self._evidence(task))
         r = await self._ask(messages, ResponderOutput, {**tag, "stage": "ambitab_oracle_responder"}, seed)
         calls.append(r.call_id)
         response = r.parsed.output if r.ok else (r.raw_text or "")
@@ -249,13 +284,23 @@ class HybridOracle(LLMOracle):
                            call_ids=calls, credited_no_response=m.credited)
 
 
+def canonical_oracle(name: str) -> str:
+    """``deterministic`` (and ``deterministic_intent`` / ``deterministic_knowledge``) are the long
+    forms of ``det`` (``det_intent`` / ``det_knowledge``); case and spaces are ignored."""
+    kind, at, member = name.strip().partition("@")
+    kind = kind.strip().lower()
+    if kind.startswith("deterministic"):
+        kind = "det" + kind[len("deterministic"):]
+    return kind + at + member
+
+
 def make_oracle(kind: str, corpus: str, council=None, *, sql_grounding: bool | None = None) -> Oracle:
     """Oracle by name: ``det`` (the corpus's deterministic oracle), ``det_intent``, ``det_knowledge``,
     ``llm`` (unfiltered on Bird/EW-Bird, scoped elsewhere), ``llm_unfiltered``, ``llm_scoped``,
     ``hybrid``, ``stress`` (the LLM oracle whose responder also reads the reference SQL). An LLM kind
     may name the council member: ``llm@gemma`` (default: the council's first member), so two oracle
     models of one council are two oracles (the paper's Qwen / Gemma comparison)."""
-    kind, _, member = kind.partition("@")
+    kind, _, member = canonical_oracle(kind).partition("@")
     member = member or None
     if kind == "det":
         return deterministic_oracle_for(corpus)

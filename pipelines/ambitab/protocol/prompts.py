@@ -174,8 +174,19 @@ def _ambiguity_json(labeled: dict) -> str:
     return _json_block(labeled)
 
 
-def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | None) -> list[dict]:
-    """Stage 1: the action for the current question only (no earlier turns)."""
+_EVIDENCE_TITLE = "Withheld Evidence"
+_EVIDENCE_INFO = ("- Withheld Evidence: The external knowledge (evidence) of this Text-to-SQL task that was removed "
+                  "from what the AI collaborator sees.")
+
+
+def _evidence_block(evidence: list[str]) -> str:
+    return _block(_EVIDENCE_TITLE, "\n".join(evidence) or "(none)")
+
+
+def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | None,
+                     withheld_evidence: list[str] | None = None) -> list[dict]:
+    """Stage 1: the action for the current question only (no earlier turns). ``None`` fields are
+    omitted; the unfiltered oracle also gets the withheld evidence ([P] Table 6)."""
     parts = [
         _USER_OPENING, "## Input Information:", "You will be provided with:",
         "- Task Description: The type of task you are trying to accomplish.",
@@ -183,6 +194,8 @@ def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | Non
     ]
     if sql_segments is not None:
         parts.append("- Ground-truth SQL Segments: All ground-truth SQL segments.")
+    if withheld_evidence is not None:
+        parts.append(_EVIDENCE_INFO)
     parts += [
         "- Question from AI Collaborator: The question from AI collaborator to ask for clarification on the ambiguity in the Text-to-SQL task.",
         "Inputs:",
@@ -193,6 +206,8 @@ def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | Non
     ]
     if sql_segments is not None:
         parts.append(_block("Ground-truth SQL Segments", "\n".join(sql_segments)))
+    if withheld_evidence is not None:
+        parts.append(_evidence_block(withheld_evidence))
     parts += [
         _block("Question from AI Collaborator", question, hidden=False),
         "## Guidelines:\n- You MUST choose only **one action** listed above.\n- You should NOT tell any thoughts about "
@@ -206,7 +221,8 @@ def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | Non
 
 
 def responder_messages(question: str, action: str, labeled: dict, query_text: str, *, schema: str | None,
-                       gt_sql: str | None, sql_segments: list[str] | None) -> list[dict]:
+                       gt_sql: str | None, sql_segments: list[str] | None,
+                       withheld_evidence: list[str] | None = None) -> list[dict]:
     """Stage 2: the response for the chosen action. ``query_text`` is the clear query (unfiltered)
     or the matched frozen intent (scoped); ``None`` fields are omitted from the prompt."""
     parts = [_USER_OPENING, "Inputs:",
@@ -224,6 +240,8 @@ def responder_messages(question: str, action: str, labeled: dict, query_text: st
         parts.append(_block("Ground-truth SQL", "```sql\n" + gt_sql + "\n```"))
     if sql_segments is not None:
         parts.append(_block("Ground-truth SQL Segments", "\n".join(sql_segments)))
+    if withheld_evidence is not None:
+        parts.append(_evidence_block(withheld_evidence))
     parts += [
         _block("Question from AI Collaborator", question, hidden=False),
         _block("Action Chosen", action),
@@ -250,6 +268,6 @@ def _version(*templates: str) -> str:
 PROMPT_VERSIONS = {
     "asker": _version(_OPENING, _INPUT_INFO, _CHECKLIST_METHOD, _DIRECT_METHOD, _OUTPUT_FORMAT),
     "solver": _version(_SOLVER),
-    "oracle": _version(_USER_OPENING, _ACTIONS),
+    "oracle": _version(_USER_OPENING, _ACTIONS, _EVIDENCE_INFO, "table6-fields-v1"),
 }
 EPISODES_CODE_VERSION = _version(*PROMPT_VERSIONS.values())

@@ -14,12 +14,18 @@ Every condition runs for every record and seed; episodes already stored are skip
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pipelines.ambitab.protocol.askers import BASELINES, make_asker
+from pipelines.ambitab.protocol.askers import BASELINES, load_object, make_asker
 from pipelines.ambitab.protocol.diagnostics import assign_donors
 from pipelines.ambitab.protocol.episode import RunSettings, arun_episodes
-from pipelines.ambitab.protocol.oracles import Oracle, deterministic_oracle_for, make_oracle
-from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT
-from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver, Solver
+from pipelines.ambitab.protocol.oracles import (
+    ORACLE_KINDS,
+    Oracle,
+    canonical_oracle,
+    deterministic_oracle_for,
+    make_oracle,
+)
+from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROMPT
+from pipelines.ambitab.protocol.solver import LLMSolver, NoSolver, Solver
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
 
@@ -72,13 +78,48 @@ def plan_conditions(askers: Sequence[str], oracles: Sequence[str], prompts: Sequ
     return out
 
 
+ASKERS = (*BASELINES, "llm")
+
+
+def check_names(askers: Sequence[str], oracles: Sequence[str], prompts: Sequence[str],
+                solver: str) -> tuple[list[str], list[str], list[str]]:
+    """The askers, oracles and prompts in canonical form (``deterministic`` -> ``det``), checked
+    before a run exists; ValueError names the bad value and lists the valid ones. A dotted-path
+    asker must import; an oracle's ``@member`` is checked by the council when the run starts."""
+    bad = []
+    for a in askers:
+        if a in ASKERS:
+            continue
+        if "." in a or ":" in a:
+            try:
+                load_object(a)
+            except ValueError as exc:
+                bad.append(f"{exc} (askers: {', '.join(ASKERS)} or a dotted path package.module:Class)")
+            continue
+        bad.append(f"unknown asker {a!r}; choose one of {', '.join(ASKERS)} or a dotted path package.module:Class")
+    canon = []
+    for o in oracles:
+        c = canonical_oracle(o)
+        if c.partition("@")[0] not in ORACLE_KINDS:
+            bad.append(f"unknown oracle {o!r}; choose one of {', '.join(ORACLE_KINDS)} ('deterministic' = det; "
+                       "an LLM kind may name a member: llm@MEMBER)")
+        canon.append(c)
+    bad += [f"unknown asker prompt {p!r}; choose one of {', '.join(ASKER_PROMPTS)}" for p in prompts
+            if p not in ASKER_PROMPTS]
+    if solver not in SOLVERS:
+        bad.append(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if bad:
+        raise ValueError("; ".join(bad))
+    return list(askers), canon, list(prompts)
+
+
 def make_solver(kind: str, council_factory: Callable[[str], object] | None) -> Solver:
     if kind == "llm":
         if council_factory is None:
             raise ValueError("the llm solver needs the 'solvers' council")
         return LLMSolver(council_factory("solvers"))
-    if kind == "empty":  # asking-only runs: no SQL, every verdict 0 (SR is then meaningless)
-        return ScriptedSolver("", name="empty")
+    if kind == "empty":  # asking-only runs: no SQL, no verdict (SR, gain and gap print "–")
+        return NoSolver()
     raise ValueError(f"unknown solver {kind!r}; choose one of {', '.join(SOLVERS)}")
 
 

@@ -36,6 +36,8 @@ class SolverUnavailable(RuntimeError):
 
 class Solver:
     name = "solver"
+    model_key = ""  # the LLM behind the solver (part of the episode key)
+    writes_sql = True  # False: an asking-only run (no verdicts)
 
     async def solve(self, spec: Spec, history, *, seed: int = 0, tag: dict | None = None) -> SolverResult:
         raise NotImplementedError
@@ -57,6 +59,17 @@ class LLMSolver(Solver):
         if not r.ok:  # unparseable: the verifier scores it 0 with this reason
             return SolverResult(None, raw=r.raw_text, call_id=r.call_id, error="unparseable solver output")
         return SolverResult(r.parsed.output, r.parsed.reasoning, r.raw_text, r.call_id)
+
+
+class NoSolver(Solver):
+    """``--solver empty``: asking-only runs. It writes no SQL, so episodes carry no verdict and SR,
+    gain and gap are "cannot decide" (–), never 0."""
+
+    name = "empty"
+    writes_sql = False
+
+    async def solve(self, spec, history, *, seed=0, tag=None):
+        return SolverResult(None)
 
 
 class ScriptedSolver(Solver):

@@ -1,7 +1,8 @@
 """Metric tables like the paper's Table 8 (corpus × oracle) and Table 10 (per asker prompt), as
 frames, markdown and a PNG chart.
 
-One metrics row per (corpus, oracle, evaluated asker, prompt): NoDis, Asker and Full SR, Prec, Rec,
+One metrics row per run key (corpus, solver + model, budget, options, oracle + model, evaluated
+asker + prompt + model; runs under different keys never pool): NoDis, Asker and Full SR, Prec, Rec,
 F1, asking gain and gap (mean ± sample SD over seeds, %), and the four leakage diagnostics with
 their seed SD and 95% AVT-cluster bootstrap interval (points). Hybrid and stress-test runs feed the
 diagnostics and are not rows of their own.
@@ -20,7 +21,7 @@ from pipelines.ambitab.protocol.diagnostics import (
     donor_clusters,
     leakage_diagnostics,
 )
-from pipelines.ambitab.protocol.metrics import gain_and_gap, mean_sd, per_seed
+from pipelines.ambitab.protocol.metrics import SETTING_KEYS, gain_and_gap, mean_sd, per_seed, with_key_columns
 from pipelines.ambitab.protocol.runs import reference_oracle_name
 from pipelines.ambitab.protocol.task import Task
 
@@ -38,39 +39,76 @@ def _sr(seeds: pl.DataFrame, asker: str, oracle: str | None, prompt: str | None 
     return mean_sd([None if v is None else 100 * v for v in by_seed["sr"].to_list()])
 
 
-def _main_oracles(episodes: pl.DataFrame) -> list[str]:
-    names = sorted(set(episodes["oracle"].to_list()))
-    return [o for o in names if not o.startswith("hybrid_") and "+stress" not in o]
+def _main_oracles(episodes: pl.DataFrame) -> list[tuple[str, str]]:
+    pairs = episodes.select("oracle", "oracle_model").unique().sort("oracle", "oracle_model").rows()
+    return [(o, m) for o, m in pairs if not o.startswith("hybrid_") and "+stress" not in o]
+
+
+def _covers(run: pl.DataFrame, wanted: pl.DataFrame) -> int:
+    """How many of the (record, seed) pairs in ``wanted`` ``run`` has an episode for."""
+    return wanted.join(run.select("record_id", "seed").unique(), on=["record_id", "seed"], how="semi").height
 
 
 def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: int = DEFAULT_RESAMPLES) -> pl.DataFrame:
+    """One row per run key (:data:`~pipelines.ambitab.protocol.metrics.RUN_KEYS` less the baselines):
+    runs of different solvers, models, budgets or options never pool. NoDis, Full, gain and gap of a
+    row are over the records and seeds of the row's own asker run; when the baseline runs do not
+    cover all of them, they are None ("–", cannot decide) and ``notes`` says why."""
     if episodes.height == 0:
         return pl.DataFrame()
-    corpus = episodes["corpus"][0]
-    seeds = per_seed(episodes)
+    episodes = with_key_columns(episodes)
+    rows: list[dict] = []
+    for key, eps in episodes.group_by(list(SETTING_KEYS), maintain_order=True):
+        rows += _setting_rows(eps, dict(zip(SETTING_KEYS, key)), tasks, n_resamples)
+    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+
+def _setting_rows(episodes: pl.DataFrame, setting: dict, tasks: Sequence[Task], n_resamples: int) -> list[dict]:
+    corpus = setting["corpus"]
     reference = reference_oracle_name(corpus)
     donors = assign_donors(tasks) if tasks else {}
     clusters = donor_clusters(tasks, donors) if donors else None
-    nodis, nodis_sd = _sr(seeds, "none", None)
     evaluated = (episodes.filter(~pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
-                 .select("asker", "prompt").unique().sort("asker", "prompt").rows())
+                 .select("asker", "prompt", "asker_model").unique().sort("asker", "prompt", "asker_model").rows())
     rows = []
-    for oracle in _main_oracles(episodes):
-        pairs = evaluated or [("full", "")]  # without an evaluated asker, report the baselines only
-        for asker, prompt in pairs:
-            run = seeds.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("prompt") == prompt)
-                               & ~pl.col("spec_donor_run"))
-            if run.height == 0 and (asker, prompt) != ("full", ""):
+    for oracle, oracle_model in _main_oracles(episodes):
+        for asker, prompt, asker_model in evaluated or [("full", "", "")]:  # no evaluated asker: the baselines
+            # one model per role: the deterministic parts ("") and this row's LLMs
+            sub = episodes.filter(pl.col("oracle_model").is_in([oracle_model, ""])
+                                  & pl.col("asker_model").is_in([asker_model, ""]))
+            run = sub.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("prompt") == prompt)
+                             & (pl.col("asker_model") == asker_model) & (pl.col("spec_donor") == ""))
+            if run.height == 0:
                 continue
-            row = {"kind": "main", "corpus": corpus, "oracle": oracle, "asker": asker, "prompt": prompt,
-                   "seeds": run.height,
-                   "records": len(tasks) or episodes["record_id"].n_unique(), "nodis": nodis, "nodis_sd": nodis_sd}
+            wanted = run.select("record_id", "seed").unique()
+            sub = sub.join(run.select("record_id").unique(), on="record_id", how="semi")
+            seeds = per_seed(sub)
+            run_seeds = seeds.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle)
+                                     & (pl.col("prompt") == prompt) & ~pl.col("spec_donor_run"))
+            row = {"kind": "main", **setting, "oracle": oracle, "oracle_model": oracle_model, "asker": asker,
+                   "prompt": prompt, "asker_model": asker_model, "seeds": run_seeds.height,
+                   "records": run["record_id"].n_unique(), "episodes": run.height}
+            notes = []
+            n_none = _covers(sub.filter((pl.col("asker") == "none") & (pl.col("spec_donor") == "")), wanted)
+            n_full = _covers(sub.filter((pl.col("asker") == "full") & (pl.col("oracle") == oracle)
+                                        & (pl.col("spec_donor") == "")), wanted)
+            none_ok, full_ok = n_none == wanted.height, n_full == wanted.height
+            if not none_ok:
+                notes.append(f"NoDis/gain: the none run covers {n_none} of {wanted.height} (record, seed) pairs")
+            if not full_ok:
+                notes.append(f"Full/gap: the full run covers {n_full} of {wanted.height} (record, seed) pairs")
+            row["nodis"], row["nodis_sd"] = _sr(seeds, "none", None) if none_ok else (None, None)
             row["asker_sr"], row["asker_sr_sd"] = _sr(seeds, asker, oracle, prompt)
-            row["full_sr"], row["full_sr_sd"] = _sr(seeds, "full", oracle)
+            row["full_sr"], row["full_sr_sd"] = _sr(seeds, "full", oracle) if full_ok else (None, None)
             for m in ("prec", "rec", "f1"):
-                row[m], row[f"{m}_sd"] = mean_sd([None if v is None else 100 * v for v in run[m].to_list()])
-            row.update(gain_and_gap(episodes, corpus, oracle, asker=asker, prompt=prompt))
-            diag = leakage_diagnostics(episodes, corpus, oracle, reference, deterministic=oracle.startswith("det_"),
+                row[m], row[f"{m}_sd"] = mean_sd([None if v is None else 100 * v for v in run_seeds[m].to_list()])
+            gg = gain_and_gap(sub, corpus, oracle, asker=asker, prompt=prompt)
+            if not none_ok:
+                gg["gain"] = gg["gain_sd"] = None
+            if not full_ok:
+                gg["gap"] = gg["gap_sd"] = None
+            row.update(gg)
+            diag = leakage_diagnostics(sub, corpus, oracle, reference, deterministic=oracle.startswith("det_"),
                                        asker=asker, prompt=prompt, donor_clusters_map=clusters,
                                        n_resamples=n_resamples)
             for k in DIAGNOSTICS:
@@ -80,11 +118,13 @@ def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: 
                 row[f"{k}_lo"] = d["ci"].low if d else None
                 row[f"{k}_hi"] = d["ci"].high if d else None
                 row[f"{k}_clusters"] = d["ci"].clusters if d else None
-            row["fallback_stops"] = int(run["fallback_stops"].sum()) if run.height else 0
-            row["unverified"] = int((run["episodes"] - run["n_verified"]).sum()) if run.height else 0
+            row["fallback_stops"] = int(run_seeds["fallback_stops"].sum()) if run_seeds.height else 0
+            row["unverified"] = int((run_seeds["episodes"] - run_seeds["n_verified"]).sum()) if run_seeds.height else 0
+            row["notes"] = "; ".join(notes)
             rows.append(row)
-    rows += stress_rows(episodes, evaluated, n_resamples=n_resamples)
-    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+    for r in stress_rows(episodes, [(a, p) for a, p, _ in evaluated], n_resamples=n_resamples):
+        rows.append({**r, **setting})
+    return rows
 
 
 def _eps(episodes, asker, oracle, prompt=None):
@@ -131,23 +171,40 @@ def _diag(row: dict, k: str) -> str:
     return _pm(row[k], row.get(f"{k}_sd")) + ci
 
 
+AGGREGATION = ("Each row aggregates the episodes of one key: corpus · solver (+ its model) · budget (C in "
+               "|Amb| + C) · options · oracle (+ model) · asker (+ prompt, + model); mean ± SD over the row's "
+               "seeds. `records` and `episodes` count the row's own asker run; NoDis, Full, gain and gap are over "
+               "the same records and seeds (\"–\" when those runs do not cover them, or no solver wrote SQL).")
+
+
+def _models(r: dict) -> str:
+    names = [r.get(k) or "" for k in ("asker_model", "oracle_model", "solver_model")]
+    return ", ".join(dict.fromkeys(n for n in names if n)) or "–"
+
+
 def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
-    """Corpus × oracle: NoDis, Asker, Full, Prec, Rec, F1, gain, gap and the four diagnostics."""
+    """Corpus × solver × oracle × asker: NoDis, Asker, Full, Prec, Rec, F1, gain, gap and the four
+    diagnostics, with the run key (solver, models, budget, options) and the row's counts."""
     if metrics.height == 0:
         return "_no episodes yet_"
-    head = ["corpus", "oracle", "asker", "NoDis", "Asker", "Full", "Prec", "Rec", "F1", "gain", "gap",
-            *DIAG_TITLES.values()]
+    head = ["corpus", "solver", "oracle", "asker", "models", "budget", "options", "records", "episodes", "NoDis",
+            "Asker", "Full", "Prec", "Rec", "F1", "gain", "gap", *DIAG_TITLES.values()]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in metrics.iter_rows(named=True):
         if r.get("kind", "main") != "main" or (prompt is not None and r["prompt"] not in (prompt, "")):
             continue
         asker = r["asker"] + (f" ({r['prompt']})" if r["prompt"] else "")
-        cells = [r["corpus"], r["oracle"], asker, _pm(r["nodis"], r["nodis_sd"]), _pm(r["asker_sr"], r["asker_sr_sd"]),
+        budget = "–" if r.get("budget") is None else f"+{r['budget']}"
+        cells = [r["corpus"], str(r.get("solver") or "–"), r["oracle"], asker, _models(r), budget,
+                 str(r.get("options") or "–"), str(r.get("records", "–")), str(r.get("episodes", "–")),
+                 _pm(r["nodis"], r["nodis_sd"]), _pm(r["asker_sr"], r["asker_sr_sd"]),
                  _pm(r["full_sr"], r["full_sr_sd"]), _pm(r["prec"], r["prec_sd"]), _pm(r["rec"], r["rec_sd"]),
                  _pm(r["f1"], r["f1_sd"]), _pm(r["gain"], r["gain_sd"]), _pm(r["gap"], r["gap_sd"]),
                  *(_diag(r, k) for k in DIAG_TITLES)]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    notes = [f"- {r['corpus']} · {r.get('solver')} · {r['oracle']} · {r['asker']}: {r['notes']}"
+             for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main" and r.get("notes")]
+    return "\n".join(lines + (["", "Notes:", *notes] if notes else []))
 
 
 def table15_markdown(metrics: pl.DataFrame) -> str:
@@ -174,17 +231,21 @@ def table10_markdown(metrics: pl.DataFrame, oracle_prefix: str = "det_") -> str:
     prompts = sorted(set(f["prompt"].to_list()))
     if not prompts:
         return "_no LLM-asker runs under the deterministic oracle_"
-    lines = ["| corpus | " + " | ".join(prompts) + " |", "|---|" + "---|" * len(prompts)]
-    for corpus in sorted(set(f["corpus"].to_list())):
+    has_solver = "solver" in f.columns
+    lines = ["| corpus | solver | " + " | ".join(prompts) + " |", "|---|---|" + "---|" * len(prompts)]
+    keys = sorted(set(f.select("corpus", "solver").rows() if has_solver else [(c, "–") for c in f["corpus"]]))
+    for corpus, solver in keys:
         cells = []
         for p in prompts:
             r = f.filter((pl.col("corpus") == corpus) & (pl.col("prompt") == p))
+            if has_solver:
+                r = r.filter(pl.col("solver") == solver)
             if r.height == 0:
                 cells.append("–")
                 continue
             r = r.row(0, named=True)
             cells.append("/".join("–" if r[m] is None else f"{r[m]:.1f}" for m in ("asker_sr", "prec", "rec")))
-        lines.append(f"| {corpus} | " + " | ".join(cells) + " |")
+        lines.append(f"| {corpus} | {solver} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n\nCells: SR / Prec / Rec (%)."
 
 
@@ -197,7 +258,8 @@ def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = [r for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main"] if metrics.height else []
-    labels = [f"{r['corpus']}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}" for r in rows]
+    labels = [f"{r['corpus']} · {r.get('solver') or ''}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}"
+              for r in rows]
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) + 1), 3.6), dpi=100)
     width = 0.26
     for j, (key, name) in enumerate((("nodis", "NoDis"), ("asker_sr", "Asker"), ("full_sr", "Full"))):

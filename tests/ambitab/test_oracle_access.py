@@ -1,0 +1,127 @@
+"""Each oracle sees exactly the fields the paper's Table 6 (and Appendix G) lists for it (issue 20
+item 4): every field of a task carries a sentinel, and every oracle's prompts are checked against
+:data:`pipelines.ambitab.protocol.oracles.ORACLE_ACCESS`: a listed field is in the prompt, an
+unlisted one is not. The deterministic oracles use no prompt: their replies must not change when
+any field outside their list changes."""
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from pipelines.ambitab.protocol.oracles import ORACLE_ACCESS, make_oracle
+from pipelines.ambitab.protocol.task import Ambiguity, Spec, Task, VerifierView
+from resources.llm.council import Council, call_log
+from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
+
+SENTINELS = {
+    "user_query": "Q-USERQUERY-7",
+    "schema": "CREATE TABLE S_SCHEMA_7 (x INT);",
+    "column_meanings": "M-MEANING-7",
+    "external_knowledge": "K-KNOWLEDGE-7",
+    "clear_query": "C-CLEARQUERY-7",
+    "withheld_evidence": "E-EVIDENCE-7",
+    "reference_sql": "SELECT REFCOL_7 FROM REFTAB_7",
+    "sql_segments": "SEGMENT_7 > 3",
+    "term": "zeta7",
+    "type": "T-TYPE-7",
+    "sql_snippet": "SNIPPET_7",
+    "aliases": "A-ALIAS-7",
+    "concepts": "N-CONCEPT-7",
+    "resolution": "R-RESOLUTION-7",
+    "frozen_intent": "F-INTENT-7",
+}
+
+
+def sentinel_task(frozen_intent: bool = True) -> Task:
+    s = SENTINELS
+    return Task(
+        record_id="r1", corpus="ambrosia", avt_id="a1", db_id="db", db_path=None, engine="sqlite",
+        spec=Spec(user_query=s["user_query"], db_schema=s["schema"], column_meanings={"c": s["column_meanings"]},
+                  external_knowledge=[s["external_knowledge"]]),
+        ambiguities=(Ambiguity("amb1", s["term"], aliases=(s["aliases"],), resolution=s["resolution"],
+                               frozen_intent=s["frozen_intent"] if frozen_intent else None,
+                               sql_snippet=s["sql_snippet"], concepts=(s["concepts"],), type=s["type"]),),
+        oracle_context={"clear_query": s["clear_query"], "withheld_evidence": [s["withheld_evidence"]],
+                        "sql_segments": [s["sql_segments"]]},
+        verifier=VerifierView(reference_sql=(s["reference_sql"],)),
+    )
+
+
+class Capture:
+    def __init__(self):
+        self.prompts: dict[str, str] = {}
+
+    def __call__(self, req):
+        text = "\n".join(m["content"] for m in req.messages)
+        if "Action Chosen" in text:
+            self.prompts["responder"] = text
+            return json.dumps({"type": "labeled", "output": "ok"})
+        self.prompts["matcher"] = text
+        return json.dumps({"action": f'labeled("{SENTINELS["term"]}")', "cot": "-"})
+
+
+def _fields(text: str) -> set[str]:
+    return {f for f, v in SENTINELS.items() if v in text}
+
+
+QUESTION = "What do you mean?"
+
+
+@pytest.mark.parametrize("name,kind,grounding,corpus", [
+    ("llm_scoped", "llm_scoped", False, "ambrosia"),
+    ("llm_scoped+sql", "llm_scoped", True, "ambrosia"),
+    ("llm_unfiltered", "llm_unfiltered", False, "ew_bird"),
+    ("hybrid_scoped", "hybrid_scoped", False, "ambrosia"),
+    ("hybrid_unfiltered", "hybrid_unfiltered", False, "ew_bird"),
+    ("stress", "stress", False, "ambrosia"),
+])
+def test_every_llm_oracle_prompt_holds_exactly_its_table6_fields(scripted, name, kind, grounding, corpus):
+    capture = Capture()
+    scripted.responder = capture
+    council = Council("oracles", [scripted_member("m", max_tokens=256, max_retries=0)], call_log())
+    oracle = make_oracle(kind, corpus, council, sql_grounding=grounding)
+    asyncio.run(oracle.reply(sentinel_task(), QUESTION, frozenset()))
+    access = ORACLE_ACCESS[name]
+    for stage in ("matcher", "responder"):
+        want = set(access.get(stage, ()))
+        if not want:
+            assert stage not in capture.prompts, f"{name} has no {stage} prompt"
+            continue
+        got = _fields(capture.prompts[stage])
+        assert got == want, f"{name} {stage}: extra {sorted(got - want)}, missing {sorted(want - got)}"
+
+
+def test_the_scoped_responder_reads_the_clear_query_when_no_frozen_intent_is_the_resolution(scripted):
+    capture = Capture()
+    scripted.responder = capture
+    council = Council("oracles", [scripted_member("m", max_tokens=256, max_retries=0)], call_log())
+    asyncio.run(make_oracle("llm_scoped", "bird_interact", council).reply(sentinel_task(False), QUESTION, frozenset()))
+    assert "clear_query" in _fields(capture.prompts["responder"])
+
+
+@pytest.mark.parametrize("name,corpus", [("det_intent", "ambrosia"), ("det_knowledge", "ew_bird")])
+def test_deterministic_oracles_depend_only_on_their_fields(name, corpus):
+    oracle = make_oracle(name, corpus)
+    base = sentinel_task()
+    allowed = set(ORACLE_ACCESS[name]["matcher"]) | set(ORACLE_ACCESS[name]["responder"])
+    questions = [QUESTION, f"What is {SENTINELS['term']}?", f"Do you mean {SENTINELS['aliases']}?",
+                 f"Is it {SENTINELS['concepts']}?"]
+    changed = {
+        "user_query": lambda t: dataclasses.replace(t, spec=dataclasses.replace(t.spec, user_query="other")),
+        "schema": lambda t: dataclasses.replace(t, spec=dataclasses.replace(t.spec, db_schema="other")),
+        "clear_query": lambda t: dataclasses.replace(t, oracle_context={**t.oracle_context, "clear_query": "zeta7"}),
+        "withheld_evidence": lambda t: dataclasses.replace(t, oracle_context={**t.oracle_context,
+                                                                               "withheld_evidence": ["zeta7 means x"]}),
+        "reference_sql": lambda t: dataclasses.replace(t, verifier=VerifierView(reference_sql=("SELECT zeta7",))),
+        "frozen_intent": lambda t: dataclasses.replace(t, ambiguities=(dataclasses.replace(
+            t.ambiguities[0], frozen_intent="other"),)),
+    }
+    for field, change in changed.items():
+        if field in allowed:
+            continue
+        for q in questions:
+            a = asyncio.run(oracle.reply(base, q, frozenset()))
+            b = asyncio.run(oracle.reply(change(base), q, frozenset()))
+            assert (a.credited, a.response) == (b.credited, b.response), (field, q)
