@@ -25,7 +25,14 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from resources.llm.config import Member
-from resources.llm.failures import Failure, FailureClass, classify_exception, classify_text, describe
+from resources.llm.failures import (
+    STORAGE_CLASSES,
+    Failure,
+    FailureClass,
+    classify_exception,
+    classify_text,
+    describe,
+)
 from resources.llm.parsing import parse_structured
 from storage.llm_log import CallLog, CallRecord, call_key
 
@@ -292,9 +299,10 @@ async def call_structured(
         return await _call_uncached(member, messages, output_model, schema, key, log, tag)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
         failure = classify_exception(exc)
-        if failure.kind is FailureClass.STORAGE and log is not None:
-            failure = Failure(FailureClass.STORAGE, None, f"call log {log.path}: {failure.detail}")
-        elif failure.kind is not FailureClass.STORAGE:
+        if failure.kind in STORAGE_CLASSES and log is not None:
+            if str(log.path) not in failure.detail:
+                failure = Failure(failure.kind, None, f"call log {log.path}: {failure.detail}")
+        elif failure.kind not in STORAGE_CLASSES:
             failure = Failure(FailureClass.INTERNAL, None, describe_error(exc))
         return CallResult(key, member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
@@ -384,8 +392,10 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
         except Exception as exc:  # noqa: BLE001 - the answer is still good; say the log failed
             res = dataclasses.replace(res, error=(res.error or "") + f" [log write failed: {describe_error(exc)}]")
             if not res.ok:
-                res = dataclasses.replace(res, failure=FailureClass.STORAGE.value, error=describe(
-                    Failure(FailureClass.STORAGE, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
+                kind = classify_exception(exc).kind
+                kind = kind if kind in STORAGE_CLASSES else FailureClass.STORAGE_IO
+                res = dataclasses.replace(res, failure=kind.value, error=describe(
+                    Failure(kind, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
     return res
 
 

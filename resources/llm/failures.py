@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 
+from storage import faults
+
 
 class FailureClass(str, Enum):
     UNREACHABLE = "unreachable"  # no HTTP answer: refused, reset, unknown host
@@ -23,7 +25,11 @@ class FailureClass(str, Enum):
     CONTEXT_TOO_LONG = "context_too_long"  # HTTP 400: prompt larger than the context window
     REJECTED = "rejected"  # other HTTP 4xx: bad model name / parameters
     AUTH = "auth"  # HTTP 401 / 403
-    STORAGE = "storage"  # the local call log is damaged or unwritable
+    STORAGE = "storage"  # the local call log is damaged
+    STORAGE_FULL = "storage_full"  # no space left for the call log (ENOSPC)
+    STORAGE_READ_ONLY = "storage_read_only"  # the call log's folder is read-only (EROFS)
+    STORAGE_PERMISSION = "storage_permission"  # no permission to write the call log (EACCES)
+    STORAGE_IO = "storage_io"  # an I/O error on the call log, not known to be damage
     UNPARSEABLE = "unparseable"  # the model answered, but not in the expected format
     INTERNAL = "internal"
 
@@ -37,6 +43,10 @@ LABELS = {
     FailureClass.REJECTED: "request rejected",
     FailureClass.AUTH: "authentication failed",
     FailureClass.STORAGE: "local storage error",
+    FailureClass.STORAGE_FULL: "local storage full",
+    FailureClass.STORAGE_READ_ONLY: "local storage read-only",
+    FailureClass.STORAGE_PERMISSION: "local storage permission denied",
+    FailureClass.STORAGE_IO: "local storage I/O error",
     FailureClass.UNPARSEABLE: "unparseable output",
     FailureClass.INTERNAL: "internal error",
 }
@@ -59,11 +69,33 @@ REMEDIES = {
                        "api_key_env, then rerun",
     FailureClass.STORAGE: "the local call log is damaged: move the file away (its cached answers are lost) or "
                           "restore it, then rerun; waiting for the provider will not help",
+    FailureClass.STORAGE_FULL: "the disk of the call log is full: free space (or point QUANDARY_HOME at another "
+                               "disk), then rerun; the call log is intact — keep it (answers already received "
+                               "are kept and not requested again); waiting for the provider will not help",
+    FailureClass.STORAGE_READ_ONLY: "the call log's folder is on a read-only file system: remount it writable or "
+                                    "point QUANDARY_HOME at a writable folder, then rerun; the call log is intact "
+                                    "— keep it",
+    FailureClass.STORAGE_PERMISSION: "this user may not write the call log: fix the permissions of the file and "
+                                     "its folder (or point QUANDARY_HOME at a folder you own), then rerun; the "
+                                     "call log is intact — keep it",
+    FailureClass.STORAGE_IO: "the disk of the call log reported an I/O error: check the disk, then rerun; the "
+                             "call log is not known to be damaged — keep it",
     FailureClass.UNPARSEABLE: "the model answers, but not in the expected JSON format: check the member's model, "
                               "structured_output and prompt; unparseable answers are not cached, so a rerun "
                               "asks again",
     FailureClass.INTERNAL: "an unexpected error inside Quandary: rerun with --verbose and report it",
 }
+
+
+# storage.faults cause -> failure class (issue 23 item 4: disk full is not a damaged call log)
+STORAGE_BY_CAUSE = {
+    faults.CORRUPT: FailureClass.STORAGE,
+    faults.NO_SPACE: FailureClass.STORAGE_FULL,
+    faults.READ_ONLY: FailureClass.STORAGE_READ_ONLY,
+    faults.PERMISSION: FailureClass.STORAGE_PERMISSION,
+    faults.IO: FailureClass.STORAGE_IO,
+}
+STORAGE_CLASSES = frozenset(STORAGE_BY_CAUSE.values())
 
 
 @dataclass(frozen=True)
@@ -103,8 +135,9 @@ def classify_exception(exc: BaseException) -> Failure:
         if isinstance(e, ConnectionError):
             return Failure(FailureClass.UNREACHABLE, None, _first_line(e))
     for e in chain:
-        if isinstance(e, sqlite3.Error):
-            return Failure(FailureClass.STORAGE, None, f"{type(e).__name__}: {_first_line(e)}")
+        if isinstance(e, (sqlite3.Error, faults.StorageError)):
+            kind = STORAGE_BY_CAUSE.get(faults.storage_cause(e, getattr(e, "path", None)), FailureClass.STORAGE)
+            return Failure(kind, None, f"{type(e).__name__}: {_first_line(e)}")
     if names & {"Timeout", "APITimeoutError", "TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"} or \
             any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
         return Failure(FailureClass.TIMEOUT, None, "no answer within the timeout")
@@ -128,7 +161,8 @@ def classify_exception(exc: BaseException) -> Failure:
     if isinstance(status, int) and 400 <= status < 500:
         return Failure(FailureClass.REJECTED, status, _server_message(text))
     if isinstance(exc, OSError):
-        return Failure(FailureClass.STORAGE, None, f"{type(exc).__name__}: {text}")
+        kind = STORAGE_BY_CAUSE.get(faults.storage_cause(exc), FailureClass.STORAGE_IO)
+        return Failure(kind, None, f"{type(exc).__name__}: {text}")
     return Failure(FailureClass.INTERNAL, status, f"{type(exc).__name__}: {text}")
 
 
