@@ -397,11 +397,11 @@ class CallLog:
     # Claims (``in_flight`` rows) are not calls yet: queries leave them out.
     def rows(self, where: str = "", params: tuple = ()) -> list[dict]:
         sql = f"SELECT * FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''} ORDER BY created_at"
-        return [dict(r) for r in self._retry(lambda: self._conn().execute(sql, params).fetchall())]
+        return [dict(r) for r in self._guard(self._retry, lambda: self._conn().execute(sql, params).fetchall())]
 
     def count(self, where: str = "", params: tuple = ()) -> int:
         sql = f"SELECT COUNT(*) FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''}"
-        return int(self._retry(lambda: self._conn().execute(sql, params).fetchone()[0]))
+        return int(self._guard(self._retry, lambda: self._conn().execute(sql, params).fetchone()[0]))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -8,6 +8,7 @@ aggregates a step's results into the message a failed step raises, with the righ
 """
 
 import asyncio
+import json
 import socket
 import sqlite3
 from collections import Counter
@@ -31,6 +32,9 @@ class FailureClass(str, Enum):
     STORAGE_PERMISSION = "storage_permission"  # no permission to write the call log (EACCES)
     STORAGE_IO = "storage_io"  # an I/O error on the call log, not known to be damage
     UNPARSEABLE = "unparseable"  # the model answered, but not in the expected format
+    MALFORMED_ANSWER = "malformed_answer"  # HTTP 200 whose body is not a chat completion (not JSON, no choices)
+    TRUNCATED_ANSWER = "truncated_answer"  # the body was cut off before its announced end
+    OVERSIZE_ANSWER = "oversize_answer"  # more bytes than max_tokens can explain (a server ignoring it)
     INTERNAL = "internal"
 
 
@@ -48,6 +52,9 @@ LABELS = {
     FailureClass.STORAGE_PERMISSION: "local storage permission denied",
     FailureClass.STORAGE_IO: "local storage I/O error",
     FailureClass.UNPARSEABLE: "unparseable output",
+    FailureClass.MALFORMED_ANSWER: "malformed answer (HTTP 200)",
+    FailureClass.TRUNCATED_ANSWER: "truncated answer",
+    FailureClass.OVERSIZE_ANSWER: "answer too large",
     FailureClass.INTERNAL: "internal error",
 }
 
@@ -83,6 +90,14 @@ REMEDIES = {
     FailureClass.UNPARSEABLE: "the model answers, but not in the expected JSON format: check the member's model, "
                               "structured_output and prompt; unparseable answers are not cached, so a rerun "
                               "asks again",
+    FailureClass.MALFORMED_ANSWER: "the endpoint answered HTTP 200 with a body that is not an OpenAI chat "
+                                   "completion: check that api_base points at the model server itself (not a proxy "
+                                   "or web page) and its logs, then rerun (completed calls are cached)",
+    FailureClass.TRUNCATED_ANSWER: "the server (or a proxy) closed the connection in the middle of its answer: "
+                                   "check its logs and any proxy timeouts, then rerun (completed calls are cached)",
+    FailureClass.OVERSIZE_ANSWER: "the server sent far more than max_tokens allows (it ignores max_tokens): fix "
+                                  "the server or the member's model; such answers are not cached, raise "
+                                  "QUANDARY_LLM_MAX_ANSWER_BYTES only if they are legitimate",
     FailureClass.INTERNAL: "an unexpected error inside Quandary: rerun with --verbose and report it",
 }
 
@@ -125,6 +140,12 @@ def _first_line(exc: BaseException, limit: int = 300) -> str:
 def classify_exception(exc: BaseException) -> Failure:
     chain = list(_chain(exc))
     names = {type(e).__name__ for e in chain}
+    for e in chain:  # a body cut off mid-way is an answer that broke, not "cannot connect"
+        text_e = str(e)
+        if type(e).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead") or \
+                "payload is not completed" in text_e or "complete message body" in text_e:
+            return Failure(FailureClass.TRUNCATED_ANSWER, None,
+                           f"the answer was cut off before its end ({_first_line(e, 160)})")
     for e in chain:  # transport failures first: they trump the status litellm invents for them
         if isinstance(e, ConnectionRefusedError):
             return Failure(FailureClass.UNREACHABLE, None, "connection refused")
@@ -134,6 +155,11 @@ def classify_exception(exc: BaseException) -> Failure:
             return Failure(FailureClass.UNREACHABLE, None, "connection reset before any HTTP answer")
         if isinstance(e, ConnectionError):
             return Failure(FailureClass.UNREACHABLE, None, _first_line(e))
+    for e in chain:  # litellm calls these "HTTP 500", but the server said 200
+        if isinstance(e, json.JSONDecodeError):
+            return Failure(FailureClass.MALFORMED_ANSWER, None, f"the body is not JSON ({_first_line(e, 120)})")
+        if "no 'choices'" in str(e) or "no \"choices\"" in str(e):
+            return Failure(FailureClass.MALFORMED_ANSWER, None, "the body has no choices (not a chat completion)")
     for e in chain:
         if isinstance(e, (sqlite3.Error, faults.StorageError)):
             kind = STORAGE_BY_CAUSE.get(faults.storage_cause(e, getattr(e, "path", None)), FailureClass.STORAGE)
