@@ -15,7 +15,8 @@ def _audit_sql(args) -> int:
     from resources.sql.audit_runner import run_audit_query
 
     try:
-        out = run_audit_query(args.query, timeout_s=args.timeout)
+        out = run_audit_query(args.query, timeout_s=args.timeout,
+                              warn=lambda m: print(f"warning: {' '.join(m.split())}", file=sys.stderr))
     except KeyboardInterrupt:
         print("interrupted: the audit query was stopped (nothing is written by audit sql)", file=sys.stderr)
         return 130

@@ -26,8 +26,9 @@ class AuditOutcome:
 
 
 def run_audit_query(sql: str, *, timeout_s: float = DEFAULT_AUDIT_TIMEOUT_S,
-                    max_bytes: int = DEFAULT_AUDIT_MAX_BYTES) -> AuditOutcome:
-    """Run one audit query in a fresh sandbox worker. Raises ``ValueError`` for a bad timeout only."""
+                    max_bytes: int = DEFAULT_AUDIT_MAX_BYTES, warn=None) -> AuditOutcome:
+    """Run one audit query in a fresh sandbox worker. Raises ``ValueError`` for a bad timeout only.
+    ``warn(message)`` gets the catalog's warnings (a damaged artifact or call log left out)."""
     import time
 
     timeout_s = check_timeout(timeout_s)
@@ -36,6 +37,8 @@ def run_audit_query(sql: str, *, timeout_s: float = DEFAULT_AUDIT_TIMEOUT_S,
     except RuntimeError:
         return AuditOutcome(False, kind="sandbox", message="the audit sandbox did not start (run with the "
                                                            "catalog warnings above, or check QUANDARY_HOME)")
+    for message in (worker.ready.get("warnings") or []) if warn is not None else []:
+        warn(message)
     try:
         start = time.perf_counter()
         out = worker.call({"sql": sql, "timeout_s": timeout_s, "max_bytes": max_bytes}, timeout_s)

@@ -75,10 +75,12 @@ def main() -> int:
     sys.stdout = sys.stderr  # nothing but protocol messages on the pipe; catalog warnings to stderr
     from storage.audit import open_audit
 
-    con = open_audit()
+    warnings: list[str] = []  # the catalog's warnings (a damaged file ...) go to the parent's stderr
+    con = open_audit(warn=warnings.append)
     con.execute("SELECT 1").fetchall()  # threads and allocator up before the baseline is measured
     limit = _limit_memory(int(os.environ.get("QUANDARY_AUDIT_MEMORY_MB", DEFAULT_MEMORY_MB)) << 20)
-    write_msg(stdout, {"ready": True, "limit": limit, "pid": os.getpid(), "rss": proc_status_bytes("VmRSS")})
+    write_msg(stdout, {"ready": True, "limit": limit, "pid": os.getpid(), "rss": proc_status_bytes("VmRSS"),
+                       "warnings": warnings})
     req = read_msg(stdin)
     if req is None:
         return 0
