@@ -74,7 +74,11 @@ def _print_run_summary(result, db_id: str, verbose: bool = False) -> None:
 
 def _error_message(error) -> str:
     """The message the failing step's exception carried, without Dagster's wrapper and class path."""
-    while error is not None and error.cause is not None and "DagsterExecutionStepExecutionError" in (error.cls_name or ""):
+    # Dagster wraps the step's own exception (and an IO manager's: "Error occurred while handling
+    # output ..."): show the cause, e.g. the StorageError naming EROFS / ENOSPC and the file
+    wrappers = ("DagsterExecutionStepExecutionError", "DagsterExecutionHandleOutputError",
+                "DagsterExecutionLoadInputError")
+    while error is not None and error.cause is not None and any(w in (error.cls_name or "") for w in wrappers):
         error = error.cause
     if error is None:
         return "unknown error"

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import polars as pl
 
+from storage.faults import StorageError, storage_error
 from storage.paths import UnsafePathError, artifacts_dir, path_segment
 
 UNPARTITIONED = "__all__"
@@ -82,12 +83,23 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
+    """tmp + fsync + rename; on failure the temp file is removed and a :class:`StorageError` names
+    ``path`` and the cause (no space, read-only, permission)."""
     tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, StorageError):
+            raise
+        raise storage_error(exc, path, "cannot write artifact") from exc
     _fsync_dir(path.parent)
 
 
@@ -153,15 +165,21 @@ def write_version(
     An existing file of the same name is reused only if its size and hash verify; otherwise it is
     damaged and rewritten."""
     folder = _folder(asset, partition, root)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise storage_error(exc, folder, "cannot create artifact folder") from exc
     data = parquet_bytes(df)
     digest = hashlib.sha256(data).hexdigest()
     path = folder / f"{digest[:20]}.parquet"
     if not (path.exists() and verify_file(path, digest, len(data))):
         _write_atomic(path, data)
     _write_atomic(folder / "LATEST", path.name.encode())
-    _append_version(folder, {"file": path.name, "hash": digest, "size": len(data), "rows": df.height,
-                             "at": time.time()})
+    try:
+        _append_version(folder, {"file": path.name, "hash": digest, "size": len(data), "rows": df.height,
+                                 "at": time.time()})
+    except OSError as exc:  # LATEST already names the file; the history line is the only loss
+        raise storage_error(exc, folder / "versions.jsonl", "cannot append to artifact history") from exc
     return ArtifactVersion(asset, partition or UNPARTITIONED, path, digest, df.height)
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import duckdb
 
+from storage.faults import CORRUPT, storage_cause, storage_message
+
 from storage.paths import artifacts_dir, llm_calls_path
 from storage.artifacts import latest_paths_by_asset
 
@@ -64,9 +66,12 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_war
             rows = cur.fetchall()
         finally:
             src.close()
-    except sqlite3.Error as exc:
-        warn(f"call log {path} is damaged ({exc}); the llm_calls view is left out "
-             "(move the file away to start a new log)")
+    except (sqlite3.Error, OSError) as exc:
+        if storage_cause(exc, path) == CORRUPT:
+            warn(f"call log {path} is damaged ({exc}); the llm_calls view is left out "
+                 "(move the file away to start a new log)")
+        else:  # unreadable for another cause (permissions, I/O): not damage, keep the file
+            warn(f"{storage_message(exc, path, 'call log')}; the llm_calls view is left out")
         return False
     table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)}) if rows else None
     if table is None:

@@ -15,18 +15,22 @@ resumed run finds every finished call by its key and makes no request for it.
   so the audit catalog can expose the table as a view.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
 import random
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from storage.faults import CORRUPT, StorageError, storage_cause, storage_message
 
 TABLE = "llm_calls"
 CACHEABLE_STATUSES = ("ok",)
@@ -111,8 +115,20 @@ class CallRecord:
         return self.status == "ok"
 
 
-class CallLogDamaged(RuntimeError):
+class CallLogError(StorageError):
+    """The call log cannot be read or written; ``cause`` says why (storage.faults), the message names
+    the file and the remedy. Only :class:`CallLogDamaged` means the file itself is damaged."""
+
+
+class CallLogDamaged(CallLogError):
     """The call log file is not a usable SQLite database (the message names it and says what to do)."""
+
+
+def spill_dir() -> Path:
+    """Where answers go whose log write failed (no space, read-only): ``$QUANDARY_SPILL_DIR`` or a
+    folder in the system temp dir (usually another file system than ``$QUANDARY_HOME``)."""
+    env = os.environ.get("QUANDARY_SPILL_DIR")
+    return Path(env) if env else Path(tempfile.gettempdir()) / "quandary-unlogged"
 
 
 class CallLog:
@@ -123,14 +139,27 @@ class CallLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._pending: dict[str, CallRecord] = {}  # answers whose write failed (no space ...), by call_id
+        self._pending_lock = threading.Lock()
+        self._spill_key = hashlib.sha256(str(self.path.resolve()).encode()).hexdigest()[:16]
         try:
             self._retry(self._init_schema)
-        except sqlite3.DatabaseError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise
-            raise CallLogDamaged(
+        except (sqlite3.Error, OSError) as exc:
+            raise self._storage_error(exc) from exc
+        self._merge_spilled()
+
+    def _storage_error(self, exc: BaseException) -> BaseException:
+        """``exc`` as a :class:`CallLogError` naming the file and the cause (or ``exc`` itself when it
+        is not a storage fault, e.g. a lock held too long)."""
+        cause = storage_cause(exc, self.path)
+        if cause is None:
+            return exc
+        if cause == CORRUPT:
+            return CallLogDamaged(
                 f"local storage error: the call log {self.path} is damaged ({exc}); move it away (its cached "
-                "answers are lost) or restore it, then rerun") from None
+                "answers are lost) or restore it, then rerun", cause, self.path)
+        return CallLogError("local storage error: " + storage_message(exc, self.path, "call log", cause),
+                            cause, self.path)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -162,18 +191,35 @@ class CallLog:
     def lookup(self, call_id: str) -> CallRecord | None:
         """The cached record for ``call_id`` if it is a cacheable outcome; counts the hit."""
 
+        held = self._pending.get(call_id)
+        if held is not None and held.status in CACHEABLE_STATUSES:
+            return held  # answered, not yet written (no space): never ask again
+
         def _do():
             conn = self._conn()
             row = conn.execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone()
             if row is None or row["status"] not in CACHEABLE_STATUSES:
                 return None
-            conn.execute(
-                f"UPDATE {TABLE} SET cache_hits = cache_hits + 1, updated_at = ? WHERE call_id = ?",
-                (_now(), call_id),
-            )
+            try:
+                conn.execute(
+                    f"UPDATE {TABLE} SET cache_hits = cache_hits + 1, updated_at = ? WHERE call_id = ?",
+                    (_now(), call_id),
+                )
+            except (sqlite3.Error, OSError) as exc:  # a full disk must not turn a hit into a failure
+                if storage_cause(exc, self.path) in (None, CORRUPT):
+                    raise
             return _row_to_record(row)
 
-        return self._retry(_do)
+        return self._guard(self._retry, _do)
+
+    def _guard(self, fn, *args):
+        try:
+            return fn(*args)
+        except (sqlite3.Error, OSError) as exc:
+            err = self._storage_error(exc)
+            if err is exc:
+                raise
+            raise err from exc
 
     def get(self, call_id: str) -> CallRecord | None:
         row = self._retry(lambda: self._conn().execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone())
@@ -217,7 +263,7 @@ class CallLog:
                 (me, now, call_id, row["status"], row["error"]))
             return "claimed" if cur.rowcount == 1 else "busy"
 
-        return self._retry(_do)
+        return self._guard(self._retry, _do)
 
     def release(self, call_id: str) -> None:
         """Drop our claim when no answer was recorded (cancelled call)."""
@@ -227,7 +273,90 @@ class CallLog:
 
     # --- log -------------------------------------------------------------------------------
     def record(self, rec: CallRecord) -> None:
-        """Insert (or, for a retried failed call, update) one call atomically."""
+        """Insert (or, for a retried failed call, update) one call atomically.
+
+        If the write fails for lack of space, a read-only folder or permissions, the answer is kept
+        (in memory for this process's lookups, and in a spill file under :func:`spill_dir` for the
+        next run) and written by the next successful write or the next open of the log; the raised
+        :class:`CallLogError` names the cause. Answered calls are never requested again for it."""
+        try:
+            self._write(rec)
+        except (sqlite3.Error, OSError) as exc:
+            err = self._storage_error(exc)
+            if err is exc:
+                raise
+            if rec.status in CACHEABLE_STATUSES:
+                with self._pending_lock:
+                    self._pending[rec.call_id] = rec
+                kept = self._spill(rec)
+                err = type(err)(f"{err}; the answer is kept ({kept}) and written to the log once it can be",
+                                err.cause, self.path)
+            raise err from exc
+        if self._pending:
+            self._flush_pending()
+
+    def _spill(self, rec: CallRecord) -> str:
+        path = spill_dir() / f"{self._spill_key}-{os.getpid()}.jsonl"
+        line = json.dumps({"log": str(self.path.resolve()), "record": dataclasses.asdict(rec)}, default=str) + "\n"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError:
+            return "in memory only, until this process ends"
+        return f"in {path}"
+
+    def _flush_pending(self) -> None:
+        with self._pending_lock:
+            held = list(self._pending.values())
+        for rec in held:
+            try:
+                self._write_unless_cached(rec)
+            except (sqlite3.Error, OSError):
+                return  # still no space: keep them
+            with self._pending_lock:
+                self._pending.pop(rec.call_id, None)
+        self._merge_spilled()
+
+    def _write_unless_cached(self, rec: CallRecord) -> None:
+        row = self._retry(lambda: self._conn().execute(
+            f"SELECT status FROM {TABLE} WHERE call_id = ?", (rec.call_id,)).fetchone())
+        if row is None or row["status"] not in CACHEABLE_STATUSES:
+            self._write(rec)
+
+    def _merge_spilled(self) -> None:
+        """Write the answers a run could not log (spill files of this log), then drop the files."""
+        folder = spill_dir()
+        try:
+            files = sorted(folder.glob(f"{self._spill_key}-*.jsonl"))
+        except OSError:
+            return
+        for path in files:
+            mine = path.with_name(f"{path.name}.merging-{os.getpid()}-{threading.get_ident()}")
+            try:
+                os.rename(path, mine)  # one merger per file
+            except OSError:
+                continue
+            try:
+                for line in mine.read_text(encoding="utf-8", errors="replace").splitlines():
+                    try:
+                        entry = json.loads(line)
+                        rec = CallRecord(**entry["record"])
+                    except (ValueError, TypeError, KeyError):
+                        continue  # a torn last line
+                    if entry.get("log") == str(self.path.resolve()):
+                        self._write_unless_cached(rec)
+            except (sqlite3.Error, OSError):
+                try:
+                    os.rename(mine, path)  # still cannot write: keep the file for later
+                except OSError:
+                    pass
+                return
+            mine.unlink(missing_ok=True)
+
+    def _write(self, rec: CallRecord) -> None:
         now = _now()
         values = {
             "call_id": rec.call_id,
@@ -268,11 +397,11 @@ class CallLog:
     # Claims (``in_flight`` rows) are not calls yet: queries leave them out.
     def rows(self, where: str = "", params: tuple = ()) -> list[dict]:
         sql = f"SELECT * FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''} ORDER BY created_at"
-        return [dict(r) for r in self._retry(lambda: self._conn().execute(sql, params).fetchall())]
+        return [dict(r) for r in self._guard(self._retry, lambda: self._conn().execute(sql, params).fetchall())]
 
     def count(self, where: str = "", params: tuple = ()) -> int:
         sql = f"SELECT COUNT(*) FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''}"
-        return int(self._retry(lambda: self._conn().execute(sql, params).fetchone()[0]))
+        return int(self._guard(self._retry, lambda: self._conn().execute(sql, params).fetchone()[0]))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

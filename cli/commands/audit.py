@@ -6,26 +6,34 @@ import sys
 
 from cli.logged_calls import print_logged_call
 from cli.output import render
+from resources.sql.results import timeout_arg
 from storage.audit import query_frame
 
 
 def _audit_sql(args) -> int:
-    import duckdb
+    """The query runs in a sandbox worker (memory cap, deadline, Ctrl-C kills it at once)."""
+    from resources.sql.audit_runner import run_audit_query
 
-    from storage.audit import AuditQueryError, audit_query, list_views, open_audit
-
-    con = open_audit()
     try:
-        cur = audit_query(con, args.query)
-        columns = [d[0] for d in cur.description or []]
-        rows = cur.fetchall()
-    except (duckdb.Error, AuditQueryError) as exc:
-        views = ", ".join(list_views(con)) or "none yet (materialize something first)"
-        print(f"query failed: {' '.join(str(exc).split())}\navailable views: {views}", file=sys.stderr)
+        out = run_audit_query(args.query, timeout_s=args.timeout,
+                              warn=lambda m: print(f"warning: {' '.join(m.split())}", file=sys.stderr))
+    except KeyboardInterrupt:
+        print("interrupted: the audit query was stopped (nothing is written by audit sql)", file=sys.stderr)
+        return 130
+    if not out.ok:
+        if out.kind == "timeout":
+            print(f"query failed: timeout: {out.message}; narrow the query or raise --timeout "
+                  f"(now {args.timeout:g} s)", file=sys.stderr)
+        elif out.kind == "too_large":
+            print(f"query failed: too large: {out.message}; narrow the query or add a LIMIT "
+                  "(memory: QUANDARY_AUDIT_MEMORY_MB)", file=sys.stderr)
+        elif out.kind == "query":
+            views = ", ".join(out.views) or "none yet (materialize something first)"
+            print(f"query failed: {out.message}\navailable views: {views}", file=sys.stderr)
+        else:
+            print(f"query failed: {out.message}", file=sys.stderr)
         return 1
-    finally:
-        con.close()
-    print(render(args.format, columns, rows))
+    print(render(args.format, out.columns, out.rows))
     return 0
 
 
@@ -46,6 +54,9 @@ def register(sub) -> None:
     q = audit.add_parser("sql", help="run SQL over every artifact's latest version (one view per asset)")
     q.add_argument("query")
     q.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    q.add_argument("--timeout", type=timeout_arg, default=60.0,
+                   help="seconds the query may run (default 60); it runs in a sandbox with a memory cap "
+                        "(QUANDARY_AUDIT_MEMORY_MB, default 1024)")
     q.set_defaults(func=_audit_sql)
     audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)
     t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")

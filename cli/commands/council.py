@@ -144,7 +144,7 @@ def cmd_calls(args) -> int:
     from pathlib import Path
 
     from storage.paths import llm_calls_path
-    from storage.llm_log import CallLog
+    from storage.llm_log import CallLog, CallLogError
 
     path = Path(args.log) if args.log else llm_calls_path()
     if args.db:
@@ -158,7 +158,11 @@ def cmd_calls(args) -> int:
     if not path.exists():
         print(f"no call log at {path} (no LLM calls yet)")
         return 0
-    rows = CallLog(path).rows()
+    try:
+        rows = CallLog(path).rows()
+    except CallLogError as exc:  # damaged pages, no permission ...: one line naming the file
+        print(" ".join(str(exc).split()), file=sys.stderr)
+        return 1
     if args.db:
         ids = _item_ids_of_database(args.db)
         rows = [r for r in rows if r["tag_candidate_id"] in ids]

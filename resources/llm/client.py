@@ -25,7 +25,14 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from resources.llm.config import Member
-from resources.llm.failures import Failure, FailureClass, classify_exception, classify_text, describe
+from resources.llm.failures import (
+    STORAGE_CLASSES,
+    Failure,
+    FailureClass,
+    classify_exception,
+    classify_text,
+    describe,
+)
 from resources.llm.parsing import parse_structured
 from storage.llm_log import CallLog, CallRecord, call_key
 
@@ -194,6 +201,43 @@ def _rejects_response_format(exc: BaseException) -> bool:
     return status in (400, 422) and any(w in text for w in ("response_format", "json_schema", "structured"))
 
 
+RETRY_AFTER_MAX_S = 120.0  # a Retry-After beyond this is taken as this (the run still ends)
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The seconds a ``Retry-After`` header of the failed response asks for (delta-seconds or an
+    HTTP-date), or ``None``."""
+    from email.utils import parsedate_to_datetime
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None),
+                                                                           "headers", None)
+        value = headers.get("retry-after") if headers is not None and hasattr(headers, "get") else None
+        if value:
+            value = str(value).strip()
+            try:
+                seconds = float(value)
+            except ValueError:
+                try:
+                    seconds = parsedate_to_datetime(value).timestamp() - time.time()
+                except (TypeError, ValueError, OverflowError):
+                    return None
+            return max(0.0, seconds) if seconds == seconds else None
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def answer_byte_cap(member: Member) -> int:
+    """Most bytes an answer may have: ``$QUANDARY_LLM_MAX_ANSWER_BYTES``, else 32 bytes per allowed
+    token (at least 64 KiB), else 4 MiB when max_tokens is not set."""
+    env = os.environ.get("QUANDARY_LLM_MAX_ANSWER_BYTES")
+    if env and env.isdigit():
+        return int(env)
+    return max(64 << 10, 32 * member.max_tokens) if member.max_tokens else 4 << 20
+
+
 def describe_error(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
@@ -227,7 +271,11 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
                     kwargs["messages"] = with_schema_prompt(kwargs["messages"], schema)
                 continue
             if attempt < member.max_retries and is_retryable(exc):
-                await asyncio.sleep(backoff_delay(member, attempt))
+                delay = backoff_delay(member, attempt)
+                wait = retry_after_s(exc)
+                if wait is not None:  # the server said how long (issue 23 item 9)
+                    delay = max(delay, min(wait, RETRY_AFTER_MAX_S))
+                await asyncio.sleep(delay)
                 continue
             return out
         out.error = None
@@ -235,6 +283,14 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
         choice = resp.choices[0] if getattr(resp, "choices", None) else None
         message = getattr(choice, "message", None)
         out.text = getattr(message, "content", None) or ""
+        cap = answer_byte_cap(member)
+        size = len(out.text.encode("utf-8", "replace"))
+        if size > cap:  # a server ignoring max_tokens: refuse it, never cache or log it whole
+            out.failure = Failure(FailureClass.OVERSIZE_ANSWER, None,
+                                  f"{size} bytes for max_tokens {member.max_tokens} (cap {cap} bytes)")
+            out.error = describe(out.failure, member.name, kwargs.get("api_base"))
+            out.text = None
+            return out
         usage = getattr(resp, "usage", None)
         out.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
         out.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
@@ -292,9 +348,10 @@ async def call_structured(
         return await _call_uncached(member, messages, output_model, schema, key, log, tag)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
         failure = classify_exception(exc)
-        if failure.kind is FailureClass.STORAGE and log is not None:
-            failure = Failure(FailureClass.STORAGE, None, f"call log {log.path}: {failure.detail}")
-        elif failure.kind is not FailureClass.STORAGE:
+        if failure.kind in STORAGE_CLASSES and log is not None:
+            if str(log.path) not in failure.detail:
+                failure = Failure(failure.kind, None, f"call log {log.path}: {failure.detail}")
+        elif failure.kind not in STORAGE_CLASSES:
             failure = Failure(FailureClass.INTERNAL, None, describe_error(exc))
         return CallResult(key, member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
@@ -384,8 +441,10 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
         except Exception as exc:  # noqa: BLE001 - the answer is still good; say the log failed
             res = dataclasses.replace(res, error=(res.error or "") + f" [log write failed: {describe_error(exc)}]")
             if not res.ok:
-                res = dataclasses.replace(res, failure=FailureClass.STORAGE.value, error=describe(
-                    Failure(FailureClass.STORAGE, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
+                kind = classify_exception(exc).kind
+                kind = kind if kind in STORAGE_CLASSES else FailureClass.STORAGE_IO
+                res = dataclasses.replace(res, failure=kind.value, error=describe(
+                    Failure(kind, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
     return res
 
 

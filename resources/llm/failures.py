@@ -8,11 +8,14 @@ aggregates a step's results into the message a failed step raises, with the righ
 """
 
 import asyncio
+import json
 import socket
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
+
+from storage import faults
 
 
 class FailureClass(str, Enum):
@@ -23,8 +26,15 @@ class FailureClass(str, Enum):
     CONTEXT_TOO_LONG = "context_too_long"  # HTTP 400: prompt larger than the context window
     REJECTED = "rejected"  # other HTTP 4xx: bad model name / parameters
     AUTH = "auth"  # HTTP 401 / 403
-    STORAGE = "storage"  # the local call log is damaged or unwritable
+    STORAGE = "storage"  # the local call log is damaged
+    STORAGE_FULL = "storage_full"  # no space left for the call log (ENOSPC)
+    STORAGE_READ_ONLY = "storage_read_only"  # the call log's folder is read-only (EROFS)
+    STORAGE_PERMISSION = "storage_permission"  # no permission to write the call log (EACCES)
+    STORAGE_IO = "storage_io"  # an I/O error on the call log, not known to be damage
     UNPARSEABLE = "unparseable"  # the model answered, but not in the expected format
+    MALFORMED_ANSWER = "malformed_answer"  # HTTP 200 whose body is not a chat completion (not JSON, no choices)
+    TRUNCATED_ANSWER = "truncated_answer"  # the body was cut off before its announced end
+    OVERSIZE_ANSWER = "oversize_answer"  # more bytes than max_tokens can explain (a server ignoring it)
     INTERNAL = "internal"
 
 
@@ -37,7 +47,14 @@ LABELS = {
     FailureClass.REJECTED: "request rejected",
     FailureClass.AUTH: "authentication failed",
     FailureClass.STORAGE: "local storage error",
+    FailureClass.STORAGE_FULL: "local storage full",
+    FailureClass.STORAGE_READ_ONLY: "local storage read-only",
+    FailureClass.STORAGE_PERMISSION: "local storage permission denied",
+    FailureClass.STORAGE_IO: "local storage I/O error",
     FailureClass.UNPARSEABLE: "unparseable output",
+    FailureClass.MALFORMED_ANSWER: "malformed answer (HTTP 200)",
+    FailureClass.TRUNCATED_ANSWER: "truncated answer",
+    FailureClass.OVERSIZE_ANSWER: "answer too large",
     FailureClass.INTERNAL: "internal error",
 }
 
@@ -59,11 +76,41 @@ REMEDIES = {
                        "api_key_env, then rerun",
     FailureClass.STORAGE: "the local call log is damaged: move the file away (its cached answers are lost) or "
                           "restore it, then rerun; waiting for the provider will not help",
+    FailureClass.STORAGE_FULL: "the disk of the call log is full: free space (or point QUANDARY_HOME at another "
+                               "disk), then rerun; the call log is intact — keep it (answers already received "
+                               "are kept and not requested again); waiting for the provider will not help",
+    FailureClass.STORAGE_READ_ONLY: "the call log's folder is on a read-only file system: remount it writable or "
+                                    "point QUANDARY_HOME at a writable folder, then rerun; the call log is intact "
+                                    "— keep it",
+    FailureClass.STORAGE_PERMISSION: "this user may not write the call log: fix the permissions of the file and "
+                                     "its folder (or point QUANDARY_HOME at a folder you own), then rerun; the "
+                                     "call log is intact — keep it",
+    FailureClass.STORAGE_IO: "the disk of the call log reported an I/O error: check the disk, then rerun; the "
+                             "call log is not known to be damaged — keep it",
     FailureClass.UNPARSEABLE: "the model answers, but not in the expected JSON format: check the member's model, "
                               "structured_output and prompt; unparseable answers are not cached, so a rerun "
                               "asks again",
+    FailureClass.MALFORMED_ANSWER: "the endpoint answered HTTP 200 with a body that is not an OpenAI chat "
+                                   "completion: check that api_base points at the model server itself (not a proxy "
+                                   "or web page) and its logs, then rerun (completed calls are cached)",
+    FailureClass.TRUNCATED_ANSWER: "the server (or a proxy) closed the connection in the middle of its answer: "
+                                   "check its logs and any proxy timeouts, then rerun (completed calls are cached)",
+    FailureClass.OVERSIZE_ANSWER: "the server sent far more than max_tokens allows (it ignores max_tokens): fix "
+                                  "the server or the member's model; such answers are not cached, raise "
+                                  "QUANDARY_LLM_MAX_ANSWER_BYTES only if they are legitimate",
     FailureClass.INTERNAL: "an unexpected error inside Quandary: rerun with --verbose and report it",
 }
+
+
+# storage.faults cause -> failure class (issue 23 item 4: disk full is not a damaged call log)
+STORAGE_BY_CAUSE = {
+    faults.CORRUPT: FailureClass.STORAGE,
+    faults.NO_SPACE: FailureClass.STORAGE_FULL,
+    faults.READ_ONLY: FailureClass.STORAGE_READ_ONLY,
+    faults.PERMISSION: FailureClass.STORAGE_PERMISSION,
+    faults.IO: FailureClass.STORAGE_IO,
+}
+STORAGE_CLASSES = frozenset(STORAGE_BY_CAUSE.values())
 
 
 @dataclass(frozen=True)
@@ -93,6 +140,12 @@ def _first_line(exc: BaseException, limit: int = 300) -> str:
 def classify_exception(exc: BaseException) -> Failure:
     chain = list(_chain(exc))
     names = {type(e).__name__ for e in chain}
+    for e in chain:  # a body cut off mid-way is an answer that broke, not "cannot connect"
+        text_e = str(e)
+        if type(e).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead") or \
+                "payload is not completed" in text_e or "complete message body" in text_e:
+            return Failure(FailureClass.TRUNCATED_ANSWER, None,
+                           f"the answer was cut off before its end ({_first_line(e, 160)})")
     for e in chain:  # transport failures first: they trump the status litellm invents for them
         if isinstance(e, ConnectionRefusedError):
             return Failure(FailureClass.UNREACHABLE, None, "connection refused")
@@ -102,9 +155,15 @@ def classify_exception(exc: BaseException) -> Failure:
             return Failure(FailureClass.UNREACHABLE, None, "connection reset before any HTTP answer")
         if isinstance(e, ConnectionError):
             return Failure(FailureClass.UNREACHABLE, None, _first_line(e))
+    for e in chain:  # litellm calls these "HTTP 500", but the server said 200
+        if isinstance(e, json.JSONDecodeError):
+            return Failure(FailureClass.MALFORMED_ANSWER, None, f"the body is not JSON ({_first_line(e, 120)})")
+        if "no 'choices'" in str(e) or "no \"choices\"" in str(e):
+            return Failure(FailureClass.MALFORMED_ANSWER, None, "the body has no choices (not a chat completion)")
     for e in chain:
-        if isinstance(e, sqlite3.Error):
-            return Failure(FailureClass.STORAGE, None, f"{type(e).__name__}: {_first_line(e)}")
+        if isinstance(e, (sqlite3.Error, faults.StorageError)):
+            kind = STORAGE_BY_CAUSE.get(faults.storage_cause(e, getattr(e, "path", None)), FailureClass.STORAGE)
+            return Failure(kind, None, f"{type(e).__name__}: {_first_line(e)}")
     if names & {"Timeout", "APITimeoutError", "TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"} or \
             any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
         return Failure(FailureClass.TIMEOUT, None, "no answer within the timeout")
@@ -128,7 +187,8 @@ def classify_exception(exc: BaseException) -> Failure:
     if isinstance(status, int) and 400 <= status < 500:
         return Failure(FailureClass.REJECTED, status, _server_message(text))
     if isinstance(exc, OSError):
-        return Failure(FailureClass.STORAGE, None, f"{type(exc).__name__}: {text}")
+        kind = STORAGE_BY_CAUSE.get(faults.storage_cause(exc), FailureClass.STORAGE_IO)
+        return Failure(kind, None, f"{type(exc).__name__}: {text}")
     return Failure(FailureClass.INTERNAL, status, f"{type(exc).__name__}: {text}")
 
 

@@ -49,21 +49,29 @@ _WORKER_START_TIMEOUT_S = 120.0  # a loaded machine can take long to start Pytho
 
 
 class _Worker:
-    def __init__(self):
+    def __init__(self, module: str = "resources.sql.worker", extra_env: dict | None = None):
         import subprocess
         import sys
 
         repo_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, MALLOC_ARENA_MAX="2", PYTHONPATH=os.pathsep.join(
-            p for p in (repo_root, os.environ.get("PYTHONPATH")) if p))
+            p for p in (repo_root, os.environ.get("PYTHONPATH")) if p), **(extra_env or {}))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "resources.sql.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env, cwd=repo_root, close_fds=True,
+            [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if module == "resources.sql.worker" else None, env=env, cwd=repo_root,
+            close_fds=True,
         )
-        ready = self._read(_WORKER_START_TIMEOUT_S)
+        try:
+            ready = self._read(_WORKER_START_TIMEOUT_S)
+        except (EOFError, TimeoutError, OSError):  # died or hung while starting
+            ready = None
+        except BaseException:  # Ctrl-C while it starts: do not leave it behind
+            self.kill()
+            raise
         if not isinstance(ready, dict) or not ready.get("ready"):
             self.kill()
             raise RuntimeError("the SQL sandbox worker did not start")
+        self.ready = ready
         self.memory_limit = int(ready.get("limit") or 0)
         self.baseline_rss = int(ready.get("rss") or 0)
         self.pid = self.proc.pid

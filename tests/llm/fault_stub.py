@@ -8,12 +8,17 @@ request takes the next mode of ``modes`` (then ``default`` forever):
 - ``"429"``, ``"500"``, ``"503"``, any ``"<status>"``: that HTTP status with an OpenAI-style error;
 - ``"context"``: HTTP 400 "maximum context length exceeded", as vLLM / llama.cpp answer;
 - ``"hang"``: accept, read the request, answer nothing until :meth:`release` (or shutdown);
-- ``"reset"``: accept, then close the socket with RST (SO_LINGER 0), no HTTP answer.
+- ``"reset"``: accept, then close the socket with RST (SO_LINGER 0), no HTTP answer;
+- ``"badjson"``: HTTP 200 whose body is not JSON; ``"nochoices"``: HTTP 200 JSON without ``choices``;
+- ``"truncated"``: HTTP 200 announcing more bytes than it sends, then closing the connection;
+- ``"huge"``: HTTP 200 whose answer is ``huge_bytes`` long (a server ignoring ``max_tokens``);
+- ``"429-after:<value>"``: HTTP 429 with ``Retry-After: <value>`` (seconds or an HTTP-date).
 
 Deterministic: replies depend only on the mode sequence. ``requests`` counts requests;
 ``seen`` is an event set at every request, so tests wait on it instead of sleeping.
 """
 
+import json
 import socket
 import struct
 import threading
@@ -23,8 +28,11 @@ from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
 
 
 class FaultStub:
-    def __init__(self, modes=(), default: str = "ok", content: str = '{"verdict": "yes"}'):
+    def __init__(self, modes=(), default: str = "ok", content: str = '{"verdict": "yes"}',
+                 huge_bytes: int = 50 << 20):
         self.modes = list(modes)
+        self.huge_bytes = huge_bytes
+        self.times: list[float] = []  # time.monotonic() of each request
         self.default = default
         self.content = content
         self.requests = 0
@@ -41,6 +49,7 @@ class FaultStub:
                     outer.requests += 1
                     mode = outer.modes.pop(0) if outer.modes else outer.default
                     outer.log.append(mode)
+                    outer.times.append(time.monotonic())
                 outer.seen.set()
                 if mode == "hang":
                     outer._released.wait()
@@ -55,6 +64,33 @@ class FaultStub:
                         "message": "This model's maximum context length is 2048 tokens. However, you requested "
                                    "9000 tokens. Please reduce the length of the messages.",
                         "type": "invalid_request_error", "code": "context_length_exceeded"}})
+                    return
+                if mode.startswith("429-after:"):
+                    data = json.dumps({"error": {"message": "slow down", "type": "rate_limit", "code": 429}}).encode()
+                    self.send_response(429)
+                    self.send_header("Retry-After", mode.split(":", 1)[1])
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                if mode in ("badjson", "nochoices", "truncated"):
+                    data = {"badjson": b"<html>502 bad gateway (but sent as 200)</html>",
+                            "nochoices": json.dumps({"id": "x", "object": "chat.completion", "model": "stub"}).encode(),
+                            "truncated": json.dumps(chat_completion(outer.content)).encode()}[mode]
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data) + (500 if mode == "truncated" else 0)))
+                    self.end_headers()
+                    self.wfile.write(data[: len(data) // 2] if mode == "truncated" else data)
+                    if mode == "truncated":
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
+                    return
+                if mode == "huge":
+                    text = '{"verdict": "yes", "pad": "' + "x" * outer.huge_bytes + '"}'
+                    self.send_json(200, chat_completion(text, outer.requests, body.get("model", "stub")))
                     return
                 if mode.isdigit():
                     self.send_error_status(int(mode))
