@@ -187,7 +187,7 @@ def main() -> int:
     from pipelines.demo_db import write_demo_db
     from resources.catalog import inspect_database, render_schema_context
     from resources.llm import Council
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
     from tests.llm_fakes import ScriptedLLM, install, scripted_member
 
     db_path = str(write_demo_db(home / "university.sqlite"))

@@ -71,7 +71,7 @@ class AmbitabEvalConfig(Config):
 
 def _call_stats(rows: list[dict]) -> dict:
     """LLM calls behind the new episodes: distinct calls and how they ended (from the call log)."""
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
 
     ids = {c for r in rows for c in [*(r.get("asker_call_ids") or []), r.get("solver_call_id")] if c}
     ids |= {c for r in rows for t in json.loads(r["turns_json"]) for c in t.get("oracle_call_ids") or []}

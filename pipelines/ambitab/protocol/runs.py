@@ -125,7 +125,7 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
 
 
 def run_conditions(*args, **kwargs) -> list[dict]:
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     return run_sync(arun_conditions(*args, **kwargs))
 
