@@ -203,7 +203,8 @@ def _schema_fitter(schema_context: pl.DataFrame, db: dict):
     omitted = json.loads(schema_context["omitted_json"][0] or "{}")
     if not omitted.get("omitted_tables"):
         return None
-    from resources.catalog import focused_fitter, inspect_database
+    from pipelines.sqltools.schema_context import focused_fitter
+    from resources.catalog import inspect_database
 
     return focused_fitter(inspect_database(db["path"], db["db_id"]), int(omitted["budget_tokens"]))
 
