@@ -31,8 +31,7 @@ from pipelines.aisql.scenarios import (
     visible_columns,
 )
 from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
-
-Progress = Callable[[str], None]
+from resources.progress import Sink
 
 
 @dataclass
@@ -132,7 +131,7 @@ EXECUTION_SCHEMA = {
 
 
 def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, settings: AisqlSettings,
-                   progress: Progress | None = None, getter: Callable | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
+                   progress: Sink | None = None, getter: Callable | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
     """Split execution for every pair (one shared runtime: gold, candidate and parts share calls)."""
     from pipelines.aisql.diffs import ex_equal
 
@@ -186,7 +185,7 @@ def evidence_from(executions: pl.DataFrame) -> dict[str, dict]:
 
 
 def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[str, dict], settings: AisqlSettings,
-                schema_of: Callable[[str], str], progress: Progress | None = None, judges=None,
+                schema_of: Callable[[str], str], progress: Sink | None = None, judges=None,
                 advance: Callable[[int], None] | None = None) -> pl.DataFrame:
     """Every method's verdict for every pair (EX from the executions; LLM methods via ``judges``).
     ``advance(n)``: n more (pair, method) verdicts done, for a progress bar."""
@@ -226,7 +225,7 @@ class SweepResult:
 
 
 def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings, schema_of, rates=(0.0, 0.1, 0.2, 0.3),
-                    progress: Progress | None = None, judges=None, getter: Callable | None = None) -> SweepResult:
+                    progress: Sink | None = None, judges=None, getter: Callable | None = None) -> SweepResult:
     """Accuracy of every method as the label oracle gets noisier (p from 0 to 0.3)."""
     from pipelines.aisql.metrics import metric_table
 

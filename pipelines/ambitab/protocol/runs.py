@@ -22,6 +22,7 @@ from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT
 from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver, Solver
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
+from resources.progress import Sink
 
 SOLVERS = ("llm", "empty")
 
@@ -92,7 +93,7 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
                           council_factory: Callable[[str], object] | None, solver: Solver, verifier: Verifier,
                           settings: RunSettings | None = None, sql_grounding: bool | None = None,
                           skip: set[str] | None = None, concurrency: int = 8,
-                          progress: Callable[[str], None] | None = None,
+                          progress: Sink | None = None,
                           on_episode: Callable[[], None] | None = None) -> list[dict]:
     """Every condition's episodes; ``progress`` gets a line now and then, ``on_episode`` is called
     once per episode run (for a progress bar)."""
