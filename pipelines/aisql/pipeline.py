@@ -32,6 +32,7 @@ from pipelines.aisql.scenarios import (
 )
 from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
 from resources.progress import Sink
+from storage.charts import png_chart
 
 
 @dataclass
@@ -246,26 +247,17 @@ def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings
 
 def sweep_png(metrics: pl.DataFrame, path: Path, title: str = "") -> Path:
     """Each method's accuracy against the oracle flip rate, one line per (method, dialect)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from pipelines.aisql.metrics import METHOD_LABELS
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for (method, dialect), grp in metrics.group_by(["method", "dialect"], maintain_order=True):
-        g = grp.sort("flip_rate")
-        ax.plot(g["flip_rate"].to_list(), [100 * (v or 0) for v in g["accuracy"].to_list()], marker="o",
-                label=f"{METHOD_LABELS.get(method, method)} [{dialect}]")
-    ax.set_xlabel("label-oracle flip rate p (AI-operator noise)")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(title or "Meta-evaluation accuracy vs AI-operator noise")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, loc="lower left")
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    with png_chart(path, figsize=(7, 4.2), dpi=110) as ax:
+        for (method, dialect), grp in metrics.group_by(["method", "dialect"], maintain_order=True):
+            g = grp.sort("flip_rate")
+            ax.plot(g["flip_rate"].to_list(), [100 * (v or 0) for v in g["accuracy"].to_list()], marker="o",
+                    label=f"{METHOD_LABELS.get(method, method)} [{dialect}]")
+        ax.set_xlabel("label-oracle flip rate p (AI-operator noise)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(0, 105)
+        ax.set_title(title or "Meta-evaluation accuracy vs AI-operator noise")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="lower left")
     return Path(path)
