@@ -56,7 +56,7 @@ def q3_wall(latency: float, in_flight: int) -> tuple[float, int]:
     from pipelines.aisql.pipeline import prepare_db
     from resources.llm import Council
     from resources.llm.config import Member
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
     from tests.llm_fakes import StubOpenAIServer, StubScript
 
     db = prepare_db("movie", DATA, Path(os.environ["QUANDARY_HOME"]))

@@ -185,9 +185,10 @@ def main() -> int:
     from pipelines.abiss.generation import generate_nlq_objects, ground_sql
     from pipelines.abiss.grid import GridSpec, expand_grid
     from pipelines.demo_db import write_demo_db
-    from resources.catalog import inspect_database, render_schema_context
+    from pipelines.sqltools.schema_context import render_schema_context
+    from resources.catalog import inspect_database
     from resources.llm import Council
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
     from tests.llm_fakes import ScriptedLLM, install, scripted_member
 
     db_path = str(write_demo_db(home / "university.sqlite"))

@@ -39,7 +39,7 @@ def main() -> int:
     os.environ["QUANDARY_HOME"] = tempfile.mkdtemp(prefix="quandary-bench-")
     from resources.llm import Council
     from resources.llm.config import Member
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
 
     stub = subprocess.Popen([sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)

@@ -41,7 +41,8 @@ def main() -> int:
     from pipelines.interaction.metrics import score_conversation
     from pipelines.interaction.modes import MODES
     from pipelines.interaction.user import SimulatedUser
-    from resources.catalog import inspect_database, render_schema_context
+    from pipelines.sqltools.schema_context import render_schema_context
+    from resources.catalog import inspect_database
     from resources.llm import Council, call_log
     from resources.llm.config import Member
     from tests.llm_fakes import StubOpenAIServer, StubScript

@@ -19,6 +19,10 @@ Plain Python (no dagster import), shared by every job. Usage::
   them. Items are counted by the caller (``advance``) or, where the caller only learns at the end,
   from the distinct ``item`` ids the calls carry (a call's ``candidate_id`` tag).
 - ``QUANDARY_PROGRESS=0`` silences the terminal output (sinks still get their lines).
+- A part of a step that counts its own items (a corpus builder's rows) uses a ``Progress`` with
+  ``terminal=False`` that it never enters: its lines go to the sinks only, and the calls it makes
+  still count towards the step's open progress.
+- Domain code that only reports lines takes a :data:`Sink` (``context.log.info``, ``print``).
 """
 
 import os
@@ -27,6 +31,9 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
+
+Sink = Callable[[str], None]
+"""Where progress lines go: the one callback shape domain code takes for its progress."""
 
 _current: "list[Progress]" = []
 _current_lock = threading.Lock()
@@ -50,8 +57,8 @@ class Progress:
     """One step's progress. Thread-safe; see the module docstring for the API."""
 
     def __init__(self, step: str, total: int, *, stream: TextIO | None = None,
-                 sinks: tuple[Callable[[str], None], ...] = (), line_every_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 sinks: tuple[Sink, ...] = (), line_every_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic, terminal: bool = True):
         self.step = step
         self.total = max(0, int(total))
         self.done = 0
@@ -68,7 +75,7 @@ class Progress:
         self._line_every_s = line_every_s
         self._lock = threading.Lock()
         self._closed = False
-        if stream is None and os.environ.get("QUANDARY_PROGRESS", "1") != "0":
+        if stream is None and terminal and os.environ.get("QUANDARY_PROGRESS", "1") != "0":
             stream = _default_stream or sys.stdout
         self._stream = stream
         self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())

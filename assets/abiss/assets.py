@@ -7,7 +7,6 @@ Graph per database partition::
                                                   └──────────────┴─ council_votes, rejection_report
 """
 
-import base64
 import enum
 
 import polars as pl
@@ -48,12 +47,11 @@ from pipelines.abiss.generation import (
 from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
-from storage.paths import artifacts_dir, path_segment
 from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
-from storage.artifacts import content_hash
+from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP_GEN = "generation"
@@ -203,7 +201,8 @@ def _schema_fitter(schema_context: pl.DataFrame, db: dict):
     omitted = json.loads(schema_context["omitted_json"][0] or "{}")
     if not omitted.get("omitted_tables"):
         return None
-    from resources.catalog import focused_fitter, inspect_database
+    from pipelines.sqltools.schema_context import focused_fitter
+    from resources.catalog import inspect_database
 
     return focused_fitter(inspect_database(db["path"], db["db_id"]), int(omitted["budget_tokens"]))
 
@@ -318,9 +317,7 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
     decisions = [stages[s.key] for s in STAGES]
     df = outputs.rejection_report_frame(candidates, decisions)
     funnel = outputs.funnel(candidates, decisions)
-    # named by content so, like the Parquet artifacts, an earlier chart is never overwritten
-    chart_id = content_hash(df)[:16]
-    png = outputs.funnel_png(funnel, artifacts_dir() / "rejection_report" / "charts" / f"{path_segment(context.partition_key, 'partition key')}_{chart_id}.png")
+    png = outputs.funnel_png(funnel, chart_path(context, "rejection_report", df))
     per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
                  .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
                  if df.height else pl.DataFrame())
@@ -334,9 +331,7 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
         orphan_readings=MetadataValue.int(int(integrity["orphan_readings"].sum()) if integrity.height else 0),
         incomplete_groups=MetadataValue.int(int(integrity["incomplete"].sum()) if integrity.height else 0),
         group_integrity=MetadataValue.md(preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"),
-        funnel_chart_png=MetadataValue.md(
-            f"![validation funnel](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
-        funnel_chart_path=MetadataValue.path(str(png)),
+        **chart_metadata(png, "validation funnel", image_key="funnel_chart_png", path_key="funnel_chart_path"),
         per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
         funnel_table=_funnel_table(funnel, per_stage),
         **{f"survivors {name}": MetadataValue.int(kept) for name, _, kept in funnel},

@@ -46,6 +46,7 @@ from pipelines.aisql.splitter import split
 from storage.paths import artifacts_dir, quandary_home
 from quality.aisql import AISQL_EXECUTIONS, AISQL_METRICS, AISQL_PAIRS, AISQL_SCENARIO_DB, AISQL_SPLITS, AISQL_VERDICTS
 from assets.shared.resources import CouncilResource
+from assets.shared.charts import chart_metadata
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "aisql"
@@ -262,7 +263,8 @@ def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: C
                           progress=_log_progress(context), getter=council.get_council)
     png = sweep_png(res.metrics, artifacts_dir() / "aisql_sweep" / context.partition_key / "sweep.png",
                     title=f"SemBench {context.partition_key}: accuracy vs AI-operator noise")
-    return artifact_output(res.metrics, chart=MetadataValue.path(str(png)), pairs=MetadataValue.int(pairs.height))
+    return artifact_output(res.metrics, **chart_metadata(png, "accuracy vs AI-operator noise", image_key="chart_image",
+                                                         path_key="chart"), pairs=MetadataValue.int(pairs.height))
 
 
 AISQL_ASSETS = [aisql_scenario_db, aisql_pairs, aisql_split_queries, aisql_executions, aisql_verdicts, aisql_metrics,

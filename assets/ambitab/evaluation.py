@@ -11,7 +11,6 @@ Per corpus partition::
   diagnostics with seed SD and AVT-cluster bootstrap intervals), as markdown tables and a PNG chart.
 """
 
-import base64
 import json
 
 import polars as pl
@@ -38,10 +37,10 @@ from pipelines.ambitab.protocol.tables import (
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
-from storage.paths import artifacts_dir, path_segment
 from quality.ambitab_eval import AMBITAB_EPISODES
 from assets.shared.resources import CouncilResource
-from storage.artifacts import content_hash, latest_path, upsert_rows
+from storage.artifacts import latest_path, upsert_rows
+from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "ambitab_eval"
@@ -87,7 +86,7 @@ def stored_episodes(corpus: str) -> pl.DataFrame:
 
 def _call_stats(rows: list[dict]) -> dict:
     """LLM calls behind the new episodes: distinct calls and how they ended (from the call log)."""
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
 
     ids = {c for r in rows for c in [*(r.get("asker_call_ids") or []), r.get("solver_call_id")] if c}
     ids |= {c for r in rows for t in json.loads(r["turns_json"]) for c in t.get("oracle_call_ids") or []}
@@ -154,14 +153,13 @@ def ambitab_metrics(context: AssetExecutionContext, episodes: pl.DataFrame, reco
     tasks = [Task.from_record(r) for r in records_from_frame(records)]
     ids = set(episodes["record_id"].to_list()) if episodes.height else set()
     df = metrics_rows(episodes, [t for t in tasks if t.record_id in ids])
-    chart = chart_png(df, artifacts_dir() / METRICS / "charts" / f"{path_segment(context.partition_key, 'partition key')}_{content_hash(df)[:16]}.png")
+    chart = chart_png(df, chart_path(context, METRICS, df))
     yield artifact_output(
         df,
         table8=MetadataValue.md(table8_markdown(df)),
         table10=MetadataValue.md(table10_markdown(df)),
         stress_test=MetadataValue.md(table15_markdown(df)),
-        chart=MetadataValue.md(f"![AmbiTab success rates](data:image/png;base64,{base64.b64encode(chart.read_bytes()).decode()})"),
-        chart_path=MetadataValue.path(str(chart)),
+        **chart_metadata(chart, "AmbiTab success rates"),
         preview_rows=MetadataValue.md(preview_markdown(df, rows=10) if df.height else "no rows"),
     )
 

@@ -8,7 +8,8 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.partitions import databases_partitions
 from quality.contracts import SCHEMA_CONTEXT, SEED_DATABASES
-from resources.catalog import fit_schema_context, inspect_database
+from pipelines.sqltools.schema_context import fit_schema_context
+from resources.catalog import inspect_database
 from assets.shared.resources import SeedCatalogResource
 from resources.llm.config import schema_token_budget
 from assets.shared.resources import CouncilResource

@@ -4,8 +4,6 @@
     seed_databases, schema_context ─┘ (schema prompt, database path)
 """
 
-import base64
-
 import polars as pl
 from dagster import (
     AssetCheckResult,
@@ -30,11 +28,10 @@ from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
-from storage.paths import artifacts_dir, path_segment
 from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
-from storage.artifacts import content_hash
+from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "interaction"
@@ -254,13 +251,11 @@ def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.D
     rows += leakage_rows(observations(interaction_conversations.to_dicts(), questions))
     df = T.metrics_frame(rows, context.partition_key)
     text = M.report_text(rows)
-    png = M.figure2_png(rows, artifacts_dir() / "interaction_metrics" / "charts"
-                        / f"{path_segment(context.partition_key, 'partition key')}_{content_hash(df)[:16]}.png")
+    png = M.figure2_png(rows, chart_path(context, "interaction_metrics", df))
     t4 = df.filter(pl.col("table") == "table4")
     yield artifact_output(
         df, report=MetadataValue.md(f"```\n{text}\n```"),
-        figure2=MetadataValue.md(f"![figure 2](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"),
-        figure2_path=MetadataValue.path(str(png)),
+        **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
         table4=MetadataValue.md(preview_markdown(t4, rows=40) if t4.height else "no conversations"),
     )
 

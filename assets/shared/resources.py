@@ -21,7 +21,8 @@ from dagster import ConfigurableResource
 from pydantic import field_validator
 
 from resources.llm.config import CouncilConfig, load_council_config
-from resources.llm.council import Council, call_log, get_council
+from resources.llm.council import Council
+from resources.llm.registry import call_log, get_council
 from resources.catalog import Catalog, CatalogEntry
 from resources.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome, check_timeout, execute_sql
 from assets.shared.checked_config import check_resource_config_on_launch

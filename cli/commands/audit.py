@@ -147,7 +147,7 @@ def _find_episode(prefix: str):
 
 
 def audit_episode(args) -> int:
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
 
     hits = _find_episode(args.id)
     if not hits:

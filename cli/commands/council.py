@@ -44,7 +44,7 @@ def register(subparsers) -> None:
 
 def cmd_check(args) -> int:
     from resources.llm import Council, load_council_config
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
 
     try:
         cfg = load_council_config(args.config)

@@ -4,7 +4,8 @@ import json
 import sys
 
 from pipelines.demo_db import write_demo_db
-from resources.catalog import AlreadyRegisteredError, BadDatabaseError, Catalog, inspect_database, render_schema_context
+from pipelines.sqltools.schema_context import render_schema_context
+from resources.catalog import AlreadyRegisteredError, BadDatabaseError, Catalog, inspect_database
 
 
 def _demo_db(args) -> int:

@@ -135,7 +135,7 @@ def _programmatic_objects(requests: list[dict], db_path: str, skipped: dict | No
 
 def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str, council=None) -> tuple[list[dict], dict]:
     """Step 1 for every request. Returns (rows, stats)."""
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     llm_requests = [r for r in requests if r["generator"] != PROGRAMMATIC]
     prog_requests = [r for r in requests if r["generator"] == PROGRAMMATIC]
@@ -232,7 +232,7 @@ async def _ground(objects: list[dict], schema_context: str, council, grounder: s
 def ground_sql(objects: list[dict], schema_context: str, council=None, grounder: str | None = None) -> list[dict]:
     """Step 2: SQL grounding for solvable objects, difficulty relabelled from the SQL."""
     from pipelines.sqltools.difficulty import relabel_difficulty
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     ok = [o for o in objects if o["status"] == "ok"]
     needs_llm = any(o["group"] != Group.UNANSWERABLE.value and not o.get("sql") for o in ok)

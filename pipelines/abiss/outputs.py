@@ -14,6 +14,7 @@ import polars as pl
 from pipelines.abiss.ids import stable_id
 from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
 from storage.paths import UnsafePathError, path_segment
+from storage.charts import png_chart
 
 DATASET_COLUMNS = (
     "question_id", "candidate_id", "group_id", "db_id", "question", "evidence", "sql", "hidden_knowledge",
@@ -148,23 +149,15 @@ def funnel_chart_md(rows: list[tuple[str, int, int]], limit: int = UI_INLINE_MAR
 
 
 def funnel_png(rows: list[tuple[str, int, int]], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """The validation funnel as horizontal bars: candidates surviving each stage."""
     names = [r[0] for r in rows][::-1]
     kept = [r[2] for r in rows][::-1]
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1))
-    ax.barh(names, kept, color="#4C78A8")
-    for y, v in enumerate(kept):
-        ax.text(v, y, f" {v}", va="center", fontsize=8)
-    ax.set_xlabel("candidates surviving")
-    ax.set_title("ABISS validation funnel")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    with png_chart(path, figsize=(7, 0.35 * len(rows) + 1)) as ax:
+        ax.barh(names, kept, color="#4C78A8")
+        for y, v in enumerate(kept):
+            ax.text(v, y, f" {v}", va="center", fontsize=8)
+        ax.set_xlabel("candidates surviving")
+        ax.set_title("ABISS validation funnel")
     return path
 
 

@@ -471,7 +471,7 @@ class AIRuntime:
         import asyncio
         import time
 
-        from resources.llm.council import run_sync
+        from resources.llm.runtime import run_sync
 
         keys = [r.key() for r in reqs]
         new_keys = {k for k in keys if k not in stats.keys}

@@ -31,8 +31,8 @@ from pipelines.aisql.scenarios import (
     visible_columns,
 )
 from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
-
-Progress = Callable[[str], None]
+from resources.progress import Sink
+from storage.charts import png_chart
 
 
 @dataclass
@@ -132,7 +132,7 @@ EXECUTION_SCHEMA = {
 
 
 def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, settings: AisqlSettings,
-                   progress: Progress | None = None, getter: Callable | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
+                   progress: Sink | None = None, getter: Callable | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
     """Split execution for every pair (one shared runtime: gold, candidate and parts share calls)."""
     from pipelines.aisql.diffs import ex_equal
 
@@ -186,7 +186,7 @@ def evidence_from(executions: pl.DataFrame) -> dict[str, dict]:
 
 
 def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[str, dict], settings: AisqlSettings,
-                schema_of: Callable[[str], str], progress: Progress | None = None, judges=None,
+                schema_of: Callable[[str], str], progress: Sink | None = None, judges=None,
                 advance: Callable[[int], None] | None = None) -> pl.DataFrame:
     """Every method's verdict for every pair (EX from the executions; LLM methods via ``judges``).
     ``advance(n)``: n more (pair, method) verdicts done, for a progress bar."""
@@ -226,7 +226,7 @@ class SweepResult:
 
 
 def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings, schema_of, rates=(0.0, 0.1, 0.2, 0.3),
-                    progress: Progress | None = None, judges=None, getter: Callable | None = None) -> SweepResult:
+                    progress: Sink | None = None, judges=None, getter: Callable | None = None) -> SweepResult:
     """Accuracy of every method as the label oracle gets noisier (p from 0 to 0.3)."""
     from pipelines.aisql.metrics import metric_table
 
@@ -247,26 +247,17 @@ def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings
 
 def sweep_png(metrics: pl.DataFrame, path: Path, title: str = "") -> Path:
     """Each method's accuracy against the oracle flip rate, one line per (method, dialect)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from pipelines.aisql.metrics import METHOD_LABELS
 
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for (method, dialect), grp in metrics.group_by(["method", "dialect"], maintain_order=True):
-        g = grp.sort("flip_rate")
-        ax.plot(g["flip_rate"].to_list(), [100 * (v or 0) for v in g["accuracy"].to_list()], marker="o",
-                label=f"{METHOD_LABELS.get(method, method)} [{dialect}]")
-    ax.set_xlabel("label-oracle flip rate p (AI-operator noise)")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(title or "Meta-evaluation accuracy vs AI-operator noise")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, loc="lower left")
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    with png_chart(path, figsize=(7, 4.2), dpi=110) as ax:
+        for (method, dialect), grp in metrics.group_by(["method", "dialect"], maintain_order=True):
+            g = grp.sort("flip_rate")
+            ax.plot(g["flip_rate"].to_list(), [100 * (v or 0) for v in g["accuracy"].to_list()], marker="o",
+                    label=f"{METHOD_LABELS.get(method, method)} [{dialect}]")
+        ax.set_xlabel("label-oracle flip rate p (AI-operator noise)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(0, 105)
+        ax.set_title(title or "Meta-evaluation accuracy vs AI-operator noise")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="lower left")
     return Path(path)

@@ -38,7 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.ambitab.build import BuildResult, Progress
+from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.record import (
     Ambiguity,
@@ -353,10 +353,10 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, out_dir: Path | None = None
     units = sorted(buildable.items())
     if limit_units is not None:
         units = units[:limit_units]
-    tick = Progress("ambiqt units", len(units), progress, every=20)
+    tick = item_progress("ambiqt units", len(units), progress)
     built_units, db_bytes = set(), 0
     for unit, (src, cs) in units:
-        tick.step()
+        tick.advance()
         try:
             path, facts = build_unit_db(src, unit, (cs[0].syn1, cs[0].syn2), seed, out_dir)
         except Exception as exc:  # noqa: BLE001 - a unit that cannot be built rejects its items
@@ -375,6 +375,7 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, out_dir: Path | None = None
                 built_units.add(unit)
                 result.records.extend(recs)
         db_bytes += facts["bytes"]
+    tick.close()
     result.stats["retained_items"] = len(result.records) // 2
     result.stats["retained_units"] = len(built_units)
     result.stats["unit_db_bytes"] = db_bytes

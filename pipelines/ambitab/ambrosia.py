@@ -33,7 +33,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from pipelines.ambitab.build import BuildResult, Progress
+from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.record import (
     Ambiguity,
@@ -237,13 +237,14 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, limit: int | None = None, p
     if limit is not None:
         ambiguous = ambiguous[:limit]
 
-    tick = Progress("ambrosia questions", len(ambiguous), progress, every=25)
+    tick = item_progress("ambrosia questions", len(ambiguous), progress)
     pending: list[tuple[str, dict, list[TaskRecord]]] = []
     for sid, row in ambiguous:
-        tick.step()
+        tick.advance()
         recs = _convert_question(data_root, sid, row, intents, failures, result, seed)
         if recs:
             pending.append((row["db_file"], row, recs))
+    tick.close()
 
     db_records = {}
     for db_file, row, recs in pending:

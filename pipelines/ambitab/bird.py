@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipelines.ambitab.build import BuildResult, Progress
+from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.ewbird import DB_ROOT, DEV, REQUIRED_KEYS, parse_hint, split_evidence
 from pipelines.ambitab.record import (
@@ -188,7 +188,7 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
             result.reject(sid, "execute", f"reference SQL fails: {gold.one_line()}", row)
             continue
         cands.append({"sid": sid, "row": row, "path": p, "schema": schema, "gold": gold})
-    tick = Progress("bird authoring", len(cands), progress, every=10)
+    tick = item_progress("bird authoring", len(cands), progress)
     gen, solver, judges = councils["readings"], councils["probe"], councils["necessity"]
     g0, s0 = gen.member_names[0], solver.member_names[0]
 
@@ -258,13 +258,14 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
                              Necessity, extract=lambda n: n.necessary, tags=_tags("necessity", [c["sid"] for c in stage4])
                              ) if stage4 else []
     for c, v in zip(stage4, votes):
-        tick.step()
+        tick.advance()
         c["necessity"] = {"decision": v.decision, "votes": [m.vote for m in v.votes]}
         c["calls"]["necessity"] = [m.call_id for m in v.votes]
         if v.decision is not True:
             result.reject(c["sid"], "necessity", f"judges did not find clarification necessary ({v.counts})", c["necessity"])
             continue
         result.records.append(_record(c, seed))
+    tick.close()
     for c in controls:
         c["probes"] = c["necessity"] = None
         result.records.append(_record(c, seed, control=True))

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pipelines.ambitab.record import TaskRecord
+from resources.progress import Progress, Sink
 
 RAW_LIMIT = 2000
 
@@ -81,13 +82,7 @@ def rejects_frame(rejects: list[Reject]):
         pl.DataFrame(schema=schema)
 
 
-class Progress:
-    """Items done/total, printed every ``every`` items (long work shows progress)."""
-
-    def __init__(self, label: str, total: int, sink=None, every: int = 100):
-        self.label, self.total, self.sink, self.every, self.done = label, total, sink, every, 0
-
-    def step(self, n: int = 1) -> None:
-        self.done += n
-        if self.sink and (self.done % self.every == 0 or self.done == self.total):
-            self.sink(f"{self.label}: {self.done}/{self.total}")
+def item_progress(label: str, total: int, sink: Sink | None) -> Progress:
+    """A builder's count of the items it has worked through, as lines to ``sink`` (the corpus asset's
+    log) and never on the terminal; ``advance()`` per item, ``close()`` for the last line."""
+    return Progress(label, total, sinks=(sink,) if sink else (), terminal=False)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipelines.ambitab.build import BuildResult, Progress
+from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.record import (
     Ambiguity,
@@ -185,7 +185,7 @@ def solvers_council(council_factory):
 def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildResult, progress=None) -> list[TaskRecord]:
     """Keep rows where some member fails without the evidence and succeeds with it."""
     members = council.member_names
-    tick = Progress("ew_bird filter (rows)", len(records), progress, every=20)
+    tick = item_progress("ew_bird filter (rows)", len(records), progress)
     verdicts: dict[str, dict] = {r.record_id: {} for r in records}
     calls = cached = failed = 0
     for member in members:
@@ -205,7 +205,7 @@ def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildRes
             progress(f"ew_bird filter: member {member} done ({calls} calls, {cached} cached, {failed} failed)")
     kept = []
     for r in records:
-        tick.step()
+        tick.advance()
         v = verdicts[r.record_id]
         benefit = [m for m, o in v.items() if not o["without"]["solved"] and o["with"]["solved"]]
         outcome = {"llm_filter": "kept" if benefit else "dropped", "benefit_members": benefit,
@@ -216,6 +216,7 @@ def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildRes
         else:
             result.reject(r.provenance.source_ids["question_id"], "llm_filter",
                           "no solver member failed without the evidence and succeeded with it", outcome)
+    tick.close()
     result.stats.update(filter_calls=calls, filter_cached=cached, filter_failed=failed, filter_kept=len(kept))
     return kept
 
@@ -234,11 +235,11 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
     if max_rows is not None:
         rows = rows[:max_rows]
     result.stats["source_rows"] = len(rows)
-    tick = Progress("ew_bird rows", len(rows), progress, every=200)
+    tick = item_progress("ew_bird rows", len(rows), progress)
     executable, structural, golds = [], [], {}
     hint_kinds: dict[str, int] = defaultdict(int)
     for sid, row in rows:
-        tick.step()
+        tick.advance()
         rec, gold = _convert(sid, row, schemas, result, seed, hint_kinds)
         if rec is None:
             continue
@@ -247,6 +248,7 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
             golds[rec.record_id] = gold
         else:
             structural.append(rec)
+    tick.close()
     result.stats["hints"] = sum(hint_kinds.values())
     result.stats["hint_separators"] = dict(sorted(hint_kinds.items()))
     result.stats["executable_rows"] = len(executable)

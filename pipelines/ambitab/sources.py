@@ -117,7 +117,8 @@ def iter_json_rows(path: Path, build: BuildResult, required: tuple[str, ...],
 
 @lru_cache(maxsize=512)
 def _schema_text_cached(path: str, mtime: float) -> str:
-    from resources.catalog import inspect_database, render_schema_context
+    from pipelines.sqltools.schema_context import render_schema_context
+    from resources.catalog import inspect_database
 
     return render_schema_context(inspect_database(path), sample_rows=SCHEMA_SAMPLE_ROWS)
 

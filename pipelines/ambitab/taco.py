@@ -37,7 +37,7 @@ import logging
 import re
 from pathlib import Path
 
-from pipelines.ambitab.build import BuildResult, Progress
+from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.record import (
     Ambiguity,
@@ -294,16 +294,17 @@ def build(data_root: Path, seed: int = 0, regions: tuple[str, ...] = REGIONS, pr
                 result.reject(f"{region}/{db}", "database", f"cannot open {db_path.name}: {exc}")
                 continue
         rows = list(iter_json_rows(path, result, ("sql",)))
-        tick = Progress(f"taco {region}/{db}", len(rows), progress, every=50)
+        tick = item_progress(f"taco {region}/{db}", len(rows), progress)
         n_struct = 0
         seen: dict[str, list[tuple[str, str, object]]] = {}  # avt -> (interpretation, sql key, result)
         for sid, row in rows:
-            tick.step()
+            tick.advance()
             rec = _convert(f"{region}/{sid}", row, region, db, db_path, schema, columns, seed, result)
             if rec is None or _duplicate_reading(rec, seen, row, result):
                 continue
             result.records.append(rec)
             n_struct += not rec.verifier.executable
+        tick.close()
         if db_path is None:
             structural_dbs.append((f"{region}/{db}", n_struct))
     if structural_dbs:

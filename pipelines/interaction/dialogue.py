@@ -23,7 +23,7 @@ from pipelines.abiss.ids import stable_id
 from pipelines.interaction.agents import AgentHandle, ClassifyResult, Question, Turn
 from pipelines.interaction.modes import Mode
 from pipelines.interaction.user import SimulatedUser
-from resources.llm.council import call_threads
+from resources.llm.runtime import call_threads
 
 MAX_STEPS = 3
 

@@ -54,6 +54,7 @@ from resources.llm.votes import decide, is_decided
 
 INCOMPLETE_END = "user_failed"
 FEEDBACK_ROLE = "feedback_judges"
+from storage.charts import png_chart
 
 
 # ----------------------------------------------------------------------------- per conversation
@@ -403,32 +404,23 @@ def report_text(rows: list[dict]) -> str:
 
 def figure2_png(rows: list[dict], path) -> object:
     """Per-subcategory EX (solvable) / FB (unanswerable) by mode, pooled over agents, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig2 = [r for r in rows if r["table"] == "figure2"]
     subs = [s.id for s in SUBCATEGORIES if any(r["subcategory"] == s.id for r in fig2)]
     modes = [m for m in MODES if any(r["mode"] == m for r in fig2)]
-    fig, ax = plt.subplots(figsize=(9, 0.45 * max(1, len(subs)) + 1.5))
-    height = 0.8 / max(1, len(modes))
-    for j, mode in enumerate(modes):
-        vals = []
-        for s in subs:
-            rs = [r for r in fig2 if r["subcategory"] == s and r["mode"] == mode]
-            k, n = sum(r["numerator"] for r in rs), sum(r["denominator"] for r in rs)
-            vals.append(100 * k / n if n else 0.0)
-        ax.barh([i + j * height for i in range(len(subs))], vals, height=height, label=MODE_LABELS[mode])
-    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(subs))])
-    ax.set_yticklabels([f"{SUBCATEGORY_BY_ID[s].name} ({'EX' if SUBCATEGORY_BY_ID[s].solvable else 'FB'})"
-                        for s in subs], fontsize=8)
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("%")
-    ax.set_title("Per-subcategory EX / FB by category usage mode")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    with png_chart(path, figsize=(9, 0.45 * max(1, len(subs)) + 1.5)) as ax:
+        height = 0.8 / max(1, len(modes))
+        for j, mode in enumerate(modes):
+            vals = []
+            for s in subs:
+                rs = [r for r in fig2 if r["subcategory"] == s and r["mode"] == mode]
+                k, n = sum(r["numerator"] for r in rs), sum(r["denominator"] for r in rs)
+                vals.append(100 * k / n if n else 0.0)
+            ax.barh([i + j * height for i in range(len(subs))], vals, height=height, label=MODE_LABELS[mode])
+        ax.set_yticks([i + 0.4 - height / 2 for i in range(len(subs))])
+        ax.set_yticklabels([f"{SUBCATEGORY_BY_ID[s].name} ({'EX' if SUBCATEGORY_BY_ID[s].solvable else 'FB'})"
+                            for s in subs], fontsize=8)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("%")
+        ax.set_title("Per-subcategory EX / FB by category usage mode")
+        ax.legend(fontsize=8)
     return path

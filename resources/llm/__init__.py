@@ -13,8 +13,10 @@ Public API::
 
 Modules: ``config`` (members and councils), ``client`` (the only litellm caller: structured, cached,
 retried), ``parsing`` (robust JSON extraction), ``council`` (batching, concurrency, votes),
-``embedded`` (the local SmolLM2 server), ``dagster_resource`` (``CouncilResource``). The call cache
-and log is ``storage.llm_log``; vote rules are ``resources.llm.votes``.
+``registry`` (``get_council``, ``call_log``: one council and one call log per process), ``runtime``
+(the background event loop, ``run_sync``, ``call_threads``), ``embedded`` (the local SmolLM2 server).
+The Dagster resource is ``assets.shared.resources.CouncilResource``. The call cache and log is
+``storage.llm_log``; vote rules are ``resources.llm.votes``.
 """
 
 import os
@@ -25,7 +27,8 @@ os.environ["LITELLM_OFFLINE_MODE"] = "true"
 
 from resources.llm.client import CallResult  # noqa: E402
 from resources.llm.config import CouncilConfig, Member, load_council_config  # noqa: E402
-from resources.llm.council import Council, MemberVote, VoteOutcome, call_log, get_council, reset_councils  # noqa: E402
+from resources.llm.council import Council, MemberVote, VoteOutcome  # noqa: E402
+from resources.llm.registry import call_log, get_council, reset_councils  # noqa: E402
 
 __all__ = [
     "CallResult",

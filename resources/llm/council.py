@@ -19,28 +19,27 @@ Usage (plain code; every method has an ``a``-prefixed async twin)::
   answers could decide the outcome (``resources.llm.votes.min_more_votes``), so with 3 members and strict
   majority two agreeing votes decide and the third member is never asked. ``calls_saved`` counts the
   members not asked. Unparseable answers (or ``extract`` returning ``None``) are abstentions.
-- Sync methods run on one background event loop thread, so they work from plain code, from threads,
-  and even from inside a running event loop.
+- Sync methods run on one background event loop thread (``runtime.run_sync``), so they work from
+  plain code, from threads, and even from inside a running event loop.
 - Every call carries the caller's ``tag`` (``stage``, ``candidate_id``, anything else) into the log.
+
+Where the rest lives: ``get_council`` and the per-process caches are ``registry.py``; the event loop,
+``run_sync`` and ``call_threads`` are ``runtime.py``; one structured call is ``client.py``.
 """
 
 import asyncio
-import concurrent.futures
 import dataclasses
-import threading
-import weakref
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from resources.progress import record_call
-from resources.llm.votes import decide, min_more_votes
 from resources.llm.client import CallResult, call_structured, request_key
-from resources.llm.config import CouncilConfig, Member, load_council_config
+from resources.llm.config import CouncilConfig, Member
+from resources.llm.runtime import limiter, run_sync
+from resources.llm.votes import decide, min_more_votes
+from resources.progress import record_call
 from storage.llm_log import CallLog
 
 T = TypeVar("T", bound=BaseModel)
@@ -65,131 +64,12 @@ class VoteOutcome:
     results: list[CallResult] = field(default_factory=list)
 
 
-# --- concurrency plumbing ------------------------------------------------------------------
-
-_limiters: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple, asyncio.Semaphore]]" = (
-    weakref.WeakKeyDictionary()
-)
-_limiters_lock = threading.Lock()
-
-
-def _limiter(member: Member) -> asyncio.Semaphore:
-    # Semaphores bind to the loop they are used in, hence one per (loop, member).
-    loop = asyncio.get_running_loop()
-    with _limiters_lock:
-        per_loop = _limiters.setdefault(loop, {})
-        key = (member.name, member.model, member.api_base, member.max_in_flight)
-        sem = per_loop.get(key)
-        if sem is None:
-            sem = per_loop[key] = asyncio.Semaphore(member.max_in_flight)
-        return sem
-
-
-_bg_loop: asyncio.AbstractEventLoop | None = None
-_bg_lock = threading.Lock()
-
-
-def _background_loop() -> asyncio.AbstractEventLoop:
-    # One long-lived loop for all sync calls: litellm's cached HTTP clients stay bound to a live loop
-    # (asyncio.run per call would leave them tied to closed loops).
-    global _bg_loop
-    with _bg_lock:
-        if _bg_loop is None or _bg_loop.is_closed():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="quandary-llm-loop", daemon=True).start()
-            _bg_loop = loop
-        return _bg_loop
-
-
-def cancel_pending_calls(timeout_s: float = 5.0) -> int:
-    """Cancel every call still in flight on the background loop (e.g. after an interrupted run),
-    so their HTTP connections close and the embedded server's slots are released. Returns how
-    many were cancelled."""
-    loop = _bg_loop
-    if loop is None or loop.is_closed() or not loop.is_running():
-        return 0
-
-    async def cancel_all() -> int:
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        return len(tasks)
-
-    try:
-        return asyncio.run_coroutine_threadsafe(cancel_all(), loop).result(timeout_s)
-    except Exception:  # noqa: BLE001 - best effort at shutdown
-        return 0
-
-
-class CallsStopped(BaseException):
-    """Raised in a thread waiting on council calls once the work it serves has been stopped (an
-    interrupted run). A BaseException, so no ``except Exception`` in a stage takes it for a failed
-    call and goes on to the next one."""
-
-
-_stopping = threading.Event()
-_waiting: set[concurrent.futures.Future] = set()
-_waiting_lock = threading.Lock()
-
-
-def run_sync(coro):
-    """Run a coroutine to completion from synchronous code. A waiting thread that is interrupted
-    (Ctrl-C, SIGTERM, Dagster's interrupt) cancels its coroutine instead of leaving it running."""
-    if _stopping.is_set():
-        coro.close()
-        raise CallsStopped("the run was stopped")
-    future = asyncio.run_coroutine_threadsafe(coro, _background_loop())
-    with _waiting_lock:
-        _waiting.add(future)
-    try:
-        if _stopping.is_set():  # stopped between the check above and the registration
-            future.cancel()
-        return future.result()
-    except concurrent.futures.CancelledError:
-        if _stopping.is_set():
-            raise CallsStopped("the run was stopped") from None
-        raise
-    except BaseException:
-        future.cancel()
-        raise
-    finally:
-        with _waiting_lock:
-            _waiting.discard(future)
-
-
-def _stop_waiting_threads() -> None:
-    _stopping.set()
-    with _waiting_lock:
-        futures = list(_waiting)
-    for f in futures:
-        f.cancel()
-
-
-@contextmanager
-def call_threads(workers: int) -> Iterator[concurrent.futures.ThreadPoolExecutor]:
-    """A thread pool for work that waits on council calls in several threads. If the body fails or
-    is interrupted, no thread is left waiting on a call nobody will read (a plain pool's exit would
-    wait for every call in flight, minutes each on a slow model): queued work is dropped, waiting
-    threads get :class:`CallsStopped`, calls in flight are cancelled, then the exception goes on.
-    One stop at a time per process: ``_stopping`` is process-wide."""
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
-    try:
-        yield pool
-    except BaseException:
-        try:
-            _stop_waiting_threads()
-            pool.shutdown(wait=True, cancel_futures=True)
-            cancel_pending_calls()
-        finally:
-            _stopping.clear()
-        raise
-    pool.shutdown(wait=True)
-
-
-# --- the council ---------------------------------------------------------------------------
-
 _in_flight: dict[tuple, "asyncio.Future"] = {}
+
+
+def _slots(member: Member) -> asyncio.Semaphore:
+    """The member's ``max_in_flight`` slots, shared by every council of the process on this loop."""
+    return limiter((member.name, member.model, member.api_base, member.max_in_flight), member.max_in_flight)
 
 
 def _as_yes_no(v: Any) -> bool | None:
@@ -256,7 +136,7 @@ class Council:
         return await asyncio.shield(task)
 
     async def _call(self, member: Member, messages, output_model, tag, use_cache) -> CallResult:
-        async with _limiter(member):
+        async with _slots(member):
             result = await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
         # live counts for the open progress bar/log lines (resources/progress.py); joined
         # single-flight duplicates are not counted twice
@@ -337,48 +217,3 @@ class Council:
 
     def vote_many(self, list_of_messages, output_model, extract, rule="strict_majority", tags=None, **kw):
         return run_sync(self.avote_many(list_of_messages, output_model, extract, rule, tags, **kw))
-
-
-# --- process-wide factory ------------------------------------------------------------------
-
-_councils: dict[tuple, Council] = {}
-_logs: dict[str, CallLog] = {}
-_factory_lock = threading.Lock()
-
-
-def call_log(path: str | Path | None = None) -> CallLog:
-    """The shared CallLog for ``path`` (default ``$QUANDARY_HOME/llm_calls.sqlite``)."""
-    from storage.paths import llm_calls_path
-
-    p = str(Path(path or llm_calls_path()).resolve())
-    with _factory_lock:
-        if p not in _logs:
-            _logs[p] = CallLog(p)
-        return _logs[p]
-
-
-def get_council(role: str, config_path: str | None = None, *, log_path: str | Path | None = None) -> Council:
-    """The council for ``role`` from the configured file (or the embedded default), cached per process."""
-    import os
-
-    from resources.llm.config import CONFIG_ENV
-
-    src = config_path or os.environ.get(CONFIG_ENV) or ""
-    log = call_log(log_path)
-    key = (src, role, str(log.path))
-    with _factory_lock:
-        council = _councils.get(key)
-    if council is None:
-        council = Council.from_config(load_council_config(src or None), role, log)
-        with _factory_lock:
-            council = _councils.setdefault(key, council)
-    return council
-
-
-def reset_councils() -> None:
-    """Forget cached councils and logs (tests, or after changing the config file)."""
-    with _factory_lock:
-        _councils.clear()
-        for log in _logs.values():
-            log.close()
-        _logs.clear()

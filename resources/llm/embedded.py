@@ -159,8 +159,8 @@ def stop_embedded_server() -> None:
             # The server's destructor joins its worker threads, which wait for requests in flight.
             # After an interrupted run those requests have no reader any more: cancel them first,
             # or the process hangs at exit.
-            council = sys.modules.get("resources.llm.council")
-            if council is not None:
-                council.cancel_pending_calls()
+            runtime = sys.modules.get("resources.llm.runtime")
+            if runtime is not None:
+                runtime.cancel_pending_calls()
             _singleton.stop()
             _singleton = None

@@ -81,7 +81,8 @@ def generated(demo_db_path, college_db):
 # the cascade stages run over the demo database's rendered schema context
 @pytest.fixture(scope="module")
 def schema_context(demo_db_path):
-    from resources.catalog import inspect_database, render_schema_context
+    from pipelines.sqltools.schema_context import render_schema_context
+    from resources.catalog import inspect_database
 
     return render_schema_context(inspect_database(demo_db_path))
 

@@ -28,7 +28,7 @@ def test_pairs_are_balanced_per_dialect(sembench_root):
 
 def test_generator_candidates_are_unlabelled_until_a_person_labels_them(sembench_root, scripted, tmp_path):
     from resources.llm import Council
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
     from tests.llm_fakes import scripted_member
 
     examples = few_shot_examples(sembench_root, "movie", "thalamusdb")

@@ -92,7 +92,7 @@ def test_scripted_council_sees_the_data_only_in_its_field(tmp_path, monkeypatch,
     sql = f"SELECT AI.IF(('{INSTRUCTION}', r.reviewText)) FROM movie.reviews AS r"
     reqs = [OpRequest("ai_if", p) for p in captured_prompts(INJECTIONS, sql)]
     op = CouncilOperator(get_council("default"))
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     answers = run_sync(op.answer_many(reqs))
     assert [a[0] for a in answers] == [False] * len(reqs)

@@ -114,7 +114,7 @@ def test_llm_splitter_is_the_fallback_when_parsing_fails(scripted):
     import json
 
     from resources.llm import Council
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
     from tests.llm_fakes import scripted_member
 
     scripted.responder = lambda req: json.dumps({"structural_sql": "SELECT a FROM t WHERE TRUE",

@@ -53,7 +53,8 @@ def _responder(rows):
 
 @pytest.fixture
 def factory(scripted, superhero_rows):
-    from resources.llm.council import Council, call_log
+    from resources.llm.council import Council
+    from resources.llm.registry import call_log
 
     scripted.responder = _responder(superhero_rows)
     members = [scripted_member(n, max_tokens=600) for n in ("a", "b", "c")]

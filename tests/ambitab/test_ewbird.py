@@ -63,7 +63,8 @@ def test_split_evidence_drops_empty_pieces():
 
 
 def test_llm_filter_keeps_rows_the_evidence_helps(shared_data, scripted):
-    from resources.llm.council import Council, call_log
+    from resources.llm.council import Council
+    from resources.llm.registry import call_log
 
     rows = [r for r in json.loads((shared_data / ewbird.DEV).read_text()) if r["db_id"] == "superhero"][:8]
     gold_by_question = {r["question"]: r["sql"] for r in rows}

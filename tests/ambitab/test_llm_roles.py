@@ -10,7 +10,8 @@ from pipelines.ambitab.protocol.episode import arun_episode
 from pipelines.ambitab.protocol.oracles import OracleUnavailable, make_oracle
 from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver, SolverUnavailable
 from pipelines.ambitab.protocol.verifier import Verifier
-from resources.llm.council import Council, call_log
+from resources.llm.council import Council
+from resources.llm.registry import call_log
 from tests.ambitab.records import amb, task
 from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
 

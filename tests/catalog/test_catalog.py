@@ -3,7 +3,8 @@ import sqlite3
 import duckdb
 import pytest
 
-from resources.catalog import BadDatabaseError, Catalog, discover, inspect_database, render_schema_context
+from pipelines.sqltools.schema_context import render_schema_context
+from resources.catalog import BadDatabaseError, Catalog, discover, inspect_database
 
 
 def make_sqlite(path, ddl="CREATE TABLE a(id INTEGER PRIMARY KEY, x TEXT); INSERT INTO a VALUES (1,'one');"):

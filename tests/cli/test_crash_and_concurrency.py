@@ -99,7 +99,7 @@ from typing import Literal
 from pydantic import BaseModel
 from resources.llm import Council
 from resources.llm.config import Member
-from resources.llm.council import call_log
+from resources.llm.registry import call_log
 import storage.llm_log as ll
 
 class V(BaseModel):

@@ -57,3 +57,22 @@ def test_calls_report_to_the_open_progress_and_count_items_once():
         record_call(cached=False, failed=True, item="b")
     assert current() is None
     assert (p.done, p.calls_made, p.cached, p.failed) == (2, 3, 1, 1)
+
+
+def test_a_builders_item_progress_writes_only_to_its_sink(capsys):
+    """AmbiTab's corpus builders count their rows in the one Progress, as log lines only; the calls
+    they make still count towards the step's open progress."""
+    from pipelines.ambitab.build import item_progress
+
+    sink, out = [], io.StringIO()
+    with Progress("step", total=1, stream=out) as step:
+        rows = item_progress("rows", 2, sink.append)
+        rows.advance()
+        record_call(cached=False, failed=False, item="a")
+        rows.advance()
+        rows.close()
+    assert capsys.readouterr().out == ""
+    assert sink[0].startswith("rows: 1/2 items") and sink[-1].startswith("rows: 2/2 items")
+    assert (step.calls_made, rows.calls_made) == (1, 0)
+    item_progress("quiet", 1, None).close()  # no sink: nothing at all
+    assert capsys.readouterr().out == ""

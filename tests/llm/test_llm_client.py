@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from resources.llm import Council
-from resources.llm.council import call_log
+from resources.llm.registry import call_log
 from storage.llm_log import CallLog
 from tests.llm_fakes import (  # noqa: F401 - fixtures
     Reply,
@@ -102,7 +102,7 @@ CHILD = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     from tests.llm_fakes import ScriptedLLM, install, scripted_member, Reply, json_reply
     from resources.llm import Council
-    from resources.llm.council import call_log
+    from resources.llm.registry import call_log
     from pydantic import BaseModel
     from typing import Literal
 

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from resources.llm import Council, get_council
-from resources.llm.council import call_log
+from resources.llm.registry import call_log
 from tests.llm_fakes import Reply, http_error, json_reply, quandary_home, scripted, scripted_member  # noqa: F401
 
 

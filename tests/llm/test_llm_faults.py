@@ -79,7 +79,8 @@ def test_retries_ride_out_transient_faults(quandary_home):
 
 @pytest.fixture
 def stage_ctx(demo_db_path):
-    from resources.catalog import inspect_database, render_schema_context
+    from pipelines.sqltools.schema_context import render_schema_context
+    from resources.catalog import inspect_database
 
     ctx_schema = render_schema_context(inspect_database(demo_db_path))
 

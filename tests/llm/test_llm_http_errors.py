@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from resources.llm import Council
 from resources.llm.config import Member
-from resources.llm.council import call_log
+from resources.llm.registry import call_log
 from tests.llm_fakes import StubOpenAIServer, StubScript, quandary_home  # noqa: F401
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress

@@ -6,13 +6,8 @@ import sqlite3
 
 import pytest
 
-from resources.catalog import (
-    Catalog,
-    approx_tokens,
-    fit_schema_context,
-    inspect_database,
-    render_schema_context,
-)
+from pipelines.sqltools.schema_context import approx_tokens, fit_schema_context, render_schema_context
+from resources.catalog import Catalog, inspect_database
 from resources.llm.config import Member, load_council_config, schema_token_budget
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
@@ -104,7 +99,7 @@ def test_hostile_database_registers_with_bounded_memory(tmp_path, isolated_home)
 
 
 def test_focused_fit_keeps_the_tables_a_query_uses(tmp_path):
-    from resources.catalog import focused_fitter, tables_in_sql
+    from pipelines.sqltools.schema_context import focused_fitter, tables_in_sql
 
     info = inspect_database(_wide_db(tmp_path / "wide.sqlite"))
     budget = 1500

@@ -7,7 +7,7 @@ import threading
 import duckdb
 import pytest
 
-from resources.llm import council
+from resources.llm import runtime
 from resources.sql import keeps_interrupts, run_duckdb_statement
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
@@ -25,8 +25,8 @@ def test_call_threads_unwinds_waiting_threads_on_interrupt():
     def worker(_):
         started.wait(60)
         try:
-            council.run_sync(hour_long_call())
-        except council.CallsStopped:
+            runtime.run_sync(hour_long_call())
+        except runtime.CallsStopped:
             seen.append("stopped")
             raise
         except Exception:  # noqa: BLE001 - what a stage would do with an ordinary error
@@ -36,7 +36,7 @@ def test_call_threads_unwinds_waiting_threads_on_interrupt():
 
     def body():
         with pytest.raises(KeyboardInterrupt):
-            with council.call_threads(8) as pool:
+            with runtime.call_threads(8) as pool:
                 futures = [pool.submit(worker, i) for i in range(8)]
                 started.wait(60)
                 raise KeyboardInterrupt
@@ -48,7 +48,7 @@ def test_call_threads_unwinds_waiting_threads_on_interrupt():
     assert done.wait(60), "the pool waited for the hour-long calls"
     t.join(60)
     assert seen == ["stopped"] * 8
-    assert council.run_sync(asyncio.sleep(0, result=7)) == 7  # the next run's calls are served again
+    assert runtime.run_sync(asyncio.sleep(0, result=7)) == 7  # the next run's calls are served again
 
 
 def test_a_failing_body_stops_the_other_threads_too():
@@ -56,8 +56,8 @@ def test_a_failing_body_stops_the_other_threads_too():
         await asyncio.sleep(3600)
 
     with pytest.raises(ValueError):
-        with council.call_threads(2) as pool:
-            pool.submit(council.run_sync, slow())
+        with runtime.call_threads(2) as pool:
+            pool.submit(runtime.run_sync, slow())
             raise ValueError("one conversation failed")
 
 

@@ -208,6 +208,6 @@ async def arun_episodes(tasks: Sequence[Task], make_asker: Callable[[], Asker], 
 
 def run_episodes(*args, **kwargs) -> list[dict]:
     """Sync twin of :func:`arun_episodes` (runs on the council layer's background loop)."""
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     return run_sync(arun_episodes(*args, **kwargs))

@@ -28,6 +28,7 @@ from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROM
 from pipelines.ambitab.protocol.solver import LLMSolver, NoSolver, Solver
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
+from resources.progress import Sink
 
 SOLVERS = ("llm", "empty")
 
@@ -133,7 +134,7 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
                           council_factory: Callable[[str], object] | None, solver: Solver, verifier: Verifier,
                           settings: RunSettings | None = None, sql_grounding: bool | None = None,
                           skip: set[str] | None = None, concurrency: int = 8,
-                          progress: Callable[[str], None] | None = None,
+                          progress: Sink | None = None,
                           on_episode: Callable[[], None] | None = None) -> list[dict]:
     """Every condition's episodes; ``progress`` gets a line now and then, ``on_episode`` is called
     once per episode run (for a progress bar)."""
@@ -166,7 +167,7 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
 
 
 def run_conditions(*args, **kwargs) -> list[dict]:
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     return run_sync(arun_conditions(*args, **kwargs))
 

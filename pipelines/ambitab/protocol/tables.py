@@ -24,6 +24,7 @@ from pipelines.ambitab.protocol.diagnostics import (
 from pipelines.ambitab.protocol.metrics import SETTING_KEYS, gain_and_gap, mean_sd, per_seed, with_key_columns
 from pipelines.ambitab.protocol.runs import reference_oracle_name
 from pipelines.ambitab.protocol.task import Task
+from storage.charts import png_chart
 
 DIAGNOSTICS = ("d_j_resp", "d_j_full", "d_rec_none", "d_rec_spec")
 DIAG_TITLES = {"d_j_resp": "ΔJresp", "d_j_full": "ΔJfull", "d_rec_none": "ΔRecnone", "d_rec_spec": "ΔRecspec"}
@@ -251,31 +252,19 @@ def table10_markdown(metrics: pl.DataFrame, oracle_prefix: str = "det_") -> str:
 
 def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
     """Grouped bars per (corpus, oracle, asker): NoDis, Asker and Full SR with seed-SD error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
     rows = [r for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main"] if metrics.height else []
-    labels = [f"{r['corpus']} · {r.get('solver') or ''}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}"
-              for r in rows]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) + 1), 3.6), dpi=100)
-    width = 0.26
-    for j, (key, name) in enumerate((("nodis", "NoDis"), ("asker_sr", "Asker"), ("full_sr", "Full"))):
-        xs = [i + (j - 1) * width for i in range(len(rows))]
-        ys = [r[key] or 0.0 for r in rows]
-        err = [r.get(f"{key}_sd") or 0.0 for r in rows]
-        ax.bar(xs, ys, width, yerr=err, label=name, capsize=2)
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, fontsize=7)
-    ax.set_ylabel("success rate (%)")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, loc="upper left")
-    ax.set_title("AmbiTab success rate: NoDis / Asker / Full", fontsize=9)
-    fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp)
-    plt.close(fig)
-    tmp.replace(path)
+    labels = [f"{r['corpus']} · {r.get('solver') or ''}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}" for r in rows]
+    with png_chart(path, figsize=(max(5.0, 1.6 * len(rows) + 1), 3.6)) as ax:
+        width = 0.26
+        for j, (key, name) in enumerate((("nodis", "NoDis"), ("asker_sr", "Asker"), ("full_sr", "Full"))):
+            xs = [i + (j - 1) * width for i in range(len(rows))]
+            ys = [r[key] or 0.0 for r in rows]
+            err = [r.get(f"{key}_sd") or 0.0 for r in rows]
+            ax.bar(xs, ys, width, yerr=err, label=name, capsize=2)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("success rate (%)")
+        ax.set_ylim(0, 100)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.set_title("AmbiTab success rate: NoDis / Asker / Full", fontsize=9)
     return path

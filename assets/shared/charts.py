@@ -1,0 +1,36 @@
+"""Charts on an asset's page: where an asset's PNG goes, and the metadata that shows it.
+
+Why a module of its own: every asset with a chart wants the same two things, a file that an
+earlier materialization's chart is never overwritten by, and the image shown on the asset page
+(Dagster renders Markdown metadata, so the PNG travels inline as a base64 data URI beside its
+path). The drawing itself is domain code writing through ``storage.charts.png_chart``::
+
+    png = funnel_png(funnel, chart_path(context, "rejection_report", df))
+    yield artifact_output(df, **chart_metadata(png, "validation funnel"))
+"""
+
+import base64
+from pathlib import Path
+
+import polars as pl
+from dagster import AssetExecutionContext, MetadataValue
+
+from storage.artifacts import content_hash
+from storage.paths import artifacts_dir, path_segment
+
+
+def chart_path(context: AssetExecutionContext, asset_folder: str, df: pl.DataFrame) -> Path:
+    """``<artifacts>/<asset_folder>/charts/<partition>_<content hash of df>.png``: named by the data
+    it shows, so, like the Parquet artifacts, an earlier chart is never overwritten. The partition key
+    must be a safe file name (``storage.paths.path_segment``)."""
+    partition = path_segment(context.partition_key, "partition key")
+    return artifacts_dir() / asset_folder / "charts" / f"{partition}_{content_hash(df)[:16]}.png"
+
+
+def chart_metadata(png: Path, alt: str, *, image_key: str = "chart",
+                   path_key: str = "chart_path") -> dict[str, MetadataValue]:
+    """The chart as asset metadata: the image itself (``image_key``, Markdown with the PNG inline)
+    and the file it was read from (``path_key``)."""
+    data = base64.b64encode(Path(png).read_bytes()).decode()
+    return {image_key: MetadataValue.md(f"![{alt}](data:image/png;base64,{data})"),
+            path_key: MetadataValue.path(str(png))}

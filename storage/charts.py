@@ -1,0 +1,43 @@
+"""The one PNG chart writer: a headless matplotlib figure, saved atomically and always closed.
+
+Why a module of its own: every job draws a chart (the ABISS validation funnel, the interaction
+benchmark's Figure 2, AmbiTab's success rates, the aisql flip-rate sweep) and each needs the same
+plumbing: the Agg backend (no display on a server or in Dagster's step processes), the folder made,
+a write no reader sees half done (temporary file + rename), and the figure closed so a long run does
+not pile up figures. What a chart shows is the domain's business; this module only writes it::
+
+    from storage.charts import png_chart
+
+    with png_chart(path, figsize=(7, 4)) as ax:     # a matplotlib Axes
+        ax.barh(names, values)
+    # path now holds the PNG (layout tightened, saved at ``dpi``)
+
+Assets attach the written file to their page with ``assets.shared.charts.chart_metadata``.
+"""
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def png_chart(path: str | Path, figsize: tuple[float, float], dpi: int = 100) -> Iterator:
+    """Yield the Axes of a new figure; on a normal exit write it to ``path`` as a PNG. On an error
+    nothing is written. The figure is closed either way."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
+    try:
+        yield ax
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
+        fig.savefig(tmp, dpi=dpi)
+        os.replace(tmp, path)  # readers see the old chart or the new one, never half of one
+    finally:
+        plt.close(fig)
