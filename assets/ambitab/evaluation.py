@@ -22,12 +22,9 @@ from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.progress import step_progress
-from pipelines.ambitab.protocol.askers import AskerUnavailable
 from pipelines.ambitab.protocol.episode import CONDITION_KEY, RunSettings, episodes_frame
-from pipelines.ambitab.protocol.oracles import OracleUnavailable
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.runs import make_solver, plan_conditions, run_conditions
-from pipelines.ambitab.protocol.solver import SolverUnavailable
 from pipelines.ambitab.protocol.tables import (
     chart_png,
     metrics_rows,
@@ -40,6 +37,7 @@ from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
 from storage.paths import artifacts_dir
 from quality.ambitab_eval import AMBITAB_EPISODES
+from resources.llm.failures import ProviderUnavailable
 from assets.shared.resources import CouncilResource
 from storage.artifacts import content_hash, latest_path
 from assets.shared.io_manager import artifact_output, preview_markdown
@@ -106,7 +104,7 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
                                   sql_grounding=config.sql_grounding, skip=set(stored["episode_id"].to_list()),
                                   concurrency=config.concurrency, progress=context.log.info,
                                   on_episode=lambda: p.advance(1))
-    except (OracleUnavailable, AskerUnavailable, SolverUnavailable) as exc:
+    except ProviderUnavailable as exc:
         raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
     except ValueError as exc:
         raise Failure(f"invalid evaluation config: {exc}") from exc

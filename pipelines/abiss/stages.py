@@ -103,11 +103,6 @@ STAGES: tuple[StageSpec, ...] = (
 STAGE_BY_NO = {s.no: s for s in STAGES}
 
 
-class CouncilUnavailable(RuntimeError):
-    """Too many calls of a stage failed (provider down, prompt too long, damaged call log ...) or
-    were unparseable: fail the step; the message says which and what to do."""
-
-
 @dataclass
 class StageContext:
     db_path: str
@@ -120,7 +115,7 @@ class StageContext:
     # abstention, so by default no decision ever rests on a call that did not happen.
     max_failed_call_share: float = 0.0
     # A stage whose answers are mostly unparseable fails loudly instead of rejecting everything
-    # (garbage from a provider must not look like a strict council). Needs MIN_CALLS_FOR_SHARE calls.
+    # (garbage from a provider must not look like a strict council). Needs resources.llm.failures.MIN_CALLS_FOR_SHARE calls.
     max_unparseable_share: float = 0.5
     wellformedness: bool = True  # step 0 on; False = paper-exact run (every candidate passes, not applied)
     stats: dict = field(default_factory=lambda: defaultdict(int))
@@ -169,20 +164,9 @@ class StageContext:
         return result
 
     def check_available(self, stage: StageSpec) -> None:
-        check_tally(f"stage {stage.key}", self.tally, self.max_failed_call_share, self.max_unparseable_share,
-                    CouncilUnavailable)
-
-
-MIN_CALLS_FOR_SHARE = 4  # below this, a few unparseable answers are ordinary abstentions
-
-
-def check_tally(step: str, tally: FailureTally, max_failed_share: float, max_unparseable_share: float,
-                error: type[Exception]) -> None:
-    """Raise ``error`` with a classified message and remedy when too many calls failed or were unparseable."""
-    if tally.calls and tally.transport_failures / tally.calls > max_failed_share:
-        raise error(tally.message(step))
-    if tally.calls >= MIN_CALLS_FOR_SHARE and tally.unparseable / tally.calls > max_unparseable_share:
-        raise error(tally.message(step, transport=False))
+        """Raise :class:`~resources.llm.failures.ProviderUnavailable` when too many of the stage's calls
+        failed or were unparseable."""
+        self.tally.check(f"stage {stage.key}", self.max_failed_call_share, self.max_unparseable_share)
 
 
 def _vote_record(member, comparison, vote, parsed_ok, call_id) -> dict:

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from resources.llm.config import Member
-from resources.llm.failures import Failure, FailureClass, classify_exception, classify_text, describe
+from resources.llm.failures import CallFailure, FailureClass, classify_exception, classify_text, describe
 from resources.llm.parsing import parse_structured
 from storage.llm_log import CallLog, CallRecord, call_key
 
@@ -108,7 +108,7 @@ class _Completion:
     cost: float = 0.0
     attempts: int = 0
     error: str | None = None
-    failure: Failure | None = None
+    failure: CallFailure | None = None
 
 
 # --- request building ----------------------------------------------------------------------
@@ -290,9 +290,9 @@ async def call_structured(
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
         failure = classify_exception(exc)
         if failure.kind is FailureClass.STORAGE and log is not None:
-            failure = Failure(FailureClass.STORAGE, None, f"call log {log.path}: {failure.detail}")
+            failure = CallFailure(FailureClass.STORAGE, None, f"call log {log.path}: {failure.detail}")
         elif failure.kind is not FailureClass.STORAGE:
-            failure = Failure(FailureClass.INTERNAL, None, describe_error(exc))
+            failure = CallFailure(FailureClass.INTERNAL, None, describe_error(exc))
         return CallResult(key, member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
 
@@ -382,7 +382,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
             res = dataclasses.replace(res, error=(res.error or "") + f" [log write failed: {describe_error(exc)}]")
             if not res.ok:
                 res = dataclasses.replace(res, failure=FailureClass.STORAGE.value, error=describe(
-                    Failure(FailureClass.STORAGE, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
+                    CallFailure(FailureClass.STORAGE, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
     return res
 
 

@@ -10,7 +10,8 @@
 - :class:`HybridOracle`: the LLM matcher (stage 1 only) with the stored responses (resp*).
 
 Credits of LLM oracles come from the offline credit scorer. A provider failure raises
-:class:`OracleUnavailable` so the step fails and can be re-executed; it never becomes a refusal.
+:class:`~resources.llm.failures.ProviderUnavailable` so the step fails and can be re-executed; it
+never becomes a refusal.
 """
 
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from pipelines.ambitab.protocol.matchers import (
 from pipelines.ambitab.protocol.prompts import matcher_messages, responder_messages
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.sources import sql_segments
+from resources.llm.failures import ProviderUnavailable
 
 LLM_REFUSAL = "Sorry, this question is out of scope, so I can not answer your question."
 ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "llm_scoped", "hybrid",
@@ -36,10 +38,6 @@ ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "
 ORACLE_CONTEXT_TOKENS = 16384  # [P] the LLM oracles' context; an episode that overflows it fails
 CHARS_PER_TOKEN = 4  # [I] a conservative estimate, no tokenizer of the oracle model is available
 KNOWLEDGE_CORPORA = ("bird", "ew_bird")  # [P] deterministic knowledge oracle; the others: intent
-
-
-class OracleUnavailable(RuntimeError):
-    """The oracle's provider failed: the step fails (re-executable), no refusal is invented."""
 
 
 @dataclass
@@ -191,7 +189,7 @@ class LLMOracle(Oracle):
     async def _ask(self, messages, model, tag, seed):
         r = await self.council.aask(self.member, messages, model, tag, overrides={"seed": seed})
         if r.status == "call_failed":
-            raise OracleUnavailable(f"oracle member {self.member!r} failed: {r.error}")
+            raise ProviderUnavailable(f"oracle member {self.member!r} failed: {r.error}")
         return r
 
     async def match(self, task: Task, question: str, *, seed: int, tag: dict) -> tuple[str, str, list[str]]:
