@@ -14,7 +14,7 @@ from typing import Literal
 
 from functools import cache
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, STYLES, Subcategory, subcategory
 
@@ -54,7 +54,12 @@ class SqlGrounding(BaseModel):
     sql: str = Field(min_length=1, max_length=1200, description="one SQLite SELECT query")
 
 
-class Verdict(BaseModel):
+# A council member's yes/no answer (stages 3, 4, 8 and stage 7's ground-truth check). No docstring
+# (it would enter the JSON schema) and the schema keeps its title "Verdict": the schema is part of
+# every call's cache key and of the prompt, so renaming the class must not change either.
+class YesNoVerdict(BaseModel):
+    model_config = ConfigDict(title="Verdict")
+
     verdict: Literal["yes", "no"]
     # bounded so constrained decoding cannot ramble past max_tokens (a cut-off JSON costs a repair call)
     reason: str = Field("", max_length=160)

@@ -36,7 +36,7 @@ from pipelines.abiss.prompts import (
     SolveAttempt,
     SqlAttempt,
     style_label_model,
-    Verdict,
+    YesNoVerdict,
     conformance_messages,
     consistency_messages,
     feedback_messages,
@@ -267,7 +267,7 @@ async def _yes_no_stage(rows, stage, ctx, build_messages, label) -> list[dict]:
         messages = build_messages(row)
         if asyncio.iscoroutine(messages):
             messages = await messages
-        ok, votes, outcome = await ctx.vote(messages, Verdict, lambda p: p.verdict, _tag(stage, row))
+        ok, votes, outcome = await ctx.vote(messages, YesNoVerdict, lambda p: p.verdict, _tag(stage, row))
         return _decision(row, stage, ok, f"{label}: {_count_text(votes)}", votes, calls_saved=outcome.calls_saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
@@ -411,7 +411,7 @@ async def stage_unsolvability(rows, stage, ctx):
             judged = {**row, "sql": res.parsed.sql}
             ok, gt_votes, gt_outcome = await ctx.vote(
                 ground_truth_messages(ctx.schema_for(row), judged, _preview(result, ctx.result_preview_rows)),
-                Verdict, lambda p: p.verdict, _tag(stage, row, f"gt_check:{member}"), comparison=f"gt_check:{member}")
+                YesNoVerdict, lambda p: p.verdict, _tag(stage, row, f"gt_check:{member}"), comparison=f"gt_check:{member}")
             votes.append(_vote_record(member, "solve", "solved" if ok else "unsolved (judged wrong)", True, res.call_id))
             votes.extend(gt_votes)
             gt_saved += gt_outcome.calls_saved

@@ -7,7 +7,7 @@
 
 from pipelines.sqltools.difficulty import DIFFICULTY_LABELS, SqlFeatures, analyze_sql, relabel_difficulty
 from pipelines.sqltools.equivalence import (
-    Verdict,
+    EquivalenceVerdict,
     has_top_level_order_by,
     results_equivalent,
     sql_equivalent,
@@ -17,7 +17,7 @@ from pipelines.sqltools.masking import dedup_key, masked_sql
 __all__ = [
     "DIFFICULTY_LABELS",
     "SqlFeatures",
-    "Verdict",
+    "EquivalenceVerdict",
     "analyze_sql",
     "dedup_key",
     "has_top_level_order_by",

@@ -47,7 +47,7 @@ MAPPING_SEARCH_BUDGET = 20_000  # column-assignment nodes explored before giving
 
 
 @dataclass(frozen=True)
-class Verdict:
+class EquivalenceVerdict:
     """Outcome of an equivalence check.
 
     ``failed`` is ``"gold"`` or ``"pred"`` when that query did not execute (``equivalent`` is then
@@ -222,7 +222,7 @@ def _unmatched_gold_column_reason(
     return None
 
 
-def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -> Verdict:
+def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -> EquivalenceVerdict:
     """Appendix A relaxed equivalence of two result sets (see the module docstring).
 
     ``gold`` and ``pred`` are QueryResult-like (``.columns`` and ``.rows``) or ``(columns, rows)``
@@ -234,29 +234,29 @@ def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -
     gold_width, pred_width = _width(gold_columns, gold_rows), _width(pred_columns, pred_rows)
 
     if pred_width < gold_width:
-        return Verdict(False, f"pred returns {pred_width} column(s), gold needs {gold_width}")
+        return EquivalenceVerdict(False, f"pred returns {pred_width} column(s), gold needs {gold_width}")
     if len(pred_rows) != len(gold_rows):
-        return Verdict(False, f"row count differs: gold {len(gold_rows)}, pred {len(pred_rows)}")
+        return EquivalenceVerdict(False, f"row count differs: gold {len(gold_rows)}, pred {len(pred_rows)}")
     if not gold_rows:
-        return Verdict(True, "both results are empty", column_mapping=tuple(range(gold_width)))
+        return EquivalenceVerdict(True, "both results are empty", column_mapping=tuple(range(gold_width)))
 
     gold_vectors = _column_vectors(gold_rows, gold_width)
     pred_vectors = _column_vectors(pred_rows, pred_width)
     try:
         mapping = _find_column_mapping(gold_vectors, pred_vectors, order_sensitive)
     except _BudgetExceeded:
-        return Verdict(False, "column mapping search gave up (too many interchangeable columns)")
+        return EquivalenceVerdict(False, "column mapping search gave up (too many interchangeable columns)")
     if mapping is not None:
         extra = pred_width - gold_width
         reason = "same rows" + (f" (pred has {extra} extra column(s))" if extra else "")
-        return Verdict(True, reason, column_mapping=mapping)
+        return EquivalenceVerdict(True, reason, column_mapping=mapping)
 
     if order_sensitive and _find_column_mapping(gold_vectors, pred_vectors, False) is not None:
-        return Verdict(False, "same rows in a different order (order-sensitive comparison)")
+        return EquivalenceVerdict(False, "same rows in a different order (order-sensitive comparison)")
     unmatched = _unmatched_gold_column_reason(gold_columns, gold_vectors, pred_vectors)
     if unmatched:
-        return Verdict(False, unmatched)
-    return Verdict(False, "every gold column has a same-valued pred column, but the rows differ")
+        return EquivalenceVerdict(False, unmatched)
+    return EquivalenceVerdict(False, "every gold column has a same-valued pred column, but the rows differ")
 
 
 # ------------------------------------------------------------------------------ queries
@@ -283,7 +283,7 @@ def sql_equivalent(
     *,
     order_sensitive: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> Verdict:
+) -> EquivalenceVerdict:
     """Execute both queries through the safe executor and compare their results.
 
     A failing query yields ``equivalent=False`` with ``failed="gold"`` or ``"pred"`` (gold runs
@@ -292,9 +292,9 @@ def sql_equivalent(
     """
     gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
     if not gold.ok:
-        return Verdict(False, f"gold failed: {gold.one_line()}", failed="gold")
+        return EquivalenceVerdict(False, f"gold failed: {gold.one_line()}", failed="gold")
     pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s)
     if not pred.ok:
-        return Verdict(False, f"pred failed: {pred.one_line()}", failed="pred")
+        return EquivalenceVerdict(False, f"pred failed: {pred.one_line()}", failed="pred")
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
     return results_equivalent(gold, pred, order_sensitive=ordered)

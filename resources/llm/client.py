@@ -137,11 +137,17 @@ def with_schema_prompt(messages: list[dict], schema: dict) -> list[dict]:
     return msgs
 
 
+def schema_name(output_model: type[BaseModel]) -> str:
+    """The name a schema is sent and logged under: its JSON title (the class name unless the model
+    sets ``title``, as a renamed class does to keep its cache keys)."""
+    return output_model.model_config.get("title") or output_model.__name__
+
+
 def response_format(member: Member, output_model: type[BaseModel], schema: dict) -> dict | None:
     if (member.model, member.api_base) in _no_schema_support:
         return None
     if member.structured_output == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": output_model.__name__, "schema": schema, "strict": False}}
+        return {"type": "json_schema", "json_schema": {"name": schema_name(output_model), "schema": schema, "strict": False}}
     if member.structured_output == "json_object":
         return {"type": "json_object"}
     return None
@@ -371,7 +377,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
                      failure=failure, **shared)
     if log is not None:
         rec = CallRecord(
-            member=member.name, model=member.model, api_base=api_base, schema_name=output_model.__name__,
+            member=member.name, model=member.model, api_base=api_base, schema_name=schema_name(output_model),
             request={k: v for k, v in kwargs.items() if k not in ("api_key", "api_base")},
             raw_response=raw, first_raw_response=first_raw,
             parsed=parsed.model_dump(mode="json") if parsed is not None else None, **shared,

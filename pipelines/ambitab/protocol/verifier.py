@@ -30,7 +30,7 @@ GOLD_CACHE_SIZE = 512
 
 
 @dataclass(frozen=True)
-class Verdict:
+class VerifierVerdict:
     score: int | None  # 1, 0, or None when the record cannot be verified here
     reason: str
 
@@ -86,17 +86,17 @@ class Verifier:
                 self._gold_cache.popitem(last=False)
         return result
 
-    def score(self, task: Task, sql: str | None) -> Verdict:
+    def score(self, task: Task, sql: str | None) -> VerifierVerdict:
         why_not = self.can_verify(task)
         if why_not:
-            return Verdict(None, why_not)
+            return VerifierVerdict(None, why_not)
         if not sql or not str(sql).strip():
-            return Verdict(0, "no SQL submitted")
+            return VerifierVerdict(0, "no SQL submitted")
         gold = self._gold(task)
         if not gold.ok:
-            return Verdict(None, f"reference SQL failed: {gold.one_line()}")
+            return VerifierVerdict(None, f"reference SQL failed: {gold.one_line()}")
         pred = execute_sql(task.db_path, sql, timeout_s=self.timeout_s)
         if not pred.ok:
-            return Verdict(0, f"solver SQL failed: {pred.one_line()}")
+            return VerifierVerdict(0, f"solver SQL failed: {pred.one_line()}")
         ok, reason = rows_agree(gold, pred, task.verifier.comparison, mode=self.mode)
-        return Verdict(int(ok), reason)
+        return VerifierVerdict(int(ok), reason)
