@@ -45,6 +45,7 @@ from pipelines.ambitab.record import (
     make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.prompting import messages
 from resources.sql import execute_sql
 
 CORPUS = "bird"
@@ -95,37 +96,37 @@ def _header(db_id: str, schema: str) -> str:
 
 
 def readings_messages(db_id, schema, question, evidence, sql) -> list[dict]:
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Question:\n{question}\n\n## Evidence:\n{evidence}\n\n## Intended SQL:\n{sql}\n\n"
         "List up to 3 OTHER plausible readings of the question a user could have meant, each with one SQLite "
-        'SELECT. Answer JSON {"readings": [{"description": "...", "sql": "..."}]}.')}]
+        'SELECT. Answer JSON {"readings": [{"description": "...", "sql": "..."}]}.')
 
 
 def rewrite_messages(db_id, schema, question, evidence, sql, readings: list[dict]) -> list[dict]:
     alts = "\n".join(f"- {r['description']}: {r['sql']}" for r in readings)
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Question:\n{question}\n\n## Evidence:\n{evidence}\n\n## Intended SQL:\n{sql}\n\n"
         f"## Alternative readings:\n{alts}\n\nRewrite the question so that it no longer says which reading is meant "
         "(remove the details the evidence supplies), and list each ambiguity you introduced with the answer that "
         'fixes the intended SQL. Answer JSON {"user_query": "...", "ambiguities": [{"term": "...", '
-        '"kind": "critical|knowledge", "resolution": "..."}]}.')}]
+        '"kind": "critical|knowledge", "resolution": "..."}]}.')
 
 
 def probe_messages(db_id, schema, user_query, resolutions: list[str] | None) -> list[dict]:
     summary = ""
     if resolutions:
         summary = "\n\n## Clarification summary:\n" + "\n".join(f"- {r}" for r in resolutions)
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Text-to-SQL Question:\n{user_query}{summary}\n\n"
-        'Generate the final SQLite statement. Answer JSON {"reasoning": "...", "output": "<SQL>"}.')}]
+        'Generate the final SQLite statement. Answer JSON {"reasoning": "...", "output": "<SQL>"}.')
 
 
 def necessity_messages(db_id, schema, user_query, terms: list[str]) -> list[dict]:
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Request:\n{user_query}\n\n## Possibly unclear phrases:\n"
         + "\n".join(f"- {t}" for t in terms)
         + '\n\nCan the intended SQL be written without asking the user anything? Answer JSON '
-          '{"necessary": true|false, "reason": "..."} where necessary=true means a clarifying question is needed.')}]
+          '{"necessary": true|false, "reason": "..."} where necessary=true means a clarifying question is needed.')
 
 
 # ------------------------------------------------------------------------------------- build

@@ -47,6 +47,7 @@ from pipelines.ambitab.record import (
     make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.prompting import messages
 from resources.sql import execute_sql
 
 CORPUS = "ew_bird"
@@ -158,7 +159,7 @@ def filter_messages(record: TaskRecord, with_evidence: bool) -> list[dict]:
         parts.append("## External Knowledge:\n" + "\n".join(record.oracle_context.withheld_evidence))
     parts.append("## Text-to-SQL Question:\n" + spec.user_query)
     parts.append('Answer with JSON {"reasoning": "...", "output": "<one SQLite statement>"}.')
-    return [{"role": "user", "content": "\n\n".join(parts)}]
+    return messages(None, "\n\n".join(parts))
 
 
 def _solved(record: TaskRecord, sql: str | None, gold) -> bool:
