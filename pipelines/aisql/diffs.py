@@ -7,34 +7,28 @@
   set, the union of rows reaching the operator in S_g and S_c, capped at N by a seeded hash order.
   Boolean operators report positives, overlap, Jaccard and agreement; value operators MAE or the
   exact-match rate.
-"""
 
-from collections import Counter
+Cells, row modes and the ORDER BY rule are the one result comparison every job shares
+(:mod:`pipelines.sqltools.results`) with this job's documented tolerance: floats rounded to 6
+decimals (:data:`~pipelines.sqltools.results.AISQL_DECIMALS`), no significant-digit rounding. From
+that module this job also gets its handling of NaN (matches NaN), Decimal, bytes and unhashable
+cells, where the copy it replaced never matched NaN and failed on unhashable cells; and its
+ORDER BY rule looks through parentheses around the whole query, as the cascade's always did.
+"""
 
 from sqlglot import exp
 
 from pipelines.aisql.rewrite import AI_OPERATORS, operator_name, to_duckdb_tree
 from pipelines.aisql.splitter import AIPart, placeholder
+from pipelines.sqltools.results import AISQL_DECIMALS, normalize_rows, rows_match, tree_has_top_level_order_by
 
 PROBE_N = 100
-
-
-def _norm_cell(v):
-    if isinstance(v, float):
-        return round(v, 6)
-    if isinstance(v, (list, tuple)):
-        return tuple(_norm_cell(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted((k, _norm_cell(x)) for k, x in v.items()))
-    return v
+# EX compares unordered results as row sets (BIRD style); "bag" (duplicates count) is the other mode.
+EX_UNORDERED_MODE = "set"
 
 
 def norm_rows(rows) -> list[tuple]:
-    return [tuple(_norm_cell(v) for v in r) for r in rows]
-
-
-def _sortable(rows):
-    return sorted(rows, key=lambda r: tuple((x is None, str(type(x)), str(x)) for x in r))
+    return normalize_rows(rows, significant_digits=None, decimals=AISQL_DECIMALS)
 
 
 def result_diff(a, b, ordered: bool = False) -> dict:
@@ -46,9 +40,9 @@ def result_diff(a, b, ordered: bool = False) -> dict:
     return {
         "comparable": True,
         "ordered": ordered,
-        "set_equal": sa == sb,
-        "multiset_equal": Counter(ra) == Counter(rb),
-        "ordered_equal": ra == rb,
+        "set_equal": rows_match(ra, rb, "set"),
+        "multiset_equal": rows_match(ra, rb, "bag"),
+        "ordered_equal": rows_match(ra, rb, "ordered"),
         "gold_rows": len(ra),
         "candidate_rows": len(rb),
         "sym_diff": len(sa ^ sb),
@@ -63,15 +57,15 @@ def has_top_level_order(sql_duckdb: str) -> bool:
         tree = to_duckdb_tree(sql_duckdb, "thalamusdb")
     except Exception:  # noqa: BLE001 - unparsable: treat as unordered
         return False
-    return tree.args.get("order") is not None
+    return tree_has_top_level_order_by(tree)
 
 
 def ex_equal(gold, cand, ordered: bool = False) -> bool:
-    """Execution accuracy (BIRD style): set equality of row tuples; list equality under ORDER BY."""
+    """Execution accuracy (BIRD style): set equality of row tuples (:data:`EX_UNORDERED_MODE`); list
+    equality under ORDER BY."""
     if not (gold.ok and cand.ok):
         return False
-    ra, rb = norm_rows(gold.rows), norm_rows(cand.rows)
-    return ra == rb if ordered else set(ra) == set(rb)
+    return rows_match(norm_rows(gold.rows), norm_rows(cand.rows), "ordered" if ordered else EX_UNORDERED_MODE)
 
 
 # ----------------------------------------------------------------------------- probe set
