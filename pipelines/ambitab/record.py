@@ -17,6 +17,9 @@ that party's projection:
   the unfiltered Bird / EW-Bird oracles, off for the scoped oracles of the other four corpora).
 * :class:`VerifierView` (``record.verifier_view()``): the database and the verifier assets.
 
+This is the one record model: the evaluation protocol declares no record types of its own, its
+:class:`~pipelines.ambitab.protocol.task.Task` holds exactly these three views.
+
 Serialisation: :meth:`TaskRecord.to_json_line` / :meth:`TaskRecord.from_json_line` (the JSONL
 export other teams load) and :meth:`TaskRecord.to_row` / :meth:`TaskRecord.from_row`, a flat
 Parquet-friendly row whose nested parts are canonical JSON strings (exact round trip).

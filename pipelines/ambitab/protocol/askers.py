@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROMPT, asker_messages
-from pipelines.ambitab.protocol.task import Spec
+from pipelines.ambitab.record import Spec
 from resources.llm.failures import ProviderUnavailable
 
 FULL_QUESTION = "Could you clarify what exactly you mean by {term}?"

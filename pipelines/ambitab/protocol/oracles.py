@@ -127,9 +127,9 @@ def labeled_points(task: Task) -> dict:
     """The labeled ambiguity points as the BIRD-Interact user simulator lists them."""
     crit, know = [], []
     for a in task.ambiguities:
-        if not a.counts:
+        if not a.counted:
             continue
-        item = {"term": a.term, "type": a.type or a.kind}
+        item = {"term": a.term, "type": a.type or a.kind.value}
         if a.sql_snippet:
             item["sql_snippet"] = a.sql_snippet
         (know if a.kind == "knowledge" else crit).append(item)
@@ -166,10 +166,10 @@ class LLMOracle(Oracle):
     def _segments(self, task: Task) -> list[str] | None:
         if not self._sees_sql():
             return None
-        segs = task.oracle_context.get("sql_segments")
+        segs = task.oracle_context.sql_segments
         if segs:
             return list(segs)
-        ref = task.verifier.reference_sql
+        ref = task.oracle.reference_sql
         return sql_segments(ref[0]) if ref else []
 
     def overflows(self, task: Task) -> bool:
@@ -179,8 +179,8 @@ class LLMOracle(Oracle):
         if not self.context_tokens:
             return False
         sees = self._sees_sql() or bool(self.responder_sees_sql)
-        ref = "\n".join(task.verifier.reference_sql) if sees else None
-        msgs = responder_messages("", "", labeled_points(task), task.oracle_context.get("clear_query") or "",
+        ref = "\n".join(task.oracle.reference_sql) if sees else None
+        msgs = responder_messages("", "", labeled_points(task), task.oracle_context.clear_query or "",
                                   schema=task.spec.db_schema if self._sees_sql() else None, gt_sql=ref,
                                   sql_segments=self._segments(task))
         chars = sum(len(m["content"]) for m in msgs)
@@ -204,7 +204,7 @@ class LLMOracle(Oracle):
             for a in task.ambiguities:
                 if a.amb_id in credited and a.frozen_intent:
                     return a.frozen_intent
-        return task.oracle_context.get("clear_query") or task.spec.user_query
+        return task.oracle_context.clear_query or task.spec.user_query
 
     async def reply(self, task, question, resolved, *, seed=0, tag=None) -> OracleReply:
         tag = dict(tag or {})
@@ -212,7 +212,7 @@ class LLMOracle(Oracle):
         pre = score_credit(action, [question, cot], task.ambiguities)
         sees = self._sees_sql()
         shown = sees if self.responder_sees_sql is None else self.responder_sees_sql
-        ref = task.verifier.reference_sql
+        ref = task.oracle.reference_sql
         gt_sql = "\n".join(ref) if shown and ref else None
         segments = (self._segments(task) if sees else None) if shown else None
         if shown and segments is None:

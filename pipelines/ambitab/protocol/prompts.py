@@ -7,7 +7,7 @@ a prompt edit marks the episode assets stale (code_version), as in the ABISS ass
 
 import json
 
-from pipelines.ambitab.protocol.task import Spec
+from pipelines.ambitab.record import Spec
 from pipelines.prompting import messages, prompt_version
 
 ASKER_PROMPTS = ("direct", "checklist_chat", "checklist_ledger")

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pipelines.ambitab.protocol.prompts import solver_messages
-from pipelines.ambitab.protocol.task import Spec
+from pipelines.ambitab.record import Spec
 from resources.llm.failures import ProviderUnavailable
 
 

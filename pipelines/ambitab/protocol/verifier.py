@@ -19,8 +19,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.ambitab.protocol.task import Comparison, Task
 from pipelines.ambitab.comparison import results_match
+from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.record import ComparisonPolicy
 from pipelines.sqltools.equivalence import results_equivalent
 from resources.sql import execute_sql
@@ -35,16 +35,14 @@ class VerifierVerdict:
     reason: str
 
 
-def rows_agree(gold, pred, comparison: Comparison, *, mode: str = "set") -> tuple[bool, str]:
+def rows_agree(gold, pred, comparison: ComparisonPolicy, *, mode: str = "set") -> tuple[bool, str]:
     if mode == "relaxed":
         g, p = list(gold.rows), list(pred.rows)
         if comparison.distinct:
             g, p = list(dict.fromkeys(g)), list(dict.fromkeys(p))
         v = results_equivalent((gold.columns, g), (pred.columns, p), order_sensitive=comparison.order_sensitive)
         return v.equivalent, v.reason
-    policy = ComparisonPolicy(order_sensitive=comparison.order_sensitive, distinct=comparison.distinct,
-                              float_decimals=comparison.float_decimals)
-    if results_match(gold, pred, policy):
+    if results_match(gold, pred, comparison):
         return True, "same rows" if comparison.order_sensitive else "same row set"
     return False, f"results differ (gold {gold.row_count} rows, pred {pred.row_count} rows)"
 
