@@ -32,34 +32,24 @@ counted across groups.
 
 from __future__ import annotations
 
-from pipelines.abiss.stages import (
-    s00_wellformedness,
-    s01_duplicates,
-    s02_executability,
-    s03_conformance,
-    s04_ground_truth,
-    s05_evidence_necessity,
-    s06_ambiguity,
-    s07_unsolvability,
-    s08_feedback,
-    s09_consistency,
-    s10_style,
-)
 from pipelines.abiss.stages.base import AMB, ANS, UNA, StageContext, StageSpec, decision
+from pipelines.abiss.stages.s00_wellformedness import STAGE as WELLFORMEDNESS
+from pipelines.abiss.stages.s01_duplicates import STAGE as DUPLICATES
+from pipelines.abiss.stages.s02_executability import STAGE as EXECUTABILITY
+from pipelines.abiss.stages.s03_conformance import STAGE as CONFORMANCE
+from pipelines.abiss.stages.s04_ground_truth import STAGE as GROUND_TRUTH
+from pipelines.abiss.stages.s05_evidence_necessity import STAGE as EVIDENCE_NECESSITY
+from pipelines.abiss.stages.s06_ambiguity import STAGE as AMBIGUITY
+from pipelines.abiss.stages.s07_unsolvability import STAGE as UNSOLVABILITY
+from pipelines.abiss.stages.s08_feedback import STAGE as FEEDBACK
+from pipelines.abiss.stages.s09_consistency import STAGE as CONSISTENCY
+from pipelines.abiss.stages.s10_style import STAGE as STYLE
 
-STAGES: tuple[StageSpec, ...] = tuple(m.STAGE for m in (
-    s00_wellformedness,
-    s01_duplicates,
-    s02_executability,
-    s03_conformance,
-    s04_ground_truth,
-    s05_evidence_necessity,
-    s06_ambiguity,
-    s07_unsolvability,
-    s08_feedback,
-    s09_consistency,
-    s10_style,
-))
+# The cascade, in order: each stage sees only the survivors of the ones before it.
+STAGES: tuple[StageSpec, ...] = (
+    WELLFORMEDNESS, DUPLICATES, EXECUTABILITY, CONFORMANCE, GROUND_TRUTH, EVIDENCE_NECESSITY, AMBIGUITY,
+    UNSOLVABILITY, FEEDBACK, CONSISTENCY, STYLE,
+)
 STAGE_BY_NO = {s.no: s for s in STAGES}
 
 __all__ = ["AMB", "ANS", "STAGES", "STAGE_BY_NO", "UNA", "StageContext", "StageSpec", "decision", "run_stage"]
