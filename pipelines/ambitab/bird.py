@@ -33,17 +33,8 @@ from pydantic import BaseModel, Field
 from pipelines.ambitab.build import BuildResult, Progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.ewbird import DB_ROOT, DEV, REQUIRED_KEYS, parse_hint, split_evidence
-from pipelines.ambitab.record import (
-    Ambiguity,
-    AmbiguityKind,
-    OracleContext,
-    Provenance,
-    Spec,
-    TaskRecord,
-    VerifierAssets,
-    make_avt_id,
-    make_record_id,
-)
+from pipelines.ambitab.record import (Ambiguity, AmbiguityKind, OracleContext, Provenance, TaskRecord, VerifierAssets,
+                                      make_avt_id)
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
 from pipelines.prompting import messages
 from resources.sql import execute_sql
@@ -285,12 +276,11 @@ def _record(c: dict, seed: int, control: bool = False) -> TaskRecord:
         ambs.append(Ambiguity(amb_id=f"{avt_id}-a{i}", term=a.term, kind=AmbiguityKind(a.kind), type="authored",
                               resolution=a.resolution, concepts=concepts))
     interp = str(row["question_id"])
-    return TaskRecord(
-        record_id=make_record_id(CORPUS, avt_id, interp), corpus=CORPUS, split="dev", avt_id=avt_id,
-        interpretation_id=interp, engine="sqlite", db_id=row["db_id"], db_path=str(Path(c["path"]).resolve()),
+    return TaskRecord.create(
+        CORPUS, avt_id, interp, split="dev", user_query=user_query, db_id=row["db_id"], db_schema=c["schema"],
+        db_path=str(Path(c["path"]).resolve()),
         # a control is the unrewritten original: nothing to ask, so its evidence stays visible [I]
-        spec=Spec(user_query=user_query, sql_engine_name="SQLite", db_name=row["db_id"], db_schema=c["schema"],
-                  external_knowledge=hints if control else None),
+        external_knowledge=hints if control else None,
         ambiguities=ambs,
         oracle_context=OracleContext(clear_query=row["question"], withheld_evidence=[] if control else hints,
                                      sql_segments=sql_segments(row["sql"])),
