@@ -15,7 +15,7 @@ SQLite call log, SQL execution and equivalence).
 What "short-circuit off" covers: every council vote asks all members (``Council.avote`` overridden
 to ask everyone in one wave and then apply the same ``resources.llm.votes.decide``), and the SQL-writing
 waves of stages 5 and 6 ask all members (their wave sizing, ``is_decided``/``min_more_votes`` in
-``pipelines.abiss.stages``, is patched in this process). The early stops that are the paper's rules
+``pipelines.abiss.stages.voting``, is patched in this process). The early stops that are the paper's rules
 rather than vote short-circuits stay in both modes: stage 7 stops at the first member whose SQL is
 judged correct, stage 9 at the first lost comparison. Decisions must be identical in both modes;
 the benchmark checks that.
@@ -128,17 +128,17 @@ class _NoWaveShortCircuit:
     """Patch the SQL-writing waves of stages 5/6 to ask every member (restored on exit)."""
 
     def __enter__(self):
-        from pipelines.abiss import stages
+        from pipelines.abiss.stages import voting
 
-        self._saved = (stages.is_decided, stages.min_more_votes)
-        stages.is_decided = lambda votes, n_remaining, *a, **k: n_remaining == 0
-        stages.min_more_votes = lambda votes, n_remaining, *a, **k: n_remaining
+        self._saved = (voting.is_decided, voting.min_more_votes)
+        voting.is_decided = lambda votes, n_remaining, *a, **k: n_remaining == 0
+        voting.min_more_votes = lambda votes, n_remaining, *a, **k: n_remaining
         return self
 
     def __exit__(self, *exc):
-        from pipelines.abiss import stages
+        from pipelines.abiss.stages import voting
 
-        stages.is_decided, stages.min_more_votes = self._saved
+        voting.is_decided, voting.min_more_votes = self._saved
 
 
 def run_cascade(candidates, db_path: str, schema_context: str, council, handler) -> dict:

@@ -2,9 +2,9 @@
 
 import polars as pl
 
+from pipelines.aisql.rewrite import DIALECTS
 from quality.contracts import ColumnRule, Contract
 
-_DIALECTS = ("bigquery", "thalamusdb")
 _STATUSES = ("ok", "error", "timeout", "budget_exceeded", "undecided")
 
 AISQL_SCENARIO_DB = Contract(
@@ -27,7 +27,7 @@ AISQL_PAIRS = Contract(
     min_rows=1,
     columns=(
         ColumnRule("pair_id", pl.String, nullable=False, unique=True),
-        ColumnRule("dialect", pl.String, nullable=False, allowed=_DIALECTS),
+        ColumnRule("dialect", pl.String, nullable=False, allowed=DIALECTS),
         ColumnRule("question_id", pl.String, nullable=False),
         ColumnRule("gold_sql", pl.String, nullable=False, min_length=1),
         ColumnRule("candidate_sql", pl.String, nullable=False),

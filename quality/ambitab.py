@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.ambitab.record import COUNTED_KINDS, CORPORA, ENGINES
 from quality.contracts import ColumnRule, Contract
 
 # corpora whose build requires the readings of an AVT to differ on the data [P]
@@ -30,12 +31,11 @@ AMBITAB_RECORDS = Contract(
     description="AmbiTab task records (one per interpretation; nested parts as JSON).",
     columns=(
         ColumnRule("record_id", pl.String, nullable=False, unique=True, min_length=1),
-        ColumnRule("corpus", pl.String, nullable=False,
-                   allowed=("ambrosia", "ambiqt", "taco", "ew_bird", "bird_interact", "bird")),
+        ColumnRule("corpus", pl.String, nullable=False, allowed=CORPORA),
         ColumnRule("split", pl.String, nullable=False, min_length=1),
         ColumnRule("avt_id", pl.String, nullable=False, min_length=1),
         ColumnRule("interpretation_id", pl.String, nullable=False),
-        ColumnRule("engine", pl.String, nullable=False, allowed=("sqlite", "postgresql")),
+        ColumnRule("engine", pl.String, nullable=False, allowed=ENGINES),
         ColumnRule("db_id", pl.String, nullable=False, min_length=1),
         ColumnRule("user_query", pl.String, nullable=False, min_length=1),
         ColumnRule("n_ambiguities", pl.Int64, nullable=False, min_value=0),
@@ -73,8 +73,9 @@ class RuleOutcome:
 
 def amb_count_rule(df: pl.DataFrame) -> RuleOutcome:
     out = RuleOutcome("ambitab_amb_count", True)
+    counted_kinds = {k.value for k in COUNTED_KINDS}
     for rid, n, ambs in df.select("record_id", "n_ambiguities", "ambiguities_json").iter_rows():
-        counted = sum(a["kind"] in ("critical", "knowledge") for a in json.loads(ambs))
+        counted = sum(a["kind"] in counted_kinds for a in json.loads(ambs))
         out.checked += 1
         if counted != n:
             out.failures.append(f"{rid}: n_ambiguities={n} but {counted} critical/knowledge ambiguities")

@@ -38,7 +38,6 @@ from pipelines.abiss import outputs, wellformed
 from pipelines.abiss.generation import (
     CANDIDATE_EXTRA,
     NLQ_COLUMNS,
-    ProviderUnavailable,
     check_provider,
     generate_nlq_objects,
     ground_sql,
@@ -46,7 +45,8 @@ from pipelines.abiss.generation import (
 )
 from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
-from pipelines.abiss.stages import STAGES, CouncilUnavailable, StageContext, run_stage
+from pipelines.abiss.stages import STAGES, StageContext, run_stage
+from resources.llm.failures import ProviderUnavailable
 from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from assets.shared.resources import SafeSqlResource
@@ -237,7 +237,7 @@ def _stage_asset(spec, previous_key):
         try:
             with step_progress(context, total=sum(1 for r in rows if spec.applies(r))):
                 decisions = run_stage(spec.no, rows, ctx)
-        except CouncilUnavailable as exc:
+        except ProviderUnavailable as exc:
             raise Failure(str(exc), allow_retries=True) from exc
         df = outputs.decisions_frame(decisions)
         applies = df.filter(pl.col("applies"))

@@ -40,7 +40,7 @@ from pipelines.aisql.pipeline import (
     schema_text,
     sweep_png,
 )
-from pipelines.aisql.prompts import PROMPT_VERSIONS
+from pipelines.aisql.prompts import PROMPT_VERSION
 from pipelines.aisql.scenarios import SCENARIOS, ScenarioDB, get_scenario, leaked_label_columns, load_queries
 from pipelines.aisql.splitter import split
 from storage.paths import artifacts_dir, quandary_home
@@ -51,7 +51,6 @@ from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "aisql"
 scenario_partitions = StaticPartitionsDefinition(sorted(SCENARIOS))
-_PV = "-".join(f"{k}{v}" for k, v in sorted(PROMPT_VERSIONS.items()))
 
 
 class AisqlResource(ConfigurableResource):
@@ -138,7 +137,7 @@ def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{_PV}",
+    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_PAIRS, "aisql_pairs")],
     description="Labelled evaluation pairs: SemBench gold AI-SQL x controlled variants (and generator candidates).",
 )
@@ -213,7 +212,7 @@ def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, counc
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{_PV}",
+    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_VERDICTS, "aisql_verdicts"),
                  AssetCheckSpec("every_pair_every_method", asset="aisql_verdicts", blocking=True,
                                 description="Every pair has a verdict from every configured method")],
@@ -249,7 +248,7 @@ def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, ais
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{_PV}",
+    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
     description="Accuracy of each method as the label-oracle flip rate p grows (0 to 0.3), with a PNG chart.",
 )
 def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,

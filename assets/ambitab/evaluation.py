@@ -21,12 +21,9 @@ from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.progress import step_progress
-from pipelines.ambitab.protocol.askers import AskerUnavailable
 from pipelines.ambitab.protocol.episode import EPISODE_KEY, RunSettings, episodes_frame
-from pipelines.ambitab.protocol.oracles import OracleUnavailable
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.runs import check_names, make_solver, plan_conditions, run_conditions
-from pipelines.ambitab.protocol.solver import SolverUnavailable
 from pipelines.ambitab.protocol.tables import (
     chart_png,
     metrics_rows,
@@ -38,6 +35,7 @@ from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
 from quality.ambitab_eval import AMBITAB_EPISODES
+from resources.llm.failures import ProviderUnavailable
 from assets.shared.resources import CouncilResource
 from storage.artifacts import latest_path, upsert_rows
 from assets.shared.charts import chart_metadata, chart_path
@@ -124,7 +122,7 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
                                   skip=set(stored["episode_id"].to_list()) if stored.height else None,
                                   concurrency=config.concurrency, progress=context.log.info,
                                   on_episode=lambda: p.advance(1))
-    except (OracleUnavailable, AskerUnavailable, SolverUnavailable) as exc:
+    except ProviderUnavailable as exc:
         raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
     except ValueError as exc:
         raise Failure(f"invalid evaluation config: {exc}") from exc

@@ -22,6 +22,7 @@ from pipelines.abiss.grid import PROGRAMMATIC
 from pipelines.abiss.ids import stable_id
 from pipelines.abiss.prompts import SqlGrounding, question_generation_messages, sql_grounding_messages
 from pipelines.taxonomy import Group, subcategory
+from resources.llm.failures import ProviderUnavailable
 
 # Sampling for generation as in the paper (§4.3): temperature 0.7, frequency penalty 0.2, fixed seed.
 GENERATION_SAMPLING = {"temperature": 0.7, "frequency_penalty": 0.2}
@@ -163,11 +164,6 @@ def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str
 CANDIDATE_EXTRA = ("candidate_id", "difficulty", "grounding_call_id", "grounding_status", "grounding_error")
 
 
-class ProviderUnavailable(RuntimeError):
-    """Too many LLM calls of a step failed or were unparseable: fail the step; the message says
-    which failure it was and what to do."""
-
-
 def tally_rows(rows: list[dict], status_key: str = "status", error_key: str = "error"):
     """A :class:`FailureTally` over rows that carry an LLM call's status and error."""
     from types import SimpleNamespace
@@ -183,13 +179,11 @@ def tally_rows(rows: list[dict], status_key: str = "status", error_key: str = "e
 
 def check_provider(step: str, calls: int, failed: int, max_share: float, *, rows: list[dict] | None = None,
                    status_key: str = "status", error_key: str = "error", max_unparseable_share: float = 0.5) -> None:
-    """Fail the step when more than ``max_share`` of its calls failed (classified, with a remedy) or
-    when most of its answers were unparseable (``rows``: the step's LLM rows)."""
-    from pipelines.abiss.stages import check_tally
-
+    """Fail the step (:class:`~resources.llm.failures.ProviderUnavailable`) when more than ``max_share``
+    of its calls failed (classified, with a remedy) or when most of its answers were unparseable
+    (``rows``: the step's LLM rows)."""
     if rows is not None:
-        check_tally(step, tally_rows(rows, status_key, error_key), max_share, max_unparseable_share,
-                    ProviderUnavailable)
+        tally_rows(rows, status_key, error_key).check(step, max_share, max_unparseable_share)
         return
     if calls and failed / calls > max_share:
         raise ProviderUnavailable(f"{step}: {failed} of {calls} LLM calls failed; completed calls are cached, "

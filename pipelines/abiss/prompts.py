@@ -1,21 +1,21 @@
 """Prompts and output schemas for ABISS generation (§4.1) and validation (§4.2).
 
-Every prompt starts with the same system message holding the schema context, so servers with
-prefix caching reuse it across requests and stages. ``PROMPT_VERSIONS`` hashes each stage's
-templates; assets use it as their code version, so editing a prompt marks the stage and its
-downstream stale in the Dagster UI.
+Every prompt starts with the same system message holding the schema context
+(:func:`schema_messages`), so servers with prefix caching reuse it across requests and stages.
+``PROMPT_VERSIONS`` holds each stage's :func:`pipelines.prompting.prompt_version` (its templates, the
+system message and the taxonomy); assets use it as their code version, so editing a prompt marks
+the stage and its downstream stale in the Dagster UI.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+from functools import cache
 from typing import Literal
 
-from functools import cache
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from pydantic import BaseModel, Field, create_model
-
+from pipelines.prompting import messages, prompt_version
 from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, STYLES, Subcategory, subcategory
 
 SYSTEM = (
@@ -25,12 +25,9 @@ SYSTEM = (
 )
 
 
-def system_message(schema_context: str) -> dict:
-    return {"role": "system", "content": SYSTEM.format(schema=schema_context)}
-
-
-def _messages(schema_context: str, user: str) -> list[dict]:
-    return [system_message(schema_context), {"role": "user", "content": user}]
+def schema_messages(schema_context: str, user: str) -> list[dict]:
+    """The shared system message (schema context) and ``user``: every ABISS and interaction prompt."""
+    return messages(SYSTEM.format(schema=schema_context), user)
 
 
 def _category_block(sub: Subcategory) -> str:
@@ -54,7 +51,12 @@ class SqlGrounding(BaseModel):
     sql: str = Field(min_length=1, max_length=1200, description="one SQLite SELECT query")
 
 
-class Verdict(BaseModel):
+# A council member's yes/no answer (stages 3, 4, 8 and stage 7's ground-truth check). No docstring
+# (it would enter the JSON schema) and the schema keeps its title "Verdict": the schema is part of
+# every call's cache key and of the prompt, so renaming the class must not change either.
+class YesNoVerdict(BaseModel):
+    model_config = ConfigDict(title="Verdict")
+
     verdict: Literal["yes", "no"]
     # bounded so constrained decoding cannot ramble past max_tokens (a cut-off JSON costs a repair call)
     reason: str = Field("", max_length=160)
@@ -119,7 +121,7 @@ def question_generation_messages(schema_context: str, sub_id: str, style: str, d
         group_instruction=instruction,
         schema=json.dumps(sub.output_model.model_json_schema()),
     )
-    return _messages(schema_context, user)
+    return schema_messages(schema_context, user)
 
 
 GROUND_SQL = """Write the SQLite query that answers the question. Think step by step:
@@ -136,7 +138,7 @@ Return JSON: {{"schema_links": [...], "sub_questions": [...], "sql": "..."}}"""
 
 def sql_grounding_messages(schema_context: str, question: str, evidence: str | None,
                            hidden_knowledge: str | None) -> list[dict]:
-    return _messages(schema_context, GROUND_SQL.format(
+    return schema_messages(schema_context, GROUND_SQL.format(
         question=question, evidence=evidence or "none", hidden_knowledge=hidden_knowledge or "none"))
 
 
@@ -207,34 +209,34 @@ Return JSON: {{"style": one of {names}}}"""
 
 
 def conformance_messages(schema_context: str, row: dict) -> list[dict]:
-    return _messages(schema_context, CONFORMANCE.format(
+    return schema_messages(schema_context, CONFORMANCE.format(
         category=_category_block(subcategory(row["subcategory"])),
         question=row["question"], evidence=row.get("evidence") or "none", sql=row.get("sql") or "none",
         hidden=row.get("hidden_knowledge") or row.get("feedback") or "none"))
 
 
 def ground_truth_messages(schema_context: str, row: dict, result_preview: str) -> list[dict]:
-    return _messages(schema_context, GROUND_TRUTH.format(
+    return schema_messages(schema_context, GROUND_TRUTH.format(
         question=row["question"], evidence=row.get("evidence") or "none",
         hidden_knowledge=row.get("hidden_knowledge") or "none", sql=row["sql"], result=result_preview))
 
 
 def write_sql_messages(schema_context: str, question: str, evidence: str | None) -> list[dict]:
-    return _messages(schema_context, WRITE_SQL.format(question=question, evidence=evidence or "none"))
+    return schema_messages(schema_context, WRITE_SQL.format(question=question, evidence=evidence or "none"))
 
 
 def solve_messages(schema_context: str, question: str, evidence: str | None) -> list[dict]:
-    return _messages(schema_context, SOLVE.format(question=question, evidence=evidence or "none"))
+    return schema_messages(schema_context, SOLVE.format(question=question, evidence=evidence or "none"))
 
 
 def feedback_messages(schema_context: str, row: dict) -> list[dict]:
     sub = subcategory(row["subcategory"])
-    return _messages(schema_context, FEEDBACK.format(
+    return schema_messages(schema_context, FEEDBACK.format(
         category=f"{sub.category} / {sub.name}", question=row["question"], feedback=row.get("feedback") or ""))
 
 
 def consistency_messages(schema_context: str, row: dict, a: Subcategory, b: Subcategory) -> list[dict]:
-    return _messages(schema_context, CONSISTENCY.format(
+    return schema_messages(schema_context, CONSISTENCY.format(
         a_name=a.name, a_definition=a.definition, b_name=b.name, b_definition=b.definition,
         question=row["question"], evidence=row.get("evidence") or "none",
         hidden=row.get("hidden_knowledge") or row.get("feedback") or "none"))
@@ -243,7 +245,7 @@ def consistency_messages(schema_context: str, row: dict, a: Subcategory, b: Subc
 def style_messages(schema_context: str, question: str, labels: list[str] | None = None) -> list[dict]:
     chosen = [s for s in STYLES if labels is None or s.id in labels]
     styles = "\n".join(f"- {s.id}: {s.description}" for s in chosen)
-    return _messages(schema_context, STYLE.format(
+    return schema_messages(schema_context, STYLE.format(
         styles=styles, question=question, names=", ".join(s.id for s in chosen)))
 
 
@@ -270,8 +272,7 @@ def _version(*templates: str) -> str:
     # prompt, so editing it marks the stages stale like editing a template does.
     from pipelines.taxonomy import taxonomy_dict
 
-    taxonomy = json.dumps(taxonomy_dict(), sort_keys=True)
-    return hashlib.sha256("\x00".join((SYSTEM, taxonomy, *templates)).encode()).hexdigest()[:12]
+    return prompt_version(SYSTEM, json.dumps(taxonomy_dict(), sort_keys=True), *templates)
 
 
 PROMPT_VERSIONS = {

@@ -7,34 +7,29 @@
   set, the union of rows reaching the operator in S_g and S_c, capped at N by a seeded hash order.
   Boolean operators report positives, overlap, Jaccard and agreement; value operators MAE or the
   exact-match rate.
-"""
 
-from collections import Counter
+Cells, row modes and the ORDER BY rule are the one result comparison every job shares
+(:mod:`pipelines.sqltools.results`) with this job's documented tolerance: floats rounded to 6
+decimals (:data:`~pipelines.sqltools.results.AISQL_DECIMALS`), no significant-digit rounding. From
+that module this job also gets its handling of NaN (matches NaN), Decimal, bytes and unhashable
+cells, where the copy it replaced never matched NaN and failed on unhashable cells; and its
+ORDER BY rule looks through parentheses around the whole query, as the cascade's always did.
+"""
 
 from sqlglot import exp
 
 from pipelines.aisql.rewrite import AI_OPERATORS, ai_calls, operator_name, to_duckdb_tree
 from pipelines.aisql.splitter import AIPart, placeholder
+from pipelines.sqltools.results import AISQL_DECIMALS, normalize_rows, tree_has_top_level_order_by
+from pipelines.sqltools.results import rows_match as compare_rows
 
 PROBE_N = 100
-
-
-def _norm_cell(v):
-    if isinstance(v, float):
-        return round(v, 6)
-    if isinstance(v, (list, tuple)):
-        return tuple(_norm_cell(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted((k, _norm_cell(x)) for k, x in v.items()))
-    return v
+# EX compares unordered results as bags of rows (duplicates count): dropping a DISTINCT is a difference.
+EX_UNORDERED_MODE = "bag"
 
 
 def norm_rows(rows) -> list[tuple]:
-    return [tuple(_norm_cell(v) for v in r) for r in rows]
-
-
-def _sortable(rows):
-    return sorted(rows, key=lambda r: tuple((x is None, str(type(x)), str(x)) for x in r))
+    return normalize_rows(rows, significant_digits=None, decimals=AISQL_DECIMALS)
 
 
 def result_diff(a, b, ordered: bool = False) -> dict:
@@ -46,9 +41,9 @@ def result_diff(a, b, ordered: bool = False) -> dict:
     return {
         "comparable": True,
         "ordered": ordered,
-        "set_equal": sa == sb,
-        "multiset_equal": Counter(ra) == Counter(rb),
-        "ordered_equal": ra == rb,
+        "set_equal": compare_rows(ra, rb, "set"),
+        "multiset_equal": compare_rows(ra, rb, "bag"),
+        "ordered_equal": compare_rows(ra, rb, "ordered"),
         "gold_rows": len(ra),
         "candidate_rows": len(rb),
         "sym_diff": len(sa ^ sb),
@@ -63,7 +58,7 @@ def has_top_level_order(sql_duckdb: str) -> bool:
         tree = to_duckdb_tree(sql_duckdb, "thalamusdb")
     except Exception:  # noqa: BLE001 - unparsable: treat as unordered
         return False
-    return tree.args.get("order") is not None
+    return tree_has_top_level_order_by(tree)
 
 
 EX_RULE = ("EX: accept iff both queries run and their results are equal as bags of rows (duplicates count; "
@@ -75,10 +70,7 @@ def rows_match(gold_rows, cand_rows, ordered: bool = False) -> bool:
     and as sequences when ``ordered`` (the gold has a top-level ORDER BY). Dropping a DISTINCT over
     duplicate rows (66 vs 132 rows) is a difference; so is the same rows in another order under
     ORDER BY. Ties under ORDER BY are not special-cased (``threads=1`` keeps runs reproducible)."""
-    ra, rb = norm_rows(gold_rows), norm_rows(cand_rows)
-    if ordered:
-        return ra == rb
-    return Counter(ra) == Counter(rb)
+    return compare_rows(norm_rows(gold_rows), norm_rows(cand_rows), "ordered" if ordered else EX_UNORDERED_MODE)
 
 
 def ex_equal(gold, cand, ordered: bool = False) -> bool:

@@ -1,7 +1,7 @@
 """The judging methods compared in Table 1: EX, LLM-SQL-Solver (Miniature & Mull, Explain & Compare,
 each with and without execution results) and the multilayered autorater ("ours").
 
-Every method returns one :class:`Verdict` per pair; a method that cannot decide (a candidate that
+Every method returns one :class:`PairVerdict` per pair; a method that cannot decide (a candidate that
 does not run for EX, an unparseable LLM answer after retries) records ``status=error`` with the
 reason and raw text, and the pair counts as *rejected*, as the paper counts errors.
 
@@ -30,7 +30,7 @@ JUDGE_ATTEMPTS = 3  # the first call plus two retries (spec §5.3)
 
 
 @dataclass
-class Verdict:
+class PairVerdict:
     pair_id: str
     method: str
     accepted: bool
@@ -80,15 +80,15 @@ def parse_equivalence(text: str) -> bool | None:
     return None
 
 
-def ex_verdict(pair_id: str, gold_status: str, cand_status: str, equal: bool, detail: str = "") -> Verdict:
+def ex_verdict(pair_id: str, gold_status: str, cand_status: str, equal: bool, detail: str = "") -> PairVerdict:
     """EX from an execution row: accept iff both ran and the results are equal (set semantics)."""
     if gold_status != "ok":
-        return Verdict(pair_id, "ex", False, "error", f"gold query did not run: {gold_status} {detail}"[:300])
+        return PairVerdict(pair_id, "ex", False, "error", f"gold query did not run: {gold_status} {detail}"[:300])
     if "undecided" in (gold_status, cand_status):  # the label oracle could not answer: never a silent verdict
-        return Verdict(pair_id, "ex", False, "error", f"oracle cannot decide {detail}".strip()[:300])
+        return PairVerdict(pair_id, "ex", False, "error", f"oracle cannot decide {detail}".strip()[:300])
     if cand_status != "ok":
-        return Verdict(pair_id, "ex", False, "ok", f"candidate did not run: {cand_status} {detail}"[:300])
-    return Verdict(pair_id, "ex", bool(equal), "ok", "results equal" if equal else "results differ")
+        return PairVerdict(pair_id, "ex", False, "ok", f"candidate did not run: {cand_status} {detail}"[:300])
+    return PairVerdict(pair_id, "ex", bool(equal), "ok", "results equal" if equal else "results differ")
 
 
 @dataclass
@@ -101,7 +101,7 @@ class JudgeSettings:
 
 
 def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettings, evidence: dict | None = None,
-                       call_id: str = "", raw: str = "") -> Verdict:
+                       call_id: str = "", raw: str = "") -> PairVerdict:
     s = parsed.scores
     t = settings.threshold
     all_ok = min(s.overall_similarity, s.relational_similarity, s.ai_similarity) > t
@@ -113,7 +113,7 @@ def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettin
         if sv == "differ":
             accepted, reason = False, "relational gate: the structural parts differ. " + reason
     src = parsed.analysis.primary_error_source.strip().lower()
-    return Verdict(pair_id, "ours", accepted, "ok", reason, raw, s.overall_similarity, s.relational_similarity,
+    return PairVerdict(pair_id, "ours", accepted, "ok", reason, raw, s.overall_similarity, s.relational_similarity,
                    s.ai_similarity, all_ok, src if src in ERROR_SOURCES else "other",
                    inconsistent=(s.overall_similarity > t) != (s.relational_similarity > t), call_id=call_id)
 
@@ -134,7 +134,7 @@ def _ask_with_retries(council, member: str, list_of_messages, model, tags) -> li
 
 
 def autorate(council, items: list[tuple[str, str, str, dict]], *, schema_of,
-             settings: JudgeSettings | None = None) -> list[Verdict]:
+             settings: JudgeSettings | None = None) -> list[PairVerdict]:
     """``items``: (pair_id, dialect, question, evidence dict from split execution) — one judge call each."""
     settings = settings or JudgeSettings()
     member = settings.member or council.member_names[0]
@@ -146,13 +146,13 @@ def autorate(council, items: list[tuple[str, str, str, dict]], *, schema_of,
         if res.ok:
             out.append(judge_verdict_from(pair_id, res.parsed, settings, ev, res.call_id, res.raw_text or ""))
         else:
-            out.append(Verdict(pair_id, "ours", False, "error", f"judge answer unusable: {res.error}"[:300],
+            out.append(PairVerdict(pair_id, "ours", False, "error", f"judge answer unusable: {res.error}"[:300],
                                res.raw_text or "", call_id=res.call_id))
     return out
 
 
 def solve(council, method: str, items: list[tuple[str, str, dict]], *, schema_of,
-          member: str | None = None) -> list[Verdict]:
+          member: str | None = None) -> list[PairVerdict]:
     """LLM-SQL-Solver baselines. ``method`` in mm, mm_exec, ec, ec_exec; items: (pair_id, dialect, evidence)."""
     base, with_exec = method.split("_")[0], method.endswith("_exec")
     member = member or council.member_names[0]
@@ -166,10 +166,10 @@ def solve(council, method: str, items: list[tuple[str, str, dict]], *, schema_of
     for (pair_id, *_), res in zip(items, _ask_with_retries(council, member, msgs, SolverAnswer, tags)):
         decision = parse_equivalence(res.parsed.answer) if res.ok else parse_equivalence(res.raw_text or "")
         if decision is None:
-            out.append(Verdict(pair_id, method, False, "error",
+            out.append(PairVerdict(pair_id, method, False, "error",
                                f"no EQUIVALENT / NOT EQUIVALENT in the answer{': ' + res.error if res.error else ''}"[:300],
                                res.raw_text or "", call_id=res.call_id))
         else:
             reason = res.parsed.reasoning[:500] if res.ok else "parsed from raw text"
-            out.append(Verdict(pair_id, method, decision, "ok", reason, res.raw_text or "", call_id=res.call_id))
+            out.append(PairVerdict(pair_id, method, decision, "ok", reason, res.raw_text or "", call_id=res.call_id))
     return out

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.aisql.methods import METHODS, JudgeSettings, Verdict, autorate, ex_verdict, solve
+from pipelines.aisql.methods import METHODS, JudgeSettings, PairVerdict, autorate, ex_verdict, solve
 from pipelines.aisql.operators import AIRuntime, CouncilOperator, KeywordOperator, LabelOracle
 from pipelines.aisql.scenarios import (
     ScenarioDB,
@@ -175,7 +175,7 @@ VERDICT_SCHEMA = {
 }
 
 
-def verdicts_frame(verdicts: list[Verdict]) -> pl.DataFrame:
+def verdicts_frame(verdicts: list[PairVerdict]) -> pl.DataFrame:
     if not verdicts:
         return pl.DataFrame(schema=VERDICT_SCHEMA)
     return pl.DataFrame([v.row() for v in verdicts], schema=VERDICT_SCHEMA)
@@ -190,7 +190,7 @@ def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[st
                 advance: Callable[[int], None] | None = None) -> pl.DataFrame:
     """Every method's verdict for every pair (EX from the executions; LLM methods via ``judges``).
     ``advance(n)``: n more (pair, method) verdicts done, for a progress bar."""
-    out: list[Verdict] = []
+    out: list[PairVerdict] = []
     execs = {r["pair_id"]: r for r in executions.iter_rows(named=True)}
     dialect = {r["pair_id"]: r["dialect"] for r in pairs.select("pair_id", "dialect").iter_rows(named=True)}
     ids = [pid for pid in pairs["pair_id"].to_list() if pid in execs]

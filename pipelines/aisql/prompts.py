@@ -3,13 +3,16 @@ the few-shot LLM splitter (§3) and the candidate generator (§12).
 
 The paper's own templates are on figshare and unreachable here; these are reconstructions from the
 paper's description (marked [interp] in the spec). Long shared parts (role, rubric, examples,
-schema) come first so servers with prefix caching reuse them. :data:`PROMPT_VERSIONS` enters the
-assets' code versions, so editing a prompt marks the verdicts stale.
+schema) come first so servers with prefix caching reuse them. :data:`PROMPT_VERSION`
+(:func:`pipelines.prompting.source_version` of this module: the templates are written inline)
+enters the assets' code versions, so editing a prompt marks the verdicts stale.
 """
 
 import json
 
-PROMPT_VERSIONS = {"judge": "3", "mm": "1", "ec": "1", "splitter": "1", "generator": "1"}
+from pipelines.prompting import messages, source_version
+
+PROMPT_VERSION = source_version(__file__)
 
 # Opening lines, so scripted test providers can tell the tasks apart.
 PROMPT_OPENINGS = {
@@ -106,7 +109,7 @@ def judge_messages(*, dialect: str, schema: str, question: str, evidence: dict, 
         'Answer JSON only: {"scores":{"overall_similarity":1-5,"relational_similarity":1-5,"ai_similarity":1-5},'
         '"analysis":{"primary_error_source":"...","justification":"..."}}',
     ])
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return messages(system, user)
 
 
 def _compact_judge_messages(dialect: str, question: str, ev: dict) -> list[dict]:
@@ -133,7 +136,7 @@ def _compact_judge_messages(dialect: str, question: str, ev: dict) -> list[dict]
         '"analysis":{"primary_error_source":"none|relational|ai_prompt|ai_operator_or_column|both|execution_error|other",'
         '"justification":"one sentence"}}',
     ])
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return messages(system, user)
 
 
 def _brief(run: dict | None, rows: int = 10) -> dict | None:
@@ -169,7 +172,7 @@ def solver_messages(method: str, *, dialect: str, schema: str, gold_sql: str, ca
         parts += [f"Results of Q1 on the real database: {_j(_brief(results[0]))}",
                   f"Results of Q2 on the real database: {_j(_brief(results[1]))}"]
     parts.append('Reply as JSON {"reasoning": "...", "answer": "EQUIVALENT" or "NOT EQUIVALENT"}.')
-    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
+    return messages(system, "\n".join(parts))
 
 
 def splitter_messages(sql: str, dialect: str, examples: list[dict]) -> list[dict]:
@@ -180,8 +183,7 @@ def splitter_messages(sql: str, dialect: str, examples: list[dict]) -> list[dict
         "columns from only the table(s) they come from, with the call as WHERE and the query's LIMIT.",
         *[f"Example:\n{_j(e)}" for e in examples],
     ])
-    return [{"role": "system", "content": system},
-            {"role": "user", "content": f"SQL: {sql}\nReply as JSON {{\"structural_sql\": \"...\", \"ai_parts\": [\"...\"]}}."}]
+    return messages(system, f"SQL: {sql}\nReply as JSON {{\"structural_sql\": \"...\", \"ai_parts\": [\"...\"]}}.")
 
 
 def generator_messages(*, dialect: str, schema: str, question: str, examples: list[tuple[str, str]]) -> list[dict]:
@@ -194,4 +196,4 @@ def generator_messages(*, dialect: str, schema: str, question: str, examples: li
     system = "\n".join([PROMPT_OPENINGS["generator"], syntax,
                         *[f"Example question: {q}\nExample SQL: {s}" for q, s in examples]])
     user = f"Schema with sample rows:\n{schema}\nQuestion: {question}\nReply as JSON {{\"sql\": \"...\"}}."
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return messages(system, user)

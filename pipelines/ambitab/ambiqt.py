@@ -45,11 +45,9 @@ from pipelines.ambitab.record import (
     AmbiguityKind,
     OracleContext,
     Provenance,
-    Spec,
     TaskRecord,
     VerifierAssets,
     make_avt_id,
-    make_record_id,
 )
 from pipelines.ambitab.sources import read_json, require_file, schema_text, sql_segments
 from storage.paths import quandary_home
@@ -400,10 +398,9 @@ def _convert(c: Candidate, path: Path, facts: dict, schema: str, seed: int, resu
     for k, (syn, sql, res) in enumerate(((c.syn1, c.query1, outs[0]), (c.syn2, c.query2, outs[1])), 1):
         resolution = f"By {term} I mean the column {c.table}.{syn}."
         interp = f"{c.example_idx}:{c.table}.{c.column}:q{k}"
-        records.append(TaskRecord(
-            record_id=make_record_id(CORPUS, avt_id, interp), corpus=CORPUS, split="all", avt_id=avt_id,
-            interpretation_id=interp, engine="sqlite", db_id=c.db_id, db_path=str(path.resolve()),
-            spec=Spec(user_query=c.question, sql_engine_name="SQLite", db_name=c.db_id, db_schema=schema),
+        records.append(TaskRecord.create(
+            CORPUS, avt_id, interp, user_query=c.question, db_id=c.db_id, db_schema=schema,
+            db_path=str(path.resolve()),
             ambiguities=[Ambiguity(
                 amb_id=f"{avt_id}-a0", term=term, aliases=[c.column, c.syn1, c.syn2], kind=AmbiguityKind.CRITICAL,
                 type="column_synonym", resolution=resolution, frozen_intent=resolution,

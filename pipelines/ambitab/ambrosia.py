@@ -40,11 +40,9 @@ from pipelines.ambitab.record import (
     AmbiguityKind,
     OracleContext,
     Provenance,
-    Spec,
     TaskRecord,
     VerifierAssets,
     make_avt_id,
-    make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
 from resources.sql import execute_sql
@@ -321,10 +319,9 @@ def _convert_question(data_root, sid, row, intents, failures, result, seed) -> l
     records = []
     for i, (sql, intent) in enumerate(zip(readings, natives)):
         interp = f"r{i}"
-        records.append(TaskRecord(
-            record_id=make_record_id(CORPUS, avt_id, interp), corpus=CORPUS, split="all", avt_id=avt_id,
-            interpretation_id=interp, engine="sqlite", db_id=db_id, db_path=str(db_path.resolve()),
-            spec=Spec(user_query=question, sql_engine_name="SQLite", db_name=db_id, db_schema=schema),
+        records.append(TaskRecord.create(
+            CORPUS, avt_id, interp, user_query=question, db_id=db_id, db_schema=schema,
+            db_path=str(db_path.resolve()),
             ambiguities=[Ambiguity(
                 amb_id=f"{avt_id}-a0", term=term, aliases=aliases, kind=AmbiguityKind.CRITICAL, type=t,
                 resolution=intent, frozen_intent=intent,

@@ -33,18 +33,10 @@ from pydantic import BaseModel, Field
 from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.ewbird import DB_ROOT, DEV, REQUIRED_KEYS, parse_hint, split_evidence
-from pipelines.ambitab.record import (
-    Ambiguity,
-    AmbiguityKind,
-    OracleContext,
-    Provenance,
-    Spec,
-    TaskRecord,
-    VerifierAssets,
-    make_avt_id,
-    make_record_id,
-)
+from pipelines.ambitab.record import (Ambiguity, AmbiguityKind, OracleContext, Provenance, TaskRecord, VerifierAssets,
+                                      make_avt_id)
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
+from pipelines.prompting import messages
 from resources.sql import execute_sql
 
 CORPUS = "bird"
@@ -95,37 +87,37 @@ def _header(db_id: str, schema: str) -> str:
 
 
 def readings_messages(db_id, schema, question, evidence, sql) -> list[dict]:
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Question:\n{question}\n\n## Evidence:\n{evidence}\n\n## Intended SQL:\n{sql}\n\n"
         "List up to 3 OTHER plausible readings of the question a user could have meant, each with one SQLite "
-        'SELECT. Answer JSON {"readings": [{"description": "...", "sql": "..."}]}.')}]
+        'SELECT. Answer JSON {"readings": [{"description": "...", "sql": "..."}]}.')
 
 
 def rewrite_messages(db_id, schema, question, evidence, sql, readings: list[dict]) -> list[dict]:
     alts = "\n".join(f"- {r['description']}: {r['sql']}" for r in readings)
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Question:\n{question}\n\n## Evidence:\n{evidence}\n\n## Intended SQL:\n{sql}\n\n"
         f"## Alternative readings:\n{alts}\n\nRewrite the question so that it no longer says which reading is meant "
         "(remove the details the evidence supplies), and list each ambiguity you introduced with the answer that "
         'fixes the intended SQL. Answer JSON {"user_query": "...", "ambiguities": [{"term": "...", '
-        '"kind": "critical|knowledge", "resolution": "..."}]}.')}]
+        '"kind": "critical|knowledge", "resolution": "..."}]}.')
 
 
 def probe_messages(db_id, schema, user_query, resolutions: list[str] | None) -> list[dict]:
     summary = ""
     if resolutions:
         summary = "\n\n## Clarification summary:\n" + "\n".join(f"- {r}" for r in resolutions)
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Text-to-SQL Question:\n{user_query}{summary}\n\n"
-        'Generate the final SQLite statement. Answer JSON {"reasoning": "...", "output": "<SQL>"}.')}]
+        'Generate the final SQLite statement. Answer JSON {"reasoning": "...", "output": "<SQL>"}.')
 
 
 def necessity_messages(db_id, schema, user_query, terms: list[str]) -> list[dict]:
-    return [{"role": "user", "content": (
+    return messages(None,
         f"{_header(db_id, schema)}\n\n## Request:\n{user_query}\n\n## Possibly unclear phrases:\n"
         + "\n".join(f"- {t}" for t in terms)
         + '\n\nCan the intended SQL be written without asking the user anything? Answer JSON '
-          '{"necessary": true|false, "reason": "..."} where necessary=true means a clarifying question is needed.')}]
+          '{"necessary": true|false, "reason": "..."} where necessary=true means a clarifying question is needed.')
 
 
 # ------------------------------------------------------------------------------------- build
@@ -285,12 +277,11 @@ def _record(c: dict, seed: int, control: bool = False) -> TaskRecord:
         ambs.append(Ambiguity(amb_id=f"{avt_id}-a{i}", term=a.term, kind=AmbiguityKind(a.kind), type="authored",
                               resolution=a.resolution, concepts=concepts))
     interp = str(row["question_id"])
-    return TaskRecord(
-        record_id=make_record_id(CORPUS, avt_id, interp), corpus=CORPUS, split="dev", avt_id=avt_id,
-        interpretation_id=interp, engine="sqlite", db_id=row["db_id"], db_path=str(Path(c["path"]).resolve()),
+    return TaskRecord.create(
+        CORPUS, avt_id, interp, split="dev", user_query=user_query, db_id=row["db_id"], db_schema=c["schema"],
+        db_path=str(Path(c["path"]).resolve()),
         # a control is the unrewritten original: nothing to ask, so its evidence stays visible [I]
-        spec=Spec(user_query=user_query, sql_engine_name="SQLite", db_name=row["db_id"], db_schema=c["schema"],
-                  external_knowledge=hints if control else None),
+        external_knowledge=hints if control else None,
         ambiguities=ambs,
         oracle_context=OracleContext(clear_query=row["question"], withheld_evidence=[] if control else hints,
                                      sql_segments=sql_segments(row["sql"])),

@@ -34,11 +34,9 @@ from pipelines.ambitab.record import (
     ComparisonPolicy,
     OracleContext,
     Provenance,
-    Spec,
     TaskRecord,
     VerifierAssets,
     make_avt_id,
-    make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, read_json, read_jsonl, require_file, sql_segments
 
@@ -138,11 +136,9 @@ def _convert(sid: str, row: dict, db: _Database, seed: int) -> tuple[TaskRecord,
     db_id = row["selected_database"]
     question = row["amb_user_query"]
     avt_id = make_avt_id(CORPUS, question, db_id, [a.term for a in ambs if a.counted])
-    record = TaskRecord(
-        record_id=make_record_id(CORPUS, avt_id, sid), corpus=CORPUS, split="all", avt_id=avt_id,
-        interpretation_id=sid, engine="postgresql", db_id=db_id, db_path=None,
-        spec=Spec(user_query=question, sql_engine_name="PostgreSQL", db_name=db_id, db_schema=db.schema,
-                  column_meanings=db.meanings, external_knowledge=visible_kb or None),
+    record = TaskRecord.create(
+        CORPUS, avt_id, sid, engine="postgresql", user_query=question, db_id=db_id, db_schema=db.schema,
+        column_meanings=db.meanings, external_knowledge=visible_kb or None,
         ambiguities=ambs,
         oracle_context=OracleContext(clear_query=row["query"], withheld_evidence=withheld,
                                      sql_segments=[s for q in sol for s in sql_segments(q, dialect="postgres")]),

@@ -44,13 +44,12 @@ from pipelines.ambitab.record import (
     AmbiguityKind,
     OracleContext,
     Provenance,
-    Spec,
     TaskRecord,
     VerifierAssets,
     make_avt_id,
-    make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
+from pipelines.prompting import messages
 from resources.sql import execute_sql
 
 CORPUS = "ew_bird"
@@ -162,7 +161,7 @@ def filter_messages(record: TaskRecord, with_evidence: bool) -> list[dict]:
         parts.append("## External Knowledge:\n" + "\n".join(record.oracle_context.withheld_evidence))
     parts.append("## Text-to-SQL Question:\n" + spec.user_query)
     parts.append('Answer with JSON {"reasoning": "...", "output": "<one SQLite statement>"}.')
-    return [{"role": "user", "content": "\n\n".join(parts)}]
+    return messages(None, "\n\n".join(parts))
 
 
 def _solved(record: TaskRecord, sql: str | None, gold) -> bool:
@@ -323,11 +322,9 @@ def _convert(sid, row, schemas: _DevSchemas, result: BuildResult, seed: int, hin
     meanings = {k: v for k, v in (schemas.meanings.get(db_id) or {}).items()
                 if not any(h in " ".join(v.lower().split()) for h in norm_hints)} or None
     scrubbed = len(schemas.meanings.get(db_id) or {}) - len(meanings or {})
-    record = TaskRecord(
-        record_id=make_record_id(CORPUS, avt_id, interp), corpus=CORPUS, split="dev", avt_id=avt_id,
-        interpretation_id=interp, engine="sqlite", db_id=db_id, db_path=str(db_path.resolve()) if present else None,
-        spec=Spec(user_query=question, sql_engine_name="SQLite", db_name=db_id, db_schema=schema,
-                  column_meanings=meanings, external_knowledge=None),
+    record = TaskRecord.create(
+        CORPUS, avt_id, interp, split="dev", user_query=question, db_id=db_id, db_schema=schema,
+        db_path=str(db_path.resolve()) if present else None, column_meanings=meanings,
         ambiguities=[Ambiguity(amb_id=f"{avt_id}-h{i}", term=t, kind=AmbiguityKind.KNOWLEDGE, type=f"hint:{k}",
                                resolution=h, concepts=c) for i, (t, k, c, h) in enumerate(ambs)],
         oracle_context=OracleContext(withheld_evidence=hints, sql_segments=sql_segments(sql)),

@@ -17,6 +17,9 @@ that party's projection:
   the unfiltered Bird / EW-Bird oracles, off for the scoped oracles of the other four corpora).
 * :class:`VerifierView` (``record.verifier_view()``): the database and the verifier assets.
 
+This is the one record model: the evaluation protocol declares no record types of its own, its
+:class:`~pipelines.ambitab.protocol.task.Task` holds exactly these three views.
+
 Serialisation: :meth:`TaskRecord.to_json_line` / :meth:`TaskRecord.from_json_line` (the JSONL
 export other teams load) and :meth:`TaskRecord.to_row` / :meth:`TaskRecord.from_row`, a flat
 Parquet-friendly row whose nested parts are canonical JSON strings (exact round trip).
@@ -168,6 +171,24 @@ class TaskRecord(_Model):
         if v not in ENGINES:
             raise ValueError(f"unknown engine {v!r}; expected one of {ENGINES}")
         return v
+
+    @classmethod
+    def create(cls, corpus: str, avt_id: str, interpretation_id: str, *, user_query: str, db_id: str,
+               db_schema: str, verifier: VerifierAssets, engine: str = "sqlite", split: str = "all",
+               db_path: str | None = None, column_meanings: dict[str, str] | None = None,
+               external_knowledge: list[Any] | None = None, ambiguities: list[Ambiguity] = (),
+               oracle_context: OracleContext | None = None, provenance: Provenance | None = None) -> TaskRecord:
+        """The record every corpus conversion builds: the opaque id from ``avt_id`` and
+        ``interpretation_id`` (:func:`make_record_id`), the visible spec of ``user_query`` on database
+        ``db_id`` with the engine's display name."""
+        return cls(
+            record_id=make_record_id(corpus, avt_id, interpretation_id), corpus=corpus, split=split, avt_id=avt_id,
+            interpretation_id=interpretation_id, engine=engine, db_id=db_id, db_path=db_path,
+            spec=Spec(user_query=user_query, sql_engine_name=ENGINE_NAMES.get(engine, engine), db_name=db_id,
+                      db_schema=db_schema, column_meanings=column_meanings, external_knowledge=external_knowledge),
+            ambiguities=list(ambiguities), oracle_context=oracle_context or OracleContext(), verifier=verifier,
+            provenance=provenance or Provenance(),
+        )
 
     # ------------------------------------------------------------------ counts and budget
 

@@ -44,11 +44,9 @@ from pipelines.ambitab.record import (
     AmbiguityKind,
     OracleContext,
     Provenance,
-    Spec,
     TaskRecord,
     VerifierAssets,
     make_avt_id,
-    make_record_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, read_json, schema_text, sql_segments
 from resources.sql import execute_sql
@@ -384,13 +382,11 @@ def _convert(source_id, row, region, db, db_path, schema, columns, seed, result)
         ambs.append(Ambiguity(amb_id=f"v{i}", term=human(w["column"]), aliases=[w["column"]], kind=AmbiguityKind.CRITICAL,
                               type="value", resolution=res_text, frozen_intent=res_text))
     avt_id = make_avt_id(CORPUS, text, db, [a.term for a in ambs])
-    record_id = make_record_id(CORPUS, avt_id, source_id)
     ambs = [a.model_copy(update={"amb_id": f"{avt_id}-{a.amb_id}"}) for a in ambs]
     executable = db_path is not None
-    return TaskRecord(
-        record_id=record_id, corpus=CORPUS, split="all", avt_id=avt_id, interpretation_id=source_id,
-        engine="sqlite", db_id=db, db_path=str(db_path.resolve()) if executable else None,
-        spec=Spec(user_query=text, sql_engine_name="SQLite", db_name=db, db_schema=schema),
+    return TaskRecord.create(
+        CORPUS, avt_id, source_id, user_query=text, db_id=db, db_schema=schema,
+        db_path=str(db_path.resolve()) if executable else None,
         ambiguities=ambs,
         oracle_context=OracleContext(clear_query=row.get("natural_language_query"), sql_segments=sql_segments(sql)),
         verifier=VerifierAssets(reference_sql=[sql], executable=executable,

@@ -9,10 +9,10 @@ pooled over databases, stratified caps), ``tables`` (artifact frames and the
 reference results-layout export).
 """
 
-import hashlib
 from pathlib import Path
+
+from pipelines.prompting import source_version
 
 _SOURCES = ("prompts.py", "agents.py", "user.py", "dialogue.py", "metrics.py", "fragments.py", "leakage.py")
 # Code version of the interaction assets: a change to prompts or rules marks them stale in the UI.
-PIPELINE_VERSION = hashlib.sha256(
-    b"".join((Path(__file__).parent / name).read_bytes() for name in _SOURCES)).hexdigest()[:12]
+PIPELINE_VERSION = source_version(*(Path(__file__).parent / name for name in _SOURCES))

@@ -1,22 +1,23 @@
 """Prompts and output schemas of the interaction benchmark (ABISS §5, reference prompt structure).
 
 Every prompt starts with the shared system message holding the schema context
-(:func:`pipelines.abiss.prompts.system_message`, DDL + 5 sample rows), so a server with prefix
+(:func:`pipelines.abiss.prompts.schema_messages`, DDL + 5 sample rows), so a server with prefix
 caching reuses it across the system agent, the simulated user and the judges. The user message
 follows the section order of the reference code (see ``../shared/specs/abiss-interaction.md``).
 ``PROMPT_OPENINGS`` is the first line of each task's user message: tests and the audit command
-recognise a task by it. ``PROMPT_VERSION`` hashes all templates (the assets' code version).
+recognise a task by it. ``PROMPT_VERSION`` is :func:`pipelines.prompting.source_version` of this
+module (the templates are written inline).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pipelines.abiss.prompts import system_message
+from pipelines.abiss.prompts import schema_messages
+from pipelines.prompting import source_version
 from pipelines.taxonomy import SUBCATEGORIES, STYLE_BY_ID, Group, Subcategory, subcategory
 
 PROMPT_OPENINGS = {
@@ -91,10 +92,6 @@ class FeedbackMatch(BaseModel):
 # ----------------------------------------------------------------------- helpers
 
 
-def _messages(schema_context: str, user: str) -> list[dict]:
-    return [system_message(schema_context), {"role": "user", "content": user}]
-
-
 def category_label(sub: Subcategory) -> str:
     return sub.name if sub.name == sub.category else f"{sub.category} — {sub.name}"
 
@@ -132,7 +129,7 @@ def classify_messages(schema_context: str, question: str, evidence: str | None) 
         "- whether the question is about this database at all.\n\n"
         '## Output Format\n{"category": "<one category id from the list>"}'
     )
-    return _messages(schema_context, user)
+    return schema_messages(schema_context, user)
 
 
 def respond_messages(schema_context: str, question: str, evidence: str | None,
@@ -179,7 +176,7 @@ def respond_messages(schema_context: str, question: str, evidence: str | None,
     parts.append("## Response Options\n" + "\n".join(options))
     parts.append(f"## Output Format\nA JSON object with the fields {fields}. "
                  "Provide exactly ONE non-null field; set the others to null.")
-    return _messages(schema_context, "\n\n".join(parts))
+    return schema_messages(schema_context, "\n\n".join(parts))
 
 
 # ----------------------------------------------------------------------- simulated user
@@ -214,7 +211,7 @@ def user_classify_messages(schema_context: str, q: dict, turns, clarification: s
         "Give brief reasoning (~128 characters), then the JSON "
         '{"reasoning": "...", "relevancy": "...", "node_ids": [...]}.'
     )
-    return _messages(schema_context, user)
+    return schema_messages(schema_context, user)
 
 
 def user_answer_messages(schema_context: str, q: dict, turns, clarification: str, label: str,
@@ -239,7 +236,7 @@ def user_answer_messages(schema_context: str, q: dict, turns, clarification: str
         body = ("The clarification is not relevant to your question. Politely but firmly refuse to answer it "
                 "(e.g. \"That's not relevant to my question.\"). Reveal nothing else.")
     user = head + body + f"\n\n{_style_section(q.get('style'))}\n\n" + 'Answer with the JSON {"answer": "..."}.'
-    return _messages(schema_context, user)
+    return schema_messages(schema_context, user)
 
 
 def tournament_messages(schema_context: str, q: dict, turns, clarification: str, label: str,
@@ -266,7 +263,7 @@ def tournament_messages(schema_context: str, q: dict, turns, clarification: str,
         'Give a short analysis (~256 characters), then {"analysis": "...", "answer": "A" or "B"}. '
         "In case of a tie, select Answer A."
     )
-    return _messages(schema_context, user)
+    return schema_messages(schema_context, user)
 
 
 def feedback_messages(schema_context: str, q: dict, feedback: str) -> list[dict]:
@@ -280,15 +277,7 @@ def feedback_messages(schema_context: str, q: dict, feedback: str) -> list[dict]
         "match when it names a different cause, is vague, or only asks for clarification.\n"
         'Give an analysis (~512 characters), then {"analysis": "...", "matches": "Yes" or "No"}.'
     )
-    return _messages(schema_context, user)
+    return schema_messages(schema_context, user)
 
 
-def _version() -> str:
-    import inspect
-    import sys
-
-    src = inspect.getsource(sys.modules[__name__])
-    return hashlib.sha256(src.encode()).hexdigest()[:12]
-
-
-PROMPT_VERSION = _version()
+PROMPT_VERSION = source_version(__file__)

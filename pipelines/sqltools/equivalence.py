@@ -22,7 +22,9 @@ Decisions beyond the paper's text (each is tested):
 * **Numbers compare by value**: ``1 == 1.0`` (and booleans are 0/1); non-integral floats are rounded
   to 7 significant digits (~1e-6 relative), so ``0.1 + 0.2`` equals ``0.3``. Rounding is bucketed
   (needed to compare multisets by hashing), so two floats straddling a rounding boundary may
-  still differ. Text ``'1'`` is not the number ``1``.
+  still differ. Text ``'1'`` is not the number ``1``. Values are normalised by the one result
+  comparison every job shares (:mod:`pipelines.sqltools.results`, its default tolerance), and
+  :func:`has_top_level_order_by` is that module's ORDER BY rule.
 * **Strings compare exactly**: no case-folding, no trimming.
 * **Empty results**: an empty gold result and an empty predicted result are equivalent, provided
   the prediction has at least as many columns as the gold (fewer columns is a missing column).
@@ -36,18 +38,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pipelines.sqltools.results import canonical_value, has_top_level_order_by, same_bag
 from resources.sql import DEFAULT_TIMEOUT_S, engine_of, execute_sql
 
-SIGNIFICANT_DIGITS = 7  # float rounding: ~1e-6 relative tolerance
 MAPPING_SEARCH_BUDGET = 20_000  # column-assignment nodes explored before giving up
 
 
 @dataclass(frozen=True)
-class Verdict:
+class EquivalenceVerdict:
     """Outcome of an equivalence check.
 
     ``failed`` is ``"gold"`` or ``"pred"`` when that query did not execute (``equivalent`` is then
@@ -61,59 +62,6 @@ class Verdict:
 
     def __bool__(self) -> bool:
         return self.equivalent
-
-
-# ------------------------------------------------------------------------------ normalization
-
-
-class _NaN:
-    """One hashable NaN so that NaN matches NaN in multisets (float('nan') != itself)."""
-
-    def __repr__(self) -> str:
-        return "NaN"
-
-
-NAN = _NaN()
-
-
-def _canonical_float(x: float) -> Any:
-    if x != x:
-        return NAN
-    if x in (float("inf"), float("-inf")):
-        return x
-    if x.is_integer():
-        return int(x)  # 1.0 -> 1 so that it hashes and compares like the integer
-    rounded = float(f"{x:.{SIGNIFICANT_DIGITS}g}")
-    return int(rounded) if rounded.is_integer() else rounded
-
-
-def canonical_value(value: Any) -> Any:
-    """A hashable value that compares as Appendix A wants (see module docstring)."""
-    if value is None or type(value) in (str, int, bytes):  # fast path: most cells
-        return value
-    if isinstance(value, (str, bytes)):
-        return value
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return _canonical_float(value)
-    if isinstance(value, Decimal):
-        if value.is_finite() and value == value.to_integral_value():
-            return int(value)
-        return _canonical_float(float(value))
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, (list, tuple)):  # DuckDB LIST / ARRAY values
-        return tuple(canonical_value(v) for v in value)
-    if isinstance(value, dict):  # DuckDB STRUCT / MAP values
-        return tuple(sorted(((str(k), canonical_value(v)) for k, v in value.items()), key=repr))
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value  # dates, times, UUIDs: already comparable and hashable
 
 
 # ------------------------------------------------------------------------------ results
@@ -150,12 +98,7 @@ def _projection_matches(
 ) -> bool:
     gold_rows = list(zip(*(gold_vectors[g] for g, _ in pairs)))
     pred_rows = list(zip(*(pred_vectors[p] for _, p in pairs)))
-    return gold_rows == pred_rows if ordered else _same_multiset(gold_rows, pred_rows)
-
-
-def _same_multiset(a: list, b: list) -> bool:
-    # dict equality runs in C; Counter.__eq__ is a Python-level loop (slow on 100k rows).
-    return len(a) == len(b) and dict(Counter(a)) == dict(Counter(b))
+    return gold_rows == pred_rows if ordered else same_bag(gold_rows, pred_rows)
 
 
 class _BudgetExceeded(Exception):
@@ -222,7 +165,7 @@ def _unmatched_gold_column_reason(
     return None
 
 
-def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -> Verdict:
+def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -> EquivalenceVerdict:
     """Appendix A relaxed equivalence of two result sets (see the module docstring).
 
     ``gold`` and ``pred`` are QueryResult-like (``.columns`` and ``.rows``) or ``(columns, rows)``
@@ -234,46 +177,32 @@ def results_equivalent(gold: Any, pred: Any, *, order_sensitive: bool = False) -
     gold_width, pred_width = _width(gold_columns, gold_rows), _width(pred_columns, pred_rows)
 
     if pred_width < gold_width:
-        return Verdict(False, f"pred returns {pred_width} column(s), gold needs {gold_width}")
+        return EquivalenceVerdict(False, f"pred returns {pred_width} column(s), gold needs {gold_width}")
     if len(pred_rows) != len(gold_rows):
-        return Verdict(False, f"row count differs: gold {len(gold_rows)}, pred {len(pred_rows)}")
+        return EquivalenceVerdict(False, f"row count differs: gold {len(gold_rows)}, pred {len(pred_rows)}")
     if not gold_rows:
-        return Verdict(True, "both results are empty", column_mapping=tuple(range(gold_width)))
+        return EquivalenceVerdict(True, "both results are empty", column_mapping=tuple(range(gold_width)))
 
     gold_vectors = _column_vectors(gold_rows, gold_width)
     pred_vectors = _column_vectors(pred_rows, pred_width)
     try:
         mapping = _find_column_mapping(gold_vectors, pred_vectors, order_sensitive)
     except _BudgetExceeded:
-        return Verdict(False, "column mapping search gave up (too many interchangeable columns)")
+        return EquivalenceVerdict(False, "column mapping search gave up (too many interchangeable columns)")
     if mapping is not None:
         extra = pred_width - gold_width
         reason = "same rows" + (f" (pred has {extra} extra column(s))" if extra else "")
-        return Verdict(True, reason, column_mapping=mapping)
+        return EquivalenceVerdict(True, reason, column_mapping=mapping)
 
     if order_sensitive and _find_column_mapping(gold_vectors, pred_vectors, False) is not None:
-        return Verdict(False, "same rows in a different order (order-sensitive comparison)")
+        return EquivalenceVerdict(False, "same rows in a different order (order-sensitive comparison)")
     unmatched = _unmatched_gold_column_reason(gold_columns, gold_vectors, pred_vectors)
     if unmatched:
-        return Verdict(False, unmatched)
-    return Verdict(False, "every gold column has a same-valued pred column, but the rows differ")
+        return EquivalenceVerdict(False, unmatched)
+    return EquivalenceVerdict(False, "every gold column has a same-valued pred column, but the rows differ")
 
 
 # ------------------------------------------------------------------------------ queries
-
-
-def has_top_level_order_by(sql: str, dialect: str = "sqlite") -> bool:
-    """True when the outermost query orders its rows (an ORDER BY inside a subquery is not)."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(sql, read=dialect)
-    except Exception:  # unparseable: the executor reports the real error
-        return False
-    while isinstance(tree, (exp.Subquery, exp.Paren)) and not tree.args.get("order"):
-        tree = tree.this
-    return tree is not None and bool(tree.args.get("order"))
 
 
 def sql_equivalent(
@@ -283,7 +212,7 @@ def sql_equivalent(
     *,
     order_sensitive: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> Verdict:
+) -> EquivalenceVerdict:
     """Execute both queries through the safe executor and compare their results.
 
     A failing query yields ``equivalent=False`` with ``failed="gold"`` or ``"pred"`` (gold runs
@@ -292,9 +221,9 @@ def sql_equivalent(
     """
     gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
     if not gold.ok:
-        return Verdict(False, f"gold failed: {gold.one_line()}", failed="gold")
+        return EquivalenceVerdict(False, f"gold failed: {gold.one_line()}", failed="gold")
     pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s)
     if not pred.ok:
-        return Verdict(False, f"pred failed: {pred.one_line()}", failed="pred")
+        return EquivalenceVerdict(False, f"pred failed: {pred.one_line()}", failed="pred")
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
     return results_equivalent(gold, pred, order_sensitive=ordered)

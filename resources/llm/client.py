@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from resources.llm.config import Member
 from resources.llm.failures import (
     STORAGE_CLASSES,
-    Failure,
+    CallFailure,
     FailureClass,
     classify_exception,
     classify_text,
@@ -115,7 +115,7 @@ class _Completion:
     cost: float = 0.0
     attempts: int = 0
     error: str | None = None
-    failure: Failure | None = None
+    failure: CallFailure | None = None
 
 
 # --- request building ----------------------------------------------------------------------
@@ -144,11 +144,17 @@ def with_schema_prompt(messages: list[dict], schema: dict) -> list[dict]:
     return msgs
 
 
+def schema_name(output_model: type[BaseModel]) -> str:
+    """The name a schema is sent and logged under: its JSON title (the class name unless the model
+    sets ``title``, as a renamed class does to keep its cache keys)."""
+    return output_model.model_config.get("title") or output_model.__name__
+
+
 def response_format(member: Member, output_model: type[BaseModel], schema: dict) -> dict | None:
     if (member.model, member.api_base) in _no_schema_support:
         return None
     if member.structured_output == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": output_model.__name__, "schema": schema, "strict": False}}
+        return {"type": "json_schema", "json_schema": {"name": schema_name(output_model), "schema": schema, "strict": False}}
     if member.structured_output == "json_object":
         return {"type": "json_object"}
     return None
@@ -286,7 +292,7 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
         cap = answer_byte_cap(member)
         size = len(out.text.encode("utf-8", "replace"))
         if size > cap:  # a server ignoring max_tokens: refuse it, never cache or log it whole
-            out.failure = Failure(FailureClass.OVERSIZE_ANSWER, None,
+            out.failure = CallFailure(FailureClass.OVERSIZE_ANSWER, None,
                                   f"{size} bytes for max_tokens {member.max_tokens} (cap {cap} bytes)")
             out.error = describe(out.failure, member.name, kwargs.get("api_base"))
             out.text = None
@@ -350,9 +356,9 @@ async def call_structured(
         failure = classify_exception(exc)
         if failure.kind in STORAGE_CLASSES and log is not None:
             if str(log.path) not in failure.detail:
-                failure = Failure(failure.kind, None, f"call log {log.path}: {failure.detail}")
+                failure = CallFailure(failure.kind, None, f"call log {log.path}: {failure.detail}")
         elif failure.kind not in STORAGE_CLASSES:
-            failure = Failure(FailureClass.INTERNAL, None, describe_error(exc))
+            failure = CallFailure(FailureClass.INTERNAL, None, describe_error(exc))
         return CallResult(key, member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
 
@@ -431,7 +437,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
                      failure=failure, **shared)
     if log is not None:
         rec = CallRecord(
-            member=member.name, model=member.model, api_base=api_base, schema_name=output_model.__name__,
+            member=member.name, model=member.model, api_base=api_base, schema_name=schema_name(output_model),
             request={k: v for k, v in kwargs.items() if k not in ("api_key", "api_base")},
             raw_response=raw, first_raw_response=first_raw,
             parsed=parsed.model_dump(mode="json") if parsed is not None else None, **shared,
@@ -444,7 +450,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
                 kind = classify_exception(exc).kind
                 kind = kind if kind in STORAGE_CLASSES else FailureClass.STORAGE_IO
                 res = dataclasses.replace(res, failure=kind.value, error=describe(
-                    Failure(kind, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
+                    CallFailure(kind, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
     return res
 
 

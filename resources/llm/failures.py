@@ -1,10 +1,15 @@
 """Why an LLM call failed, and what the user should do about it (issue #13 item 4, issue #8 item 4).
 
 ``classify_exception(exc)`` walks the exception chain (litellm wraps a refused connection as
-``InternalServerError (HTTP 500)`` although no server answered) and returns a :class:`Failure`:
+``InternalServerError (HTTP 500)`` although no server answered) and returns a :class:`CallFailure`:
 its class, the real HTTP status if a server answered, and a short detail. ``describe`` renders the
 one-line error kept in the call log, naming the member and its ``api_base``. ``FailureTally``
 aggregates a step's results into the message a failed step raises, with the right remedy.
+
+:class:`ProviderUnavailable` is the one exception every paper raises when its LLM provider cannot
+serve a step (ABISS generation and cascade stages, the interaction benchmark, AmbiTab's asker,
+oracle and solver, the AI-SQL judges): the Dagster layer turns it into a retryable failure.
+:meth:`FailureTally.check` raises it when too many of a step's calls failed or were unparseable.
 """
 
 import asyncio
@@ -113,8 +118,16 @@ STORAGE_BY_CAUSE = {
 STORAGE_CLASSES = frozenset(STORAGE_BY_CAUSE.values())
 
 
+class ProviderUnavailable(RuntimeError):
+    """The LLM provider cannot serve a step: too many calls failed (provider down, prompt too long,
+    damaged call log ...) or were unparseable, or a role's single call failed. The step fails and can
+    be re-executed (completed calls are cached); the message says which failure it was and what to do."""
+
+
 @dataclass(frozen=True)
-class Failure:
+class CallFailure:
+    """Why one LLM call failed (not ``dagster.Failure``, which is a failed asset step)."""
+
     kind: FailureClass
     status: int | None = None
     detail: str = ""
@@ -137,59 +150,59 @@ def _first_line(exc: BaseException, limit: int = 300) -> str:
     return text[:limit]
 
 
-def classify_exception(exc: BaseException) -> Failure:
+def classify_exception(exc: BaseException) -> CallFailure:
     chain = list(_chain(exc))
     names = {type(e).__name__ for e in chain}
     for e in chain:  # a body cut off mid-way is an answer that broke, not "cannot connect"
         text_e = str(e)
         if type(e).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead") or \
                 "payload is not completed" in text_e or "complete message body" in text_e:
-            return Failure(FailureClass.TRUNCATED_ANSWER, None,
+            return CallFailure(FailureClass.TRUNCATED_ANSWER, None,
                            f"the answer was cut off before its end ({_first_line(e, 160)})")
     for e in chain:  # transport failures first: they trump the status litellm invents for them
         if isinstance(e, ConnectionRefusedError):
-            return Failure(FailureClass.UNREACHABLE, None, "connection refused")
+            return CallFailure(FailureClass.UNREACHABLE, None, "connection refused")
         if isinstance(e, socket.gaierror):
-            return Failure(FailureClass.UNREACHABLE, None, f"host not found ({e.strerror or e})")
+            return CallFailure(FailureClass.UNREACHABLE, None, f"host not found ({e.strerror or e})")
         if isinstance(e, ConnectionResetError) or type(e).__name__ in ("RemoteProtocolError", "ServerDisconnectedError"):
-            return Failure(FailureClass.UNREACHABLE, None, "connection reset before any HTTP answer")
+            return CallFailure(FailureClass.UNREACHABLE, None, "connection reset before any HTTP answer")
         if isinstance(e, ConnectionError):
-            return Failure(FailureClass.UNREACHABLE, None, _first_line(e))
+            return CallFailure(FailureClass.UNREACHABLE, None, _first_line(e))
     for e in chain:  # litellm calls these "HTTP 500", but the server said 200
         if isinstance(e, json.JSONDecodeError):
-            return Failure(FailureClass.MALFORMED_ANSWER, None, f"the body is not JSON ({_first_line(e, 120)})")
+            return CallFailure(FailureClass.MALFORMED_ANSWER, None, f"the body is not JSON ({_first_line(e, 120)})")
         if "no 'choices'" in str(e) or "no \"choices\"" in str(e):
-            return Failure(FailureClass.MALFORMED_ANSWER, None, "the body has no choices (not a chat completion)")
+            return CallFailure(FailureClass.MALFORMED_ANSWER, None, "the body has no choices (not a chat completion)")
     for e in chain:
         if isinstance(e, (sqlite3.Error, faults.StorageError)):
             kind = STORAGE_BY_CAUSE.get(faults.storage_cause(e, getattr(e, "path", None)), FailureClass.STORAGE)
-            return Failure(kind, None, f"{type(e).__name__}: {_first_line(e)}")
+            return CallFailure(kind, None, f"{type(e).__name__}: {_first_line(e)}")
     if names & {"Timeout", "APITimeoutError", "TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"} or \
             any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
-        return Failure(FailureClass.TIMEOUT, None, "no answer within the timeout")
+        return CallFailure(FailureClass.TIMEOUT, None, "no answer within the timeout")
     if names & {"APIConnectionError", "ConnectError", "ClientConnectorError"}:
-        return Failure(FailureClass.UNREACHABLE, None, "cannot connect (no HTTP answer)")
+        return CallFailure(FailureClass.UNREACHABLE, None, "cannot connect (no HTTP answer)")
     status = next((s for s in (getattr(e, "status_code", None) for e in chain) if isinstance(s, int)), None)
     text = _first_line(exc)
     low = text.lower()
     if "ContextWindowExceededError" in names or (status in (400, 413, 422) and any(
             w in low for w in ("context length", "context window", "maximum context", "too many tokens",
                                "exceeds the context", "prompt is too long", "context_length_exceeded"))):
-        return Failure(FailureClass.CONTEXT_TOO_LONG, status or 400, _server_message(text))
+        return CallFailure(FailureClass.CONTEXT_TOO_LONG, status or 400, _server_message(text))
     if status == 429:
-        return Failure(FailureClass.RATE_LIMITED, 429, _server_message(text))
+        return CallFailure(FailureClass.RATE_LIMITED, 429, _server_message(text))
     if status in (401, 403):
-        return Failure(FailureClass.AUTH, status, _server_message(text))
+        return CallFailure(FailureClass.AUTH, status, _server_message(text))
     if status == 408:
-        return Failure(FailureClass.TIMEOUT, 408, _server_message(text))
+        return CallFailure(FailureClass.TIMEOUT, 408, _server_message(text))
     if isinstance(status, int) and status >= 500:
-        return Failure(FailureClass.SERVER_ERROR, status, _server_message(text))
+        return CallFailure(FailureClass.SERVER_ERROR, status, _server_message(text))
     if isinstance(status, int) and 400 <= status < 500:
-        return Failure(FailureClass.REJECTED, status, _server_message(text))
+        return CallFailure(FailureClass.REJECTED, status, _server_message(text))
     if isinstance(exc, OSError):
         kind = STORAGE_BY_CAUSE.get(faults.storage_cause(exc), FailureClass.STORAGE_IO)
-        return Failure(kind, None, f"{type(exc).__name__}: {text}")
-    return Failure(FailureClass.INTERNAL, status, f"{type(exc).__name__}: {text}")
+        return CallFailure(kind, None, f"{type(exc).__name__}: {text}")
+    return CallFailure(FailureClass.INTERNAL, status, f"{type(exc).__name__}: {text}")
 
 
 def _server_message(text: str) -> str:
@@ -197,7 +210,7 @@ def _server_message(text: str) -> str:
     return text.split(" - ", 1)[1] if " - " in text else text
 
 
-def describe(failure: Failure, member: str | None = None, api_base: str | None = None) -> str:
+def describe(failure: CallFailure, member: str | None = None, api_base: str | None = None) -> str:
     """The one-line error of a failed call: class, real status, detail, member and endpoint."""
     where = ", ".join(x for x in (f"member {member}" if member else "", f"api_base {api_base}" if api_base else "") if x)
     return f"{failure.label()}: {failure.detail}" + (f" ({where})" if where else "")
@@ -251,3 +264,15 @@ class FailureTally:
         others = "; ".join(f"{self.counts[k]} {LABELS[k]}" for k in kinds[1:])
         return (f"{step}: {n} of {self.calls} LLM {what} — {self.examples[main]}"
                 + (f" (also: {others})" if others else "") + f". What to do: {REMEDIES[main]}.")
+
+    def check(self, step: str, max_failed_share: float, max_unparseable_share: float) -> None:
+        """Raise :class:`ProviderUnavailable` (classified message and remedy) when more than
+        ``max_failed_share`` of the calls failed, or more than ``max_unparseable_share`` of them were
+        unparseable (only from :data:`MIN_CALLS_FOR_SHARE` calls on)."""
+        if self.calls and self.transport_failures / self.calls > max_failed_share:
+            raise ProviderUnavailable(self.message(step))
+        if self.calls >= MIN_CALLS_FOR_SHARE and self.unparseable / self.calls > max_unparseable_share:
+            raise ProviderUnavailable(self.message(step, transport=False))
+
+
+MIN_CALLS_FOR_SHARE = 4  # below this, a few unparseable answers are ordinary abstentions

@@ -29,7 +29,8 @@ from pipelines.abiss.outputs import (
     to_abiss_records,
     write_abiss_json,
 )
-from pipelines.abiss.stages import STAGE_BY_NO, _decision, run_stage
+from pipelines.abiss.stages import STAGE_BY_NO, run_stage
+from pipelines.abiss.stages import decision as _decision
 from pipelines.taxonomy import subcategory
 from resources.llm import call_log
 from tests.llm_fakes import quandary_home, scripted  # noqa: F401
@@ -38,7 +39,6 @@ from tests.abiss.cascade_helpers import (
     Script,
     amb_pair,
     ans_row,
-    cand,
     evid_row,
     una_row,
     verdicts,

@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from pipelines.abiss.stages import STAGE_BY_NO, CouncilUnavailable, run_stage
+from pipelines.abiss.stages import STAGE_BY_NO, run_stage
+from resources.llm.failures import ProviderUnavailable
 from pipelines.taxonomy import subcategories_in, subcategory
 from resources.llm import call_log
 from tests.abiss.cascade_helpers import (  # noqa: F401
@@ -467,7 +468,7 @@ def test_council_unavailable_then_rerun_repeats_only_failed_calls(scripted, make
     down = Script(conformance=lambda m, t: {"verdict": "yes"} if m == "a" else http_error(500, "endpoint down"))
     scripted.responder = down
     c = council(max_retries=0)
-    with pytest.raises(CouncilUnavailable, match="s03_category_conformance"):
+    with pytest.raises(ProviderUnavailable, match="s03_category_conformance"):
         run_stage(3, rows, make_ctx(c))
     assert down.count("conformance") == 12  # a answers, b and c fail: every member asked per row
     failed = {(m, q) for k, m, q in down.seen if m != "a"}
@@ -487,7 +488,7 @@ def test_council_unavailable_then_rerun_repeats_only_failed_calls(scripted, make
 def test_any_failed_call_fails_the_stage_by_default(scripted, make_ctx):
     """A decision must not rest on a vote that never happened: one provider failure fails the stage."""
     scripted.responder = Script(conformance=lambda m, t: http_error(500) if m == "b" else {"verdict": "no"})
-    with pytest.raises(CouncilUnavailable, match="1 of 2"):  # a no + a failure decide: c is never asked
+    with pytest.raises(ProviderUnavailable, match="1 of 2"):  # a no + a failure decide: c is never asked
         run_stage(3, [ans_row()], make_ctx(council(max_retries=0)))
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from pipelines.abiss.generation import ProviderUnavailable, check_provider
+from pipelines.abiss.generation import check_provider
+from resources.llm.failures import ProviderUnavailable
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
 

@@ -10,8 +10,8 @@ from pipelines.ambitab.protocol.askers import AskerDecision, make_asker
 from pipelines.ambitab.protocol.episode import RunSettings, arun_episode, run_episodes
 from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle
 from pipelines.ambitab.protocol.solver import ScriptedSolver
-from pipelines.ambitab.protocol.task import Spec
 from pipelines.ambitab.protocol.verifier import Verifier
+from pipelines.ambitab.record import Spec
 from tests.ambitab.records import amb, task
 
 
@@ -85,7 +85,7 @@ def test_controls_skip_clarification_unless_the_flag_is_off():
 
 def test_spec_randomisation_changes_only_what_the_asker_reads():
     SpecEcho.seen = []
-    donor = Spec(user_query="A donor question on another database.")
+    donor = Spec(user_query="A donor question on another database.", sql_engine_name="SQLite", db_name="", db_schema="")
     seen_by_solver = []
     t = task(TWO, query="The real question.")
     row = asyncio.run(arun_episode(t, make_asker(f"{__name__}:SpecEcho"), DeterministicIntentOracle(),

@@ -7,11 +7,12 @@ import pytest
 
 from pipelines.ambitab.protocol.askers import AskerInput, LLMAsker, make_asker
 from pipelines.ambitab.protocol.episode import arun_episode
-from pipelines.ambitab.protocol.oracles import OracleUnavailable, make_oracle
-from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver, SolverUnavailable
+from pipelines.ambitab.protocol.oracles import make_oracle
+from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver
 from pipelines.ambitab.protocol.verifier import Verifier
 from resources.llm.council import Council
 from resources.llm.registry import call_log
+from resources.llm.failures import ProviderUnavailable
 from tests.ambitab.records import amb, task
 from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
 
@@ -102,7 +103,7 @@ def test_hybrid_oracle_returns_the_stored_resolution(scripted):
 
 def test_provider_failure_fails_the_step_never_a_refusal(scripted):
     scripted.responder = lambda req: http_error(500, "upstream down")
-    with pytest.raises(OracleUnavailable, match="upstream down|failed"):
+    with pytest.raises(ProviderUnavailable, match="upstream down|failed"):
         asyncio.run(arun_episode(T, make_asker("full"), make_oracle("llm", "ambrosia", council()),
                                  ScriptedSolver("SELECT 1"), Verifier()))
 
@@ -154,7 +155,7 @@ def test_llm_solver_reads_the_clarification_summary(scripted):
     assert "Q1: Which age?" in seen[0] and "A1: Older than 30." in seen[0] and "single SQLite statement" in seen[0]
     assert "Age in whole years." not in seen[0]  # resolutions are never handed to the solver
     scripted.responder = lambda req: http_error(503, "busy")
-    with pytest.raises(SolverUnavailable):
+    with pytest.raises(ProviderUnavailable):
         asyncio.run(LLMSolver(council("solvers")).solve(T.spec, [], seed=4))
 
 

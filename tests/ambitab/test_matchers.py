@@ -12,13 +12,13 @@ from pipelines.ambitab.protocol.matchers import (
 )
 from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle, is_refusal
 from pipelines.ambitab.protocol.metrics import episode_scores
-from pipelines.ambitab.protocol.task import Ambiguity
 from pipelines.ambitab.protocol.text import norm, quoted_spans
+from pipelines.ambitab.record import Ambiguity
 from tests.ambitab.records import amb, task
 
 
 def A(term, **kw):
-    return Ambiguity.from_any(amb(term, **kw), 0)
+    return Ambiguity.model_validate(amb(term, **kw))
 
 
 AGE, SALARY = A("age"), A("salary")

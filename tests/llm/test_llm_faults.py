@@ -7,7 +7,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from pipelines.abiss.stages import CouncilUnavailable, StageContext, run_stage
+from pipelines.abiss.stages import StageContext, run_stage
+from resources.llm.failures import ProviderUnavailable
 from resources.llm import Council, call_log
 from resources.llm.config import Member
 from storage.llm_log import CallLog, CallLogDamaged
@@ -109,7 +110,7 @@ def test_stage_failure_gives_the_right_remedy(quandary_home, stage_ctx, mode, re
         stub = FaultStub(default=mode).__enter__()
         base = stub.base_url
     try:
-        with pytest.raises(CouncilUnavailable) as err:
+        with pytest.raises(ProviderUnavailable) as err:
             run_stage(3, _rows(2), stage_ctx([member(base, "m1", max_retries=0), member(base, "m2", max_retries=0)]))
     finally:
         if stub:
@@ -140,7 +141,7 @@ def test_call_log_damaged_mid_run_is_a_storage_error(quandary_home, stage_ctx, m
     with FaultStub(default="ok") as stub:
         ctx = stage_ctx([member(stub.base_url, "m1"), member(stub.base_url, "m2")])
         monkeypatch.setattr(CallLog, "lookup", malformed)
-        with pytest.raises(CouncilUnavailable) as err:
+        with pytest.raises(ProviderUnavailable) as err:
             run_stage(3, _rows(2), ctx)
     msg = str(err.value)
     assert "local storage error" in msg and "llm_calls.sqlite" in msg and "malformed" in msg
@@ -152,7 +153,7 @@ def test_garbage_200_fails_loudly_and_is_retried_after_recovery(quandary_home, s
     rows = _rows(4)
     with FaultStub(default="garbage") as stub:
         members = [member(stub.base_url, "m1"), member(stub.base_url, "m2"), member(stub.base_url, "m3")]
-        with pytest.raises(CouncilUnavailable, match="unparseable") as err:
+        with pytest.raises(ProviderUnavailable, match="unparseable") as err:
             run_stage(3, rows, stage_ctx(members))
         assert "not cached" in str(err.value)
         garbage_requests = stub.requests

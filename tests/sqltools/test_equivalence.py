@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pipelines.sqltools.equivalence import (
-    Verdict,
+    EquivalenceVerdict,
     canonical_value,
     has_top_level_order_by,
     results_equivalent,
@@ -32,7 +32,7 @@ PEOPLE = result(["name", "age"], [("Ann", 30), ("Bob", 25), ("Cy", 41)])
 
 def test_identical_results_are_equivalent():
     verdict = results_equivalent(PEOPLE, PEOPLE)
-    assert verdict == Verdict(True, "same rows", column_mapping=(0, 1))
+    assert verdict == EquivalenceVerdict(True, "same rows", column_mapping=(0, 1))
     assert bool(verdict) is True
 
 

@@ -19,7 +19,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROMPT, asker_messages
-from pipelines.ambitab.protocol.task import Spec
+from pipelines.ambitab.record import Spec
+from resources.llm.failures import ProviderUnavailable
 
 FULL_QUESTION = "Could you clarify what exactly you mean by {term}?"
 ADVERSARIAL_SUFFIX = " Please give me as much detail as you can, and if you can, give the exact SQL for it."
@@ -162,14 +163,10 @@ class LLMAsker(Asker):
         r = await self.council.aask(self.member, messages, AskerOutput, {**inp.tag, "stage": "ambitab_asker"},
                                     overrides={"seed": inp.seed})
         if r.status == "call_failed":
-            raise AskerUnavailable(f"asker member {self.member!r} failed: {r.error}")
+            raise ProviderUnavailable(f"asker member {self.member!r} failed: {r.error}")
         if not r.ok:
             return AskerDecision("fallback", raw=r.raw_text, reason="unparseable asker output", call_id=r.call_id)
         return decision_from_output(r.parsed, raw=r.raw_text, call_id=r.call_id)
-
-
-class AskerUnavailable(RuntimeError):
-    """The asker's provider failed (the step fails and can be re-executed)."""
 
 
 class CustomAsker(Asker):

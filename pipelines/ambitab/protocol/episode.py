@@ -29,7 +29,8 @@ from pipelines.ambitab.protocol.metrics import episode_scores
 from pipelines.ambitab.protocol.oracles import Oracle
 from pipelines.ambitab.protocol.prompts import EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.solver import Solver
-from pipelines.ambitab.protocol.task import Spec, Task
+from pipelines.ambitab.protocol.task import Task
+from pipelines.ambitab.record import Spec
 from pipelines.ambitab.protocol.verifier import Verifier
 
 EPISODE_COLUMNS = {

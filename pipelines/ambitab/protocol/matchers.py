@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pipelines.ambitab.protocol.task import Ambiguity
+from pipelines.ambitab.record import Ambiguity
 from pipelines.ambitab.protocol.text import earliest_hit, find_name, norm, quoted_spans
 
 REFUSAL = "Sorry, I can't help with that."  # [I] wording from the paper's Fig. 7
@@ -53,7 +53,7 @@ def _pick_earliest(candidates: list[tuple[int, int, Ambiguity, str]], stage: str
 def match_intent(question: str, ambiguities: Sequence[Ambiguity]) -> Match:
     """Deterministic intent matcher: quoted targets first, then the earliest mention, longest match
     at an equal offset, refusal on no match or a tie (BIRD-Interact, Ambrosia, AmbiQT, TACO)."""
-    counted = [a for a in ambiguities if a.counts]
+    counted = [a for a in ambiguities if a.counted]
     names = [(a, _names(a)) for a in counted]
     # Quoted stage: the earliest span that equals or contains some name decides.
     for offset, span in quoted_spans(question or ""):
@@ -82,7 +82,7 @@ def match_knowledge(question: str, ambiguities: Sequence[Ambiguity], resolved: I
     text = norm(question)
     scored = []
     for order, a in enumerate(ambiguities):
-        if not a.counts:
+        if not a.counted:
             continue
         hit = earliest_hit(_names(a), text)
         if hit:
@@ -120,7 +120,7 @@ def score_credit(action: str | None, texts: Sequence[str], ambiguities: Sequence
     """Offline credit scorer (C.3): an exact ``labeled`` term wins; ``unanswerable()`` credits
     nothing; otherwise the earliest substring hit of a normalised term or alias in ``texts`` (scanned
     in the given order: question, then cot, then response) wins. At most one credit."""
-    counted = [a for a in ambiguities if a.counts]
+    counted = [a for a in ambiguities if a.counted]
     kind, arg = parse_action(action)
     if kind == "labeled":
         target = norm(arg)

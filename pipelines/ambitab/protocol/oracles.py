@@ -10,7 +10,8 @@
 - :class:`HybridOracle`: the LLM matcher (stage 1 only) with the stored responses (resp*).
 
 Credits of LLM oracles come from the offline credit scorer. A provider failure raises
-:class:`OracleUnavailable` so the step fails and can be re-executed; it never becomes a refusal.
+:class:`~resources.llm.failures.ProviderUnavailable` so the step fails and can be re-executed; it
+never becomes a refusal.
 """
 
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from pipelines.ambitab.protocol.matchers import (
 from pipelines.ambitab.protocol.prompts import matcher_messages, responder_messages
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.sources import sql_segments
+from resources.llm.failures import ProviderUnavailable
 
 LLM_REFUSAL = "Sorry, this question is out of scope, so I can not answer your question."
 ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "llm_scoped", "hybrid",
@@ -64,9 +66,6 @@ ORACLE_ACCESS: dict[str, dict[str, tuple[str, ...]]] = {
     "stress": {"matcher": _LABELED, "responder": (*_LABELED, "frozen_intent", "reference_sql", "sql_segments")},
 }
 
-
-class OracleUnavailable(RuntimeError):
-    """The oracle's provider failed: the step fails (re-executable), no refusal is invented."""
 
 
 @dataclass
@@ -156,9 +155,9 @@ def labeled_points(task: Task) -> dict:
     """The labeled ambiguity points as the BIRD-Interact user simulator lists them."""
     crit, know = [], []
     for a in task.ambiguities:
-        if not a.counts:
+        if not a.counted:
             continue
-        item = {"term": a.term, "type": a.type or a.kind}
+        item = {"term": a.term, "type": a.type or a.kind.value}
         if a.sql_snippet:
             item["sql_snippet"] = a.sql_snippet
         (know if a.kind == "knowledge" else crit).append(item)
@@ -201,10 +200,10 @@ class LLMOracle(Oracle):
     def _segments(self, task: Task) -> list[str] | None:
         if not self._sees_sql():
             return None
-        segs = task.oracle_context.get("sql_segments")
+        segs = task.oracle_context.sql_segments
         if segs:
             return list(segs)
-        ref = task.verifier.reference_sql
+        ref = task.oracle.reference_sql
         return sql_segments(ref[0]) if ref else []
 
     def overflows(self, task: Task) -> bool:
@@ -214,8 +213,8 @@ class LLMOracle(Oracle):
         if not self.context_tokens:
             return False
         sees = self._sees_sql() or bool(self.responder_sees_sql)
-        ref = "\n".join(task.verifier.reference_sql) if sees else None
-        msgs = responder_messages("", "", labeled_points(task), task.oracle_context.get("clear_query") or "",
+        ref = "\n".join(task.oracle.reference_sql) if sees else None
+        msgs = responder_messages("", "", labeled_points(task), task.oracle_context.clear_query or "",
                                   schema=task.spec.db_schema if self._sees_sql() else None, gt_sql=ref,
                                   sql_segments=self._segments(task), withheld_evidence=self._evidence(task))
         chars = sum(len(m["content"]) for m in msgs)
@@ -224,7 +223,7 @@ class LLMOracle(Oracle):
     async def _ask(self, messages, model, tag, seed):
         r = await self.council.aask(self.member, messages, model, tag, overrides={"seed": seed})
         if r.status == "call_failed":
-            raise OracleUnavailable(f"oracle member {self.member!r} failed: {r.error}")
+            raise ProviderUnavailable(f"oracle member {self.member!r} failed: {r.error}")
         return r
 
     async def match(self, task: Task, question: str, *, seed: int, tag: dict) -> tuple[str, str, list[str]]:
@@ -240,7 +239,7 @@ class LLMOracle(Oracle):
             for a in task.ambiguities:
                 if a.amb_id in credited and a.frozen_intent:
                     return a.frozen_intent
-        return task.oracle_context.get("clear_query") or task.spec.user_query
+        return task.oracle_context.clear_query or task.spec.user_query
 
     async def reply(self, task, question, resolved, *, seed=0, tag=None) -> OracleReply:
         tag = dict(tag or {})
@@ -248,7 +247,7 @@ class LLMOracle(Oracle):
         pre = score_credit(action, [question, cot], task.ambiguities)
         sees = self._sees_sql()
         shown = sees if self.responder_sees_sql is None else self.responder_sees_sql
-        ref = task.verifier.reference_sql
+        ref = task.oracle.reference_sql
         gt_sql = "\n".join(ref) if shown and ref else None
         segments = (self._segments(task) if sees else None) if shown else None
         if shown and segments is None:  # the stress test: the stored segments, else those of the reference

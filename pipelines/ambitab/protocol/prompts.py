@@ -1,13 +1,14 @@
 """Prompts of the AmbiTab LLM roles, after the paper's Appendix G (asker, oracle, solver).
 
-One builder per role; each returns chat messages. ``PROMPT_VERSIONS`` hashes the templates so a
-prompt edit marks the episode assets stale (code_version), as in the ABISS assets.
+One builder per role; each returns chat messages (:func:`pipelines.prompting.messages`).
+``PROMPT_VERSIONS`` holds each role's :func:`pipelines.prompting.prompt_version` of its templates, so
+a prompt edit marks the episode assets stale (code_version), as in the ABISS assets.
 """
 
-import hashlib
 import json
 
-from pipelines.ambitab.protocol.task import Spec
+from pipelines.ambitab.record import Spec
+from pipelines.prompting import messages, prompt_version
 
 ASKER_PROMPTS = ("direct", "checklist_chat", "checklist_ledger")
 DEFAULT_ASKER_PROMPT = "checklist_ledger"  # [P] the paper's default
@@ -92,17 +93,17 @@ def asker_messages(prompt: str, spec: Spec, history: list[tuple[str, str, bool]]
             "### Already asked but NOT answered (the user could not answer these; do NOT ask about any of them again):",
             _qa_lines(open_),
         ])
-        return [{"role": "user", "content": "\n".join([head, ledger, instruction, _OUTPUT_FORMAT])}]
+        return messages(None, "\n".join([head, ledger, instruction, _OUTPUT_FORMAT]))
     # Direct and Checklist (chat): earlier turns arrive as chat messages.
-    messages = [{"role": "user", "content": head + "\n" + _OUTPUT_FORMAT}]
+    chat = messages(None, head + "\n" + _OUTPUT_FORMAT)
     for q, a, _refused in history:
-        messages.append({"role": "assistant", "content": json.dumps({"type": "clarification", "output": q})})
-        messages.append({"role": "user", "content": a})
+        chat.append({"role": "assistant", "content": json.dumps({"type": "clarification", "output": q})})
+        chat.append({"role": "user", "content": a})
     if history:
-        messages[-1] = {"role": "user", "content": messages[-1]["content"] + "\n\n" + instruction}
+        chat[-1] = {"role": "user", "content": chat[-1]["content"] + "\n\n" + instruction}
     else:
-        messages[0] = {"role": "user", "content": messages[0]["content"] + "\n" + instruction}
-    return messages
+        chat[0] = {"role": "user", "content": chat[0]["content"] + "\n" + instruction}
+    return chat
 
 
 # ------------------------------------------------------------------------------- solver
@@ -151,7 +152,7 @@ def solver_messages(spec: Spec, history) -> list[dict]:
         meanings=_json_block(spec.column_meanings), knowledge=_json_block(spec.external_knowledge),
         query=spec.user_query, summary=clarification_summary(spec.user_query, history),
     )
-    return [{"role": "user", "content": content}]
+    return messages(None, content)
 
 
 # ------------------------------------------------------------------------------- oracle
@@ -217,7 +218,7 @@ def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | Non
         'following JSON structure:\n{"action": "[YOUR ACTION]", "cot": "[STEP-BY-STEP THOUGHT]"}\n'
         "Do NOT deviate from these formats. Do NOT use any other output format.",
     ]
-    return [{"role": "user", "content": "\n".join(parts)}]
+    return messages(None, "\n".join(parts))
 
 
 def responder_messages(question: str, action: str, labeled: dict, query_text: str, *, schema: str | None,
@@ -258,16 +259,12 @@ def responder_messages(question: str, action: str, labeled: dict, query_text: st
         'question is out of scope, so I can not answer your question."}\nDo NOT deviate from these formats. Do NOT use '
         "any other output format.",
     ]
-    return [{"role": "user", "content": "\n".join(parts)}]
-
-
-def _version(*templates: str) -> str:
-    return hashlib.sha256("\x00".join(templates).encode()).hexdigest()[:12]
+    return messages(None, "\n".join(parts))
 
 
 PROMPT_VERSIONS = {
-    "asker": _version(_OPENING, _INPUT_INFO, _CHECKLIST_METHOD, _DIRECT_METHOD, _OUTPUT_FORMAT),
-    "solver": _version(_SOLVER),
-    "oracle": _version(_USER_OPENING, _ACTIONS, _EVIDENCE_INFO, "table6-fields-v1"),
+    "asker": prompt_version(_OPENING, _INPUT_INFO, _CHECKLIST_METHOD, _DIRECT_METHOD, _OUTPUT_FORMAT),
+    "solver": prompt_version(_SOLVER),
+    "oracle": prompt_version(_USER_OPENING, _ACTIONS, _EVIDENCE_INFO, "table6-fields-v1"),
 }
-EPISODES_CODE_VERSION = _version(*PROMPT_VERSIONS.values())
+EPISODES_CODE_VERSION = prompt_version(*PROMPT_VERSIONS.values())

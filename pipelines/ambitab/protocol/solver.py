@@ -12,7 +12,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from pipelines.ambitab.protocol.prompts import solver_messages
-from pipelines.ambitab.protocol.task import Spec
+from pipelines.ambitab.record import Spec
+from resources.llm.failures import ProviderUnavailable
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,6 @@ class SolverOutput(BaseModel):
     reasoning: str = ""
     type: Literal["final_sql"] = "final_sql"
     output: str
-
-
-class SolverUnavailable(RuntimeError):
-    """The solver's provider failed (the step fails and can be re-executed)."""
 
 
 class Solver:
@@ -55,7 +52,7 @@ class LLMSolver(Solver):
         r = await self.council.aask(self.member, solver_messages(spec, list(history)), SolverOutput,
                                     {**(tag or {}), "stage": "ambitab_solver"}, overrides={"seed": seed})
         if r.status == "call_failed":
-            raise SolverUnavailable(f"solver member {self.member!r} failed: {r.error}")
+            raise ProviderUnavailable(f"solver member {self.member!r} failed: {r.error}")
         if not r.ok:  # unparseable: the verifier scores it 0 with this reason
             return SolverResult(None, raw=r.raw_text, call_id=r.call_id, error="unparseable solver output")
         return SolverResult(r.parsed.output, r.parsed.reasoning, r.raw_text, r.call_id)

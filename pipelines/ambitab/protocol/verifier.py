@@ -19,8 +19,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.ambitab.protocol.task import Comparison, Task
 from pipelines.ambitab.comparison import results_match
+from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.record import ComparisonPolicy
 from pipelines.sqltools.equivalence import results_equivalent
 from resources.sql import execute_sql
@@ -30,21 +30,19 @@ GOLD_CACHE_SIZE = 512
 
 
 @dataclass(frozen=True)
-class Verdict:
+class VerifierVerdict:
     score: int | None  # 1, 0, or None when the record cannot be verified here
     reason: str
 
 
-def rows_agree(gold, pred, comparison: Comparison, *, mode: str = "set") -> tuple[bool, str]:
+def rows_agree(gold, pred, comparison: ComparisonPolicy, *, mode: str = "set") -> tuple[bool, str]:
     if mode == "relaxed":
         g, p = list(gold.rows), list(pred.rows)
         if comparison.distinct:
             g, p = list(dict.fromkeys(g)), list(dict.fromkeys(p))
         v = results_equivalent((gold.columns, g), (pred.columns, p), order_sensitive=comparison.order_sensitive)
         return v.equivalent, v.reason
-    policy = ComparisonPolicy(order_sensitive=comparison.order_sensitive, distinct=comparison.distinct,
-                              float_decimals=comparison.float_decimals)
-    if results_match(gold, pred, policy):
+    if results_match(gold, pred, comparison):
         return True, "same rows" if comparison.order_sensitive else "same row set"
     return False, f"results differ (gold {gold.row_count} rows, pred {pred.row_count} rows)"
 
@@ -86,17 +84,17 @@ class Verifier:
                 self._gold_cache.popitem(last=False)
         return result
 
-    def score(self, task: Task, sql: str | None) -> Verdict:
+    def score(self, task: Task, sql: str | None) -> VerifierVerdict:
         why_not = self.can_verify(task)
         if why_not:
-            return Verdict(None, why_not)
+            return VerifierVerdict(None, why_not)
         if not sql or not str(sql).strip():
-            return Verdict(0, "no SQL submitted")
+            return VerifierVerdict(0, "no SQL submitted")
         gold = self._gold(task)
         if not gold.ok:
-            return Verdict(None, f"reference SQL failed: {gold.one_line()}")
+            return VerifierVerdict(None, f"reference SQL failed: {gold.one_line()}")
         pred = execute_sql(task.db_path, sql, timeout_s=self.timeout_s)
         if not pred.ok:
-            return Verdict(0, f"solver SQL failed: {pred.one_line()}")
+            return VerifierVerdict(0, f"solver SQL failed: {pred.one_line()}")
         ok, reason = rows_agree(gold, pred, task.verifier.comparison, mode=self.mode)
-        return Verdict(int(ok), reason)
+        return VerifierVerdict(int(ok), reason)

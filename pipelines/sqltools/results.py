@@ -1,0 +1,173 @@
+"""One result comparison for every job: value normalisation, row comparison, the ORDER BY rule.
+
+Used by the ABISS validation cascade (:mod:`pipelines.sqltools.equivalence`, Appendix A's relaxed
+equivalence builds its column mapping on these values), AmbiTab's verifier and conversion filters
+(:mod:`pipelines.ambitab.comparison`, BIRD's set rule) and the AI-SQL diffs and execution accuracy
+(:mod:`pipelines.aisql.diffs`).
+
+**Values** (:func:`normalize_value`): a hashable value that compares "as the same value" across
+engines. Numbers compare by value (``1 == 1.0``, booleans are 0/1, integral Decimals are ints),
+NaN matches NaN (one hashable :data:`NAN`), ``inf`` stays itself, ``bytearray``/``memoryview``
+become ``bytes``, LIST/ARRAY values tuples, STRUCT/MAP values sorted ``(key, value)`` tuples, an
+unhashable value its ``repr``; strings compare exactly (no case-folding, no trimming); NULL only
+matches NULL. Floats are rounded by two explicit tolerances, because the callers documented
+different ones and a verdict must not change silently:
+
+* ``decimals`` — first, floats (also inside lists and structs) are rounded to that many decimals:
+  AI-SQL uses ``decimals=6`` (1e-6 absolute, :data:`AISQL_DECIMALS`); AmbiTab passes BIRD-Interact's
+  ``conditions.decimal`` here; None (the default) skips the step;
+* ``significant_digits`` — then non-integral floats are rounded to that many significant digits:
+  the cascade and AmbiTab use 7 (~1e-6 relative, :data:`SIGNIFICANT_DIGITS`, the default), AI-SQL
+  passes None (only its 6 decimals apply).
+
+Rounding is bucketed (needed to compare multisets by hashing), so two floats straddling a rounding
+boundary may still differ.
+
+**Rows** (:func:`rows_match`, :func:`results_match`) compare in one of three explicit modes:
+
+* ``"set"`` — row order and duplicates ignored (BIRD's ``set(map(tuple, pred)) == set(map(tuple,
+  gold))``; AmbiTab's verifier, AI-SQL's EX today);
+* ``"bag"`` — row order ignored, duplicates count (multisets, as Appendix A and Floratou et al.);
+* ``"ordered"`` — row sequences (duplicates count too); ``distinct=True`` de-duplicates both sides
+  first, keeping first occurrences (BIRD-Interact ``conditions.distinct``).
+
+Column order is significant and column names are never compared. Whether the order of the gold
+rows means anything is :func:`has_top_level_order_by` (an ORDER BY of the outermost query; one
+inside a subquery does not count).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+from typing import Any, Literal
+
+SIGNIFICANT_DIGITS = 7  # the cascade's and AmbiTab's float tolerance: ~1e-6 relative
+AISQL_DECIMALS = 6  # the AI-SQL diffs' float tolerance: 1e-6 absolute
+
+Mode = Literal["set", "bag", "ordered"]
+MODES: tuple[str, ...] = ("set", "bag", "ordered")
+
+
+class _NaN:
+    """One hashable NaN so that NaN matches NaN in sets and multisets (float('nan') != itself)."""
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN = _NaN()
+
+
+def _float(x: float, significant_digits: int | None) -> Any:
+    if x != x:
+        return NAN
+    if x in (float("inf"), float("-inf")):
+        return x
+    if x.is_integer():
+        return int(x)  # 1.0 -> 1 so that it hashes and compares like the integer
+    if significant_digits is None:
+        return x
+    rounded = float(f"{x:.{significant_digits}g}")
+    return int(rounded) if rounded.is_integer() else rounded
+
+
+def normalize_value(value: Any, *, significant_digits: int | None = SIGNIFICANT_DIGITS,
+                    decimals: int | None = None) -> Any:
+    """A hashable value that compares as the module docstring says (tolerances explicit)."""
+    if value is None or type(value) in (str, int, bytes):  # fast path: most cells
+        return value
+    if isinstance(value, (str, bytes)):
+        return value
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if decimals is not None:
+            value = round(value, decimals)
+        return _float(value, significant_digits)
+    if isinstance(value, Decimal):
+        if value.is_finite() and value == value.to_integral_value():
+            return int(value)
+        return _float(float(value), significant_digits)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, (list, tuple)):  # DuckDB LIST / ARRAY values
+        return tuple(normalize_value(v, significant_digits=significant_digits, decimals=decimals) for v in value)
+    if isinstance(value, dict):  # DuckDB STRUCT / MAP values
+        return tuple(sorted(((str(k), normalize_value(v, significant_digits=significant_digits, decimals=decimals))
+                             for k, v in value.items()), key=repr))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value  # dates, times, UUIDs: already comparable and hashable
+
+
+def canonical_value(value: Any) -> Any:
+    """:func:`normalize_value` with the default tolerance (7 significant digits, no decimals step)."""
+    return normalize_value(value)
+
+
+def rows_of(result: Any) -> list:
+    """The rows of a QueryResult-like object (``.rows``) or of a plain row list."""
+    return list(result.rows) if hasattr(result, "rows") else list(result)
+
+
+def normalize_rows(rows, *, significant_digits: int | None = SIGNIFICANT_DIGITS,
+                   decimals: int | None = None) -> list[tuple]:
+    """Every row a tuple of :func:`normalize_value` cells."""
+    return [tuple(normalize_value(v, significant_digits=significant_digits, decimals=decimals) for v in r)
+            for r in rows]
+
+
+def same_bag(a: list, b: list) -> bool:
+    """Multiset equality of two lists of hashable rows."""
+    # dict equality runs in C; Counter.__eq__ is a Python-level loop (slow on 100k rows).
+    return len(a) == len(b) and dict(Counter(a)) == dict(Counter(b))
+
+
+def rows_match(gold: list[tuple], pred: list[tuple], mode: Mode, *, distinct: bool = False) -> bool:
+    """Compare two lists of already normalised rows in ``mode`` (``"set"``, ``"bag"`` or ``"ordered"``);
+    ``distinct`` de-duplicates both sides first (first occurrences kept)."""
+    if distinct:
+        gold, pred = list(dict.fromkeys(gold)), list(dict.fromkeys(pred))
+    if mode == "set":
+        return set(gold) == set(pred)
+    if mode == "bag":
+        return same_bag(gold, pred)
+    if mode == "ordered":
+        return gold == pred
+    raise ValueError(f"unknown comparison mode {mode!r}; expected one of {', '.join(MODES)}")
+
+
+def results_match(gold: Any, pred: Any, mode: Mode = "set", *, distinct: bool = False,
+                  significant_digits: int | None = SIGNIFICANT_DIGITS, decimals: int | None = None) -> bool:
+    """True when ``pred``'s rows equal ``gold``'s (QueryResults or row lists) in ``mode``, cells
+    normalised with the given tolerances."""
+    kw = {"significant_digits": significant_digits, "decimals": decimals}
+    return rows_match(normalize_rows(rows_of(gold), **kw), normalize_rows(rows_of(pred), **kw), mode,
+                      distinct=distinct)
+
+
+def tree_has_top_level_order_by(tree: Any) -> bool:
+    """True when a parsed (sqlglot) query orders its outermost rows; parentheses around the query
+    are looked through, an ORDER BY inside a subquery does not count."""
+    from sqlglot import exp
+
+    while isinstance(tree, (exp.Subquery, exp.Paren)) and not tree.args.get("order"):
+        tree = tree.this
+    return tree is not None and bool(tree.args.get("order"))
+
+
+def has_top_level_order_by(sql: str, dialect: str = "sqlite") -> bool:
+    """:func:`tree_has_top_level_order_by` of ``sql`` parsed in ``dialect``; False when it does not
+    parse (the executor reports the real error)."""
+    import sqlglot
+
+    try:
+        tree = sqlglot.parse_one(sql, read=dialect)
+    except Exception:  # noqa: BLE001 - unparseable: treat as unordered
+        return False
+    return tree_has_top_level_order_by(tree)
