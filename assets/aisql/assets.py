@@ -4,15 +4,20 @@
                                      ├─ aisql_executions ─ aisql_verdicts ─ aisql_metrics
                                      └─ aisql_sweep (flip-rate sweep + PNG)
 
+    aisql_prediction_verdicts ─ aisql_prediction_metrics     (`quandary aisql evaluate FILE`, unpartitioned)
+
 Thin: each asset calls :mod:`pipelines.aisql` and returns a table; checks are blocking.
 """
 
+import hashlib
 import json
 from pathlib import Path
 
 import polars as pl
 from dagster import (
     AssetCheckResult,
+    Config,
+    Failure,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
@@ -44,7 +49,16 @@ from pipelines.aisql.prompts import PROMPT_VERSIONS
 from pipelines.aisql.scenarios import SCENARIOS, ScenarioDB, get_scenario, leaked_label_columns, load_queries
 from pipelines.aisql.splitter import split
 from storage.paths import artifacts_dir, quandary_home
-from quality.aisql import AISQL_EXECUTIONS, AISQL_METRICS, AISQL_PAIRS, AISQL_SCENARIO_DB, AISQL_SPLITS, AISQL_VERDICTS
+from quality.aisql import (
+    AISQL_EXECUTIONS,
+    AISQL_METRICS,
+    AISQL_PAIRS,
+    AISQL_PREDICTION_METRICS,
+    AISQL_PREDICTION_VERDICTS,
+    AISQL_SCENARIO_DB,
+    AISQL_SPLITS,
+    AISQL_VERDICTS,
+)
 from assets.shared.resources import CouncilResource
 from assets.shared.io_manager import artifact_output, preview_markdown
 
@@ -264,6 +278,86 @@ def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: C
                     title=f"SemBench {context.partition_key}: accuracy vs AI-operator noise")
     return artifact_output(res.metrics, chart=MetadataValue.path(str(png)), pairs=MetadataValue.int(pairs.height))
 
+
+class EvaluateConfig(Config):
+    """`quandary aisql evaluate`: the predictions file and the methods (as `aisql compare --methods`)."""
+
+    predictions_path: str = Field(description="JSONL of {id, scenario, question, gold_sql, predicted_sql[, label]}")
+    methods: list[str] = Field(default=["ex", "layers"], description="ex, layers, ours (the LLM autorater)")
+
+
+PREDICTION_VERDICTS = "aisql_prediction_verdicts"
+
+
+@asset(
+    name=PREDICTION_VERDICTS, group_name=GROUP, code_version=f"1-{_PV}",
+    check_specs=[contract_check_spec(AISQL_PREDICTION_VERDICTS, PREDICTION_VERDICTS)],
+    description="One verdict row per user prediction (every layer of `aisql compare`), keyed by the file's "
+                "content hash, prediction id, scenario and settings; other files' rows are kept.",
+)
+def aisql_prediction_verdicts(context: AssetExecutionContext, config: EvaluateConfig, aisql: AisqlResource,
+                              council: CouncilResource):
+    from pipelines.aisql.predictions import (
+        Engine,
+        PredictionsError,
+        evaluate,
+        export,
+        parse_methods,
+        read_predictions,
+        settings_key,
+    )
+    from pipelines.aisql.scenarios import visible_columns
+    from pipelines.aisql.split_execution import EvalContext, table_columns_of
+    from storage.artifacts import latest_path
+
+    try:
+        preds, digest = read_predictions(Path(config.predictions_path))
+        methods = parse_methods(",".join(config.methods))
+    except (PredictionsError, ValueError) as exc:
+        raise Failure(str(exc)) from None
+    settings = aisql.settings()
+
+    def context_for(scenario: str):
+        db = _db(aisql, scenario)
+        runtime = make_runtime(settings, db, getter=council.get_council)
+        ctx = EvalContext(db.path, runtime, get_scenario(scenario).key_columns(),
+                          table_columns_of(visible_columns(db.path)), budget=settings.budget,
+                          probe_n=settings.probe_n, seed=settings.seed)
+        return ctx, _schema_of(db), runtime.close
+
+    judges = council_for("judges", council.get_council) if "ours" in methods else None
+    previous = latest_path(PREDICTION_VERDICTS)
+    stored = pl.read_parquet(previous) if previous is not None else None
+    with step_progress(context, total=len(preds)) as p:  # predictions judged or reused
+        df, reused, judged = evaluate(preds, digest, str(Path(config.predictions_path).resolve()), settings, methods,
+                                      Engine(context_for, judges), stored=stored, advance=p.advance)
+    skey = settings_key(settings, methods)
+    mine = df.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
+    folder = artifacts_dir() / PREDICTION_VERDICTS / "exports"
+    stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
+    paths = [export(mine, folder / f"{stem}.{ext}") for ext in ("jsonl", "csv")]
+    yield artifact_output(df, predictions=MetadataValue.int(len(preds)), reused=MetadataValue.int(reused),
+                          judged=MetadataValue.int(judged), predictions_sha256=MetadataValue.text(digest),
+                          export_jsonl=MetadataValue.path(str(paths[0])), export_csv=MetadataValue.path(str(paths[1])),
+                          accepted=MetadataValue.int(int(mine["accepted"].sum())))
+    yield contract_check_result(AISQL_PREDICTION_VERDICTS, df)
+
+
+@asset(
+    group_name=GROUP, code_version="1",
+    check_specs=[contract_check_spec(AISQL_PREDICTION_METRICS, "aisql_prediction_metrics")],
+    description="Table 1 (TPR / TNR / accuracy with counts) per predictions file, settings, dialect and method, "
+                "over the labelled predictions; 'cannot decide' counts as a rejection and is shown on its own.",
+)
+def aisql_prediction_metrics(context: AssetExecutionContext, aisql_prediction_verdicts: pl.DataFrame):
+    from pipelines.aisql.predictions import summary_markdown, summary_table
+
+    df = summary_table(aisql_prediction_verdicts)
+    yield artifact_output(df, table1=MetadataValue.md(summary_markdown(df)))
+    yield contract_check_result(AISQL_PREDICTION_METRICS, df)
+
+
+AISQL_EVALUATE_ASSETS = [aisql_prediction_verdicts, aisql_prediction_metrics]
 
 AISQL_ASSETS = [aisql_scenario_db, aisql_pairs, aisql_split_queries, aisql_executions, aisql_verdicts, aisql_metrics,
                 aisql_sweep]
