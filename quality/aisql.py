@@ -33,7 +33,7 @@ AISQL_PAIRS = Contract(
         ColumnRule("gold_sql", pl.String, nullable=False, min_length=1),
         ColumnRule("candidate_sql", pl.String, nullable=False),
         ColumnRule("label", pl.Boolean),
-        ColumnRule("label_source", pl.String, nullable=False, allowed=("constructed", "manual", "oracle_suggested", "none")),
+        ColumnRule("label_source", pl.String, nullable=False, allowed=("constructed", "executed", "manual", "oracle_suggested", "none")),
         ColumnRule("variant_layer", pl.String, nullable=False, allowed=("none", "relational", "ai")),
     ),
 )
@@ -76,8 +76,9 @@ AISQL_VERDICTS = Contract(
 
 AISQL_METRICS = Contract(
     name="aisql_metrics",
-    description="TPR/TNR/accuracy per method and dialect with counts (Table 1 layout).",
+    description="TPR/TNR/accuracy per set, method and dialect with counts (Table 1 layout).",
     columns=(
+        ColumnRule("set", pl.String, nullable=False, allowed=("synthetic", "generated")),
         ColumnRule("dialect", pl.String, nullable=False),
         ColumnRule("method", pl.String, nullable=False),
         ColumnRule("n", pl.Int64, nullable=False, min_value=0),

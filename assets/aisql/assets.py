@@ -30,7 +30,15 @@ from pydantic import Field
 
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.progress import step_progress
-from pipelines.aisql.evalset import build_pairs, generator_pairs, manual_labels_path, read_manual_labels
+from pipelines.aisql.evalset import (
+    balance_table,
+    build_pairs,
+    execution_labels,
+    generator_pairs,
+    manual_labels_path,
+    read_manual_labels,
+    with_set,
+)
 from pipelines.aisql.methods import METHODS
 from pipelines.aisql.metrics import metric_table, table1_markdown
 from pipelines.aisql.pipeline import (
@@ -90,6 +98,8 @@ class AisqlResource(ConfigurableResource):
     dialects: list[str] = Field(default=["bigquery", "thalamusdb"])
     correct_share: float | None = 0.7
     generator_samples: int = Field(default=0, description="candidates per question from the generators council")
+    generated_labels: str = Field(default="executed", description="labels of generator candidates: executed (label "
+                                  "oracle at p=0 + structural rules; undecided ones left to `aisql label`) | manual")
     sweep_rates: list[float] = Field(default=[0.0, 0.1, 0.2, 0.3])
     sweep_methods: list[str] = Field(default=["ex", "ours"])
     sweep_max_pairs: int = Field(default=40, description="labelled pairs per dialect in the sweep")
@@ -166,6 +176,8 @@ def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: C
         db = _db(aisql, scenario)
         extra = generator_pairs(council_for("generators", council.get_council), aisql.root(), get_scenario(scenario),
                                 golds, _schema_of(db), samples=aisql.generator_samples)
+        if aisql.generated_labels == "executed":  # independent of every judge measured (issue 19 item 10)
+            extra = execution_labels(extra, db, budget=aisql.budget, seed=aisql.seed)
     df = build_pairs(scenario, aisql.root(), golds, correct_share=aisql.correct_share, seed=aisql.seed,
                      extra_rows=extra, manual=read_manual_labels(manual_labels_path(quandary_home())),
                      variant_types=tuple(aisql.variant_types) if aisql.variant_types else None)
@@ -253,11 +265,15 @@ def aisql_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council
 @asset(
     partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
     check_specs=[contract_check_spec(AISQL_METRICS, "aisql_metrics")],
-    description="Meta-evaluation: TPR, TNR, accuracy per method and dialect with counts (the paper's Table 1).",
+    description="Meta-evaluation: TPR, TNR, accuracy per set (synthetic variants / generated candidates), method "
+                "and dialect with counts (the paper's Table 1), and the label balance beside the paper's.",
 )
 def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, aisql_verdicts: pl.DataFrame):
-    df = metric_table(aisql_pairs, aisql_verdicts)
-    yield artifact_output(df, table1=MetadataValue.md(table1_markdown(df)))
+    # the synthetic (variants) and generated (generator candidates) sets are reported separately
+    df = metric_table(with_set(aisql_pairs), aisql_verdicts, by=("set", "dialect"))
+    tables = {f"table1_{s}": MetadataValue.md(table1_markdown(df.filter(pl.col("set") == s)))
+              for s in ("synthetic", "generated") if s in set(df["set"].to_list())}
+    yield artifact_output(df, **tables, balance=MetadataValue.md(preview_markdown(balance_table(aisql_pairs), rows=20)))
     yield contract_check_result(AISQL_METRICS, df)
 
 

@@ -280,11 +280,18 @@ def _report_text(scenario: str | None) -> int:
             continue
         shown += 1
         metrics = pl.read_parquet(path)
-        print(f"\n## {sc}: meta-evaluation (TPR / TNR / accuracy, counts in brackets)\n")
-        print(table1_markdown(metrics))
+        sets = metrics["set"].unique(maintain_order=True).to_list() if "set" in metrics.columns else [None]
+        for set_name in sets:
+            shown_metrics = metrics if set_name is None else metrics.filter(pl.col("set") == set_name)
+            label = f" [{set_name} set]" if set_name else ""
+            print(f"\n## {sc}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)\n")
+            print(table1_markdown(shown_metrics))
         pairs_p, verdicts_p = latest_path("aisql_pairs", sc), latest_path("aisql_verdicts", sc)
         if pairs_p and verdicts_p:
+            from pipelines.aisql.evalset import balance_table
+
             pairs, verdicts = pl.read_parquet(pairs_p), pl.read_parquet(verdicts_p)
+            print(f"\nlabel balance (ours per set, and the paper's):\n{balance_table(pairs)}")
             by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
                        .filter(pl.col("label").is_not_null())
                        .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
@@ -428,7 +435,9 @@ def register(sub) -> None:
     j.add_argument("--methods", default=None, help="comma-separated: ex,mm,mm_exec,ec,ec_exec,ours")
     j.add_argument("--dialects", default=None, help="bigquery,thalamusdb (default both)")
     j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
-    j.add_argument("--generate", type=int, default=0, help="generator candidates per question (unlabelled)")
+    j.add_argument("--generate", type=int, default=0,
+                   help="generator candidates per question, labelled by execution under the label oracle at p=0 "
+                        "plus the structural rules (undecided ones left to `aisql label`)")
     j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
     j.add_argument("--compact-judge", action="store_true", help="short judge prompt (small local models)")
     j.add_argument("--llm-split-fallback", action="store_true",
