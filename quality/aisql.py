@@ -6,6 +6,7 @@ from pipelines.aisql.rewrite import DIALECTS
 from quality.contracts import ColumnRule, Contract
 
 _STATUSES = ("ok", "error", "timeout", "budget_exceeded", "undecided")
+_LAYER_VERDICTS = ("accept", "reject", "cannot decide")
 
 AISQL_SCENARIO_DB = Contract(
     name="aisql_scenario_db",
@@ -32,7 +33,7 @@ AISQL_PAIRS = Contract(
         ColumnRule("gold_sql", pl.String, nullable=False, min_length=1),
         ColumnRule("candidate_sql", pl.String, nullable=False),
         ColumnRule("label", pl.Boolean),
-        ColumnRule("label_source", pl.String, nullable=False, allowed=("constructed", "manual", "oracle_suggested", "none")),
+        ColumnRule("label_source", pl.String, nullable=False, allowed=("constructed", "executed", "manual", "oracle_suggested", "none")),
         ColumnRule("variant_layer", pl.String, nullable=False, allowed=("none", "relational", "ai")),
     ),
 )
@@ -75,11 +76,44 @@ AISQL_VERDICTS = Contract(
 
 AISQL_METRICS = Contract(
     name="aisql_metrics",
-    description="TPR/TNR/accuracy per method and dialect with counts (Table 1 layout).",
+    description="TPR/TNR/accuracy per set, method and dialect with counts (Table 1 layout).",
     columns=(
+        ColumnRule("set", pl.String, nullable=False, allowed=("synthetic", "generated")),
         ColumnRule("dialect", pl.String, nullable=False),
         ColumnRule("method", pl.String, nullable=False),
         ColumnRule("n", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("accuracy", pl.Float64, min_value=0.0, max_value=1.0),
+    ),
+)
+
+AISQL_PREDICTION_VERDICTS = Contract(
+    name="aisql_prediction_verdicts",
+    description="One verdict per (predictions file, prediction, scenario, settings): every layer and the final.",
+    min_rows=1,
+    columns=(
+        ColumnRule("predictions_sha256", pl.String, nullable=False, min_length=64),
+        ColumnRule("settings_key", pl.String, nullable=False, min_length=2),
+        ColumnRule("prediction_id", pl.String, nullable=False, min_length=1),
+        ColumnRule("scenario", pl.String, nullable=False),
+        ColumnRule("dialect", pl.String, nullable=False, allowed=_DIALECTS),
+        ColumnRule("label", pl.Boolean),
+        ColumnRule("final", pl.String, nullable=False, allowed=_LAYER_VERDICTS),
+        ColumnRule("accepted", pl.Boolean, nullable=False),
+        ColumnRule("structural", pl.String, nullable=False, allowed=_LAYER_VERDICTS),
+        ColumnRule("ai", pl.String, nullable=False, allowed=_LAYER_VERDICTS),
+    ),
+    unique_together=("predictions_sha256", "prediction_id", "scenario", "settings_key"),
+)
+
+AISQL_PREDICTION_METRICS = Contract(
+    name="aisql_prediction_metrics",
+    description="TPR/TNR/accuracy per predictions file, settings, dialect and method over labelled predictions.",
+    columns=(
+        ColumnRule("predictions_sha256", pl.String, nullable=False),
+        ColumnRule("dialect", pl.String, nullable=False, allowed=_DIALECTS),
+        ColumnRule("method", pl.String, nullable=False),
+        ColumnRule("n", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("undecided", pl.Int64, nullable=False, min_value=0),
         ColumnRule("accuracy", pl.Float64, min_value=0.0, max_value=1.0),
     ),
 )

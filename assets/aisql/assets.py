@@ -4,15 +4,20 @@
                                      ├─ aisql_executions ─ aisql_verdicts ─ aisql_metrics
                                      └─ aisql_sweep (flip-rate sweep + PNG)
 
+    aisql_prediction_verdicts ─ aisql_prediction_metrics     (`quandary aisql evaluate FILE`, unpartitioned)
+
 Thin: each asset calls :mod:`pipelines.aisql` and returns a table; checks are blocking.
 """
 
+import hashlib
 import json
 from pathlib import Path
 
 import polars as pl
 from dagster import (
     AssetCheckResult,
+    Config,
+    Failure,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
@@ -25,7 +30,15 @@ from pydantic import Field
 
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.progress import step_progress
-from pipelines.aisql.evalset import build_pairs, generator_pairs, manual_labels_path, read_manual_labels
+from pipelines.aisql.evalset import (
+    balance_table,
+    build_pairs,
+    execution_labels,
+    generator_pairs,
+    manual_labels_path,
+    read_manual_labels,
+    with_set,
+)
 from pipelines.aisql.methods import METHODS
 from pipelines.aisql.metrics import metric_table, table1_markdown
 from pipelines.aisql.pipeline import (
@@ -44,7 +57,16 @@ from pipelines.aisql.prompts import PROMPT_VERSION
 from pipelines.aisql.scenarios import SCENARIOS, ScenarioDB, get_scenario, leaked_label_columns, load_queries
 from pipelines.aisql.splitter import split
 from storage.paths import artifacts_dir, quandary_home
-from quality.aisql import AISQL_EXECUTIONS, AISQL_METRICS, AISQL_PAIRS, AISQL_SCENARIO_DB, AISQL_SPLITS, AISQL_VERDICTS
+from quality.aisql import (
+    AISQL_EXECUTIONS,
+    AISQL_METRICS,
+    AISQL_PAIRS,
+    AISQL_PREDICTION_METRICS,
+    AISQL_PREDICTION_VERDICTS,
+    AISQL_SCENARIO_DB,
+    AISQL_SPLITS,
+    AISQL_VERDICTS,
+)
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata
 from assets.shared.io_manager import artifact_output, preview_markdown
@@ -76,6 +98,8 @@ class AisqlResource(ConfigurableResource):
     dialects: list[str] = Field(default=["bigquery", "thalamusdb"])
     correct_share: float | None = 0.7
     generator_samples: int = Field(default=0, description="candidates per question from the generators council")
+    generated_labels: str = Field(default="executed", description="labels of generator candidates: executed (label "
+                                  "oracle at p=0 + structural rules; undecided ones left to `aisql label`) | manual")
     sweep_rates: list[float] = Field(default=[0.0, 0.1, 0.2, 0.3])
     sweep_methods: list[str] = Field(default=["ex", "ours"])
     sweep_max_pairs: int = Field(default=40, description="labelled pairs per dialect in the sweep")
@@ -152,6 +176,8 @@ def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: C
         db = _db(aisql, scenario)
         extra = generator_pairs(council_for("generators", council.get_council), aisql.root(), get_scenario(scenario),
                                 golds, _schema_of(db), samples=aisql.generator_samples)
+        if aisql.generated_labels == "executed":  # independent of every judge measured (issue 19 item 10)
+            extra = execution_labels(extra, db, budget=aisql.budget, seed=aisql.seed)
     df = build_pairs(scenario, aisql.root(), golds, correct_share=aisql.correct_share, seed=aisql.seed,
                      extra_rows=extra, manual=read_manual_labels(manual_labels_path(quandary_home())),
                      variant_types=tuple(aisql.variant_types) if aisql.variant_types else None)
@@ -239,11 +265,15 @@ def aisql_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council
 @asset(
     partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
     check_specs=[contract_check_spec(AISQL_METRICS, "aisql_metrics")],
-    description="Meta-evaluation: TPR, TNR, accuracy per method and dialect with counts (the paper's Table 1).",
+    description="Meta-evaluation: TPR, TNR, accuracy per set (synthetic variants / generated candidates), method "
+                "and dialect with counts (the paper's Table 1), and the label balance beside the paper's.",
 )
 def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, aisql_verdicts: pl.DataFrame):
-    df = metric_table(aisql_pairs, aisql_verdicts)
-    yield artifact_output(df, table1=MetadataValue.md(table1_markdown(df)))
+    # the synthetic (variants) and generated (generator candidates) sets are reported separately
+    df = metric_table(with_set(aisql_pairs), aisql_verdicts, by=("set", "dialect"))
+    tables = {f"table1_{s}": MetadataValue.md(table1_markdown(df.filter(pl.col("set") == s)))
+              for s in ("synthetic", "generated") if s in set(df["set"].to_list())}
+    yield artifact_output(df, **tables, balance=MetadataValue.md(preview_markdown(balance_table(aisql_pairs), rows=20)))
     yield contract_check_result(AISQL_METRICS, df)
 
 
@@ -265,6 +295,86 @@ def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: C
     return artifact_output(res.metrics, **chart_metadata(png, "accuracy vs AI-operator noise", image_key="chart_image",
                                                          path_key="chart"), pairs=MetadataValue.int(pairs.height))
 
+
+class EvaluateConfig(Config):
+    """`quandary aisql evaluate`: the predictions file and the methods (as `aisql compare --methods`)."""
+
+    predictions_path: str = Field(description="JSONL of {id, scenario, question, gold_sql, predicted_sql[, label]}")
+    methods: list[str] = Field(default=["ex", "layers"], description="ex, layers, ours (the LLM autorater)")
+
+
+PREDICTION_VERDICTS = "aisql_prediction_verdicts"
+
+
+@asset(
+    name=PREDICTION_VERDICTS, group_name=GROUP, code_version=f"1-{_PV}",
+    check_specs=[contract_check_spec(AISQL_PREDICTION_VERDICTS, PREDICTION_VERDICTS)],
+    description="One verdict row per user prediction (every layer of `aisql compare`), keyed by the file's "
+                "content hash, prediction id, scenario and settings; other files' rows are kept.",
+)
+def aisql_prediction_verdicts(context: AssetExecutionContext, config: EvaluateConfig, aisql: AisqlResource,
+                              council: CouncilResource):
+    from pipelines.aisql.predictions import (
+        Engine,
+        PredictionsError,
+        evaluate,
+        export,
+        parse_methods,
+        read_predictions,
+        settings_key,
+    )
+    from pipelines.aisql.scenarios import visible_columns
+    from pipelines.aisql.split_execution import EvalContext, table_columns_of
+    from storage.artifacts import latest_path
+
+    try:
+        preds, digest = read_predictions(Path(config.predictions_path))
+        methods = parse_methods(",".join(config.methods))
+    except (PredictionsError, ValueError) as exc:
+        raise Failure(str(exc)) from None
+    settings = aisql.settings()
+
+    def context_for(scenario: str):
+        db = _db(aisql, scenario)
+        runtime = make_runtime(settings, db, getter=council.get_council)
+        ctx = EvalContext(db.path, runtime, get_scenario(scenario).key_columns(),
+                          table_columns_of(visible_columns(db.path)), budget=settings.budget,
+                          probe_n=settings.probe_n, seed=settings.seed)
+        return ctx, _schema_of(db), runtime.close
+
+    judges = council_for("judges", council.get_council) if "ours" in methods else None
+    previous = latest_path(PREDICTION_VERDICTS)
+    stored = pl.read_parquet(previous) if previous is not None else None
+    with step_progress(context, total=len(preds)) as p:  # predictions judged or reused
+        df, reused, judged = evaluate(preds, digest, str(Path(config.predictions_path).resolve()), settings, methods,
+                                      Engine(context_for, judges), stored=stored, advance=p.advance)
+    skey = settings_key(settings, methods)
+    mine = df.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
+    folder = artifacts_dir() / PREDICTION_VERDICTS / "exports"
+    stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
+    paths = [export(mine, folder / f"{stem}.{ext}") for ext in ("jsonl", "csv")]
+    yield artifact_output(df, predictions=MetadataValue.int(len(preds)), reused=MetadataValue.int(reused),
+                          judged=MetadataValue.int(judged), predictions_sha256=MetadataValue.text(digest),
+                          export_jsonl=MetadataValue.path(str(paths[0])), export_csv=MetadataValue.path(str(paths[1])),
+                          accepted=MetadataValue.int(int(mine["accepted"].sum())))
+    yield contract_check_result(AISQL_PREDICTION_VERDICTS, df)
+
+
+@asset(
+    group_name=GROUP, code_version="1",
+    check_specs=[contract_check_spec(AISQL_PREDICTION_METRICS, "aisql_prediction_metrics")],
+    description="Table 1 (TPR / TNR / accuracy with counts) per predictions file, settings, dialect and method, "
+                "over the labelled predictions; 'cannot decide' counts as a rejection and is shown on its own.",
+)
+def aisql_prediction_metrics(context: AssetExecutionContext, aisql_prediction_verdicts: pl.DataFrame):
+    from pipelines.aisql.predictions import summary_markdown, summary_table
+
+    df = summary_table(aisql_prediction_verdicts)
+    yield artifact_output(df, table1=MetadataValue.md(summary_markdown(df)))
+    yield contract_check_result(AISQL_PREDICTION_METRICS, df)
+
+
+AISQL_EVALUATE_ASSETS = [aisql_prediction_verdicts, aisql_prediction_metrics]
 
 AISQL_ASSETS = [aisql_scenario_db, aisql_pairs, aisql_split_queries, aisql_executions, aisql_verdicts, aisql_metrics,
                 aisql_sweep]

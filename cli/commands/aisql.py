@@ -3,6 +3,7 @@
     quandary aisql run movie "SELECT ... AI.IF(...)"      one query with AI operators, and the calls it made
     quandary aisql split "SQL" [--dialect thalamusdb]     structural part + AI parts
     quandary aisql compare movie GOLD_SQL CANDIDATE_SQL   each layer's verdict for one pair; exit 0 accept, 1 not
+    quandary aisql evaluate PREDICTIONS.jsonl             judge a file of your predictions (Dagster asset), Table 1
     quandary aisql judge --scenario movie                 materialize the aisql job (Dagster) and print Table 1
     quandary aisql label --export todo.csv | FILE.csv     export unlabelled pairs / import manual labels
     quandary report aisql [--scenario movie]              Table 1, per variant type, sweep chart
@@ -155,6 +156,80 @@ def _compare(args) -> int:
     return 0 if result.final == ACCEPT else 1
 
 
+EVALUATE_JOB = "aisql_evaluate_job"
+
+
+def _evaluate(args) -> int:
+    """Check the file (one line naming file and line on a problem), then run the evaluate job."""
+    from pipelines.aisql.predictions import PredictionsError, parse_methods, read_predictions
+
+    try:
+        methods = parse_methods(args.methods)
+        preds, digest = read_predictions(Path(args.predictions))
+    except (PredictionsError, ValueError) as exc:
+        return _err(str(exc))
+    if args.export and Path(args.export).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        return _err(f"--export {args.export}: use a .jsonl or .csv name")
+    data = Path(args.data)
+    if not (data / "sembench" / "files").is_dir():
+        return _err(f"--data {args.data}: no sembench/files folder there")
+    if "ours" in methods:
+        from pipelines.aisql.pipeline import council_for
+
+        try:
+            council_for("judges")
+        except KeyError as exc:
+            return _err(str(exc).strip("'\""))
+    return _run_evaluate(args, preds, digest, methods)
+
+
+def _run_evaluate(args, preds, digest: str, methods) -> int:
+    import polars as pl
+
+    from cli.run_output import execute_cli_run, report_job_result
+    from cli.runs import run_job_for_partition
+    from pipelines.aisql.predictions import export, summary_markdown
+    from storage.artifacts import read_latest
+
+    cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
+           "seed": args.seed, "budget": args.budget}
+    if args.sample:
+        cfg["sample"] = args.sample
+    if _groups(args):
+        cfg["sample_groups"] = list(_groups(args))
+    run_config = {"resources": {"aisql": {"config": cfg}},
+                  "ops": {"aisql_prediction_verdicts": {"config": {"predictions_path": str(Path(args.predictions).resolve()),
+                                                                   "methods": list(methods)}}}}
+    resume = f"quandary aisql evaluate {args.predictions} (stored verdicts are reused)"
+    print(f"evaluating {len(preds)} predictions from {args.predictions} (sha256 {digest[:12]}) ...", file=sys.stderr)
+    result = execute_cli_run(lambda run_id, level: run_job_for_partition(
+        EVALUATE_JOB, None, run_config=run_config, run_id=run_id, log_level=level), resume, args.verbose)
+    code = report_job_result(result, EVALUATE_JOB, "", args.verbose)
+    if code:
+        return code
+    verdicts = read_latest("aisql_prediction_verdicts")
+    event = result.asset_materializations_for_node("aisql_prediction_verdicts")[-1]
+    meta = {k: v.value for k, v in event.metadata.items()}
+    mine = verdicts.filter((pl.col("predictions_sha256") == digest))
+    mine = mine.filter(pl.col("settings_key") == mine["settings_key"][-1]) if mine.height else mine  # this run's
+    counts = {v: int((mine["final"] == v).sum()) for v in ("accept", "reject", "cannot decide")}
+    print(f"run {result.run_id[:8]} succeeded: {len(preds)} predictions; reused {meta.get('reused', 0)} stored "
+          f"verdicts, judged {meta.get('judged', 0)}")
+    print(f"final verdicts: {counts['accept']} accept, {counts['reject']} reject, {counts['cannot decide']} cannot decide")
+    metrics = read_latest("aisql_prediction_metrics")
+    mine_metrics = metrics.filter((pl.col("predictions_sha256") == digest)
+                                  & (pl.col("settings_key") == (mine["settings_key"][-1] if mine.height else "")))
+    if mine_metrics.height:
+        print("\nlabelled predictions (TPR / TNR / accuracy, counts in brackets; 'cannot decide' counts as reject):\n")
+        print(summary_markdown(mine_metrics))
+    else:
+        print("no labels in the file: verdicts only (add \"label\": true/false for Table 1)")
+    print(f"\nexports: {meta.get('export_jsonl')}  {meta.get('export_csv')}")
+    if args.export:
+        print(f"wrote {export(mine, Path(args.export))}")
+    return 0
+
+
 def _judge(args) -> int:
     from assets.aisql.assets import AISQL_ASSETS
     from cli.run_output import report_job_result, run_cli_job
@@ -205,11 +280,18 @@ def _report_text(scenario: str | None) -> int:
             continue
         shown += 1
         metrics = pl.read_parquet(path)
-        print(f"\n## {sc}: meta-evaluation (TPR / TNR / accuracy, counts in brackets)\n")
-        print(table1_markdown(metrics))
+        sets = metrics["set"].unique(maintain_order=True).to_list() if "set" in metrics.columns else [None]
+        for set_name in sets:
+            shown_metrics = metrics if set_name is None else metrics.filter(pl.col("set") == set_name)
+            label = f" [{set_name} set]" if set_name else ""
+            print(f"\n## {sc}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)\n")
+            print(table1_markdown(shown_metrics))
         pairs_p, verdicts_p = latest_path("aisql_pairs", sc), latest_path("aisql_verdicts", sc)
         if pairs_p and verdicts_p:
+            from pipelines.aisql.evalset import balance_table
+
             pairs, verdicts = pl.read_parquet(pairs_p), pl.read_parquet(verdicts_p)
+            print(f"\nlabel balance (ours per set, and the paper's):\n{balance_table(pairs)}")
             by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
                        .filter(pl.col("label").is_not_null())
                        .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
@@ -337,13 +419,25 @@ def register(sub) -> None:
     _common(c)
     c.set_defaults(func=_compare)
 
+    ev = s.add_parser("evaluate", help="judge a JSONL file of your predictions ({id, scenario, question, gold_sql, "
+                      "predicted_sql[, label]}): one verdict per row, Table 1 when labelled")
+    ev.add_argument("predictions", help="JSONL file, one prediction per line")
+    ev.add_argument("--methods", default="ex,layers",
+                    help="comma-separated: ex, layers (deterministic stand-in), ours (LLM autorater; final when given)")
+    ev.add_argument("--export", default=None, help="also write this file's verdicts to PATH (.jsonl or .csv)")
+    ev.add_argument("--verbose", action="store_true")
+    _common(ev)
+    ev.set_defaults(func=_evaluate)
+
     j = s.add_parser("judge", help="materialize the aisql assets for a scenario and print Table 1")
     j.add_argument("--scenario", default="movie")
     j.add_argument("--questions", default=None, help="comma-separated gold query ids (e.g. Q2,Q3)")
     j.add_argument("--methods", default=None, help="comma-separated: ex,mm,mm_exec,ec,ec_exec,ours")
     j.add_argument("--dialects", default=None, help="bigquery,thalamusdb (default both)")
     j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
-    j.add_argument("--generate", type=int, default=0, help="generator candidates per question (unlabelled)")
+    j.add_argument("--generate", type=int, default=0,
+                   help="generator candidates per question, labelled by execution under the label oracle at p=0 "
+                        "plus the structural rules (undecided ones left to `aisql label`)")
     j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
     j.add_argument("--compact-judge", action="store_true", help="short judge prompt (small local models)")
     j.add_argument("--llm-split-fallback", action="store_true",

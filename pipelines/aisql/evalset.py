@@ -6,9 +6,13 @@ dialect (spec §12).
   (``label_source=constructed``). With ``correct_share`` (default 0.7, the paper's BigQuery mix)
   the incorrect variants are subsampled, seeded, so about that share of labelled pairs is correct.
 * Generator candidates from the council's ``generators`` role (question, label-free schema with
-  sample rows, few-shot examples from the *other* SemBench scenarios) carry a label only when a
-  person gives one (``quandary aisql label``, stored in ``labels/manual.jsonl``); unlabelled pairs
-  are judged but not counted.
+  sample rows, few-shot examples from the *other* SemBench scenarios) are labelled by a procedure
+  independent of every judge measured (:func:`execution_labels`, ``label_source=executed``):
+  execution under the label oracle at p = 0 plus the structural rules. Where that procedure cannot
+  decide, a person can (``quandary aisql label``, stored in ``labels/manual.jsonl``); pairs left
+  unlabelled are judged but not counted.
+* The two sets are reported separately (:func:`with_set`: ``synthetic`` = variants, ``generated``),
+  with the paper's balance figures beside ours (:func:`balance_table`).
 """
 
 import json
@@ -218,3 +222,85 @@ def build_pairs(scenario: str, data_root: Path, golds: list[GoldQuery], *, corre
     rows = variant_pairs(sc, golds, correct_share=correct_share, seed=seed, variant_types=variant_types)
     rows += list(extra_rows or [])
     return apply_manual_labels(pairs_frame(rows), manual or {})
+
+
+# ----------------------------------------------------------------------------- independent labels
+
+# The paper's labelled set (manual verification of generator candidates), implied by Table 1.
+PAPER_BALANCE = {"bigquery": (25, 11), "thalamusdb": (12, 3)}
+
+
+def execution_label(ev) -> tuple[bool | None, str]:
+    """Label of one generated candidate from its split execution under the label oracle at p = 0
+    (no noise: an equivalent query returns exactly the gold's rows) plus the structural rules.
+
+    * correct: the candidate runs, its result equals the gold's as a bag (in order under a gold
+      ORDER BY), and the structural layer does not prove the relational parts different;
+    * incorrect: the candidate does not run, or its result differs, or the structural layer proves
+      the relational parts different (a valuation of the AI calls separates them);
+    * none (left to a person): the gold does not run, or the oracle cannot decide a call.
+    """
+    from pipelines.aisql.diffs import ex_equal
+
+    for side, rec in (("gold", ev.gold), ("candidate", ev.cand)):
+        if rec.status == "undecided":
+            return None, f"{side}: {rec.error}"[:300]
+    if not ev.gold.ok:
+        return None, f"the gold query did not run: {ev.gold.status} {ev.gold.error}"[:300]
+    if not ev.cand.ok:
+        return False, f"the candidate did not run: {ev.cand.status} {ev.cand.error}"[:300]
+    if ev.structural is not None and ev.structural.verdict == "differ":
+        return False, f"structural parts differ: {ev.structural.reason}"[:300]
+    if not ex_equal(ev.gold, ev.cand, ev.ordered):
+        return False, f"different result at p = 0 ({ev.gold.row_count} vs {ev.cand.row_count} rows)"
+    return True, "same result at p = 0; structural parts not proven different"
+
+
+def execution_labels(rows: list[dict], db, *, budget: int = 5000, seed: int = 0) -> list[dict]:
+    """Label the unlabelled generated rows by :func:`execution_label` (a fresh runtime over the label
+    oracle at p = 0, shared by these rows only); other rows are returned unchanged."""
+    from pipelines.aisql.operators import AIRuntime, LabelOracle
+    from pipelines.aisql.scenarios import get_scenario, load_labels, visible_columns
+    from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
+
+    sc = get_scenario(db.scenario)
+    runtime = AIRuntime(LabelOracle(load_labels(db.labels_path), sc.vocabulary, p=0.0, seed=seed,
+                                    score_of=sc.score_of), budget=budget)
+    ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
+                      budget=budget, seed=seed)
+    out = []
+    try:
+        for r in rows:
+            if r["variant_type"] != "generated" or r["label"] is not None:
+                out.append(r)
+                continue
+            label, why = execution_label(execute_pair(ctx, r["gold_sql"], r["candidate_sql"], r["dialect"]))
+            note = f"label oracle p=0 + structural rules: {why}" if label is not None else \
+                f"no independent label (needs `quandary aisql label`): {why}"
+            out.append({**r, "label": label, "label_source": "executed" if label is not None else "none",
+                        "notes": "; ".join(x for x in (r.get("notes"), note) if x)[:500]})
+    finally:
+        runtime.close()
+    return out
+
+
+def with_set(pairs: pl.DataFrame) -> pl.DataFrame:
+    """A ``set`` column: ``generated`` (generator candidates) or ``synthetic`` (controlled variants)."""
+    return pairs.with_columns(pl.when(pl.col("variant_type") == "generated").then(pl.lit("generated"))
+                              .otherwise(pl.lit("synthetic")).alias("set"))
+
+
+def balance_table(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Correct / incorrect / unlabelled per set and dialect, with the paper's figures as set ``paper``."""
+    rows = []
+    df = with_set(pairs)
+    for (s, d), g in sorted(df.group_by(["set", "dialect"]), key=lambda kv: kv[0]):
+        correct, wrong = int((g["label"] == True).sum()), int((g["label"] == False).sum())  # noqa: E712
+        rows.append({"set": s, "dialect": d, "n": correct + wrong, "correct": correct, "incorrect": wrong,
+                     "unlabelled": int(g["label"].is_null().sum()),
+                     "correct_share": correct / (correct + wrong) if correct + wrong else None})
+    for d, (c, w) in PAPER_BALANCE.items():
+        rows.append({"set": "paper", "dialect": d, "n": c + w, "correct": c, "incorrect": w, "unlabelled": 0,
+                     "correct_share": c / (c + w)})
+    return pl.DataFrame(rows, schema={"set": pl.String, "dialect": pl.String, "n": pl.Int64, "correct": pl.Int64,
+                                      "incorrect": pl.Int64, "unlabelled": pl.Int64, "correct_share": pl.Float64})

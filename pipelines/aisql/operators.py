@@ -25,7 +25,8 @@ count is the same on a rerun). A vector that would exceed it stops the query wit
   pseudo-random u(seed, operator, normalised instruction, inputs) < p — the answer is flipped. Since
   the subset depends on the instruction wording, a paraphrased prompt flips *different* rows: the
   decision-boundary shift of the paper, with a known amount p of noise. A prompt whose concept the
-  rules do not recognise answers True for half the rows (seeded), so a changed concept changes rows.
+  rules do not recognise (no label term; a pair predicate other than same/opposite) is never guessed:
+  the call raises :class:`OracleCannotDecide` and the query ends with status ``undecided``.
 * :class:`CouncilOperator` — any member of the council's ``ai_operator`` role (the embedded SmolLM2
   by default), through the council layer: structured output, cache, log, retries.
 * :class:`KeywordOperator` — keyword rules without labels, for unit tests only.
@@ -45,9 +46,6 @@ from pydantic import BaseModel
 from pipelines.aisql.rewrite import AI_OPERATORS, DATA_CLOSE, DATA_OPEN
 from pipelines.prompting import messages
 from resources.sql import keeps_interrupts
-
-UNKNOWN_CONCEPT_RATE = 0.5  # a concept unrelated to the labels: a coin flip per row
-
 
 class BudgetExceeded(RuntimeError):
     pass
@@ -246,7 +244,7 @@ class LabelOracle:
                         return c
                 return req.categories[0] if req.categories else None
             return None if label is None else label.upper()
-        value = self._boolean(instruction, texts, labels)
+        value = self._boolean(req, instruction, texts, labels)
         value = (not value) if flip else value
         return ("TRUE" if value else "FALSE") if kind in ("text", "category") else value
 
@@ -268,8 +266,13 @@ class LabelOracle:
                 raise OracleCannotDecide(f"oracle cannot decide {op}: the instruction scores "
                                          f"{', '.join(sorted(named)).lower()}, not the labelled scale (high = {top.lower()})")
 
-    def _boolean(self, instruction: str, texts, labels) -> bool:
+    def _boolean(self, req: OpRequest, instruction: str, texts, labels) -> bool:
         concept = read_concept(instruction, self.vocabulary, len(texts))
+        if concept.kind == "unknown":  # never a coin flip: the labels cannot answer this question
+            op = req.op.replace("ai_", "AI.").upper()
+            what = "pair predicate" if len(texts) >= 2 else "concept the labels cover"
+            raise OracleCannotDecide(f"oracle cannot decide {op}: the instruction "
+                                     f"{' '.join(instruction.split())[:80]!r} names no {what}")
         if concept.kind == "same":
             return labels[0] is not None and labels[0] == labels[1]
         if concept.kind == "different":
@@ -278,7 +281,7 @@ class LabelOracle:
             return (labels[0] == concept.label) != concept.negated
         if concept.kind == "label":
             return False  # no label for this input (not a labelled text column)
-        return u01("unknown-concept", self.seed, normalise(instruction), *texts) < UNKNOWN_CONCEPT_RATE
+        return False  # unreachable: every other concept kind is handled above
 
     def answer_now(self, reqs: list[OpRequest]) -> list[tuple[Any, bool, bool]]:
         """(value, cached, failed) per request, synchronously (no event-loop hop)."""

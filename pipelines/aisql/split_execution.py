@@ -85,8 +85,8 @@ def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
 
 
 def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> Evidence:
-    gs = split(gold_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback)
-    cs = split(cand_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback)
+    gs = split(gold_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
+    cs = split(cand_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
     gold = _run_or_error(ctx, gs, "full")
     cand = _run_or_error(ctx, cs, "full")
     g_s = _run_or_error(ctx, gs, "structural") if gs.ok else None

@@ -113,7 +113,32 @@ def _structural(tree: exp.Expression) -> exp.Expression:
     return tree.copy().transform(repl)
 
 
-def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns: dict[str, tuple[str, ...]]) -> AIPart:
+def _owner(op: str, col: exp.Column, select: exp.Select, table_columns: dict[str, list[str]] | None) -> str:
+    """The FROM alias holding an unqualified input column when several tables are in FROM, from the
+    scenario's schema; refused with the reason (never a cross join of every table) when there is no
+    schema or the schema does not single one table out."""
+    own = _sources(select)
+    aliases = ", ".join(a for a, _ in own)
+    if not table_columns:
+        raise SqlRewriteError(f"{op}: input column {col.name} is unqualified and {len(own)} tables are in FROM "
+                              f"({aliases}); qualify it (e.g. {own[0][0]}.{col.name}) or give the schema")
+    holders, unknown = [], []
+    for alias, node in own:
+        cols = table_columns.get(_table_name(node).split(".")[-1].lower()) if isinstance(node, exp.Table) else None
+        if cols is None:
+            unknown.append(alias)
+        elif col.name.lower() in {c.lower() for c in cols}:
+            holders.append(alias)
+    if len(holders) == 1 and not unknown:
+        return holders[0]
+    if len(holders) > 1:
+        raise SqlRewriteError(f"{op}: input column {col.name} is in more than one of {aliases}; qualify it")
+    raise SqlRewriteError(f"{op}: input column {col.name} is unqualified and the schema does not tell which of "
+                          f"{aliases} holds it; qualify it")
+
+
+def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns: dict[str, tuple[str, ...]],
+             table_columns: dict[str, list[str]] | None = None) -> AIPart:
     op = operator_name(call)
     kind = AI_OPERATORS[op]
     select = call.find_ancestor(exp.Select)
@@ -126,11 +151,12 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
             sources += [s for s in _sources(outer) if s[0].lower() not in {a.lower() for a, _ in sources}]
         outer = outer.parent
     cols = list(call.find_all(exp.Column, bfs=False))  # document order: r1 before r2
+    own = _sources(select)
     used_aliases: list[str] = []
     for c in cols:
         alias = c.table
-        if not alias:
-            alias = sources[0][0] if len(sources) == 1 else ""
+        if not alias and own:  # SQL resolves an unqualified column in the innermost FROM first
+            alias = own[0][0] if len(own) == 1 else _owner(op, c, select, table_columns)
         if alias and alias not in used_aliases:
             used_aliases.append(alias)
     by_alias = {a.lower(): (a, n) for a, n in sources}
@@ -143,6 +169,8 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
     inputs = []
     for c in cols:
         q = c.copy()
+        if not q.table and len(own) > 1:  # resolved by the schema above
+            q.set("table", exp.to_identifier(_owner(op, c, select, table_columns)))
         if not q.table and len(picked) == 1 and picked[0][0]:
             q.set("table", exp.to_identifier(picked[0][0]))
         if q.sql("duckdb") not in [i.sql("duckdb") for i in inputs]:
@@ -207,7 +235,8 @@ def _structural_except(call: exp.Anonymous) -> exp.Expression:
     return inner
 
 
-def ast_split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | None = None) -> SplitResult:
+def ast_split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | None = None,
+              table_columns: dict[str, list[str]] | None = None) -> SplitResult:
     tree = to_duckdb_tree(sql, dialect)
     calls = ai_calls(tree)
     parts, seen = [], set()
@@ -215,16 +244,17 @@ def ast_split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | 
         text = c.sql("duckdb")
         if text not in seen:
             seen.add(text)
-            parts.append(_ai_part(i, c, tree, key_columns or {}))
+            parts.append(_ai_part(i, c, tree, key_columns or {}, table_columns))
     return SplitResult(sql=tree.sql("duckdb"), structural_sql=_structural(tree).sql("duckdb"), ai_parts=parts)
 
 
 def split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | None = None, *,
-          fallback=None) -> SplitResult:
+          fallback=None, table_columns: dict[str, list[str]] | None = None) -> SplitResult:
     """Split ``sql``; never raises: a failure is a SplitResult with ``error`` (and the LLM fallback's
-    answer when ``fallback`` — a council — is given)."""
+    answer when ``fallback`` — a council — is given). ``table_columns`` (table name, lower case →
+    columns) resolves an unqualified AI input column when several tables are in FROM."""
     try:
-        return ast_split(sql, dialect, key_columns)
+        return ast_split(sql, dialect, key_columns, table_columns)
     except SqlRewriteError as exc:
         if fallback is not None:
             res = llm_split(sql, dialect, fallback)

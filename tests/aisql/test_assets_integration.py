@@ -12,9 +12,20 @@ from tests.llm_fakes import ScriptedLLM, install
 pytestmark = pytest.mark.integration
 
 
+GENERATED = {  # what the scripted generator writes for movie Q3, per dialect
+    "Write BigQuery": "SELECT COUNT(*) AS positive_review_cnt FROM movie.reviews AS r WHERE r.id = 'taken_3' AND "
+                      "AI.IF(('Is this review positive? Review: ', r.reviewText), connection_id => 'c')",
+    "Write ThalamusDB": "SELECT COUNT(*) AS positive_review_cnt FROM Reviews WHERE NLfilter(reviewText, "
+                        "'the review is positive')",  # forgets the movie filter
+}
+
+
 def _responder(req):
     system = req.messages[0]["content"]
     user = req.messages[-1]["content"]
+    for marker, sql in GENERATED.items():
+        if marker in system:
+            return json.dumps({"sql": sql})
     if system.startswith("You are an expert judge"):
         if "criticName" in user.split("S_c (candidate structural part)")[0]:
             return "the candidate reads criticName, so... no JSON here"  # unusable -> error verdict
@@ -34,7 +45,7 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     job = defs.resolve_job_def("aisql_job")
     cfg = {"data_root": str(sembench_root), "question_ids": ["Q3"], "sweep_rates": [0.0, 0.3], "flip_rate": 0.2,
            "variant_types": ["paraphrase", "count_key", "conjunct_order", "wrong_column", "dropped_filter"],
-           "correct_share": None}
+           "correct_share": None, "generator_samples": 1}
     (tmp_path / "dh").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
         result = job.execute_in_process(instance=instance, partition_key="movie", raise_on_error=False,
@@ -52,6 +63,13 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     metrics = read_latest("aisql_metrics", "movie")
     assert set(pairs["dialect"]) == {"bigquery", "thalamusdb"}
     assert verdicts.height == pairs.height * 6
+    # generator candidates, labelled independently of the judges (label oracle at p = 0 + structural rules)
+    gen = {r["dialect"]: r for r in pairs.filter(pl.col("variant_type") == "generated").iter_rows(named=True)}
+    assert gen["bigquery"]["label"] is True and gen["bigquery"]["label_source"] == "executed"
+    assert gen["thalamusdb"]["label"] is False and gen["thalamusdb"]["label_source"] == "executed"
+    assert set(metrics["set"]) == {"synthetic", "generated"}
+    ex_gen = metrics.filter((pl.col("set") == "generated") & (pl.col("method") == "ex"))
+    assert ex_gen["n"].sum() == 2
     # an unparseable judge answer is an error verdict, counted as a rejection
     wrong_col = pairs.filter(pl.col("variant_type") == "wrong_column")["pair_id"].to_list()
     ours = verdicts.filter((pl.col("method") == "ours") & pl.col("pair_id").is_in(wrong_col))

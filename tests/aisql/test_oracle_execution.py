@@ -141,3 +141,50 @@ def test_oracle_cannot_decide_a_value_operator_asking_another_concept(sembench_r
         oracle.answer(OpRequest("ai_generate", "Name the director: \x1efine\x1f"))
     assert oracle.answer(OpRequest("ai_score", "Score how positive this review is: \x1efine\x1f")) == 4.0
     assert oracle.answer(OpRequest("ai_generate", "Is it positive? Answer TRUE or FALSE: \x1efine\x1f")) == "TRUE"
+
+
+@pytest.mark.parametrize("dialect", ["bigquery", "thalamusdb"])
+def test_oracle_cannot_decide_a_boolean_operator_naming_no_labelled_concept(sembench_root, movie_db, oracle_runtime,
+                                                                           dialect):
+    """Issue 19 item 4 (rest): AI.IF / NLfilter with an instruction naming no labelled concept is
+    'cannot decide', never a seeded coin flip; the same holds for a pair predicate it cannot read."""
+    from pipelines.aisql.operators import OracleCannotDecide
+    from pipelines.aisql.variants import CHANGED_CONCEPT
+
+    oracle = LabelOracle({"fine": "POSITIVE", "bad": "NEGATIVE"}, MOVIE.vocabulary, p=0.0)
+    for prompt in ("Does this review mention the director? \x1efine\x1f", CHANGED_CONCEPT + " \x1efine\x1f"):
+        with pytest.raises(OracleCannotDecide, match="oracle cannot decide AI.IF: the instruction .* names no concept"):
+            oracle.answer(OpRequest("ai_if", prompt))
+    with pytest.raises(OracleCannotDecide):
+        oracle.answer(OpRequest("nljoin", "Do these reviews talk about actors?", ("fine", "bad")))
+    assert oracle.answer(OpRequest("ai_if", "Is this review positive? \x1efine\x1f")) is True
+    assert oracle.answer(OpRequest("ai_if", "Is this review not positive? \x1efine\x1f")) is False
+    gold = movie_query(sembench_root, dialect, "Q3")
+    prompt = GOLD_PROMPT if dialect == "bigquery" else "the review sentiment is positive"
+    rec = run_query(movie_db.path, gold.replace(prompt, "the review mentions the director"), dialect,
+                    oracle_runtime(p=0.0))
+    assert rec.status == "undecided" and "names no concept the labels cover" in rec.error
+
+
+def test_changed_concept_variants_stay_measured_from_their_construction(sembench_root, movie_db, oracle_runtime):
+    """The changed-concept variants keep their constructed label (False); with the oracle unable to
+    run them, EX records an error verdict (a rejection, so a true negative) and the AI layer cannot decide."""
+    from pipelines.aisql.compare import judge_pair
+    from pipelines.aisql.evalset import variant_pairs
+    from pipelines.aisql.methods import ex_verdict
+    from pipelines.aisql.metrics import confusion
+    from pipelines.aisql.scenarios import load_queries
+
+    golds = [g for g in load_queries("movie", sembench_root) if g.question_id == "Q3"]
+    rows = variant_pairs(MOVIE, golds, correct_share=None, variant_types=("changed_concept",))
+    assert len(rows) == 2 and all(r["label"] is False and r["label_source"] == "constructed" for r in rows)
+    ctx = EvalContext(movie_db.path, oracle_runtime(p=0.0), MOVIE.key_columns(),
+                      table_columns_of(visible_columns(movie_db.path)))
+    verdicts = []
+    for r in rows:
+        j = judge_pair(ctx, r["gold_sql"], r["candidate_sql"], r["dialect"])
+        ev = j.evidence
+        assert ev.gold.ok and ev.cand.status == "undecided"
+        assert j.layer("ai").verdict == "cannot decide" and j.layer("ex").verdict == "cannot decide"
+        verdicts.append(ex_verdict(r["pair_id"], ev.gold.status, ev.cand.status, False).accepted)
+    assert confusion([r["label"] for r in rows], verdicts).tn == 2
