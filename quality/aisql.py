@@ -95,7 +95,7 @@ AISQL_PREDICTION_VERDICTS = Contract(
         ColumnRule("settings_key", pl.String, nullable=False, min_length=2),
         ColumnRule("prediction_id", pl.String, nullable=False, min_length=1),
         ColumnRule("scenario", pl.String, nullable=False),
-        ColumnRule("dialect", pl.String, nullable=False, allowed=_DIALECTS),
+        ColumnRule("dialect", pl.String, nullable=False, allowed=DIALECTS),
         ColumnRule("label", pl.Boolean),
         ColumnRule("final", pl.String, nullable=False, allowed=_LAYER_VERDICTS),
         ColumnRule("accepted", pl.Boolean, nullable=False),
@@ -110,7 +110,7 @@ AISQL_PREDICTION_METRICS = Contract(
     description="TPR/TNR/accuracy per predictions file, settings, dialect and method over labelled predictions.",
     columns=(
         ColumnRule("predictions_sha256", pl.String, nullable=False),
-        ColumnRule("dialect", pl.String, nullable=False, allowed=_DIALECTS),
+        ColumnRule("dialect", pl.String, nullable=False, allowed=DIALECTS),
         ColumnRule("method", pl.String, nullable=False),
         ColumnRule("n", pl.Int64, nullable=False, min_value=0),
         ColumnRule("undecided", pl.Int64, nullable=False, min_value=0),

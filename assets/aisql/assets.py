@@ -307,7 +307,7 @@ PREDICTION_VERDICTS = "aisql_prediction_verdicts"
 
 
 @asset(
-    name=PREDICTION_VERDICTS, group_name=GROUP, code_version=f"1-{_PV}",
+    name=PREDICTION_VERDICTS, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_PREDICTION_VERDICTS, PREDICTION_VERDICTS)],
     description="One verdict row per user prediction (every layer of `aisql compare`), keyed by the file's "
                 "content hash, prediction id, scenario and settings; other files' rows are kept.",
