@@ -12,7 +12,8 @@ import pytest
 
 from pipelines.ambitab.protocol.oracles import ORACLE_ACCESS, make_oracle
 from pipelines.ambitab.protocol.task import Ambiguity, Spec, Task, VerifierView
-from resources.llm.council import Council, call_log
+from resources.llm.council import Council
+from resources.llm.registry import call_log
 from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
 
 SENTINELS = {
