@@ -41,6 +41,7 @@ from pipelines.ambitab.record import records_from_frame
 from storage.paths import artifacts_dir, path_segment
 from quality.ambitab_eval import AMBITAB_EPISODES
 from assets.shared.resources import CouncilResource
+from assets.shared.pools import LLM_POOL
 from storage.artifacts import content_hash, latest_path
 from assets.shared.io_manager import artifact_output, preview_markdown
 
@@ -84,7 +85,7 @@ def _call_stats(rows: list[dict]) -> dict:
 
 @asset(name=EPISODES, partitions_def=corpus_partitions, group_name=GROUP, code_version=EPISODES_CODE_VERSION,
        ins={"records": AssetIn(RECORDS)}, check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
-       description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.")
+       description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.", pool=LLM_POOL)
 def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, council: CouncilResource,
                      records: pl.DataFrame):
     tasks = select_tasks([Task.from_record(r) for r in records_from_frame(records)], config.split, config.limit)

@@ -34,6 +34,7 @@ from storage.paths import artifacts_dir, path_segment
 from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
+from assets.shared.pools import LLM_POOL
 from storage.artifacts import content_hash
 from assets.shared.io_manager import artifact_output, preview_markdown
 
@@ -171,7 +172,7 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
                                    description="No conversation has more than max_steps + 1 system turns."),
                     AssetCheckSpec("votes_join_logged_calls", asset="interaction_conversations",
                                    description="Every system turn, label vote, answer and judge vote joins llm_calls.")],
-       config_schema=checked_config(ConversationConfig, check_conversations_on_launch),
+       config_schema=checked_config(ConversationConfig, check_conversations_on_launch), pool=LLM_POOL,
        description="The dialogues: one row per system turn with the user's answer, relevancy and every vote.")
 def interaction_conversations(context: AssetExecutionContext, council: CouncilResource,
                               interaction_subset: pl.DataFrame, schema_context: pl.DataFrame,
@@ -224,7 +225,8 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
        check_specs=[contract_check_spec(INTERACTION_SCORES, "interaction_scores"),
                     AssetCheckSpec("every_conversation_ends", asset="interaction_scores",
                                    description="Every conversation ends in SQL, feedback, or an explicit give-up.")],
-       description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).")
+       description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).",
+       pool=LLM_POOL)
 def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, council: CouncilResource,
                        safe_sql: SafeSqlResource, interaction_conversations: pl.DataFrame,
                        interaction_subset: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
