@@ -38,6 +38,7 @@ def _submit(args) -> int:
             print(str(exc), file=sys.stderr)
             return 2
         print(f"queued {job} for {db}: run {run.run_id} ({run.status.name.lower()})")
+    print("a Dagster daemon launches queued runs (`make ui` runs one; a deployment runs `dagster-daemon run`)")
     return 0
 
 

@@ -53,9 +53,9 @@ def deployment(servers, tmp_path, demo_db_path):
         nodes.append({**env, "QUANDARY_HOME": str(home), "DAGSTER_HOME": str(dagster_home)})
     # create the instance's tables once, as a deployment does (`dagster instance migrate`), before the nodes
     _run(nodes[0], "-c", "from dagster import DagsterInstance; DagsterInstance.get().dispose()")
-    for node in nodes:
-        for db_id in ("uni", "uni2", "uni3"):
-            _cli(node, "db", "register", str(seed), "--db-id", db_id)
+    for node in nodes:  # one process per node (each start imports Dagster: seconds on a loaded machine)
+        _run(node, "-c", "import sys; from resources.catalog import Catalog; c = Catalog(); "
+                         "[c.register(sys.argv[1], d) for d in ('uni', 'uni2', 'uni3')]", str(seed))
     return nodes
 
 
