@@ -43,7 +43,7 @@ def pg_bindir() -> str | None:
 def require_pg_bindir() -> str:
     d = pg_bindir()
     if d is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: `make install` installs "
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: `make test` installs "
                     "Debian's postgresql package where apt is available")
     return d
 
