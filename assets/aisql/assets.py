@@ -69,6 +69,7 @@ from quality.aisql import (
 )
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata
+from assets.shared.pools import LLM_POOL
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "aisql"
@@ -164,6 +165,7 @@ def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
     partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_PAIRS, "aisql_pairs")],
     description="Labelled evaluation pairs: SemBench gold AI-SQL x controlled variants (and generator candidates).",
+    pool=LLM_POOL,
 )
 def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
                 aisql_scenario_db: pl.DataFrame):
@@ -217,6 +219,7 @@ def aisql_split_queries(context: AssetExecutionContext, aisql_pairs: pl.DataFram
     partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
     check_specs=[contract_check_spec(AISQL_EXECUTIONS, "aisql_executions")],
     description="Split execution: full gold/candidate, structural and AI parts, row diffs, per-call probe agreement.",
+    pool=LLM_POOL,
 )
 def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
                      aisql_scenario_db: pl.DataFrame, aisql_pairs: pl.DataFrame):
@@ -243,6 +246,7 @@ def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, counc
                  AssetCheckSpec("every_pair_every_method", asset="aisql_verdicts", blocking=True,
                                 description="Every pair has a verdict from every configured method")],
     description="Verdicts of EX, LLM-SQL-Solver (M&M, E&C, each ± exec results) and the multilayered autorater.",
+    pool=LLM_POOL,
 )
 def aisql_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
                    aisql_pairs: pl.DataFrame, aisql_executions: pl.DataFrame):
@@ -280,6 +284,7 @@ def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, ais
 @asset(
     partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
     description="Accuracy of each method as the label-oracle flip rate p grows (0 to 0.3), with a PNG chart.",
+    pool=LLM_POOL,
 )
 def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
                 aisql_pairs: pl.DataFrame):

@@ -47,6 +47,7 @@ from quality.ambitab import (
 )
 from quality.gx_suite import run_contract
 from assets.shared.resources import CouncilResource
+from assets.shared.pools import LLM_POOL
 from storage.artifacts import content_hash
 
 from assets.ambitab.partitions import corpus_partitions  # noqa: E402
@@ -98,6 +99,7 @@ def _check_specs():
     },
     partitions_def=corpus_partitions,
     check_specs=_check_specs(),
+    pool=LLM_POOL,
 )
 def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, council: CouncilResource):
     corpus = context.partition_key

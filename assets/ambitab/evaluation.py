@@ -39,6 +39,7 @@ from resources.llm.failures import ProviderUnavailable
 from assets.shared.resources import CouncilResource
 from storage.artifacts import latest_path, upsert_rows
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.pools import LLM_POOL
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "ambitab_eval"
@@ -97,7 +98,7 @@ def _call_stats(rows: list[dict]) -> dict:
 
 @asset(name=EPISODES, partitions_def=corpus_partitions, group_name=GROUP, code_version=EPISODES_CODE_VERSION,
        ins={"records": AssetIn(RECORDS)}, check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
-       description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.")
+       description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.", pool=LLM_POOL)
 def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, council: CouncilResource,
                      records: pl.DataFrame):
     tasks = select_tasks([Task.from_record(r) for r in records_from_frame(records)], config.split, config.limit)

@@ -32,6 +32,7 @@ from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_
 from assets.shared.resources import SafeSqlResource
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.pools import LLM_POOL
 from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "interaction"
@@ -168,7 +169,7 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
                                    description="No conversation has more than max_steps + 1 system turns."),
                     AssetCheckSpec("votes_join_logged_calls", asset="interaction_conversations",
                                    description="Every system turn, label vote, answer and judge vote joins llm_calls.")],
-       config_schema=checked_config(ConversationConfig, check_conversations_on_launch),
+       config_schema=checked_config(ConversationConfig, check_conversations_on_launch), pool=LLM_POOL,
        description="The dialogues: one row per system turn with the user's answer, relevancy and every vote.")
 def interaction_conversations(context: AssetExecutionContext, council: CouncilResource,
                               interaction_subset: pl.DataFrame, schema_context: pl.DataFrame,
@@ -221,7 +222,8 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
        check_specs=[contract_check_spec(INTERACTION_SCORES, "interaction_scores"),
                     AssetCheckSpec("every_conversation_ends", asset="interaction_scores",
                                    description="Every conversation ends in SQL, feedback, or an explicit give-up.")],
-       description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).")
+       description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).",
+       pool=LLM_POOL)
 def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, council: CouncilResource,
                        safe_sql: SafeSqlResource, interaction_conversations: pl.DataFrame,
                        interaction_subset: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):

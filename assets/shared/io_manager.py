@@ -21,8 +21,8 @@ from dagster import (
     OutputContext,
 )
 
-from storage.paths import artifacts_dir
-from storage.artifacts import content_hash, latest_path, write_version
+from storage.artifacts import content_hash
+from storage.stores import artifact_store
 
 PREVIEW_ROWS = 5
 
@@ -56,7 +56,7 @@ def artifact_output(df: pl.DataFrame, **metadata) -> Output:
 class VersionedParquetIOManager(ConfigurableIOManager):
     """Writes polars DataFrames as immutable Parquet versions under ``base_dir``."""
 
-    base_dir: str | None = None  # default: $QUANDARY_HOME/artifacts
+    base_dir: str | None = None  # default: $QUANDARY_ARTIFACTS_URL if set (a bucket), else $QUANDARY_HOME/artifacts
 
     def __init__(self, **data):
         from assets.shared.checked_config import check_resource_config_on_launch
@@ -65,10 +65,9 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         super().__init__(**data)
         check_resource_config_on_launch(self, check_paths_on_launch("base_dir"))
 
-    def _root(self):
-        from pathlib import Path
-
-        return Path(self.base_dir) if self.base_dir else artifacts_dir()
+    def _store(self):
+        """The store chosen by the deployment (storage.backends.artifact_store), or ``base_dir``."""
+        return artifact_store(self.base_dir or None)
 
     def handle_output(self, context: OutputContext, obj: pl.DataFrame) -> None:
         if obj is None:
@@ -76,7 +75,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame")
         partition = context.partition_key if context.has_partition_key else None
-        version = write_version(obj, _asset_name(context), partition, self._root())
+        version = self._store().write_version(obj, _asset_name(context), partition)
         context.add_output_metadata(
             {
                 "path": MetadataValue.path(str(version.path)),
@@ -91,16 +90,12 @@ class VersionedParquetIOManager(ConfigurableIOManager):
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
         asset = _asset_name(context)
-        root = self._root()
+        store = self._store()
         if context.has_asset_partitions:
             keys = list(context.asset_partition_keys)
         else:
             keys = [None]
         frames = []
         for key in keys:
-            path = latest_path(asset, key, root)
-            if path is None:
-                where = f"{asset}[{key}]" if key else asset
-                raise FileNotFoundError(f"no materialized version of {where}; materialize it first")
-            frames.append(pl.read_parquet(path))
+            frames.append(store.read_latest(asset, key))  # FileNotFoundError: "materialize it first"
         return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")

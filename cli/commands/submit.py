@@ -1,0 +1,50 @@
+"""`quandary submit`: put runs on the Dagster instance's run queue, one per database (issue 21)."""
+
+import sys
+
+
+def _submit(args) -> int:
+    from pipelines.preflight import PreflightError, check_council, check_database, check_grid, load_grid
+    from assets.definitions import MAIN_JOB, defs
+    from cli.queued_runs import NoRunQueueError, submit_job_for_partition
+    from cli.run_output import grid_run_config
+    from cli.runs import describe_instance
+
+    job = args.job or MAIN_JOB
+    known = [j.name for j in defs.jobs]
+    if job not in known:
+        print(f"unknown job {job!r}; jobs: {', '.join(known)}", file=sys.stderr)
+        return 2
+    try:
+        for db in args.db:
+            check_database(db)
+        council = check_council()
+        grid = None
+        if args.grid:
+            try:
+                grid = load_grid(args.grid)
+                check_grid(grid, council)
+            except ValueError as exc:
+                raise PreflightError(f"bad grid file {args.grid}: {exc}") from None
+    except PreflightError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(describe_instance())
+    run_config = grid_run_config(grid) if job == MAIN_JOB else {}
+    for db in args.db:
+        try:
+            run = submit_job_for_partition(job, db, run_config=run_config)
+        except NoRunQueueError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        print(f"queued {job} for {db}: run {run.run_id} ({run.status.name.lower()})")
+    print("a Dagster daemon launches queued runs (`make ui` runs one; a deployment runs `dagster-daemon run`)")
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("submit", help="put runs on the Dagster run queue (one per database) for the daemon to launch")
+    s.add_argument("--job", help="job to run (default: the main job)")
+    s.add_argument("--db", required=True, nargs="+", metavar="ID", help="registered db_id(s): one run each")
+    s.add_argument("--grid", help="YAML file with the generation grid (GridConfig fields); default: the paper's grid")
+    s.set_defaults(func=_submit)

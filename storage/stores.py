@@ -1,0 +1,248 @@
+"""Artifact stores behind one interface (issue 21 part 2): the one-machine folder store and the
+object store shared by many machines.
+
+:class:`LocalArtifactStore` is :mod:`storage.artifacts` as it always was (``LATEST`` +
+``versions.jsonl`` under ``$QUANDARY_HOME/artifacts``). :class:`ObjectArtifactStore` keeps the same
+guarantees — content-addressed, immutable, self-verifying — on an :class:`~storage.backends.ObjectBackend`
+(an S3-compatible bucket) where many writers meet, with this layout per ``<asset>/<partition>/``::
+
+    <sha256[:20]>.parquet            content, written create-only: a second writer of the same hash
+                                     finds it, verifies size + sha256 and succeeds (a damaged one is
+                                     replaced by compare-and-swap on its etag)
+    LATEST                           JSON {file, hash, size, rows, seq, at}, replaced only by
+                                     compare-and-swap on its etag: each writer reads it, claims
+                                     seq + 1 and retries on a lost race, so no update is ever lost
+    versions/<seq:012d>-<hash20>.json  the history, one create-only object per version (no appends)
+
+Writing content equal to the current latest is a no-op (one hash, one version), so two nodes that
+compute the same table record it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from storage import artifacts as A
+from storage.backends import ARTIFACTS_URL_ENV, ObjectBackend, PreconditionFailed, backend_for
+from storage.paths import UnsafePathError, artifacts_dir, path_segment
+
+CAS_ATTEMPTS = 200
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    asset: str
+    partition: str
+    path: str  # a local path or the object's URL
+    content_hash: str
+    row_count: int
+    seq: int | None = None
+
+
+class LocalArtifactStore:
+    """The one-machine default: :mod:`storage.artifacts` under a folder (default ``$QUANDARY_HOME/artifacts``)."""
+
+    def __init__(self, root: Path | None):
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        return self._root or artifacts_dir()
+
+    @property
+    def url(self) -> str:
+        return self.root.as_uri()
+
+    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None):
+        return A.write_version(df, asset, partition, self.root)
+
+    def latest_location(self, asset: str, partition: str | None = None) -> str | None:
+        path = A.latest_path(asset, partition, self.root)
+        return None if path is None else str(path)
+
+    def read_latest(self, asset: str, partition: str | None = None) -> pl.DataFrame:
+        return A.read_latest(asset, partition, self.root)
+
+    def latest_locations_by_asset(self, on_damaged=None) -> dict[str, list[str]]:
+        return {a: [str(p) for p in ps] for a, ps in A.latest_paths_by_asset(self.root, on_damaged).items()}
+
+    def register_duckdb(self, con) -> None:
+        return None
+
+
+def _folder_key(asset: str, partition: str | None) -> str:
+    partition = A.UNPARTITIONED if partition is None else partition
+    return f"{path_segment(asset, 'asset name')}/{path_segment(partition, 'partition key')}"
+
+
+class ObjectArtifactStore:
+    """Content-addressed Parquet versions on an object backend shared by many writers."""
+
+    def __init__(self, backend: ObjectBackend):
+        self.backend = backend
+
+    @property
+    def url(self) -> str:
+        return self.backend.url
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def _put_content(self, key: str, data: bytes, digest: str) -> None:
+        """Create-only; an existing object of the same name must verify (size + sha256)."""
+        for _ in range(CAS_ATTEMPTS):
+            try:
+                self.backend.put(key, data, if_none_match=True)
+                return
+            except PreconditionFailed:
+                pass
+            existing = self.backend.get(key)
+            if existing is None:
+                continue  # deleted between the two calls: create again
+            if len(existing.data) == len(data) and hashlib.sha256(existing.data).hexdigest() == digest:
+                return  # the other writer stored exactly these bytes
+            try:  # damaged (truncated, overwritten): replace exactly that damaged object
+                self.backend.put(key, data, if_match=existing.etag)
+                return
+            except PreconditionFailed:
+                continue
+        raise TimeoutError(f"could not store {key}: too many concurrent writers")
+
+    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None) -> StoredVersion:
+        folder = _folder_key(asset, partition)
+        data = A.parquet_bytes(df)
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{digest[:20]}.parquet"
+        self._put_content(f"{folder}/{name}", data, digest)
+        entry = {"file": name, "hash": digest, "size": len(data), "rows": df.height}
+        for attempt in range(CAS_ATTEMPTS):
+            current = self.backend.get(f"{folder}/LATEST")
+            pointer = _parse_pointer(current.data) if current is not None else None
+            if pointer is not None and pointer["hash"] == digest:
+                return StoredVersion(asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"),
+                                     digest, df.height, pointer["seq"])
+            seq = (pointer["seq"] if pointer is not None else self._last_seq(folder)) + 1
+            new = {**entry, "seq": seq, "at": time.time()}
+            body = json.dumps(new, sort_keys=True).encode()
+            try:
+                if current is None:
+                    self.backend.put(f"{folder}/LATEST", body, if_none_match=True)
+                else:
+                    self.backend.put(f"{folder}/LATEST", body, if_match=current.etag)
+            except PreconditionFailed:
+                time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))  # back off, then re-read
+                continue
+            try:
+                self.backend.put(f"{folder}/versions/{seq:012d}-{digest[:20]}.json", body, if_none_match=True)
+            except PreconditionFailed:
+                pass  # written already (a retried request)
+            return StoredVersion(asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"),
+                                 digest, df.height, seq)
+        raise TimeoutError(f"could not update {folder}/LATEST: too many concurrent writers")
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def versions(self, asset: str, partition: str | None = None) -> list[dict]:
+        """The history, oldest first (entries that do not parse are skipped)."""
+        folder = _folder_key(asset, partition)
+        out = []
+        for key in self.backend.list(f"{folder}/versions"):
+            blob = self.backend.get(key)
+            entry = _parse_pointer(blob.data) if blob is not None else None
+            if entry is not None:
+                out.append(entry)
+        return sorted(out, key=lambda e: e["seq"])
+
+    def _last_seq(self, folder: str) -> int:
+        seqs = [int(k.rsplit("/", 1)[1].split("-", 1)[0]) for k in self.backend.list(f"{folder}/versions")
+                if k.rsplit("/", 1)[1].split("-", 1)[0].isdigit()]
+        return max(seqs, default=0)
+
+    def _verified(self, folder: str, entry: dict) -> bytes | None:
+        blob = self.backend.get(f"{folder}/{entry['file']}")
+        if blob is None or len(blob.data) != entry["size"] or hashlib.sha256(blob.data).hexdigest() != entry["hash"]:
+            return None
+        return blob.data
+
+    def _latest(self, asset: str, partition: str | None, on_recovered=None) -> tuple[str, bytes] | None:
+        folder = _folder_key(asset, partition)
+        current = self.backend.get(f"{folder}/LATEST")
+        pointer = _parse_pointer(current.data) if current is not None else None
+        where = f"{asset}[{partition}]" if partition else asset
+        if pointer is not None:
+            data = self._verified(folder, pointer)
+            if data is None:
+                raise A.DamagedArtifactError(
+                    f"artifact {self.backend.uri(folder + '/' + pointer['file'])} is damaged or missing (its content "
+                    f"does not match its hash); rematerialize {where} to rewrite it")
+            return pointer["file"], data
+        for entry in reversed(self.versions(asset, partition)):  # LATEST lost or garbled: newest intact version
+            data = self._verified(folder, entry)
+            if data is not None:
+                if current is not None:
+                    (on_recovered or (lambda m: warnings.warn(m, UserWarning, stacklevel=4)))(
+                        f"artifact {where}: LATEST is unreadable; serving version {entry['seq']} ({entry['file']})")
+                return entry["file"], data
+        return None
+
+    def latest_location(self, asset: str, partition: str | None = None) -> str | None:
+        found = self._latest(asset, partition)
+        return None if found is None else self.backend.uri(f"{_folder_key(asset, partition)}/{found[0]}")
+
+    def read_latest(self, asset: str, partition: str | None = None) -> pl.DataFrame:
+        found = self._latest(asset, partition)
+        if found is None:
+            where = f"{asset}[{partition}]" if partition else asset
+            raise FileNotFoundError(f"no materialized version of {where} in {self.url}; materialize it first")
+        return pl.read_parquet(io.BytesIO(found[1]))
+
+    def latest_locations_by_asset(self, on_damaged=None) -> dict[str, list[str]]:
+        warn = on_damaged or (lambda m: warnings.warn(m, stacklevel=3))
+        folders = sorted({tuple(k.split("/")[:2]) for k in self.backend.list("") if k.count("/") >= 2})
+        out: dict[str, list[str]] = {}
+        for asset, partition in folders:
+            try:
+                found = self._latest(asset, partition, on_recovered=warn)
+            except (A.DamagedArtifactError, UnsafePathError) as exc:
+                warn(str(exc))
+                continue
+            if found is not None:
+                out.setdefault(asset, []).append(self.backend.uri(f"{asset}/{partition}/{found[0]}"))
+        return out
+
+    def register_duckdb(self, con) -> None:
+        self.backend.register_duckdb(con)
+
+
+def _parse_pointer(data: bytes) -> dict | None:
+    try:
+        entry = json.loads(data)
+    except ValueError:
+        return None
+    if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("hash"), str)
+            and isinstance(entry.get("seq"), int) and isinstance(entry.get("size"), int)):
+        return None
+    if "/" in entry["file"] or not entry["file"].endswith(".parquet"):
+        return None
+    return entry
+
+
+def artifact_store(base_dir: str | os.PathLike | None = None):
+    """The artifact store this process uses: ``base_dir`` (a local folder) if given, else the store
+    named by ``$QUANDARY_ARTIFACTS_URL`` (the deployment's environment, never run config), else the
+    one-machine default under ``$QUANDARY_HOME/artifacts``."""
+    if base_dir is not None:
+        return LocalArtifactStore(Path(base_dir))
+    url = os.environ.get(ARTIFACTS_URL_ENV, "").strip()
+    if url:
+        return ObjectArtifactStore(backend_for(url))
+    return LocalArtifactStore(None)
