@@ -2,7 +2,7 @@
 instance and submits it; the instance's QueuedRunCoordinator holds it until the daemon
 (``dagster-daemon run``) dequeues it within the instance's limits and hands it to the run launcher —
 a process on the daemon's node by default, a Kubernetes job, a Docker container, … per the instance
-file (deploy/distributed/dagster.yaml, docs/notes/issue-21.md). Nothing here schedules anything.
+file (deploy/distributed/dagster.yaml, docs/deployment.md). Nothing here schedules anything.
 
 ``quandary run`` (cli/runs.py) keeps executing in the calling process: the one-machine default.
 """

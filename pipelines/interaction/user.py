@@ -96,7 +96,7 @@ def winning_label(labels: list[str | None]) -> str:
     return tally.decision if tally.decision is not None else "Irrelevant"
 
 
-MAX_FRAGMENTS = 4  # default cap on the fragments a Technical answer is grounded on (see docs/notes/issue-22.md)
+MAX_FRAGMENTS = 4  # default cap on the fragments a Technical answer is grounded on (see docs/interaction.md)
 
 
 def technical_fragments(votes: list[dict], fragments: list[Fragment],
