@@ -59,7 +59,7 @@ def run_stage(stage_no: int, survivors: list[dict], ctx: StageContext | None) ->
     """Decide every survivor entering ``stage_no``; non-applicable ones pass through. A council stage
     with applicable rows raises :class:`~resources.llm.failures.ProviderUnavailable` when too many of
     its calls failed or were unparseable."""
-    from resources.llm.council import run_sync
+    from resources.llm.runtime import run_sync
 
     stage = STAGE_BY_NO[stage_no]
     applicable = [r for r in survivors if stage.applies(r)]
