@@ -14,7 +14,6 @@ Plain Python, no Dagster import.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -95,14 +94,6 @@ def sanitize_db_id(name: str) -> str:
     return cleaned or "db"
 
 
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class AlreadyRegisteredError(ValueError):
     """``db register`` of an existing id with a different file, without --replace."""
 
@@ -123,6 +114,8 @@ def check_seed_unchanged(path: str | Path, recorded_sha256: str | None, db_id: s
     p = Path(path)
     if not p.is_file():
         return  # a missing file is the reader's error to report ("not a file: ...")
+    from storage.artifacts import file_sha256  # here, not at the top: importing the catalog stays polars-free
+
     try:
         st = p.stat()
         key = (str(p), st.st_size, st.st_mtime_ns)
@@ -163,6 +156,8 @@ def inspect_database(path: str | Path, db_id: str | None = None) -> DatabaseInfo
         raise BadDatabaseError(f"cannot read as {engine}: {exc}") from exc
     if not tables:
         raise BadDatabaseError("database has no tables")
+    from storage.artifacts import file_sha256  # here, not at the top: importing the catalog stays polars-free
+
     return DatabaseInfo(
         db_id=sanitize_db_id(db_id or p.stem),
         path=str(p.resolve()),

@@ -58,7 +58,8 @@ class StorageError(OSError):
         return self.args[0]
 
 
-def _chain(exc: BaseException):
+def exception_chain(exc: BaseException):
+    """``exc``, then its causes and contexts, each once (also what the LLM failure classifier walks)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -89,12 +90,12 @@ def _fs_state(path: Path | str | None) -> str | None:
 
 def storage_cause(exc: BaseException, path: Path | str | None = None) -> str | None:
     """The cause of a storage failure, or ``None`` if ``exc`` is not one (e.g. a locked database)."""
-    for e in _chain(exc):
+    for e in exception_chain(exc):
         if isinstance(e, StorageError):
             return e.cause
         if isinstance(e, OSError) and e.errno in _ERRNO:
             return _ERRNO[e.errno]
-    for e in _chain(exc):
+    for e in exception_chain(exc):
         if isinstance(e, sqlite3.Error):
             code = getattr(e, "sqlite_errorcode", None)
             primary = code & 0xFF if isinstance(code, int) else None

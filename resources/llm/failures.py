@@ -137,21 +137,13 @@ class CallFailure:
         return f"{base} (HTTP {self.status})" if self.status else base
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def _first_line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text[:limit]
 
 
 def classify_exception(exc: BaseException) -> CallFailure:
-    chain = list(_chain(exc))
+    chain = list(faults.exception_chain(exc))
     names = {type(e).__name__ for e in chain}
     for e in chain:  # a body cut off mid-way is an answer that broke, not "cannot connect"
         text_e = str(e)

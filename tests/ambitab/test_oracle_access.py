@@ -5,15 +5,14 @@ unlisted one is not. The deterministic oracles use no prompt: their replies must
 any field outside their list changes."""
 
 import asyncio
-import dataclasses
 import json
 
 import pytest
 
 from pipelines.ambitab.protocol.oracles import ORACLE_ACCESS, make_oracle
-from pipelines.ambitab.protocol.task import Ambiguity, Spec, Task, VerifierView
-from resources.llm.council import Council
-from resources.llm.registry import call_log
+from pipelines.ambitab.protocol.task import Task
+from pipelines.ambitab.record import Ambiguity, OracleContext, Spec, TaskRecord, VerifierAssets
+from resources.llm import Council, call_log
 from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
 
 SENTINELS = {
@@ -35,19 +34,28 @@ SENTINELS = {
 }
 
 
-def sentinel_task(frozen_intent: bool = True) -> Task:
+def sentinel_record(frozen_intent: bool = True) -> TaskRecord:
     s = SENTINELS
-    return Task(
-        record_id="r1", corpus="ambrosia", avt_id="a1", db_id="db", db_path=None, engine="sqlite",
-        spec=Spec(user_query=s["user_query"], db_schema=s["schema"], column_meanings={"c": s["column_meanings"]},
-                  external_knowledge=[s["external_knowledge"]]),
-        ambiguities=(Ambiguity("amb1", s["term"], aliases=(s["aliases"],), resolution=s["resolution"],
-                               frozen_intent=s["frozen_intent"] if frozen_intent else None,
-                               sql_snippet=s["sql_snippet"], concepts=(s["concepts"],), type=s["type"]),),
-        oracle_context={"clear_query": s["clear_query"], "withheld_evidence": [s["withheld_evidence"]],
-                        "sql_segments": [s["sql_segments"]]},
-        verifier=VerifierView(reference_sql=(s["reference_sql"],)),
+    return TaskRecord(
+        record_id="r1", corpus="ambrosia", avt_id="a1", interpretation_id="i0", db_id="db", db_path=None,
+        engine="sqlite",
+        spec=Spec(user_query=s["user_query"], sql_engine_name="SQLite", db_name="", db_schema=s["schema"],
+                  column_meanings={"c": s["column_meanings"]}, external_knowledge=[s["external_knowledge"]]),
+        ambiguities=[Ambiguity(amb_id="amb1", term=s["term"], kind="critical", aliases=[s["aliases"]],
+                               resolution=s["resolution"], frozen_intent=s["frozen_intent"] if frozen_intent else None,
+                               sql_snippet=s["sql_snippet"], concepts=[s["concepts"]], type=s["type"])],
+        oracle_context=OracleContext(clear_query=s["clear_query"], withheld_evidence=[s["withheld_evidence"]],
+                                     sql_segments=[s["sql_segments"]]),
+        verifier=VerifierAssets(reference_sql=[s["reference_sql"]]),
     )
+
+
+def sentinel_task(frozen_intent: bool = True) -> Task:
+    return Task.from_record(sentinel_record(frozen_intent))
+
+
+def _with(model, **update):
+    return model.model_copy(update=update)
 
 
 class Capture:
@@ -105,24 +113,24 @@ def test_the_scoped_responder_reads_the_clear_query_when_no_frozen_intent_is_the
 @pytest.mark.parametrize("name,corpus", [("det_intent", "ambrosia"), ("det_knowledge", "ew_bird")])
 def test_deterministic_oracles_depend_only_on_their_fields(name, corpus):
     oracle = make_oracle(name, corpus)
-    base = sentinel_task()
+    record = sentinel_record()
+    base = Task.from_record(record)
     allowed = set(ORACLE_ACCESS[name]["matcher"]) | set(ORACLE_ACCESS[name]["responder"])
     questions = [QUESTION, f"What is {SENTINELS['term']}?", f"Do you mean {SENTINELS['aliases']}?",
                  f"Is it {SENTINELS['concepts']}?"]
-    changed = {
-        "user_query": lambda t: dataclasses.replace(t, spec=dataclasses.replace(t.spec, user_query="other")),
-        "schema": lambda t: dataclasses.replace(t, spec=dataclasses.replace(t.spec, db_schema="other")),
-        "clear_query": lambda t: dataclasses.replace(t, oracle_context={**t.oracle_context, "clear_query": "zeta7"}),
-        "withheld_evidence": lambda t: dataclasses.replace(t, oracle_context={**t.oracle_context,
-                                                                               "withheld_evidence": ["zeta7 means x"]}),
-        "reference_sql": lambda t: dataclasses.replace(t, verifier=VerifierView(reference_sql=("SELECT zeta7",))),
-        "frozen_intent": lambda t: dataclasses.replace(t, ambiguities=(dataclasses.replace(
-            t.ambiguities[0], frozen_intent="other"),)),
+    changed = {  # each changes one field of the record; the task is rebuilt from it
+        "user_query": lambda r: _with(r, spec=_with(r.spec, user_query="other")),
+        "schema": lambda r: _with(r, spec=_with(r.spec, db_schema="other")),
+        "clear_query": lambda r: _with(r, oracle_context=_with(r.oracle_context, clear_query="zeta7")),
+        "withheld_evidence": lambda r: _with(r, oracle_context=_with(r.oracle_context,
+                                                                     withheld_evidence=["zeta7 means x"])),
+        "reference_sql": lambda r: _with(r, verifier=_with(r.verifier, reference_sql=["SELECT zeta7"])),
+        "frozen_intent": lambda r: _with(r, ambiguities=[_with(r.ambiguities[0], frozen_intent="other")]),
     }
     for field, change in changed.items():
         if field in allowed:
             continue
         for q in questions:
             a = asyncio.run(oracle.reply(base, q, frozenset()))
-            b = asyncio.run(oracle.reply(change(base), q, frozenset()))
+            b = asyncio.run(oracle.reply(Task.from_record(change(record)), q, frozenset()))
             assert (a.credited, a.response) == (b.credited, b.response), (field, q)

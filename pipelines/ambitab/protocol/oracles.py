@@ -195,7 +195,7 @@ class LLMOracle(Oracle):
         """[P] Table 6: only the unfiltered oracle reads the withheld evidence."""
         if self.scope != "unfiltered":
             return None
-        return [str(e) for e in task.oracle_context.get("withheld_evidence") or []]
+        return [str(e) for e in task.oracle_context.withheld_evidence]
 
     def _segments(self, task: Task) -> list[str] | None:
         if not self._sees_sql():
@@ -251,7 +251,7 @@ class LLMOracle(Oracle):
         gt_sql = "\n".join(ref) if shown and ref else None
         segments = (self._segments(task) if sees else None) if shown else None
         if shown and segments is None:  # the stress test: the stored segments, else those of the reference
-            segments = list(task.oracle_context.get("sql_segments") or []) or (sql_segments(ref[0]) if ref else [])
+            segments = list(task.oracle_context.sql_segments) or (sql_segments(ref[0]) if ref else [])
         messages = responder_messages(
             question, action, labeled_points(task), self._query_text(task, pre.credited),
             schema=task.spec.db_schema if sees else None, gt_sql=gt_sql, sql_segments=segments,
