@@ -77,32 +77,52 @@ def _import(args) -> int:
 
 
 def _rerun(args) -> int:
-    from cli.runs import reexecute_from_failure
+    from cli.runs import COMMAND_TAG, reexecute_from_failure
     from cli.run_output import check_lines, main_job_name, execute_cli_run, print_failure, resume_command
 
     lookup_error = []
 
     def start(run_id, level):
         try:
-            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level)
-        except LookupError as exc:
+            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level,
+                                          announce=print, keep_env=True)
+        except LookupError as exc:  # no such run, or another configuration (ConfigurationMismatch)
             lookup_error.append(str(exc))
             return None
 
-    resume = resume_command(args.job or main_job_name(), args.db or "ID")
+    from cli.interaction_runs import JOB as INTERACTION_JOB
+
+    job = args.job or main_job_name()
+    resume = resume_command(job, args.db or "ID")
     result = execute_cli_run(start, resume, args.verbose)
     if isinstance(result, int):
         return result
     if result is None:
         print(lookup_error[0], file=sys.stderr)
         return 1
-    steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
+    partition = result.dagster_run.tags.get("dagster/partition", args.db or "?")
     print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
+    if job == main_job_name():
+        # the summary the command that started the run prints: funnel, dataset size (and the demo's Table 4)
+        from cli.run_output import print_run_summary
+
+        print_run_summary(result, partition, args.verbose)
+        if result.success and result.dagster_run.tags.get(COMMAND_TAG) == "demo":
+            from cli.interaction_runs import demo_interaction
+
+            return demo_interaction(partition, args.verbose)
+        return 0 if result.success else 1
+    steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
     print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
     for line in check_lines(result):
         print(line)
     if not result.success:
-        print_failure(result, resume, args.verbose)
+        print_failure(result, resume_command(job, partition), args.verbose)
+    elif job == INTERACTION_JOB:
+        from cli.interaction_runs import stored_metric_rows
+        from pipelines.interaction.metrics import table4_lines
+
+        print("\n".join(table4_lines(stored_metric_rows(partition) or [])))
     return 0 if result.success else 1
 
 

@@ -180,9 +180,17 @@ def check_tally(step: str, tally: FailureTally, max_failed_share: float, max_unp
                 error: type[Exception]) -> None:
     """Raise ``error`` with a classified message and remedy when too many calls failed or were unparseable."""
     if tally.calls and tally.transport_failures / tally.calls > max_failed_share:
-        raise error(tally.message(step))
+        raise error(tally.message(step) + _share_note(tally.transport_failures, tally.calls, max_failed_share,
+                                                      "max_failed_call_share"))
     if tally.calls >= MIN_CALLS_FOR_SHARE and tally.unparseable / tally.calls > max_unparseable_share:
-        raise error(tally.message(step, transport=False))
+        raise error(tally.message(step, transport=False) + _share_note(
+            tally.unparseable, tally.calls, max_unparseable_share, "max_unparseable_share"))
+
+
+def _share_note(n: int, calls: int, limit: float, name: str) -> str:
+    """Which tolerated share was exceeded, and by how much (#24 item 2)."""
+    return (f" [{n}/{calls} = {n / calls:.0%} of calls, more than {name} = {limit:g} (CascadeSettings) "
+            f"tolerates]")
 
 
 def _vote_record(member, comparison, vote, parsed_ok, call_id) -> dict:
