@@ -14,11 +14,13 @@
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import random
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -137,9 +139,83 @@ def with_schema_prompt(messages: list[dict], schema: dict) -> list[dict]:
     return msgs
 
 
+# The embedded model rambles: free-text fields without a bound get one in the schema the server's
+# grammar enforces, so no answer runs to max_tokens (the parse still uses the output model).
+EMBEDDED_MAX_TEXT_CHARS = 300
+EMBEDDED_MAX_ITEM_CHARS = 80  # strings inside lists: names, table.column links
+EMBEDDED_MAX_ITEMS = 8
+
+
+def bounded_schema(schema: dict) -> dict:
+    """``schema`` with a maxLength on every unbounded string and a maxItems on every unbounded array."""
+    def walk(node, in_array=False):
+        if isinstance(node, list):
+            return [walk(x, in_array) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v, in_array=(k == "items")) if k in ("items",) else
+               (walk(v) if isinstance(v, (dict, list)) else v) for k, v in node.items()}
+        if out.get("type") == "string" and "maxLength" not in out and "enum" not in out and "const" not in out:
+            out["maxLength"] = EMBEDDED_MAX_ITEM_CHARS if in_array else EMBEDDED_MAX_TEXT_CHARS
+        if out.get("type") == "array" and "maxItems" not in out:
+            out["maxItems"] = EMBEDDED_MAX_ITEMS
+        return out
+    return walk(schema)
+
+
+def schema_token_bound(schema: dict) -> int | None:
+    """An upper estimate of the tokens a JSON answer to ``schema`` needs (about two characters per
+    token for bounded strings, a few for keys, punctuation, numbers and enums); ``None`` when some
+    part is unbounded."""
+    defs = schema.get("$defs", {})
+
+    def size(node, depth=0) -> int | None:
+        if depth > 20 or not isinstance(node, dict):
+            return None
+        if "$ref" in node:
+            return size(defs.get(node["$ref"].rsplit("/", 1)[-1]), depth + 1)
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                sizes = [size(x, depth + 1) for x in node[key]]
+                return None if None in sizes else max(sizes)
+        if "enum" in node or "const" in node:
+            values = node.get("enum", [node.get("const")])
+            return 2 + max(len(json.dumps(v)) for v in values) // 2
+        kind = node.get("type")
+        if kind == "string":
+            return 2 + node["maxLength"] // 2 if "maxLength" in node else None
+        if kind in ("integer", "number", "boolean", "null"):
+            return 6
+        if kind == "array":
+            item = size(node.get("items", {}), depth + 1)
+            return None if item is None or "maxItems" not in node else 2 + node["maxItems"] * (item + 1)
+        if kind == "object" or "properties" in node:
+            total = 2
+            for name, prop in node.get("properties", {}).items():
+                n = size(prop, depth + 1)
+                if n is None:
+                    return None
+                total += n + 3 + len(name) // 3
+            return total
+        return None
+    return size(schema)
+
+
+def embedded_max_tokens(member: Member, schema: dict) -> int | None:
+    """The member's max_tokens, lowered to what the (bounded) schema can need plus a margin."""
+    bound = schema_token_bound(bounded_schema(schema))
+    if bound is None:
+        return member.max_tokens
+    sized = bound + 16
+    return sized if member.max_tokens is None else min(member.max_tokens, sized)
+
+
 def response_format(member: Member, output_model: type[BaseModel], schema: dict) -> dict | None:
     if (member.model, member.api_base) in _no_schema_support:
         return None
+    if member.is_embedded and member.structured_output == "json_schema":
+        return {"type": "json_schema",
+                "json_schema": {"name": output_model.__name__, "schema": bounded_schema(schema), "strict": False}}
     if member.structured_output == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": output_model.__name__, "schema": schema, "strict": False}}
     if member.structured_output == "json_object":
@@ -203,14 +279,82 @@ def backoff_delay(member: Member, attempt: int) -> float:
     return min(member.backoff_max_s, member.backoff_base_s * (2**attempt)) * (0.5 + random.random())
 
 
+_slot_gates: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
+
+
+def _slot_gate(member: Member):
+    """Requests to the embedded server, all members together, are limited to its slots: a request
+    beyond them would wait in the server's queue with its deadline running (#24 item 1)."""
+    if not member.is_embedded:
+        return contextlib.nullcontext()
+    from resources.llm.embedded import server_slots
+
+    loop = asyncio.get_running_loop()
+    gate = _slot_gates.get(loop)
+    if gate is None:
+        gate = _slot_gates[loop] = asyncio.Semaphore(server_slots())
+    return gate
+
+
+class StalledStream(TimeoutError):
+    """A streamed reply stopped making progress: no token for the member's stall deadline."""
+
+
+@dataclass
+class _Reply:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    response: Any = None  # the full response when not streamed (for its cost)
+
+
+async def _request(litellm, member: Member, kwargs: dict) -> _Reply:
+    """One attempt. Not streamed: one wall-time ``timeout_s``. Streamed (``member.stall_deadline_s``):
+    ``timeout_s`` until the first token, then fail only when no token arrives for the stall deadline,
+    so a slow but progressing server (a busy machine) is waited for however long the answer takes."""
+    stall = member.stall_deadline_s
+    if stall is None:
+        # asyncio's own timeout guards against a client that ignores ``timeout``.
+        resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
+        choice = resp.choices[0] if getattr(resp, "choices", None) else None
+        usage = getattr(resp, "usage", None)
+        return _Reply(getattr(getattr(choice, "message", None), "content", None) or "",
+                      int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
+                      resp)
+    stream = await asyncio.wait_for(
+        litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True}),
+        timeout=member.timeout_s + 0.5)
+    parts: list[str] = []
+    prompt_tokens = completion_tokens = n = 0
+    it = stream.__aiter__()
+    while True:
+        limit = member.timeout_s if n == 0 else stall
+        try:
+            chunk = await asyncio.wait_for(it.__anext__(), timeout=limit + 0.5)
+        except StopAsyncIteration:
+            break
+        except (asyncio.TimeoutError, TimeoutError):
+            raise StalledStream(f"no token for {limit:g} s (after {n} streamed chunks)") from None
+        n += 1
+        choices = getattr(chunk, "choices", None) or []
+        delta = getattr(choices[0], "delta", None) if choices else None
+        if getattr(delta, "content", None):
+            parts.append(delta.content)
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) or prompt_tokens
+            completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) or completion_tokens
+    return _Reply("".join(parts), prompt_tokens, completion_tokens or len(parts))
+
+
 async def _complete(member: Member, kwargs: dict) -> _Completion:
     litellm = litellm_module()
     out = _Completion()
     for attempt in range(member.max_retries + 1):
         out.attempts += 1
         try:
-            # asyncio's own timeout guards against a client that ignores ``timeout``.
-            resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
+            async with _slot_gate(member):
+                reply = await _request(litellm, member, kwargs)
         except Exception as exc:  # noqa: BLE001 - classify everything, raise nothing
             # Say what really happened (no "HTTP 500" when no server answered), who and where.
             out.failure = classify_exception(exc)
@@ -229,13 +373,10 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
             return out
         out.error = None
         out.failure = None
-        choice = resp.choices[0] if getattr(resp, "choices", None) else None
-        message = getattr(choice, "message", None)
-        out.text = getattr(message, "content", None) or ""
-        usage = getattr(resp, "usage", None)
-        out.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        out.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-        out.cost += 0.0 if member.is_local else _cost(litellm, resp)
+        out.text = reply.text
+        out.prompt_tokens += reply.prompt_tokens
+        out.completion_tokens += reply.completion_tokens
+        out.cost += 0.0 if member.is_local or reply.response is None else _cost(litellm, reply.response)
         return out
     return out
 
@@ -332,6 +473,8 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
     fmt = response_format(member, output_model, schema)
     if fmt is not None:
         kwargs["response_format"] = fmt
+    if member.is_embedded and fmt is not None and kwargs.get("max_tokens") is not None:
+        kwargs["max_tokens"] = embedded_max_tokens(member, schema)  # sized to the schema (#24 item 1)
     first = await _complete(member, kwargs)
     total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
                         cost=first.cost, attempts=first.attempts)

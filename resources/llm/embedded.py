@@ -51,6 +51,22 @@ def smollm2_gguf_path() -> Path:
     return path
 
 
+def configured_slots(n_parallel: int | None = None, deterministic: bool | None = None) -> int:
+    """How many requests the embedded server serves at once (its llama.cpp slots)."""
+    if deterministic is None:
+        deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
+    return 1 if deterministic else max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+
+
+def server_slots() -> int:
+    """The slots of the server the embedded members reach: the running singleton's, else the
+    configured number (also for ``$QUANDARY_EMBEDDED_BASE_URL``, started with the same settings)."""
+    with _lock:
+        if _singleton is not None and _singleton.running:
+            return _singleton.n_parallel
+    return configured_slots()
+
+
 class EmbeddedServer:
     """One llama.cpp server in this process. ``base_url`` is the OpenAI ``/v1`` root."""
 
@@ -59,7 +75,7 @@ class EmbeddedServer:
         if deterministic is None:
             deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
         self.deterministic = deterministic
-        self.n_parallel = 1 if deterministic else max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+        self.n_parallel = configured_slots(n_parallel, deterministic)
         self.ctx_per_slot = ctx_per_slot
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
         self._server = None

@@ -44,8 +44,8 @@ LABELS = {
 REMEDIES = {
     FailureClass.UNREACHABLE: "nothing answered at the api_base: start the server or fix api_base in the council "
                               "file, then rerun (completed calls are cached)",
-    FailureClass.TIMEOUT: "the provider did not answer within the member's timeout_s: raise timeout_s or lower "
-                          "max_in_flight, then rerun (completed calls are cached)",
+    FailureClass.TIMEOUT: "the provider did not answer within the member's timeout_s (or stopped streaming for "
+                          "stall_timeout_s): raise them or lower max_in_flight, then rerun (completed calls are cached)",
     FailureClass.RATE_LIMITED: "the provider is rate limiting: lower max_in_flight or raise max_retries / "
                                "backoff_max_s for the member, then rerun (completed calls are cached)",
     FailureClass.SERVER_ERROR: "the server answered with an error: check its logs and rerun once it is healthy "
@@ -107,7 +107,8 @@ def classify_exception(exc: BaseException) -> Failure:
             return Failure(FailureClass.STORAGE, None, f"{type(e).__name__}: {_first_line(e)}")
     if names & {"Timeout", "APITimeoutError", "TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"} or \
             any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
-        return Failure(FailureClass.TIMEOUT, None, "no answer within the timeout")
+        stalled = next((str(e) for e in chain if isinstance(e, TimeoutError) and str(e).startswith("no token")), None)
+        return Failure(FailureClass.TIMEOUT, None, stalled or "no answer within the timeout")
     if names & {"APIConnectionError", "ConnectError", "ClientConnectorError"}:
         return Failure(FailureClass.UNREACHABLE, None, "cannot connect (no HTTP answer)")
     status = next((s for s in (getattr(e, "status_code", None) for e in chain) if isinstance(s, int)), None)
