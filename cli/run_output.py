@@ -196,13 +196,15 @@ def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, v
                 asset_selection=None, name_instance: bool = True, tags: dict | None = None):
     """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
     command goes through here. Returns the result, or 130 when interrupted."""
+    from cli.run_plan import print_plan
     from cli.runs import run_job_for_partition
 
-    return execute_cli_run(
-        lambda run_id, level: run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id,
-                                                    log_level=level, asset_selection=asset_selection,
-                                                    tags=tags),
-        resume_command(job_name, partition), verbose, name_instance)
+    def start(run_id, level):
+        print_plan(job_name, partition, run_config)  # what it will cost, before the first step (#24 item 4)
+        return run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id, log_level=level,
+                                     asset_selection=asset_selection, tags=tags)
+
+    return execute_cli_run(start, resume_command(job_name, partition), verbose, name_instance)
 
 
 def report_job_result(result, job_name: str, partition: str, verbose: bool = False) -> int:

@@ -228,6 +228,7 @@ def test_rerun_refuses_another_council_and_names_the_difference(cli_env, tmp_pat
     env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council)}
     run = quandary("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"), env=env)
     assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "plan for abiss_dataset_job on university:" in run.stdout  # the cost, before the first step
 
     other = council_file(tmp_path / "other.json", _closed_port_url(), 5)
     refused = quandary("rerun", "--db", "university", env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(other)})
