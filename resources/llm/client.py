@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from resources.llm.config import Member
 from resources.llm.failures import Failure, FailureClass, classify_exception, classify_text, describe
 from resources.llm.parsing import parse_structured
+from resources import progress
 from storage.llm_log import CallLog, CallRecord, call_key
 
 # Before litellm is ever imported: no remote cost map fetch, no network at import.
@@ -475,7 +476,11 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
         kwargs["response_format"] = fmt
     if member.is_embedded and fmt is not None and kwargs.get("max_tokens") is not None:
         kwargs["max_tokens"] = embedded_max_tokens(member, schema)  # sized to the schema (#24 item 1)
-    first = await _complete(member, kwargs)
+    handle = progress.call_started()  # the open step's heartbeat shows calls in flight (#24 item 7)
+    try:
+        first = await _complete(member, kwargs)
+    finally:
+        progress.call_finished(handle)
     total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
                         cost=first.cost, attempts=first.attempts)
     raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error

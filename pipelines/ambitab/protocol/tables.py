@@ -54,9 +54,13 @@ def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: 
     nodis, nodis_sd = _sr(seeds, "none", None)
     evaluated = (episodes.filter(~pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
                  .select("asker", "prompt").unique().sort("asker", "prompt").rows())
+    # without an evaluated asker, a row per baseline asked for (none, full, full_adv, generic; #24 item 7)
+    baselines = sorted({(a, p) for a, p in episodes.filter(pl.col("asker").is_in(list(BASELINES))
+                                                          & (pl.col("spec_donor") == "")).select("asker", "prompt").rows()},
+                       key=lambda ap: (BASELINES.index(ap[0]), ap[1]))
     rows = []
     for oracle in _main_oracles(episodes):
-        pairs = evaluated or [("full", "")]  # without an evaluated asker, report the baselines only
+        pairs = evaluated or baselines or [("full", "")]
         for asker, prompt in pairs:
             run = seeds.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("prompt") == prompt)
                                & ~pl.col("spec_donor_run"))
