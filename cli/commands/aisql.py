@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from cli.output import render_table
+
 DEFAULT_DATA = "../shared/data"
 JOB = "aisql_job"
 
@@ -139,15 +141,10 @@ def _report_text(scenario: str | None) -> int:
         pairs_p, verdicts_p = latest_path("aisql_pairs", sc), latest_path("aisql_verdicts", sc)
         if pairs_p and verdicts_p:
             pairs, verdicts = pl.read_parquet(pairs_p), pl.read_parquet(verdicts_p)
-            by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
-                       .filter(pl.col("label").is_not_null())
-                       .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
-                       .group_by("variant_type", "method").agg(pl.col("right").mean().round(3).alias("acc"))
-                       .pivot(on="method", index="variant_type", values="acc").sort("variant_type"))
-            print(f"\nper variant type (share judged right):\n{by_type}")
-            errs = verdicts.filter(pl.col("status") == "error").group_by("method").len()
+            print(f"\nper variant type (share judged right):\n{per_variant_table(pairs, verdicts)}")
+            errs = verdicts.filter(pl.col("status") == "error").group_by("method").len().sort("method")
             if errs.height:
-                print(f"\nerror verdicts (counted as rejections):\n{errs}")
+                print(f"\nerror verdicts (counted as rejections):\n{render_table(errs.columns, errs.rows())}")
         sweep = latest_path("aisql_sweep", sc)
         if sweep is not None:
             png = sweep.parent / "sweep.png"
@@ -156,6 +153,19 @@ def _report_text(scenario: str | None) -> int:
         print("no aisql results yet: run `quandary aisql judge --scenario movie` first", file=sys.stderr)
         return 1
     return 0
+
+
+def per_variant_table(pairs, verdicts) -> str:
+    """Share of labelled pairs each method judged right, per variant type: every row and column
+    (an aligned table, not a truncated frame repr; #24 item 7)."""
+    import polars as pl
+
+    by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
+               .filter(pl.col("label").is_not_null())
+               .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
+               .group_by("variant_type", "method").agg(pl.col("right").mean().round(3).alias("acc"))
+               .pivot(on="method", index="variant_type", values="acc").sort("variant_type"))
+    return render_table(by_type.columns, by_type.rows())
 
 
 def _report(args) -> int:
