@@ -5,37 +5,64 @@ import sys
 from cli.output import render_table
 from pipelines.abiss.outputs import IMPORTED_ASSET
 
+ABISS_RECORD_ASSETS = ("dataset", IMPORTED_ASSET)
+
 
 def _export(args) -> int:
     import polars as pl
 
-    from pipelines.abiss.outputs import write_abiss_json
-    from storage.audit import list_views, open_audit
-
     from pathlib import Path
 
     from resources.catalog import Catalog
+    from storage.audit import list_views, open_audit
 
     if args.db and args.db not in Catalog().ids():
         known = ", ".join(Catalog().ids()) or "none"
         print(f"database {args.db!r} is not registered (registered: {known}); nothing exported", file=sys.stderr)
         return 2
+    asset = args.asset
+    if args.format == "abiss-json" and asset not in ABISS_RECORD_ASSETS:
+        print(f"--format abiss-json writes ABISS records ({', '.join(ABISS_RECORD_ASSETS)}); "
+              f"use --format hf for {asset!r}", file=sys.stderr)
+        return 2
     con = open_audit()
     try:
-        if "dataset" not in list_views(con):
-            print("no dataset materialized yet; run the ABISS job first", file=sys.stderr)
+        views = [v for v in list_views(con) if v != "llm_calls"]
+        if asset not in views:
+            hint = ("run the ABISS job first" if asset == "dataset" else
+                    f"materialized: {', '.join(views) or 'nothing yet'}")
+            print(f"no {asset} materialized yet; {hint}", file=sys.stderr)
             return 1
-        query = "SELECT * FROM dataset" + (" WHERE db_id = ?" if args.db else "")
-        cur = con.execute(query, [args.db] if args.db else [])
+        cur = con.execute(f'SELECT * FROM "{asset}"')
         columns = [d[0] for d in cur.description]
         df = pl.DataFrame(cur.fetchall(), schema=columns, orient="row", infer_schema_length=None)
+        if args.db:
+            if "db_id" not in df.columns:
+                print(f"{asset} has no db_id column; leave out --db", file=sys.stderr)
+                return 2
+            df = df.filter(pl.col("db_id") == args.db)
+        if args.db and df.height == 0:
+            print(f"no {asset} materialized for {args.db!r} yet; run `quandary run --db {args.db}` first",
+                  file=sys.stderr)
+            return 1
+        card = None
+        if args.format == "hf":
+            from cli.exports import card_for
+
+            card = card_for(con, asset, df, args.license)
     finally:
         con.close()
-    if args.db and df.height == 0:
-        print(f"no dataset materialized for {args.db!r} yet; run `quandary run --db {args.db}` first", file=sys.stderr)
-        return 1
     out = Path(args.path)
     try:
+        if args.format == "hf":
+            from storage.hf_export import splits_of, write_hf_dataset
+
+            counts = write_hf_dataset(out, splits_of(df), card)
+            print(f"wrote {sum(counts.values())} rows of {asset} to {out}/data ("
+                  + ", ".join(f"{s}: {n}" for s, n in counts.items()) + f") with a dataset card {out}/README.md")
+            return 0
+        from pipelines.abiss.outputs import write_abiss_json
+
         out.parent.mkdir(parents=True, exist_ok=True)
         n = write_abiss_json(df, out)
     except OSError as exc:
@@ -127,10 +154,15 @@ def _rerun(args) -> int:
 
 
 def register(sub) -> None:
-    e = sub.add_parser("export", help="write the dataset in a reference layout")
-    e.add_argument("path")
-    e.add_argument("--format", choices=["abiss-json"], default="abiss-json")
+    e = sub.add_parser("export", help="write a dataset-like table in a reference layout (ABISS JSON, Hugging Face)")
+    e.add_argument("path", help="the file (abiss-json) or folder (hf) to write")
+    e.add_argument("--asset", default="dataset",
+                   help=f"the stored table to export (default: dataset; e.g. {IMPORTED_ASSET}, ambitab_records, "
+                        "interaction_conversations, interaction_metrics, aisql_verdicts)")
+    e.add_argument("--format", choices=["abiss-json", "hf"], default="abiss-json",
+                   help="abiss-json: the ABISS reference file; hf: Parquet per split + README.md dataset card")
     e.add_argument("--db", help="only this database")
+    e.add_argument("--license", help="licence for the dataset card (default: the source's, where known)")
     e.set_defaults(func=_export)
 
     i = sub.add_parser("import", help="read an ABISS JSON file into a dataset artifact")
