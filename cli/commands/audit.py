@@ -14,17 +14,43 @@ def _audit_sql(args) -> int:
 
     from storage.audit import AuditQueryError, audit_query, list_views, open_audit
 
+    args.path = args.path or args.out
+    if args.format == "parquet" and not args.path:
+        print("--format parquet writes a file: quandary audit sql QUERY --format parquet --out PATH "
+              "(or QUERY PATH --format parquet)", file=sys.stderr)
+        return 2
     con = open_audit()
     try:
         cur = audit_query(con, args.query)
-        columns = [d[0] for d in cur.description or []]
-        rows = cur.fetchall()
+        if args.format == "parquet":
+            import warnings
+
+            import polars as pl
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # DuckDB: "an extra copy" of a query result, expected
+                frame = pl.from_arrow(cur.to_arrow_table())
+        else:
+            columns = [d[0] for d in cur.description or []]
+            rows = cur.fetchall()
     except (duckdb.Error, AuditQueryError) as exc:
         views = ", ".join(list_views(con)) or "none yet (materialize something first)"
         print(f"query failed: {' '.join(str(exc).split())}\navailable views: {views}", file=sys.stderr)
         return 1
     finally:
         con.close()
+    if args.format == "parquet":
+        from pathlib import Path
+
+        out = Path(args.path)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            frame.write_parquet(out)
+        except OSError as exc:
+            print(f"cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        print(f"wrote {frame.height} rows × {frame.width} columns to {out} (polars.read_parquet / pandas.read_parquet)")
+        return 0
     print(render(args.format, columns, rows))
     return 0
 
@@ -45,7 +71,9 @@ def register(sub) -> None:
         dest="audit_command", required=True)
     q = audit.add_parser("sql", help="run SQL over every artifact's latest version (one view per asset)")
     q.add_argument("query")
-    q.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    q.add_argument("path", nargs="?", help="with --format parquet: the file to write (or --out PATH)")
+    q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
+    q.add_argument("--out", "-o", dest="out", help="with --format parquet: the file to write")
     q.set_defaults(func=_audit_sql)
     audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)
     t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")

@@ -80,3 +80,31 @@ def test_hf_layout_writes_one_file_per_split(stored, tmp_path):
     loaded = {f.name.split("-")[0]: pq.read_table(f).to_pylist() for f in (out / "data").glob("*.parquet")}
     assert {k: len(v) for k, v in loaded.items()} == {"slice_test": 2, "dev": 1}
     assert "license: cc-by-4.0" in (out / "README.md").read_text()
+
+
+def test_load_returns_the_latest_version_as_polars(stored):
+    import quandary
+
+    write_version(pl.DataFrame({**ROWS, "question": ["newer"] * 3}), "dataset", "university")
+    df = quandary.load("dataset", db="university")
+    assert isinstance(df, pl.DataFrame) and df["question"].to_list() == ["newer"] * 3
+    assert quandary.load("dataset").height == 3  # every database's latest, concatenated
+    assert "dataset" in quandary.assets()
+    assert quandary.sql("SELECT count(*) AS n FROM dataset")["n"].to_list() == [3]
+    with pytest.raises(LookupError, match="no dataset stored for 'superhero'; stored for: university"):
+        quandary.load("dataset", db="superhero")
+    with pytest.raises(LookupError, match="stored tables: dataset"):
+        quandary.load("imported_dataset")
+
+
+def test_audit_sql_writes_parquet(stored, tmp_path, capsys):
+    out = tmp_path / "q" / "answerable.parquet"
+    assert main(["audit", "sql", "SELECT candidate_id, question FROM dataset WHERE subcategory = 'answerable'",
+                 "--format", "parquet", "--out", str(out)]) == 0
+    assert "wrote 2 rows × 2 columns" in capsys.readouterr().out
+    assert pq.read_table(out).to_pylist() == [{"candidate_id": "c1", "question": "How many departments?"},
+                                              {"candidate_id": "c2", "question": "Which courses?"}]
+    assert main(["audit", "sql", "SELECT 1 AS one", str(tmp_path / "one.parquet"), "--format", "parquet"]) == 0
+    assert pq.read_table(tmp_path / "one.parquet").to_pylist() == [{"one": 1}]
+    assert main(["audit", "sql", "SELECT 1", "--format", "parquet"]) == 2
+    assert "--format parquet --out PATH" in capsys.readouterr().err
