@@ -162,3 +162,19 @@ def test_embedded_requests_never_exceed_the_servers_slots(quandary_home, monkeyp
     assert body["max_tokens"] < 512  # sized to the Verdict schema
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["reason"]["maxLength"] > 0
+
+
+def test_the_embedded_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatch):
+    """#24 item 1: one inference thread per core collapses when other processes share the cores
+    (2 tokens/s instead of 19-49 on 2 cores beside two CPU-bound processes): half the cores."""
+    import os
+
+    from resources.llm.embedded import EmbeddedServer
+
+    monkeypatch.delenv("QUANDARY_EMBEDDED_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert EmbeddedServer().n_threads == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert EmbeddedServer().n_threads == 4
+    monkeypatch.setenv("QUANDARY_EMBEDDED_THREADS", "2")
+    assert EmbeddedServer().n_threads == 2
