@@ -140,15 +140,17 @@ def with_schema_prompt(messages: list[dict], schema: dict) -> list[dict]:
     return msgs
 
 
-# The embedded model rambles: free-text fields without a bound get one in the schema the server's
-# grammar enforces, so no answer runs to max_tokens (the parse still uses the output model).
-EMBEDDED_MAX_TEXT_CHARS = 300
+# The embedded model rambles (a 512-token "SQL" of INSERT rows): every free-text field gets a bound
+# sized for a small model in the schema the server's grammar enforces, so no answer runs to
+# max_tokens. The parse still uses the output model, so other members are not affected.
+EMBEDDED_MAX_TEXT_CHARS = 400  # a question, a reason, one SQL query of the size a 135M model gets right
 EMBEDDED_MAX_ITEM_CHARS = 80  # strings inside lists: names, table.column links
-EMBEDDED_MAX_ITEMS = 8
+EMBEDDED_MAX_ITEMS = 6
 
 
 def bounded_schema(schema: dict) -> dict:
-    """``schema`` with a maxLength on every unbounded string and a maxItems on every unbounded array."""
+    """``schema`` with every string at most :data:`EMBEDDED_MAX_TEXT_CHARS` (list items:
+    :data:`EMBEDDED_MAX_ITEM_CHARS`) and every array at most :data:`EMBEDDED_MAX_ITEMS` long."""
     def walk(node, in_array=False):
         if isinstance(node, list):
             return [walk(x, in_array) for x in node]
@@ -156,10 +158,15 @@ def bounded_schema(schema: dict) -> dict:
             return node
         out = {k: walk(v, in_array=(k == "items")) if k in ("items",) else
                (walk(v) if isinstance(v, (dict, list)) else v) for k, v in node.items()}
-        if out.get("type") == "string" and "maxLength" not in out and "enum" not in out and "const" not in out:
-            out["maxLength"] = EMBEDDED_MAX_ITEM_CHARS if in_array else EMBEDDED_MAX_TEXT_CHARS
-        if out.get("type") == "array" and "maxItems" not in out:
-            out["maxItems"] = EMBEDDED_MAX_ITEMS
+        if out.get("type") == "string" and "enum" not in out and "const" not in out:
+            cap = EMBEDDED_MAX_ITEM_CHARS if in_array else EMBEDDED_MAX_TEXT_CHARS
+            out["maxLength"] = min(out.get("maxLength", cap), cap)
+            if out.get("minLength", 0) > out["maxLength"]:
+                out["minLength"] = out["maxLength"]
+        if out.get("type") == "array":
+            out["maxItems"] = min(out.get("maxItems", EMBEDDED_MAX_ITEMS), EMBEDDED_MAX_ITEMS)
+            if out.get("minItems", 0) > out["maxItems"]:
+                out["minItems"] = out["maxItems"]
         return out
     return walk(schema)
 

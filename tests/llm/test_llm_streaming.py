@@ -178,3 +178,17 @@ def test_the_embedded_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatc
     assert EmbeddedServer().n_threads == 4
     monkeypatch.setenv("QUANDARY_EMBEDDED_THREADS", "2")
     assert EmbeddedServer().n_threads == 2
+
+
+def test_embedded_answers_are_bounded_for_a_small_model():
+    """The demo's SQL grounding ran to 512 tokens of INSERT rows: for the embedded model every
+    string and list in the grammar's schema is capped, and max_tokens follows from the caps."""
+    from pipelines.abiss.prompts import SqlGrounding, Verdict
+    from resources.llm.client import bounded_schema, embedded_max_tokens
+
+    schema = bounded_schema(SqlGrounding.model_json_schema())
+    props = schema["properties"]
+    assert props["sql"]["maxLength"] == 400 and props["schema_links"]["maxItems"] == 6
+    assert props["schema_links"]["items"]["maxLength"] == 80
+    member = Member(name="e", model="openai/smollm2", api_base="embedded", max_tokens=512)
+    assert embedded_max_tokens(member, Verdict.model_json_schema()) < 128
