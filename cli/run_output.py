@@ -40,7 +40,9 @@ def check_lines(result) -> list[str]:
     return lines
 
 
-def _print_run_summary(result, db_id: str, verbose: bool = False) -> None:
+def print_run_summary(result, db_id: str, verbose: bool = False) -> None:
+    """What `quandary run` prints after a run of the main job (and `quandary rerun` after resuming
+    one): materializations, checks, the funnel, the dataset size, or the failure and resume line."""
     from storage.audit import open_audit
 
     status = "succeeded" if result.success else "FAILED"
@@ -195,15 +197,18 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
 
 
 def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, verbose: bool = False,
-                asset_selection=None, name_instance: bool = True):
+                asset_selection=None, name_instance: bool = True, tags: dict | None = None):
     """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
     command goes through here. Returns the result, or 130 when interrupted."""
+    from cli.run_plan import print_plan
     from cli.runs import run_job_for_partition
 
-    return execute_cli_run(
-        lambda run_id, level: run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id,
-                                                    log_level=level, asset_selection=asset_selection),
-        resume_command(job_name, partition), verbose, name_instance)
+    def start(run_id, level):
+        print_plan(job_name, partition, run_config)  # what it will cost, before the first step (#24 item 4)
+        return run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id, log_level=level,
+                                     asset_selection=asset_selection, tags=tags)
+
+    return execute_cli_run(start, resume_command(job_name, partition), verbose, name_instance)
 
 
 def report_job_result(result, job_name: str, partition: str, verbose: bool = False) -> int:
@@ -235,13 +240,13 @@ def was_interrupted(result) -> bool:
     return False
 
 
-def run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False) -> int:
+def run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False, tags: dict | None = None) -> int:
     from assets.definitions import MAIN_JOB
 
-    result = run_cli_job(job, db_id, grid_run_config(grid) if job == MAIN_JOB else {}, verbose)
+    result = run_cli_job(job, db_id, grid_run_config(grid) if job == MAIN_JOB else {}, verbose, tags=tags)
     if isinstance(result, int):
         return result
-    _print_run_summary(result, db_id, verbose)
+    print_run_summary(result, db_id, verbose)
     return 0 if result.success else 1
 
 

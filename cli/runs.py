@@ -19,6 +19,12 @@ from assets.shared.partitions import databases_partitions
 from storage.paths import dagster_home
 
 PID_TAG, HOST_TAG, START_TAG = "quandary/pid", "quandary/host", "quandary/pid_start"
+# What shaped a run besides its run config (grid, resource config): recorded as tags so a rerun
+# resumes the same experiment (#24 item 2). The command tag says which CLI command started it.
+COUNCIL_TAG, ENV_TAG, COMMAND_TAG = "quandary/council", "quandary/env", "quandary/command"
+# QUANDARY_* variables that say where state lives or how progress is shown, not what a run computes
+_ENV_NOT_RECORDED = frozenset({"QUANDARY_HOME", "QUANDARY_PROGRESS", "QUANDARY_EMBEDDED_BASE_URL",
+                               "QUANDARY_BENCH_SRC"})
 
 
 def get_instance() -> DagsterInstance:
@@ -83,6 +89,103 @@ def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, d
     return failed
 
 
+def recorded_env() -> dict[str, str]:
+    """The environment variables that change what a run computes (council file, embedded server
+    mode, SQL limits, difficulty rules): every ``QUANDARY_*`` except where state lives."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith("QUANDARY_") and k not in _ENV_NOT_RECORDED}
+
+
+def council_snapshot() -> dict | None:
+    """The council this process would use now (members with every parameter, roles), or ``None``
+    when the council file cannot be read (preflight says why)."""
+    from resources.llm.config import load_council_config
+
+    try:
+        cfg = load_council_config()
+    except Exception:  # noqa: BLE001 - a bad council file is reported by preflight / the run itself
+        return None
+    return {"source": cfg.source,
+            "members": {n: m.model_dump(mode="json", exclude={"name"}) for n, m in sorted(cfg.members.items())},
+            "councils": {r: list(ms) for r, ms in sorted(cfg.councils.items())}}
+
+
+def configuration_tags(command: str | None = None) -> dict[str, str]:
+    """Tags that record the configuration a run was started with (see :func:`rerun_environment`)."""
+    import json
+
+    tags = {ENV_TAG: json.dumps(recorded_env(), sort_keys=True)}
+    council = council_snapshot()
+    if council is not None:
+        tags[COUNCIL_TAG] = json.dumps(council, sort_keys=True, separators=(",", ":"))
+    if command:
+        tags[COMMAND_TAG] = command
+    return tags
+
+
+class ConfigurationMismatch(LookupError):
+    """A rerun would resume a run with a configuration other than the one it was started with."""
+
+
+def council_differences(recorded: dict, current: dict) -> list[str]:
+    """What differs between two :func:`council_snapshot` s, one line per member parameter or role."""
+    lines = []
+    rec_m, cur_m = recorded.get("members", {}), current.get("members", {})
+    for name in sorted(set(rec_m) | set(cur_m)):
+        if name not in cur_m:
+            lines.append(f"member {name}: in the run's council, not in the current one")
+        elif name not in rec_m:
+            lines.append(f"member {name}: in the current council, not in the run's")
+        else:
+            for key in sorted(set(rec_m[name]) | set(cur_m[name])):
+                if rec_m[name].get(key) != cur_m[name].get(key):
+                    lines.append(f"member {name}: {key} {rec_m[name].get(key)} in the run, "
+                                 f"{cur_m[name].get(key)} now")
+    rec_c, cur_c = recorded.get("councils", {}), current.get("councils", {})
+    for role in sorted(set(rec_c) | set(cur_c)):
+        if rec_c.get(role) != cur_c.get(role):
+            lines.append(f"role {role}: {rec_c.get(role)} in the run, {cur_c.get(role)} now")
+    return lines
+
+
+def rerun_environment(tags) -> tuple[dict[str, str], str]:
+    """The environment a rerun of the run with ``tags`` needs: the recorded variables this process
+    does not set (adopted), and a one-line description of the configuration reused. Raises
+    :class:`ConfigurationMismatch` naming every difference when this process sets a variable to
+    another value or the council (file) changed since the run."""
+    import json
+
+    if ENV_TAG not in tags:
+        return {}, "the run predates recorded configurations: the current council and environment are used"
+    recorded = json.loads(tags[ENV_TAG])
+    current = recorded_env()
+    differences = [f"{name}={current[name]!r} here, {recorded.get(name)!r} in the run"
+                   for name in sorted(current) if current[name] != recorded.get(name)]
+    adopt = {name: value for name, value in recorded.items() if name not in current}
+    council_line = ""
+    if COUNCIL_TAG in tags and not differences:
+        run_council = json.loads(tags[COUNCIL_TAG])
+        saved = {k: os.environ.get(k) for k in adopt}
+        os.environ.update(adopt)
+        try:
+            now = council_snapshot()
+        finally:
+            _restore_env(saved)
+        if now is None:
+            differences.append(f"the run's council ({run_council.get('source')}) cannot be loaded now")
+        else:
+            differences += [f"{line} (council {run_council.get('source')})"
+                            for line in council_differences(run_council, now)]
+        council_line = f"council {run_council.get('source')}"
+    if differences:
+        raise ConfigurationMismatch(
+            "refusing to resume: this rerun would use another configuration than the run it resumes\n"
+            + "\n".join(f"  - {d}" for d in differences)
+            + "\n  restore the run's settings to resume it, or start a new run (`quandary run`)")
+    used = ", ".join(x for x in (council_line, *(f"{k}={v}" for k, v in sorted(recorded.items())
+                                                 if k != "QUANDARY_COUNCIL_CONFIG")) if x)
+    return adopt, f"resuming with the run's configuration: {used or 'the defaults'}"
+
+
 def ensure_partitions(instance: DagsterInstance, db_ids: list[str]) -> list[str]:
     existing = set(instance.get_dynamic_partitions(databases_partitions.name))
     new = [d for d in db_ids if d not in existing]
@@ -115,7 +218,7 @@ def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance |
         instance=instance,
         partition_key=db_id,
         raise_on_error=raise_on_error,
-        tags={**process_tags(), **(tags or {})},
+        tags={**process_tags(), **configuration_tags(), **(tags or {})},
         run_id=run_id,
         asset_selection=asset_selection,
         run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
@@ -156,9 +259,14 @@ def job_named(job_name: str):
 
 
 def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, job_name: str | None = None,
-                           instance: DagsterInstance | None = None, log_level: str = "WARNING"):
+                           instance: DagsterInstance | None = None, log_level: str = "WARNING", announce=None,
+                           keep_env: bool = False):
     """Dagster's "re-execute from failure" for any job: only the failed steps and their downstream
-    run again.
+    run again, with the configuration the run was started with: its run config (grid, resources)
+    and the council and environment recorded in its tags (:func:`rerun_environment`; a difference
+    raises :class:`ConfigurationMismatch`). ``announce(line)`` is told which configuration is reused;
+    ``keep_env`` leaves the run's environment set in this process afterwards (the CLI, whose
+    follow-up steps, e.g. the demo's interaction run, need the same council).
 
     Completed LLM calls are in the call cache, so the re-executed stages repeat none of them.
     """
@@ -180,14 +288,32 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
         raise LookupError(f"run {run_id} is a run of {parent.job_name}, not {job_name} (add --job {parent.job_name})")
     if parent.status.name not in _RERUNNABLE:
         raise LookupError(f"run {run_id} is {parent.status.name.lower()}, not failed: nothing to re-execute")
+    adopt, line = rerun_environment(parent.tags)
+    if announce is not None:
+        announce(line)
     options = ReexecutionOptions.from_failure(run_id, instance)
     run_config = {**parent.run_config, "loggers": {"console": {"config": {"log_level": log_level}}}}
-    return execute_job(
-        build_reconstructable_job("cli.runs", "job_named", reconstructable_args=(job_name,)),
-        instance=instance, run_config=run_config,
-        tags={**{k: v for k, v in parent.tags.items() if k.startswith("dagster/partition")}, **process_tags()},
-        reexecution_options=options,
-    )
+    kept = {k: v for k, v in parent.tags.items()
+            if k.startswith("dagster/partition") or k in (COUNCIL_TAG, ENV_TAG, COMMAND_TAG)}
+    saved = {k: os.environ.get(k) for k in adopt}
+    os.environ.update(adopt)  # the step processes inherit the run's environment
+    try:
+        return execute_job(
+            build_reconstructable_job("cli.runs", "job_named", reconstructable_args=(job_name,)),
+            instance=instance, run_config=run_config, tags={**kept, **process_tags()},
+            reexecution_options=options,
+        )
+    finally:
+        if not keep_env:
+            _restore_env(saved)
+
+
+def _restore_env(saved: dict) -> None:
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def report_external_version(asset: str, partition: str, path: str, rows: int, content_hash: str,

@@ -79,6 +79,13 @@ class Progress:
             stream = _default_stream or sys.stdout
         self._stream = stream
         self._tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        # calls in flight and their latency (#24 item 7): a heartbeat line while nothing finishes,
+        # and an estimate from how long calls take rather than from how fast items happened to finish
+        self._in_flight: dict[int, float] = {}
+        self._next_token = 0
+        self._latencies: list[float] = []
+        self._peak_in_flight = 0
+        self._stop_heartbeat = threading.Event()
 
     # --- counting ------------------------------------------------------------------------------
     def advance(self, n: int = 1, *, calls_made: int = 0, cached: int = 0, failed: int = 0) -> None:
@@ -103,28 +110,73 @@ class Progress:
                 self.done = min(self.total, self.done + 1) if self.total else self.done + 1
         self._emit()
 
+    def call_started(self) -> int:
+        """A request went out (uncached); returns the token to pass to :meth:`call_finished`."""
+        with self._lock:
+            self._next_token += 1
+            self._in_flight[self._next_token] = self._clock()
+            self._peak_in_flight = max(self._peak_in_flight, len(self._in_flight))
+            return self._next_token
+
+    def call_finished(self, token: int) -> None:
+        with self._lock:
+            started = self._in_flight.pop(token, None)
+            if started is not None:
+                self._latencies.append(self._clock() - started)
+
     # --- rendering -----------------------------------------------------------------------------
+    def _eta_s(self, elapsed: float) -> float | None:
+        """Seconds left: from the measured call latency when calls were timed (uncached calls per
+        item so far × remaining items × mean latency ÷ calls at once), else from the item rate."""
+        remaining = self.total - self.done
+        if not self.total or remaining <= 0:
+            return None
+        if self._latencies:
+            latency = sum(self._latencies) / len(self._latencies)
+            timed = len(self._latencies) + len(self._in_flight)
+            per_item = timed / self.done if self.done else 1.0
+            left = remaining * per_item * latency / max(1, self._peak_in_flight)
+            if self._in_flight:  # the calls in flight are partly done already
+                now = self._clock()
+                left = max(left - sum(min(latency, now - t) for t in self._in_flight.values())
+                           / max(1, self._peak_in_flight), 0.0)
+            return left
+        if self.done:
+            return elapsed / self.done * remaining
+        return None
+
     def line(self) -> str:
         elapsed = self._clock() - self._start
         total = f"/{self.total}" if self.total else ""
-        eta = ""
-        if self.total and 0 < self.done < self.total:
-            eta = f", ~{_fmt_duration(elapsed / self.done * (self.total - self.done))} left"
+        eta_s = self._eta_s(elapsed)
+        eta = f", ~{_fmt_duration(eta_s)} left" if eta_s is not None and self.done < self.total else ""
         calls = (f"  LLM calls {self.calls_made} (cached {self.cached}, failed {self.failed})"
                  if self.calls_made else "")
-        return f"{self.step}: {self.done}{total} items{calls}  {_fmt_duration(elapsed)}{eta}"
+        flight = ""
+        if self._in_flight:
+            oldest = self._clock() - min(self._in_flight.values())
+            flight = f"  {len(self._in_flight)} in flight (oldest {_fmt_duration(oldest)})"
+        if self._latencies:
+            flight += f"  ~{_fmt_duration(sum(self._latencies) / len(self._latencies))}/call"
+        return f"{self.step}: {self.done}{total} items{calls}{flight}  {_fmt_duration(elapsed)}{eta}"
+
+    def _heartbeat(self, every_s: float) -> None:
+        # a line (a redraw on a terminal) while nothing finishes: long calls are not silence
+        while not self._stop_heartbeat.wait(every_s):
+            self._emit(heartbeat=True)
 
     def _bar(self) -> str:
         width = 20
         filled = int(width * self.done / self.total) if self.total else 0
         return f"[{'#' * filled}{'.' * (width - filled)}] {self.line()}"
 
-    def _emit(self, final: bool = False) -> None:
+    def _emit(self, final: bool = False, heartbeat: bool = False) -> None:
         now = self._clock()
         with self._lock:
             if self._closed:
                 return
-            due_line = final or self._last_line is None or now - self._last_line >= self._line_every_s
+            every = self._line_every_s * (0.9 if heartbeat else 1.0)  # the heartbeat's wait is not exact
+            due_line = final or self._last_line is None or now - self._last_line >= every
             if due_line:
                 self._last_line = now
             due_draw = self._tty and (final or now - self._last_draw >= 0.2)
@@ -162,9 +214,13 @@ class Progress:
             _current.append(self)
         if not self._tty:
             self._emit()  # a start line in logs
+        if self._stream is not None or self._sinks:
+            every = 1.0 if self._tty else self._line_every_s
+            threading.Thread(target=self._heartbeat, args=(every,), name=f"progress-{self.step}", daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._stop_heartbeat.set()
         with _current_lock:
             if self in _current:
                 _current.remove(self)
@@ -182,3 +238,15 @@ def record_call(*, cached: bool, failed: bool, item=None) -> None:
     p = current()
     if p is not None:
         p.record_call(cached=cached, failed=failed, item=item)
+
+
+def call_started() -> tuple["Progress", int] | None:
+    """An uncached LLM request went out: the open Progress counts it as in flight until
+    :func:`call_finished` (the client calls both). Returns the handle for ``call_finished``."""
+    p = current()
+    return (p, p.call_started()) if p is not None else None
+
+
+def call_finished(handle: tuple["Progress", int] | None) -> None:
+    if handle is not None:
+        handle[0].call_finished(handle[1])

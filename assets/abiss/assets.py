@@ -261,10 +261,11 @@ def _stage_asset(spec, previous_key):
     return stage_asset
 
 
+# candidate, passed, reason first: the UI clips wide tables, and these are what a reader needs
 DECISION_COLUMNS = [
     ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
-    ("subcategory", "string", ""), ("passed", "bool", ""),
-    ("reason", "string", "why the stage passed or rejected it"), ("question", "string", ""),
+    ("passed", "bool", ""), ("reason", "string", "why the stage passed or rejected it"),
+    ("subcategory", "string", ""), ("question", "string", ""),
 ]
 
 

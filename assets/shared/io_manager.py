@@ -45,12 +45,32 @@ def preview_markdown(df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 60
     return "\n".join(lines)
 
 
+METADATA_DIGITS = 3  # rates and shares as the UI shows them: 0.167, not 0.16666666666666666
+
+
+def rounded(value):
+    """A metadata value with its floats rounded to :data:`METADATA_DIGITS` (also in JSON values)."""
+    if isinstance(value, float):
+        return round(value, METADATA_DIGITS)
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    kind = type(value).__name__
+    if kind == "FloatMetadataValue" and value.value is not None:
+        return MetadataValue.float(round(value.value, METADATA_DIGITS))
+    if kind == "JsonMetadataValue":
+        return MetadataValue.json(rounded(value.data))
+    return value
+
+
 def artifact_output(df: pl.DataFrame, **metadata) -> Output:
-    """Wrap an asset's table: content hash as data version plus the caller's metadata."""
+    """Wrap an asset's table: content hash as data version plus the caller's metadata (floats rounded)."""
     with warnings.catch_warnings():
         # `Output(data_version=...)` is marked beta; it is the documented way to version content.
         warnings.simplefilter("ignore")
-        return Output(df, data_version=DataVersion(content_hash(df)), metadata=metadata)
+        return Output(df, data_version=DataVersion(content_hash(df)),
+                      metadata={k: rounded(v) for k, v in metadata.items()})
 
 
 class VersionedParquetIOManager(ConfigurableIOManager):

@@ -5,37 +5,64 @@ import sys
 from cli.output import render_table
 from pipelines.abiss.outputs import IMPORTED_ASSET
 
+ABISS_RECORD_ASSETS = ("dataset", IMPORTED_ASSET)
+
 
 def _export(args) -> int:
     import polars as pl
 
-    from pipelines.abiss.outputs import write_abiss_json
-    from storage.audit import list_views, open_audit
-
     from pathlib import Path
 
     from resources.catalog import Catalog
+    from storage.audit import list_views, open_audit
 
     if args.db and args.db not in Catalog().ids():
         known = ", ".join(Catalog().ids()) or "none"
         print(f"database {args.db!r} is not registered (registered: {known}); nothing exported", file=sys.stderr)
         return 2
+    asset = args.asset
+    if args.format == "abiss-json" and asset not in ABISS_RECORD_ASSETS:
+        print(f"--format abiss-json writes ABISS records ({', '.join(ABISS_RECORD_ASSETS)}); "
+              f"use --format hf for {asset!r}", file=sys.stderr)
+        return 2
     con = open_audit()
     try:
-        if "dataset" not in list_views(con):
-            print("no dataset materialized yet; run the ABISS job first", file=sys.stderr)
+        views = [v for v in list_views(con) if v != "llm_calls"]
+        if asset not in views:
+            hint = ("run the ABISS job first" if asset == "dataset" else
+                    f"materialized: {', '.join(views) or 'nothing yet'}")
+            print(f"no {asset} materialized yet; {hint}", file=sys.stderr)
             return 1
-        query = "SELECT * FROM dataset" + (" WHERE db_id = ?" if args.db else "")
-        cur = con.execute(query, [args.db] if args.db else [])
+        cur = con.execute(f'SELECT * FROM "{asset}"')
         columns = [d[0] for d in cur.description]
         df = pl.DataFrame(cur.fetchall(), schema=columns, orient="row", infer_schema_length=None)
+        if args.db:
+            if "db_id" not in df.columns:
+                print(f"{asset} has no db_id column; leave out --db", file=sys.stderr)
+                return 2
+            df = df.filter(pl.col("db_id") == args.db)
+        if args.db and df.height == 0:
+            print(f"no {asset} materialized for {args.db!r} yet; run `quandary run --db {args.db}` first",
+                  file=sys.stderr)
+            return 1
+        card = None
+        if args.format == "hf":
+            from cli.exports import card_for
+
+            card = card_for(con, asset, df, args.license)
     finally:
         con.close()
-    if args.db and df.height == 0:
-        print(f"no dataset materialized for {args.db!r} yet; run `quandary run --db {args.db}` first", file=sys.stderr)
-        return 1
     out = Path(args.path)
     try:
+        if args.format == "hf":
+            from storage.hf_export import splits_of, write_hf_dataset
+
+            counts = write_hf_dataset(out, splits_of(df), card)
+            print(f"wrote {sum(counts.values())} rows of {asset} to {out}/data ("
+                  + ", ".join(f"{s}: {n}" for s, n in counts.items()) + f") with a dataset card {out}/README.md")
+            return 0
+        from pipelines.abiss.outputs import write_abiss_json
+
         out.parent.mkdir(parents=True, exist_ok=True)
         n = write_abiss_json(df, out)
     except OSError as exc:
@@ -84,40 +111,65 @@ def _import(args) -> int:
 
 
 def _rerun(args) -> int:
-    from cli.runs import reexecute_from_failure
+    from cli.runs import COMMAND_TAG, reexecute_from_failure
     from cli.run_output import check_lines, main_job_name, execute_cli_run, print_failure, resume_command
 
     lookup_error = []
 
     def start(run_id, level):
         try:
-            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level)
-        except LookupError as exc:
+            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level,
+                                          announce=print, keep_env=True)
+        except LookupError as exc:  # no such run, or another configuration (ConfigurationMismatch)
             lookup_error.append(str(exc))
             return None
 
-    resume = resume_command(args.job or main_job_name(), args.db or "ID")
+    from cli.interaction_runs import JOB as INTERACTION_JOB
+
+    job = args.job or main_job_name()
+    resume = resume_command(job, args.db or "ID")
     result = execute_cli_run(start, resume, args.verbose)
     if isinstance(result, int):
         return result
     if result is None:
         print(lookup_error[0], file=sys.stderr)
         return 1
-    steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
+    partition = result.dagster_run.tags.get("dagster/partition", args.db or "?")
     print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
+    if job == main_job_name():
+        # the summary the command that started the run prints: funnel, dataset size (and the demo's Table 4)
+        from cli.run_output import print_run_summary
+
+        print_run_summary(result, partition, args.verbose)
+        if result.success and result.dagster_run.tags.get(COMMAND_TAG) == "demo":
+            from cli.interaction_runs import demo_interaction
+
+            return demo_interaction(partition, args.verbose)
+        return 0 if result.success else 1
+    steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
     print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
     for line in check_lines(result):
         print(line)
     if not result.success:
-        print_failure(result, resume, args.verbose)
+        print_failure(result, resume_command(job, partition), args.verbose)
+    elif job == INTERACTION_JOB:
+        from cli.interaction_runs import stored_metric_rows
+        from pipelines.interaction.metrics import table4_lines
+
+        print("\n".join(table4_lines(stored_metric_rows(partition) or [])))
     return 0 if result.success else 1
 
 
 def register(sub) -> None:
-    e = sub.add_parser("export", help="write the dataset in a reference layout")
-    e.add_argument("path")
-    e.add_argument("--format", choices=["abiss-json"], default="abiss-json")
+    e = sub.add_parser("export", help="write a dataset-like table in a reference layout (ABISS JSON, Hugging Face)")
+    e.add_argument("path", help="the file (abiss-json) or folder (hf) to write")
+    e.add_argument("--asset", default="dataset",
+                   help=f"the stored table to export (default: dataset; e.g. {IMPORTED_ASSET}, ambitab_records, "
+                        "interaction_conversations, interaction_metrics, aisql_verdicts)")
+    e.add_argument("--format", choices=["abiss-json", "hf"], default="abiss-json",
+                   help="abiss-json: the ABISS reference file; hf: Parquet per split + README.md dataset card")
     e.add_argument("--db", help="only this database")
+    e.add_argument("--license", help="licence for the dataset card (default: the source's, where known)")
     e.set_defaults(func=_export)
 
     i = sub.add_parser("import", help="read an ABISS JSON file into a dataset artifact")

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from cli.output import render_table
 from resources.sql import timeout_arg
 
 DEFAULT_DATA = "../shared/data"
@@ -292,15 +293,10 @@ def _report_text(scenario: str | None) -> int:
 
             pairs, verdicts = pl.read_parquet(pairs_p), pl.read_parquet(verdicts_p)
             print(f"\nlabel balance (ours per set, and the paper's):\n{balance_table(pairs)}")
-            by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
-                       .filter(pl.col("label").is_not_null())
-                       .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
-                       .group_by("variant_type", "method").agg(pl.col("right").mean().round(3).alias("acc"))
-                       .pivot(on="method", index="variant_type", values="acc").sort("variant_type"))
-            print(f"\nper variant type (share judged right):\n{by_type}")
-            errs = verdicts.filter(pl.col("status") == "error").group_by("method").len()
+            print(f"\nper variant type (share judged right):\n{per_variant_table(pairs, verdicts)}")
+            errs = verdicts.filter(pl.col("status") == "error").group_by("method").len().sort("method")
             if errs.height:
-                print(f"\nerror verdicts (counted as rejections):\n{errs}")
+                print(f"\nerror verdicts (counted as rejections):\n{render_table(errs.columns, errs.rows())}")
         sweep = latest_path("aisql_sweep", sc)
         if sweep is not None:
             png = sweep.parent / "sweep.png"
@@ -309,6 +305,19 @@ def _report_text(scenario: str | None) -> int:
         print("no aisql results yet: run `quandary aisql judge --scenario movie` first", file=sys.stderr)
         return 1
     return 0
+
+
+def per_variant_table(pairs, verdicts) -> str:
+    """Share of labelled pairs each method judged right, per variant type: every row and column
+    (an aligned table, not a truncated frame repr; #24 item 7)."""
+    import polars as pl
+
+    by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
+               .filter(pl.col("label").is_not_null())
+               .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
+               .group_by("variant_type", "method").agg(pl.col("right").mean().round(3).alias("acc"))
+               .pivot(on="method", index="variant_type", values="acc").sort("variant_type"))
+    return render_table(by_type.columns, by_type.rows())
 
 
 def _report(args) -> int:

@@ -14,6 +14,11 @@ def _audit_sql(args) -> int:
     """The query runs in a sandbox worker (memory cap, deadline, Ctrl-C kills it at once)."""
     from resources.sql.audit_runner import run_audit_query
 
+    args.path = args.path or args.out
+    if args.format == "parquet" and not args.path:
+        print("--format parquet writes a file: quandary audit sql QUERY --format parquet --out PATH "
+              "(or QUERY PATH --format parquet)", file=sys.stderr)
+        return 2
     try:
         out = run_audit_query(args.query, timeout_s=args.timeout,
                               warn=lambda m: print(f"warning: {' '.join(m.split())}", file=sys.stderr))
@@ -33,7 +38,33 @@ def _audit_sql(args) -> int:
         else:
             print(f"query failed: {out.message}", file=sys.stderr)
         return 1
+    if args.format == "parquet":
+        return _write_parquet(out.columns, out.rows, args.path)
     print(render(args.format, out.columns, out.rows))
+    return 0
+
+
+def _write_parquet(columns: list, rows: list, path: str) -> int:
+    """The sandbox's result (columns, rows) as a Parquet file, for a notebook (#24)."""
+    from pathlib import Path
+
+    import polars as pl
+
+    try:
+        frame = pl.DataFrame([list(r) for r in rows], schema=list(columns), orient="row",
+                             infer_schema_length=None)
+    except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+        print(f"cannot write the result as Parquet: {' '.join(str(exc).split())[:300]} "
+              "(give duplicate or mixed-type columns distinct names / one type with AS and CAST)", file=sys.stderr)
+        return 1
+    out = Path(path)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(out)
+    except OSError as exc:
+        print(f"cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {frame.height} rows × {frame.width} columns to {out} (polars.read_parquet / pandas.read_parquet)")
     return 0
 
 
@@ -53,7 +84,9 @@ def register(sub) -> None:
         dest="audit_command", required=True)
     q = audit.add_parser("sql", help="run SQL over every artifact's latest version (one view per asset)")
     q.add_argument("query")
-    q.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    q.add_argument("path", nargs="?", help="with --format parquet: the file to write (or --out PATH)")
+    q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
+    q.add_argument("--out", "-o", dest="out", help="with --format parquet: the file to write")
     q.add_argument("--timeout", type=timeout_arg, default=60.0,
                    help="seconds the query may run (default 60); it runs in a sandbox with a memory cap "
                         "(QUANDARY_AUDIT_MEMORY_MB, default 1024)")

@@ -27,7 +27,9 @@ def _demo(args) -> int:
     path = write_demo_db(databases_dir() / f"{DEMO_DB_ID}.sqlite")
     info = Catalog().register(path, DEMO_DB_ID)
     print(f"demo database '{info.db_id}' registered: {len(info.tables)} tables, {info.total_rows} rows ({path})")
-    code = run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID, args.verbose)
+    from cli.runs import COMMAND_TAG
+
+    code = run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID, args.verbose, tags={COMMAND_TAG: "demo"})
     from cli.interaction_runs import demo_interaction  # ABISS §5 step of the demo
 
     return code or (demo_interaction(DEMO_DB_ID, args.verbose) if not args.job else 0)

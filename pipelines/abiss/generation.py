@@ -187,7 +187,8 @@ def check_provider(step: str, calls: int, failed: int, max_share: float, *, rows
         return
     if calls and failed / calls > max_share:
         raise ProviderUnavailable(f"{step}: {failed} of {calls} LLM calls failed; completed calls are cached, "
-                                  "rerun once the cause is fixed")
+                                  f"rerun once the cause is fixed [{failed / calls:.0%} of calls, more than "
+                                  f"max_failed_call_share = {max_share:g} (CascadeSettings) tolerates]")
 
 
 def rows_frame(rows: list[dict], columns: tuple[str, ...]):

@@ -14,11 +14,13 @@
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import random
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -34,6 +36,7 @@ from resources.llm.failures import (
     describe,
 )
 from resources.llm.parsing import parse_structured
+from resources import progress
 from storage.llm_log import CallLog, CallRecord, call_key
 
 # Before litellm is ever imported: no remote cost map fetch, no network at import.
@@ -150,9 +153,90 @@ def schema_name(output_model: type[BaseModel]) -> str:
     return output_model.model_config.get("title") or output_model.__name__
 
 
+# The embedded model rambles (a 512-token "SQL" of INSERT rows): every free-text field gets a bound
+# sized for a small model in the schema the server's grammar enforces, so no answer runs to
+# max_tokens. The parse still uses the output model, so other members are not affected.
+EMBEDDED_MAX_TEXT_CHARS = 400  # a question, a reason, one SQL query of the size a 135M model gets right
+EMBEDDED_MAX_ITEM_CHARS = 80  # strings inside lists: names, table.column links
+EMBEDDED_MAX_ITEMS = 6
+
+
+def bounded_schema(schema: dict) -> dict:
+    """``schema`` with every string at most :data:`EMBEDDED_MAX_TEXT_CHARS` (list items:
+    :data:`EMBEDDED_MAX_ITEM_CHARS`) and every array at most :data:`EMBEDDED_MAX_ITEMS` long."""
+    def walk(node, in_array=False):
+        if isinstance(node, list):
+            return [walk(x, in_array) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v, in_array=(k == "items")) if k in ("items",) else
+               (walk(v) if isinstance(v, (dict, list)) else v) for k, v in node.items()}
+        if out.get("type") == "string" and "enum" not in out and "const" not in out:
+            cap = EMBEDDED_MAX_ITEM_CHARS if in_array else EMBEDDED_MAX_TEXT_CHARS
+            out["maxLength"] = min(out.get("maxLength", cap), cap)
+            if out.get("minLength", 0) > out["maxLength"]:
+                out["minLength"] = out["maxLength"]
+        if out.get("type") == "array":
+            out["maxItems"] = min(out.get("maxItems", EMBEDDED_MAX_ITEMS), EMBEDDED_MAX_ITEMS)
+            if out.get("minItems", 0) > out["maxItems"]:
+                out["minItems"] = out["maxItems"]
+        return out
+    return walk(schema)
+
+
+def schema_token_bound(schema: dict) -> int | None:
+    """An upper estimate of the tokens a JSON answer to ``schema`` needs (about two characters per
+    token for bounded strings, a few for keys, punctuation, numbers and enums); ``None`` when some
+    part is unbounded."""
+    defs = schema.get("$defs", {})
+
+    def size(node, depth=0) -> int | None:
+        if depth > 20 or not isinstance(node, dict):
+            return None
+        if "$ref" in node:
+            return size(defs.get(node["$ref"].rsplit("/", 1)[-1]), depth + 1)
+        for key in ("anyOf", "oneOf"):
+            if key in node:
+                sizes = [size(x, depth + 1) for x in node[key]]
+                return None if None in sizes else max(sizes)
+        if "enum" in node or "const" in node:
+            values = node.get("enum", [node.get("const")])
+            return 2 + max(len(json.dumps(v)) for v in values) // 2
+        kind = node.get("type")
+        if kind == "string":
+            return 2 + node["maxLength"] // 2 if "maxLength" in node else None
+        if kind in ("integer", "number", "boolean", "null"):
+            return 6
+        if kind == "array":
+            item = size(node.get("items", {}), depth + 1)
+            return None if item is None or "maxItems" not in node else 2 + node["maxItems"] * (item + 1)
+        if kind == "object" or "properties" in node:
+            total = 2
+            for name, prop in node.get("properties", {}).items():
+                n = size(prop, depth + 1)
+                if n is None:
+                    return None
+                total += n + 3 + len(name) // 3
+            return total
+        return None
+    return size(schema)
+
+
+def embedded_max_tokens(member: Member, schema: dict) -> int | None:
+    """The member's max_tokens, lowered to what the (bounded) schema can need plus a margin."""
+    bound = schema_token_bound(bounded_schema(schema))
+    if bound is None:
+        return member.max_tokens
+    sized = bound + 16
+    return sized if member.max_tokens is None else min(member.max_tokens, sized)
+
+
 def response_format(member: Member, output_model: type[BaseModel], schema: dict) -> dict | None:
     if (member.model, member.api_base) in _no_schema_support:
         return None
+    if member.is_embedded and member.structured_output == "json_schema":
+        return {"type": "json_schema",
+                "json_schema": {"name": schema_name(output_model), "schema": bounded_schema(schema), "strict": False}}
     if member.structured_output == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": schema_name(output_model), "schema": schema, "strict": False}}
     if member.structured_output == "json_object":
@@ -256,14 +340,87 @@ def backoff_delay(member: Member, attempt: int) -> float:
     return min(member.backoff_max_s, member.backoff_base_s * (2**attempt)) * (0.5 + random.random())
 
 
+_slot_gates: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
+
+
+def _slot_gate(member: Member):
+    """Requests to the embedded server, all members together, are limited to its slots: a request
+    beyond them would wait in the server's queue with its deadline running (#24 item 1)."""
+    if not member.is_embedded:
+        return contextlib.nullcontext()
+    from resources.llm.embedded import server_slots
+
+    loop = asyncio.get_running_loop()
+    gate = _slot_gates.get(loop)
+    if gate is None:
+        gate = _slot_gates[loop] = asyncio.Semaphore(server_slots())
+    return gate
+
+
+class StalledStream(TimeoutError):
+    """A streamed reply stopped making progress: no token for the member's stall deadline."""
+
+
+@dataclass
+class _Reply:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    response: Any = None  # the full response when not streamed (for its cost)
+
+
+async def _request(litellm, member: Member, kwargs: dict) -> _Reply:
+    """One attempt. Not streamed: one wall-time ``timeout_s``. Streamed (``member.stall_deadline_s``):
+    ``timeout_s`` until the first token, then fail only when no token arrives for the stall deadline,
+    so a slow but progressing server (a busy machine) is waited for however long the answer takes."""
+    stall = member.stall_deadline_s
+    if stall is None:
+        # asyncio's own timeout guards against a client that ignores ``timeout``.
+        resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
+        choice = resp.choices[0] if getattr(resp, "choices", None) else None
+        usage = getattr(resp, "usage", None)
+        return _Reply(getattr(getattr(choice, "message", None), "content", None) or "",
+                      int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
+                      resp)
+    stream = await asyncio.wait_for(
+        litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True}),
+        timeout=member.timeout_s + 0.5)
+    parts: list[str] = []
+    prompt_tokens = completion_tokens = n = size = 0
+    cap = answer_byte_cap(member)
+    it = stream.__aiter__()
+    while size <= cap:  # past the answer-size cap: stop reading; _complete refuses the answer
+        limit = member.timeout_s if n == 0 else stall
+        try:
+            chunk = await asyncio.wait_for(it.__anext__(), timeout=limit + 0.5)
+        except StopAsyncIteration:
+            break
+        except (asyncio.TimeoutError, TimeoutError):
+            raise StalledStream(f"no token for {limit:g} s (after {n} streamed chunks)") from None
+        n += 1
+        choices = getattr(chunk, "choices", None) or []
+        delta = getattr(choices[0], "delta", None) if choices else None
+        if getattr(delta, "content", None):
+            parts.append(delta.content)
+            size += len(delta.content.encode("utf-8", "replace"))
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) or prompt_tokens
+            completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) or completion_tokens
+    if size > cap and hasattr(stream, "aclose"):  # hang up on a server ignoring max_tokens
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(stream.aclose(), timeout=1.0)
+    return _Reply("".join(parts), prompt_tokens, completion_tokens or len(parts))
+
+
 async def _complete(member: Member, kwargs: dict) -> _Completion:
     litellm = litellm_module()
     out = _Completion()
     for attempt in range(member.max_retries + 1):
         out.attempts += 1
         try:
-            # asyncio's own timeout guards against a client that ignores ``timeout``.
-            resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
+            async with _slot_gate(member):
+                reply = await _request(litellm, member, kwargs)
         except Exception as exc:  # noqa: BLE001 - classify everything, raise nothing
             # Say what really happened (no "HTTP 500" when no server answered), who and where.
             out.failure = classify_exception(exc)
@@ -286,21 +443,18 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
             return out
         out.error = None
         out.failure = None
-        choice = resp.choices[0] if getattr(resp, "choices", None) else None
-        message = getattr(choice, "message", None)
-        out.text = getattr(message, "content", None) or ""
+        out.text = reply.text
         cap = answer_byte_cap(member)
         size = len(out.text.encode("utf-8", "replace"))
         if size > cap:  # a server ignoring max_tokens: refuse it, never cache or log it whole
             out.failure = CallFailure(FailureClass.OVERSIZE_ANSWER, None,
-                                  f"{size} bytes for max_tokens {member.max_tokens} (cap {cap} bytes)")
+                                      f"{size} bytes for max_tokens {member.max_tokens} (cap {cap} bytes)")
             out.error = describe(out.failure, member.name, kwargs.get("api_base"))
             out.text = None
             return out
-        usage = getattr(resp, "usage", None)
-        out.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        out.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-        out.cost += 0.0 if member.is_local else _cost(litellm, resp)
+        out.prompt_tokens += reply.prompt_tokens
+        out.completion_tokens += reply.completion_tokens
+        out.cost += 0.0 if member.is_local or reply.response is None else _cost(litellm, reply.response)
         return out
     return out
 
@@ -398,7 +552,13 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
     fmt = response_format(member, output_model, schema)
     if fmt is not None:
         kwargs["response_format"] = fmt
-    first = await _complete(member, kwargs)
+    if member.is_embedded and fmt is not None and kwargs.get("max_tokens") is not None:
+        kwargs["max_tokens"] = embedded_max_tokens(member, schema)  # sized to the schema (#24 item 1)
+    handle = progress.call_started()  # the open step's heartbeat shows calls in flight (#24 item 7)
+    try:
+        first = await _complete(member, kwargs)
+    finally:
+        progress.call_finished(handle)
     total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
                         cost=first.cost, attempts=first.attempts)
     raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error

@@ -37,6 +37,7 @@ CONFIG_ENV = "QUANDARY_COUNCIL_CONFIG"
 EMBEDDED = "embedded"  # api_base sentinel: resolved to the in-process server's URL at call time
 EMBEDDED_MODEL = "openai/smollm2"
 EMBEDDED_CONTEXT_TOKENS = 4096  # the embedded server's context per slot (resources/llm/embedded.py)
+EMBEDDED_STALL_S = 120.0  # no token for this long from the local server: it is stuck, not busy
 DEFAULT_CONTEXT_TOKENS = 32768  # a conservative window for hosted / served models that do not say
 PROMPT_OVERHEAD_TOKENS = 1200  # instructions, question, candidate and output schema around the schema
 
@@ -81,7 +82,13 @@ class Member(BaseModel):
     seed: int | None = 0
     frequency_penalty: float | None = None
     max_in_flight: int = Field(4, ge=1)
+    # Per attempt: until the first token when the reply is streamed (see stall_timeout_s), else the
+    # whole answer.
     timeout_s: float = Field(120.0, gt=0)
+    # Stream the reply and fail an attempt only when no token arrived for this long: a deadline that
+    # tracks progress, so a slow but working server (a busy machine) is waited for. Unset: 120 s for
+    # the embedded server, not streamed (one wall-time timeout_s) otherwise (#24 item 1).
+    stall_timeout_s: float | None = Field(None, gt=0)
     max_retries: int = Field(4, ge=0)
     backoff_base_s: float = Field(0.5, ge=0)
     backoff_max_s: float = Field(20.0, ge=0)
@@ -104,6 +111,13 @@ class Member(BaseModel):
         if self.context_tokens:
             return self.context_tokens
         return EMBEDDED_CONTEXT_TOKENS if self.is_embedded else DEFAULT_CONTEXT_TOKENS
+
+    @property
+    def stall_deadline_s(self) -> float | None:
+        """Seconds without a token after which a streamed attempt fails; ``None``: not streamed."""
+        if self.stall_timeout_s is not None:
+            return self.stall_timeout_s
+        return EMBEDDED_STALL_S if self.is_embedded else None
 
     @property
     def is_embedded(self) -> bool:

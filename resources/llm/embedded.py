@@ -6,6 +6,8 @@ run in-process by ``xllamacpp`` on a free loopback port.
   plugin and would pull in ``llm``).
 - ``n_parallel`` slots (default 4, ``$QUANDARY_EMBEDDED_PARALLEL``) serve concurrent requests with
   continuous batching; ``cache_prompt`` + ``n_cache_reuse`` reuse shared prompt prefixes.
+- Inference threads: half the cores (:func:`default_threads`, ``$QUANDARY_EMBEDDED_THREADS``): a
+  thread per core collapses when other processes share the cores.
 - Reproducibility: llama.cpp's logits are not bit-identical across batch compositions, so with
   several slots (requests batched together in whatever order they arrive) or with prompt-prefix
   reuse (a prefix computed for an earlier request) the same request with the same seed can give a
@@ -51,6 +53,38 @@ def smollm2_gguf_path() -> Path:
     return path
 
 
+THREADS_ENV = "QUANDARY_EMBEDDED_THREADS"
+
+
+def default_threads() -> int:
+    """Inference threads: ``$QUANDARY_EMBEDDED_THREADS``, else half the cores (at most 4).
+
+    llama.cpp's threads meet at a barrier after every layer and spin while they wait: when another
+    process takes one of the cores, every token waits for the descheduled thread. On a 2-core
+    machine beside two CPU-bound processes, 2 threads generated 2 tokens/s where 1 thread generated
+    19-49 (#24 item 1); a thread fewer than the cores costs little on an idle machine."""
+    value = os.environ.get(THREADS_ENV, "")
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+def configured_slots(n_parallel: int | None = None, deterministic: bool | None = None) -> int:
+    """How many requests the embedded server serves at once (its llama.cpp slots)."""
+    if deterministic is None:
+        deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
+    return 1 if deterministic else max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+
+
+def server_slots() -> int:
+    """The slots of the server the embedded members reach: the running singleton's, else the
+    configured number (also for ``$QUANDARY_EMBEDDED_BASE_URL``, started with the same settings)."""
+    with _lock:
+        if _singleton is not None and _singleton.running:
+            return _singleton.n_parallel
+    return configured_slots()
+
+
 class EmbeddedServer:
     """One llama.cpp server in this process. ``base_url`` is the OpenAI ``/v1`` root."""
 
@@ -59,9 +93,9 @@ class EmbeddedServer:
         if deterministic is None:
             deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
         self.deterministic = deterministic
-        self.n_parallel = 1 if deterministic else max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+        self.n_parallel = configured_slots(n_parallel, deterministic)
         self.ctx_per_slot = ctx_per_slot
-        self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        self.n_threads = n_threads or default_threads()
         self._server = None
         self.url: str | None = None
 

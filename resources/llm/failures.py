@@ -66,8 +66,8 @@ LABELS = {
 REMEDIES = {
     FailureClass.UNREACHABLE: "nothing answered at the api_base: start the server or fix api_base in the council "
                               "file, then rerun (completed calls are cached)",
-    FailureClass.TIMEOUT: "the provider did not answer within the member's timeout_s: raise timeout_s or lower "
-                          "max_in_flight, then rerun (completed calls are cached)",
+    FailureClass.TIMEOUT: "the provider did not answer within the member's timeout_s (or stopped streaming for "
+                          "stall_timeout_s): raise them or lower max_in_flight, then rerun (completed calls are cached)",
     FailureClass.RATE_LIMITED: "the provider is rate limiting: lower max_in_flight or raise max_retries / "
                                "backoff_max_s for the member, then rerun (completed calls are cached)",
     FailureClass.SERVER_ERROR: "the server answered with an error: check its logs and rerun once it is healthy "
@@ -171,7 +171,8 @@ def classify_exception(exc: BaseException) -> CallFailure:
             return CallFailure(kind, None, f"{type(e).__name__}: {_first_line(e)}")
     if names & {"Timeout", "APITimeoutError", "TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"} or \
             any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
-        return CallFailure(FailureClass.TIMEOUT, None, "no answer within the timeout")
+        stalled = next((str(e) for e in chain if isinstance(e, TimeoutError) and str(e).startswith("no token")), None)
+        return CallFailure(FailureClass.TIMEOUT, None, stalled or "no answer within the timeout")
     if names & {"APIConnectionError", "ConnectError", "ClientConnectorError"}:
         return CallFailure(FailureClass.UNREACHABLE, None, "cannot connect (no HTTP answer)")
     status = next((s for s in (getattr(e, "status_code", None) for e in chain) if isinstance(s, int)), None)
@@ -262,9 +263,17 @@ class FailureTally:
         ``max_failed_share`` of the calls failed, or more than ``max_unparseable_share`` of them were
         unparseable (only from :data:`MIN_CALLS_FOR_SHARE` calls on)."""
         if self.calls and self.transport_failures / self.calls > max_failed_share:
-            raise ProviderUnavailable(self.message(step))
+            raise ProviderUnavailable(self.message(step) + _share_note(
+                self.transport_failures, self.calls, max_failed_share, "max_failed_call_share"))
         if self.calls >= MIN_CALLS_FOR_SHARE and self.unparseable / self.calls > max_unparseable_share:
-            raise ProviderUnavailable(self.message(step, transport=False))
+            raise ProviderUnavailable(self.message(step, transport=False) + _share_note(
+                self.unparseable, self.calls, max_unparseable_share, "max_unparseable_share"))
+
+
+def _share_note(n: int, calls: int, limit: float, name: str) -> str:
+    """Which tolerated share was exceeded, and by how much (#24 item 2)."""
+    return (f" [{n}/{calls} = {n / calls:.0%} of calls, more than {name} = {limit:g} (CascadeSettings) "
+            f"tolerates]")
 
 
 MIN_CALLS_FOR_SHARE = 4  # below this, a few unparseable answers are ordinary abstentions

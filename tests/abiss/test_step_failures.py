@@ -36,3 +36,16 @@ def test_mostly_unparseable_generation_fails_loudly():
     with pytest.raises(ProviderUnavailable, match="5 of 6 LLM answers were unparseable"):
         check_provider("nlq_objects", 6, 0, 0.0, rows=rows)
     check_provider("nlq_objects", 6, 0, 0.0, rows=rows[:2] + [_row("ok")] * 4)  # a few: abstentions
+
+
+def test_the_failure_names_the_share_it_exceeded():
+    """#24 item 2: one failed call of three fails the step under the default (no decision rests on a
+    call that never happened); the message says which share was exceeded, so the user knows the knob."""
+    from assets.abiss.assets import CascadeSettings
+
+    rows = [_row("call_failed", "timed out: no token for 120 s (member gen)")] + [_row("ok")] * 2
+    default = CascadeSettings().max_failed_call_share
+    with pytest.raises(ProviderUnavailable) as exc:
+        check_provider("candidates", 3, 1, default, rows=rows)
+    assert "1/3 = 33% of calls, more than max_failed_call_share = 0 (CascadeSettings) tolerates" in str(exc.value)
+    check_provider("candidates", 3, 1, 0.5, rows=rows)  # tolerated when the share allows it

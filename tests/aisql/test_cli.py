@@ -52,3 +52,20 @@ def test_label_import_and_report_without_results(tmp_path, capsys, isolated_home
     assert "needs a header with pair_id and label" in capsys.readouterr().err
     assert main(["report", "aisql"]) == 1
     assert "no aisql results yet" in capsys.readouterr().err
+
+
+def test_the_per_variant_table_shows_every_row_and_method():
+    """#24 item 7: thirteen variant types print as thirteen rows (no truncated frame repr, no "…")."""
+    import polars as pl
+
+    from cli.commands.aisql import per_variant_table
+
+    types = [f"variant_{i:02d}" for i in range(13)]
+    methods = ["ex", "ours", "judge", "solver", "autorater", "llm_sql_solver"]
+    pairs = pl.DataFrame({"pair_id": types, "variant_type": types, "label": [True] * 13})
+    verdicts = pl.DataFrame([{"pair_id": t, "method": m, "accepted": i % 2 == 0, "status": "ok"}
+                             for i, t in enumerate(types) for m in methods])
+    text = per_variant_table(pairs, verdicts)
+    lines = text.splitlines()
+    assert len(lines) == 2 + 13 and "…" not in text
+    assert all(m in lines[0] for m in methods)

@@ -185,3 +185,13 @@ def test_a_council_config_without_the_roles_is_a_clear_error(built, tmp_path, mo
     err = capsys.readouterr().err
     assert "askers" in err and "default" in err
     reset_councils()
+
+
+def test_table8_prints_every_baseline_asker_asked_for(built, scripted_roles, capsys):
+    """#24 item 7: `--asker none,full,full_adv,generic` prints a Table 8 row per asker, not only `full`."""
+    assert main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "none,full,full_adv,generic", "--oracle", "det",
+                 "--seeds", "1", "--limit", str(LIMIT)]) == 0, capsys.readouterr().err
+    # Table 8 columns: corpus | solver | oracle | asker | ... (the run key of issue 20)
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ambrosia | ")]
+    rows = [r for r in rows if r[2] == "det_intent"]
+    assert [r[3] for r in rows] == ["none", "full", "full_adv", "generic"], rows

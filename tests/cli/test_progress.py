@@ -76,3 +76,30 @@ def test_a_builders_item_progress_writes_only_to_its_sink(capsys):
     assert (step.calls_made, rows.calls_made) == (1, 0)
     item_progress("quiet", 1, None).close()  # no sink: nothing at all
     assert capsys.readouterr().out == ""
+
+
+def test_a_heartbeat_shows_calls_in_flight_while_nothing_finishes():
+    """#24 item 7: one long call is not 31 minutes of silence: lines keep coming with the calls in
+    flight and how long the oldest has run."""
+    from resources.progress import call_finished, call_started
+    from tests.waiting import wait_until
+
+    out = io.StringIO()
+    with Progress("candidates", total=3, stream=out, line_every_s=0.05):
+        handle = call_started()
+        wait_until(lambda: "1 in flight (oldest" in out.getvalue(), 60, "a heartbeat line with the call in flight")
+        call_finished(handle)
+
+
+def test_the_estimate_follows_call_latency_not_the_item_rate():
+    """Before any item has finished, the first timed call (30 s) already gives an estimate (the
+    item rate has none); calls in flight count as partly done."""
+    clock, out = Clock(), io.StringIO()
+    with Progress("s03", total=3, stream=out, line_every_s=1000, clock=clock) as p:
+        token = p.call_started()
+        clock.t = 30
+        p.call_finished(token)
+        assert "~1m30s left" in p.line() and "~30s/call" in p.line(), p.line()
+        p.call_started()
+        clock.t = 40  # a third of the next call's latency has passed
+        assert "~1m20s left" in p.line() and "1 in flight (oldest 10s)" in p.line(), p.line()

@@ -167,3 +167,79 @@ def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):
     last = [line for line in err.splitlines() if line.strip()][-1]
     assert last.startswith("interrupted:") and "quandary rerun --job aisql_job --partition movie" in last, err
     _no_traceback(out + err)
+
+
+class _SwitchableStub:
+    """Answers every request with the universal answer, or with HTTP 503 while ``broken``; counts
+    the requests it answered."""
+
+    def __init__(self):
+        from tests.cli.conftest import UNIVERSAL_ANSWER
+        from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
+
+        self.broken = True
+        self.answered = 0
+        outer = self
+
+        class Handler(StubHandler):
+            def do_POST(self):
+                self.read_json()
+                if outer.broken:
+                    self.send_error_status(503)
+                elif self.send_json(200, chat_completion(UNIVERSAL_ANSWER)):
+                    outer.answered += 1
+
+        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        import threading
+
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_rerun_resumes_with_the_runs_council_and_prints_the_runs_summary(cli_env, tmp_path):
+    """#24 item 2: the council file the run was started with is recorded and reused by `quandary
+    rerun` from a shell without it (not the default council); the rerun prints the same summary as
+    `quandary run` (funnel, dataset size)."""
+    with _SwitchableStub() as stub:
+        council = council_file(tmp_path / "c.json", stub.url)
+        run = quandary("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"),
+                       env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council)})
+        assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+        stub.broken = False
+        rerun = quandary("rerun", "--db", "university", env=cli_env)  # no QUANDARY_COUNCIL_CONFIG here
+        assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+        assert stub.answered > 0  # the run's council answered, not the embedded default
+        assert f"resuming with the run's configuration: council {council.resolve()}" in rerun.stdout
+        assert "validation funnel" in rerun.stdout and "validated questions in dataset:" in rerun.stdout
+        _no_traceback(rerun.stdout + rerun.stderr)
+
+
+def test_rerun_refuses_another_council_and_names_the_difference(cli_env, tmp_path):
+    """#24 item 2: a council file edited since the run, or another file named in the environment,
+    would mix two councils in one dataset: the rerun refuses and spells out what differs."""
+    council = council_file(tmp_path / "c.json", _closed_port_url(), 5)
+    env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council)}
+    run = quandary("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"), env=env)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "plan for abiss_dataset_job on university:" in run.stdout  # the cost, before the first step
+
+    other = council_file(tmp_path / "other.json", _closed_port_url(), 5)
+    refused = quandary("rerun", "--db", "university", env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(other)})
+    assert refused.returncode == 1
+    assert "refusing to resume" in refused.stderr and "QUANDARY_COUNCIL_CONFIG" in refused.stderr, refused.stderr
+
+    data = json.loads(council.read_text())
+    data["members"]["stub"]["timeout_s"] = 120.0
+    council.write_text(json.dumps(data))
+    edited = quandary("rerun", "--db", "university", env=cli_env)
+    assert edited.returncode == 1
+    assert "member stub: timeout_s 5.0 in the run, 120.0 now" in edited.stderr, edited.stderr
+    _no_traceback(refused.stderr + edited.stderr)
+    assert len(runs_in(tmp_path / "dagster_home")) == 1  # nothing was re-executed

@@ -71,9 +71,13 @@ def _setting_rows(episodes: pl.DataFrame, setting: dict, tasks: Sequence[Task], 
     clusters = donor_clusters(tasks, donors) if donors else None
     evaluated = (episodes.filter(~pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
                  .select("asker", "prompt", "asker_model").unique().sort("asker", "prompt", "asker_model").rows())
+    # without an evaluated asker, a row per baseline asked for (none, full, full_adv, generic; #24 item 7)
+    baselines = sorted(set(episodes.filter(pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
+                           .select("asker", "prompt", "asker_model").rows()),
+                       key=lambda apm: (BASELINES.index(apm[0]), apm[1], apm[2]))
     rows = []
     for oracle, oracle_model in _main_oracles(episodes):
-        for asker, prompt, asker_model in evaluated or [("full", "", "")]:  # no evaluated asker: the baselines
+        for asker, prompt, asker_model in evaluated or baselines or [("full", "", "")]:
             # one model per role: the deterministic parts ("") and this row's LLMs
             sub = episodes.filter(pl.col("oracle_model").is_in([oracle_model, ""])
                                   & pl.col("asker_model").is_in([asker_model, ""]))

@@ -1,0 +1,81 @@
+"""Tokens per embedded call before/after #24 item 1 (schema-bounded free text, max_tokens sized to
+the schema), on the demo's own calls: step 1 generation, step 2 SQL grounding, stage 3 verdicts.
+
+    python bench/bench_embedded_tokens.py            # both modes, one server, fresh call logs
+
+"before" sends the output schema as it is and the member's max_tokens (512), as the code did;
+"after" is the current request. Same prompts, seeds and server; only the request shaping differs.
+"""
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def run(mode: str, tmp: str) -> dict:
+    import resources.llm.client as client
+    from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
+    from pipelines.abiss.generation import generate_nlq_objects, ground_sql
+    from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
+    from pipelines.abiss.stages import StageContext, run_stage
+    from pipelines.demo_db import write_demo_db
+    from resources.catalog import fit_schema_context, inspect_database
+    from resources.llm import get_council, reset_councils
+    from resources.llm.config import load_council_config, schema_token_budget
+
+    originals = (client.bounded_schema, client.embedded_max_tokens)
+    if mode == "before":
+        client.bounded_schema = lambda schema: schema
+        client.embedded_max_tokens = lambda member, schema: member.max_tokens
+    os.environ["QUANDARY_HOME"] = f"{tmp}/{mode}"
+    os.environ["QUANDARY_COUNCIL_CONFIG"] = str(DEMO_COUNCIL)
+    reset_councils()
+    try:
+        db = write_demo_db(Path(tmp) / f"{mode}.sqlite")
+        info = inspect_database(db, "university")
+        ctx_text = fit_schema_context(info, schema_token_budget(load_council_config().members.values())).text
+        spec = GridSpec(("smollm2",), tuple(DEMO_GRID["llm_subcategories"]), tuple(DEMO_GRID["styles"]),
+                        tuple(DEMO_GRID["difficulties"]), 1, DEMO_GRID["seed"], tuple(DEMO_GRID["llm_subcategories"]))
+        requests = [r for r in expand_grid(spec, "university") if r["generator"] != PROGRAMMATIC]
+        t0 = time.monotonic()
+        objects, _ = generate_nlq_objects(requests, ctx_text, str(db), get_council("generators"))
+        rows = ground_sql(objects, ctx_text, get_council("generators"))
+        cands = [r for r in rows if r.get("candidate_id")]
+        run_stage(3, cands, StageContext(db_path=str(db), schema_context=ctx_text,
+                                         council=get_council("validators")))
+        wall = time.monotonic() - t0
+    finally:
+        client.bounded_schema, client.embedded_max_tokens = originals
+    import sqlite3
+
+    con = sqlite3.connect(f"{tmp}/{mode}/llm_calls.sqlite")
+    calls = con.execute("SELECT tag_stage, prompt_tokens, completion_tokens, latency_ms, status FROM llm_calls").fetchall()
+    con.close()
+    by = {}
+    for stage, p, c, lat, st in calls:
+        by.setdefault(stage, []).append((p, c, lat, st))
+    return {"mode": mode, "wall_s": round(wall, 1), "calls": len(calls),
+            "completion_tokens_per_call": round(statistics.mean(c[2] for c in calls), 1) if calls else None,
+            "prompt_tokens_per_call": round(statistics.mean(c[1] for c in calls), 1) if calls else None,
+            "by_stage": {s: {"calls": len(v), "completion_tokens_per_call": round(statistics.mean(x[1] for x in v), 1),
+                             "median_latency_s": round(statistics.median(x[2] for x in v) / 1000, 1),
+                             "not_ok": sum(x[3] != "ok" for x in v)} for s, v in sorted(by.items())}}
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        results = [run(mode, tmp) for mode in ("before", "after")]
+    for r in results:
+        print(json.dumps({"bench": "embedded_tokens", "load": [round(x, 1) for x in os.getloadavg()], **r}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

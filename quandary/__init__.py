@@ -1,0 +1,58 @@
+"""Quandary from Python: results straight into a notebook (#24 item 6).
+
+    from quandary import load, sql, assets
+
+    df = load("dataset", db="superhero")        # the latest version, as a polars DataFrame
+    every_db = load("dataset")                  # every database's latest version, concatenated
+    assets()                                    # what is stored: ["candidates", "dataset", ...]
+    sql("SELECT subcategory, count(*) FROM dataset GROUP BY 1")   # the audit catalog (read-only)
+
+Everything is read from ``$QUANDARY_HOME`` (default ``<project>/.quandary``), the folder the CLI
+and the Dagster UI write to; nothing here starts a run or changes a file.
+"""
+
+import polars as pl
+
+__all__ = ["assets", "load", "sql"]
+
+
+def assets() -> list[str]:
+    """The stored tables (one per asset that has a materialized version)."""
+    from storage.artifacts import latest_paths_by_asset
+
+    return sorted(latest_paths_by_asset())
+
+
+def load(asset: str, db: str | None = None) -> pl.DataFrame:
+    """The latest version of ``asset`` for database (partition) ``db``; without ``db``, the latest
+    version of every partition, concatenated. Raises ``LookupError`` naming what is stored."""
+    from storage.artifacts import latest_path, latest_paths_by_asset
+
+    if db is not None:
+        path = latest_path(asset, db)
+        if path is None:
+            stored = latest_paths_by_asset().get(asset)
+            parts = sorted(p.parent.name for p in stored) if stored else []
+            raise LookupError(f"no {asset} stored for {db!r}" + (f"; stored for: {', '.join(parts)}" if parts else
+                                                                 f"; stored tables: {', '.join(assets()) or 'none'}"))
+        return pl.read_parquet(path)
+    paths = latest_paths_by_asset().get(asset)
+    if not paths:
+        raise LookupError(f"no {asset} stored; stored tables: {', '.join(assets()) or 'none yet'}")
+    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+
+
+def sql(query: str) -> pl.DataFrame:
+    """One read-only SELECT over the audit catalog (a view per asset, plus ``llm_calls``)."""
+    import warnings
+
+    from storage.audit import audit_query, open_audit
+
+    con = open_audit()
+    try:
+        cur = audit_query(con, query)  # refuses anything but one SELECT
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "an extra copy": these are query results, not tables
+            return pl.from_arrow(cur.to_arrow_table())
+    finally:
+        con.close()

@@ -1,0 +1,113 @@
+"""A Hugging Face datasets layout for any table Quandary stores (#24 item 5)::
+
+    <out>/README.md                        dataset card: YAML header (licence, configs, features) + text
+    <out>/data/<split>-00000-of-00001.parquet
+
+``datasets.load_dataset("parquet", data_dir="<out>/data")``, ``datasets.load_dataset("<out>")`` (the
+card's ``configs`` name each split's files) and ``polars.read_parquet("<out>/data/*.parquet")`` load
+it. The card lists the features (column types), counts per split and per grouping column, and the
+provenance the caller passes (source database hash, council members and models, prompt and code
+versions, licence).
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+SPLIT_FILE = "{split}-00000-of-00001.parquet"
+
+
+@dataclass
+class DatasetCard:
+    name: str  # e.g. "quandary-dataset-university"
+    description: str
+    license: str  # SPDX-like id or a sentence ("other: the seed database's own")
+    provenance: dict = field(default_factory=dict)  # key -> value (str, list or dict)
+    count_by: tuple[str, ...] = ()  # columns to count rows by (subcategory, corpus, ...)
+
+
+def split_name(value) -> str:
+    """A split name the datasets library accepts (``\\w+``)."""
+    name = re.sub(r"\W+", "_", str(value or "test")).strip("_")
+    return name or "test"
+
+
+def _feature(dtype: pl.DataType) -> dict | str:
+    if dtype == pl.String or dtype == pl.Categorical:
+        return "string"
+    if dtype == pl.Boolean:
+        return "bool"
+    if dtype.is_integer() or dtype.is_float():
+        return str(dtype).lower()
+    if isinstance(dtype, pl.List):
+        return {"list": _feature(dtype.inner)}
+    if isinstance(dtype, pl.Struct):
+        return {f.name: _feature(f.dtype) for f in dtype.fields}
+    if dtype == pl.Datetime or dtype == pl.Date:
+        return "timestamp[us]" if dtype == pl.Datetime else "date32"
+    return "string"
+
+
+def _features(df: pl.DataFrame) -> list[dict]:
+    out = []
+    for name, dtype in df.schema.items():
+        f = _feature(dtype)
+        out.append({"name": name, "dtype": f} if isinstance(f, str) else {"name": name, **({"list": f["list"]}
+                                                                                      if "list" in f else {"struct": f})})
+    return out
+
+
+def splits_of(df: pl.DataFrame, split_column: str | None = "split", default: str = "test") -> dict[str, pl.DataFrame]:
+    """Rows by their ``split_column`` value (sanitised), or all in ``default``."""
+    if split_column and split_column in df.columns and df.height:
+        return {split_name(key[0]): part for key, part in sorted(df.group_by(split_column),
+                                                                    key=lambda kv: str(kv[0][0]))}
+    return {split_name(default): df}
+
+
+def write_hf_dataset(out: Path, splits: dict[str, pl.DataFrame], card: DatasetCard) -> dict[str, int]:
+    """Write the layout under ``out`` (created; existing split files are replaced). Returns rows per split."""
+    out = Path(out)
+    data = out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for old in data.glob("*-00000-of-00001.parquet"):
+        old.unlink()
+    counts = {}
+    for split, df in splits.items():
+        df.write_parquet(data / SPLIT_FILE.format(split=split))
+        counts[split] = df.height
+    first = next(iter(splits.values()))
+    header = {
+        "license": card.license,
+        "pretty_name": card.name,
+        "configs": [{"config_name": "default",
+                     "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}],
+        "dataset_info": {"features": _features(first),
+                         "splits": [{"name": s, "num_examples": n} for s, n in counts.items()]},
+    }
+    lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+             f"# {card.name}", "", card.description, "", "## Loading", "", "```python",
+             "import datasets, polars as pl",
+             f'ds = datasets.load_dataset("parquet", data_dir="{out.name}/data")',
+             f'df = pl.read_parquet("{out.name}/data/*.parquet")', "```", "",
+             "## Features", "", "| column | type |", "|---|---|"]
+    lines += [f"| `{name}` | {dtype} |" for name, dtype in first.schema.items()]
+    lines += ["", "## Counts", "", "| split | rows |", "|---|---|"]
+    lines += [f"| {s} | {n} |" for s, n in counts.items()]
+    everything = pl.concat(list(splits.values()), how="diagonal_relaxed") if splits else first
+    for column in card.count_by:
+        if column in everything.columns and everything.height:
+            lines += ["", f"| {column} | rows |", "|---|---|"]
+            lines += [f"| {k} | {n} |" for k, n in sorted(everything.group_by(column).len().rows(),
+                                                          key=lambda kv: str(kv[0]))]
+    lines += ["", "## Provenance", "", "| | |", "|---|---|"]
+    for key, value in card.provenance.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+        lines.append(f"| {key} | {text.replace('|', '/')} |")
+    lines += ["", f"Licence: {card.license}.", ""]
+    (out / "README.md").write_text("\n".join(lines))
+    return counts

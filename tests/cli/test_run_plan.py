@@ -1,0 +1,54 @@
+"""#24 item 4: before the first step a run says what it will cost: items, LLM calls, how many the
+call log already holds, a time from the council's measured latency, and (when it is long on the
+embedded model) the one option that shrinks it."""
+
+import pytest
+
+from assets.definitions import MAIN_JOB
+from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
+from cli.run_output import grid_run_config
+from cli.run_plan import abiss_plan, plan_lines
+from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
+from storage.llm_log import CallLog, CallRecord
+from storage.paths import llm_calls_path
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUANDARY_HOME", str(tmp_path / "qhome"))
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(DEMO_COUNCIL))
+    return tmp_path / "qhome"
+
+
+def _record(log: CallLog, i: int, latency_ms: float, stage: str = "s03", item: str = "c") -> None:
+    log.record(CallRecord(call_id=f"k{i}-{stage}-{item}", status="ok", member="smollm2", model="openai/smollm2",
+                          request={}, latency_ms=latency_ms, tag={"stage": stage, "candidate_id": item}))
+
+
+def test_the_demo_plan_counts_its_calls_and_fits_in_minutes(home):
+    lines = plan_lines(MAIN_JOB, "university", grid_run_config(DEMO_GRID))
+    assert lines[0].startswith(f"plan for {MAIN_JOB} on university: ")
+    plan = abiss_plan("university", grid_run_config(DEMO_GRID))
+    assert f"LLM calls: up to {plan.calls}" in lines[1] and "generation 3," in lines[1]
+    assert "no calls measured yet" in lines[2]
+    assert not any("to shrink it" in line for line in lines)  # the demo is already small
+
+
+def test_the_estimate_uses_measured_latency_and_counts_cached_calls(home):
+    log = CallLog(llm_calls_path())
+    for i in range(5):
+        _record(log, i, 2000.0)
+    spec = GridSpec((PROGRAMMATIC, "smollm2"), ("answerable", "lexical_overlap", "missing_entity"), ("formal",),
+                    ("moderate",), 1, 42, ("answerable", "lexical_overlap", "missing_entity"))
+    llm_requests = [r for r in expand_grid(spec, "university") if r["generator"] != PROGRAMMATIC]
+    for i, r in enumerate(llm_requests[:2]):
+        _record(log, 100 + i, 2000.0, stage="generation", item=r["request_id"])
+    lines = plan_lines(MAIN_JOB, "university", grid_run_config(DEMO_GRID))
+    assert "2 already in the call log" in lines[1], lines
+    assert "median of the council's last 7 calls: 2.0 s" in lines[2], lines
+
+
+def test_a_long_run_on_the_embedded_model_names_the_option_that_shrinks_it(home):
+    lines = plan_lines(MAIN_JOB, "university", None)  # the paper's grid
+    assert lines[-1] == "  on the embedded model, to shrink it: --grid configs/grid-small.yaml (one style, one difficulty, n: 1)"
+    assert "up to " in lines[2] and "h" in lines[2].split("up to ")[1].split()[0]  # hours, said up front
