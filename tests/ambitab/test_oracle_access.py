@@ -31,22 +31,34 @@ SENTINELS = {
     "concepts": "N-CONCEPT-7",
     "resolution": "R-RESOLUTION-7",
     "frozen_intent": "F-INTENT-7",
+    # fields no oracle reads (not in any ORACLE_ACCESS row): identifiers, the spec's engine and
+    # database name, and the verifier's private assets besides the reference SQL
+    "record_id": "I-RECORDID-7",
+    "db_id": "B-DBID-7",
+    "db_path": "/P-DBPATH-7.sqlite",
+    "sql_engine_name": "G-ENGINE-7",
+    "db_name": "D-DBNAME-7",
+    "preprocess_sql": "UPDATE PREPROCESS_7 SET x = 1",
+    "clean_up_sql": "DELETE FROM CLEANUP_7",
+    "test_cases": "V-TESTCASE-7",
 }
 
 
 def sentinel_record(frozen_intent: bool = True) -> TaskRecord:
     s = SENTINELS
     return TaskRecord(
-        record_id="r1", corpus="ambrosia", avt_id="a1", interpretation_id="i0", db_id="db", db_path=None,
-        engine="sqlite",
-        spec=Spec(user_query=s["user_query"], sql_engine_name="SQLite", db_name="", db_schema=s["schema"],
+        record_id=s["record_id"], corpus="ambrosia", avt_id="a1", interpretation_id="i0", db_id=s["db_id"],
+        db_path=s["db_path"], engine="sqlite",
+        spec=Spec(user_query=s["user_query"], sql_engine_name=s["sql_engine_name"], db_name=s["db_name"],
+                  db_schema=s["schema"],
                   column_meanings={"c": s["column_meanings"]}, external_knowledge=[s["external_knowledge"]]),
         ambiguities=[Ambiguity(amb_id="amb1", term=s["term"], kind="critical", aliases=[s["aliases"]],
                                resolution=s["resolution"], frozen_intent=s["frozen_intent"] if frozen_intent else None,
                                sql_snippet=s["sql_snippet"], concepts=[s["concepts"]], type=s["type"])],
         oracle_context=OracleContext(clear_query=s["clear_query"], withheld_evidence=[s["withheld_evidence"]],
                                      sql_segments=[s["sql_segments"]]),
-        verifier=VerifierAssets(reference_sql=[s["reference_sql"]]),
+        verifier=VerifierAssets(reference_sql=[s["reference_sql"]], preprocess_sql=[s["preprocess_sql"]],
+                                clean_up_sql=[s["clean_up_sql"]], test_cases=[s["test_cases"]]),
     )
 
 
