@@ -131,3 +131,20 @@ def load_grid(path: str) -> dict:
     if not isinstance(data, dict):
         raise ValueError("expected a mapping of GridConfig fields (e.g. styles: [formal])")
     return data
+
+
+def check_run_request(db_ids: list[str], grid_path: str | None = None) -> dict | None:
+    """Everything a run of the main job needs before it exists, for `quandary run` and `quandary
+    submit` alike: each database registered with its file present, the council loadable, the grid
+    file (if any) valid for that council. Returns the grid (``None``: the paper's)."""
+    for db_id in db_ids:
+        check_database(db_id)
+    council = check_council()
+    if not grid_path:
+        return None
+    try:
+        grid = load_grid(grid_path)
+        check_grid(grid, council)
+    except ValueError as exc:
+        raise PreflightError(f"bad grid file {grid_path}: {exc}") from None
+    return grid

@@ -36,19 +36,11 @@ def _demo(args) -> int:
 
 
 def _run(args) -> int:
-    from pipelines.preflight import PreflightError, check_council, check_database, check_grid, load_grid
+    from pipelines.preflight import PreflightError, check_run_request
     from assets.definitions import MAIN_JOB
 
     try:
-        check_database(args.db)
-        council = check_council()
-        grid = None
-        if args.grid:
-            try:
-                grid = load_grid(args.grid)
-                check_grid(grid, council)
-            except ValueError as exc:
-                raise PreflightError(f"bad grid file {args.grid}: {exc}") from None
+        grid = check_run_request([args.db], args.grid)
     except PreflightError as exc:
         print(str(exc), file=sys.stderr)
         return 2

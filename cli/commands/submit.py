@@ -4,7 +4,7 @@ import sys
 
 
 def _submit(args) -> int:
-    from pipelines.preflight import PreflightError, check_council, check_database, check_grid, load_grid
+    from pipelines.preflight import PreflightError, check_run_request
     from assets.definitions import MAIN_JOB, defs
     from cli.queued_runs import NoRunQueueError, submit_job_for_partition
     from cli.run_output import grid_run_config
@@ -16,16 +16,7 @@ def _submit(args) -> int:
         print(f"unknown job {job!r}; jobs: {', '.join(known)}", file=sys.stderr)
         return 2
     try:
-        for db in args.db:
-            check_database(db)
-        council = check_council()
-        grid = None
-        if args.grid:
-            try:
-                grid = load_grid(args.grid)
-                check_grid(grid, council)
-            except ValueError as exc:
-                raise PreflightError(f"bad grid file {args.grid}: {exc}") from None
+        grid = check_run_request(args.db, args.grid)
     except PreflightError as exc:
         print(str(exc), file=sys.stderr)
         return 2
