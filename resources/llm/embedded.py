@@ -6,7 +6,7 @@ run in-process by ``xllamacpp`` on a free loopback port.
   plugin and would pull in ``llm``).
 - ``n_parallel`` slots (default 4, ``$QUANDARY_EMBEDDED_PARALLEL``) serve concurrent requests with
   continuous batching; ``cache_prompt`` + ``n_cache_reuse`` reuse shared prompt prefixes.
-- Inference threads: half the cores (:func:`default_threads`, ``$QUANDARY_EMBEDDED_THREADS``): a
+- Inference threads: every core on a quiet machine, half on a busy one (:func:`default_threads`, ``$QUANDARY_EMBEDDED_THREADS``): a
   thread per core collapses when other processes share the cores.
 - Reproducibility: llama.cpp's logits are not bit-identical across batch compositions, so with
   several slots (requests batched together in whatever order they arrive) or with prompt-prefix
@@ -56,17 +56,26 @@ def smollm2_gguf_path() -> Path:
 THREADS_ENV = "QUANDARY_EMBEDDED_THREADS"
 
 
-def default_threads() -> int:
-    """Inference threads: ``$QUANDARY_EMBEDDED_THREADS``, else half the cores (at most 4).
+def default_threads(cores: int | None = None, load: float | None = None) -> int:
+    """Inference threads: ``$QUANDARY_EMBEDDED_THREADS``, else every core (at most 4) on a quiet
+    machine and half of them on a busy one (1-minute load average at least half the cores).
 
     llama.cpp's threads meet at a barrier after every layer and spin while they wait: when another
     process takes one of the cores, every token waits for the descheduled thread. On a 2-core
     machine beside two CPU-bound processes, 2 threads generated 2 tokens/s where 1 thread generated
-    19-49 (#24 item 1); a thread fewer than the cores costs little on an idle machine."""
+    19-49 (#24 item 1). On the idle machine one thread left a core unused: `make demo` took 7 min 29 s
+    with 7 min 27 s of CPU, against 4 min 50 s with both cores before."""
     value = os.environ.get(THREADS_ENV, "")
     if value.isdigit() and int(value) > 0:
         return int(value)
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+    cores = cores or os.cpu_count() or 2
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # not available: assume busy, the safe side
+            load = float(cores)
+    busy = load >= cores / 2
+    return max(1, min(4, cores // 2 if busy else cores))
 
 
 def configured_slots(n_parallel: int | None = None, deterministic: bool | None = None) -> int:
