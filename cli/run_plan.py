@@ -164,7 +164,28 @@ def ambitab_eval_plan(partition: str, run_config: dict | None) -> Plan:
                 shrink="--limit 5 --seeds 1 (five records, one seed)")
 
 
-PLANNERS = {"abiss_interaction_job": interaction_plan, "ambitab_eval_job": ambitab_eval_plan}
+def aisql_plan(partition: str, run_config: dict | None) -> Plan:
+    """``aisql judge``: one judge call per (pair, LLM method), up to three with retries; EX needs none.
+    With ``--backend council`` the AI operators are answered by the council too (not counted: how many
+    distinct operator calls a query makes is known only when it runs)."""
+    from assets.aisql.assets import AisqlResource, planned_pairs
+
+    aisql = AisqlResource(**((((run_config or {}).get("resources") or {}).get("aisql") or {}).get("config") or {}))
+    pairs = planned_pairs(aisql, partition)
+    llm_methods = [m for m in aisql.methods if m != "ex"]
+    detail = f"{len(llm_methods)} LLM method{'s' if len(llm_methods) != 1 else ''} × {pairs} pairs"
+    if aisql.backend == "council":
+        detail += "; plus the AI operators' calls (backend council)"
+    if aisql.generator_samples:
+        detail += f"; plus {aisql.generator_samples} generated candidates per question"
+    n_methods = f"{len(aisql.methods)} method{'s' if len(aisql.methods) != 1 else ''}"
+    return Plan(items=f"{pairs} pairs × {n_methods} = {pairs * len(aisql.methods)} verdicts",
+                calls=pairs * len(llm_methods), role="judges", detail=detail,
+                shrink="--methods ex,ours --questions Q1 (one gold query, two methods)")
+
+
+PLANNERS = {"abiss_interaction_job": interaction_plan, "ambitab_eval_job": ambitab_eval_plan,
+            "aisql_job": aisql_plan}
 
 
 def plan_for(job_name: str, partition: str, run_config: dict | None) -> Plan | None:
@@ -198,7 +219,7 @@ def plan_lines(job_name: str, partition: str, run_config: dict | None) -> list[s
     new_calls = max(0, plan.calls - (plan.cached or 0))
     estimate_s = None
     lines = [f"plan for {job_name} on {partition}: {plan.items}",
-             f"  LLM calls: {'up to ' if plan.bound else 'about '}{plan.calls}"
+             (f"  LLM calls: {'up to ' if plan.bound else 'about '}{plan.calls}" if plan.calls else "  LLM calls: none")
              + (f"; {plan.cached} already in the call log" if plan.cached else "")
              + (f" ({plan.detail})" if plan.detail else "")]
     if new_calls:
@@ -210,7 +231,7 @@ def plan_lines(job_name: str, partition: str, run_config: dict | None) -> list[s
             lines.append(f"  time: {'up to ' if plan.bound else 'about '}"
                          f"{_duration(estimate_s)} "
                          f"({source}, {in_flight} in flight)")
-    if embedded and plan.shrink and (estimate_s is None or estimate_s > SHRINK_ABOVE_S):
+    if embedded and plan.shrink and new_calls and (estimate_s is None or estimate_s > SHRINK_ABOVE_S):
         lines.append(f"  on the embedded model, to shrink it: {plan.shrink}")
     return lines
 

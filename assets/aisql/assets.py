@@ -170,9 +170,7 @@ def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
 def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
                 aisql_scenario_db: pl.DataFrame):
     scenario = context.partition_key
-    golds = [g for g in load_queries(scenario, aisql.root(), dialects=tuple(aisql.dialects))
-             if (aisql.question_ids is None or g.question_id in aisql.question_ids)
-             and (aisql.question_ids is not None or g.question_id not in _excluded(scenario))]
+    golds = gold_queries(aisql, scenario)
     extra = []
     if aisql.generator_samples > 0:
         db = _db(aisql, scenario)
@@ -188,6 +186,20 @@ def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: C
                           labelled=MetadataValue.int(int(df["label"].is_not_null().sum())),
                           by_label=MetadataValue.md(preview_markdown(counts, rows=10)))
     yield contract_check_result(AISQL_PAIRS, df)
+
+
+def gold_queries(aisql: AisqlResource, scenario: str) -> list:
+    """The scenario's gold AI queries this run judges: ``question_ids`` if given, else all but the
+    default exclusions (shared by the asset and the CLI's plan)."""
+    return [g for g in load_queries(scenario, aisql.root(), dialects=tuple(aisql.dialects))
+            if (aisql.question_ids is None or g.question_id in aisql.question_ids)
+            and (aisql.question_ids is not None or g.question_id not in _excluded(scenario))]
+
+
+def planned_pairs(aisql: AisqlResource, scenario: str) -> int:
+    """How many labelled pairs ``aisql_pairs`` will hold before generator candidates (no LLM call)."""
+    return build_pairs(scenario, aisql.root(), gold_queries(aisql, scenario), correct_share=aisql.correct_share,
+                       seed=aisql.seed, variant_types=tuple(aisql.variant_types) if aisql.variant_types else None).height
 
 
 def _excluded(scenario: str) -> set[str]:

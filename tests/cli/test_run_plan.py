@@ -52,3 +52,24 @@ def test_a_long_run_on_the_embedded_model_names_the_option_that_shrinks_it(home)
     lines = plan_lines(MAIN_JOB, "university", None)  # the paper's grid
     assert lines[-1] == "  on the embedded model, to shrink it: --grid configs/grid-small.yaml (one style, one difficulty, n: 1)"
     assert "up to " in lines[2] and "h" in lines[2].split("up to ")[1].split()[0]  # hours, said up front
+
+
+def _aisql_config(shared_data, **over) -> dict:
+    return {"resources": {"aisql": {"config": {"data_root": str(shared_data), **over}}}}
+
+
+def test_the_aisql_plan_counts_pairs_times_methods_and_one_judge_call_per_llm_verdict(home, shared_data):
+    from assets.aisql.assets import AisqlResource, planned_pairs
+
+    pairs = planned_pairs(AisqlResource(data_root=str(shared_data)), "movie")
+    assert pairs > 0
+    lines = plan_lines("aisql_job", "movie", _aisql_config(shared_data))
+    assert lines[0] == f"plan for aisql_job on movie: {pairs} pairs × 6 methods = {pairs * 6} verdicts"
+    assert f"LLM calls: about {pairs * 5} (5 LLM methods × {pairs} pairs)" in lines[1]
+    assert lines[-1].endswith("--methods ex,ours --questions Q1 (one gold query, two methods)")  # hours of judging
+
+
+def test_an_ex_only_aisql_plan_says_it_makes_no_llm_call(home, shared_data):
+    lines = plan_lines("aisql_job", "movie", _aisql_config(shared_data, methods=["ex"], question_ids=["Q1"]))
+    assert lines[1].startswith("  LLM calls: none")
+    assert not any("to shrink it" in line for line in lines)
