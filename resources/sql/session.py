@@ -12,10 +12,11 @@ at 1.25x it, typed failures.
 Why a worker and not DuckDB's own limits plus a watchdog in this process (both measured in
 ``bench/bench_aisql_sandbox.py``, numbers in ``bench/README.md``): DuckDB's ``memory_limit`` does not
 count string functions such as ``repeat``, and its interrupt is not checked inside one long
-allocation, so three ``repeat('x', 1e9)`` grew the in-process session by gigabytes and ran far
-past a 1 s budget; only an address-space limit on a separate process bounds them, and only a kill
-keeps the deadline. The round trip costs well under a millisecond per UDF call (a vector of up to
-2,048 rows), against the worker's start once per session.
+allocation, so three ``repeat('x', 1e9)`` grew the calling process by 1.9 GB and ran 12 s on a 1 s
+budget (in the worker: ``too_large`` after 0.07 s, the caller unchanged); only an address-space
+limit on a separate process bounds them, and only a kill keeps the deadline. The price: the
+worker's start (under a second) once per session and a round trip of a few milliseconds per UDF
+call (one vector of up to 2,048 rows) on a loaded 2-core machine.
 
 ``in_process=True`` (or ``QUANDARY_SQL_IN_PROCESS=1``) runs the same connection and UDFs in this
 process instead, for debugging and the bench only: no memory bound, no kill.

@@ -32,10 +32,11 @@ DEFAULT_MEMORY_MB = 512
 MESSAGE_SLACK_BYTES = 1 << 20
 
 
-def proc_status_bytes(field: str) -> int:
-    """A memory figure of this process from /proc/self/status (VmSize, VmRSS, VmHWM), 0 elsewhere."""
+def proc_status_bytes(field: str, pid: int | str = "self") -> int:
+    """A memory figure of a process (this one by default) from /proc/PID/status (VmSize, VmRSS,
+    VmHWM), 0 elsewhere or when it is gone."""
     try:
-        with open("/proc/self/status") as fh:
+        with open(f"/proc/{pid}/status") as fh:
             for line in fh:
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024

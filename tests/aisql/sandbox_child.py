@@ -12,14 +12,6 @@ import time
 from pathlib import Path
 
 
-def vm_hwm() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 class Blocking:
     name = "blocking"
 
@@ -31,9 +23,10 @@ class Blocking:
 def main(db: str, sql: str, timeout_s: str, backend: str) -> int:
     from pipelines.aisql.execute import run_duckdb_sql
     from pipelines.aisql.operators import AIRuntime, KeywordOperator
+    from resources.sql.worker import proc_status_bytes
 
     rt = AIRuntime(Blocking() if backend == "blocking" else KeywordOperator())
-    before = vm_hwm()
+    before = proc_status_bytes("VmHWM")
     print("running", flush=True)
     start = time.monotonic()
     try:
@@ -44,7 +37,7 @@ def main(db: str, sql: str, timeout_s: str, backend: str) -> int:
     finally:
         rt.close()
     print(json.dumps({"status": rec.status, "error": rec.error, "rows": rec.rows, "calls": rec.calls,
-                      "elapsed_s": time.monotonic() - start, "rss_growth": vm_hwm() - before}), flush=True)
+                      "elapsed_s": time.monotonic() - start, "rss_growth": proc_status_bytes("VmHWM") - before}), flush=True)
     return 0
 
 

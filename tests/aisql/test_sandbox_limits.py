@@ -35,36 +35,29 @@ def _result(proc: subprocess.Popen, timeout_s: float) -> dict:
     return json.loads(out.splitlines()[-1])
 
 
-def _children(pid: int) -> list[int]:
-    """Live child processes of ``pid`` (from /proc; a zombie counts as gone)."""
-    kids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, ...
-            if int(fields[1]) == pid and fields[0] != "Z":
-                kids.append(int(d.name))
-    return kids
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...); None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()
 
 
 def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2:].split()[0] == "Z"
+    stat = _stat(pid)
+    return stat is None or stat[0] == "Z"  # a zombie counts as gone
+
+
+def _children(pid: int) -> list[int]:
+    """Live child processes of ``pid``."""
+    return [int(d.name) for d in Path("/proc").iterdir()
+            if d.name.isdigit() and (s := _stat(d.name)) is not None and int(s[1]) == pid and s[0] != "Z"]
 
 
 def _cpu_s(pid: int) -> float:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    stat = _stat(pid)
+    return 0.0 if stat is None else (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def test_three_huge_strings_end_too_large_quickly_without_growing_the_caller(movie_db):
