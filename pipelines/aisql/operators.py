@@ -406,8 +406,6 @@ def _value(kind: str, parsed, req: OpRequest):
 # ----------------------------------------------------------------------------- the runtime
 
 
-
-
 class AIRuntime:
     """Memoised, budgeted AI-operator evaluation shared by every query of one evaluation."""
 

@@ -247,7 +247,6 @@ def keeps_interrupts(fn: Callable) -> Callable:
 
 # Forwarding UDFs: registered from data (name, DuckDB parameter types, return type), answered by
 # whoever runs the query (the worker: a round trip to its parent; in process: the session's answer).
-UDF_RETURN_TYPES = ("BOOLEAN", "DOUBLE", "VARCHAR", "BIGINT")
 _udf_answerer: list[Callable] = []  # the answer(name, columns) -> values of the query running now
 
 
@@ -276,7 +275,7 @@ def register_forwarding_udfs(con, udfs) -> None:
 
     for name, params, returns in udfs:
         if returns not in arrow:
-            raise ValueError(f"UDF {name}: return type {returns!r} is not one of {', '.join(UDF_RETURN_TYPES)}")
+            raise ValueError(f"UDF {name}: return type {returns!r} is not one of {', '.join(arrow)}")
         fn = _with_arity(len(params), functools.partial(forward, name, returns))
         try:
             con.create_function(name, keeps_interrupts(fn), list(params), returns, type="arrow", side_effects=False)

@@ -110,8 +110,8 @@ class _Worker:
         """Send ``request`` and return the worker's answer; kill the worker past 1.25x ``timeout_s``.
 
         ``on_callback(msg) -> reply`` answers the worker's ``{"callback": ...}`` messages (UDF calls)
-        on this thread; the time it takes counts against the same deadline. Any interrupt here
-        (Ctrl-C, an exception from ``on_callback``'s caller) kills the worker before it goes on."""
+        on this thread; the time it takes counts against the same deadline. An interrupt while it
+        waits or answers (Ctrl-C, a stopped run: any BaseException) kills the worker, then goes on."""
         start = time.perf_counter()
         kill_at = time.monotonic() + timeout_s * KILL_AFTER_FACTOR + KILL_AFTER_MIN_GRACE_S
         try:
