@@ -56,6 +56,9 @@ def _run(args) -> int:
     dialect = _dialect(args.sql, args.dialect)
     try:
         rec = run_query(db.path, args.sql, dialect, runtime, budget=args.budget, timeout_s=args.timeout)
+    except KeyboardInterrupt:  # the query's sandbox worker is already killed
+        print("interrupted: the AI-operator query was stopped", file=sys.stderr)
+        return 130
     finally:
         runtime.close()
     calls = f"AI-operator calls: {rec.calls} distinct (made {rec.made}, cached {rec.cached}, failed {rec.failed}); " \

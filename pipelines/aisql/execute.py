@@ -1,8 +1,9 @@
 """Run one AI-operator query on a scenario database through the project's safe executor.
 
-The executor keeps its guarantees (read-only, no external access, one SELECT, timeout, row cap);
-the AI operators are registered on its locked connection through ``prepare``. ``threads=1`` makes
-``LIMIT`` without ``ORDER BY`` reproducible (spec §4.1).
+The query runs in the runtime's sandbox session (a worker process: memory cap, byte caps, read-only,
+no external access, one SELECT, watchdog at the deadline and kill at 1.25x it, typed failures); the
+AI operators' calls come back to the runtime in this process. ``threads=1`` makes ``LIMIT`` without
+``ORDER BY`` reproducible (spec §4.1).
 
 :class:`RunRecord` is the result capture of spec §4.2: status ok|error|timeout|budget_exceeded, the
 error, columns, all rows (only the first 50 are persisted, text cut to 120 characters), row count,
@@ -66,10 +67,15 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
                    timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = 100_000) -> RunRecord:
     """Run DuckDB-form AI SQL; never raises for a bad query."""
     start = time.perf_counter()
+    try:
+        session = runtime.session(db_path)  # the UDFs' calls come back to this runtime
+        if session is not None:
+            session.start()  # the sandbox worker's start is not part of the query's time
+    except Exception as exc:  # noqa: BLE001 - e.g. the worker cannot start: recorded, the run goes on
+        return RunRecord(status="error", sql=sql, error=f"cannot run: {type(exc).__name__}: {exc}"[:500],
+                         elapsed_s=time.perf_counter() - start)
     runtime.begin(budget, timeout_s)
     try:
-        # in-process: the UDFs call back into this runtime (the executor's worker subprocesses cannot)
-        session = runtime.session(db_path)
         if session is None:
             outcome = QueryFailure(FailureKind.RUNTIME, f"{db_path} is not a DuckDB scenario database")
         else:
@@ -77,7 +83,7 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
     except BudgetExceeded as exc:  # raised outside DuckDB (defensive; normally wrapped by DuckDB)
         outcome = None
         err = str(exc)
-    except Exception as exc:  # noqa: BLE001 - e.g. the session cannot open: recorded, the run goes on
+    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
         outcome = None
         err = f"cannot run: {type(exc).__name__}: {exc}"[:500]
     finally:

@@ -1,12 +1,14 @@
 """AI operators as DuckDB Python UDFs, answered by a pluggable backend.
 
-UDFs (registered on the executor's read-only connection through ``prepare``)::
+UDFs (:data:`UDFS`, registered in the sandbox worker of a :class:`resources.sql.SandboxSession`; the
+SQL runs there under the limits of every untrusted query, and each UDF call comes back over the
+worker's pipe to :meth:`AIRuntime.answer_udf` in this process, which keeps every LLM concern)::
 
     ai_if(prompt) -> BOOLEAN            ai_score(prompt) -> DOUBLE
     ai_generate(prompt) -> VARCHAR      ai_classify(prompt, categories VARCHAR[]) -> VARCHAR
     nlfilter(text, prompt) -> BOOLEAN   nljoin(text1, text2, prompt) -> BOOLEAN
 
-Every UDF is vectorised (``type='arrow'``): DuckDB hands it a whole vector; the distinct
+Every UDF is vectorised (``type='arrow'``): DuckDB hands it a whole vector (one round trip); the distinct
 (operator, prompt, inputs) keys in it that the :class:`AIRuntime` has not answered yet go to the
 backend *together*, so an LLM backend sends them concurrently (bounded by the council member's
 ``max_in_flight``) rather than one by one. Answers are memoised in the runtime, so gold, candidate
@@ -40,12 +42,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from pydantic import BaseModel
 
 from pipelines.aisql.rewrite import AI_OPERATORS, DATA_CLOSE, DATA_OPEN
 from pipelines.prompting import messages
-from resources.sql import keeps_interrupts
 
 class BudgetExceeded(RuntimeError):
     pass
@@ -406,10 +406,6 @@ def _value(kind: str, parsed, req: OpRequest):
 # ----------------------------------------------------------------------------- the runtime
 
 
-_ARROW = {"bool": pa.bool_(), "score": pa.float64(), "text": pa.string(), "category": pa.string()}
-_SQL_TYPE = {"bool": "BOOLEAN", "score": "DOUBLE", "text": "VARCHAR", "category": "VARCHAR"}
-
-
 class AIRuntime:
     """Memoised, budgeted AI-operator evaluation shared by every query of one evaluation."""
 
@@ -421,11 +417,12 @@ class AIRuntime:
         self._lock = threading.Lock()
         self._current: QueryStats | None = None
         self._sessions: dict[str, Any] = {}
+        self._query_lock = threading.RLock()
 
     def session(self, db_path):
-        """A reused read-only executor session for ``db_path`` with the UDFs registered once
-        (opening a DuckDB connection per query dominated split execution)."""
-        from resources.sql import DuckDBSession, engine_of
+        """A reused sandbox session for ``db_path`` (a worker process with a read-only connection
+        and the UDFs registered once; their calls come back to :meth:`answer_udf` in this process)."""
+        from resources.sql import SandboxSession, engine_of
 
         key = str(db_path)
         if key not in self._sessions:
@@ -433,7 +430,7 @@ class AIRuntime:
 
             if not Path(db_path).is_file() or engine_of(db_path) != "duckdb":
                 return None
-            self._sessions[key] = DuckDBSession(db_path, threads=1, prepare=self.register)
+            self._sessions[key] = SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
         return self._sessions[key]
 
     def close(self) -> None:
@@ -445,15 +442,28 @@ class AIRuntime:
     def begin(self, budget: int | None = None, timeout_s: float | None = None) -> QueryStats:
         import time
 
-        _begin(self)
+        self._query_lock.acquire()  # one query at a time per runtime (released by end)
         self._current = QueryStats(budget=self.budget if budget is None else budget,
                                    deadline=None if timeout_s is None else time.monotonic() + timeout_s)
         return self._current
 
     def end(self) -> QueryStats:
         stats, self._current = self._current, None
-        _end(self)
+        if stats is not None:
+            self._query_lock.release()
         return stats or QueryStats(budget=self.budget)
+
+    def answer_udf(self, op: str, columns: list[list]) -> list[Any]:
+        """The values of one UDF call (a DuckDB vector: one list per argument) from the session."""
+        reqs = []
+        for row in zip(*columns):
+            if op in ("nlfilter", "nljoin"):
+                reqs.append(OpRequest(op, row[-1] or "", tuple(row[:-1])))
+            elif AI_OPERATORS[op] == "category":
+                reqs.append(OpRequest(op, row[0] or "", (), tuple(row[1] or ())))
+            else:
+                reqs.append(OpRequest(op, row[0] or ""))
+        return self.evaluate(reqs)
 
     def evaluate(self, reqs: list[OpRequest]) -> list[Any]:
         stats = self._current or QueryStats(budget=self.budget)
@@ -518,67 +528,13 @@ class AIRuntime:
         self.totals.cached += memo_hits
         return [self.memo.get(k, results.get(k)) for k in keys]
 
-    # --- DuckDB registration -------------------------------------------------------------
-    def register(self, con) -> None:
-        register_udfs(con)
 
-
-# DuckDB shares one database instance (and its function catalog) between the connections of a
-# process to the same file, so the UDFs are registered once and dispatch to the runtime of the
-# query being run (pushed by AIRuntime.begin, popped by end; one query at a time per process).
-_active_lock = threading.RLock()
-_active: list[AIRuntime] = []
-
-
-def _begin(rt: AIRuntime) -> None:
-    _active_lock.acquire()
-    _active.append(rt)
-
-
-def _end(rt: AIRuntime) -> None:
-    if _active and _active[-1] is rt:
-        _active.pop()
-        _active_lock.release()
-
-
-def _dispatch(reqs: list[OpRequest]) -> list[Any]:
-    if not _active:
-        raise RuntimeError("AI operator called outside an AIRuntime query")
-    return _active[-1].evaluate(reqs)
-
-
-def register_udfs(con) -> None:
-    def vectorised(op: str, n_text: int, with_categories: bool = False):
-        kind = AI_OPERATORS[op]
-
-        def run(cols):
-            values = [c.to_pylist() for c in cols]
-            reqs = []
-            for row in zip(*values):
-                if op in ("nlfilter", "nljoin"):
-                    reqs.append(OpRequest(op, row[-1] or "", tuple(row[:-1])))
-                elif with_categories:
-                    reqs.append(OpRequest(op, row[0] or "", (), tuple(row[1] or ())))
-                else:
-                    reqs.append(OpRequest(op, row[0] or ""))
-            return pa.array(_dispatch(reqs), type=_ARROW[kind])
-
-        params = ["VARCHAR"] * n_text + (["VARCHAR[]"] if with_categories else [])
-        # DuckDB reads the Python signature, so each arity needs its own function
-        udf = keeps_interrupts(
-            {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c])}[len(params)])
-        try:
-            con.create_function(op, udf, params, _SQL_TYPE[kind], type="arrow", side_effects=False)
-        except Exception as exc:  # noqa: BLE001 - duckdb.CatalogException; the shared instance has them
-            if "already exists" not in str(exc):
-                raise
-
-    vectorised("ai_if", 1)
-    vectorised("ai_score", 1)
-    vectorised("ai_generate", 1)
-    vectorised("ai_classify", 1, with_categories=True)
-    vectorised("nlfilter", 2)
-    vectorised("nljoin", 3)
+# The UDFs the session registers: (name, DuckDB parameter types, return type); the sandbox worker
+# forwards each call to AIRuntime.answer_udf. nlfilter/nljoin take the text columns, then the prompt.
+_SQL_TYPE = {"bool": "BOOLEAN", "score": "DOUBLE", "text": "VARCHAR", "category": "VARCHAR"}
+_N_TEXT = {"nlfilter": 2, "nljoin": 3}
+UDFS = tuple((op, ("VARCHAR",) * _N_TEXT.get(op, 1) + (("VARCHAR[]",) if kind == "category" else ()), _SQL_TYPE[kind])
+             for op, kind in AI_OPERATORS.items())
 
 
 def stats_dict(stats: QueryStats) -> dict:

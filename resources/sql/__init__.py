@@ -26,7 +26,8 @@ Plain Python (no Dagster): ``execute_sql(path, sql)`` returns a :class:`QueryRes
 
 Modules, each one job: ``results`` (outcome types, limits), ``engines`` (SQLite / DuckDB execution in
 this process), ``protocol`` (the pool <-> worker wire format), ``pool`` (worker processes,
-``execute_sql``), ``worker`` (the sandbox process), ``session`` (in-process DuckDB session).
+``execute_sql``), ``worker`` (the sandbox process), ``session`` (a reused DuckDB connection in a
+sandbox worker whose UDFs are answered by the caller: AI-operator SQL).
 """
 
 
@@ -44,10 +45,10 @@ from resources.sql.results import (
     engine_of,
     timeout_arg,
 )
-from resources.sql.session import DuckDBSession, SessionPrepareError
+from resources.sql.session import SandboxSession
 
 __all__ = [
-    "DEFAULT_MAX_RESULT_BYTES", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "DuckDBSession", "FailureKind", "Outcome",
-    "QueryFailure", "QueryResult", "SessionPrepareError", "check_timeout", "close_workers", "engine_of",
+    "DEFAULT_MAX_RESULT_BYTES", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "FailureKind", "Outcome",
+    "QueryFailure", "QueryResult", "SandboxSession", "check_timeout", "close_workers", "engine_of",
     "execute_sql", "keeps_interrupts", "open_duckdb_readonly", "run_duckdb_statement", "timeout_arg",
 ]

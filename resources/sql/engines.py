@@ -245,6 +245,45 @@ def keeps_interrupts(fn: Callable) -> Callable:
     return udf
 
 
+# Forwarding UDFs: registered from data (name, DuckDB parameter types, return type), answered by
+# whoever runs the query (the worker: a round trip to its parent; in process: the session's answer).
+_udf_answerer: list[Callable] = []  # the answer(name, columns) -> values of the query running now
+
+
+def set_udf_answerer(answer: Callable | None) -> None:
+    _udf_answerer[:] = [answer] if answer is not None else []
+
+
+def _with_arity(n: int, run: Callable) -> Callable:
+    # DuckDB reads the arity from the Python signature, so each arity needs its own function
+    return {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c]),
+            4: lambda a, b, c, d: run([a, b, c, d])}[n]
+
+
+def register_forwarding_udfs(con, udfs) -> None:
+    """Register each ``(name, params, returns)`` as a vectorised (arrow) UDF whose values come from
+    the answerer set with :func:`set_udf_answerer`: one call per DuckDB vector, with its columns as
+    Python lists."""
+    import pyarrow as pa
+
+    arrow = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(), "BIGINT": pa.int64()}
+
+    def forward(name: str, returns: str, cols) -> "pa.Array":
+        if not _udf_answerer:
+            raise RuntimeError(f"{name} called outside a session query")
+        return pa.array(_udf_answerer[0](name, [c.to_pylist() for c in cols]), type=arrow[returns])
+
+    for name, params, returns in udfs:
+        if returns not in arrow:
+            raise ValueError(f"UDF {name}: return type {returns!r} is not one of {', '.join(arrow)}")
+        fn = _with_arity(len(params), functools.partial(forward, name, returns))
+        try:
+            con.create_function(name, keeps_interrupts(fn), list(params), returns, type="arrow", side_effects=False)
+        except Exception as exc:  # noqa: BLE001 - duckdb.CatalogException: the shared instance has it
+            if "already exists" not in str(exc):
+                raise
+
+
 def _reraise_udf_interrupt() -> None:
     if _udf_interrupts:
         exc = _udf_interrupts[0]
@@ -318,13 +357,5 @@ def warm_up() -> None:
     con.execute("SELECT sum(range) FROM range(100000)").fetchall()
     con.close()
     sqlite3.connect(":memory:").execute("SELECT 1").fetchall()
-
-
-# ------------------------------------------------------------------------- sandbox workers
-
-
-
-
-# --------------------------------------------------------------- in-process DuckDB session
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from resources.sql.engines import execute_in_process
-from resources.sql.protocol import HEADER, write_msg
+from resources.sql.protocol import HEADER, MessageTooLarge, write_msg
 from resources.sql.results import (
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, FailureKind, Outcome, QueryFailure, _ms, check_timeout,
 )
@@ -56,6 +56,7 @@ class _Worker:
         repo_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, MALLOC_ARENA_MAX="2", PYTHONPATH=os.pathsep.join(
             p for p in (repo_root, os.environ.get("PYTHONPATH")) if p), **(extra_env or {}))
+        env["QUANDARY_SQL_PARENT_PID"] = str(os.getpid())  # the worker exits when this process is gone
         self.proc = subprocess.Popen(
             [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if module == "resources.sql.worker" else None, env=env, cwd=repo_root,
@@ -76,7 +77,7 @@ class _Worker:
         self.baseline_rss = int(ready.get("rss") or 0)
         self.pid = self.proc.pid
 
-    def _read(self, timeout_s: float):
+    def _read(self, timeout_s: float, limit: int | None = None):
         import pickle
         import select
 
@@ -101,23 +102,43 @@ class _Worker:
             if header_done:
                 return pickle.loads(buf)
             (n,) = HEADER.unpack(buf[: HEADER.size])
+            if limit is not None and n > limit:  # never hold more than the caller's cap
+                raise MessageTooLarge(f"a {n >> 20} MB message from the sandbox (limit {limit >> 20} MB)")
             buf, need, header_done = buf[HEADER.size:], n, True
 
-    def call(self, request: tuple, timeout_s: float) -> Outcome:
+    def call(self, request, timeout_s: float, *, on_callback=None, max_msg: int | None = None) -> Outcome:
+        """Send ``request`` and return the worker's answer; kill the worker past 1.25x ``timeout_s``.
 
+        ``on_callback(msg) -> reply`` answers the worker's ``{"callback": ...}`` messages (UDF calls)
+        on this thread; the time it takes counts against the same deadline. An interrupt while it
+        waits or answers (Ctrl-C, a stopped run: any BaseException) kills the worker, then goes on."""
         start = time.perf_counter()
+        kill_at = time.monotonic() + timeout_s * KILL_AFTER_FACTOR + KILL_AFTER_MIN_GRACE_S
         try:
             write_msg(self.proc.stdin, request)
-            return self._read(timeout_s * KILL_AFTER_FACTOR + KILL_AFTER_MIN_GRACE_S)
+            while True:
+                msg = self._read(kill_at - time.monotonic(), max_msg)
+                if on_callback is None or not (isinstance(msg, dict) and "callback" in msg):
+                    return msg
+                reply = on_callback(msg)
+                if time.monotonic() >= kill_at:
+                    raise TimeoutError
+                write_msg(self.proc.stdin, reply)
         except TimeoutError:
             self.kill()
             return QueryFailure(FailureKind.TIMEOUT, f"exceeded {timeout_s:g} s", _ms(start))
+        except MessageTooLarge as exc:
+            self.kill()
+            return QueryFailure(FailureKind.TOO_LARGE, str(exc), _ms(start))
         except (EOFError, BrokenPipeError, OSError):
             code = self.kill()
             # An engine that aborts on a failed allocation takes the worker down (SIGABRT/SIGKILL).
             return QueryFailure(FailureKind.TOO_LARGE,
                                 f"the query's sandbox died (exit {code}), most likely out of memory "
                                 f"(limit {self.memory_limit >> 20} MB)", _ms(start))
+        except BaseException:  # Ctrl-C, a stopped run: the worker must not run on alone
+            self.kill()
+            raise
 
     def alive(self) -> bool:
         return self.proc.poll() is None

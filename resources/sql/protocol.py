@@ -1,7 +1,14 @@
-"""The wire protocol between the pool and a sandbox worker: 8-byte big-endian length + pickle.
+"""The wire protocol between the parent and a sandbox worker: 8-byte big-endian length + pickle.
 
-The parent first reads one ready message ``{"ready": True, "limit": bytes}``; then each request
-``(path, sql, timeout_s, max_rows, max_bytes)`` gets one pickled ``QueryResult`` / ``QueryFailure``.
+The parent first reads one ready message ``{"ready": True, "limit": bytes}``; then each request gets
+one answer, a pickled ``QueryResult`` / ``QueryFailure``:
+
+* ``(path, sql, timeout_s, max_rows, max_bytes)``: one query on a fresh connection (the pool);
+* ``{"session": (path, threads, udfs), "sql", "timeout_s", "max_rows", "max_bytes"}``: one query on
+  the worker's session connection with forwarding UDFs (:class:`resources.sql.session.SandboxSession`).
+  While it runs, the worker may send any number of ``{"callback": udf_name, "args": [column, ...]}``;
+  each gets one reply ``{"values": [...]}`` or ``{"error": "..."}`` before the final answer.
+
 EOF on stdin ends the worker."""
 
 import pickle
@@ -9,6 +16,10 @@ import struct
 
 
 HEADER = struct.Struct(">Q")
+
+
+class MessageTooLarge(ValueError):
+    """A message over the byte limit its sender or receiver set; nothing of it was sent or kept."""
 
 
 def read_msg(stream):
@@ -22,7 +33,9 @@ def read_msg(stream):
     return pickle.loads(data)
 
 
-def write_msg(stream, obj) -> None:
+def write_msg(stream, obj, limit: int | None = None) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    if limit is not None and len(data) > limit:
+        raise MessageTooLarge(f"{len(data) >> 20} MB over the {limit >> 20} MB limit")
     stream.write(HEADER.pack(len(data)) + data)
     stream.flush()
