@@ -1,13 +1,16 @@
-"""Overhead of the council layer against a loopback OpenAI-compatible stub with fixed latency.
+"""Overhead and throughput of the council layer against a loopback OpenAI-compatible stub.
 
-    .venv/bin/python bench/bench_council.py [--latency 0.05] [--seconds 2]
+    .venv/bin/python bench/bench_council.py --latency 1.0 --levels 16,64     # wall / ideal
+    .venv/bin/python bench/bench_council.py --latency 0 --levels 64 --requests 3000  # requests/s
 
-For 1, 4 and 16 requests in flight, sends N unique structured requests through
-``Council.ask_many`` (cache lookup, litellm → HTTP, parsing, SQLite log write) to a stub that answers
+For each level (requests in flight), sends N unique structured requests through
+``Council.ask_many`` (cache lookup and claim, HTTP, parsing, SQLite log write) to a stub that answers
 every request after exactly ``latency`` seconds, and compares the wall time with the ideal
-``N × latency / in_flight``. A ratio of 1.00 means zero overhead. The stub runs in its own process
-so it does not compete with the client for the GIL. A second pass re-sends the same requests and
-measures the cache-hit path.
+``N × latency / in_flight``. A ratio of 1.00 means zero overhead. With ``--latency 0`` the stub
+answers at once and requests/s is the client's throughput. ``client CPU ms/req`` is this process's
+CPU time per request (the stub runs in its own process so it does not compete for the GIL). A second
+pass re-sends the same requests and measures the cache-hit path. ``--transport litellm`` sends
+through litellm instead of the direct OpenAI-compatible client (docs/council.md).
 """
 
 import argparse
@@ -33,8 +36,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--seconds", type=float, default=2.0, help="ideal duration of each level")
+    ap.add_argument("--requests", type=int, default=0, help="requests per level (default: from --seconds)")
     ap.add_argument("--levels", default="1,4,16")
+    ap.add_argument("--transport", default="auto", choices=("auto", "litellm"))
     args = ap.parse_args()
+    if not args.requests and args.latency <= 0:
+        ap.error("--latency 0 needs --requests")
 
     os.environ["QUANDARY_HOME"] = tempfile.mkdtemp(prefix="quandary-bench-")
     from resources.llm import Council
@@ -47,31 +54,34 @@ def main() -> int:
     rows = []
     try:
         for level in [int(x) for x in args.levels.split(",")]:
+            extra = {} if args.transport == "auto" else {"transport": args.transport}
             member = Member(name=f"stub{level}", model="openai/stub", api_base=f"http://127.0.0.1:{port}/v1",
-                            max_in_flight=level, max_retries=0, timeout_s=30)
+                            max_in_flight=level, max_retries=0, timeout_s=30, **extra)
             council = Council("bench", [member], call_log())
-            n = max(level, int(round(args.seconds / args.latency * level)))
+            n = args.requests or max(level, int(round(args.seconds / args.latency * level)))
             prompts = [[{"role": "user", "content": f"level {level} request {i}"}] for i in range(n)]
             council.ask_many(member.name, [[{"role": "user", "content": f"warmup {level} {i}"}] for i in range(level)], Verdict)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             results = council.ask_many(member.name, prompts, Verdict)
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             assert all(r.ok for r in results), results[0].error
             t1 = time.perf_counter()
             cached = council.ask_many(member.name, prompts, Verdict)
             cached_wall = time.perf_counter() - t1
             assert all(r.cached for r in cached)
             ideal = n * args.latency / level
-            rows.append((level, n, ideal, wall, wall / ideal, (wall - ideal) / n * 1000 * level, cached_wall / n * 1000))
+            rows.append((level, n, ideal, wall, n / wall, cpu / n * 1000, cached_wall / n * 1000))
     finally:
         stub.stdin.close()
         stub.wait(10)
 
-    print(f"council layer vs loopback stub ({args.latency * 1000:.0f} ms per request), {os.cpu_count()} CPUs")
-    print(f"{'in flight':>9} {'requests':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} {'overhead ms/req':>16} {'cache hit ms':>13}")
-    for level, n, ideal, wall, ratio, over, hit in rows:
-        print(f"{level:>9} {n:>8} {ideal:>8.2f} {wall:>8.2f} {ratio:>6.2f} {over:>16.1f} {hit:>13.2f}")
-    print("overhead ms/req = (wall - ideal) × in_flight / requests: extra latency each request saw.")
+    print(f"council layer vs loopback stub ({args.latency * 1000:.0f} ms per request), {os.cpu_count()} CPUs, "
+          f"transport {args.transport}")
+    print(f"{'in flight':>9} {'requests':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} {'req/s':>7} "
+          f"{'client CPU ms/req':>18} {'cache hit ms':>13}")
+    for level, n, ideal, wall, rate, cpu, hit in rows:
+        ratio = f"{wall / ideal:>6.2f}" if ideal else f"{'-':>6}"
+        print(f"{level:>9} {n:>8} {ideal:>8.2f} {wall:>8.2f} {ratio} {rate:>7.0f} {cpu:>18.2f} {hit:>13.2f}")
     return 0
 
 
