@@ -124,20 +124,21 @@ class Council:
             return await self._call(member, messages, output_model, tag, use_cache)
         # Single flight: an identical request already in flight is joined, not sent again (the
         # cache alone cannot catch it: the first call has not been logged yet).
-        key = (id(asyncio.get_running_loop()), self.log.path if self.log else None,
-               request_key(member, messages, output_model))
+        call_id = request_key(member, messages, output_model)
+        key = (id(asyncio.get_running_loop()), self.log.path if self.log else None, call_id)
         task = _in_flight.get(key)
         if task is not None:
             shared = await asyncio.shield(task)
             return dataclasses.replace(shared, cached=True, tag=tag)
-        task = asyncio.ensure_future(self._call(member, messages, output_model, tag, use_cache))
+        task = asyncio.ensure_future(self._call(member, messages, output_model, tag, use_cache, call_id))
         _in_flight[key] = task
         task.add_done_callback(lambda _t, k=key: _in_flight.pop(k, None))
         return await asyncio.shield(task)
 
-    async def _call(self, member: Member, messages, output_model, tag, use_cache) -> CallResult:
+    async def _call(self, member: Member, messages, output_model, tag, use_cache, call_id=None) -> CallResult:
         async with _slots(member):
-            result = await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
+            result = await call_structured(member, messages, output_model, log=self.log, tag=tag,
+                                           use_cache=use_cache, key=call_id)
         # live counts for the open progress bar/log lines (resources/progress.py); joined
         # single-flight duplicates are not counted twice
         record_call(cached=bool(result.cached), failed=not result.ok, item=(tag or {}).get("candidate_id"))
