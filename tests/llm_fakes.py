@@ -303,14 +303,15 @@ class StubOpenAIServer:
         self.httpd.server_close()
 
 
-if __name__ == "__main__":  # a stub in its own process (used by bench/bench_council.py)
+if __name__ == "__main__":  # a stub in its own process (bench/bench_council.py, bench/bench_workers.py)
     import argparse
-    import sys
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--content", default=StubScript.content, help="the answer to every request")
     args = ap.parse_args()
-    server = StubOpenAIServer(StubScript(latency_s=args.latency))
+    server = StubOpenAIServer(StubScript(latency_s=args.latency, content=args.content))
     print(server.port, flush=True)
     with server:
         sys.stdin.read()  # serve until the parent closes our stdin
+    print(json.dumps({"requests": server.requests}), flush=True)

@@ -52,10 +52,14 @@ def parse_structured(text: str | None, model: type[T]) -> ParseResult[T]:
     body = _after_think(raw)
     errors: list[str] = []
     candidates = _candidates(body)
-    tail = _unclosed_tail(body)
-    # Pass 1: candidates as they are; pass 2: repaired (a truncated final object goes first).
-    attempts = [(c, False) for c in candidates] + [(repair_json(c), True) for c in ([tail] if tail else []) + candidates]
-    for json_text, repaired in attempts:
+
+    def attempts():  # lazily: a well-formed answer (the usual case) never pays for the repairs
+        yield from ((c, False) for c in candidates)
+        tail = _unclosed_tail(body)
+        # Pass 2: repaired (a truncated final object goes first).
+        yield from ((repair_json(c), True) for c in ([tail] if tail else []) + candidates)
+
+    for json_text, repaired in attempts():
         if json_text is None:
             continue
         try:
