@@ -314,4 +314,7 @@ if __name__ == "__main__":  # a stub in its own process (bench/bench_council.py,
     print(server.port, flush=True)
     with server:
         sys.stdin.read()  # serve until the parent closes our stdin
-    print(json.dumps({"requests": server.requests}), flush=True)
+    try:
+        print(json.dumps({"requests": server.requests}), flush=True)
+    except BrokenPipeError:  # the parent stopped reading
+        pass

@@ -566,29 +566,33 @@ async def call_structured(
     tag: dict | None = None,
     use_cache: bool = True,
     key: str | None = None,
+    slot: asyncio.Semaphore | None = None,
 ) -> CallResult[T]:
     """One structured call through cache, retries, parsing and repair. Never raises. ``key``: the
-    caller's :func:`request_key` of this call, if it has one (saves computing it again)."""
+    caller's :func:`request_key` of this call, if it has one (saves computing it again). ``slot``:
+    the member's in-flight limit, held from the cache lookup to the end of each HTTP exchange (not
+    while the answer is parsed and logged, so the next request goes out meanwhile)."""
     tag = dict(tag or {})
     try:
         schema = output_schema(output_model)
         key = key or request_key(member, messages, output_model)
-        if log is not None and use_cache:
-            # one hop to a worker thread for the lookup and the claim (each hop costs the event loop)
-            hit = await run_in_log_thread(log, _lookup_or_claim, log, key, member)
-            if hit != "claimed":
-                hit = hit or await _single_flight(log, key, member)
-                if hit is not None:
-                    return _from_record(hit, output_model, member.name, tag)
-            try:
-                return await _call_uncached(member, messages, output_model, schema, key, log, tag)
-            except BaseException:
-                try:  # cancelled: let another process take the call (sync: no await while cancelling)
-                    log.release(key)
-                except Exception:  # noqa: BLE001 - a stale claim is taken over anyway
-                    pass
-                raise
-        return await _call_uncached(member, messages, output_model, schema, key, log, tag)
+        async with _Slot(slot) as held:
+            if log is not None and use_cache:
+                # one hop to the log's thread for the lookup and the claim (each hop costs the loop)
+                hit = await run_in_log_thread(log, _lookup_or_claim, log, key, member)
+                if hit != "claimed":
+                    hit = hit or await _single_flight(log, key, member)
+                    if hit is not None:
+                        return _from_record(hit, output_model, member.name, tag)
+                try:
+                    return await _call_uncached(member, messages, output_model, schema, key, log, tag, held)
+                except BaseException:
+                    try:  # cancelled: let another process take the call (sync: no await while cancelling)
+                        log.release(key)
+                    except Exception:  # noqa: BLE001 - a stale claim is taken over anyway
+                        pass
+                    raise
+            return await _call_uncached(member, messages, output_model, schema, key, log, tag, held)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
         failure = classify_exception(exc)
         if failure.kind in STORAGE_CLASSES and log is not None:
@@ -598,6 +602,30 @@ async def call_structured(
             failure = CallFailure(FailureClass.INTERNAL, None, describe_error(exc))
         return CallResult(key or "?", member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
+
+
+class _Slot:
+    """A member's in-flight slot that the call can give back early and take again (a repair call)."""
+
+    def __init__(self, sem: asyncio.Semaphore | None):
+        self.sem, self.held = sem, False
+
+    async def acquire(self) -> "_Slot":
+        if self.sem is not None and not self.held:
+            await self.sem.acquire()
+            self.held = True
+        return self
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.sem.release()
+
+    async def __aenter__(self) -> "_Slot":
+        return await self.acquire()
+
+    async def __aexit__(self, *exc) -> None:
+        self.release()
 
 
 def _lookup_or_claim(log, key: str, member: Member):
@@ -631,7 +659,7 @@ async def _single_flight(log: CallLog, key: str, member: Member):
         delay = min(1.0, delay * 1.5)
 
 
-async def _call_uncached(member, messages, output_model, schema, key, log, tag) -> CallResult:
+async def _call_uncached(member, messages, output_model, schema, key, log, tag, slot: _Slot) -> CallResult:
     api_base = resolve_api_base(member)  # may start the embedded server: not part of the latency
     if member.is_local and not uses_direct_http(member):
         register_zero_cost(litellm_module(), member.model)
@@ -656,6 +684,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
         first = await _complete(member, kwargs)
     finally:
         progress.call_finished(handle)
+        slot.release()
     total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
                         cost=first.cost, attempts=first.attempts)
     raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error
@@ -669,7 +698,8 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
             error = f"unparseable output: {result.error}"
             if member.repair:
                 repair_kwargs = dict(kwargs, messages=kwargs["messages"] + _repair_messages(first.text, result.error, schema))
-                second = await _complete(member, repair_kwargs)
+                async with await slot.acquire():
+                    second = await _complete(member, repair_kwargs)
                 total.prompt_tokens += second.prompt_tokens
                 total.completion_tokens += second.completion_tokens
                 total.cost += second.cost
