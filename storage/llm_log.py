@@ -15,6 +15,7 @@ resumed run finds every finished call by its key and makes no request for it.
   so the audit catalog can expose the table as a view.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -392,6 +393,22 @@ class CallLog:
             f"attempts = {TABLE}.attempts + excluded.attempts"
         )
         self._retry(lambda: self._conn().execute(sql, [values[c] for c in _COLUMNS]))
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """This thread's log operations inside the block share one transaction (one commit): the
+        council's log thread batches the claims and records that queued up meanwhile. Rolled back
+        if the block raises."""
+        conn = self._conn()
+        self._guard(self._retry, conn.execute, "BEGIN IMMEDIATE")
+        try:
+            yield
+            self._guard(self._retry, conn.execute, "COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
 
     # --- queries ---------------------------------------------------------------------------
     # Claims (``in_flight`` rows) are not calls yet: queries leave them out.

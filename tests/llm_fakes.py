@@ -12,6 +12,7 @@
 
 import asyncio
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -170,6 +171,30 @@ def scripted(quandary_home):
     yield handler
 
 
+@pytest.fixture(params=["direct", "litellm"])
+def transport(request, monkeypatch):
+    """Run the test once per client path to an OpenAI-compatible server (issue 21 item 6): the
+    direct pooled HTTP client, where litellm must not be touched, and litellm
+    (``$QUANDARY_LLM_TRANSPORT=litellm``), which must be the one used. Same test, same assertions:
+    both paths give the same failures, retries and answers."""
+    import resources.llm.client as client
+
+    real = client.litellm_module
+    used = []
+
+    def watched():
+        used.append(1)
+        return real()
+
+    monkeypatch.setattr(client, "litellm_module", watched)
+    if request.param == "litellm":
+        monkeypatch.setenv("QUANDARY_LLM_TRANSPORT", "litellm")
+    else:
+        monkeypatch.delenv("QUANDARY_LLM_TRANSPORT", raising=False)
+    yield request.param
+    assert bool(used) == (request.param == "litellm"), f"{request.param} path: litellm used {len(used)} times"
+
+
 # --- loopback OpenAI-compatible stub server --------------------------------------------------
 
 
@@ -187,6 +212,12 @@ class LoopbackServer(ThreadingHTTPServer):
     request_queue_size = 128  # many clients connect at once in the benchmark
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        # A client that hung up (past the answer-size cap the client closes the connection) is
+        # what the test wants, not a stub error worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def chat_completion(content: str, n: int = 0, model: str = "stub") -> dict:
@@ -231,6 +262,8 @@ class StubOpenAIServer:
     def __init__(self, script: StubScript | None = None, port: int = 0):
         self.script = script or StubScript()
         self.requests = 0
+        self.bodies: list[dict] = []  # every request's JSON body, in order
+        self.clients: set = set()  # (host, port) of every connection: how many the client opened
         self._lock = threading.Lock()
         self._stop = threading.Event()
         outer = self
@@ -240,6 +273,8 @@ class StubOpenAIServer:
                 body = self.read_json()
                 with outer._lock:
                     outer.requests += 1
+                    outer.bodies.append(body)
+                    outer.clients.add(self.client_address)
                     n = outer.requests
                     status = outer.script.statuses.pop(0) if outer.script.statuses else 200
                 # the stub's simulated slowness; shutdown ends it early
@@ -268,14 +303,18 @@ class StubOpenAIServer:
         self.httpd.server_close()
 
 
-if __name__ == "__main__":  # a stub in its own process (used by bench/bench_council.py)
+if __name__ == "__main__":  # a stub in its own process (bench/bench_council.py, bench/bench_workers.py)
     import argparse
-    import sys
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--latency", type=float, default=0.05)
+    ap.add_argument("--content", default=StubScript.content, help="the answer to every request")
     args = ap.parse_args()
-    server = StubOpenAIServer(StubScript(latency_s=args.latency))
+    server = StubOpenAIServer(StubScript(latency_s=args.latency, content=args.content))
     print(server.port, flush=True)
     with server:
         sys.stdin.read()  # serve until the parent closes our stdin
+    try:
+        print(json.dumps({"requests": server.requests}), flush=True)
+    except BrokenPipeError:  # the parent stopped reading
+        pass

@@ -7,7 +7,9 @@
 2. otherwise the request asks for JSON-schema output (``response_format``) where the member supports
    it, with retries + exponential backoff + jitter on 429 / 5xx / timeouts / refused connections, and
    a per-attempt timeout; the inner retries of litellm and the OpenAI SDK are disabled so attempts
-   are counted here;
+   are counted here. Members served by an OpenAI-compatible server (``openai/`` or ``hosted_vllm/``
+   with an ``api_base``: vLLM, llama.cpp, the embedded server) are sent straight over one pooled
+   HTTP session (:mod:`resources.llm.openai_http`); every other provider goes through litellm;
 3. the reply is parsed robustly (:mod:`resources.llm.parsing`); if that fails, one repair call shows
    the model its output, the error and the schema;
 4. the outcome is written to the call log (one row per ``call_id``) and returned.
@@ -15,6 +17,7 @@
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import json
 import os
@@ -35,7 +38,9 @@ from resources.llm.failures import (
     classify_text,
     describe,
 )
-from resources.llm.parsing import parse_structured
+from resources.llm import openai_http
+from resources.llm.log_thread import run_in_log_thread
+from resources.llm.parsing import output_schema, parse_structured
 from resources import progress
 from storage.llm_log import CallLog, CallRecord, call_key
 
@@ -252,6 +257,20 @@ def resolve_api_base(member: Member) -> str | None:
     return member.api_base
 
 
+OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/")
+TRANSPORT_ENV = "QUANDARY_LLM_TRANSPORT"  # "litellm": every member through litellm (a way back)
+
+
+def uses_direct_http(member: Member) -> bool:
+    """Whether the member's requests skip litellm: an OpenAI-compatible server at a known
+    ``api_base`` (vLLM, llama.cpp, the embedded server), unless the member sets
+    ``transport: litellm`` or ``$QUANDARY_LLM_TRANSPORT`` is ``litellm``. ``openai/<model>`` without
+    ``api_base`` (the OpenAI API itself) and every other provider keep litellm's translation."""
+    return (member.transport == "auto" and member.api_base is not None
+            and member.model.startswith(OPENAI_COMPATIBLE_PREFIXES)
+            and os.environ.get(TRANSPORT_ENV, "auto") != "litellm")
+
+
 def _api_key(member: Member, api_base: str | None) -> str | None:
     if member.api_key_env:
         from resources.llm.config import check_key_env
@@ -268,8 +287,10 @@ def _api_key(member: Member, api_base: str | None) -> str | None:
 
 def is_retryable(exc: BaseException) -> bool:
     """429, 5xx, timeouts, refused/reset connections: transient. 4xx (bad request, auth): not."""
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, *openai_http.RETRYABLE)):
         return True
+    if isinstance(exc, openai_http.HTTPStatusError):
+        return exc.status_code in (408, 429) or exc.status_code >= 500
     litellm = litellm_module()
     retryable_types = (
         litellm.RateLimitError,
@@ -302,8 +323,8 @@ def retry_after_s(exc: BaseException) -> float | None:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        headers = getattr(exc, "litellm_response_headers", None) or getattr(getattr(exc, "response", None),
-                                                                           "headers", None)
+        headers = (getattr(exc, "litellm_response_headers", None) or getattr(exc, "headers", None)
+                   or getattr(getattr(exc, "response", None), "headers", None))
         value = headers.get("retry-after") if headers is not None and hasattr(headers, "get") else None
         if value:
             value = str(value).strip()
@@ -366,61 +387,111 @@ class _Reply:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    response: Any = None  # the full response when not streamed (for its cost)
+    response: Any = None  # litellm's full response when not streamed (for its cost)
 
 
-async def _request(litellm, member: Member, kwargs: dict) -> _Reply:
+async def _request(member: Member, kwargs: dict) -> _Reply:
     """One attempt. Not streamed: one wall-time ``timeout_s``. Streamed (``member.stall_deadline_s``):
     ``timeout_s`` until the first token, then fail only when no token arrives for the stall deadline,
     so a slow but progressing server (a busy machine) is waited for however long the answer takes."""
-    stall = member.stall_deadline_s
-    if stall is None:
+    if uses_direct_http(member):
+        url = kwargs["api_base"].rstrip("/") + "/chat/completions"
+        body = {k: v for k, v in kwargs.items() if k not in _NOT_IN_BODY}
+        body["model"] = member.model.split("/", 1)[1]  # the served model's name, as litellm sends it
+        if member.stall_deadline_s is None:
+            text, prompt_tokens, completion_tokens = await openai_http.complete(
+                url, kwargs["api_key"], body, timeout_s=member.timeout_s, answer_cap=answer_byte_cap(member))
+            return _Reply(text, prompt_tokens, completion_tokens)
+        return await _read_stream(openai_http.stream(url, kwargs["api_key"], body), member)
+    litellm = litellm_module()
+    if "response_format" in kwargs:  # its schema is the shared output_schema(): litellm must not edit it
+        kwargs = {**kwargs, "response_format": copy.deepcopy(kwargs["response_format"])}
+    if member.stall_deadline_s is None:
         # asyncio's own timeout guards against a client that ignores ``timeout``.
-        resp = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=member.timeout_s + 0.5)
+        async with asyncio.timeout(member.timeout_s + 0.5):
+            resp = await litellm.acompletion(**kwargs)
         choice = resp.choices[0] if getattr(resp, "choices", None) else None
         usage = getattr(resp, "usage", None)
         return _Reply(getattr(getattr(choice, "message", None), "content", None) or "",
                       int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
                       resp)
-    stream = await asyncio.wait_for(
-        litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True}),
-        timeout=member.timeout_s + 0.5)
+    async with asyncio.timeout(member.timeout_s + 0.5):
+        stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
+    try:
+        return await _read_stream(_litellm_deltas(stream), member)
+    except openai_http.AnswerTooLarge:
+        if hasattr(stream, "aclose"):  # hang up on a server ignoring max_tokens
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(1.0):
+                    await stream.aclose()
+        raise
+
+
+_NOT_IN_BODY = ("api_base", "api_key", "timeout", "num_retries", "max_retries")  # litellm's own arguments
+
+
+async def _litellm_deltas(stream):
+    """litellm's stream chunks as ``(content, (prompt_tokens, completion_tokens) | None)``."""
+    async for chunk in stream:
+        choices = getattr(chunk, "choices", None) or []
+        delta = getattr(choices[0], "delta", None) if choices else None
+        usage = getattr(chunk, "usage", None)
+        yield getattr(delta, "content", None), None if usage is None else (
+            int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+
+
+async def _read_stream(deltas, member: Member) -> _Reply:
+    """Read a streamed answer: the first event within ``timeout_s``, every next one within the stall
+    deadline; past the answer-size cap stop reading (:class:`openai_http.AnswerTooLarge`)."""
     parts: list[str] = []
     prompt_tokens = completion_tokens = n = size = 0
     cap = answer_byte_cap(member)
-    it = stream.__aiter__()
-    while size <= cap:  # past the answer-size cap: stop reading; _complete refuses the answer
-        limit = member.timeout_s if n == 0 else stall
-        try:
-            chunk = await asyncio.wait_for(it.__anext__(), timeout=limit + 0.5)
-        except StopAsyncIteration:
-            break
-        except (asyncio.TimeoutError, TimeoutError):
-            raise StalledStream(f"no token for {limit:g} s (after {n} streamed chunks)") from None
-        n += 1
-        choices = getattr(chunk, "choices", None) or []
-        delta = getattr(choices[0], "delta", None) if choices else None
-        if getattr(delta, "content", None):
-            parts.append(delta.content)
-            size += len(delta.content.encode("utf-8", "replace"))
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) or prompt_tokens
-            completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) or completion_tokens
-    if size > cap and hasattr(stream, "aclose"):  # hang up on a server ignoring max_tokens
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(stream.aclose(), timeout=1.0)
+    try:
+        while True:
+            limit = member.timeout_s if n == 0 else member.stall_deadline_s
+            try:
+                async with asyncio.timeout(limit + 0.5):
+                    content, usage = await anext(deltas)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise StalledStream(f"no token for {limit:g} s (after {n} streamed chunks)") from None
+            n += 1
+            if content:
+                parts.append(content)
+                size += len(content.encode("utf-8", "replace"))
+                if size > cap:
+                    raise openai_http.AnswerTooLarge(size, partial=True)
+            if usage is not None:
+                prompt_tokens = usage[0] or prompt_tokens
+                completion_tokens = usage[1] or completion_tokens
+    finally:
+        with contextlib.suppress(Exception):  # the direct stream hangs up when closed early
+            async with asyncio.timeout(1.0):
+                await deltas.aclose()
     return _Reply("".join(parts), prompt_tokens, completion_tokens or len(parts))
 
 
+def _refuse_oversize(out: _Completion, member: Member, size: int, api_base: str | None,
+                     partial: bool = False) -> _Completion:
+    """A server ignoring max_tokens: refuse the answer, never cache or log it whole."""
+    cap = answer_byte_cap(member)
+    out.failure = CallFailure(FailureClass.OVERSIZE_ANSWER, None, f"{'over ' if partial else ''}{size} bytes for "
+                              f"max_tokens {member.max_tokens} (cap {cap} bytes)")
+    out.error = describe(out.failure, member.name, api_base)
+    out.text = None
+    return out
+
+
 async def _complete(member: Member, kwargs: dict) -> _Completion:
-    litellm = litellm_module()
     out = _Completion()
     for attempt in range(member.max_retries + 1):
         out.attempts += 1
         try:
             async with _slot_gate(member):
-                reply = await _request(litellm, member, kwargs)
+                reply = await _request(member, kwargs)
+        except openai_http.AnswerTooLarge as exc:
+            return _refuse_oversize(out, member, exc.size, kwargs.get("api_base"), exc.partial)
         except Exception as exc:  # noqa: BLE001 - classify everything, raise nothing
             # Say what really happened (no "HTTP 500" when no server answered), who and where.
             out.failure = classify_exception(exc)
@@ -443,25 +514,36 @@ async def _complete(member: Member, kwargs: dict) -> _Completion:
             return out
         out.error = None
         out.failure = None
+        size = len(reply.text.encode("utf-8", "replace"))
+        if size > answer_byte_cap(member):
+            return _refuse_oversize(out, member, size, kwargs.get("api_base"))
         out.text = reply.text
-        cap = answer_byte_cap(member)
-        size = len(out.text.encode("utf-8", "replace"))
-        if size > cap:  # a server ignoring max_tokens: refuse it, never cache or log it whole
-            out.failure = CallFailure(FailureClass.OVERSIZE_ANSWER, None,
-                                      f"{size} bytes for max_tokens {member.max_tokens} (cap {cap} bytes)")
-            out.error = describe(out.failure, member.name, kwargs.get("api_base"))
-            out.text = None
-            return out
         out.prompt_tokens += reply.prompt_tokens
         out.completion_tokens += reply.completion_tokens
-        out.cost += 0.0 if member.is_local or reply.response is None else _cost(litellm, reply.response)
+        out.cost += 0.0 if member.is_local else _cost(member, reply)
         return out
     return out
 
 
-def _cost(litellm, resp) -> float:
+_token_prices: dict[str, tuple[float, float]] = {}
+
+
+def _cost(member: Member, reply: _Reply) -> float:
+    """litellm's price of the answer: of its full response when it has one, else from the tokens
+    and the model's price per token (looked up once per model); 0 for an unknown model."""
+    litellm = litellm_module()
     try:
-        return float(litellm.completion_cost(completion_response=resp) or 0.0)
+        if reply.response is not None:
+            return float(litellm.completion_cost(completion_response=reply.response) or 0.0)
+        price = _token_prices.get(member.model)
+        if price is None:
+            try:
+                info = litellm.get_model_info(member.model)
+                price = (float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0))
+            except Exception:  # noqa: BLE001 - not in litellm's price list (a self-hosted model)
+                price = (0.0, 0.0)
+            _token_prices[member.model] = price
+        return reply.prompt_tokens * price[0] + reply.completion_tokens * price[1]
     except Exception:  # unknown model price: record 0 rather than fail the call
         return 0.0
 
@@ -472,7 +554,7 @@ def _cost(litellm, resp) -> float:
 def request_key(member: Member, messages: list[dict], output_model: type[BaseModel]) -> str:
     """The cache key of a structured call: model, messages, sampling params, output schema."""
     params = {**member.sampling_params(), "structured_output": member.structured_output}
-    return call_key(member.model, messages, params, output_model.model_json_schema())
+    return call_key(member.model, messages, params, output_schema(output_model))
 
 
 async def call_structured(
@@ -483,29 +565,34 @@ async def call_structured(
     log: CallLog | None,
     tag: dict | None = None,
     use_cache: bool = True,
+    key: str | None = None,
+    slot: asyncio.Semaphore | None = None,
 ) -> CallResult[T]:
-    """One structured call through cache, retries, parsing and repair. Never raises."""
+    """One structured call through cache, retries, parsing and repair. Never raises. ``key``: the
+    caller's :func:`request_key` of this call, if it has one (saves computing it again). ``slot``:
+    the member's in-flight limit, held from the cache lookup to the end of each HTTP exchange (not
+    while the answer is parsed and logged, so the next request goes out meanwhile)."""
     tag = dict(tag or {})
-    key = "?"
     try:
-        schema = output_model.model_json_schema()
-        key = request_key(member, messages, output_model)
-        if log is not None and use_cache:
-            hit = await asyncio.to_thread(log.lookup, key)
-            if hit is not None:
-                return _from_record(hit, output_model, member.name, tag)
-            hit = await _single_flight(log, key, member)
-            if hit is not None:
-                return _from_record(hit, output_model, member.name, tag)
-            try:
-                return await _call_uncached(member, messages, output_model, schema, key, log, tag)
-            except BaseException:
-                try:  # cancelled: let another process take the call (sync: no await while cancelling)
-                    log.release(key)
-                except Exception:  # noqa: BLE001 - a stale claim is taken over anyway
-                    pass
-                raise
-        return await _call_uncached(member, messages, output_model, schema, key, log, tag)
+        schema = output_schema(output_model)
+        key = key or request_key(member, messages, output_model)
+        async with _Slot(slot) as held:
+            if log is not None and use_cache:
+                # one hop to the log's thread for the lookup and the claim (each hop costs the loop)
+                hit = await run_in_log_thread(log, _lookup_or_claim, log, key, member)
+                if hit != "claimed":
+                    hit = hit or await _single_flight(log, key, member)
+                    if hit is not None:
+                        return _from_record(hit, output_model, member.name, tag)
+                try:
+                    return await _call_uncached(member, messages, output_model, schema, key, log, tag, held)
+                except BaseException:
+                    try:  # cancelled: let another process take the call (sync: no await while cancelling)
+                        log.release(key)
+                    except Exception:  # noqa: BLE001 - a stale claim is taken over anyway
+                        pass
+                    raise
+            return await _call_uncached(member, messages, output_model, schema, key, log, tag, held)
     except Exception as exc:  # noqa: BLE001 - a stage must get a result, not a traceback
         failure = classify_exception(exc)
         if failure.kind in STORAGE_CLASSES and log is not None:
@@ -513,8 +600,46 @@ async def call_structured(
                 failure = CallFailure(failure.kind, None, f"call log {log.path}: {failure.detail}")
         elif failure.kind not in STORAGE_CLASSES:
             failure = CallFailure(FailureClass.INTERNAL, None, describe_error(exc))
-        return CallResult(key, member.name, False, None, None, describe(failure, member.name),
+        return CallResult(key or "?", member.name, False, None, None, describe(failure, member.name),
                           "call_failed", tag=tag, failure=failure.kind.value)
+
+
+class _Slot:
+    """A member's in-flight slot that the call can give back early and take again (a repair call)."""
+
+    def __init__(self, sem: asyncio.Semaphore | None):
+        self.sem, self.held = sem, False
+
+    async def acquire(self) -> "_Slot":
+        if self.sem is not None and not self.held:
+            await self.sem.acquire()
+            self.held = True
+        return self
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.sem.release()
+
+    async def __aenter__(self) -> "_Slot":
+        return await self.acquire()
+
+    async def __aexit__(self, *exc) -> None:
+        self.release()
+
+
+def _lookup_or_claim(log, key: str, member: Member):
+    """The cached record of ``key``, else ``"claimed"`` when this process may send it, else ``None``
+    (another owner is on it: :func:`_single_flight` waits)."""
+    hit = log.lookup(key)
+    if hit is not None:
+        return hit
+    state = log.claim(key, member.name, member.model, _stale_after(member))
+    return "claimed" if state == "claimed" else None
+
+
+def _stale_after(member: Member) -> float:
+    return member.timeout_s * (member.max_retries + 2) + 30.0
 
 
 async def _single_flight(log: CallLog, key: str, member: Member):
@@ -523,20 +648,20 @@ async def _single_flight(log: CallLog, key: str, member: Member):
     stale_after = member.timeout_s * (member.max_retries + 2) + 30.0
     delay = 0.02
     while True:
-        state = await asyncio.to_thread(log.claim, key, member.name, member.model, stale_after)
+        state = await run_in_log_thread(log, log.claim, key, member.name, member.model, stale_after)
         if state == "claimed":
             return None
         if state == "cached":
-            hit = await asyncio.to_thread(log.lookup, key)
+            hit = await run_in_log_thread(log, log.lookup, key)
             if hit is not None:
                 return hit
         await asyncio.sleep(delay)  # another process is sending this very request
         delay = min(1.0, delay * 1.5)
 
 
-async def _call_uncached(member, messages, output_model, schema, key, log, tag) -> CallResult:
+async def _call_uncached(member, messages, output_model, schema, key, log, tag, slot: _Slot) -> CallResult:
     api_base = resolve_api_base(member)  # may start the embedded server: not part of the latency
-    if member.is_local:
+    if member.is_local and not uses_direct_http(member):
         register_zero_cost(litellm_module(), member.model)
     t0 = time.perf_counter()
     kwargs: dict[str, Any] = dict(
@@ -559,6 +684,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
         first = await _complete(member, kwargs)
     finally:
         progress.call_finished(handle)
+        slot.release()
     total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
                         cost=first.cost, attempts=first.attempts)
     raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error
@@ -572,7 +698,8 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
             error = f"unparseable output: {result.error}"
             if member.repair:
                 repair_kwargs = dict(kwargs, messages=kwargs["messages"] + _repair_messages(first.text, result.error, schema))
-                second = await _complete(member, repair_kwargs)
+                async with await slot.acquire():
+                    second = await _complete(member, repair_kwargs)
                 total.prompt_tokens += second.prompt_tokens
                 total.completion_tokens += second.completion_tokens
                 total.cost += second.cost
@@ -603,7 +730,7 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag) 
             parsed=parsed.model_dump(mode="json") if parsed is not None else None, **shared,
         )
         try:
-            await asyncio.to_thread(log.record, rec)
+            await run_in_log_thread(log, log.record, rec)
         except Exception as exc:  # noqa: BLE001 - the answer is still good; say the log failed
             res = dataclasses.replace(res, error=(res.error or "") + f" [log write failed: {describe_error(exc)}]")
             if not res.ok:

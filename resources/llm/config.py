@@ -96,6 +96,10 @@ class Member(BaseModel):
     # hosted APIs accept it), "json_object", or "prompt" (schema only in the prompt).
     structured_output: Literal["json_schema", "json_object", "prompt"] = "json_schema"
     repair: bool = True  # one repair call on unparseable output
+    # "auto": an OpenAI-compatible server (openai/ or hosted_vllm/ model with an api_base: vLLM,
+    # llama.cpp, the embedded server) is called directly over a pooled HTTP session, any other
+    # provider through litellm; "litellm": always through litellm (issue 21 item 6).
+    transport: Literal["auto", "litellm"] = "auto"
     # The model's context window in tokens; prompts' schema context is fitted to it (#13 item 6).
     # Unset: 4096 for the embedded server, DEFAULT_CONTEXT_TOKENS otherwise.
     context_tokens: int | None = Field(None, ge=512)

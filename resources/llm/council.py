@@ -14,7 +14,8 @@ Usage (plain code; every method has an ``a``-prefixed async twin)::
 - Results come back in input order, one ``CallResult`` per request; a failing member yields a failed
   result and never affects the others or raises.
 - At most ``member.max_in_flight`` requests per member are in flight at once (an asyncio semaphore
-  per member and event loop, shared by all councils of the process).
+  per member and event loop, shared by all councils of the process; held from the cache lookup to
+  the end of the HTTP exchange, not while the answer is parsed and logged).
 - ``vote`` asks members lazily in waves: each wave is the smallest number of further members whose
   answers could decide the outcome (``resources.llm.votes.min_more_votes``), so with 3 members and strict
   majority two agreeing votes decide and the third member is never asked. ``calls_saved`` counts the
@@ -124,20 +125,20 @@ class Council:
             return await self._call(member, messages, output_model, tag, use_cache)
         # Single flight: an identical request already in flight is joined, not sent again (the
         # cache alone cannot catch it: the first call has not been logged yet).
-        key = (id(asyncio.get_running_loop()), self.log.path if self.log else None,
-               request_key(member, messages, output_model))
+        call_id = request_key(member, messages, output_model)
+        key = (id(asyncio.get_running_loop()), self.log.path if self.log else None, call_id)
         task = _in_flight.get(key)
         if task is not None:
             shared = await asyncio.shield(task)
             return dataclasses.replace(shared, cached=True, tag=tag)
-        task = asyncio.ensure_future(self._call(member, messages, output_model, tag, use_cache))
+        task = asyncio.ensure_future(self._call(member, messages, output_model, tag, use_cache, call_id))
         _in_flight[key] = task
         task.add_done_callback(lambda _t, k=key: _in_flight.pop(k, None))
         return await asyncio.shield(task)
 
-    async def _call(self, member: Member, messages, output_model, tag, use_cache) -> CallResult:
-        async with _slots(member):
-            result = await call_structured(member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache)
+    async def _call(self, member: Member, messages, output_model, tag, use_cache, call_id=None) -> CallResult:
+        result = await call_structured(member, messages, output_model, log=self.log, tag=tag,
+                                       use_cache=use_cache, key=call_id, slot=_slots(member))
         # live counts for the open progress bar/log lines (resources/progress.py); joined
         # single-flight duplicates are not counted twice
         record_call(cached=bool(result.cached), failed=not result.ok, item=(tag or {}).get("candidate_id"))

@@ -14,6 +14,7 @@ The raw text is always kept on the result, ok or not, so a failure can be audite
 the model in a repair call.
 """
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -37,6 +38,13 @@ class ParseResult(Generic[T]):
     repaired: bool = False  # True when the JSON needed textual repair
 
 
+@functools.lru_cache(maxsize=512)
+def output_schema(model: type[BaseModel]) -> dict:
+    """``model``'s JSON schema, built once per class (pydantic builds it anew on every call, ~1 ms;
+    a request needed it four times). Shared: callers must not mutate it."""
+    return model.model_json_schema()
+
+
 def parse_structured(text: str | None, model: type[T]) -> ParseResult[T]:
     raw = text if isinstance(text, str) else ""
     if not raw.strip():
@@ -44,10 +52,14 @@ def parse_structured(text: str | None, model: type[T]) -> ParseResult[T]:
     body = _after_think(raw)
     errors: list[str] = []
     candidates = _candidates(body)
-    tail = _unclosed_tail(body)
-    # Pass 1: candidates as they are; pass 2: repaired (a truncated final object goes first).
-    attempts = [(c, False) for c in candidates] + [(repair_json(c), True) for c in ([tail] if tail else []) + candidates]
-    for json_text, repaired in attempts:
+
+    def attempts():  # lazily: a well-formed answer (the usual case) never pays for the repairs
+        yield from ((c, False) for c in candidates)
+        tail = _unclosed_tail(body)
+        # Pass 2: repaired (a truncated final object goes first).
+        yield from ((repair_json(c), True) for c in ([tail] if tail else []) + candidates)
+
+    for json_text, repaired in attempts():
         if json_text is None:
             continue
         try:
@@ -57,7 +69,7 @@ def parse_structured(text: str | None, model: type[T]) -> ParseResult[T]:
         if not isinstance(data, dict):
             errors.append(f"expected a JSON object, got {type(data).__name__}")
             continue
-        data = _normalize_enums(data, model.model_json_schema())
+        data = _normalize_enums(data, output_schema(model))
         try:
             value = model.model_validate(data)
         except ValidationError as e:

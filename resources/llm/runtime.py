@@ -56,6 +56,11 @@ def _background_loop() -> asyncio.AbstractEventLoop:
         return _bg_loop
 
 
+def is_background_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is the long-lived loop of :func:`run_sync` (clients may pool on it)."""
+    return loop is _bg_loop
+
+
 def cancel_pending_calls(timeout_s: float = 5.0) -> int:
     """Cancel every call still in flight on the background loop (e.g. after an interrupted run),
     so their HTTP connections close and the embedded server's slots are released. Returns how

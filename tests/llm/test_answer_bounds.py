@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from resources.llm import Council, call_log
 from resources.llm.config import Member
 from tests.llm.fault_stub import FaultStub
-from tests.llm_fakes import quandary_home  # noqa: F401
+from tests.llm_fakes import quandary_home, transport  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +33,7 @@ def ask(m, text="Is this answerable?"):
     return Council("validators", [m], call_log()).ask(m.name, [{"role": "user", "content": text}], Verdict)
 
 
+@pytest.mark.usefixtures("transport")
 def test_oversized_answer_is_refused_and_not_cached(quandary_home):
     with FaultStub(default="huge", huge_bytes=5 << 20) as stub:
         r = ask(member(stub.base_url))
@@ -45,6 +46,7 @@ def test_oversized_answer_is_refused_and_not_cached(quandary_home):
     assert all(len(row["raw_response"] or "") < 100_000 for row in rows)  # the log does not swell
 
 
+@pytest.mark.usefixtures("transport")
 @pytest.mark.parametrize("mode, failure, must", [
     ("badjson", "malformed_answer", "not JSON"),
     ("nochoices", "malformed_answer", "choices"),
@@ -58,6 +60,7 @@ def test_broken_200_bodies_are_named_for_what_they_are(quandary_home, mode, fail
     assert stub.base_url in r.error
 
 
+@pytest.mark.usefixtures("transport")
 @pytest.mark.parametrize("value", ["2", "http-date"])
 def test_retry_after_is_honoured(quandary_home, value):
     import time

@@ -160,3 +160,29 @@ def test_identical_concurrent_requests_share_one_call(scripted):
     # different parameters are a different request
     council.ask("a", msgs(7), Verdict, overrides={"max_tokens": 12})
     assert len(scripted.requests) == 2
+
+
+def test_the_member_slot_is_given_back_before_the_answer_is_logged(scripted):
+    """Issue 21 item 6: max_in_flight bounds requests at the server, not bookkeeping: while an
+    answer is parsed and written to the call log, its slot already serves the next request."""
+    from resources.llm.council import _slots
+    from resources.llm.runtime import run_sync
+
+    scripted.responder = lambda req: json_reply({"verdict": "yes"})
+    member = scripted_member("a", max_in_flight=1)
+    log = call_log()
+
+    async def slot():
+        return _slots(member)
+
+    sem = run_sync(slot())
+    free_while_logging = []
+    real_record = log.record
+
+    def record(rec):
+        free_while_logging.append(sem._value)  # read on the log's thread while the write happens
+        real_record(rec)
+
+    log.record = record
+    assert Council("validators", [member], log).ask("a", msgs(), Verdict).ok
+    assert free_while_logging == [1]  # held while logging, it would read 0

@@ -13,7 +13,7 @@ from resources.llm import Council, call_log
 from resources.llm.config import Member
 from storage.llm_log import CallLog, CallLogDamaged
 from tests.llm.fault_stub import FaultStub, free_port
-from tests.llm_fakes import quandary_home  # noqa: F401
+from tests.llm_fakes import quandary_home, transport  # noqa: F401 - fixtures
 from tests.abiss.cascade_helpers import ans_row
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
@@ -36,6 +36,7 @@ def ask(m):
     return Council("validators", [m], call_log()).ask(m.name, MSGS, Verdict)
 
 
+@pytest.mark.usefixtures("transport")
 @pytest.mark.parametrize("mode, failure, must, must_not", [
     ("429", "rate_limited", ["rate limited (HTTP 429)"], []),
     ("500", "server_error", ["server error (HTTP 500)"], []),
@@ -56,6 +57,7 @@ def test_each_fault_is_named_for_what_it_is(quandary_home, mode, failure, must, 
         assert "member stub" in r.error and stub.base_url in r.error
 
 
+@pytest.mark.usefixtures("transport")
 def test_refused_connection_is_not_reported_as_http_500(quandary_home):
     base = f"http://127.0.0.1:{free_port()}/v1"
     r = ask(member(base))
@@ -64,6 +66,7 @@ def test_refused_connection_is_not_reported_as_http_500(quandary_home):
     assert f"member stub, api_base {base}" in r.error
 
 
+@pytest.mark.usefixtures("transport")
 def test_hang_is_a_timeout_then_released(quandary_home):
     with FaultStub(modes=["hang"], default="ok") as stub:
         r = ask(member(stub.base_url, timeout_s=0.5, max_retries=0))
@@ -72,6 +75,7 @@ def test_hang_is_a_timeout_then_released(quandary_home):
         assert ask(member(stub.base_url, timeout_s=5.0)).ok  # a new call: the cache held no failure
 
 
+@pytest.mark.usefixtures("transport")
 def test_retries_ride_out_transient_faults(quandary_home):
     with FaultStub(modes=["429", "503", "reset"], default="ok") as stub:
         r = ask(member(stub.base_url, max_retries=3))
@@ -97,6 +101,7 @@ def _rows(n):
     return rows
 
 
+@pytest.mark.usefixtures("transport")
 @pytest.mark.parametrize("mode, remedy", [
     ("refused", "start the server or fix api_base"),
     ("context", "context window"),
@@ -149,6 +154,7 @@ def test_call_log_damaged_mid_run_is_a_storage_error(quandary_home, stage_ctx, m
     assert stub.requests == 0
 
 
+@pytest.mark.usefixtures("transport")
 def test_garbage_200_fails_loudly_and_is_retried_after_recovery(quandary_home, stage_ctx):
     rows = _rows(4)
     with FaultStub(default="garbage") as stub:

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from resources.llm import Council
 from resources.llm.config import Member
 from resources.llm.registry import call_log
-from tests.llm_fakes import StubOpenAIServer, StubScript, quandary_home  # noqa: F401
+from tests.llm_fakes import StubOpenAIServer, StubScript, quandary_home, transport  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
 
@@ -31,6 +31,7 @@ def ask(m, tag=None):
     return Council("validators", [m], call_log()).ask(m.name, MSGS, Verdict, tag=tag)
 
 
+@pytest.mark.usefixtures("transport")
 def test_429_and_500_then_ok(quandary_home):
     with StubOpenAIServer(StubScript(statuses=[429, 500], content='{"verdict": "Yes"}')) as stub:
         r = ask(member(stub.base_url))
@@ -39,6 +40,7 @@ def test_429_and_500_then_ok(quandary_home):
     assert r.prompt_tokens == 12 and r.completion_tokens == 6 and r.cost == 0.0
 
 
+@pytest.mark.usefixtures("transport")
 def test_permanent_500_is_a_recorded_failure(quandary_home):
     with StubOpenAIServer(StubScript(statuses=[500] * 100)) as stub:
         r = ask(member(stub.base_url, max_retries=2), tag={"stage": "s1", "candidate_id": "c1"})
@@ -48,6 +50,7 @@ def test_permanent_500_is_a_recorded_failure(quandary_home):
     assert row.status == "call_failed" and row.attempts == 3 and row.tag["candidate_id"] == "c1"
 
 
+@pytest.mark.usefixtures("transport")
 def test_timeout_then_ok(quandary_home):
     script = StubScript(hang_s=1.5, content='{"verdict": "no"}')
     with StubOpenAIServer(script) as stub:
@@ -61,6 +64,7 @@ def test_timeout_then_ok(quandary_home):
     assert r.ok and r.attempts >= 2
 
 
+@pytest.mark.usefixtures("transport")
 def test_connection_refused_is_retried_then_recorded(quandary_home):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -70,6 +74,7 @@ def test_connection_refused_is_retried_then_recorded(quandary_home):
     assert "Connection" in r.error or "connect" in r.error.lower()
 
 
+@pytest.mark.usefixtures("transport")
 def test_400_is_not_retried(quandary_home):
     with StubOpenAIServer(StubScript(statuses=[400] * 10)) as stub:
         r = ask(member(stub.base_url, structured_output="prompt"))

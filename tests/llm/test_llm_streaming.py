@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from resources.llm import Council
 from resources.llm.config import Member
 from storage.llm_log import CallLog
-from tests.llm_fakes import LoopbackServer, StubHandler, quandary_home  # noqa: F401 - fixture
+from tests.llm_fakes import LoopbackServer, StubHandler, quandary_home, transport  # noqa: F401 - fixtures
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -109,6 +109,7 @@ def _ask(member: Member, log_dir, i: int = 0):
     return council.ask(member.name, [{"role": "user", "content": f"q{i}"}], Verdict)
 
 
+@pytest.mark.usefixtures("transport")
 def test_a_slow_stream_is_waited_for_past_the_wall_time_timeout(quandary_home, monkeypatch, tmp_path):
     """Tokens every 0.5 s for ~6 s in all: longer than timeout_s (2 s), never silent for the stall
     deadline: the call succeeds. (A fixed per-attempt wall time of 2 s fails it.)"""
@@ -121,6 +122,7 @@ def test_a_slow_stream_is_waited_for_past_the_wall_time_timeout(quandary_home, m
     assert r.completion_tokens > 0
 
 
+@pytest.mark.usefixtures("transport")
 def test_a_stalled_stream_fails_as_a_named_timeout_without_waiting_for_it(quandary_home, monkeypatch, tmp_path):
     """Two chunks, then silence: the attempt fails after the stall deadline (not after the stub's
     120 s hold), classified as a timeout that says how far the answer got; each retry does the same."""
@@ -133,6 +135,7 @@ def test_a_stalled_stream_fails_as_a_named_timeout_without_waiting_for_it(quanda
     assert r.attempts == 2
 
 
+@pytest.mark.usefixtures("transport")
 def test_a_streamed_answer_over_the_size_cap_is_refused_and_not_cached(quandary_home, monkeypatch, tmp_path):
     """The answer-size cap (issue 23 item 9) holds on the streamed path too: reading stops past the
     cap, the call fails as oversize_answer and a second ask goes to the server again."""
@@ -148,6 +151,7 @@ def test_a_streamed_answer_over_the_size_cap_is_refused_and_not_cached(quandary_
     assert not again.ok and not again.cached
 
 
+@pytest.mark.usefixtures("transport")
 def test_embedded_requests_never_exceed_the_servers_slots(quandary_home, monkeypatch, tmp_path):
     """Three embedded members (max_in_flight 2 each: 6) share a server with 2 slots: never more
     than 2 requests reach it at once, so none waits in its queue with a deadline running. Each
