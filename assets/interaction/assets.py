@@ -102,20 +102,21 @@ def dataset_source(db_id: str, source: str = "auto") -> str | None:
     """Which questions to evaluate: the pipeline's ``dataset`` or ``quandary import``'s own asset
     (import never overwrites the pipeline's dataset). ``None`` when the chosen one is missing."""
     from pipelines.abiss.outputs import IMPORTED_ASSET
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store
 
+    store = artifact_store()
     names = {"auto": ("dataset", IMPORTED_ASSET), "dataset": ("dataset",),
              IMPORTED_ASSET: (IMPORTED_ASSET,)}.get(source)
     if names is None:
         raise ValueError(f"unknown source {source!r}: use dataset, {IMPORTED_ASSET} or auto")
-    return next((n for n in names if latest_path(n, db_id) is not None), None)
+    return next((n for n in names if store.latest_location(n, db_id) is not None), None)
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP, code_version="2", deps=["dataset"],
        description="The questions evaluated: the partition's dataset (or the imported one), optionally balanced "
                    "per subcategory.")
 def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
     try:
         source = dataset_source(context.partition_key, config.source)
@@ -124,7 +125,7 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
     if source is None:
         raise Failure(f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
                       "or `quandary import FILE` first")
-    dataset = read_latest(source, context.partition_key)
+    dataset = artifact_store().read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
     pooled, pool = dataset.to_dicts(), [context.partition_key]
     if config.balanced:
@@ -145,7 +146,7 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
 def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
     """The questions of every database in the pool (default: every registered one with questions)."""
     from resources.catalog import Catalog
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
     registered = Catalog().ids()
     pool = list(config.pool) if config.pool else registered
@@ -158,7 +159,7 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
             continue
         source = dataset_source(db, config.source)
         if source is not None:
-            rows += read_latest(source, db).to_dicts()
+            rows += artifact_store().read_latest(source, db).to_dicts()
             used.append(db)
     return rows, sorted(used)
 

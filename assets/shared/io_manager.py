@@ -14,6 +14,7 @@ import warnings
 import polars as pl
 from dagster import (
     ConfigurableIOManager,
+    DagsterInvariantViolationError,
     DataVersion,
     InputContext,
     MetadataValue,
@@ -73,6 +74,14 @@ def artifact_output(df: pl.DataFrame, **metadata) -> Output:
                       metadata={k: rounded(v) for k, v in metadata.items()})
 
 
+def _run_id(context: OutputContext) -> str | None:
+    """The producing run (recorded in the distributed version history), if the context has one."""
+    try:
+        return context.run_id
+    except (DagsterInvariantViolationError, AttributeError):  # a context built outside a run (tests)
+        return None
+
+
 class VersionedParquetIOManager(ConfigurableIOManager):
     """Writes polars DataFrames as immutable Parquet versions under ``base_dir``."""
 
@@ -95,7 +104,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame")
         partition = context.partition_key if context.has_partition_key else None
-        version = self._store().write_version(obj, _asset_name(context), partition)
+        version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
         context.add_output_metadata(
             {
                 "path": MetadataValue.path(str(version.path)),

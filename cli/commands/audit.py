@@ -167,14 +167,15 @@ def _find_episode(prefix: str):
     import polars as pl
 
     from pipelines.ambitab.record import CORPORA
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store, latest_frame
 
+    store = artifact_store()
     hits = []
     for corpus in CORPORA:
-        path = latest_path("ambitab_episodes", corpus)
-        if path is None:
+        df = latest_frame("ambitab_episodes", corpus, store)
+        if df is None:
             continue
-        df = pl.read_parquet(path).filter(pl.col("episode_id").str.starts_with(prefix))
+        df = df.filter(pl.col("episode_id").str.starts_with(prefix))
         hits += df.to_dicts()
     return hits
 

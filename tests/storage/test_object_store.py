@@ -20,7 +20,7 @@ import pytest
 
 from storage.artifacts import DamagedArtifactError
 from storage.backends import ARTIFACTS_URL_ENV, LocalBackend, PreconditionFailed, S3Backend
-from storage.stores import LocalArtifactStore, ObjectArtifactStore, artifact_store
+from storage.stores import LocalArtifactStore, ObjectArtifactStore, artifact_store, put_verified
 from tests.distributed.servers import s3_server
 from tests.sql.hostile_sql import REPO_ROOT
 
@@ -84,7 +84,7 @@ def test_second_writer_of_a_hash_verifies_and_a_damaged_file_is_replaced(backend
     v = store.write_version(df, "thing", "p")
     key = f"thing/p/{v.content_hash[:20]}.parquet"
     # another writer already stored the same bytes: create-only fails, verification succeeds
-    store._put_content(key, backend.get(key).data, v.content_hash)
+    put_verified(backend, key, backend.get(key).data, v.content_hash)
     blob = backend.get(key)
     backend.put(key, blob.data[:40], if_match=blob.etag)  # damage it (truncated)
     with pytest.raises(DamagedArtifactError):
