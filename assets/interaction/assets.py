@@ -29,7 +29,7 @@ from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
 from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
-from assets.shared.resources import SafeSqlResource
+from assets.shared.resources import SafeSqlResource, seed_row
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.pools import LLM_POOL
@@ -89,13 +89,7 @@ class ScoreConfig(Config):
     order_sensitive: bool = Field(False, description="EX: gold top-level ORDER BY makes row order significant")
 
 
-def _db(seed_databases: pl.DataFrame) -> dict:
-    """The seed database row, after checking the file still has the hash the run recorded."""
-    from resources.catalog import check_seed_unchanged
-
-    row = seed_databases.row(0, named=True)
-    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
-    return row
+_db = seed_row  # the seed database row, its path the file to read on this node
 
 
 def dataset_source(db_id: str, source: str = "auto") -> str | None:
