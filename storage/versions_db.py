@@ -51,14 +51,15 @@ def claim_version(engine, store: str, asset: str, partition: str, entry: dict, *
     """Record ``entry`` (file, hash, size, rows) as the next version of ``asset[partition]``.
 
     Returns ``(version, created)``: the row with its ``seq``, and False when the newest version
-    already has this hash (nothing inserted). ``previous``: the store's own latest pointer, which
-    stands for the newest version while the table holds none for this partition (a bucket written
-    before the table existed), so numbering never goes back and its content is not recorded twice."""
+    already has this hash (nothing inserted). ``previous``: the store's own latest pointer; when it is
+    ahead of the table (a bucket written before the table existed, or by a node without it) it counts
+    as the newest version, so numbering never goes back and its content is not recorded twice."""
     ensure_tables(engine, VERSIONS)
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             with engine.begin() as con:
-                newest = _newest(con, store, asset, partition) or previous
+                known = [v for v in (_newest(con, store, asset, partition), previous) if v is not None]
+                newest = max(known, key=lambda v: v["seq"], default=None)
                 if newest is not None and newest["hash"] == entry["hash"]:
                     return newest, False
                 seq = (newest["seq"] if newest else 0) + 1

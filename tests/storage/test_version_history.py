@@ -9,10 +9,6 @@ PostgreSQL and S3 servers of tests/distributed/servers.py, with threads and with
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
-import threading
 
 import polars as pl
 import pytest
@@ -22,7 +18,7 @@ from storage.backends import ARTIFACTS_URL_ENV, LocalBackend, S3Backend
 from storage.state_db import STATE_URL_ENV, state_engine
 from storage.stores import ObjectArtifactStore, artifact_store
 from storage.versions_db import VERSIONS
-from tests.sql.hostile_sql import REPO_ROOT
+from tests.storage.test_object_store import race_threads, race_writer_processes
 
 
 @pytest.fixture
@@ -91,6 +87,10 @@ def test_numbering_continues_from_a_bucket_written_before_the_table(tmp_path, sq
     assert new.write_version(pl.DataFrame({"a": [2]}), "thing", "p").seq == 2  # the current latest: no-op
     assert new.write_version(pl.DataFrame({"a": [3]}), "thing", "p").seq == 3
     assert [r["seq"] for r in _rows(sqlite_engine)] == [3]
+    # a node without the table moves LATEST ahead of it: the table's writers go on above it
+    assert old.write_version(pl.DataFrame({"a": [4]}), "thing", "p").seq == 4
+    assert new.write_version(pl.DataFrame({"a": [5]}), "thing", "p").seq == 5
+    assert new.read_latest("thing", "p")["a"].to_list() == [5]
 
 
 def test_a_lost_latest_is_recovered_from_the_table(table_store):
@@ -155,23 +155,12 @@ def test_threads_on_postgres_claim_distinct_seqs(deployment):
     store = artifact_store()
     assert store.history_engine is not None and store.history_engine.dialect.name == "postgresql"
     n = 8
-    barrier = threading.Barrier(n)
-    errors = []
 
     def write(i):
-        try:
-            barrier.wait(60)
-            store.write_version(pl.DataFrame({"writer": [i]}), "race", "p", run_id=f"r{i}")
-            store.write_version(pl.DataFrame({"same": [1]}), "same", "p")
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        store.write_version(pl.DataFrame({"writer": [i]}), "race", "p", run_id=f"r{i}")
+        store.write_version(pl.DataFrame({"same": [1]}), "same", "p")
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
-    assert not errors
+    race_threads(n, write)
     versions = store.versions("race", "p")
     assert [v["seq"] for v in versions] == list(range(1, n + 1))
     assert sorted(v["run_id"] for v in versions) == sorted(f"r{i}" for i in range(n))
@@ -182,36 +171,9 @@ def test_threads_on_postgres_claim_distinct_seqs(deployment):
     assert not store.backend.list("race/p/versions")
 
 
-WRITER = """
-import sys
-import polars as pl
-from storage.stores import artifact_store
-i, n = int(sys.argv[1]), int(sys.argv[2])
-print("ready", flush=True)
-sys.stdin.readline()  # the parent releases every writer at once
-store = artifact_store()
-for k in range(n):
-    store.write_version(pl.DataFrame({"writer": [i], "k": [k]}), "race", "p")
-store.write_version(pl.DataFrame({"same": [1, 2, 3]}), "same", "p")
-print("done", flush=True)
-"""
-
-
 @pytest.mark.integration
 def test_two_node_processes_on_postgres_lose_no_version(deployment, tmp_path):
-    procs = []
-    for i in range(2):  # two "nodes": different homes, one bucket, one database
-        env = {**os.environ, **deployment, "QUANDARY_HOME": str(tmp_path / f"node{i}")}
-        procs.append(subprocess.Popen([sys.executable, "-c", textwrap.dedent(WRITER), str(i), "5"], cwd=REPO_ROOT,
-                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-    for p in procs:
-        assert p.stdout.readline().strip() == "ready"
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    for p in procs:
-        assert p.stdout.readline().strip() == "done"
-        assert p.wait(120) == 0
+    race_writer_processes(deployment, tmp_path)  # one bucket, one database
     store = artifact_store()
     assert [v["seq"] for v in store.versions("race", "p")] == list(range(1, 11))
     assert len(store.versions("same", "p")) == 1
