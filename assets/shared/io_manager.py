@@ -106,10 +106,11 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         from storage.state_db import state_engine
 
         engine = state_engine()
-        if engine is not None and context.run_id:  # distributed mode: beat while this run executes
+        run = context.run  # None when the resource is built outside a run
+        if engine is not None and run is not None:  # distributed mode: beat while this run executes
             from storage.heartbeats import Heartbeat
 
-            self._heartbeat = Heartbeat(engine, context.run_id).start()
+            self._heartbeat = Heartbeat(engine, run.run_id).start()
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         if self._heartbeat is not None:
