@@ -67,9 +67,9 @@ def execute(db_id: str, config: dict, verbose: bool = False, name_instance: bool
 def demo_interaction(db_id: str, verbose: bool = False) -> int:
     """`make demo` step: the embedded system agent in all four modes on a few validated questions."""
     from pipelines.interaction.metrics import table4_lines
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store
 
-    if latest_path("dataset", db_id) is None:
+    if artifact_store().latest_location("dataset", db_id) is None:
         print("interaction: no dataset to evaluate")
         return 1
     cfg = {"ops": {"interaction_subset": {"config": {"max_questions": DEMO_MAX_QUESTIONS}},

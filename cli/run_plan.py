@@ -114,17 +114,14 @@ def abiss_plan(partition: str, run_config: dict | None) -> Plan:
 
 def interaction_plan(partition: str, run_config: dict | None) -> Plan:
     from pipelines.interaction.modes import MODES
-    from storage.artifacts import latest_path
 
     ops = (run_config or {}).get("ops", {})
     subset = (ops.get("interaction_subset") or {}).get("config") or {}
     conv = (ops.get("interaction_conversations") or {}).get("config") or {}
-    path = latest_path("dataset", partition)
-    n_questions = 0
-    if path is not None:
-        import polars as pl
+    from storage.stores import latest_frame
 
-        n_questions = pl.scan_parquet(path).select(pl.len()).collect().item()
+    stored = latest_frame("dataset", partition)
+    n_questions = stored.height if stored is not None else 0
     if subset.get("max_questions") is not None:
         n_questions = min(n_questions, int(subset["max_questions"]))
     modes = conv.get("modes") or list(MODES)
@@ -142,15 +139,15 @@ def interaction_plan(partition: str, run_config: dict | None) -> Plan:
 def ambitab_eval_plan(partition: str, run_config: dict | None) -> Plan:
     from assets.ambitab.evaluation import AmbitabEvalConfig
     from pipelines.ambitab.protocol.runs import plan_conditions
-    from storage.artifacts import latest_path
 
     cfg = AmbitabEvalConfig(**(((run_config or {}).get("ops", {}).get("ambitab_episodes") or {}).get("config") or {}))
-    path = latest_path("ambitab_records", partition)
+    from storage.stores import latest_frame
+
+    frame = latest_frame("ambitab_records", partition)
     n = 0
-    if path is not None:
+    if frame is not None:
         import polars as pl
 
-        frame = pl.read_parquet(path)
         if cfg.split is not None and "split" in frame.columns:
             frame = frame.filter(pl.col("split") == cfg.split)
         n = frame.height if cfg.limit is None else min(frame.height, cfg.limit)

@@ -7,7 +7,10 @@ folder shows up in the UI and ``quandary rerun`` finds it.
 Every run is tagged with the pid (and host and process start time) of the process executing it, so
 a run whose process was killed (``kill -9``, a crash) can be recognised later: it stays STARTED in
 the instance although nothing runs it. :func:`fail_orphaned_runs` marks such runs failed, which
-makes them re-executable from failure.
+makes them re-executable from failure, and frees the pool slots their killed steps held. A pid
+judges runs of this host only; in distributed mode every run also has a heartbeat in the
+shared-state database (:mod:`storage.heartbeats`), which judges runs of any host — including runs
+the daemon launched, which carry no pid.
 """
 
 import os
@@ -24,7 +27,11 @@ PID_TAG, HOST_TAG, START_TAG = "quandary/pid", "quandary/host", "quandary/pid_st
 COUNCIL_TAG, ENV_TAG, COMMAND_TAG = "quandary/council", "quandary/env", "quandary/command"
 # QUANDARY_* variables that say where state lives or how progress is shown, not what a run computes
 _ENV_NOT_RECORDED = frozenset({"QUANDARY_HOME", "QUANDARY_PROGRESS", "QUANDARY_EMBEDDED_BASE_URL",
-                               "QUANDARY_BENCH_SRC"})
+                               "QUANDARY_BENCH_SRC",
+                               # distributed mode: where shared state lives (URLs may hold passwords)
+                               # and how often workers beat; none changes what a run computes
+                               "QUANDARY_DAGSTER_PG_URL", "QUANDARY_STATE_URL", "QUANDARY_ARTIFACTS_URL",
+                               "QUANDARY_S3_ENDPOINT_URL", "QUANDARY_HEARTBEAT_S", "QUANDARY_HEARTBEAT_TIMEOUT_S"})
 
 
 def get_instance() -> DagsterInstance:
@@ -55,6 +62,22 @@ def process_tags() -> dict[str, str]:
     return {PID_TAG: str(pid), HOST_TAG: socket.gethostname(), START_TAG: _process_start(pid) or ""}
 
 
+def _orphan_reason(run) -> str | None:
+    """Why ``run`` has no live worker (its process is gone here, or its heartbeat stopped), or None."""
+    if _process_gone(run.tags):
+        return f"the process that ran it (pid {run.tags[PID_TAG]}) is gone: killed or crashed"
+    from storage.state_db import state_engine
+
+    engine = state_engine()
+    if engine is not None:
+        from storage.heartbeats import liveness
+
+        beat = liveness(engine, run.run_id)
+        if beat.alive is False:
+            return f"{beat.describe()}: killed, crashed or its machine is gone"
+    return None
+
+
 def _process_gone(tags) -> bool:
     if tags.get(HOST_TAG) != socket.gethostname() or not tags.get(PID_TAG, "").isdigit():
         return False  # another machine's run, or not ours: we cannot tell, leave it
@@ -72,7 +95,9 @@ def _process_gone(tags) -> bool:
 
 
 def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, db_id: str | None = None) -> list[str]:
-    """Mark failed every STARTED/STARTING run whose executing process is gone; returns their ids."""
+    """Mark failed every STARTED/STARTING run whose worker is gone (:func:`_orphan_reason`) and free
+    the pool slots it still held (Dagster frees a finished run's slots only by the daemon, after
+    ``free_slots_after_run_end_seconds``); returns their ids."""
     from dagster import DagsterRunStatus, RunsFilter
 
     tags = {"dagster/partition": db_id} if db_id else {}
@@ -82,9 +107,11 @@ def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, d
     failed = []
     for record in records:
         run = record.dagster_run
-        if _process_gone(run.tags):
-            instance.report_run_failed(
-                run, message=f"the process that ran it (pid {run.tags[PID_TAG]}) is gone: killed or crashed")
+        reason = _orphan_reason(run)
+        if reason:
+            instance.report_run_failed(run, message=reason)
+            if instance.event_log_storage.supports_global_concurrency_limits:
+                instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             failed.append(run.run_id)
     return failed
 

@@ -20,10 +20,19 @@ def check_database(db_id: str) -> None:
         known = ", ".join(sorted(catalog.ids())) or "none yet"
         raise PreflightError(f"database {db_id!r} is not registered (registered: {known}); "
                              "use `quandary db register PATH`")
-    path = Path(catalog.get(db_id).path)
-    if not path.is_file():
+    entry = catalog.get(db_id)
+    path = Path(entry.path)
+    if not path.is_file() and not _seed_shared(entry):
         raise PreflightError(f"database {db_id!r} is registered at {path}, but that file is gone; register it "
                              f"again (`quandary db register NEW_PATH --db-id {db_id}`) or `quandary db remove {db_id}`")
+
+
+def _seed_shared(entry) -> bool:
+    """In distributed mode a node without the file fetches it by hash from the shared store."""
+    from storage.seeds import seed_backend, seed_key
+
+    backend = seed_backend()
+    return backend is not None and backend.exists(seed_key(entry.sha256, Path(entry.path).suffix))
 
 
 def describe_validation_error(exc) -> str:

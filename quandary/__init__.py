@@ -7,8 +7,9 @@
     assets()                                    # what is stored: ["candidates", "dataset", ...]
     sql("SELECT subcategory, count(*) FROM dataset GROUP BY 1")   # the audit catalog (read-only)
 
-Everything is read from ``$QUANDARY_HOME`` (default ``<project>/.quandary``), the folder the CLI
-and the Dagster UI write to; nothing here starts a run or changes a file.
+Everything is read from the artifact store the CLI and the Dagster UI write to: ``$QUANDARY_HOME``
+(default ``<project>/.quandary``), or the bucket of ``$QUANDARY_ARTIFACTS_URL`` in a distributed
+deployment; nothing here starts a run or changes a file.
 """
 
 import polars as pl
@@ -18,28 +19,28 @@ __all__ = ["assets", "load", "sql"]
 
 def assets() -> list[str]:
     """The stored tables (one per asset that has a materialized version)."""
-    from storage.artifacts import latest_paths_by_asset
+    from storage.stores import artifact_store
 
-    return sorted(latest_paths_by_asset())
+    return sorted(artifact_store().latest_locations_by_asset())
 
 
 def load(asset: str, db: str | None = None) -> pl.DataFrame:
     """The latest version of ``asset`` for database (partition) ``db``; without ``db``, the latest
     version of every partition, concatenated. Raises ``LookupError`` naming what is stored."""
-    from storage.artifacts import latest_path, latest_paths_by_asset
+    from storage.stores import artifact_store, latest_partitions
 
+    store = artifact_store()
     if db is not None:
-        path = latest_path(asset, db)
-        if path is None:
-            stored = latest_paths_by_asset().get(asset)
-            parts = sorted(p.parent.name for p in stored) if stored else []
-            raise LookupError(f"no {asset} stored for {db!r}" + (f"; stored for: {', '.join(parts)}" if parts else
-                                                                 f"; stored tables: {', '.join(assets()) or 'none'}"))
-        return pl.read_parquet(path)
-    paths = latest_paths_by_asset().get(asset)
-    if not paths:
+        try:
+            return store.read_latest(asset, db)
+        except FileNotFoundError:
+            parts = latest_partitions(store, asset)
+        raise LookupError(f"no {asset} stored for {db!r}" + (f"; stored for: {', '.join(parts)}" if parts else
+                                                             f"; stored tables: {', '.join(assets()) or 'none'}"))
+    parts = latest_partitions(store, asset)
+    if not parts:
         raise LookupError(f"no {asset} stored; stored tables: {', '.join(assets()) or 'none yet'}")
-    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
+    return pl.concat([store.read_latest(asset, p) for p in parts], how="diagonal_relaxed")
 
 
 def sql(query: str) -> pl.DataFrame:

@@ -6,8 +6,12 @@
 * :func:`discover` walks a folder in the BIRD/Spider layout ``<root>/<db_id>/<db_id>.sqlite``
   (plus any ``*.sqlite``/``*.db``/``*.duckdb`` file below it); broken files are returned as
   :class:`SkippedDatabase` with a reason, never raised.
-* :class:`Catalog` persists ``db_id -> path`` in ``$QUANDARY_HOME/catalog.json``; every entry is
-  one dynamic partition of the Dagster assets.
+* :class:`Catalog` persists ``db_id -> path`` in ``$QUANDARY_HOME/catalog.json`` (in distributed
+  mode: a table of the shared-state database, :mod:`storage.catalog_db`); every entry is one dynamic
+  partition of the Dagster assets.
+* :func:`local_seed` is the file a step reads: the registered path if it holds the registered bytes;
+  in distributed mode otherwise the copy fetched by content hash from the shared store
+  (:mod:`storage.seeds`, uploaded by ``register``).
 
 Plain Python, no Dagster import.
 """
@@ -114,12 +118,8 @@ def check_seed_unchanged(path: str | Path, recorded_sha256: str | None, db_id: s
     p = Path(path)
     if not p.is_file():
         return  # a missing file is the reader's error to report ("not a file: ...")
-    from storage.artifacts import file_sha256  # here, not at the top: importing the catalog stays polars-free
-
     try:
-        st = p.stat()
-        key = (str(p), st.st_size, st.st_mtime_ns)
-        current = _hash_cache.get(key) or _hash_cache.setdefault(key, file_sha256(p))
+        current = _cached_sha256(p)
     except OSError as exc:
         raise SeedChangedError(f"seed database {db_id!r} ({p}) cannot be read: {exc.strerror or exc}") from None
     if current != recorded_sha256:
@@ -127,6 +127,43 @@ def check_seed_unchanged(path: str | Path, recorded_sha256: str | None, db_id: s
             f"seed database {db_id!r} ({p}) changed since it was registered or read by this run: recorded sha256 "
             f"{recorded_sha256[:16]}…, now {current[:16]}…; to use the new data re-register it "
             f"(`quandary db register {p} --db-id {db_id} --replace`) and start a new run, or restore the old file")
+
+
+def _cached_sha256(p: Path) -> str:
+    from storage.artifacts import file_sha256  # here, not at the top: importing the catalog stays polars-free
+
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    return _hash_cache.get(key) or _hash_cache.setdefault(key, file_sha256(p))
+
+
+def local_seed(path: str | Path, recorded_sha256: str | None, db_id: str) -> str:
+    """The file to read for seed ``db_id``, checked against its registered hash before any step reads it.
+
+    On one machine: ``path``, refused by :func:`check_seed_unchanged` if its bytes changed. In
+    distributed mode (a shared store): ``path`` if it holds the registered bytes, else — missing on
+    this node, or other bytes — the copy fetched by hash from the store into ``$QUANDARY_HOME/seeds``
+    (verified); a seed in neither place is refused naming both and what to do."""
+    from storage.seeds import SeedUnavailableError, fetch_seed, seed_backend
+
+    backend = seed_backend() if recorded_sha256 else None
+    if backend is None:
+        check_seed_unchanged(path, recorded_sha256, db_id)
+        return str(path)
+    p = Path(path)
+    try:
+        if p.is_file() and _cached_sha256(p) == recorded_sha256:
+            return str(p)
+    except OSError:
+        pass
+    try:
+        return str(fetch_seed(recorded_sha256, p.suffix, backend, verified=_cached_sha256))
+    except SeedUnavailableError as exc:
+        state = "is missing on this node" if not p.is_file() else "holds other bytes than were registered"
+        raise SeedChangedError(
+            f"seed database {db_id!r}: {p} {state}, and the registered bytes (sha256 {recorded_sha256[:16]}…) "
+            f"cannot be fetched from the shared store: {exc}; run `quandary db register {p} --db-id {db_id}` "
+            "on a node that has the registered file") from None
 
 
 def quote_ident(name: str) -> str:
@@ -308,21 +345,34 @@ class CatalogEntry:
 
 
 class Catalog:
-    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``.
+    """``db_id -> file`` registry persisted as JSON under ``$QUANDARY_HOME``, or — in distributed mode,
+    when no ``path`` is given — as rows of the shared-state database every node sees
+    (:mod:`storage.catalog_db`).
 
     Concurrent writers (several ``db register`` at once) are serialized by an exclusive file lock
-    around read-modify-write, so no registration is lost; the slow inspection of a database
-    happens outside the lock. Writes are tmp file + fsync + rename, so readers never see half a file.
+    around read-modify-write (a PostgreSQL advisory lock in distributed mode), so no registration is
+    lost; the slow inspection of a database happens outside the lock. File writes are tmp file +
+    fsync + rename, so readers never see half a file. With a shared store, registering also uploads
+    the file by its hash (:func:`storage.seeds.upload_seed`) before the entry is written.
     """
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else quandary_home() / "catalog.json"
+        self._engine = None
+        if path is None:
+            from storage.state_db import state_engine
+
+            self._engine = state_engine()
 
     @property
     def lock_path(self) -> Path:
         return self.path.with_name(self.path.name + ".lock")
 
     def _load(self) -> dict[str, dict]:
+        if self._engine is not None:
+            from storage.catalog_db import load
+
+            return load(self._engine)
         if not self.path.exists():
             return {}
         try:
@@ -341,6 +391,10 @@ class Catalog:
 
     def _update(self, change) -> None:
         """Apply ``change(data)`` to the stored catalog under the inter-process lock."""
+        if self._engine is not None:
+            from storage.catalog_db import update
+
+            return update(self._engine, change)
         from resources.locks import file_lock
 
         with file_lock(self.lock_path):
@@ -366,6 +420,7 @@ class Catalog:
         file or other content raises :class:`AlreadyRegisteredError` instead of rebinding it."""
         info = inspect_database(path, db_id)
         entry = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+        _share_seed(info)
 
         def change(data):
             old = data.get(info.db_id)
@@ -380,6 +435,8 @@ class Catalog:
 
     def register_folder(self, root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
         found, skipped = discover(root)
+        for info in found:
+            _share_seed(info)
 
         def add(data):
             for info in found:
@@ -389,3 +446,14 @@ class Catalog:
 
     def remove(self, db_id: str) -> None:
         self._update(lambda data: data.pop(db_id, None))
+
+
+def _share_seed(info: DatabaseInfo) -> None:
+    """In distributed mode: the seed's bytes in the shared store under their hash, so a node without
+    the file fetches them (:func:`local_seed`); on one machine nothing."""
+    from storage.seeds import SeedUnavailableError, upload_seed
+
+    try:
+        upload_seed(info.path, info.sha256)
+    except SeedUnavailableError as exc:
+        raise BadDatabaseError(str(exc)) from None

@@ -67,6 +67,10 @@ class ObjectBackend(ABC):
     def list(self, prefix: str) -> list[str]:
         """Keys under ``prefix`` (recursive), relative to the backend's root."""
 
+    def exists(self, key: str) -> bool:
+        """Whether the object exists, without reading it."""
+        return key in self.list(key.rsplit("/", 1)[0] if "/" in key else "")
+
     @abstractmethod
     def uri(self, key: str) -> str:
         """The key as a path DuckDB can read once :meth:`register_duckdb` ran on the connection."""
@@ -138,6 +142,9 @@ class LocalBackend(ObjectBackend):
             return []
         return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*")
                       if p.is_file() and not p.name.startswith("."))
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
 
     def uri(self, key: str) -> str:
         return str(self._path(key))
@@ -214,6 +221,13 @@ class S3Backend(ObjectBackend):
         except FileNotFoundError:
             return []
         return sorted(p[len(root) + 1:] for p in found if p.startswith(root + "/"))
+
+    def exists(self, key: str) -> bool:
+        try:
+            self._call("head_object", Key=self._key(key))
+        except FileNotFoundError:
+            return False
+        return True
 
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{self._key(key)}"

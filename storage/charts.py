@@ -12,7 +12,10 @@ not pile up figures. What a chart shows is the domain's business; this module on
         ax.barh(names, values)
     # path now holds the PNG (layout tightened, saved at ``dpi``)
 
-Assets attach the written file to their page with ``assets.shared.charts.chart_metadata``.
+Assets attach the written file to their page with ``assets.shared.charts.chart_metadata``, which
+also puts it through the artifact store (:func:`publish_chart`): on one machine the file stays where
+it was written, beside the artifacts; with an object store it is uploaded content-addressed
+(``charts/<sha256[:20]>.png``, create-only), so every node and the UI see the same chart.
 """
 
 import os
@@ -41,3 +44,11 @@ def png_chart(path: str | Path, figsize: tuple[float, float], dpi: int = 100) ->
         os.replace(tmp, path)  # readers see the old chart or the new one, never half of one
     finally:
         plt.close(fig)
+
+
+def publish_chart(path: str | Path) -> str:
+    """Where the chart at ``path`` is kept for every reader: the local path on one machine, the object
+    URL in a shared store (:meth:`storage.stores.ObjectArtifactStore.put_chart`)."""
+    from storage.stores import artifact_store
+
+    return artifact_store().put_chart(Path(path))

@@ -14,8 +14,12 @@ guarantees — content-addressed, immutable, self-verifying — on an :class:`~s
                                      seq + 1 and retries on a lost race, so no update is ever lost
     versions/<seq:012d>-<hash20>.json  the history, one create-only object per version (no appends)
 
+In distributed mode (a shared-state database, :mod:`storage.state_db`) the history is a table
+instead of ``versions/`` objects (:mod:`storage.versions_db`): inserting the row claims the seq, then
+``LATEST`` is moved forward to it by compare-and-swap, never back.
+
 Writing content equal to the current latest is a no-op (one hash, one version), so two nodes that
-compute the same table record it once.
+compute the same table record it once. Every reader of the history calls ``store.versions()``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ from storage.backends import ARTIFACTS_URL_ENV, ObjectBackend, PreconditionFaile
 from storage.paths import UnsafePathError, artifacts_dir, path_segment
 
 CAS_ATTEMPTS = 200
+# Object-store prefixes that are no asset: one level deep (``charts/<hash>.png``, ``seeds/<hash>.<ext>``),
+# so the ``<asset>/<partition>/`` listing never takes them for a partition.
+CHARTS_PREFIX, SEEDS_PREFIX = "charts", "seeds"
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,14 @@ class LocalArtifactStore:
     def url(self) -> str:
         return self.root.as_uri()
 
-    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None):
+    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None, *,
+                      run_id: str | None = None):
+        # run_id is not recorded here: versions.jsonl keeps its one-machine format byte for byte
         return A.write_version(df, asset, partition, self.root)
+
+    def versions(self, asset: str, partition: str | None = None) -> list[dict]:
+        """``versions.jsonl``, oldest first, numbered from 1 in file order."""
+        return [{"seq": i, **e} for i, e in enumerate(A.read_versions(A._folder(asset, partition, self.root)), 1)]
 
     def latest_location(self, asset: str, partition: str | None = None) -> str | None:
         path = A.latest_path(asset, partition, self.root)
@@ -79,17 +92,49 @@ class LocalArtifactStore:
     def register_duckdb(self, con) -> None:
         return None
 
+    def put_chart(self, path: Path) -> str:
+        """Charts already sit beside the artifacts (``storage.charts``): the local path, unchanged."""
+        return str(path)
+
 
 def _folder_key(asset: str, partition: str | None) -> str:
     partition = A.UNPARTITIONED if partition is None else partition
     return f"{path_segment(asset, 'asset name')}/{path_segment(partition, 'partition key')}"
 
 
+def put_verified(backend: ObjectBackend, key: str, data: bytes, digest: str) -> None:
+    """Create-only write of content-addressed bytes; an existing object of the same name must verify
+    (size + sha256), and a damaged one is replaced by compare-and-swap on its etag."""
+    for _ in range(CAS_ATTEMPTS):
+        try:
+            backend.put(key, data, if_none_match=True)
+            return
+        except PreconditionFailed:
+            pass
+        existing = backend.get(key)
+        if existing is None:
+            continue  # deleted between the two calls: create again
+        if len(existing.data) == len(data) and hashlib.sha256(existing.data).hexdigest() == digest:
+            return  # the other writer stored exactly these bytes
+        try:  # damaged (truncated, overwritten): replace exactly that damaged object
+            backend.put(key, data, if_match=existing.etag)
+            return
+        except PreconditionFailed:
+            continue
+    raise TimeoutError(f"could not store {key}: too many concurrent writers")
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))  # back off, then re-read
+
+
 class ObjectArtifactStore:
     """Content-addressed Parquet versions on an object backend shared by many writers."""
 
-    def __init__(self, backend: ObjectBackend):
+    def __init__(self, backend: ObjectBackend, history_engine=None):
         self.backend = backend
+        # the shared-state database (PostgreSQL) for the version history, else the bucket's versions/
+        self.history_engine = history_engine
 
     @property
     def url(self) -> str:
@@ -97,63 +142,85 @@ class ObjectArtifactStore:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def _put_content(self, key: str, data: bytes, digest: str) -> None:
-        """Create-only; an existing object of the same name must verify (size + sha256)."""
-        for _ in range(CAS_ATTEMPTS):
-            try:
-                self.backend.put(key, data, if_none_match=True)
-                return
-            except PreconditionFailed:
-                pass
-            existing = self.backend.get(key)
-            if existing is None:
-                continue  # deleted between the two calls: create again
-            if len(existing.data) == len(data) and hashlib.sha256(existing.data).hexdigest() == digest:
-                return  # the other writer stored exactly these bytes
-            try:  # damaged (truncated, overwritten): replace exactly that damaged object
-                self.backend.put(key, data, if_match=existing.etag)
-                return
-            except PreconditionFailed:
-                continue
-        raise TimeoutError(f"could not store {key}: too many concurrent writers")
-
-    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None) -> StoredVersion:
+    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None, *,
+                      run_id: str | None = None) -> StoredVersion:
         folder = _folder_key(asset, partition)
         data = A.parquet_bytes(df)
         digest = hashlib.sha256(data).hexdigest()
         name = f"{digest[:20]}.parquet"
-        self._put_content(f"{folder}/{name}", data, digest)
-        entry = {"file": name, "hash": digest, "size": len(data), "rows": df.height}
+        put_verified(self.backend, f"{folder}/{name}", data, digest)
+        entry = {"file": name, "hash": digest, "size": len(data), "rows": df.height,
+                 **({"run_id": run_id} if run_id else {})}
+        seq = (self._claim_in_table if self.history_engine is not None else self._claim_in_bucket)(
+            folder, asset, partition, entry)
+        return StoredVersion(asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"),
+                             digest, df.height, seq)
+
+    def _claim_in_bucket(self, folder: str, asset: str, partition: str | None, entry: dict) -> int:
+        """The seq is claimed by the compare-and-swap of LATEST; the history is one object per version."""
         for attempt in range(CAS_ATTEMPTS):
             current = self.backend.get(f"{folder}/LATEST")
             pointer = _parse_pointer(current.data) if current is not None else None
-            if pointer is not None and pointer["hash"] == digest:
-                return StoredVersion(asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"),
-                                     digest, df.height, pointer["seq"])
+            if pointer is not None and pointer["hash"] == entry["hash"]:
+                return pointer["seq"]
             seq = (pointer["seq"] if pointer is not None else self._last_seq(folder)) + 1
-            new = {**entry, "seq": seq, "at": time.time()}
-            body = json.dumps(new, sort_keys=True).encode()
+            body = json.dumps({**entry, "seq": seq, "at": time.time()}, sort_keys=True).encode()
             try:
                 if current is None:
                     self.backend.put(f"{folder}/LATEST", body, if_none_match=True)
                 else:
                     self.backend.put(f"{folder}/LATEST", body, if_match=current.etag)
             except PreconditionFailed:
-                time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))  # back off, then re-read
+                _backoff(attempt)
                 continue
             try:
-                self.backend.put(f"{folder}/versions/{seq:012d}-{digest[:20]}.json", body, if_none_match=True)
+                self.backend.put(f"{folder}/versions/{seq:012d}-{entry['hash'][:20]}.json", body, if_none_match=True)
             except PreconditionFailed:
                 pass  # written already (a retried request)
-            return StoredVersion(asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"),
-                                 digest, df.height, seq)
+            return seq
+        raise TimeoutError(f"could not update {folder}/LATEST: too many concurrent writers")
+
+    def _claim_in_table(self, folder: str, asset: str, partition: str | None, entry: dict) -> int:
+        """The seq is claimed by inserting the history row (unique per store, asset, partition, seq);
+        then LATEST is moved forward to it by compare-and-swap, never back: of two writers that
+        claimed seq 5 and 6, whichever updates LATEST last, it ends at 6."""
+        from storage.versions_db import claim_version
+
+        current = self.backend.get(f"{folder}/LATEST")
+        pointer = _parse_pointer(current.data) if current is not None else None
+        version, _created = claim_version(self.history_engine, self.url, asset, partition or A.UNPARTITIONED,
+                                          entry, previous=pointer, run_id=entry.get("run_id"))
+        # also when nothing was inserted: a writer that died between its insert and LATEST left it behind
+        self._advance_latest(folder, {k: v for k, v in version.items() if v is not None})
+        return version["seq"]
+
+    def _advance_latest(self, folder: str, version: dict) -> None:
+        body = json.dumps(version, sort_keys=True).encode()
+        for attempt in range(CAS_ATTEMPTS):
+            current = self.backend.get(f"{folder}/LATEST")
+            pointer = _parse_pointer(current.data) if current is not None else None
+            if pointer is not None and pointer["seq"] >= version["seq"]:
+                return  # a newer version (or this one) is latest already
+            try:
+                if current is None:
+                    self.backend.put(f"{folder}/LATEST", body, if_none_match=True)
+                else:
+                    self.backend.put(f"{folder}/LATEST", body, if_match=current.etag)
+                return
+            except PreconditionFailed:
+                _backoff(attempt)
         raise TimeoutError(f"could not update {folder}/LATEST: too many concurrent writers")
 
     # -- reading -----------------------------------------------------------------------------------
 
     def versions(self, asset: str, partition: str | None = None) -> list[dict]:
-        """The history, oldest first (entries that do not parse are skipped)."""
+        """The history, oldest first: rows of the shared-state table in distributed mode, else the
+        bucket's ``versions/`` objects (entries that do not parse are skipped)."""
         folder = _folder_key(asset, partition)
+        if self.history_engine is not None:
+            from storage.versions_db import history
+
+            return history(self.history_engine, self.url, asset, partition or A.UNPARTITIONED)
         out = []
         for key in self.backend.list(f"{folder}/versions"):
             blob = self.backend.get(key)
@@ -222,6 +289,15 @@ class ObjectArtifactStore:
     def register_duckdb(self, con) -> None:
         self.backend.register_duckdb(con)
 
+    def put_chart(self, path: Path) -> str:
+        """A chart (PNG) where every node sees it: ``charts/<sha256[:20]>.png``, content-addressed and
+        create-only like the Parquet content; returns its URL."""
+        data = Path(path).read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        key = f"{CHARTS_PREFIX}/{digest[:20]}{Path(path).suffix or '.png'}"
+        put_verified(self.backend, key, data, digest)
+        return self.backend.uri(key)
+
 
 def _parse_pointer(data: bytes) -> dict | None:
     try:
@@ -238,11 +314,31 @@ def _parse_pointer(data: bytes) -> dict | None:
 
 def artifact_store(base_dir: str | os.PathLike | None = None):
     """The artifact store this process uses: ``base_dir`` (a local folder) if given, else the store
-    named by ``$QUANDARY_ARTIFACTS_URL`` (the deployment's environment, never run config), else the
-    one-machine default under ``$QUANDARY_HOME/artifacts``."""
+    named by ``$QUANDARY_ARTIFACTS_URL`` (the deployment's environment, never run config) with its
+    version history in the shared-state database when one is configured
+    (:func:`storage.state_db.state_engine`), else the one-machine default under
+    ``$QUANDARY_HOME/artifacts``."""
     if base_dir is not None:
         return LocalArtifactStore(Path(base_dir))
     url = os.environ.get(ARTIFACTS_URL_ENV, "").strip()
     if url:
-        return ObjectArtifactStore(backend_for(url))
+        from storage.state_db import state_engine
+
+        return ObjectArtifactStore(backend_for(url), history_engine=state_engine())
     return LocalArtifactStore(None)
+
+
+def latest_partitions(store, asset: str) -> list[str]:
+    """The partitions of ``asset`` that have a readable latest version in ``store``."""
+    from pathlib import PurePosixPath
+
+    return sorted(PurePosixPath(loc).parent.name for loc in store.latest_locations_by_asset().get(asset, []))
+
+
+def latest_frame(asset: str, partition: str | None = None, store=None) -> pl.DataFrame | None:
+    """The latest version of ``asset[partition]`` in ``store`` (default: the deployment's), or None
+    when nothing is stored: what readers outside the IO manager (CLI reports, exports) call."""
+    try:
+        return (store or artifact_store()).read_latest(asset, partition)
+    except FileNotFoundError:
+        return None

@@ -49,7 +49,7 @@ from pipelines.abiss.stages import STAGES, StageContext, run_stage
 from resources.llm.failures import ProviderUnavailable
 from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
-from assets.shared.resources import SafeSqlResource
+from assets.shared.resources import SafeSqlResource, seed_row
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.pools import LLM_POOL
@@ -113,13 +113,7 @@ class CascadeSettings(ConfigurableResource):
     min_entered_for_bounds: int = 5
 
 
-def _db(seed_databases: pl.DataFrame) -> dict:
-    """The seed database row, after checking the file still has the hash the run recorded."""
-    from resources.catalog import check_seed_unchanged
-
-    row = seed_databases.row(0, named=True)
-    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
-    return row
+_db = seed_row  # the seed database row, its path the file to read on this node
 
 
 def check_grid_on_launch(values: dict) -> None:

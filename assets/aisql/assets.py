@@ -342,7 +342,7 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, config: EvaluateCo
     )
     from pipelines.aisql.scenarios import visible_columns
     from pipelines.aisql.split_execution import EvalContext, table_columns_of
-    from storage.artifacts import latest_path
+    from storage.stores import latest_frame
 
     try:
         preds, digest = read_predictions(Path(config.predictions_path))
@@ -360,8 +360,7 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, config: EvaluateCo
         return ctx, _schema_of(db), runtime.close
 
     judges = council_for("judges", council.get_council) if "ours" in methods else None
-    previous = latest_path(PREDICTION_VERDICTS)
-    stored = pl.read_parquet(previous) if previous is not None else None
+    stored = latest_frame(PREDICTION_VERDICTS)
     with step_progress(context, total=len(preds)) as p:  # predictions judged or reused
         df, reused, judged = evaluate(preds, digest, str(Path(config.predictions_path).resolve()), settings, methods,
                                       Engine(context_for, judges), stored=stored, advance=p.advance)

@@ -37,7 +37,7 @@ from pipelines.ambitab.record import records_from_frame
 from quality.ambitab_eval import AMBITAB_EPISODES
 from resources.llm.failures import ProviderUnavailable
 from assets.shared.resources import CouncilResource
-from storage.artifacts import latest_path, upsert_rows
+from storage.artifacts import upsert_rows
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.pools import LLM_POOL
 from assets.shared.io_manager import artifact_output, preview_markdown
@@ -75,10 +75,11 @@ _LEGACY_KEY_FILL = {"asker_model": "(not recorded)", "oracle_model": "(not recor
 
 def stored_episodes(corpus: str) -> pl.DataFrame:
     """Every stored episode of ``corpus`` (all records, all conditions), old key columns filled."""
-    previous = latest_path(EPISODES, corpus)
-    if previous is None:
+    from storage.stores import latest_frame
+
+    df = latest_frame(EPISODES, corpus)
+    if df is None:
         return episodes_frame([])
-    df = pl.read_parquet(previous)
     fill = [pl.lit(v).alias(c) for c, v in _LEGACY_KEY_FILL.items() if c not in df.columns]
     return df.with_columns(fill) if fill else df
 

@@ -54,8 +54,12 @@ def seed_database_row(info) -> dict:
     description="One row per registered seed database: tables, columns, keys, row counts, file hash.",
 )
 def seed_databases(context: AssetExecutionContext, seed_catalog: SeedCatalogResource):
-    entry = seed_catalog.entry(context.partition_key)
-    info = inspect_database(entry.path, entry.db_id)
+    from dataclasses import replace
+
+    registered = seed_catalog.catalog().get(context.partition_key)
+    entry = seed_catalog.entry(context.partition_key)  # the file on this node (maybe fetched by hash)
+    # the row keeps the registered path: the same table on every node (each finds the file by hash)
+    info = replace(inspect_database(entry.path, entry.db_id), path=registered.path)
     df = pl.DataFrame([seed_database_row(info)], schema_overrides={"size_bytes": pl.Int64})
     yield artifact_output(
         df,
@@ -75,8 +79,10 @@ def seed_databases(context: AssetExecutionContext, seed_catalog: SeedCatalogReso
                 "the smallest context window of the council (what was left out is recorded).",
 )
 def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame, council: CouncilResource):
+    from resources.catalog import local_seed
+
     row = seed_databases.row(0, named=True)
-    info = inspect_database(row["path"], row["db_id"])
+    info = inspect_database(local_seed(row["path"], row.get("sha256"), row["db_id"]), row["db_id"])
     budget = schema_token_budget(council.council_config().members.values())
     fitted = fit_schema_context(info, budget)
     text = fitted.text

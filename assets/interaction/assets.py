@@ -29,7 +29,7 @@ from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
 from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
-from assets.shared.resources import SafeSqlResource
+from assets.shared.resources import SafeSqlResource, seed_row
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.pools import LLM_POOL
@@ -89,33 +89,28 @@ class ScoreConfig(Config):
     order_sensitive: bool = Field(False, description="EX: gold top-level ORDER BY makes row order significant")
 
 
-def _db(seed_databases: pl.DataFrame) -> dict:
-    """The seed database row, after checking the file still has the hash the run recorded."""
-    from resources.catalog import check_seed_unchanged
-
-    row = seed_databases.row(0, named=True)
-    check_seed_unchanged(row["path"], row.get("sha256"), row["db_id"])
-    return row
+_db = seed_row  # the seed database row, its path the file to read on this node
 
 
 def dataset_source(db_id: str, source: str = "auto") -> str | None:
     """Which questions to evaluate: the pipeline's ``dataset`` or ``quandary import``'s own asset
     (import never overwrites the pipeline's dataset). ``None`` when the chosen one is missing."""
     from pipelines.abiss.outputs import IMPORTED_ASSET
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store
 
+    store = artifact_store()
     names = {"auto": ("dataset", IMPORTED_ASSET), "dataset": ("dataset",),
              IMPORTED_ASSET: (IMPORTED_ASSET,)}.get(source)
     if names is None:
         raise ValueError(f"unknown source {source!r}: use dataset, {IMPORTED_ASSET} or auto")
-    return next((n for n in names if latest_path(n, db_id) is not None), None)
+    return next((n for n in names if store.latest_location(n, db_id) is not None), None)
 
 
 @asset(partitions_def=databases_partitions, group_name=GROUP, code_version="2", deps=["dataset"],
        description="The questions evaluated: the partition's dataset (or the imported one), optionally balanced "
                    "per subcategory.")
 def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
     try:
         source = dataset_source(context.partition_key, config.source)
@@ -124,7 +119,7 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
     if source is None:
         raise Failure(f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
                       "or `quandary import FILE` first")
-    dataset = read_latest(source, context.partition_key)
+    dataset = artifact_store().read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
     pooled, pool = dataset.to_dicts(), [context.partition_key]
     if config.balanced:
@@ -145,7 +140,7 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
 def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
     """The questions of every database in the pool (default: every registered one with questions)."""
     from resources.catalog import Catalog
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
     registered = Catalog().ids()
     pool = list(config.pool) if config.pool else registered
@@ -158,7 +153,7 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
             continue
         source = dataset_source(db, config.source)
         if source is not None:
-            rows += read_latest(source, db).to_dicts()
+            rows += artifact_store().read_latest(source, db).to_dicts()
             used.append(db)
     return rows, sorted(used)
 

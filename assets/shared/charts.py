@@ -16,6 +16,7 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
 from storage.artifacts import content_hash
+from storage.charts import publish_chart
 from storage.paths import artifacts_dir, path_segment
 
 
@@ -30,7 +31,7 @@ def chart_path(context: AssetExecutionContext, asset_folder: str, df: pl.DataFra
 def chart_metadata(png: Path, alt: str, *, image_key: str = "chart",
                    path_key: str = "chart_path") -> dict[str, MetadataValue]:
     """The chart as asset metadata: the image itself (``image_key``, Markdown with the PNG inline)
-    and the file it was read from (``path_key``)."""
+    and where it is kept (``path_key``): the file on one machine, its object in a shared store."""
     data = base64.b64encode(Path(png).read_bytes()).decode()
     return {image_key: MetadataValue.md(f"![{alt}](data:image/png;base64,{data})"),
-            path_key: MetadataValue.path(str(png))}
+            path_key: MetadataValue.path(publish_chart(png))}

@@ -7,6 +7,10 @@ downstream asset that depends on several partitions gets them concatenated.
 
 Assets should return :func:`artifact_output`, which also sets the content hash as the Dagster
 data version, so the UI's staleness and lineage reflect content, not run time.
+
+In distributed mode (a shared-state database) the IO manager — the one resource every step of every
+job opens — also keeps the run's heartbeat (:mod:`storage.heartbeats`) from its setup to its
+teardown, so a run whose worker died on any machine is recognised as dead.
 """
 
 import warnings
@@ -14,12 +18,16 @@ import warnings
 import polars as pl
 from dagster import (
     ConfigurableIOManager,
+    DagsterInvariantViolationError,
     DataVersion,
+    InitResourceContext,
     InputContext,
     MetadataValue,
     Output,
     OutputContext,
 )
+
+from pydantic import PrivateAttr
 
 from storage.artifacts import content_hash
 from storage.stores import artifact_store
@@ -73,10 +81,19 @@ def artifact_output(df: pl.DataFrame, **metadata) -> Output:
                       metadata={k: rounded(v) for k, v in metadata.items()})
 
 
+def _run_id(context: OutputContext) -> str | None:
+    """The producing run (recorded in the distributed version history), if the context has one."""
+    try:
+        return context.run_id
+    except (DagsterInvariantViolationError, AttributeError):  # a context built outside a run (tests)
+        return None
+
+
 class VersionedParquetIOManager(ConfigurableIOManager):
     """Writes polars DataFrames as immutable Parquet versions under ``base_dir``."""
 
     base_dir: str | None = None  # default: $QUANDARY_ARTIFACTS_URL if set (a bucket), else $QUANDARY_HOME/artifacts
+    _heartbeat = PrivateAttr(default=None)
 
     def __init__(self, **data):
         from assets.shared.checked_config import check_resource_config_on_launch
@@ -84,6 +101,21 @@ class VersionedParquetIOManager(ConfigurableIOManager):
 
         super().__init__(**data)
         check_resource_config_on_launch(self, check_paths_on_launch("base_dir"))
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        from storage.state_db import state_engine
+
+        engine = state_engine()
+        run = context.run  # None when the resource is built outside a run
+        if engine is not None and run is not None:  # distributed mode: beat while this run executes
+            from storage.heartbeats import Heartbeat
+
+            self._heartbeat = Heartbeat(engine, run.run_id).start()
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
 
     def _store(self):
         """The store chosen by the deployment (storage.backends.artifact_store), or ``base_dir``."""
@@ -95,7 +127,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame")
         partition = context.partition_key if context.has_partition_key else None
-        version = self._store().write_version(obj, _asset_name(context), partition)
+        version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
         context.add_output_metadata(
             {
                 "path": MetadataValue.path(str(version.path)),

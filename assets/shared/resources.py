@@ -41,7 +41,8 @@ def check_paths_on_launch(*fields: str):
 
 
 class SeedCatalogResource(ConfigurableResource):
-    """The registry of seed databases (``$QUANDARY_HOME/catalog.json`` unless configured)."""
+    """The registry of seed databases (``$QUANDARY_HOME/catalog.json`` unless configured; the shared
+    catalog table in distributed mode)."""
 
     catalog_path: str | None = None
 
@@ -53,12 +54,25 @@ class SeedCatalogResource(ConfigurableResource):
         return Catalog(self.catalog_path)
 
     def entry(self, db_id: str) -> CatalogEntry:
-        """The registered file, refused if its bytes changed since registration (issue 23 item 6)."""
-        from resources.catalog import check_seed_unchanged
+        """The registered entry, with ``path`` the file to read on this node: refused if its bytes
+        changed since registration (issue 23 item 6), fetched by hash from the shared store in
+        distributed mode when this node lacks it (issue 21 item 5)."""
+        from dataclasses import replace
+
+        from resources.catalog import local_seed
 
         entry = self.catalog().get(db_id)
-        check_seed_unchanged(entry.path, entry.sha256, db_id)
-        return entry
+        return replace(entry, path=local_seed(entry.path, entry.sha256, db_id))
+
+
+def seed_row(seed_databases) -> dict:
+    """The ``seed_databases`` row of a partition, its ``path`` the file to read on this node: checked
+    against the hash the run recorded (fetched by that hash from the shared store in distributed
+    mode, if this node lacks it)."""
+    from resources.catalog import local_seed
+
+    row = seed_databases.row(0, named=True)
+    return {**row, "path": local_seed(row["path"], row.get("sha256"), row["db_id"])}
 
 
 class SafeSqlResource(ConfigurableResource):

@@ -74,7 +74,7 @@ def _export(args) -> int:
 
 def _import(args) -> int:
     from pipelines.abiss.outputs import AbissFormatError, read_abiss_json
-    from storage.artifacts import write_version
+    from storage.stores import artifact_store
 
     protected = {"candidates", "nlq_objects", "generation_requests", "council_votes", "rejection_report",
                  "seed_databases", "schema_context"}
@@ -101,12 +101,13 @@ def _import(args) -> int:
         return 1
     from cli.runs import report_external_version
 
+    store = artifact_store()  # the deployment's store: a shared bucket in distributed mode
     for (db_id,), part in sorted(df.group_by("db_id"), key=lambda g: g[0]):
-        version = write_version(part, args.asset, db_id)
+        version = store.write_version(part, args.asset, db_id)
         reported = report_external_version(args.asset, db_id, str(version.path), part.height,
                                            version.content_hash, f"imported from {args.path}")
         where = " (recorded in the Dagster instance)" if reported else ""
-        print(f"imported {part.height} records for {db_id} → {args.asset} ({version.path.name}){where}")
+        print(f"imported {part.height} records for {db_id} → {args.asset} ({str(version.path).rsplit('/', 1)[-1]}){where}")
     return 0
 
 

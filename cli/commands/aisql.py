@@ -193,7 +193,7 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     from cli.run_output import execute_cli_run, report_job_result
     from cli.runs import run_job_for_partition
     from pipelines.aisql.predictions import export, summary_markdown
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
     cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
            "seed": args.seed, "budget": args.budget}
@@ -211,7 +211,8 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     code = report_job_result(result, EVALUATE_JOB, "", args.verbose)
     if code:
         return code
-    verdicts = read_latest("aisql_prediction_verdicts")
+    store = artifact_store()
+    verdicts = store.read_latest("aisql_prediction_verdicts")
     event = result.asset_materializations_for_node("aisql_prediction_verdicts")[-1]
     meta = {k: v.value for k, v in event.metadata.items()}
     mine = verdicts.filter((pl.col("predictions_sha256") == digest))
@@ -220,7 +221,7 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     print(f"run {result.run_id[:8]} succeeded: {len(preds)} predictions; reused {meta.get('reused', 0)} stored "
           f"verdicts, judged {meta.get('judged', 0)}")
     print(f"final verdicts: {counts['accept']} accept, {counts['reject']} reject, {counts['cannot decide']} cannot decide")
-    metrics = read_latest("aisql_prediction_metrics")
+    metrics = store.read_latest("aisql_prediction_metrics")
     mine_metrics = metrics.filter((pl.col("predictions_sha256") == digest)
                                   & (pl.col("settings_key") == (mine["settings_key"][-1] if mine.height else "")))
     if mine_metrics.height:
@@ -275,39 +276,56 @@ def _report_text(scenario: str | None) -> int:
 
     from pipelines.aisql.metrics import table1_markdown
     from pipelines.aisql.scenarios import SCENARIOS
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store, latest_frame
 
+    store = artifact_store()
     shown = 0
     for sc in ([scenario] if scenario else sorted(SCENARIOS)):
-        path = latest_path("aisql_metrics", sc)
-        if path is None:
+        metrics = latest_frame("aisql_metrics", sc, store)
+        if metrics is None:
             continue
         shown += 1
-        metrics = pl.read_parquet(path)
         sets = metrics["set"].unique(maintain_order=True).to_list() if "set" in metrics.columns else [None]
         for set_name in sets:
             shown_metrics = metrics if set_name is None else metrics.filter(pl.col("set") == set_name)
             label = f" [{set_name} set]" if set_name else ""
             print(f"\n## {sc}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)\n")
             print(table1_markdown(shown_metrics))
-        pairs_p, verdicts_p = latest_path("aisql_pairs", sc), latest_path("aisql_verdicts", sc)
-        if pairs_p and verdicts_p:
+        pairs, verdicts = latest_frame("aisql_pairs", sc, store), latest_frame("aisql_verdicts", sc, store)
+        if pairs is not None and verdicts is not None:
             from pipelines.aisql.evalset import balance_table
 
-            pairs, verdicts = pl.read_parquet(pairs_p), pl.read_parquet(verdicts_p)
             print(f"\nlabel balance (ours per set, and the paper's):\n{balance_table(pairs)}")
             print(f"\nper variant type (share judged right):\n{per_variant_table(pairs, verdicts)}")
             errs = verdicts.filter(pl.col("status") == "error").group_by("method").len().sort("method")
             if errs.height:
                 print(f"\nerror verdicts (counted as rejections):\n{render_table(errs.columns, errs.rows())}")
-        sweep = latest_path("aisql_sweep", sc)
+        sweep = store.latest_location("aisql_sweep", sc)
         if sweep is not None:
-            png = sweep.parent / "sweep.png"
-            print(f"\nflip-rate sweep: {sweep}" + (f"\nchart: {png}" if png.exists() else ""))
+            png = sweep_chart(sc)
+            print(f"\nflip-rate sweep: {sweep}" + (f"\nchart: {png}" if png else ""))
     if not shown:
         print("no aisql results yet: run `quandary aisql judge --scenario movie` first", file=sys.stderr)
         return 1
     return 0
+
+
+def sweep_chart(scenario: str) -> str | None:
+    """The sweep's PNG: the file beside the local artifacts, else where the asset's latest
+    materialization put it (a shared store's object, written by another node)."""
+    from storage.paths import artifacts_dir
+
+    png = artifacts_dir() / "aisql_sweep" / scenario / "sweep.png"
+    if png.exists():
+        return str(png)
+    from dagster import AssetKey, AssetRecordsFilter
+
+    from cli.runs import get_instance
+
+    records = get_instance().fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("aisql_sweep"), asset_partitions=[scenario]), limit=1).records
+    meta = records[0].asset_materialization.metadata if records and records[0].asset_materialization else {}
+    return getattr(meta.get("chart"), "value", None)
 
 
 def per_variant_table(pairs, verdicts) -> str:
@@ -332,14 +350,13 @@ def _label(args) -> int:
 
     from pipelines.aisql.evalset import import_label_csv, manual_labels_path
     from storage.paths import quandary_home
-    from storage.artifacts import latest_path
+    from storage.stores import latest_frame
 
     out = manual_labels_path(quandary_home())
     if args.export:
-        path = latest_path("aisql_pairs", args.scenario)
-        if path is None:
+        pairs = latest_frame("aisql_pairs", args.scenario)
+        if pairs is None:
             return _err(f"no aisql_pairs for {args.scenario}: run `quandary aisql judge --scenario {args.scenario}` first")
-        pairs = pl.read_parquet(path)
         todo = pairs.filter(pl.col("label").is_null()) if not args.all else pairs
         todo.select("pair_id", "dialect", "question", "gold_sql", "candidate_sql",
                     pl.lit("").alias("label"), pl.lit("").alias("rationale")).write_csv(args.export)

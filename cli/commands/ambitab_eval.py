@@ -33,12 +33,12 @@ def _eval(args) -> int:
     from assets.ambitab.evaluation import AmbitabEvalConfig
     from pipelines.ambitab.record import CORPORA
     from cli.run_output import report_job_result, run_cli_job
-    from storage.artifacts import latest_path, read_latest
+    from storage.stores import artifact_store
 
     if args.corpus not in CORPORA:
         print(f"unknown corpus {args.corpus!r}; expected one of {', '.join(CORPORA)}", file=sys.stderr)
         return 2
-    if latest_path("ambitab_records", args.corpus) is None:
+    if artifact_store().latest_location("ambitab_records", args.corpus) is None:
         print(f"no {args.corpus} records materialized; run `quandary ambitab build --corpus {args.corpus}` first",
               file=sys.stderr)
         return 1
@@ -80,7 +80,7 @@ def _eval(args) -> int:
           f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
           f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
           f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else ""))
-    print(table8_markdown(read_latest(METRICS, args.corpus)))
+    print(table8_markdown(artifact_store().read_latest(METRICS, args.corpus)))
     return 0
 
 
@@ -89,10 +89,10 @@ def _report(args) -> int:
 
     from pipelines.ambitab.protocol.tables import AGGREGATION, table8_markdown, table10_markdown, table15_markdown
     from pipelines.ambitab.record import CORPORA
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store, latest_frame
 
-    frames = [pl.read_parquet(p) for c in CORPORA if (p := latest_path(METRICS, c)) is not None]
-    frames = [f for f in frames if f.height]
+    store = artifact_store()
+    frames = [f for c in CORPORA if (f := latest_frame(METRICS, c, store)) is not None and f.height]
     if not frames:
         print("no AmbiTab metrics yet; run `quandary ambitab eval --corpus NAME` first", file=sys.stderr)
         return 1
@@ -113,15 +113,14 @@ def _report(args) -> int:
 def _rollouts(args) -> int:
     from pipelines.ambitab.protocol.training import rollouts, write_rollouts
     from storage.paths import quandary_home
-    from storage.artifacts import latest_path
+    from storage.stores import latest_frame
 
-    path = latest_path(EPISODES, args.corpus)
-    if path is None:
+    df = latest_frame(EPISODES, args.corpus)
+    if df is None:
         print(f"no {args.corpus} episodes yet; run `quandary ambitab eval --corpus {args.corpus}` first", file=sys.stderr)
         return 1
     import polars as pl
 
-    df = pl.read_parquet(path)
     if args.asker:
         df = df.filter(pl.col("asker") == args.asker)
     if args.reward == "sr" and (unscored := df.filter(pl.col("verdict").is_null()).height):
@@ -130,12 +129,10 @@ def _rollouts(args) -> int:
         df = df.filter(pl.col("verdict").is_not_null())
     from pipelines.ambitab.protocol.task import Task
     from pipelines.ambitab.record import records_from_frame
-    from storage.artifacts import read_latest
 
-    try:
-        tasks = {t.record_id: t for t in (Task.from_record(r) for r in records_from_frame(read_latest("ambitab_records", args.corpus)))}
-    except FileNotFoundError:
-        tasks = {}  # records gone: rollouts without the per-decision prompts
+    records = latest_frame("ambitab_records", args.corpus)
+    # records gone: rollouts without the per-decision prompts
+    tasks = {t.record_id: t for t in (Task.from_record(r) for r in records_from_frame(records))} if records is not None else {}
     out = Path(args.out) if args.out else quandary_home() / "ambitab" / "rollouts" / f"{args.corpus}_{args.reward}.jsonl"
     n = write_rollouts(rollouts(df.to_dicts(), reward=args.reward, tasks=tasks), out)
     print(f"wrote {n} rollouts ({df.height} episodes, reward {args.reward}) to {out}")

@@ -79,6 +79,28 @@ def _audit_views(args) -> int:
     return 0
 
 
+def _audit_versions(args) -> int:
+    """The version history of a stored table, per partition (``store.versions``: versions.jsonl on one
+    machine, the shared-state table in distributed mode)."""
+    from datetime import datetime, timezone
+
+    from storage.stores import artifact_store, latest_partitions
+
+    store = artifact_store()
+    parts = [args.partition] if args.partition else latest_partitions(store, args.asset)
+    rows = []
+    for part in parts:
+        for v in store.versions(args.asset, part):
+            at = datetime.fromtimestamp(v["at"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if v.get("at") else ""
+            rows.append([part, v["seq"], v["hash"][:16], v.get("rows"), v.get("size"), at, v.get("run_id") or ""])
+    if not rows:
+        print(f"no versions of {args.asset}" + (f" for {args.partition!r}" if args.partition else "")
+              + f" in {store.url}", file=sys.stderr)
+        return 1
+    print(render(args.format, ["partition", "seq", "hash", "rows", "bytes", "written (UTC)", "run"], rows))
+    return 0
+
+
 def register(sub) -> None:
     audit = sub.add_parser("audit", help="audit artifacts, votes and LLM calls").add_subparsers(
         dest="audit_command", required=True)
@@ -92,6 +114,11 @@ def register(sub) -> None:
                         "(QUANDARY_AUDIT_MEMORY_MB, default 1024)")
     q.set_defaults(func=_audit_sql)
     audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)
+    v = audit.add_parser("versions", help="the version history of a stored table (every partition, or one)")
+    v.add_argument("asset")
+    v.add_argument("--partition", "--db", dest="partition", help="one partition (database id, corpus, scenario)")
+    v.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    v.set_defaults(func=_audit_versions)
     t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")
     t.add_argument("id", help="candidate id (a unique prefix is enough)")
     t.add_argument("--prompts", action="store_true",
@@ -167,14 +194,15 @@ def _find_episode(prefix: str):
     import polars as pl
 
     from pipelines.ambitab.record import CORPORA
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store, latest_frame
 
+    store = artifact_store()
     hits = []
     for corpus in CORPORA:
-        path = latest_path("ambitab_episodes", corpus)
-        if path is None:
+        df = latest_frame("ambitab_episodes", corpus, store)
+        if df is None:
             continue
-        df = pl.read_parquet(path).filter(pl.col("episode_id").str.starts_with(prefix))
+        df = df.filter(pl.col("episode_id").str.starts_with(prefix))
         hits += df.to_dicts()
     return hits
 

@@ -26,21 +26,22 @@ def export_path(corpus: str) -> Path:
 
 
 def materialized_corpora() -> list[str]:
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store
 
-    return [c for c in CORPORA if latest_path(RECORDS_ASSET, c) is not None]
+    store = artifact_store()
+    return [c for c in CORPORA if store.latest_location(RECORDS_ASSET, c) is not None]
 
 
 def load_records(corpus: str) -> list[TaskRecord]:
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
-    return records_from_frame(read_latest(RECORDS_ASSET, corpus))
+    return records_from_frame(artifact_store().read_latest(RECORDS_ASSET, corpus))
 
 
 def load_rejects(corpus: str):
-    from storage.artifacts import read_latest
+    from storage.stores import artifact_store
 
-    return read_latest(REJECTS_ASSET, corpus)
+    return artifact_store().read_latest(REJECTS_ASSET, corpus)
 
 
 def export_jsonl(corpora: list[str], out: Path) -> int:
@@ -52,14 +53,16 @@ def export_jsonl(corpora: list[str], out: Path) -> int:
 def find_record(record_id: str, corpora: list[str] | None = None) -> TaskRecord | None:
     """The record with this id (or unique id prefix) among the materialised corpora."""
     import polars as pl
-    from storage.artifacts import latest_path
+    from storage.stores import artifact_store
 
+    store = artifact_store()
     hits = []
     for c in corpora or materialized_corpora():
-        path = latest_path(RECORDS_ASSET, c)
-        if path is None:
+        try:
+            df = store.read_latest(RECORDS_ASSET, c)
+        except FileNotFoundError:
             continue
-        df = pl.read_parquet(path).filter(pl.col("record_id").str.starts_with(record_id))
+        df = df.filter(pl.col("record_id").str.starts_with(record_id))
         exact = df.filter(pl.col("record_id") == record_id)
         hits.extend(records_from_frame(exact if exact.height else df))
     exact = [h for h in hits if h.record_id == record_id]

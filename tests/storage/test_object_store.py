@@ -20,7 +20,7 @@ import pytest
 
 from storage.artifacts import DamagedArtifactError
 from storage.backends import ARTIFACTS_URL_ENV, LocalBackend, PreconditionFailed, S3Backend
-from storage.stores import LocalArtifactStore, ObjectArtifactStore, artifact_store
+from storage.stores import LocalArtifactStore, ObjectArtifactStore, artifact_store, put_verified
 from tests.distributed.servers import s3_server
 from tests.sql.hostile_sql import REPO_ROOT
 
@@ -84,7 +84,7 @@ def test_second_writer_of_a_hash_verifies_and_a_damaged_file_is_replaced(backend
     v = store.write_version(df, "thing", "p")
     key = f"thing/p/{v.content_hash[:20]}.parquet"
     # another writer already stored the same bytes: create-only fails, verification succeeds
-    store._put_content(key, backend.get(key).data, v.content_hash)
+    put_verified(backend, key, backend.get(key).data, v.content_hash)
     blob = backend.get(key)
     backend.put(key, blob.data[:40], if_match=blob.etag)  # damage it (truncated)
     with pytest.raises(DamagedArtifactError):
@@ -105,25 +105,30 @@ def test_a_lost_latest_is_recovered_from_the_history(backend):
     assert store.write_version(pl.DataFrame({"a": [3]}), "thing").seq == 3  # numbering goes on
 
 
-def test_concurrent_writers_in_threads_lose_no_version(backend):
-    store = ObjectArtifactStore(backend)
-    n = 8
+def race_threads(n: int, write) -> None:
+    """``write(i)`` in ``n`` threads released at once; fails the test with any error raised."""
     barrier = threading.Barrier(n)
     errors = []
 
-    def write(i):
+    def run(i):
         try:
             barrier.wait(60)
-            store.write_version(pl.DataFrame({"writer": [i]}), "race", "p")
+            write(i)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=write, args=(i,)) for i in range(n)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(300)
     assert not errors
+
+
+def test_concurrent_writers_in_threads_lose_no_version(backend):
+    store = ObjectArtifactStore(backend)
+    n = 8
+    race_threads(n, lambda i: store.write_version(pl.DataFrame({"writer": [i]}), "race", "p"))
     versions = store.versions("race", "p")
     assert [v["seq"] for v in versions] == list(range(1, n + 1))  # every update kept, in one order
     assert len({v["hash"] for v in versions}) == n
@@ -146,12 +151,12 @@ print("done", flush=True)
 """
 
 
-def test_concurrent_writer_processes_on_the_bucket_lose_no_version(s3_env, tmp_path):
-    url = s3_env.create_bucket("procs") + "/arts"
-    env = {**os.environ, ARTIFACTS_URL_ENV: url}
+def race_writer_processes(env: dict, tmp_path) -> None:
+    """Two "nodes" (different homes, the store of ``env``) run :data:`WRITER` at once: 5 versions of
+    race[p] each, then the same table same[p]."""
     procs = []
-    for i in range(2):  # two "nodes": different homes, one bucket
-        env_i = {**env, "QUANDARY_HOME": str(tmp_path / f"node{i}")}
+    for i in range(2):
+        env_i = {**os.environ, **env, "QUANDARY_HOME": str(tmp_path / f"node{i}")}
         procs.append(subprocess.Popen([sys.executable, "-c", textwrap.dedent(WRITER), str(i), "5"], cwd=REPO_ROOT,
                                       env=env_i, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     for p in procs:
@@ -162,6 +167,11 @@ def test_concurrent_writer_processes_on_the_bucket_lose_no_version(s3_env, tmp_p
     for p in procs:
         assert p.stdout.readline().strip() == "done"
         assert p.wait(120) == 0
+
+
+def test_concurrent_writer_processes_on_the_bucket_lose_no_version(s3_env, tmp_path):
+    url = s3_env.create_bucket("procs") + "/arts"
+    race_writer_processes({ARTIFACTS_URL_ENV: url}, tmp_path)
     store = ObjectArtifactStore(S3Backend(url))
     assert [v["seq"] for v in store.versions("race", "p")] == list(range(1, 11))
     assert len(store.versions("same", "p")) == 1  # both wrote it: one hash, one version

@@ -1,0 +1,92 @@
+"""Readers outside the IO manager go through the deployment's artifact store (issue 21 item 2):
+with ``$QUANDARY_ARTIFACTS_URL`` set, `quandary.load`, `quandary import`, the CLI's reports and the
+assets' cross-partition reads see the shared store, not the node's local folder; charts are put
+through the same store, content-addressed. The store here is an object store on a local folder
+(``file://``), the same code path as a bucket."""
+
+import hashlib
+
+import polars as pl
+import pytest
+
+from storage.backends import ARTIFACTS_URL_ENV
+from storage.stores import ObjectArtifactStore, artifact_store, latest_frame, latest_partitions
+
+ROWS = {"candidate_id": ["c1", "c2"], "db_id": ["university"] * 2, "question": ["How many?", "Which?"],
+        "sql": ["SELECT 1", None], "subcategory": ["answerable", "missing_entity"], "style": ["formal"] * 2,
+        "difficulty": ["simple"] * 2}
+
+
+@pytest.fixture
+def bucket(tmp_path, monkeypatch, isolated_home):
+    monkeypatch.setenv(ARTIFACTS_URL_ENV, (tmp_path / "bucket").as_uri())
+    for var in ("QUANDARY_STATE_URL", "QUANDARY_DAGSTER_PG_URL"):
+        monkeypatch.delenv(var, raising=False)
+    store = artifact_store()
+    assert isinstance(store, ObjectArtifactStore)
+    return store
+
+
+def _local_parquet(home) -> list:
+    return sorted((home / "artifacts").rglob("*.parquet")) if (home / "artifacts").exists() else []
+
+
+def test_load_and_assets_read_the_shared_store(bucket, isolated_home):
+    import quandary
+
+    bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
+    bucket.write_version(pl.DataFrame({**ROWS, "db_id": ["other"] * 2}), "dataset", "other")
+    assert quandary.assets() == ["dataset"]
+    assert quandary.load("dataset", db="university").equals(pl.DataFrame(ROWS))
+    assert quandary.load("dataset").height == 4
+    with pytest.raises(LookupError, match="stored for: other, university"):
+        quandary.load("dataset", db="nope")
+    assert latest_partitions(bucket, "dataset") == ["other", "university"]
+    assert latest_frame("dataset", "nope") is None
+    assert _local_parquet(isolated_home) == []
+
+
+def test_import_writes_to_the_shared_store(bucket, isolated_home, tmp_path, capsys):
+    from cli import main
+
+    bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
+    out = tmp_path / "abiss.json"
+    assert main(["export", str(out)]) == 0  # the audit catalog reads the shared store
+    assert main(["import", str(out)]) == 0
+    assert "imported 2 records for university → imported_dataset" in capsys.readouterr().out
+    imported = artifact_store().read_latest("imported_dataset", "university")
+    assert sorted(imported["question"].to_list()) == ["How many?", "Which?"]
+    assert _local_parquet(isolated_home) == []
+
+
+def test_cross_partition_and_report_readers_see_the_shared_store(bucket):
+    from assets.interaction.assets import dataset_source
+    from cli.run_plan import interaction_plan
+    from pipelines.ambitab.export import materialized_corpora
+
+    assert dataset_source("university") is None
+    bucket.write_version(pl.DataFrame(ROWS), "imported_dataset", "university")
+    assert dataset_source("university") == "imported_dataset"
+    bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
+    assert dataset_source("university") == "dataset"
+    plan = interaction_plan("university", {"ops": {"interaction_conversations": {"config": {
+        "agents": ["a"], "modes": ["m"], "max_steps": 0}}}})
+    assert plan.items.startswith("2 conversations")
+    assert materialized_corpora() == []
+
+
+def test_charts_go_through_the_store_content_addressed(bucket, tmp_path, monkeypatch):
+    from assets.shared.charts import chart_metadata
+    from storage.charts import png_chart, publish_chart
+
+    png = tmp_path / "local" / "funnel.png"
+    with png_chart(png, figsize=(2, 2), dpi=30) as ax:
+        ax.plot([0, 1], [0, 1])
+    digest = hashlib.sha256(png.read_bytes()).hexdigest()
+    location = chart_metadata(png, "a line")["chart_path"].value
+    assert location == bucket.backend.uri(f"charts/{digest[:20]}.png")
+    assert bucket.backend.get(f"charts/{digest[:20]}.png").data == png.read_bytes()
+    assert publish_chart(png) == location  # the same bytes again: the same object (create-only, verified)
+    assert "charts" not in bucket.latest_locations_by_asset()  # no asset
+    monkeypatch.delenv(ARTIFACTS_URL_ENV)
+    assert publish_chart(png) == str(png)  # one machine: the file stays where it was written
