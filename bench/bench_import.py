@@ -8,7 +8,7 @@ questions and all 13 subcategories, written as ABISS JSON lists. The small files
 by database, so importing them one after another stores the same rows as the one large file.
 Each import runs the CLI of ``--src`` (default: this checkout; pass main's checkout for the
 "before" column) in a fresh process with a fresh ``QUANDARY_HOME`` and ``DAGSTER_HOME``; peak RSS
-is the child's ``ru_maxrss``. Where the CLI takes several paths, the small files are also
+is the child's own ``VmHWM``. Where the CLI takes several paths, the small files are also
 imported in one call. Every run's stored rows are compared with the first run's.
 """
 
@@ -66,23 +66,28 @@ def write_files(records: list[dict], folder: Path, n_files: int) -> tuple[Path, 
     return big, small
 
 
+# The child reports its own peak RSS (VmHWM) at exit: ru_maxrss from wait4 would include this
+# process's size at fork time (Linux keeps the larger of the two across exec).
+_CHILD = """import atexit, sys
+atexit.register(lambda: open(sys.argv[1], "w").write(open("/proc/self/status").read()))
+from cli import main
+sys.exit(main(sys.argv[2:]))"""
+
+
 def run_import(src: Path, paths: list[Path], home: Path) -> tuple[float, float]:
     """One `quandary import` of ``paths`` by the CLI of ``src``: (seconds, peak RSS in MB)."""
     env = {**os.environ, "PYTHONPATH": str(src), "QUANDARY_HOME": str(home / "q"),
            "DAGSTER_HOME": str(home / "d"), "PYTHONDONTWRITEBYTECODE": "1"}
     (home / "d").mkdir(parents=True, exist_ok=True)
-    code = "import sys; from cli import main; sys.exit(main(sys.argv[1:]))"
+    status = home / "status.txt"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code, "import", *map(str, paths)], cwd=src, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(status), "import", *map(str, paths)], cwd=src, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t0
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"import failed ({proc.returncode}): {err.strip()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
+        raise SystemExit(f"import failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    hwm = next(line for line in status.read_text().splitlines() if line.startswith("VmHWM:"))
+    return seconds, int(hwm.split()[1]) / 1024
 
 
 def stored_rows(home: Path) -> dict[str, int]:
