@@ -256,22 +256,6 @@ def item3() -> list[Try]:
 # ------------------------------------------------------------------------------------------ item 4
 
 
-class _FullDisk:
-    """A call-log connection whose writes fail like a full (or read-only) disk while ``on``."""
-
-    def __init__(self, conn, fault):
-        self._conn, self._fault = conn, fault
-
-    def execute(self, sql, *args):
-        if self._fault["on"] and sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE", "DELETE") \
-                and self._fault.get("match", "") in sql:
-            raise self._fault["exc"]
-        return self._conn.execute(sql, *args)
-
-    def __getattr__(self, name):
-        return getattr(self._conn, name)
-
-
 @contextlib.contextmanager
 def patched(obj, name, value):
     old = getattr(obj, name)
@@ -282,19 +266,16 @@ def patched(obj, name, value):
         setattr(obj, name, old)
 
 
+@contextlib.contextmanager
 def _tmp_write_fails(code):
-    import builtins
+    """Writes to temp files fail with ``code`` (the storage fault tests' injection)."""
+    import pytest
 
-    real_open = builtins.open
+    from tests.storage.test_storage_faults import _inject_enospc_on_tmp_write
 
-    def faulty_open(file, mode="r", *a, **kw):
-        fh = real_open(file, mode, *a, **kw)
-        if str(file).endswith(".tmp") and "w" in mode:
-            def write(data):
-                raise OSError(code, os.strerror(code))
-            fh.write = write
-        return fh
-    return patched(builtins, "open", faulty_open)
+    with pytest.MonkeyPatch.context() as mp:
+        _inject_enospc_on_tmp_write(mp, code)
+        yield
 
 
 def item4() -> list[Try]:
@@ -302,6 +283,7 @@ def item4() -> list[Try]:
 
     from storage import artifacts
     from storage.llm_log import CallLog, CallLogDamaged, CallLogError, CallRecord
+    from tests.storage.test_storage_faults import _FaultyConn  # writes fail like a full or read-only disk
 
     tries = []
     fault = {"on": False, "exc": None}
@@ -311,7 +293,7 @@ def item4() -> list[Try]:
         return CallRecord(call_id=cid, status="ok", member="m", model="openai/m", request={"x": cid},
                           raw_response='{"verdict": "yes"}', parsed={"verdict": "yes"}, attempts=1)
 
-    with patched(CallLog, "_conn", lambda self: _FullDisk(real_conn(self), fault)):
+    with patched(CallLog, "_conn", lambda self: _FaultyConn(real_conn(self), fault)):
         for exc, must in ((sqlite3.OperationalError("database or disk is full"), "ENOSPC"),
                           (OSError(errno.EROFS, "Read-only file system"), "EROFS")):
             log = CallLog(WORK / f"log-{must}.sqlite")

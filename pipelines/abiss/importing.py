@@ -4,7 +4,7 @@ A 56 MB file took 82 s: the whole file became Python objects at once and sqlglot
 gold query (bench/bench_import.py). Now records are decoded one at a time
 (:mod:`pipelines.jsonstream`), checked one at a time with the record checks of
 :mod:`pipelines.abiss.outputs` (SQLite's own parser first), and converted in batches of
-:data:`BATCH_ROWS` rows into columnar frames staged on disk, one folder per partition. Only when
+``outputs.BATCH_ROWS`` rows into columnar frames staged on disk, one folder per partition. Only when
 every file has been read to its end is anything stored, one artifact version per partition: a
 truncated or damaged file, or one bad record, writes nothing. Memory holds one batch of records
 and, at the end, one partition's table (which every reader of the artifact loads anyway).
@@ -18,18 +18,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.abiss.outputs import (
-    AbissFormatError,
-    abiss_record_row,
-    dataset_rows_frame,
-    number_interpretations,
-)
-from pipelines.jsonstream import JsonStreamError, iter_json_list
+from pipelines.abiss.outputs import AbissFormatError, iter_abiss_batches, number_interpretations
 from storage.artifacts import ArtifactVersion, write_version
 from storage.faults import storage_error
 from storage.paths import quandary_home
-
-BATCH_ROWS = 20_000
 
 
 class ImportFileError(AbissFormatError):
@@ -38,25 +30,6 @@ class ImportFileError(AbissFormatError):
     def __init__(self, path: str | Path, message: str):
         super().__init__(message)
         self.path = str(path)
-
-
-def iter_abiss_batches(path: str | Path, batch: int | None = None) -> Iterator[pl.DataFrame]:
-    """The records of one ABISS JSON file as dataset frames of at most ``batch`` rows (interpretations
-    not yet numbered); :class:`AbissFormatError` names the record or byte where the file goes wrong."""
-    rows: list[dict] = []
-    n, batch = 0, batch or BATCH_ROWS
-    try:
-        for n, rec in enumerate(iter_json_list(path), start=1):
-            rows.append(abiss_record_row(rec, n - 1))
-            if len(rows) >= batch:
-                yield dataset_rows_frame(rows)
-                rows = []
-    except JsonStreamError as exc:
-        raise AbissFormatError(str(exc)) from None
-    if n == 0:
-        raise AbissFormatError("no records (the file holds an empty list)")
-    if rows:
-        yield dataset_rows_frame(rows)
 
 
 def _file_batches(path: str | Path, batch: int | None) -> Iterator[pl.DataFrame]:

@@ -7,11 +7,13 @@ stage-k decision passed (stage k only decides candidates that survived stage k-1
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 
 from pipelines.abiss.ids import stable_id
+from pipelines.jsonstream import JsonStreamError, iter_json_list
 from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
 from storage.paths import UnsafePathError, path_segment
 from storage.charts import png_chart
@@ -344,10 +346,31 @@ def write_abiss_json(dataset: pl.DataFrame, path: str | Path) -> int:
     return len(records)
 
 
+# `quandary import` converts this many records at a time (pipelines/abiss/importing.py)
+BATCH_ROWS = 20_000
+
+
+def iter_abiss_batches(path: str | Path, batch: int | None = None) -> Iterator[pl.DataFrame]:
+    """The records of one ABISS JSON file as dataset frames of at most ``batch`` rows (interpretations
+    not yet numbered); :class:`AbissFormatError` names the record or byte where the file goes wrong."""
+    rows: list[dict] = []
+    n, batch = 0, batch or BATCH_ROWS
+    try:
+        for n, rec in enumerate(iter_json_list(path), start=1):
+            rows.append(abiss_record_row(rec, n - 1))
+            if len(rows) >= batch:
+                yield dataset_rows_frame(rows)
+                rows = []
+    except JsonStreamError as exc:
+        raise AbissFormatError(str(exc)) from None
+    if n == 0:
+        raise AbissFormatError("no records (the file holds an empty list)")
+    if rows:
+        yield dataset_rows_frame(rows)
+
+
 def read_abiss_json(path: str | Path) -> pl.DataFrame:
     """The whole file as one frame (small files; `quandary import` streams, see importing.py)."""
-    from pipelines.abiss.importing import iter_abiss_batches
-
     try:
         frames = list(iter_abiss_batches(path))
     except AbissFormatError as exc:

@@ -71,9 +71,9 @@ def _stored(home) -> dict:
 def small_batches(monkeypatch):
     """Batches and read chunks far smaller than the file, cut at odd places (inside records, tokens)."""
     from pipelines import jsonstream
-    from pipelines.abiss import importing
+    from pipelines.abiss import outputs
 
-    monkeypatch.setattr(importing, "BATCH_ROWS", 701)
+    monkeypatch.setattr(outputs, "BATCH_ROWS", 701)
     monkeypatch.setattr(jsonstream, "CHUNK", 4099)
 
 
