@@ -49,7 +49,8 @@ class _Reader:
         try:
             text = self.decoder.decode(data, final=not data)
         except UnicodeDecodeError as exc:
-            raise JsonStreamError(f"not UTF-8 text near byte {self.byte_at(len(self.buf)) + exc.start}") from None
+            raise JsonStreamError(f"not valid JSON: not UTF-8 text near byte "
+                                  f"{self.byte_at(len(self.buf)) + exc.start}") from None
         self.eof = not data
         self.base += len(self.buf[: self.pos].encode())
         self.buf, self.pos = self.buf[self.pos:] + text, 0
