@@ -1,7 +1,7 @@
 """The hardening probe of issue 23, re-runnable: each of the issue's nine items' attacks against the
 current code, and one table ``item | tries | held | failed | note``.
 
-    .venv/bin/python bench/bench_hardening_probe.py [--items 1,2,9] [--keep]
+    .venv/bin/python bench/bench_hardening_probe.py [--items 1,2,9] [--verbose] [--strict] [--keep]
 
 Everything runs in a scratch folder (its own QUANDARY_HOME, DAGSTER_HOME and spill folder); LLM
 calls go to the loopback fault stub (tests/llm/fault_stub.py), never to the embedded model.
@@ -644,6 +644,7 @@ def main() -> int:
     ap.add_argument("--items", default=",".join(map(str, ITEMS)), help="comma-separated item numbers")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--verbose", action="store_true", help="print every try")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a try failed (`make bench` runs it without)")
     args = ap.parse_args()
     rows, t0 = [], time.monotonic()
     for n in (int(x) for x in args.items.split(",")):
@@ -669,7 +670,7 @@ def main() -> int:
           f"in {time.monotonic() - t0:.0f} s (load average {os.getloadavg()[0]:.1f}); scratch {WORK}")
     if not args.keep:
         shutil.rmtree(WORK, ignore_errors=True)
-    return 0 if all(r[3] == 0 for r in rows) else 1
+    return 1 if args.strict and any(r[3] for r in rows) else 0
 
 
 if __name__ == "__main__":
