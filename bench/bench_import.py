@@ -18,6 +18,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -133,6 +134,7 @@ def main() -> int:
     for what, t, rss in rows:
         print(f"{what:<26} {t:>8.1f} {len(records) / t:>10.0f} {rss:>12.0f}")
     print(f"stored: {sum(reference.values())} rows in {len(reference)} partitions (same in every run)")
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
