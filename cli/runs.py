@@ -344,12 +344,12 @@ def _restore_env(saved: dict) -> None:
 
 
 def report_external_version(asset: str, partition: str, path: str, rows: int, content_hash: str,
-                            description: str) -> bool:
+                            description: str, instance: DagsterInstance | None = None) -> bool:
     """Record an artifact written outside a run (e.g. `quandary import`) in the Dagster instance,
     so the UI's asset history shows where that version came from."""
     from dagster import AssetKey, AssetMaterialization, MetadataValue
 
-    instance = get_instance()
+    instance = instance or get_instance()
     ensure_partitions(instance, [partition])
     instance.report_runless_asset_event(
         AssetMaterialization(

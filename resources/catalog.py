@@ -99,7 +99,21 @@ def sanitize_db_id(name: str) -> str:
 
 
 class AlreadyRegisteredError(ValueError):
-    """``db register`` of an existing id with a different file, without --replace."""
+    """``db register`` of an existing id with a different file, without --replace; ``changed`` lists
+    ``(db_id, old entry, new DatabaseInfo)`` for each such id."""
+
+    def __init__(self, message: str, changed: list | None = None):
+        super().__init__(message)
+        self.changed = changed or []
+
+
+def _rebinds(old: dict | None, info: DatabaseInfo) -> bool:
+    """Whether registering ``info`` would rebind an id stored as ``old`` to another file or content."""
+    return bool(old) and (old.get("path"), old.get("sha256")) != (info.path, info.sha256)
+
+
+def _binding(path, sha256) -> str:
+    return f"{path} (sha256 {str(sha256)[:16]}…)"
 
 
 class SeedChangedError(ValueError):
@@ -424,21 +438,33 @@ class Catalog:
 
         def change(data):
             old = data.get(info.db_id)
-            if not replace and old and (old.get("path"), old.get("sha256")) != (info.path, info.sha256):
+            if not replace and _rebinds(old, info):
                 raise AlreadyRegisteredError(
-                    f"database id {info.db_id!r} is already registered to {old.get('path')} (sha256 "
-                    f"{str(old.get('sha256'))[:16]}…); pass --replace to rebind it to {info.path} (sha256 "
-                    f"{info.sha256[:16]}…), which starts a new version of its partition")
+                    f"database id {info.db_id!r} is already registered to "
+                    f"{_binding(old.get('path'), old.get('sha256'))}; pass --replace to rebind it to {_binding(info.path, info.sha256)}, which starts a new "
+                    "version of its partition", [(info.db_id, old, info)])
             data[info.db_id] = entry
         self._update(change)
         return info
 
-    def register_folder(self, root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
+    def register_folder(self, root: str | Path, *, replace: bool = True
+                        ) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
+        """Register every database :func:`discover` finds under ``root``. With ``replace=False``,
+        if any id is already bound to another file or content, nothing is registered and
+        :class:`AlreadyRegisteredError` lists each such id (old and new file and sha256)."""
         found, skipped = discover(root)
         for info in found:
             _share_seed(info)
 
         def add(data):
+            changed = [(info.db_id, data[info.db_id], info) for info in found if _rebinds(data.get(info.db_id), info)]
+            if changed and not replace:
+                lines = [f"  {db_id}: {_binding(old.get('path'), old.get('sha256'))} -> "
+                         f"{_binding(info.path, info.sha256)}" for db_id, old, info in changed]
+                raise AlreadyRegisteredError(
+                    f"{len(changed)} database id(s) under {root} are already registered to another file or "
+                    "content; nothing registered:\n" + "\n".join(lines)
+                    + "\npass --replace to rebind them (each starts a new version of its partition)", changed)
             for info in found:
                 data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
         self._update(add)

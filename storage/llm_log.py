@@ -17,6 +17,7 @@ resumed run finds every finished call by its key and makes no request for it.
 
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -26,6 +27,7 @@ import sqlite3
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -301,13 +303,20 @@ class CallLog:
         line = json.dumps({"log": str(self.path.resolve()), "record": dataclasses.asdict(rec)}, default=str) + "\n"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            for _ in range(8):
+                with open(path, "a", encoding="utf-8") as fh:
+                    # a merger claims a file by renaming it, then locks it: append only under the lock,
+                    # and only to the file that still has the spill name (else the line would land in a
+                    # file that is already read and about to be removed)
+                    fcntl.flock(fh, fcntl.LOCK_EX)
+                    if _same_file(fh, path):
+                        fh.write(line)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                        return f"in {path}"
         except OSError:
-            return "in memory only, until this process ends"
-        return f"in {path}"
+            pass
+        return "in memory only, until this process ends"
 
     def _flush_pending(self) -> None:
         with self._pending_lock:
@@ -328,34 +337,82 @@ class CallLog:
             self._write(rec)
 
     def _merge_spilled(self) -> None:
-        """Write the answers a run could not log (spill files of this log), then drop the files."""
+        """Write the answers a run could not log (spill files of this log), then drop the files.
+
+        A merger claims a file by renaming it to a name of its own and holds an exclusive lock on it
+        while it merges; the answers go in one durable transaction and the file is removed only
+        after the commit. A merge that fails (still no space) or dies (kill -9) leaves the claimed
+        file unlocked under its ``.merging-`` name, which the next merge takes over: no answer is
+        dropped and no file is left behind for good. Merging twice is harmless (logged answers are
+        skipped)."""
         folder = spill_dir()
         try:
-            files = sorted(folder.glob(f"{self._spill_key}-*.jsonl"))
+            fresh = sorted(folder.glob(f"{self._spill_key}-*.jsonl"))
+            abandoned = sorted(folder.glob(f"{self._spill_key}-*.jsonl.merging-*"))
         except OSError:
             return
-        for path in files:
-            mine = path.with_name(f"{path.name}.merging-{os.getpid()}-{threading.get_ident()}")
-            try:
-                os.rename(path, mine)  # one merger per file
-            except OSError:
+        for path in fresh + abandoned:
+            claimed = self._claim_spill(path, abandoned=path in abandoned)
+            if claimed is None:
                 continue
-            try:
-                for line in mine.read_text(encoding="utf-8", errors="replace").splitlines():
-                    try:
-                        entry = json.loads(line)
-                        rec = CallRecord(**entry["record"])
-                    except (ValueError, TypeError, KeyError):
-                        continue  # a torn last line
-                    if entry.get("log") == str(self.path.resolve()):
-                        self._write_unless_cached(rec)
-            except (sqlite3.Error, OSError):
+            fh, mine = claimed
+            with fh:
                 try:
-                    os.rename(mine, path)  # still cannot write: keep the file for later
-                except OSError:
-                    pass
-                return
-            mine.unlink(missing_ok=True)
+                    self._merge_spill_lines(fh.read().decode("utf-8", errors="replace"))
+                except (sqlite3.Error, OSError):
+                    return  # still cannot write: the claimed file stays for the next merge
+                mine.unlink(missing_ok=True)  # after the commit, still under our lock
+
+    @staticmethod
+    def _claim_spill(path: Path, abandoned: bool):
+        """``(open locked file, its new name)`` once ``path`` is renamed to a name of ours; None if
+        another merger has it. A fresh file is renamed first (one winner), then locked (waiting out
+        an append in progress); an abandoned claim is locked first (a live merger may still hold
+        it), then renamed."""
+        mine = path.with_name(f"{path.name.split('.merging-')[0]}.merging-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        fh = None
+        try:
+            if abandoned:
+                fh = open(path, "rb")
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(path, mine)
+            if fh is None:
+                fh = open(mine, "rb")
+                fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:
+            if fh is not None:
+                fh.close()
+            return None
+        return fh, mine
+
+    def _merge_spill_lines(self, text: str) -> None:
+        """Every answer of this log among the spilled lines, written in one durable transaction."""
+        records = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+                rec = CallRecord(**entry["record"])
+            except (ValueError, TypeError, KeyError):
+                continue  # a torn last line
+            if entry.get("log") == str(self.path.resolve()):
+                records.append(rec)
+        if not records:
+            return
+        conn = self._conn()
+        conn.execute("PRAGMA synchronous=FULL")  # the commit reaches the disk before the file goes
+        try:
+            self._retry(conn.execute, "BEGIN IMMEDIATE")
+            try:
+                for rec in records:
+                    self._write_unless_cached(rec)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.execute("PRAGMA synchronous=NORMAL")
+
 
     def _write(self, rec: CallRecord) -> None:
         now = _now()
@@ -425,6 +482,15 @@ class CallLog:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def _same_file(fh, path: Path) -> bool:
+    """Whether the open file ``fh`` is still the one named ``path`` (not renamed away meanwhile)."""
+    try:
+        a, b = os.fstat(fh.fileno()), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _claim_is_stale(owner: str | None, updated_at: str | None, stale_after_s: float) -> bool:

@@ -73,9 +73,6 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
-    from pipelines.abiss.outputs import AbissFormatError, read_abiss_json
-    from storage.stores import artifact_store
-
     protected = {"candidates", "nlq_objects", "generation_requests", "council_votes", "rejection_report",
                  "seed_databases", "schema_context"}
     if args.asset in protected or args.asset.startswith("s0") or args.asset.startswith("s10"):
@@ -92,22 +89,33 @@ def _import(args) -> int:
     try:
         path_segment(args.asset, "--asset")
     except UnsafePathError as exc:
-        print(f"cannot import {args.path}: {exc}", file=sys.stderr)
+        print(f"cannot import {args.paths[0]}: {exc}", file=sys.stderr)
         return 2
-    try:
-        df = read_abiss_json(args.path)
-    except (AbissFormatError, OSError, ValueError) as exc:
-        print(f"cannot import {args.path}: {exc}", file=sys.stderr)
-        return 1
-    from cli.runs import report_external_version
+    from pipelines.abiss.importing import ImportFileError, import_abiss_files
+    from storage.faults import StorageError, storage_message
 
-    store = artifact_store()  # the deployment's store: a shared bucket in distributed mode
-    for (db_id,), part in sorted(df.group_by("db_id"), key=lambda g: g[0]):
-        version = store.write_version(part, args.asset, db_id)
-        reported = report_external_version(args.asset, db_id, str(version.path), part.height,
-                                           version.content_hash, f"imported from {args.path}")
+    try:
+        versions = import_abiss_files(args.paths, args.asset)
+    except ImportFileError as exc:
+        print(f"cannot import {exc.path}: {exc}; nothing imported", file=sys.stderr)
+        return 1
+    except StorageError as exc:
+        print(f"cannot import: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the staging folder under QUANDARY_HOME
+        print(f"cannot import: {storage_message(exc, exc.filename or 'QUANDARY_HOME', 'staging folder')}",
+              file=sys.stderr)
+        return 1
+    from cli.runs import get_instance, report_external_version
+
+    source = args.paths[0] if len(args.paths) == 1 else f"{args.paths[0]} and {len(args.paths) - 1} more files"
+    instance = get_instance()  # once: opening it costs ~0.5 s, and a file may hold dozens of databases
+    for version in versions:
+        reported = report_external_version(args.asset, version.partition, str(version.path), version.row_count,
+                                           version.content_hash, f"imported from {source}", instance=instance)
         where = " (recorded in the Dagster instance)" if reported else ""
-        print(f"imported {part.height} records for {db_id} → {args.asset} ({str(version.path).rsplit('/', 1)[-1]}){where}")
+        print(f"imported {version.row_count} records for {version.partition} → {args.asset} "
+              f"({str(version.path).rsplit('/', 1)[-1]}){where}")
     return 0
 
 
@@ -173,8 +181,10 @@ def register(sub) -> None:
     e.add_argument("--license", help="licence for the dataset card (default: the source's, where known)")
     e.set_defaults(func=_export)
 
-    i = sub.add_parser("import", help="read an ABISS JSON file into a dataset artifact")
-    i.add_argument("path")
+    i = sub.add_parser("import", help="read ABISS JSON files into a dataset artifact")
+    i.add_argument("paths", nargs="+", metavar="path",
+                   help="ABISS JSON files (a list of records each); several are one import: nothing is stored "
+                        "unless every record of every file is valid")
     i.add_argument("--asset", default=IMPORTED_ASSET,
                    help=f"artifact name to write (default: {IMPORTED_ASSET}; 'dataset' needs --replace)")
     i.add_argument("--replace", action="store_true",

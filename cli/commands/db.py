@@ -27,7 +27,11 @@ def _sync_partitions(db_ids: list[str]) -> None:
 def _register(args) -> int:
     catalog = Catalog()
     if args.folder:
-        found, skipped = catalog.register_folder(args.path)
+        try:
+            found, skipped = catalog.register_folder(args.path, replace=args.replace)
+        except AlreadyRegisteredError as exc:
+            print(f"cannot register {args.path}: {exc}", file=sys.stderr)
+            return 1
         for info in found:
             print(f"registered {info.db_id:<32} {len(info.tables):>3} tables  {info.path}")
         for s in skipped:

@@ -7,11 +7,13 @@ stage-k decision passed (stage k only decides candidates that survived stage k-1
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 
 from pipelines.abiss.ids import stable_id
+from pipelines.jsonstream import JsonStreamError, iter_json_list
 from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
 from storage.paths import UnsafePathError, path_segment
 from storage.charts import png_chart
@@ -262,11 +264,18 @@ def _subcategory_of(rec: dict, i: int):
 
 
 def _check_sql(sql: str | None, sub, i: int) -> None:
-    """A solvable record needs gold SQL that parses (the interaction benchmark executes it)."""
+    """A solvable record needs gold SQL that parses (the interaction benchmark executes it).
+
+    SQLite's own parser decides first (microseconds); sqlglot only sees what SQLite refuses, so
+    its errors name the problem and what it accepts today still imports (issue 23 item 9)."""
     import sqlglot
+
+    from pipelines.sqltools.syntax import sqlite_parses
 
     if sql is None:
         raise AbissFormatError(f"record {i}: {sub.category} / {sub.name} is solvable but has no 'sql'")
+    if sqlite_parses(sql):
+        return
     try:
         sqlglot.parse_one(sql, read="sqlite")
     except Exception as exc:  # noqa: BLE001 - any parser error is a bad record
@@ -279,45 +288,56 @@ def _difficulty(value: str | None) -> str:
     return _DIFFICULTY_FROM_REFERENCE.get(value, value)
 
 
-def from_abiss_records(records: list[dict]) -> pl.DataFrame:
-    """Read the ABISS JSON layout back into a dataset frame; clear errors name the record."""
-    if not isinstance(records, list):
-        raise AbissFormatError("expected a JSON list of records")
-    rows = []
-    for i, rec in enumerate(records):
-        if not isinstance(rec, dict):
-            raise AbissFormatError(f"record {i}: malformed (expected an object, got {type(rec).__name__})")
-        sub = _subcategory_of(rec, i)
-        db_id, question = _text(rec, "db_id", i, True), _text(rec, "question", i, True)
-        try:
-            path_segment(db_id, "db_id")  # it becomes the partition folder of the imported artifact
-        except UnsafePathError as exc:
-            raise AbissFormatError(f"record {i}: {exc}") from None
-        hk, sql = _text(rec, "hidden_knowledge", i), _text(rec, "sql", i)
-        if sub.solvable:
-            _check_sql(sql, sub, i)
-        candidate_id = stable_id("imp", db_id, question, sql, hk)
-        rows.append({
-            "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
-            # ABISS JSON has no group id: readings of one ambiguous question share its text
-            "group_id": _text(rec, "group_id", i) or stable_id("grp", db_id, question, sub.id),
-            "db_id": db_id, "question": question, "evidence": _text(rec, "evidence", i),
-            "sql": sql if sub.solvable else None,
-            "hidden_knowledge": hk if sub.group is not Group.UNANSWERABLE else None,
-            "feedback": hk if sub.group is Group.UNANSWERABLE else None,
-            "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": sub.solvable,
-            "style": _text(rec, "question_style", i) or "formal",
-            "difficulty": _difficulty(_text(rec, "question_difficulty", i)),
-            "generator": _text(rec, "generator", i) or "imported", "interpretation_index": None,
-        })
+def abiss_record_row(rec, i: int) -> dict:
+    """One ABISS JSON record as a dataset row (``interpretation_index`` is numbered per table by
+    :func:`number_interpretations`); a clear :class:`AbissFormatError` names record ``i``."""
+    if not isinstance(rec, dict):
+        raise AbissFormatError(f"record {i}: malformed (expected an object, got {type(rec).__name__})")
+    sub = _subcategory_of(rec, i)
+    db_id, question = _text(rec, "db_id", i, True), _text(rec, "question", i, True)
+    try:
+        path_segment(db_id, "db_id")  # it becomes the partition folder of the imported artifact
+    except UnsafePathError as exc:
+        raise AbissFormatError(f"record {i}: {exc}") from None
+    hk, sql = _text(rec, "hidden_knowledge", i), _text(rec, "sql", i)
+    if sub.solvable:
+        _check_sql(sql, sub, i)
+    candidate_id = stable_id("imp", db_id, question, sql, hk)
+    return {
+        "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
+        # ABISS JSON has no group id: readings of one ambiguous question share its text
+        "group_id": _text(rec, "group_id", i) or stable_id("grp", db_id, question, sub.id),
+        "db_id": db_id, "question": question, "evidence": _text(rec, "evidence", i),
+        "sql": sql if sub.solvable else None,
+        "hidden_knowledge": hk if sub.group is not Group.UNANSWERABLE else None,
+        "feedback": hk if sub.group is Group.UNANSWERABLE else None,
+        "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": sub.solvable,
+        "style": _text(rec, "question_style", i) or "formal",
+        "difficulty": _difficulty(_text(rec, "question_difficulty", i)),
+        "generator": _text(rec, "generator", i) or "imported", "interpretation_index": None,
+    }
+
+
+def dataset_rows_frame(rows: list[dict]) -> pl.DataFrame:
     schema = {c: pl.String for c in DATASET_COLUMNS}
     schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
-    df = pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def number_interpretations(df: pl.DataFrame) -> pl.DataFrame:
+    """The readings of an ambiguous question, numbered 0, 1, ... in file order within their group."""
     return df.with_columns(
         pl.when(pl.col("group") == Group.AMBIGUOUS.value)
         .then(pl.int_range(pl.len()).over("group_id").cast(pl.Int64))
         .otherwise(None).alias("interpretation_index")
     )
+
+
+def from_abiss_records(records: list[dict]) -> pl.DataFrame:
+    """Read the ABISS JSON layout back into a dataset frame; clear errors name the record."""
+    if not isinstance(records, list):
+        raise AbissFormatError("expected a JSON list of records")
+    return number_interpretations(dataset_rows_frame([abiss_record_row(rec, i) for i, rec in enumerate(records)]))
 
 
 def write_abiss_json(dataset: pl.DataFrame, path: str | Path) -> int:
@@ -326,16 +346,36 @@ def write_abiss_json(dataset: pl.DataFrame, path: str | Path) -> int:
     return len(records)
 
 
-def read_abiss_json(path: str | Path) -> pl.DataFrame:
+# `quandary import` converts this many records at a time (pipelines/abiss/importing.py)
+BATCH_ROWS = 20_000
+
+
+def iter_abiss_batches(path: str | Path, batch: int | None = None) -> Iterator[pl.DataFrame]:
+    """The records of one ABISS JSON file as dataset frames of at most ``batch`` rows (interpretations
+    not yet numbered); :class:`AbissFormatError` names the record or byte where the file goes wrong."""
+    rows: list[dict] = []
+    n, batch = 0, batch or BATCH_ROWS
     try:
-        data = json.loads(Path(path).read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise AbissFormatError(f"{path}: not valid JSON ({exc})") from None
-    except RecursionError:
-        raise AbissFormatError(f"{path}: JSON nested too deeply (records are a list of flat objects)") from None
-    if data == []:
-        raise AbissFormatError(f"{path}: no records (the file holds an empty list); nothing imported")
-    return from_abiss_records(data)
+        for n, rec in enumerate(iter_json_list(path), start=1):
+            rows.append(abiss_record_row(rec, n - 1))
+            if len(rows) >= batch:
+                yield dataset_rows_frame(rows)
+                rows = []
+    except JsonStreamError as exc:
+        raise AbissFormatError(str(exc)) from None
+    if n == 0:
+        raise AbissFormatError("no records (the file holds an empty list)")
+    if rows:
+        yield dataset_rows_frame(rows)
+
+
+def read_abiss_json(path: str | Path) -> pl.DataFrame:
+    """The whole file as one frame (small files; `quandary import` streams, see importing.py)."""
+    try:
+        frames = list(iter_abiss_batches(path))
+    except AbissFormatError as exc:
+        raise AbissFormatError(f"{path}: {exc}") from None
+    return number_interpretations(pl.concat(frames))
 
 
 # `quandary import` writes here unless told otherwise: its own asset, next to the pipeline's dataset

@@ -286,10 +286,12 @@ def test_abiss_malformed_input_names_the_record(records, message):
         from_abiss_records(records)
 
 
-def test_read_abiss_json_rejects_invalid_json(tmp_path):
+@pytest.mark.parametrize("text, message", [("[{]", "not valid JSON at byte 2 in record 0"),
+                                           ("[{", "truncated: the file ends at byte 2 inside record 0")])
+def test_read_abiss_json_rejects_invalid_json(tmp_path, text, message):
     p = tmp_path / "bad.json"
-    p.write_text("[{")
-    with pytest.raises(AbissFormatError, match="not valid JSON"):
+    p.write_text(text)
+    with pytest.raises(AbissFormatError, match=message):
         read_abiss_json(p)
 
 

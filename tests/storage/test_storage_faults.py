@@ -231,3 +231,116 @@ def test_read_only_artifact_folder_is_named_in_the_run_failure(tmp_path, monkeyp
     line = first_failure(result)
     assert "EROFS" in line and str(tmp_path) in line, line
     assert "DagsterExecutionHandleOutputError" not in line and "handling output" not in line, line
+
+
+# --- spill files: a merge that fails, dies or races another merger drops no answer, leaves no file
+
+
+def _spill_files(tmp_path):
+    return sorted(p.name for p in (tmp_path / "spill").iterdir())
+
+
+def _spilled_log(tmp_path, faulty_log, *call_ids):
+    """A call log whose writes of ``call_ids`` failed for lack of space (their answers spilled)."""
+    log = CallLog(tmp_path / "llm_calls.sqlite")
+    faulty_log["on"] = True
+    for cid in call_ids:
+        with pytest.raises(CallLogError):
+            log.record(_rec(cid))
+    assert len(_spill_files(tmp_path)) == 1
+    return log
+
+
+def test_failed_merge_keeps_answers_spilled_while_it_ran(tmp_path, faulty_log, monkeypatch):
+    """A merge that fails (still no space) must not put its file back over one spilled meanwhile."""
+    first = _spilled_log(tmp_path, faulty_log, "a")
+    real = CallLog._write_unless_cached
+    during = []
+
+    def write_while_another_spills(self, rec):
+        if not during:  # the merge has claimed the file: another answer fails to log and spills
+            during.append(rec.call_id)
+            with pytest.raises(CallLogError):
+                first.record(_rec("b"))
+        return real(self, rec)
+
+    monkeypatch.setattr(CallLog, "_write_unless_cached", write_while_another_spills)
+    CallLog(tmp_path / "llm_calls.sqlite")  # merges on open: fails, the disk is still full
+    assert during == ["a"]
+    monkeypatch.setattr(CallLog, "_write_unless_cached", real)
+    first.close()
+    faulty_log["on"] = False  # space is freed; a new process opens the log
+    again = CallLog(tmp_path / "llm_calls.sqlite")
+    assert again.lookup("a") is not None and again.lookup("b") is not None
+    assert _spill_files(tmp_path) == []
+
+
+class _Crash(BaseException):
+    """The merging process dies here (nothing below it runs, no except clause catches it)."""
+
+
+def test_merge_interrupted_after_claiming_is_taken_over_by_the_next_open(tmp_path, faulty_log, monkeypatch):
+    _spilled_log(tmp_path, faulty_log, "a", "b").close()
+    faulty_log["on"] = False
+
+    def crash(self, rec):
+        raise _Crash
+
+    monkeypatch.setattr(CallLog, "_write_unless_cached", crash)
+    with pytest.raises(_Crash):
+        CallLog(tmp_path / "llm_calls.sqlite")
+    assert [n for n in _spill_files(tmp_path) if ".merging-" in n]  # claimed, then abandoned
+    monkeypatch.undo()
+    monkeypatch.setenv("QUANDARY_SPILL_DIR", str(tmp_path / "spill"))
+    again = CallLog(tmp_path / "llm_calls.sqlite")
+    assert again.lookup("a") is not None and again.lookup("b") is not None
+    assert _spill_files(tmp_path) == []
+
+
+def test_a_claim_held_by_a_live_merger_is_left_to_it(tmp_path, faulty_log):
+    import fcntl
+
+    _spilled_log(tmp_path, faulty_log, "a").close()
+    faulty_log["on"] = False
+    spill = tmp_path / "spill"
+    (name,) = _spill_files(tmp_path)
+    claimed = spill / f"{name}.merging-1-x"
+    os.rename(spill / name, claimed)  # another process claimed it and is merging it
+    with open(claimed, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        log = CallLog(tmp_path / "llm_calls.sqlite")
+        assert log.lookup("a") is None and claimed.exists()  # not merged twice at once
+    log.close()  # the other merger died (its lock is gone) without finishing
+    again = CallLog(tmp_path / "llm_calls.sqlite")
+    assert again.lookup("a") is not None and _spill_files(tmp_path) == []
+
+
+@pytest.mark.integration
+def test_merger_killed_mid_merge_loses_no_answer(tmp_path, faulty_log):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.waiting import wait_until
+
+    _spilled_log(tmp_path, faulty_log, "a").close()
+    faulty_log["on"] = False
+    marker = tmp_path / "merging"
+    child = subprocess.Popen([sys.executable, "-c", f"""
+import pathlib, threading
+import storage.llm_log as ll
+def stall(self, rec):
+    pathlib.Path({str(marker)!r}).touch()
+    threading.Event().wait()
+ll.CallLog._write_unless_cached = stall
+ll.CallLog({str(tmp_path / "llm_calls.sqlite")!r})
+"""], env={**os.environ, "QUANDARY_SPILL_DIR": str(tmp_path / "spill")}, cwd=os.getcwd())
+    try:
+        wait_until(marker.exists, 120, "the child process merging the spill file", alive=lambda: child.poll() is None)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    log = CallLog(tmp_path / "llm_calls.sqlite")
+    hit = log.lookup("a")
+    assert hit is not None and hit.parsed == {"verdict": "yes"}
+    assert _spill_files(tmp_path) == []

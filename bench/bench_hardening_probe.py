@@ -1,0 +1,677 @@
+"""The hardening probe of issue 23, re-runnable: each of the issue's nine items' attacks against the
+current code, and one table ``item | tries | held | failed | note``.
+
+    .venv/bin/python bench/bench_hardening_probe.py [--items 1,2,9] [--verbose] [--strict] [--keep]
+
+Everything runs in a scratch folder (its own QUANDARY_HOME, DAGSTER_HOME and spill folder); LLM
+calls go to the loopback fault stub (tests/llm/fault_stub.py), never to the embedded model.
+Hostile queries run in child processes under a 3 GB address-space cap, and their memory is the
+peak of the sum of the RSS of the child and its workers, sampled every 0.1 s. A try is *held* when
+the product refused or bounded the attack on its own, with the message the issue asks for. A
+few minutes on the 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import io
+import json
+import os
+import resource
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT))
+WORK = Path(tempfile.mkdtemp(prefix="hardening-probe-"))
+HOME = WORK / "home"
+os.environ.update(QUANDARY_HOME=str(HOME), DAGSTER_HOME=str(WORK / "dagster"), QUANDARY_SPILL_DIR=str(WORK / "spill"))
+os.environ.pop("QUANDARY_COUNCIL_CONFIG", None)
+(WORK / "dagster").mkdir(parents=True)
+CLI = "import sys; from cli import main; sys.exit(main(sys.argv[1:]))"
+MEM_CAP = 3 << 30
+
+
+@dataclass
+class Try:
+    name: str
+    held: bool
+    note: str = ""
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """`quandary ARGS` in this process: (exit code, stdout, stderr)."""
+    from cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(args))
+        except SystemExit as exc:  # argparse refusing a value
+            rc = exc.code if isinstance(exc.code, int) else 1
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _tree(pid: int) -> list[int]:
+    out = [pid]
+    try:
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+            out += _tree(int(child))
+    except OSError:
+        pass
+    return out
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass
+class Child:
+    rc: int | None
+    out: str
+    err: str
+    seconds: float
+    peak_mb: float
+
+
+def run_child(args: list[str], *, cwd: Path = ROOT, wall_s: float = 120, env: dict | None = None,
+              interrupt_when=None) -> Child:
+    """`quandary ARGS` in a child process under the address-space cap; its tree's peak RSS. ``env``
+    values of None remove a variable. With ``interrupt_when(pid)``, SIGINT goes to the child's
+    group once it returns true (``seconds`` then counts from the signal). ``rc`` is None when the
+    probe had to kill the child at ``wall_s``."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env = {k: v for k, v in full_env.items() if v is not None}
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-c", CLI, *args], cwd=cwd, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (MEM_CAP, MEM_CAP)))
+    out: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda k, s: out.__setitem__(k, s.read()), args=(k, s))
+               for k, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    peak, sent, killed = 0, None, False
+    while proc.poll() is None:
+        peak = max(peak, sum(_rss(p) for p in _tree(proc.pid)))
+        if interrupt_when and sent is None and interrupt_when(proc.pid):
+            os.killpg(proc.pid, signal.SIGINT)
+            sent = time.monotonic()
+        if time.monotonic() - t0 > wall_s:
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed = True
+            proc.wait()
+        time.sleep(0.1)  # the memory watch's sampling interval, not a wait for the result
+    for r in readers:
+        r.join()
+    return Child(None if killed else proc.returncode, out.get("out", ""), out.get("err", ""),
+                 time.monotonic() - (sent or t0), peak / 2**20)
+
+
+def lines(text: str) -> list[str]:
+    return [x for x in text.splitlines() if x.strip()]
+
+
+def demo_db(path: Path) -> Path:
+    from pipelines.demo_db import write_demo_db
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        write_demo_db(path)
+    return path
+
+
+# ------------------------------------------------------------------------------------------ item 1
+
+
+def item1() -> list[Try]:
+    import polars as pl
+
+    from storage import artifacts
+    from storage.paths import UnsafePathError, artifacts_dir
+
+    good = {"db_id": "university", "question": "How many departments?", "sql": "SELECT 1",
+            "category": {"name": "Answerable", "subname": "Without Evidence"}}
+    guarded = artifacts.write_version(pl.DataFrame({"a": [1] * 24}), "candidates", "x")
+    latest = (guarded.path.parent / "LATEST").read_text()
+    outside = WORK / "abs-import-target"
+    tries = []
+
+    def imported(db_id, name, **kw):
+        path = WORK / "in1.json"
+        path.write_text(json.dumps([good, dict(good, db_id=db_id)]))
+        rc, _, err = cli("import", str(path), *kw.get("extra", ()))
+        ok = (rc != 0 and len(lines(err)) == 1 and "record 1" in err
+              and (guarded.path.parent / "LATEST").read_text() == latest and not outside.exists()
+              and not (artifacts_dir() / "imported_dataset").exists())
+        tries.append(Try(name, ok, "" if ok else f"rc={rc} {err.strip()[:120]}"))
+
+    imported("../candidates/x", "db_id ../candidates/x (repoint the pipeline's candidates)")
+    imported(str(outside), "absolute db_id")
+    for bad in ("..", "a/b", ".hidden", "x\x00y", "a" * 300):
+        imported(bad, f"db_id {bad[:12]!r}")
+    for asset in ("../escape", "candidates", "/tmp/x"):
+        path = WORK / "in1.json"
+        path.write_text(json.dumps([good]))
+        rc, _, err = cli("import", str(path), "--asset", asset)
+        tries.append(Try(f"--asset {asset}", rc == 2 and len(lines(err)) == 1, err.strip()[:120]))
+    for asset, part in (("ok", "../p"), ("../a", "p"), ("ok", "/abs")):
+        try:
+            artifacts.write_version(pl.DataFrame({"a": [1]}), asset, part)
+            tries.append(Try(f"storage write_version({asset!r}, {part!r})", False, "written"))
+        except UnsafePathError:
+            tries.append(Try(f"storage write_version({asset!r}, {part!r})", True))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 2
+
+
+def item2() -> list[Try]:
+    """AI-operator SQL (`aisql run`): bad timeouts, then hostile queries under a 2 s budget."""
+    tries = []
+    for value in ("nan", "inf", "0", "-1"):
+        rc, _, err = cli("aisql", "run", "movie", "SELECT 1", "--timeout", value)
+        tries.append(Try(f"--timeout {value}", rc == 2, "" if rc == 2 else f"accepted (rc={rc})"))
+    if not (SHARED / "sembench").is_dir():
+        return tries + [Try("hostile queries", False, "../shared/data/sembench missing: not probed")]
+    data = ["--data", str(SHARED)]
+    base = run_child(["aisql", "run", "movie", "SELECT 1 AS x", "--timeout", "5", *data], wall_s=120)
+    budget = 2.0
+    for name, sql in (
+        ("3 x repeat('x', 1e9)", "SELECT length(repeat('x', 1000000000)) + length(repeat('y', 1000000000)) "
+                                  "+ length(repeat('z', 1000000000)) AS n"),
+        ("range(1e12)", "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"),
+    ):
+        c = run_child(["aisql", "run", "movie", sql, "--timeout", str(budget), *data], wall_s=60)
+        extra = c.seconds - base.seconds
+        ok = c.rc not in (None, 0) and extra <= 1.5 * budget + 1.0 and c.peak_mb < 1024
+        tries.append(Try(f"aisql run {name}, --timeout {budget:g}", ok,
+                         f"{'killed by the probe at 60 s' if c.rc is None else f'rc={c.rc}'}, +{extra:.1f} s over "
+                         f"`SELECT 1`, peak {c.peak_mb:.0f} MB; {(lines(c.err) or [''])[0][:90]}"))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 3
+
+
+def item3() -> list[Try]:
+    """Relative database paths given from another folder mean that folder, also across processes."""
+    elsewhere = WORK / "elsewhere"
+    db = demo_db(elsewhere / "seeds" / "uni.sqlite")
+    rel, absolute = "seeds/uni.sqlite", str(db)
+    q = "SELECT COUNT(*) FROM departments"
+    env = {"QUANDARY_SQL_IN_PROCESS": None}  # the worker process, where the path crosses over
+    tries = []
+    here, there = (run_child(["sql", p, q], cwd=elsewhere, env=env) for p in (rel, absolute))
+    rows = [lines(c.out)[:-1] for c in (here, there)]  # the last line is the timing
+    tries.append(Try("sql seeds/uni.sqlite from another folder", here.rc == 0 and rows[0] == rows[1] != [],
+                     f"rc={here.rc} {rows[0]} vs {rows[1]} {here.err.strip()[:80]}"))
+    here, there = (run_child(["generate", "programmatic", p, "--json"], cwd=elsewhere, env=env, wall_s=300)
+                   for p in (rel, absolute))
+    n_here, n_there = len(lines(here.out)), len(lines(there.out))
+    tries.append(Try("generate programmatic seeds/uni.sqlite", here.rc == 0 and n_here == n_there > 3,
+                     f"{n_here} vs {n_there} candidates (absolute path)"))
+    eq = run_child(["equiv", rel, q, q], cwd=elsewhere, env=env)
+    tries.append(Try("equiv seeds/uni.sqlite", eq.rc == 0, f"rc={eq.rc} {eq.err.strip()[:100]}"))
+    missing = run_child(["sql", "seeds/nope.sqlite", q], cwd=elsewhere, env=env)
+    named = str(elsewhere / "seeds" / "nope.sqlite") in missing.err or "seeds/nope.sqlite" in missing.err
+    tries.append(Try("sql on a missing relative path names the path typed", missing.rc not in (0, None) and named
+                     and str(ROOT / "seeds") not in missing.err, missing.err.strip()[:100]))
+    cwd = os.getcwd()
+    os.chdir(elsewhere)
+    try:
+        rc, _, err = cli("db", "register", rel, "--db-id", "rel_uni")
+    finally:
+        os.chdir(cwd)
+    from resources.catalog import Catalog
+
+    stored = Catalog().get("rel_uni").path if rc == 0 else None
+    tries.append(Try("db register seeds/uni.sqlite", stored == str(db.resolve()), f"stored {stored}"))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 4
+
+
+@contextlib.contextmanager
+def patched(obj, name, value):
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, old)
+
+
+@contextlib.contextmanager
+def _tmp_write_fails(code):
+    """Writes to temp files fail with ``code`` (the storage fault tests' injection)."""
+    import pytest
+
+    from tests.storage.test_storage_faults import _inject_enospc_on_tmp_write
+
+    with pytest.MonkeyPatch.context() as mp:
+        _inject_enospc_on_tmp_write(mp, code)
+        yield
+
+
+def item4() -> list[Try]:
+    import polars as pl
+
+    from storage import artifacts
+    from storage.llm_log import CallLog, CallLogDamaged, CallLogError, CallRecord
+    from tests.storage.test_storage_faults import _FaultyConn  # writes fail like a full or read-only disk
+
+    tries = []
+    fault = {"on": False, "exc": None}
+    real_conn = CallLog._conn
+
+    def rec(cid):
+        return CallRecord(call_id=cid, status="ok", member="m", model="openai/m", request={"x": cid},
+                          raw_response='{"verdict": "yes"}', parsed={"verdict": "yes"}, attempts=1)
+
+    with patched(CallLog, "_conn", lambda self: _FaultyConn(real_conn(self), fault)):
+        for exc, must in ((sqlite3.OperationalError("database or disk is full"), "ENOSPC"),
+                          (OSError(errno.EROFS, "Read-only file system"), "EROFS")):
+            log = CallLog(WORK / f"log-{must}.sqlite")
+            fault.update(on=True, exc=exc)
+            try:
+                log.record(rec("a"))
+                tries.append(Try(f"call log write, {must}", False, "no error"))
+            except CallLogError as err:
+                ok = must in str(err) and "damaged" not in str(err) and not isinstance(err, CallLogDamaged)
+                kept = log.lookup("a") is not None
+                fault["on"] = False
+                log.close()
+                again = CallLog(log.path).lookup("a") is not None
+                tries.append(Try(f"call log write, {must}: named, answer kept and merged later", ok and kept and again,
+                                 str(err)[:100]))
+        tries.append(_council_on_full_disk(fault))
+    for code, name in ((errno.ENOSPC, "ENOSPC"), (errno.EROFS, "EROFS")):
+        root = WORK / f"art-{name}"
+        with _tmp_write_fails(code):
+            try:
+                artifacts.write_version(pl.DataFrame({"a": [1]}), "candidates", "uni", root)
+                tries.append(Try(f"artifact write, {name}", False, "no error"))
+            except OSError as err:
+                left = [p.name for p in (root / "candidates" / "uni").iterdir() if p.name.endswith(".tmp")]
+                tries.append(Try(f"artifact write, {name}: named, no temp file left",
+                                 name in str(err) and "damaged" not in str(err) and not left, str(err)[:100]))
+    tries.append(_run_failure_on_read_only_folder())
+    return tries
+
+
+def _council_on_full_disk(fault) -> Try:
+    """Two answered calls while the log is full are not requested again once space is freed."""
+    from pydantic import BaseModel
+
+    from resources.llm import Council, call_log
+    from resources.llm.config import Member
+    from tests.llm.fault_stub import FaultStub
+
+    class Verdict(BaseModel):
+        verdict: str
+
+    with FaultStub(default="ok") as stub:
+        m = Member(name="stub", model="openai/stub", api_base=stub.base_url, max_retries=0, timeout_s=20.0,
+                   structured_output="prompt", repair=False)
+        council = Council("validators", [m], call_log())
+        fault.update(on=True, exc=sqlite3.OperationalError("database or disk is full"), match="excluded.")
+        first = [council.ask("stub", [{"role": "user", "content": f"q{i}"}], Verdict) for i in range(2)]
+        fault.update(on=False, match="")
+        call_log().close()
+        again = [council.ask("stub", [{"role": "user", "content": f"q{i}"}], Verdict) for i in range(2)]
+    ok = all(r.ok for r in first) and all(r.ok and r.cached for r in again) and stub.requests == 2
+    return Try("council answers while the log is full: not re-requested", ok,
+               f"{stub.requests} requests for 2 calls; {(first[0].error or '')[:80]}")
+
+
+def _run_failure_on_read_only_folder() -> Try:
+    import polars as pl
+    from dagster import asset, materialize
+
+    from assets.shared.io_manager import VersionedParquetIOManager
+    from cli.run_output import first_failure
+
+    @asset  # no return annotation: this module's annotations are strings Dagster cannot resolve
+    def small():
+        return pl.DataFrame({"a": [1]})
+
+    root = WORK / "art-run"
+    with _tmp_write_fails(errno.EROFS):
+        result = materialize([small], resources={"io_manager": VersionedParquetIOManager(base_dir=str(root))},
+                             raise_on_error=False)
+    line = first_failure(result) if not result.success else "succeeded"
+    ok = not result.success and "EROFS" in line and "DagsterExecutionHandleOutputError" not in line
+    return Try("a run writing to a read-only folder says EROFS", ok, line[:100])
+
+
+# ------------------------------------------------------------------------------------------ item 5
+
+
+def item5() -> list[Try]:
+    import polars as pl
+
+    from storage import artifacts
+    from storage.audit import open_audit
+
+    tries = []
+    cases = {
+        "LATEST and versions.jsonl lost": ("LATEST", "versions.jsonl"),
+        "LATEST lost": ("LATEST",),
+        "versions.jsonl lost": ("versions.jsonl",),
+        "LATEST garbage, versions.jsonl lost": ("versions.jsonl", "garbage"),
+        "pointers lost and every content file damaged": ("LATEST", "versions.jsonl", "damage"),
+    }
+    for name, what in cases.items():
+        root = WORK / f"lost-{len(tries)}"
+        for part in ("a", "b"):
+            v = artifacts.write_version(pl.DataFrame({"x": [1, 2, 3] * 8}), "dataset", part, root)
+        folder = v.path.parent
+        for f in what:
+            if f == "garbage":
+                (folder / "LATEST").write_text("not-a-file")
+            elif f == "damage":
+                v.path.write_bytes(b"damaged")
+            else:
+                (folder / f).unlink()
+        warnings = []
+        con = open_audit(root=root, llm_log=WORK / "none.sqlite", warn=warnings.append)
+        try:
+            rows = con.execute("SELECT count(*) FROM dataset").fetchone()[0]
+        finally:
+            con.close()
+        named = any("dataset[b]" in w or str(folder) in w for w in warnings)
+        ok = rows == 48 or (rows == 24 and named)  # kept, or dropped loudly naming the partition
+        tries.append(Try(name, ok, f"{rows}/48 rows; {'warned' if named else 'no warning naming it'}"))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 6
+
+
+def item6() -> list[Try]:
+    import polars as pl
+
+    from assets.abiss.assets import _db
+    from assets.shared.resources import SeedCatalogResource
+    from resources.catalog import Catalog, SeedChangedError, check_seed_unchanged
+
+    tries = []
+    db = demo_db(WORK / "seed6" / "uni6" / "uni6.sqlite")
+    info = Catalog().register(db, "uni6")
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE edited(x)")
+    con.commit()
+    con.close()
+    for name, step in (("the steps' seed check", lambda: check_seed_unchanged(str(db), info.sha256, "uni6")),
+                       ("the seed catalog resource", lambda: SeedCatalogResource().entry("uni6")),
+                       ("the ABISS step's database row", lambda: _db(pl.DataFrame(
+                           [{"db_id": "uni6", "path": str(db), "sha256": info.sha256}])))):
+        try:
+            step()
+            tries.append(Try(f"edited seed, read by {name}", False, "read the edited file"))
+        except SeedChangedError as exc:
+            tries.append(Try(f"edited seed, read by {name}", info.sha256[:12] in str(exc), str(exc)[:90]))
+    other = demo_db(WORK / "seed6b" / "uni6.sqlite")
+    rc, _, err = cli("db", "register", str(other), "--db-id", "uni6")
+    tries.append(Try("db register of a registered id with another file", rc == 1 and "--replace" in err
+                     and Catalog().get("uni6").sha256 == info.sha256, err.strip()[:90]))
+    rc, _, err = cli("db", "register", str(WORK / "seed6"), "--folder")
+    tries.append(Try("db register --folder with a changed file", rc == 1 and "--replace" in err
+                     and Catalog().get("uni6").sha256 == info.sha256, (lines(err) or [""])[0][:90]))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 7
+
+
+def item7() -> list[Try]:
+    from dagster import DagsterInvalidConfigError, validate_run_config
+
+    from assets.definitions import MAIN_JOB, defs
+
+    job = defs.resolve_job_def(MAIN_JOB)
+    HOME.mkdir(parents=True, exist_ok=True)
+    foreign = HOME / "council-home.yaml"
+    foreign.write_text("members:\n  m:\n    model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
+                       "    api_key_env: HOME\ncouncils:\n  default: [m]\n")
+    outside = WORK / "outside"
+    tries = []
+    for name, resource_name, field, value, must in (
+        ("io_manager.base_dir outside the home", "io_manager", "base_dir", str(outside / "artifacts"), "outside"),
+        ("council.config_path=/etc/passwd", "council", "config_path", "/etc/passwd", "outside"),
+        ("council file with api_key_env: HOME", "council", "config_path", str(foreign), "QUANDARY_KEY_"),
+        ("council.log_path outside the home", "council", "log_path", str(outside / "log.sqlite"), "outside"),
+        ("seed_catalog.catalog_path=/etc/hosts", "seed_catalog", "catalog_path", "/etc/hosts", "outside"),
+    ):
+        try:
+            validate_run_config(job, {"resources": {resource_name: {"config": {field: value}}}})
+            tries.append(Try(name, False, "accepted at launch"))
+        except DagsterInvalidConfigError as exc:
+            message = " ".join(" ".join(e.message for e in exc.errors).split()) if exc.errors else str(exc)
+            tries.append(Try(name, must in message and not outside.exists(), message[-90:]))
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    tries.append(Try("docs say how to put a shared webserver behind authentication",
+                     "authenticat" in docs and "proxy" in docs, "docs/operations.md"))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 8
+
+
+def item8() -> list[Try]:
+    from resources.sql.audit_runner import run_audit_query
+
+    tries = []
+    for value in ("nan", "inf", "0", "-1"):
+        rc, _, err = cli("audit", "sql", "SELECT 1", f"--timeout={value}")
+        tries.append(Try(f"audit sql --timeout {value}", rc == 2 and "Traceback" not in err, err.strip()[:80]))
+    t0 = time.monotonic()
+    out = run_audit_query("SELECT length(a) + length(b) + length(c) FROM (SELECT repeat('x', 1000000000) a, "
+                          "repeat('y', 1000000000) b, repeat('z', 1000000000) c)", timeout_s=30.0)
+    tries.append(Try("audit sql 3 x repeat('x', 1e9)", not out.ok and out.kind == "too_large",
+                     f"{out.kind}, {time.monotonic() - t0:.1f} s"))
+    out = run_audit_query("SELECT sum(a % 7) FROM range(1000000000000) t(a)", timeout_s=1.0)
+    tries.append(Try("audit sql range(1e12), 1 s budget", not out.ok and out.kind == "timeout"
+                     and out.elapsed_s <= 1.5, f"{out.kind} after {out.elapsed_s:.2f} s"))
+
+    def busy_worker(pid):
+        for child in _tree(pid)[1:]:
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes()
+                stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if b"audit_worker" in cmd and int(stat[11]) + int(stat[12]) > 50:
+                return True
+        return False
+
+    c = run_child(["audit", "sql", "SELECT sum(a % 7) FROM range(1000000000000) t(a)", "--timeout", "600"],
+                  wall_s=240, interrupt_when=busy_worker)
+    err = lines(c.err)
+    ok = c.rc == 130 and len(err) == 1 and err[0].startswith("interrupted") and c.seconds < 10
+    tries.append(Try("audit sql range(1e12), Ctrl-C", ok, f"rc={c.rc} after {c.seconds:.1f} s; {err[:1]}"))
+    return tries
+
+
+# ------------------------------------------------------------------------------------------ item 9
+
+
+def item9() -> list[Try]:
+    from email.utils import formatdate
+
+    from pydantic import BaseModel
+
+    from resources.llm import Council, call_log
+    from resources.llm.config import Member
+    from tests.llm.fault_stub import FaultStub
+
+    class Verdict(BaseModel):
+        verdict: str
+
+    def member(url, **kw):
+        return Member(**{**dict(name="stub", model="openai/stub", api_base=url, max_retries=0, backoff_base_s=0.001,
+                                backoff_max_s=0.01, timeout_s=60.0, structured_output="prompt", repair=False,
+                                max_tokens=256), **kw})
+
+    def ask(m, text="Is this answerable?"):
+        return Council("validators", [m], call_log()).ask(m.name, [{"role": "user", "content": text}], Verdict)
+
+    tries = []
+    with FaultStub(default="huge", huge_bytes=50 << 20) as stub:
+        r, again = ask(member(stub.base_url)), ask(member(stub.base_url))
+    tries.append(Try("50 MB answer to max_tokens 256", not r.ok and r.failure == "oversize_answer"
+                     and not again.cached and stub.requests == 2, f"{r.failure}: {(r.error or '')[:70]}"))
+    for mode, failure, wrong in (("badjson", "malformed_answer", "HTTP 500"),
+                                 ("nochoices", "malformed_answer", "HTTP 500"),
+                                 ("truncated", "truncated_answer", "cannot connect")):
+        with FaultStub(default=mode) as stub:
+            r = ask(member(stub.base_url), f"{mode}?")
+        tries.append(Try(f"200 with a {mode} body", not r.ok and r.failure == failure and wrong not in (r.error or ""),
+                         f"{r.failure}: {(r.error or '')[:70]}"))
+    for value in ("2", "date"):
+        if value == "date":  # made just before use: whole seconds, at least 2 s ahead
+            value = formatdate(time.time() + 3, usegmt=True)
+        with FaultStub(modes=[f"429-after:{value}"], default="ok") as stub:
+            r = ask(member(stub.base_url, max_retries=2), f"retry {value}?")
+        gap = stub.times[1] - stub.times[0] if len(stub.times) > 1 else 0.0
+        tries.append(Try(f"Retry-After: {value if len(value) < 4 else 'HTTP-date'}", r.ok and gap >= 1.9,
+                         f"waited {gap:.2f} s"))
+    tries.append(_corrupt_log_calls(member, ask))
+    tries += _import_tries()
+    return tries
+
+
+def _corrupt_log_calls(member, ask) -> Try:
+    from resources.llm import call_log
+    from tests.llm.fault_stub import FaultStub
+
+    path = HOME / "llm_calls.sqlite"
+    with FaultStub(default="ok") as stub:
+        for i in range(30):
+            ask(member(stub.base_url), f"question {i} " + "pad " * 400)
+    call_log().close()
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    data = bytearray(path.read_bytes())
+    for offset in range(2 * 4096, len(data) - 4096, 3 * 4096):
+        data[offset:offset + 4096] = b"\xa5" * 4096
+    path.write_bytes(bytes(data))
+    c = run_child(["council", "calls"])
+    err = lines(c.err)
+    return Try("council calls on a log with corrupt pages", c.rc not in (0, None) and len(err) == 1
+               and "Traceback" not in c.err, (err or [""])[0][:90])
+
+
+def _import_tries() -> list[Try]:
+    tries = []
+    deep = WORK / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    rc, _, err = cli("import", str(deep))
+    tries.append(Try("import JSON nested 100,000 deep", rc == 1 and len(lines(err)) == 1 and "Traceback" not in err,
+                     err.strip()[:80]))
+    empty = WORK / "empty.json"
+    empty.write_text("[]")
+    rc, _, err = cli("import", str(empty))
+    tries.append(Try("import []", rc == 1 and "no records" in err, err.strip()[:80]))
+    # memory must not grow with the file: the same records in a 2 MB and in a 20 MB file
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_import import make_records
+
+    big = make_records(20.0)
+    for n, name in ((len(big) // 10, "small.json"), (len(big), "large.json")):
+        (WORK / name).write_text(json.dumps(big[:n], indent=2))
+    runs = {}
+    for name in ("small.json", "large.json"):
+        env = {"QUANDARY_HOME": str(WORK / f"home-{name}")}
+        runs[name] = run_child(["import", str(WORK / name)], env=env, wall_s=600)
+    small, large = runs["small.json"], runs["large.json"]
+    grew = large.peak_mb - small.peak_mb
+    mb = (WORK / "large.json").stat().st_size / 1e6
+    # streamed, the import's memory is a batch, not the file: it grows by far less than the file's size
+    tries.append(Try(f"import of {mb:.0f} MB: memory does not grow with the file", large.rc == 0 and grew < mb / 2,
+                     f"peak {small.peak_mb:.0f} MB (2 MB file) -> {large.peak_mb:.0f} MB; "
+                     f"{len(big) / max(large.seconds, 1e-9):.0f} records/s"))
+    cut = (WORK / "large.json").read_bytes()
+    (WORK / "cut.json").write_bytes(cut[: len(cut) // 2])
+    rc, _, err = cli("import", str(WORK / "small.json"), str(WORK / "cut.json"))
+    tries.append(Try("import of a truncated file names byte and record, writes nothing",
+                     rc == 1 and "byte" in err and "record" in err and str(WORK / "cut.json") in err
+                     and not (HOME / "artifacts" / "imported_dataset").exists(), err.strip()[-90:]))
+    return tries
+
+
+ITEMS = {
+    1: ("import writes outside its asset", item1),
+    2: ("AI-operator SQL outside the sandbox", item2),
+    3: ("relative database paths", item3),
+    4: ("disk full / read-only storage", item4),
+    5: ("lost LATEST + versions.jsonl", item5),
+    6: ("seed edited before a rerun", item6),
+    7: ("launchpad run config", item7),
+    8: ("audit sql bounds", item8),
+    9: ("answers, bodies, Retry-After, corrupt log, import", item9),
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--items", default=",".join(map(str, ITEMS)), help="comma-separated item numbers")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--verbose", action="store_true", help="print every try")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when a try failed (`make bench` runs it without)")
+    args = ap.parse_args()
+    rows, t0 = [], time.monotonic()
+    for n in (int(x) for x in args.items.split(",")):
+        title, probe = ITEMS[n]
+        started = time.monotonic()
+        try:
+            tries = probe()
+        except Exception as exc:  # a probe that breaks is a failed row, not a crashed table
+            traceback.print_exc()
+            tries = [Try("probe", False, f"{type(exc).__name__}: {exc}"[:120])]
+        failed = [t for t in tries if not t.held]
+        note = "; ".join(f"{t.name}: {t.note}" for t in failed[:2]) or f"all held ({time.monotonic() - started:.0f} s)"
+        rows.append((f"{n}. {title}", len(tries), len(tries) - len(failed), len(failed), note))
+        if args.verbose:
+            for t in tries:
+                print(f"  [{'held' if t.held else 'FAIL'}] {n}: {t.name} — {t.note}", flush=True)
+        print(f"item {n}: {len(tries) - len(failed)}/{len(tries)} held", file=sys.stderr, flush=True)
+    print(f"\n| item | tries | held | failed | note |\n|---|---|---|---|---|")
+    for item, tries, held, failed, note in rows:
+        print(f"| {item} | {tries} | {held} | {failed} | {note.replace('|', '/')} |")
+    total = sum(r[1] for r in rows)
+    print(f"\n{total} tries, {sum(r[2] for r in rows)} held, {sum(r[3] for r in rows)} failed "
+          f"in {time.monotonic() - t0:.0f} s (load average {os.getloadavg()[0]:.1f}); scratch {WORK}")
+    if not args.keep:
+        shutil.rmtree(WORK, ignore_errors=True)
+    return 1 if args.strict and any(r[3] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
