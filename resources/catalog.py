@@ -24,9 +24,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from storage.paths import quandary_home
 from resources.sql.engines import open_duckdb_readonly, open_sqlite_readonly
 from resources.sql.results import DUCKDB_SUFFIXES, SQLITE_SUFFIXES, engine_of
+from storage.paths import quandary_home
+from storage.sqlnames import quote_ident
 
 SAMPLE_ROWS = 5
 _DB_ID_RE = re.compile(r"[^A-Za-z0-9_]+")
@@ -144,7 +145,9 @@ def check_seed_unchanged(path: str | Path, recorded_sha256: str | None, db_id: s
 
 
 def _cached_sha256(p: Path) -> str:
-    from storage.artifacts import file_sha256  # here, not at the top: importing the catalog stays polars-free
+    from storage.artifacts import (
+        file_sha256,  # here, not at the top: importing the catalog stays polars-free
+    )
 
     st = p.stat()
     key = (str(p), st.st_size, st.st_mtime_ns)
@@ -180,9 +183,6 @@ def local_seed(path: str | Path, recorded_sha256: str | None, db_id: str) -> str
             "on a node that has the registered file") from None
 
 
-def quote_ident(name: str) -> str:
-    """Double-quoted identifier, valid for SQLite and DuckDB (embedded quotes doubled)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 # ----------------------------------------------------------------------------- inspection
@@ -207,7 +207,9 @@ def inspect_database(path: str | Path, db_id: str | None = None) -> DatabaseInfo
         raise BadDatabaseError(f"cannot read as {engine}: {exc}") from exc
     if not tables:
         raise BadDatabaseError("database has no tables")
-    from storage.artifacts import file_sha256  # here, not at the top: importing the catalog stays polars-free
+    from storage.artifacts import (
+        file_sha256,  # here, not at the top: importing the catalog stays polars-free
+    )
 
     return DatabaseInfo(
         db_id=sanitize_db_id(db_id or p.stem),

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from storage.sqlnames import quote_ident
+
 SEMBENCH_FILES = Path("sembench") / "files"
 
 
@@ -132,8 +134,7 @@ class ScenarioDB:
     row_counts: dict[str, int]
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_q = quote_ident
 
 
 def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, *, sample: int | None = None,

@@ -50,9 +50,10 @@ from pipelines.ambitab.record import (
     make_avt_id,
 )
 from pipelines.ambitab.sources import read_json, require_file, schema_text, sql_segments
-from storage.paths import quandary_home
 from resources.sql import execute_sql
 from storage.artifacts import file_sha256
+from storage.paths import quandary_home
+from storage.sqlnames import quote_ident
 
 CORPUS = "ambiqt"
 SPIDER_DEV = Path("spider") / "dev.json"
@@ -223,8 +224,7 @@ def protected_columns(tables_json: list[dict]) -> dict[str, set[tuple[str, str]]
 # -------------------------------------------------------------------------- unit databases
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_q = quote_ident
 
 
 def unit_seed(seed: int, unit: tuple[str, str, str]) -> int:

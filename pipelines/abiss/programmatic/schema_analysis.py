@@ -30,9 +30,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from pipelines.abiss.programmatic.phrasing import column_words, head_noun, humanize, identifier_words
+from pipelines.abiss.programmatic.phrasing import (
+    column_words,
+    head_noun,
+    humanize,
+    identifier_words,
+)
 from resources.catalog import DatabaseInfo, inspect_database
 from resources.sql import execute_sql
+from storage.sqlnames import quote_ident
 
 SAMPLE_LIMIT = 2000  # rows per table used for roles and thresholds
 CATEGORICAL_MAX_DISTINCT = 25
@@ -52,9 +58,6 @@ _LABEL_WORDS = ("name", "title", "label")
 _NUMBER_TEXT = re.compile(r"^-?\d{1,15}(\.\d+)?$")
 
 
-def quote_ident(name: str) -> str:
-    """Double-quoted identifier, valid for SQLite and DuckDB (embedded quotes doubled)."""
-    return '"' + str(name).replace('"', '""') + '"'
 
 
 def sql_literal(value) -> str:
