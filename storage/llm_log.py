@@ -1,4 +1,6 @@
-"""The LLM call cache and call log: one SQLite table ``llm_calls`` in ``$QUANDARY_HOME/llm_calls.sqlite``.
+"""The LLM call cache and call log: one table ``llm_calls``, in ``$QUANDARY_HOME/llm_calls.sqlite`` on
+one machine, or ``quandary_llm_calls`` in the deployment's PostgreSQL database when many machines
+share it (:func:`open_call_log`; ``storage/llm_log_pg.py``).
 
 Why one table for both: a cache hit *is* the audit record of the answer a stage used, and a
 resumed run finds every finished call by its key and makes no request for it.
@@ -10,9 +12,17 @@ resumed run finds every finished call by its key and makes no request for it.
   (transport failure after retries). Only ``ok`` is a cache hit: a provider that answered HTTP 200
   with garbage must not poison the cache, so a later run asks again and overwrites the row, adding
   to ``attempts`` (issue #13 item 5).
-- Every write is one transaction. WAL + ``busy_timeout`` + a retry loop make concurrent writers
-  (several processes of one Dagster run) safe. Columns are plain TEXT/INTEGER/REAL (JSON as TEXT)
-  so the audit catalog can expose the table as a view.
+- Single flight: a process about to send an uncached request claims its key with an ``in_flight``
+  row naming its ``owner`` and a ``lease_until``; a heartbeat thread renews the leases of the keys
+  it is sending; any process (on any machine) waits while the lease lives and takes the key over
+  once it has expired — a dead owner's key within one lease (``$QUANDARY_CALL_LEASE_S``, 30 s).
+  Expiry is judged by the database's clock, never by a node's.
+- Every write is one statement. Columns are plain TEXT/INTEGER/REAL (JSON as TEXT) so the audit
+  catalog can expose the table as a view; ``owner`` and ``lease_until`` are bookkeeping, not audit.
+
+:class:`CallLogRules` holds every rule above once; :class:`CallLog` (SQLite) and
+``PostgresCallLog`` only run its statements, whose SQL is shared (named ``:params``; the only
+dialect pieces are the clock and the column types).
 """
 
 import contextlib
@@ -21,6 +31,7 @@ import hashlib
 import json
 import os
 import random
+import secrets
 import socket
 import sqlite3
 import tempfile
@@ -35,43 +46,49 @@ from storage.faults import CORRUPT, StorageError, storage_cause, storage_message
 
 TABLE = "llm_calls"
 CACHEABLE_STATUSES = ("ok",)
+LEASE_ENV = "QUANDARY_CALL_LEASE_S"
+DEFAULT_LEASE_S = 30.0
 
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS {TABLE} (
-    call_id            TEXT PRIMARY KEY,
-    status             TEXT NOT NULL,
-    ok                 INTEGER NOT NULL,
-    member             TEXT,
-    model              TEXT,
-    api_base           TEXT,
-    schema_name        TEXT,
-    request_json       TEXT,
-    raw_response       TEXT,
-    first_raw_response TEXT,
-    parsed_json        TEXT,
-    error              TEXT,
-    prompt_tokens      INTEGER DEFAULT 0,
-    completion_tokens  INTEGER DEFAULT 0,
-    latency_ms         REAL DEFAULT 0,
-    cost               REAL DEFAULT 0,
-    attempts           INTEGER DEFAULT 0,
-    repaired           INTEGER DEFAULT 0,
-    cache_hits         INTEGER DEFAULT 0,
-    tag_stage          TEXT,
-    tag_candidate_id   TEXT,
-    tag_json           TEXT,
-    created_at         TEXT,
-    updated_at         TEXT
-);
-CREATE INDEX IF NOT EXISTS {TABLE}_stage ON {TABLE}(tag_stage);
-CREATE INDEX IF NOT EXISTS {TABLE}_member ON {TABLE}(member);
-"""
+# (column, type, extra) — the one schema both backends create (PostgreSQL maps the types)
+COLUMN_SPEC = (
+    ("call_id", "TEXT", "PRIMARY KEY"),
+    ("status", "TEXT", "NOT NULL"),
+    ("ok", "INTEGER", "NOT NULL"),
+    ("member", "TEXT", ""),
+    ("model", "TEXT", ""),
+    ("api_base", "TEXT", ""),
+    ("schema_name", "TEXT", ""),
+    ("request_json", "TEXT", ""),
+    ("raw_response", "TEXT", ""),
+    ("first_raw_response", "TEXT", ""),
+    ("parsed_json", "TEXT", ""),
+    ("error", "TEXT", ""),
+    ("prompt_tokens", "INTEGER", "DEFAULT 0"),
+    ("completion_tokens", "INTEGER", "DEFAULT 0"),
+    ("latency_ms", "REAL", "DEFAULT 0"),
+    ("cost", "REAL", "DEFAULT 0"),
+    ("attempts", "INTEGER", "DEFAULT 0"),
+    ("repaired", "INTEGER", "DEFAULT 0"),
+    ("cache_hits", "INTEGER", "DEFAULT 0"),
+    ("tag_stage", "TEXT", ""),
+    ("tag_candidate_id", "TEXT", ""),
+    ("tag_json", "TEXT", ""),
+    ("created_at", "TEXT", ""),
+    ("updated_at", "TEXT", ""),
+)
+AUDIT_COLUMNS = tuple(c for c, _, _ in COLUMN_SPEC)  # what rows() and the audit view show
+LEASE_COLUMNS = ("owner", "lease_until")  # single-flight bookkeeping, left out of the audit view
 
-_COLUMNS = (
-    "call_id status ok member model api_base schema_name request_json raw_response first_raw_response "
-    "parsed_json error prompt_tokens completion_tokens latency_ms cost attempts repaired tag_stage "
-    "tag_candidate_id tag_json created_at updated_at"
-).split()
+_COLUMNS = [c for c in AUDIT_COLUMNS if c != "cache_hits"]  # what a record writes
+
+
+def schema_sql(table: str, types: dict[str, str], lease_type: str) -> list[str]:
+    """CREATE statements for ``table``; ``types`` maps the generic types to the dialect's."""
+    cols = [f"{c} {types.get(t, t)} {extra}".strip() for c, t, extra in COLUMN_SPEC]
+    cols += [f"owner {types.get('TEXT', 'TEXT')}", f"lease_until {lease_type}"]
+    return [f"CREATE TABLE IF NOT EXISTS {table} (\n    " + ",\n    ".join(cols) + "\n)",
+            f"CREATE INDEX IF NOT EXISTS {table}_stage ON {table}(tag_stage)",
+            f"CREATE INDEX IF NOT EXISTS {table}_member ON {table}(member)"]
 
 
 def canonical_json(obj: Any) -> str:
@@ -86,6 +103,31 @@ def call_key(model: str, messages: list[dict], params: dict, output_schema: dict
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def lease_seconds() -> float:
+    """``$QUANDARY_CALL_LEASE_S`` (default 30): how long a claim lives without a heartbeat."""
+    raw = os.environ.get(LEASE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_LEASE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 1.0 <= value <= 3600.0:
+        raise ValueError(f"{LEASE_ENV}={raw!r} is not a number of seconds between 1 and 3600 "
+                         f"(how long an LLM call's claim lives without a heartbeat; default {DEFAULT_LEASE_S:g})")
+    return value
+
+
+_tokens: dict[int, str] = {}
+
+
+def owner_id() -> str:
+    """This process as a claim owner: ``host:pid:nonce`` (the nonce tells a reused pid apart)."""
+    pid = os.getpid()
+    token = _tokens.get(pid) or _tokens.setdefault(pid, secrets.token_hex(4))
+    return f"{socket.gethostname()}:{pid}:{token}"
 
 
 @dataclass
@@ -118,7 +160,7 @@ class CallRecord:
 
 class CallLogError(StorageError):
     """The call log cannot be read or written; ``cause`` says why (storage.faults), the message names
-    the file and the remedy. Only :class:`CallLogDamaged` means the file itself is damaged."""
+    the file (or database) and the remedy. Only :class:`CallLogDamaged` means the file is damaged."""
 
 
 class CallLogDamaged(CallLogError):
@@ -132,145 +174,197 @@ def spill_dir() -> Path:
     return Path(env) if env else Path(tempfile.gettempdir()) / "quandary-unlogged"
 
 
-class CallLog:
-    """Thread-safe handle on the call log. One SQLite connection per thread (sqlite3 objects are
-    not shareable across threads); each write is a single short transaction."""
+def _named(where: str, params) -> tuple[str, dict]:
+    """A caller's ``where`` with ``?`` marks as named parameters (both backends take ``:name``)."""
+    if isinstance(params, dict):
+        return where, params
+    parts = where.split("?")
+    if len(parts) - 1 != len(params):
+        raise ValueError(f"{len(parts) - 1} '?' in {where!r} for {len(params)} parameters")
+    sql = parts[0] + "".join(f":w{i}{rest}" for i, rest in enumerate(parts[1:]))
+    return sql, {f"w{i}": v for i, v in enumerate(params)}
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+
+class CallLogRules:
+    """The cache, single-flight and record rules, once for every backend.
+
+    A backend sets ``path`` (what messages name), ``table``, ``NOW`` (SQL for the database clock, in
+    the unit of ``lease_until``), ``LEASE_UNTIL`` (SQL for now + ``:lease_s``), ``DB_ERRORS``, and
+    implements :meth:`_fetch` / :meth:`_execute` (one statement each, retried where the backend
+    needs it) and :meth:`_cause`; :meth:`_owner_is_dead` may know a dead owner before its lease ends.
+    """
+
+    path: Any
+    table: str
+    NOW: str
+    LEASE_UNTIL: str
+    DB_ERRORS: tuple = ()
+
+    def _init_rules(self, location: str, lease_s: float | None) -> None:
+        self.location = location
+        self.lease_s = float(lease_s) if lease_s is not None else lease_seconds()
+        self.heartbeat_s = self.lease_s / 3  # two beats may be missed before the lease lapses
         self._pending: dict[str, CallRecord] = {}  # answers whose write failed (no space ...), by call_id
         self._pending_lock = threading.Lock()
-        self._spill_key = hashlib.sha256(str(self.path.resolve()).encode()).hexdigest()[:16]
-        try:
-            self._retry(self._init_schema)
-        except (sqlite3.Error, OSError) as exc:
-            raise self._storage_error(exc) from exc
-        self._merge_spilled()
+        self._spill_key = hashlib.sha256(location.encode()).hexdigest()[:16]
+        self._held: dict[str, float] = {}  # keys this process is sending -> monotonic time to stop renewing
+        self._held_lock = threading.Lock()
+        self._beat: threading.Thread | None = None
+        self._beat_stop = threading.Event()
+        self.heartbeats = 0  # renewals written (tests, diagnostics)
 
-    def _storage_error(self, exc: BaseException) -> BaseException:
-        """``exc`` as a :class:`CallLogError` naming the file and the cause (or ``exc`` itself when it
-        is not a storage fault, e.g. a lock held too long)."""
-        cause = storage_cause(exc, self.path)
-        if cause is None:
-            return exc
-        if cause == CORRUPT:
-            return CallLogDamaged(
-                f"local storage error: the call log {self.path} is damaged ({exc}); move it away (its cached "
-                "answers are lost) or restore it, then rerun", cause, self.path)
+    # --- backend hooks ------------------------------------------------------------------------
+    def _fetch(self, sql: str, params: dict) -> list[dict]:
+        raise NotImplementedError
+
+    def _execute(self, sql: str, params: dict) -> int:
+        raise NotImplementedError
+
+    def _cause(self, exc: BaseException) -> str | None:
+        """The storage cause of a backend error (storage.faults), or None when it is not one."""
+        raise NotImplementedError
+
+    def _describe(self, exc: BaseException, cause: str) -> CallLogError:
         return CallLogError("local storage error: " + storage_message(exc, self.path, "call log", cause),
                             cause, self.path)
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoint; atomic always (WAL)
-            conn.row_factory = sqlite3.Row
-            self._local.conn = conn
-        return conn
+    def _owner_is_dead(self, owner: str | None) -> bool:
+        return False
 
-    def _init_schema(self) -> None:
-        self._conn().executescript(_SCHEMA)
-
-    @staticmethod
-    def _retry(fn, *args, attempts: int = 8):
-        # busy_timeout covers most contention; WAL checkpoints and schema creation can still report
-        # "database is locked" immediately, so retry those with jittered backoff.
-        for i in range(attempts):
-            try:
-                return fn(*args)
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) and "busy" not in str(e) or i == attempts - 1:
-                    raise
-                time.sleep(min(2.0, 0.05 * 2**i) * (0.5 + random.random()))
-
-    # --- cache -----------------------------------------------------------------------------
-    def lookup(self, call_id: str) -> CallRecord | None:
-        """The cached record for ``call_id`` if it is a cacheable outcome; counts the hit."""
-
-        held = self._pending.get(call_id)
-        if held is not None and held.status in CACHEABLE_STATUSES:
-            return held  # answered, not yet written (no space): never ask again
-
-        def _do():
-            conn = self._conn()
-            row = conn.execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone()
-            if row is None or row["status"] not in CACHEABLE_STATUSES:
-                return None
-            try:
-                conn.execute(
-                    f"UPDATE {TABLE} SET cache_hits = cache_hits + 1, updated_at = ? WHERE call_id = ?",
-                    (_now(), call_id),
-                )
-            except (sqlite3.Error, OSError) as exc:  # a full disk must not turn a hit into a failure
-                if storage_cause(exc, self.path) in (None, CORRUPT):
-                    raise
-            return _row_to_record(row)
-
-        return self._guard(self._retry, _do)
+    # --- errors -------------------------------------------------------------------------------
+    def _storage_error(self, exc: BaseException) -> BaseException:
+        """``exc`` as a :class:`CallLogError` naming the log and the cause (or ``exc`` itself when it
+        is not a storage fault, e.g. a lock held too long)."""
+        cause = self._cause(exc)
+        return exc if cause is None else self._describe(exc, cause)
 
     def _guard(self, fn, *args):
         try:
             return fn(*args)
-        except (sqlite3.Error, OSError) as exc:
+        except self.DB_ERRORS as exc:
             err = self._storage_error(exc)
             if err is exc:
                 raise
             raise err from exc
 
+    def _row(self, call_id: str, columns: str = "*") -> dict | None:
+        rows = self._fetch(f"SELECT {columns} FROM {self.table} WHERE call_id = :call_id", {"call_id": call_id})
+        return rows[0] if rows else None
+
+    # --- cache -----------------------------------------------------------------------------
+    def lookup(self, call_id: str) -> CallRecord | None:
+        """The cached record for ``call_id`` if it is a cacheable outcome; counts the hit."""
+        held = self._pending.get(call_id)
+        if held is not None and held.status in CACHEABLE_STATUSES:
+            return held  # answered, not yet written (no space): never ask again
+
+        def _do():
+            row = self._row(call_id)
+            if row is None or row["status"] not in CACHEABLE_STATUSES:
+                return None
+            try:
+                self._execute(f"UPDATE {self.table} SET cache_hits = cache_hits + 1, updated_at = :now "
+                              f"WHERE call_id = :call_id", {"now": _now(), "call_id": call_id})
+            except self.DB_ERRORS as exc:  # a full disk must not turn a hit into a failure
+                if self._cause(exc) in (None, CORRUPT):
+                    raise
+            return _row_to_record(row)
+
+        return self._guard(_do)
+
     def get(self, call_id: str) -> CallRecord | None:
-        row = self._retry(lambda: self._conn().execute(f"SELECT * FROM {TABLE} WHERE call_id = ?", (call_id,)).fetchone())
+        row = self._guard(self._row, call_id)
         return _row_to_record(row) if row else None
 
-    # --- cross-process single flight ---------------------------------------------------------
-    # A process about to send an uncached request first claims its call_id with an ``in_flight``
-    # row naming itself; another process wanting the same call waits for that row to turn into an
-    # answer instead of sending the request twice. A claim whose owner is gone (kill -9) or older
-    # than ``stale_after_s`` is taken over.
+    # --- single flight ------------------------------------------------------------------------
+    # A claim is an ``in_flight`` row with an owner and a lease. The INSERT ... ON CONFLICT below is
+    # one atomic statement on both backends: it creates the row, or takes over a failed row or an
+    # expired lease, or changes nothing (someone else's live claim, or an ok answer).
 
     @staticmethod
     def owner_id() -> str:
-        return f"{socket.gethostname()}:{os.getpid()}"
+        return owner_id()
 
     def claim(self, call_id: str, member: str, model: str, stale_after_s: float) -> str:
-        """``claimed`` (send it), ``cached`` (an ok answer exists) or ``busy`` (another owner is on it)."""
-        me = self.owner_id()
+        """``claimed`` (send it), ``cached`` (an ok answer exists) or ``busy`` (another owner's
+        lease is live: poll again). The heartbeat renews our lease for at most ``stale_after_s``
+        (the longest the call can take), so a stuck owner cannot hold a key for ever."""
+        me = owner_id()
+        t = self.table
+        sql = (f"INSERT INTO {t} (call_id, status, ok, member, model, attempts, owner, lease_until, created_at, "
+               f"updated_at) VALUES (:call_id, 'in_flight', 0, :member, :model, 0, :owner, {self.LEASE_UNTIL}, :now, "
+               f":now) ON CONFLICT (call_id) DO UPDATE SET status = 'in_flight', owner = :owner, "
+               f"lease_until = {self.LEASE_UNTIL}, updated_at = :now WHERE {t}.status <> 'ok' AND "
+               f"({t}.status <> 'in_flight' OR {t}.lease_until IS NULL OR {t}.lease_until < {self.NOW}) "
+               f"RETURNING call_id")
+        params = {"call_id": call_id, "member": member, "model": model, "owner": me, "now": _now(),
+                  "lease_s": self.lease_s}
 
         def _do():
-            conn = self._conn()
-            now = _now()
-            cur = conn.execute(
-                f"INSERT INTO {TABLE} (call_id, status, ok, member, model, error, attempts, created_at, updated_at) "
-                f"VALUES (?, 'in_flight', 0, ?, ?, ?, 0, ?, ?) ON CONFLICT(call_id) DO NOTHING",
-                (call_id, member, model, me, now, now))
-            if cur.rowcount == 1:
-                return "claimed"
-            row = conn.execute(f"SELECT status, error, updated_at FROM {TABLE} WHERE call_id = ?",
-                               (call_id,)).fetchone()
-            if row is None:
-                return "busy"  # deleted in between: try again
-            if row["status"] == "ok":
-                return "cached"
-            if row["status"] == "in_flight" and not _claim_is_stale(row["error"], row["updated_at"], stale_after_s):
-                return "busy"
-            # a failed / unparseable / abandoned call: take it over atomically (only one winner)
-            cur = conn.execute(
-                f"UPDATE {TABLE} SET status = 'in_flight', error = ?, updated_at = ? "
-                f"WHERE call_id = ? AND status = ? AND COALESCE(error, '') = COALESCE(?, '')",
-                (me, now, call_id, row["status"], row["error"]))
-            return "claimed" if cur.rowcount == 1 else "busy"
+            for _ in range(2):
+                if self._fetch(sql, params):
+                    return "claimed"
+                row = self._row(call_id, "status, owner")
+                if row is None:
+                    return "busy"  # deleted in between: poll again
+                if row["status"] == "ok":
+                    return "cached"
+                if row["status"] != "in_flight" or not self._owner_is_dead(row["owner"]):
+                    return "busy"
+                # its owner is known dead (SQLite: a gone local pid): end its lease now, then claim
+                self._execute(f"UPDATE {t} SET lease_until = NULL WHERE call_id = :call_id AND "
+                              f"status = 'in_flight' AND owner = :owner", {"call_id": call_id, "owner": row["owner"]})
+            return "busy"
 
-        return self._guard(self._retry, _do)
+        state = self._guard(_do)
+        if state == "claimed":
+            self._hold(call_id, stale_after_s)
+        return state
 
     def release(self, call_id: str) -> None:
         """Drop our claim when no answer was recorded (cancelled call)."""
-        me = self.owner_id()
-        self._retry(lambda: self._conn().execute(
-            f"DELETE FROM {TABLE} WHERE call_id = ? AND status = 'in_flight' AND error = ?", (call_id, me)))
+        self._forget(call_id)
+        self._guard(self._execute, f"DELETE FROM {self.table} WHERE call_id = :call_id AND status = 'in_flight' "
+                                   f"AND owner = :owner", {"call_id": call_id, "owner": owner_id()})
+
+    def _hold(self, call_id: str, max_s: float) -> None:
+        with self._held_lock:
+            self._held[call_id] = time.monotonic() + max(max_s, self.lease_s)
+            if self._beat is None or not self._beat.is_alive():  # (a forked child has no thread)
+                self._beat_stop.clear()
+                self._beat = threading.Thread(target=self._heartbeat, name="call-log-heartbeat", daemon=True)
+                self._beat.start()
+
+    def _forget(self, call_id: str) -> None:
+        with self._held_lock:
+            self._held.pop(call_id, None)
+
+    def _heartbeat(self) -> None:
+        """Renew the leases of the keys this process is sending, every ``heartbeat_s``."""
+        while not self._beat_stop.wait(self.heartbeat_s):
+            now = time.monotonic()
+            with self._held_lock:
+                for k in [k for k, until in self._held.items() if until < now]:
+                    del self._held[k]  # past the call's longest duration: let the lease lapse
+                keys = list(self._held)
+            try:
+                self.renew(keys)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the lease has room for two
+                pass
+
+    def renew(self, keys: list[str]) -> int:
+        """Extend our leases on ``keys`` by ``lease_s`` from now (the database's clock)."""
+        n = 0
+        for i in range(0, len(keys), 200):
+            chunk = keys[i:i + 200]
+            marks = ", ".join(f":k{j}" for j in range(len(chunk)))
+            n += self._execute(
+                f"UPDATE {self.table} SET lease_until = {self.LEASE_UNTIL} WHERE status = 'in_flight' "
+                f"AND owner = :owner AND call_id IN ({marks})",
+                {"owner": owner_id(), "lease_s": self.lease_s, **{f"k{j}": k for j, k in enumerate(chunk)}})
+        if keys:
+            self.heartbeats += 1
+        return n
 
     # --- log -------------------------------------------------------------------------------
     def record(self, rec: CallRecord) -> None:
@@ -280,9 +374,10 @@ class CallLog:
         (in memory for this process's lookups, and in a spill file under :func:`spill_dir` for the
         next run) and written by the next successful write or the next open of the log; the raised
         :class:`CallLogError` names the cause. Answered calls are never requested again for it."""
+        self._forget(rec.call_id)
         try:
             self._write(rec)
-        except (sqlite3.Error, OSError) as exc:
+        except self.DB_ERRORS as exc:
             err = self._storage_error(exc)
             if err is exc:
                 raise
@@ -298,7 +393,7 @@ class CallLog:
 
     def _spill(self, rec: CallRecord) -> str:
         path = spill_dir() / f"{self._spill_key}-{os.getpid()}.jsonl"
-        line = json.dumps({"log": str(self.path.resolve()), "record": dataclasses.asdict(rec)}, default=str) + "\n"
+        line = json.dumps({"log": self.location, "record": dataclasses.asdict(rec)}, default=str) + "\n"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as fh:
@@ -315,15 +410,14 @@ class CallLog:
         for rec in held:
             try:
                 self._write_unless_cached(rec)
-            except (sqlite3.Error, OSError):
+            except self.DB_ERRORS:
                 return  # still no space: keep them
             with self._pending_lock:
                 self._pending.pop(rec.call_id, None)
         self._merge_spilled()
 
     def _write_unless_cached(self, rec: CallRecord) -> None:
-        row = self._retry(lambda: self._conn().execute(
-            f"SELECT status FROM {TABLE} WHERE call_id = ?", (rec.call_id,)).fetchone())
+        row = self._row(rec.call_id, "status")
         if row is None or row["status"] not in CACHEABLE_STATUSES:
             self._write(rec)
 
@@ -347,9 +441,9 @@ class CallLog:
                         rec = CallRecord(**entry["record"])
                     except (ValueError, TypeError, KeyError):
                         continue  # a torn last line
-                    if entry.get("log") == str(self.path.resolve()):
+                    if entry.get("log") == self.location:
                         self._write_unless_cached(rec)
-            except (sqlite3.Error, OSError):
+            except (*self.DB_ERRORS, OSError):
                 try:
                     os.rename(mine, path)  # still cannot write: keep the file for later
                 except OSError:
@@ -385,14 +479,112 @@ class CallLog:
             "updated_at": now,
         }
         cols = ", ".join(_COLUMNS)
-        marks = ", ".join("?" for _ in _COLUMNS)
+        marks = ", ".join(f":{c}" for c in _COLUMNS)
         keep = ("call_id", "created_at", "attempts")
         updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in keep)
         sql = (
-            f"INSERT INTO {TABLE} ({cols}) VALUES ({marks}) ON CONFLICT(call_id) DO UPDATE SET {updates}, "
-            f"attempts = {TABLE}.attempts + excluded.attempts"
+            f"INSERT INTO {self.table} ({cols}) VALUES ({marks}) ON CONFLICT (call_id) DO UPDATE SET {updates}, "
+            f"attempts = {self.table}.attempts + excluded.attempts, owner = NULL, lease_until = NULL"
         )
-        self._retry(lambda: self._conn().execute(sql, [values[c] for c in _COLUMNS]))
+        self._execute(sql, values)
+
+    # --- queries ---------------------------------------------------------------------------
+    # Claims (``in_flight`` rows) are not calls yet: queries leave them out. ``where`` is SQL over
+    # the audit columns with ``?`` marks for ``params``.
+    def rows(self, where: str = "", params=(), *, columns=None, newest: int | None = None) -> list[dict]:
+        """Calls as dicts of the audit columns (or ``columns``), oldest first, or the ``newest`` N."""
+        where, named = _named(where, params)
+        order = "created_at DESC, call_id DESC LIMIT :newest" if newest is not None else "created_at, call_id"
+        if newest is not None:
+            named = {**named, "newest": int(newest)}
+        sql = (f"SELECT {', '.join(columns or AUDIT_COLUMNS)} FROM {self.table} WHERE status <> 'in_flight' "
+               f"{('AND (' + where + ')') if where else ''} ORDER BY {order}")
+        return self._guard(self._fetch, sql, named)
+
+    def count(self, where: str = "", params=()) -> int:
+        where, named = _named(where, params)
+        sql = (f"SELECT COUNT(*) AS n FROM {self.table} WHERE status <> 'in_flight' "
+               f"{('AND (' + where + ')') if where else ''}")
+        return int(self._guard(self._fetch, sql, named)[0]["n"])
+
+    def close(self) -> None:
+        self._beat_stop.set()
+        beat = self._beat
+        if beat is not None and beat is not threading.current_thread():
+            beat.join(5)
+        self._beat = None
+
+
+class CallLog(CallLogRules):
+    """The SQLite call log (the one-machine default). One connection per thread (sqlite3 objects are
+    not shareable across threads); each statement is its own short transaction (WAL)."""
+
+    table = TABLE
+    NOW = "((julianday('now') - 2440587.5) * 86400.0)"  # unix seconds: lease_until is REAL here
+    LEASE_UNTIL = f"({NOW} + :lease_s)"
+    DB_ERRORS = (sqlite3.Error, OSError)
+
+    def __init__(self, path: str | Path, *, lease_s: float | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._init_rules(str(self.path.resolve()), lease_s)
+        try:
+            self._retry(self._init_schema)
+        except (sqlite3.Error, OSError) as exc:
+            raise self._storage_error(exc) from exc
+        self._merge_spilled()
+
+    def _cause(self, exc: BaseException) -> str | None:
+        return storage_cause(exc, self.path)
+
+    def _describe(self, exc: BaseException, cause: str) -> CallLogError:
+        if cause == CORRUPT:
+            return CallLogDamaged(
+                f"local storage error: the call log {self.path} is damaged ({exc}); move it away (its cached "
+                "answers are lost) or restore it, then rerun", cause, self.path)
+        return super()._describe(exc, cause)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoint; atomic always (WAL)
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    def _init_schema(self) -> None:
+        conn = self._conn()
+        conn.executescript(";\n".join(schema_sql(TABLE, {}, "REAL")) + ";")
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")}
+        for col, kind in (("owner", "TEXT"), ("lease_until", "REAL")):
+            if col not in have:  # a log written before leases (claims kept their owner in `error`)
+                try:
+                    conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {col} {kind}")
+                except sqlite3.OperationalError as e:
+                    if "duplicate column" not in str(e):
+                        raise
+
+    @staticmethod
+    def _retry(fn, *args, attempts: int = 8):
+        # busy_timeout covers most contention; WAL checkpoints and schema creation can still report
+        # "database is locked" immediately, so retry those with jittered backoff.
+        for i in range(attempts):
+            try:
+                return fn(*args)
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e) or i == attempts - 1:
+                    raise
+                time.sleep(min(2.0, 0.05 * 2**i) * (0.5 + random.random()))
+
+    def _fetch(self, sql: str, params: dict) -> list[dict]:
+        return self._retry(lambda: [dict(r) for r in self._conn().execute(sql, params).fetchall()])
+
+    def _execute(self, sql: str, params: dict) -> int:
+        return self._retry(lambda: self._conn().execute(sql, params).rowcount)
 
     @contextlib.contextmanager
     def transaction(self):
@@ -410,44 +602,70 @@ class CallLog:
                     conn.execute("ROLLBACK")
             raise
 
-    # --- queries ---------------------------------------------------------------------------
-    # Claims (``in_flight`` rows) are not calls yet: queries leave them out.
-    def rows(self, where: str = "", params: tuple = ()) -> list[dict]:
-        sql = f"SELECT * FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''} ORDER BY created_at"
-        return [dict(r) for r in self._guard(self._retry, lambda: self._conn().execute(sql, params).fetchall())]
-
-    def count(self, where: str = "", params: tuple = ()) -> int:
-        sql = f"SELECT COUNT(*) FROM {TABLE} WHERE status != 'in_flight' {('AND (' + where + ')') if where else ''}"
-        return int(self._guard(self._retry, lambda: self._conn().execute(sql, params).fetchone()[0]))
+    def _owner_is_dead(self, owner: str | None) -> bool:
+        """One machine: an owner on this host whose pid is gone died (kill -9) — take its key now."""
+        host, pid = _owner_host_pid(owner)
+        if host != socket.gethostname() or pid is None or pid == os.getpid():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
 
     def close(self) -> None:
+        super().close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
 
 
-def _claim_is_stale(owner: str | None, updated_at: str | None, stale_after_s: float) -> bool:
-    host, _, pid = (owner or "").rpartition(":")
-    if host == socket.gethostname() and pid.isdigit() and int(pid) != os.getpid():
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return True  # the owner died (kill -9) without answering
-        except PermissionError:
-            pass
-    try:
-        age = (datetime.now(UTC) - datetime.fromisoformat(updated_at)).total_seconds()
-    except (TypeError, ValueError):
-        return True
-    return age > stale_after_s
+def _owner_host_pid(owner: str | None) -> tuple[str, int | None]:
+    parts = (owner or "").split(":")
+    if len(parts) >= 3 and parts[-2].isdigit():  # host:pid:nonce
+        return ":".join(parts[:-2]), int(parts[-2])
+    if len(parts) >= 2 and parts[-1].isdigit():  # host:pid (logs written before leases)
+        return ":".join(parts[:-1]), int(parts[-1])
+    return "", None
+
+
+def call_log_location(path: str | Path | None = None) -> str:
+    """Where :func:`open_call_log` would open the log: the database URL (no password) + table, or
+    the resolved file — the key under which a process shares one handle."""
+    from storage.state_db import state_url
+
+    if path is None and state_url():
+        from storage.llm_log_pg import location
+
+        return location(state_url())
+    from storage.paths import llm_calls_path
+
+    return str(Path(path or llm_calls_path()).resolve())
+
+
+def open_call_log(path: str | Path | None = None, *, lease_s: float | None = None) -> CallLogRules:
+    """The deployment's call log: PostgreSQL in distributed mode ($QUANDARY_STATE_URL or
+    $QUANDARY_DAGSTER_PG_URL, storage.state_db) unless a file is named, else the SQLite file
+    (default ``$QUANDARY_HOME/llm_calls.sqlite``)."""
+    from storage.state_db import state_url
+
+    if path is None and state_url():
+        from storage.llm_log_pg import PostgresCallLog
+
+        return PostgresCallLog(state_url(), lease_s=lease_s)
+    from storage.paths import llm_calls_path
+
+    return CallLog(path or llm_calls_path(), lease_s=lease_s)
 
 
 def _opt_str(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _row_to_record(row: sqlite3.Row) -> CallRecord:
+def _row_to_record(row) -> CallRecord:
     return CallRecord(
         call_id=row["call_id"],
         status=row["status"],
