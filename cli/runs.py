@@ -24,7 +24,7 @@ PID_TAG, HOST_TAG, START_TAG = "quandary/pid", "quandary/host", "quandary/pid_st
 COUNCIL_TAG, ENV_TAG, COMMAND_TAG = "quandary/council", "quandary/env", "quandary/command"
 # QUANDARY_* variables that say where state lives or how progress is shown, not what a run computes
 _ENV_NOT_RECORDED = frozenset({"QUANDARY_HOME", "QUANDARY_PROGRESS", "QUANDARY_EMBEDDED_BASE_URL",
-                               "QUANDARY_BENCH_SRC"})
+                               "QUANDARY_BENCH_SRC", "QUANDARY_CALL_LEASE_S"})
 
 
 def get_instance() -> DagsterInstance:
@@ -85,6 +85,10 @@ def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, d
         if _process_gone(run.tags):
             instance.report_run_failed(
                 run, message=f"the process that ran it (pid {run.tags[PID_TAG]}) is gone: killed or crashed")
+            # the dead steps' pool slots: Dagster frees them only from a daemon's run monitoring, so
+            # without one a killed LLM step would hold its endpoint's pool for good
+            if instance.event_log_storage.supports_global_concurrency_limits:
+                instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             failed.append(run.run_id)
     return failed
 
