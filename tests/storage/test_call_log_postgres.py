@@ -6,6 +6,7 @@ the same calls give the same rows and the same audit view as the SQLite log.
 Child processes stop at lines they print and go on at lines the parent writes: events, not sleeps.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -134,15 +135,21 @@ def _db_now(log) -> float:
     return float(log._fetch("SELECT extract(epoch FROM now()) AS t", {})[0]["t"])
 
 
+@contextlib.contextmanager
+def _owner_sending(url, lease_s):
+    """Two askers of one question; the first one's request is in flight (the stub holds it)."""
+    with FaultStub(default="hang", content='{"verdict": "yes"}') as stub:
+        owner, other = _asker(stub, url, lease_s), _asker(stub, url, lease_s)
+        _go(owner)
+        assert stub.wait_for_requests(1, timeout_s=120)
+        yield stub, owner, other
+
+
 def test_a_live_owners_heartbeat_keeps_its_key(url):
     """The owner's call outlives its lease many times over; its heartbeat renews the lease, so the
     other process waits for the answer and the request is sent once."""
     log = PostgresCallLog(url)
-    with FaultStub(default="hang", content='{"verdict": "yes"}') as stub:
-        owner = _asker(stub, url, lease_s=2)
-        waiter = _asker(stub, url, lease_s=2)
-        _go(owner)
-        assert stub.wait_for_requests(1, timeout_s=120)
+    with _owner_sending(url, lease_s=2) as (stub, owner, waiter):
         _go(waiter)
         assert _until_line(waiter, "busy") == "busy"
         first = _lease_until(log)  # without a heartbeat the key would be free from then on
@@ -160,11 +167,7 @@ def test_a_killed_owners_key_is_taken_over_when_its_lease_lapses(url):
     """kill -9 of the owner: no os.kill from another machine can see it; the key waits for the
     lease (the database's clock), then the other process takes it and sends it once more."""
     log = PostgresCallLog(url)
-    with FaultStub(default="hang", content='{"verdict": "yes"}') as stub:
-        victim = _asker(stub, url, lease_s=4)
-        survivor = _asker(stub, url, lease_s=4)
-        _go(victim)
-        assert stub.wait_for_requests(1, timeout_s=120)
+    with _owner_sending(url, lease_s=4) as (stub, victim, survivor):
         victim.send_signal(signal.SIGKILL)
         victim.wait(30)
         killed_at = time.time()
