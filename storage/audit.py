@@ -29,7 +29,6 @@ from pathlib import Path
 import duckdb
 
 from storage.faults import CORRUPT, storage_cause, storage_message
-
 from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS
 from storage.paths import llm_calls_path
 from storage.state_db import state_url

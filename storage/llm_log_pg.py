@@ -11,7 +11,7 @@ whether a claim expired — and one message for a database that cannot be reache
 from __future__ import annotations
 
 from storage.faults import IO
-from storage.llm_log import CallLogError, CallLogRules, schema_sql
+from storage.llm_log_rules import CallLogError, CallLogRules, schema_sql
 from storage.state_db import TABLE_PREFIX, state_engine
 
 TABLE = f"{TABLE_PREFIX}llm_calls"

@@ -86,7 +86,8 @@ def _as_yes_no(v: Any) -> bool | None:
 
 
 class Council:
-    def __init__(self, role: str, members: Sequence[Member], log: CallLogRules | None, config: CouncilConfig | None = None):
+    def __init__(self, role: str, members: Sequence[Member], log: CallLogRules | None,
+                 config: CouncilConfig | None = None):
         if not members:
             raise ValueError(f"council {role!r} has no members")
         self.role = role

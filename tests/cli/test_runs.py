@@ -9,7 +9,14 @@ import subprocess
 
 import pytest
 
-from tests.cli.conftest import QUANDARY, REPO, GatedStub, council_file, quandary, runs_in
+from tests.cli.conftest import (
+    QUANDARY,
+    REPO,
+    GatedStub,
+    council_file,
+    quandary,
+    runs_in,
+)
 
 pytestmark = pytest.mark.integration
 

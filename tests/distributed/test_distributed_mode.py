@@ -201,18 +201,16 @@ def _node(env, host: str, *args) -> subprocess.Popen:
     return proc
 
 
-def _finish(proc, what: str, timeout=420) -> str:
+def _finish(proc, what: str, timeout=420) -> None:
+    """Wait for a node's command; fail with the end of its output unless it succeeded."""
     try:
         proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(60)
+    except subprocess.TimeoutExpired:
+        pass
+    if proc.returncode != 0:
         proc.output.seek(0)
-        out = proc.output.read()
-        proc.output.close()
-    assert proc.returncode == 0, f"{what} ({proc.output.name}): {out[-4000:]}"
-    return out
+        ended = "hung" if proc.returncode is None else f"exited {proc.returncode}"
+        pytest.fail(f"{what} ({proc.output.name}) {ended}: {proc.output.read()[-4000:]}")
 
 
 def _set_pool_limit(env, monkeypatch, pool: str, limit: int) -> None:
@@ -261,27 +259,30 @@ def test_two_nodes_send_each_llm_request_once_within_the_pool(deployment, tmp_pa
         log = PostgresCallLog(a["QUANDARY_DAGSTER_PG_URL"])
 
         runs = {host: _node(env, host, "run", "--db", db, "--grid", grid) for host, (env, db) in nodes.items()}
+        started = list(runs.values())
         try:
             wait_until(stub.held.is_set, 420, "a node's 7th LLM request at the stub",
                        alive=lambda: all(p.poll() is None for p in runs.values()), interval_s=1)
             [(host, pid)] = _claim_owners(log)  # the node whose run sends the held request
             [victim] = [h for h, p in runs.items() if p.pid == pid]
             assert host == victim or not _host_renaming()
-            os.killpg(runs[victim].pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
             runs[victim].wait(60)
-        except BaseException:
-            for p in runs.values():
+            held = set(stub.requests) - set(stub.answered)
+            assert len(held) == 1 and _claim_owners(log) == {(host, pid)}  # its claim outlives it (lease)
+            stub.release()
+            (other,) = set(nodes) - {victim}
+            env, db = nodes[victim]
+            # the other node waits for the pool slot the dead step holds; the rerun frees it and resumes
+            started.append(rerun := _node(env, victim, "rerun", "--db", db))
+            _finish(rerun, f"{victim}'s rerun of {db}")
+            _finish(runs[other], f"{other}'s run of {nodes[other][1]}")
+        finally:
+            for p in started:
                 if p.poll() is None:
                     os.killpg(p.pid, signal.SIGKILL)
-            raise
-        held = set(stub.requests) - set(stub.answered)
-        assert len(held) == 1 and _claim_owners(log) == {(host, pid)}  # its claim outlives it until the lease lapses
-        stub.release()
-        (other,) = set(nodes) - {victim}
-        env, db = nodes[victim]
-        # the other node waits for the pool slot the dead step holds; the rerun frees it and resumes
-        _finish(_node(env, victim, "rerun", "--db", db), f"{victim}'s rerun of {db}")
-        _finish(runs[other], f"{other}'s run of {nodes[other][1]}")
+                    p.wait(60)
+                p.output.close()
         assert _runs(env, monkeypatch, db) == ["FAILURE", "SUCCESS"]
         assert _runs(env, monkeypatch, nodes[other][1]) == ["SUCCESS"]
 

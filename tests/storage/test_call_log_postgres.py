@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 
+import duckdb
 import pytest
 
 from storage.llm_log import CallLogError, CallRecord, open_call_log
@@ -245,7 +246,7 @@ def test_same_calls_give_the_same_rows_and_audit_view_as_sqlite(url, tmp_path, m
     assert [d[0] for d in from_pg.execute(query).description] == [d[0] for d in from_file.execute(query).description]
     assert from_pg.execute(query).fetchall() == from_file.execute(query).fetchall()
     assert len(from_pg.execute(query).fetchall()) == 5
-    with pytest.raises(Exception):  # still locked down: no file outside the catalog is readable
+    with pytest.raises(duckdb.Error):  # still locked down: no file outside the catalog is readable
         audit_query(from_pg, f"SELECT * FROM read_csv('{tmp_path / 'llm_calls.sqlite'}')").fetchall()
 
 
