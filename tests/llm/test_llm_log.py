@@ -3,8 +3,8 @@
 import multiprocessing as mp
 import sqlite3
 
-from storage.paths import llm_calls_path
 from storage.llm_log import CallLog, CallRecord, call_key
+from storage.paths import llm_calls_path
 from tests.waiting import wait_until
 
 
