@@ -10,6 +10,9 @@ whether a claim expired — and one message for a database that cannot be reache
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 from storage.faults import IO
 from storage.llm_log_rules import CallLogError, CallLogRules, schema_sql
 from storage.state_db import TABLE_PREFIX, state_engine
@@ -38,6 +41,7 @@ class PostgresCallLog(CallLogRules):
         self.url = url
         self.path = location(url)
         self.engine = state_engine(url)
+        self._tx = threading.local()  # this thread's open transaction (transaction()), if any
         self._init_rules(self.path, lease_s)
         self._guard(self._init_schema)
         self._merge_spilled()
@@ -50,17 +54,35 @@ class PostgresCallLog(CallLogRules):
             for stmt in schema_sql(TABLE, _TYPES, "TIMESTAMPTZ"):
                 conn.execute(text(stmt))
 
+    def _connection(self):
+        """This thread's open transaction, else a new one for one statement."""
+        conn = getattr(self._tx, "conn", None)
+        return contextlib.nullcontext(conn) if conn is not None else self.engine.begin()
+
     def _fetch(self, sql: str, params: dict) -> list[dict]:
         from sqlalchemy import text
 
-        with self.engine.begin() as conn:
+        with self._connection() as conn:
             return [dict(r._mapping) for r in conn.execute(text(sql), params)]
 
     def _execute(self, sql: str, params: dict) -> int:
         from sqlalchemy import text
 
-        with self.engine.begin() as conn:
+        with self._connection() as conn:
             return conn.execute(text(sql), params).rowcount
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """This thread's log operations inside the block share one transaction (one commit), as for
+        SQLite: the council's log thread batches what queued up meanwhile. Rolled back if the block
+        raises (a deadlock between two nodes' batches included: the log thread then runs each
+        operation alone)."""
+        with self.engine.begin() as conn:
+            self._tx.conn = conn
+            try:
+                yield
+            finally:
+                self._tx.conn = None
 
     def _cause(self, exc: BaseException) -> str | None:
         from sqlalchemy.exc import InterfaceError, OperationalError

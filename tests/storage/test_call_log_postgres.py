@@ -260,3 +260,18 @@ def test_an_unreachable_database_is_one_line_naming_it(pg, tmp_path, monkeypatch
     msg = str(err.value)
     assert len(msg.splitlines()) == 1 and "127.0.0.1" in msg and "quandary_llm_calls" in msg
     assert "s3cret" not in msg and "QUANDARY_STATE_URL" in msg
+
+
+def test_a_batch_is_one_transaction(url):
+    """The council's log thread runs queued operations in one transaction: all or nothing."""
+    log = open_call_log()
+    with log.transaction():
+        assert log.claim("a", "m", "openai/x", 60) == "claimed"
+        log.record(_rec("b"))
+    assert log.get("a").status == "in_flight" and log.lookup("b") is not None
+    with pytest.raises(RuntimeError), log.transaction():
+        log.record(_rec("c"))
+        assert log.claim("d", "m", "openai/x", 60) == "claimed"
+        raise RuntimeError("a later operation of the batch failed")
+    assert log.get("c") is None and log.get("d") is None  # rolled back
+    assert log.claim("d", "m", "openai/x", 60) == "claimed"  # and free to claim again
