@@ -236,7 +236,7 @@ def _claim_owners(log) -> set[tuple[str, int]]:
     return {(host, int(pid)) for host, pid, _ in (r["owner"].rsplit(":", 2) for r in rows)}
 
 
-@pytest.mark.timeout(1200)  # ~6 min here: three ABISS runs over PostgreSQL and S3 on 2 busy cores
+@pytest.mark.timeout(1200)  # 2-4 min here: three ABISS runs over PostgreSQL and S3 on 2 busy cores
 def test_two_nodes_send_each_llm_request_once_within_the_pool(deployment, tmp_path, monkeypatch):
     """Node A runs `uni`, node B `uni2`, at once. The stub holds the 7th request; the node sending
     it (the owner of the call's claim) is killed with `kill -9` and resumed by `quandary rerun`,
