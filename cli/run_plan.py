@@ -4,11 +4,11 @@ latency, and for the embedded default the one option that shrinks the run.
 
 Estimates, not promises: validation short-circuits and rejects, so its count is an upper bound;
 the time divides the calls by what the council can have in flight, at the median latency of the
-council's last uncached calls in the call log (``$QUANDARY_HOME/llm_calls.sqlite``).
+council's last uncached calls in the call log (``$QUANDARY_HOME/llm_calls.sqlite``, or the shared
+PostgreSQL log in distributed mode).
 """
 
 import os
-import sqlite3
 import statistics
 from dataclasses import dataclass
 
@@ -34,48 +34,49 @@ def _council():
     return load_council_config()
 
 
+def _call_log():
+    """The deployment's call log to read, or None when there is none yet or it cannot be read."""
+    from storage.paths import llm_calls_path
+    from storage.state_db import state_url
+
+    if not state_url() and not llm_calls_path().is_file():
+        return None
+    try:
+        from resources.llm.registry import call_log
+
+        return call_log()
+    except Exception:  # noqa: BLE001 - an estimate never stops a run; the run reports the log's fault
+        return None
+
+
 def _measured_latency_s(models: set[str]) -> tuple[float | None, int]:
     """Median latency of the last 200 uncached, answered calls of ``models`` in the call log."""
-    from storage.paths import llm_calls_path
-
-    path = llm_calls_path()
-    if not path.is_file():
+    log = _call_log()
+    if log is None or not models:
         return None, 0
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
-        try:
-            marks = ",".join("?" * len(models))
-            rows = con.execute(f"SELECT latency_ms FROM llm_calls WHERE status = 'ok' AND latency_ms > 0 "
-                               f"AND model IN ({marks}) ORDER BY created_at DESC LIMIT 200", sorted(models)).fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error:
+        rows = log.rows(f"status = 'ok' AND latency_ms > 0 AND model IN ({','.join('?' * len(models))})",
+                        tuple(sorted(models)), columns=("latency_ms",), newest=200)
+    except Exception:  # noqa: BLE001 - as above
         return None, 0
     if not rows:
         return None, 0
-    return statistics.median(r[0] for r in rows) / 1000.0, len(rows)
+    return statistics.median(r["latency_ms"] for r in rows) / 1000.0, len(rows)
 
 
 def _cached_calls(stage: str, candidate_ids: list[str]) -> int:
     """Answered calls of ``stage`` in the call log for these item ids (a rerun makes none of them)."""
-    from storage.paths import llm_calls_path
-
-    path = llm_calls_path()
-    if not path.is_file() or not candidate_ids:
+    log = _call_log()
+    if log is None or not candidate_ids:
         return 0
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0)
-        try:
-            n = 0
-            for i in range(0, len(candidate_ids), 500):
-                chunk = candidate_ids[i:i + 500]
-                n += con.execute(f"SELECT count(*) FROM llm_calls WHERE status = 'ok' AND tag_stage = ? "
-                                 f"AND tag_candidate_id IN ({','.join('?' * len(chunk))})",
-                                 [stage, *chunk]).fetchall()[0][0]
-            return n
-        finally:
-            con.close()
-    except sqlite3.Error:
+        n = 0
+        for i in range(0, len(candidate_ids), 500):
+            chunk = candidate_ids[i:i + 500]
+            n += log.count(f"status = 'ok' AND tag_stage = ? AND tag_candidate_id IN ({','.join('?' * len(chunk))})",
+                           (stage, *chunk))
+        return n
+    except Exception:  # noqa: BLE001 - as above
         return 0
 
 

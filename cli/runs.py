@@ -31,7 +31,8 @@ _ENV_NOT_RECORDED = frozenset({"QUANDARY_HOME", "QUANDARY_PROGRESS", "QUANDARY_E
                                # distributed mode: where shared state lives (URLs may hold passwords)
                                # and how often workers beat; none changes what a run computes
                                "QUANDARY_DAGSTER_PG_URL", "QUANDARY_STATE_URL", "QUANDARY_ARTIFACTS_URL",
-                               "QUANDARY_S3_ENDPOINT_URL", "QUANDARY_HEARTBEAT_S", "QUANDARY_HEARTBEAT_TIMEOUT_S"})
+                               "QUANDARY_S3_ENDPOINT_URL", "QUANDARY_HEARTBEAT_S", "QUANDARY_HEARTBEAT_TIMEOUT_S",
+                               "QUANDARY_CALL_LEASE_S"})
 
 
 def get_instance() -> DagsterInstance:
@@ -110,6 +111,8 @@ def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, d
         reason = _orphan_reason(run)
         if reason:
             instance.report_run_failed(run, message=reason)
+            # the dead steps' pool slots: Dagster frees them only from a daemon's run monitoring, so
+            # without one a killed LLM step would hold its endpoint's pool for good
             if instance.event_log_storage.supports_global_concurrency_limits:
                 instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             failed.append(run.run_id)

@@ -4,7 +4,9 @@
 
 * one view per asset over the latest Parquet version of each of its partitions
   (``union_by_name`` so partitions written by different code versions still line up);
-* ``llm_calls``: the council layer's call cache and log, read from its SQLite file.
+* ``llm_calls``: the council layer's call cache and log (the audit columns of
+  :data:`storage.llm_log.AUDIT_COLUMNS`), read from its SQLite file or, in distributed mode, from
+  the shared PostgreSQL table — copied into the in-memory catalog before the lockdown below.
 
 It is rebuilt on every open, so it always shows the latest versions; nothing is copied.
 
@@ -27,8 +29,9 @@ from pathlib import Path
 import duckdb
 
 from storage.faults import CORRUPT, storage_cause, storage_message
-
+from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS
 from storage.paths import llm_calls_path
+from storage.state_db import state_url
 from storage.stores import artifact_store
 
 AUDIT_MEMORY_LIMIT = "1GB"
@@ -46,11 +49,45 @@ def _stderr_warning(message: str) -> None:
     print(f"warning: {' '.join(message.split())}", file=sys.stderr)
 
 
-def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_warning) -> bool:
-    if not path.exists():
+def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path | None, warn=_stderr_warning) -> bool:
+    """Copy the call log's calls into table ``llm_calls``: from ``path`` (a SQLite file), or from the
+    deployment's log when ``path`` is None (PostgreSQL in distributed mode, else the local file)."""
+    if path is None and state_url():
+        loaded = _calls_from_database(warn)
+    else:
+        loaded = _calls_from_file(path or llm_calls_path(), warn)
+    if loaded is None:
         return False
+    cols, rows = loaded
+    if not rows:
+        con.execute("CREATE TABLE llm_calls AS SELECT * FROM (SELECT NULL::VARCHAR AS call_id) WHERE false")
+        return True
     import pyarrow as pa
 
+    con.register("_llm_calls_arrow", pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)}))
+    con.execute("CREATE TABLE llm_calls AS SELECT * FROM _llm_calls_arrow")
+    con.unregister("_llm_calls_arrow")
+    return True
+
+
+def _calls_from_database(warn) -> tuple[list, list] | None:
+    from storage.llm_log import CallLogError, open_call_log
+
+    try:
+        log = open_call_log()
+        try:
+            rows = log.rows()
+        finally:
+            log.close()
+    except CallLogError as exc:
+        warn(f"{exc}; the llm_calls view is left out")
+        return None
+    return list(AUDIT_COLUMNS), [tuple(r[c] for c in AUDIT_COLUMNS) for r in rows]
+
+
+def _calls_from_file(path: Path, warn) -> tuple[list, list] | None:
+    if not path.exists():
+        return None
     try:
         src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
@@ -58,11 +95,12 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_war
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'"
             ).fetchall()
             if not exists:
-                return False
-            has_status = any(r[1] == "status" for r in src.execute("PRAGMA table_info(llm_calls)"))
+                return None
+            have = [r[1] for r in src.execute("PRAGMA table_info(llm_calls)")]
+            cols = [c for c in have if c not in LEASE_COLUMNS]  # claims' bookkeeping is not audit
             # in_flight rows are claims of calls being sent right now, not calls
-            cur = src.execute("SELECT * FROM llm_calls" + (" WHERE status != 'in_flight'" if has_status else ""))
-            cols = [d[0] for d in cur.description]
+            cur = src.execute(f"SELECT {', '.join(cols)} FROM llm_calls"
+                              + (" WHERE status != 'in_flight'" if "status" in have else ""))
             rows = cur.fetchall()
         finally:
             src.close()
@@ -72,15 +110,8 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path, warn=_stderr_war
                  "(move the file away to start a new log)")
         else:  # unreadable for another cause (permissions, I/O): not damage, keep the file
             warn(f"{storage_message(exc, path, 'call log')}; the llm_calls view is left out")
-        return False
-    table = pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)}) if rows else None
-    if table is None:
-        con.execute("CREATE TABLE llm_calls AS SELECT * FROM (SELECT NULL::VARCHAR AS call_id) WHERE false")
-    else:
-        con.register("_llm_calls_arrow", table)
-        con.execute("CREATE TABLE llm_calls AS SELECT * FROM _llm_calls_arrow")
-        con.unregister("_llm_calls_arrow")
-    return True
+        return None
+    return cols, rows
 
 
 def _create_view(con, asset: str, paths: list[Path], warn) -> list[Path]:
@@ -106,14 +137,15 @@ def _create_view(con, asset: str, paths: list[Path], warn) -> list[Path]:
 def open_audit(root: Path | None = None, llm_log: Path | None = None, *, warn=_stderr_warning,
                read_only: bool = True) -> duckdb.DuckDBPyConnection:
     """``root``: a local artifact folder; default: the deployment's store (``$QUANDARY_ARTIFACTS_URL``,
-    a bucket read through its registered fsspec filesystem, else ``$QUANDARY_HOME/artifacts``)."""
+    a bucket read through its registered fsspec filesystem, else ``$QUANDARY_HOME/artifacts``).
+    ``llm_log``: a call log file; default: the deployment's call log (PostgreSQL in distributed mode)."""
     con = duckdb.connect(":memory:", config={"memory_limit": AUDIT_MEMORY_LIMIT})
     store = artifact_store(root)
     store.register_duckdb(con)  # before the lockdown below: an object store's filesystem
     allowed: list = []
     for asset, paths in store.latest_locations_by_asset(on_damaged=warn).items():
         allowed += _create_view(con, asset, paths, warn)
-    _load_llm_calls(con, llm_log or llm_calls_path(), warn)
+    _load_llm_calls(con, llm_log, warn)
     if read_only:
         # Views re-read their files on every query: allow exactly those, nothing else, for good.
         con.execute(f"SET allowed_paths = {_sql_list(allowed)}")

@@ -103,7 +103,7 @@ def _check_council_on_launch(values: dict) -> None:
 
 class CouncilResource(ConfigurableResource):
     config_path: str | None = None
-    log_path: str | None = None  # default: $QUANDARY_HOME/llm_calls.sqlite
+    log_path: str | None = None  # default: the deployment's call log (storage.llm_log.open_call_log)
 
     def __init__(self, **data):
         super().__init__(**data)

@@ -37,7 +37,8 @@ def register(subparsers) -> None:
     calls = sub.add_parser("calls", help="summarize the LLM call log")
     calls.add_argument("--by", choices=["member", "tag", "both"], default="both")
     calls.add_argument("--db", default=None, help="only the calls made for this registered database id")
-    calls.add_argument("--log", default=None, help="call log file (default: $QUANDARY_HOME/llm_calls.sqlite)")
+    calls.add_argument("--log", default=None, help="call log file (default: the deployment's call log: "
+                       "$QUANDARY_HOME/llm_calls.sqlite, or PostgreSQL in distributed mode)")
     calls.add_argument("--json", action="store_true", help="machine-readable output")
     calls.set_defaults(func=cmd_calls)
 
@@ -143,10 +144,11 @@ def _item_ids_of_database(db_id: str) -> set[str]:
 def cmd_calls(args) -> int:
     from pathlib import Path
 
+    from storage.llm_log import CallLogError, open_call_log
     from storage.paths import llm_calls_path
-    from storage.llm_log import CallLog, CallLogError
+    from storage.state_db import state_url
 
-    path = Path(args.log) if args.log else llm_calls_path()
+    path = Path(args.log) if args.log else None
     if args.db:
         from resources.catalog import Catalog
 
@@ -155,14 +157,21 @@ def cmd_calls(args) -> int:
             print(f"database {args.db!r} is not registered (registered: {known}); "
                   "for a call log file use --log PATH", file=sys.stderr)
             return 2
-    if not path.exists():
+    if path is None and not state_url():
+        path = llm_calls_path()
+    if path is not None and not path.exists():
         print(f"no call log at {path} (no LLM calls yet)")
         return 0
     try:
-        rows = CallLog(path).rows()
-    except CallLogError as exc:  # damaged pages, no permission ...: one line naming the file
+        log = open_call_log(path)
+        try:
+            rows = log.rows()
+        finally:
+            log.close()
+    except CallLogError as exc:  # damaged pages, no permission, database down ...: one line naming it
         print(" ".join(str(exc).split()), file=sys.stderr)
         return 1
+    path = log.path
     if args.db:
         ids = _item_ids_of_database(args.db)
         rows = [r for r in rows if r["tag_candidate_id"] in ids]

@@ -42,7 +42,7 @@ from resources.llm import openai_http
 from resources.llm.log_thread import run_in_log_thread
 from resources.llm.parsing import output_schema, parse_structured
 from resources import progress
-from storage.llm_log import CallLog, CallRecord, call_key
+from storage.llm_log import CallLogRules, CallRecord, call_key
 
 # Before litellm is ever imported: no remote cost map fetch, no network at import.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -562,7 +562,7 @@ async def call_structured(
     messages: list[dict],
     output_model: type[T],
     *,
-    log: CallLog | None,
+    log: CallLogRules | None,
     tag: dict | None = None,
     use_cache: bool = True,
     key: str | None = None,
@@ -642,10 +642,11 @@ def _stale_after(member: Member) -> float:
     return member.timeout_s * (member.max_retries + 2) + 30.0
 
 
-async def _single_flight(log: CallLog, key: str, member: Member):
-    """Claim ``key`` across processes; while another live process holds it, wait for its answer.
-    Returns that answer's record, or ``None`` once this process owns the call."""
-    stale_after = member.timeout_s * (member.max_retries + 2) + 30.0
+async def _single_flight(log: CallLogRules, key: str, member: Member):
+    """Claim ``key`` across processes and machines; while another owner's lease lives, poll for its
+    answer. Returns that answer's record, or ``None`` once this process owns the call (the key was
+    free, or the owner's lease lapsed: it died or stopped renewing)."""
+    stale_after = _stale_after(member)
     delay = 0.02
     while True:
         state = await run_in_log_thread(log, log.claim, key, member.name, member.model, stale_after)

@@ -41,7 +41,7 @@ from resources.llm.config import CouncilConfig, Member
 from resources.llm.runtime import limiter, run_sync
 from resources.llm.votes import decide, min_more_votes
 from resources.progress import record_call
-from storage.llm_log import CallLog
+from storage.llm_log import CallLogRules
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -86,7 +86,8 @@ def _as_yes_no(v: Any) -> bool | None:
 
 
 class Council:
-    def __init__(self, role: str, members: Sequence[Member], log: CallLog | None, config: CouncilConfig | None = None):
+    def __init__(self, role: str, members: Sequence[Member], log: CallLogRules | None,
+                 config: CouncilConfig | None = None):
         if not members:
             raise ValueError(f"council {role!r} has no members")
         self.role = role
@@ -96,7 +97,7 @@ class Council:
         self._by_name = {m.name: m for m in self.members}
 
     @classmethod
-    def from_config(cls, config: CouncilConfig, role: str, log: CallLog | None) -> "Council":
+    def from_config(cls, config: CouncilConfig, role: str, log: CallLogRules | None) -> "Council":
         return cls(role, config.council_members(role), log, config)
 
     @property

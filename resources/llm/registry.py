@@ -1,11 +1,11 @@
-"""The process-wide council registry: one Council per (config file, role, call log), one CallLog per file.
+"""The process-wide council registry: one Council per (config file, role, call log), one call log per place.
 
 Why a module of its own: councils and call logs are expensive to build (config parsing, a SQLite
 connection) and must be shared by every stage and asset of a process, so identical requests hit one
 cache and one single-flight table. Tests and config edits start over with :func:`reset_councils`.
 
     council = get_council("validators")          # members from $QUANDARY_COUNCIL_CONFIG or the default
-    log = call_log()                             # $QUANDARY_HOME/llm_calls.sqlite
+    log = call_log()                             # $QUANDARY_HOME/llm_calls.sqlite, or PostgreSQL (distributed)
 """
 
 import os
@@ -14,21 +14,21 @@ from pathlib import Path
 
 from resources.llm.config import CONFIG_ENV, load_council_config
 from resources.llm.council import Council
-from storage.llm_log import CallLog
-from storage.paths import llm_calls_path
+from storage.llm_log import CallLogRules, call_log_location, open_call_log
 
 _councils: dict[tuple, Council] = {}
-_logs: dict[str, CallLog] = {}
+_logs: dict[str, CallLogRules] = {}
 _factory_lock = threading.Lock()
 
 
-def call_log(path: str | Path | None = None) -> CallLog:
-    """The shared CallLog for ``path`` (default ``$QUANDARY_HOME/llm_calls.sqlite``)."""
-    p = str(Path(path or llm_calls_path()).resolve())
+def call_log(path: str | Path | None = None) -> CallLogRules:
+    """The shared call log for ``path``; by default the deployment's (storage.llm_log.open_call_log:
+    PostgreSQL in distributed mode, else ``$QUANDARY_HOME/llm_calls.sqlite``)."""
+    key = call_log_location(path)
     with _factory_lock:
-        if p not in _logs:
-            _logs[p] = CallLog(p)
-        return _logs[p]
+        if key not in _logs:
+            _logs[key] = open_call_log(path)
+        return _logs[key]
 
 
 def get_council(role: str, config_path: str | None = None, *, log_path: str | Path | None = None) -> Council:

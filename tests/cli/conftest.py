@@ -26,13 +26,19 @@ SMALL_GRID = "generators: [programmatic]\nsubcategories: [answerable, lexical_ov
 
 class GatedStub:
     """Answers the first ``answer_first`` requests, then holds every further one until ``release()``.
-    ``held`` is set when a request is being held; ``answered`` keeps a key per answered request."""
+    ``held`` is set when a request is being held; ``answered`` keeps a key per answered request,
+    ``requests`` one per request received; ``peak`` is the most requests it had in flight at once.
+    Each answer takes ``latency_s`` (a server's simulated slowness, so concurrent clients overlap)."""
 
-    def __init__(self, answer_first: int = 10**9):
+    def __init__(self, answer_first: int = 10**9, latency_s: float = 0.0):
         self.answer_first = answer_first
+        self.latency_s = latency_s
         self.answered: list[str] = []
+        self.requests: list[str] = []
+        self.in_flight = self.peak = 0
         self.held = threading.Event()
         self._gate = threading.Event()
+        self._stop = threading.Event()
         self._lock = threading.Lock()
         outer = self
 
@@ -43,10 +49,21 @@ class GatedStub:
                                      .encode()).hexdigest()
                 with outer._lock:
                     hold = len(outer.answered) >= outer.answer_first and not outer._gate.is_set()
+                    outer.requests.append(key)
+                    outer.in_flight += 1
+                    outer.peak = max(outer.peak, outer.in_flight)
+                try:
+                    self._answer(key, hold)
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+
+            def _answer(self, key: str, hold: bool) -> None:
                 if hold:
                     outer.held.set()
                     outer._gate.wait(600)
                     return  # the client is gone by now
+                outer._stop.wait(outer.latency_s)
                 if not self.send_json(200, chat_completion(UNIVERSAL_ANSWER)):
                     return
                 with outer._lock:
@@ -64,6 +81,7 @@ class GatedStub:
 
     def __exit__(self, *exc):
         self.release()
+        self._stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

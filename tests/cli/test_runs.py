@@ -9,7 +9,14 @@ import subprocess
 
 import pytest
 
-from tests.cli.conftest import QUANDARY, REPO, GatedStub, council_file, quandary, runs_in
+from tests.cli.conftest import (
+    QUANDARY,
+    REPO,
+    GatedStub,
+    council_file,
+    quandary,
+    runs_in,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -243,3 +250,29 @@ def test_rerun_refuses_another_council_and_names_the_difference(cli_env, tmp_pat
     assert "member stub: timeout_s 5.0 in the run, 120.0 now" in edited.stderr, edited.stderr
     _no_traceback(refused.stderr + edited.stderr)
     assert len(runs_in(tmp_path / "dagster_home")) == 1  # nothing was re-executed
+
+
+def test_failing_a_killed_run_frees_its_pool_slots(tmp_path):
+    """Dagster frees a dead run's pool slots only from a daemon's run monitoring: without one, a
+    step killed with `kill -9` would hold its LLM endpoint's pool for good. The rerun's orphan check
+    (fail_orphaned_runs) frees them."""
+    import sys
+
+    from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
+
+    from cli.runs import HOST_TAG, PID_TAG, fail_orphaned_runs
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that no longer runs
+    (tmp_path / "dagster_home").mkdir()
+    with DagsterInstance.local_temp(tempdir=str(tmp_path / "dagster_home")) as instance:
+        storage = instance.event_log_storage
+        storage.set_concurrency_slots("llm-test", 1)
+        dead = DagsterRun(job_name="abiss_dataset_job", run_id="dead-run", status=DagsterRunStatus.STARTED,
+                          tags={PID_TAG: str(gone.pid), HOST_TAG: socket.gethostname()})
+        instance.add_run(dead)
+        assert storage.claim_concurrency_slot("llm-test", "dead-run", "s03", 0).is_claimed
+        assert not storage.claim_concurrency_slot("llm-test", "next-run", "s03", 0).is_claimed  # the pool is full
+        assert fail_orphaned_runs(instance) == ["dead-run"]
+        assert instance.get_run_by_id("dead-run").status.name == "FAILURE"
+        assert storage.claim_concurrency_slot("llm-test", "next-run", "s03", 0).is_claimed

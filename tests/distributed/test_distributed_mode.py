@@ -6,16 +6,26 @@ Asserts: the instance file loads as PostgreSQL storage + run queue + pools; runs
 succeed and both see every run; each node sees the other's artifacts through the bucket (the audit
 catalog included); identical content written by both nodes is one hash and one version; a run put
 on the queue by `quandary submit` on node A is launched by the daemon on node B and succeeds.
+
+And the LLM side (issue 21 items 3-4): two nodes with their own host names run ABISS partitions at
+once against one loopback OpenAI stub, through the call log in PostgreSQL and one Dagster pool for
+the stub's endpoint: every distinct request reaches the stub once across the nodes, the stub never
+has more requests in flight than the pool's limit, and a run killed with `kill -9` is finished by
+`quandary rerun` without repeating a completed call.
 """
 
+import functools
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import warnings
 
 import pytest
 
+from tests.cli.conftest import QUANDARY, SMALL_GRID, GatedStub, council_file
 from tests.distributed.servers import postgres_server, require_pg_bindir, s3_server
 from tests.sql.hostile_sql import REPO_ROOT
 from tests.waiting import wait_until
@@ -154,3 +164,135 @@ def test_two_nodes_share_runs_and_artifacts_and_the_queue(deployment, monkeypatc
     final = _inspect(a)
     assert len(final["versions"]["uni3"]) == 1
     assert final["audit_db_ids"] == ["uni", "uni2", "uni3"]
+
+
+# --- the LLM side: one call log, one bound per endpoint, across nodes ----------------------------
+
+POOL_LIMIT = 1  # LLM steps at once on the stub's endpoint; members have max_in_flight 1 (council_file)
+LEASE_S = "6"  # a dead owner's claim lapses this fast here (default 30 s)
+
+
+@functools.cache
+def _host_renaming() -> list[str]:
+    """A command prefix that runs a program under its own host name (a UTS namespace), or []."""
+    unshare = shutil.which("unshare")
+    for prefix in ([unshare, "--uts"], [unshare, "--user", "--map-root-user", "--uts"]) if unshare else ():
+        probe = subprocess.run([*prefix, "--", "sh", "-c", "hostname quandary-probe && hostname"],
+                               capture_output=True, text=True, timeout=60)
+        if probe.returncode == 0 and probe.stdout.strip() == "quandary-probe":
+            return prefix
+    warnings.warn("cannot give the test nodes their own host names (unshare --uts refused): they share this "
+                  "machine's, which the PostgreSQL call log does not use anyway")
+    return []
+
+
+def _on_host(host: str, *argv) -> list[str]:
+    prefix = _host_renaming()
+    return [*prefix, "--", "sh", "-c", 'hostname "$0" && exec "$@"', host, *argv] if prefix else list(argv)
+
+
+def _node(env, host: str, *args) -> subprocess.Popen:
+    """`quandary ARGS` on node ``env`` under host name ``host`` (its own process group); its output
+    goes to a file beside the node's folders (read by :func:`_finish`, kept for a failed test)."""
+    log = open(os.path.join(os.path.dirname(env["QUANDARY_HOME"]), f"{host}-{args[0]}-{args[2]}.log"), "w+")
+    proc = subprocess.Popen(_on_host(host, QUANDARY, *map(str, args)), cwd=REPO_ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc.output = log
+    return proc
+
+
+def _finish(proc, what: str, timeout=420) -> None:
+    """Wait for a node's command; fail with the end of its output unless it succeeded."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    if proc.returncode != 0:
+        proc.output.seek(0)
+        ended = "hung" if proc.returncode is None else f"exited {proc.returncode}"
+        pytest.fail(f"{what} ({proc.output.name}) {ended}: {proc.output.read()[-4000:]}")
+
+
+def _set_pool_limit(env, monkeypatch, pool: str, limit: int) -> None:
+    from dagster import DagsterInstance
+
+    monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", env["QUANDARY_DAGSTER_PG_URL"])
+    with DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        instance.event_log_storage.set_concurrency_slots(pool, limit)
+
+
+def _runs(env, monkeypatch, partition: str) -> list[str]:
+    from dagster import DagsterInstance, RunsFilter
+
+    monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", env["QUANDARY_DAGSTER_PG_URL"])
+    with DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        runs = instance.get_runs(RunsFilter(job_name="abiss_dataset_job", tags={"dagster/partition": partition}))
+        return sorted(r.status.name for r in runs)
+
+
+def _claim_owners(log) -> set[tuple[str, int]]:
+    """(host name, pid) of the owners of claims (in-flight rows) in the shared call log."""
+    rows = log._fetch(f"SELECT owner FROM {log.table} WHERE status = 'in_flight'", {})
+    return {(host, int(pid)) for host, pid, _ in (r["owner"].rsplit(":", 2) for r in rows)}
+
+
+@pytest.mark.timeout(1200)  # 2-4 min here: three ABISS runs over PostgreSQL and S3 on 2 busy cores
+def test_two_nodes_send_each_llm_request_once_within_the_pool(deployment, tmp_path, monkeypatch):
+    """Node A runs `uni`, node B `uni2`, at once. The stub holds the 7th request; the node sending
+    it (the owner of the call's claim) is killed with `kill -9` and resumed by `quandary rerun`,
+    while the other node goes on. Pool limit 1 and members with max_in_flight 1: at most one
+    request in flight at the stub."""
+    from collections import Counter
+
+    from assets.shared.pools import llm_pool
+    from storage.llm_log_pg import PostgresCallLog
+
+    a, b = deployment
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(SMALL_GRID)
+    with GatedStub(answer_first=6, latency_s=0.1) as stub:
+        council = council_file(tmp_path / "council.json", stub.url)
+        llm = {"QUANDARY_COUNCIL_CONFIG": str(council), "QUANDARY_KEY_STUB": "none", "QUANDARY_CALL_LEASE_S": LEASE_S}
+        nodes = {"node-a": ({**a, **llm}, "uni"), "node-b": ({**b, **llm}, "uni2")}
+        monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(council))
+        _set_pool_limit(a, monkeypatch, llm_pool(), POOL_LIMIT)
+        log = PostgresCallLog(a["QUANDARY_DAGSTER_PG_URL"])
+
+        runs = {host: _node(env, host, "run", "--db", db, "--grid", grid) for host, (env, db) in nodes.items()}
+        started = list(runs.values())
+        try:
+            wait_until(stub.held.is_set, 420, "a node's 7th LLM request at the stub",
+                       alive=lambda: all(p.poll() is None for p in runs.values()), interval_s=1)
+            [(host, pid)] = _claim_owners(log)  # the node whose run sends the held request
+            [victim] = [h for h, p in runs.items() if p.pid == pid]
+            assert host == victim or not _host_renaming()
+            os.killpg(pid, signal.SIGKILL)
+            runs[victim].wait(60)
+            held = set(stub.requests) - set(stub.answered)
+            assert len(held) == 1 and _claim_owners(log) == {(host, pid)}  # its claim outlives it (lease)
+            stub.release()
+            (other,) = set(nodes) - {victim}
+            env, db = nodes[victim]
+            # the other node waits for the pool slot the dead step holds; the rerun frees it and resumes
+            started.append(rerun := _node(env, victim, "rerun", "--db", db))
+            _finish(rerun, f"{victim}'s rerun of {db}")
+            _finish(runs[other], f"{other}'s run of {nodes[other][1]}")
+        finally:
+            for p in started:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait(60)
+                p.output.close()
+        assert _runs(env, monkeypatch, db) == ["FAILURE", "SUCCESS"]
+        assert _runs(env, monkeypatch, nodes[other][1]) == ["SUCCESS"]
+
+    sent = Counter(stub.requests)
+    print("llm counts:", json.dumps({
+        "requests_at_stub": len(stub.requests), "distinct_requests": len(sent), "sent_twice": len(held),
+        "answered": len(stub.answered), "peak_in_flight": stub.peak, "pool_limit": POOL_LIMIT,
+        "repeated_completed_calls": len(stub.answered) - len(set(stub.answered)), "victim": victim}))
+    # every distinct request reached the stub once across the nodes, but the one the dead run never got
+    assert {k for k, n in sent.items() if n > 1} == held and max(sent.values()) == 2
+    assert len(stub.answered) == len(set(stub.answered)) == len(sent)  # no completed call asked again
+    assert stub.peak <= POOL_LIMIT  # the pool bounds the endpoint's load across nodes
+    assert not _claim_owners(log) and log.count() == len(sent)  # both nodes' calls in one log, no claim left

@@ -3,8 +3,9 @@
 import multiprocessing as mp
 import sqlite3
 
-from storage.paths import llm_calls_path
 from storage.llm_log import CallLog, CallRecord, call_key
+from storage.paths import llm_calls_path
+from tests.waiting import wait_until
 
 
 def _rec(call_id, status="ok", **kw):
@@ -81,3 +82,86 @@ def test_concurrent_processes_write_safely(tmp_path):
     log = CallLog(path)
     assert log.count() == 240
     assert log.count("cache_hits = 1") == 240
+
+
+# --- leases (single flight across processes and machines) ----------------------------------------
+
+def _set_claim(log, call_id, owner, lease_from_now_s):
+    log._execute(f"UPDATE llm_calls SET owner = :o, lease_until = {log.NOW} + :s WHERE call_id = :k",
+                 {"o": owner, "s": lease_from_now_s, "k": call_id})
+
+
+def test_another_hosts_claim_waits_for_its_lease(tmp_path):
+    """No os.kill can see an owner on another machine: its key is busy while the lease lives and
+    taken over once it has lapsed."""
+    log = CallLog(tmp_path / "c.sqlite")
+    assert log.claim("k", "m", "openai/x", 60) == "claimed"
+    _set_claim(log, "k", "elsewhere:4242:abcd", 30)
+    assert log.claim("k", "m", "openai/x", 60) == "busy"
+    _set_claim(log, "k", "elsewhere:4242:abcd", -1)
+    assert log.claim("k", "m", "openai/x", 60) == "claimed"
+    row = log._row("k")
+    assert row["owner"] == log.owner_id() and row["status"] == "in_flight"
+
+
+def test_heartbeat_renews_only_held_keys_until_their_longest_duration(tmp_path):
+    log = CallLog(tmp_path / "c.sqlite", lease_s=1.0)  # a beat every third of a second
+    for k in ("a", "b"):
+        log.claim(k, "m", "openai/x", 60)
+    log.record(_rec("b"))  # answered: no longer held, never renewed again
+    first = log._row("a")["lease_until"]
+    wait_until(lambda: log._row("a")["lease_until"] > first + 0.5, 30, "the heartbeat renewing a's lease")
+    assert log._row("b")["lease_until"] is None and log.heartbeats >= 1
+    log._held["a"] = 0.0  # past the call's longest duration: the heartbeat drops it, the lease lapses
+    wait_until(lambda: "a" not in log._held, 30, "the heartbeat dropping an overdue key", interval_s=0.01)
+    log.close()
+
+
+def test_a_log_from_before_leases_opens_and_its_claims_are_taken(tmp_path):
+    path = tmp_path / "old.sqlite"
+    con = sqlite3.connect(path)
+    from storage.llm_log import COLUMN_SPEC
+
+    con.execute("CREATE TABLE llm_calls (" + ", ".join(" ".join(c) for c in COLUMN_SPEC) + ")")  # no lease columns
+    con.execute("INSERT INTO llm_calls (call_id, status, ok, error) VALUES ('k', 'in_flight', 0, 'gone:1')")
+    con.commit()
+    con.close()
+    log = CallLog(path)
+    assert {"owner", "lease_until"} <= {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(llm_calls)")}
+    assert log.claim("k", "m", "openai/x", 60) == "claimed"
+
+
+def test_rows_are_the_audit_columns(tmp_path):
+    from storage.llm_log import AUDIT_COLUMNS
+
+    log = CallLog(tmp_path / "c.sqlite")
+    log.claim("k", "m", "openai/x", 60)
+    log.record(_rec("k"))
+    assert tuple(log.rows()[0]) == AUDIT_COLUMNS and "owner" not in AUDIT_COLUMNS
+    assert log.rows(columns=("call_id",), newest=1) == [{"call_id": "k"}]
+    assert log.count("status = ? AND tag_stage = ?", ("ok", "s1")) == 1
+
+
+def test_lease_variable_is_checked(monkeypatch, tmp_path):
+    import pytest
+
+    from storage.llm_log import lease_seconds
+
+    monkeypatch.setenv("QUANDARY_CALL_LEASE_S", "5")
+    assert lease_seconds() == 5.0 and CallLog(tmp_path / "c.sqlite").heartbeat_s == 5.0 / 3
+    monkeypatch.setenv("QUANDARY_CALL_LEASE_S", "soon")
+    with pytest.raises(ValueError, match="QUANDARY_CALL_LEASE_S='soon'"):
+        lease_seconds()
+
+
+def test_one_factory_chooses_the_backend(monkeypatch, tmp_path):
+    from storage.llm_log import call_log_location, open_call_log
+
+    monkeypatch.delenv("QUANDARY_STATE_URL", raising=False)
+    monkeypatch.delenv("QUANDARY_DAGSTER_PG_URL", raising=False)
+    log = open_call_log()
+    assert isinstance(log, CallLog) and log.path == llm_calls_path()
+    monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", "postgresql://u:secret@db.example:5432/q")
+    assert call_log_location() == "postgresql+psycopg2://u:***@db.example:5432/q (table quandary_llm_calls)"
+    named = open_call_log(tmp_path / "mine.sqlite")  # a file named outright stays a file
+    assert isinstance(named, CallLog) and call_log_location(tmp_path / "mine.sqlite") == str(named.path)
