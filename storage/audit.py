@@ -31,14 +31,14 @@ import duckdb
 from storage.faults import CORRUPT, storage_cause, storage_message
 from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS
 from storage.paths import llm_calls_path
+from storage.sqlnames import quote_ident
 from storage.state_db import state_url
 from storage.stores import artifact_store
 
 AUDIT_MEMORY_LIMIT = "1GB"
 
 
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_ident = quote_ident
 
 
 def _sql_list(paths: list) -> str:
