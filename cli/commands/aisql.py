@@ -187,6 +187,17 @@ def _evaluate(args) -> int:
     return _run_evaluate(args, preds, digest, methods)
 
 
+def _aisql_config(args) -> dict:
+    """The ``aisql`` resource config shared by `evaluate` and `judge`: data, operator backend, sample."""
+    cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
+           "seed": args.seed, "budget": args.budget}
+    if args.sample:
+        cfg["sample"] = args.sample
+    if _groups(args):
+        cfg["sample_groups"] = list(_groups(args))
+    return cfg
+
+
 def _run_evaluate(args, preds, digest: str, methods) -> int:
     import polars as pl
 
@@ -195,12 +206,7 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     from pipelines.aisql.predictions import export, summary_markdown
     from storage.stores import artifact_store
 
-    cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
-           "seed": args.seed, "budget": args.budget}
-    if args.sample:
-        cfg["sample"] = args.sample
-    if _groups(args):
-        cfg["sample_groups"] = list(_groups(args))
+    cfg = _aisql_config(args)
     run_config = {"resources": {"aisql": {"config": cfg}},
                   "ops": {"aisql_prediction_verdicts": {"config": {"predictions_path": str(Path(args.predictions).resolve()),
                                                                    "methods": list(methods)}}}}
@@ -239,12 +245,7 @@ def _judge(args) -> int:
     from assets.aisql.assets import AISQL_ASSETS
     from cli.run_output import report_job_result, run_cli_job
 
-    cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
-           "seed": args.seed, "budget": args.budget}
-    if args.sample:
-        cfg["sample"] = args.sample
-    if _groups(args):
-        cfg["sample_groups"] = list(_groups(args))
+    cfg = _aisql_config(args)
     if args.variants:
         cfg["variant_types"] = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.questions:
