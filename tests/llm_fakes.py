@@ -258,7 +258,35 @@ class StubHandler(BaseHTTPRequestHandler):
         self.send_json(status, {"error": {"message": f"stub status {status}", "type": "stub", "code": status}})
 
 
-class StubOpenAIServer:
+class LoopbackStub:
+    """The life cycle shared by every loopback stub: ``_serve(Handler)`` binds a free loopback port,
+    ``with stub:`` serves it on a daemon thread, and leaving the block first calls ``unblock()``
+    (wake the requests the stub holds) so that shutdown does not wait for them."""
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        self.httpd = LoopbackServer(("127.0.0.1", port), handler)
+        self.port = self.httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    url = base_url
+
+    def unblock(self) -> None:
+        """Wake every held request (a stub that holds none has nothing to do)."""
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.unblock()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class StubOpenAIServer(LoopbackStub):
     def __init__(self, script: StubScript | None = None, port: int = 0):
         self.script = script or StubScript()
         self.requests = 0
@@ -284,23 +312,10 @@ class StubOpenAIServer:
                     return
                 self.send_json(200, chat_completion(outer.script.content, n, body.get("model", "stub")))
 
-        self.httpd = LoopbackServer(("127.0.0.1", port), Handler)
-        self.port = self.httpd.server_address[1]
-        self._thread: threading.Thread | None = None
+        self._serve(Handler, port)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self):
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
+    def unblock(self) -> None:
         self._stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 if __name__ == "__main__":  # a stub in its own process (bench/bench_council.py, bench/bench_workers.py)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
+from tests.llm_fakes import LoopbackStub, StubHandler, chat_completion
 
 REPO = Path(__file__).resolve().parents[2]
 QUANDARY = str(Path(sys.executable).parent / "quandary")
@@ -24,7 +24,7 @@ SMALL_GRID = "generators: [programmatic]\nsubcategories: [answerable, lexical_ov
              "styles: [formal]\ndifficulties: [moderate]\nn: 1\nseed: 7\n"
 
 
-class GatedStub:
+class GatedStub(LoopbackStub):
     """Answers the first ``answer_first`` requests, then holds every further one until ``release()``.
     ``held`` is set when a request is being held; ``answered`` keeps a key per answered request,
     ``requests`` one per request received; ``peak`` is the most requests it had in flight at once.
@@ -69,21 +69,14 @@ class GatedStub:
                 with outer._lock:
                     outer.answered.append(key)
 
-        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._serve(Handler)
 
     def release(self) -> None:
         self._gate.set()
 
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
+    def unblock(self) -> None:
         self.release()
         self._stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def council_file(path: Path, api_base: str, timeout_s: float = 120.0) -> Path:

@@ -17,6 +17,7 @@ from tests.cli.conftest import (
     quandary,
     runs_in,
 )
+from tests.llm_fakes import LoopbackStub
 
 pytestmark = pytest.mark.integration
 
@@ -176,13 +177,13 @@ def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):
     _no_traceback(out + err)
 
 
-class _SwitchableStub:
+class _SwitchableStub(LoopbackStub):
     """Answers every request with the universal answer, or with HTTP 503 while ``broken``; counts
     the requests it answered."""
 
     def __init__(self):
         from tests.cli.conftest import UNIVERSAL_ANSWER
-        from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
+        from tests.llm_fakes import StubHandler, chat_completion
 
         self.broken = True
         self.answered = 0
@@ -196,18 +197,7 @@ class _SwitchableStub:
                 elif self.send_json(200, chat_completion(UNIVERSAL_ANSWER)):
                     outer.answered += 1
 
-        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        import threading
-
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve(Handler)
 
 
 def test_rerun_resumes_with_the_runs_council_and_prints_the_runs_summary(cli_env, tmp_path):

@@ -24,10 +24,10 @@ import struct
 import threading
 import time
 
-from tests.llm_fakes import LoopbackServer, StubHandler, chat_completion
+from tests.llm_fakes import LoopbackStub, StubHandler, chat_completion
 
 
-class FaultStub:
+class FaultStub(LoopbackStub):
     def __init__(self, modes=(), default: str = "ok", content: str = '{"verdict": "yes"}',
                  huge_bytes: int = 50 << 20):
         self.modes = list(modes)
@@ -98,12 +98,7 @@ class FaultStub:
                 text = outer.content if mode == "ok" else "I am sorry, I cannot answer in JSON today."
                 self.send_json(200, chat_completion(text, outer.requests, body.get("model", "stub")))
 
-        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        self._serve(Handler)
 
     def release(self) -> None:
         """Let every hanging request answer (``ok``)."""
@@ -119,14 +114,7 @@ class FaultStub:
                 return self.requests >= n
         return True
 
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._released.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    unblock = release
 
 
 def free_port() -> int:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from resources.llm import Council
 from resources.llm.config import Member
 from storage.llm_log import CallLog
-from tests.llm_fakes import LoopbackServer, StubHandler, quandary_home, transport  # noqa: F401 - fixtures
+from tests.llm_fakes import LoopbackStub, StubHandler, quandary_home, transport  # noqa: F401 - fixtures
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ class Verdict(BaseModel):
 ANSWER = json.dumps({"verdict": "yes", "reason": "the question is answerable"})
 
 
-class StreamingStub:
+class StreamingStub(LoopbackStub):
     """Streams ``ANSWER`` as server-sent events, one chunk per ``gap_s``; with ``stall_after`` it
     stops after that many chunks and holds the connection until shut down. Counts requests in flight."""
 
@@ -84,18 +84,11 @@ class StreamingStub:
                 self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
                 self.wfile.flush()
 
-        self.httpd = LoopbackServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._serve(Handler)
 
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
+    def unblock(self) -> None:
         self._stop.set()
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _member(url: str, **kw) -> Member:
@@ -197,13 +190,46 @@ def test_the_embedded_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatc
     assert default_threads(cores=2, load=0.1) == 2  # idle
     assert default_threads(cores=16, load=12.0) == 4
     assert default_threads(cores=16, load=0.0) == 4
+    import resources.llm.embedded as embedded
+
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.0, 3.0, 3.0))
+    monkeypatch.setattr(embedded, "machine_load", lambda cores: 3.0)
     assert EmbeddedServer().n_threads == 1
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(embedded, "machine_load", lambda cores: 0.2)
     assert EmbeddedServer().n_threads == 2
     monkeypatch.setenv("QUANDARY_EMBEDDED_THREADS", "1")
     assert EmbeddedServer().n_threads == 1
+
+
+def test_machine_load_counts_the_cores_busy_now_not_the_lagging_average():
+    """The 1-minute load average still said "busy" right after `make demo`'s own pip install on an
+    idle machine (the demo then ran on one thread): the measure is what other processes use now."""
+    import multiprocessing
+    import os
+
+    from resources.llm.embedded import machine_load
+
+    if not os.path.exists("/proc/stat"):
+        pytest.skip("no /proc/stat on this system: the load average is the fallback")
+    cores = os.cpu_count() or 2
+    quiet = machine_load(cores)
+    stop = multiprocessing.Event()
+    hogs = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(cores)]
+    for h in hogs:
+        h.start()
+    try:
+        busy = machine_load(cores, sample_s=0.5)
+    finally:
+        stop.set()
+        for h in hogs:
+            h.join(10)
+    assert 0.0 <= quiet <= cores + 1e-6
+    assert busy >= cores / 2, (quiet, busy)  # every core spinning reads as busy, however loaded before
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        pass
 
 
 def test_embedded_answers_are_bounded_for_a_small_model():
