@@ -12,6 +12,8 @@
 
 import asyncio
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -253,6 +255,15 @@ class StubHandler(BaseHTTPRequestHandler):
             return True
         except OSError:  # BrokenPipe / ConnectionReset: the client stopped waiting
             return False
+
+    def client_gone(self) -> bool:
+        """True when the client closed its end (a killed process's sockets are closed by the kernel):
+        an EOF is waiting to be read. Data waiting (a pipelined request) means it is still there."""
+        try:
+            ready, _, _ = select.select([self.connection], [], [], 0)
+            return bool(ready) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def send_error_status(self, status: int) -> None:
         self.send_json(status, {"error": {"message": f"stub status {status}", "type": "stub", "code": status}})

@@ -25,7 +25,8 @@ SMALL_GRID = "generators: [programmatic]\nsubcategories: [answerable, lexical_ov
 
 
 class GatedStub(LoopbackStub):
-    """Answers the first ``answer_first`` requests, then holds every further one until ``release()``.
+    """Answers the first ``answer_first`` requests, then holds every further one until ``release()``
+    (and then answers the held requests whose client still waits).
     ``held`` is set when a request is being held; ``answered`` keeps a key per answered request,
     ``requests`` one per request received; ``peak`` is the most requests it had in flight at once.
     Each answer takes ``latency_s`` (a server's simulated slowness, so concurrent clients overlap)."""
@@ -62,7 +63,10 @@ class GatedStub(LoopbackStub):
                 if hold:
                     outer.held.set()
                     outer._gate.wait(600)
-                    return  # the client is gone by now
+                    # a killed client's request is never answered (a write to its closed socket may
+                    # still "succeed"); one still waiting (it was sent just before release) is
+                    if self.client_gone():
+                        return
                 outer._stop.wait(outer.latency_s)
                 if not self.send_json(200, chat_completion(UNIVERSAL_ANSWER)):
                     return

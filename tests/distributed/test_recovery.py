@@ -193,9 +193,9 @@ def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, de
         instance = DagsterInstance.from_config(b["DAGSTER_HOME"])
         procs = []
 
-        def start(env, *args):
+        def start(env, *args):  # stderr to a file: an unread pipe can fill up and stall the run
             procs.append(subprocess.Popen([QUANDARY, *args], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE, text=True, start_new_session=True))
+                                          stderr=open(tmp_path / f"stderr{len(procs)}", "w"), start_new_session=True))
             return procs[-1]
 
         def run_of(partition):
@@ -224,7 +224,7 @@ def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, de
                        "the killed step's slot was freed and run 2 took it", alive=lambda: daemon.poll() is None,
                        interval_s=1)
             stub.release()
-            assert waiting.wait(600) == 0, waiting.stderr.read()[-3000:]
+            assert waiting.wait(600) == 0, (tmp_path / f"stderr{procs.index(waiting)}").read_text()[-3000:]
             failure = [e.message for e in instance.all_logs(run1.run_id)
                        if e.is_dagster_event and e.dagster_event.is_run_failure]
             # failed by Dagster's run monitoring (the daemon), from the launcher's heartbeat check
