@@ -20,7 +20,7 @@ import textwrap
 import uuid
 
 import pytest
-from sqlalchemy import create_engine, update
+from sqlalchemy import update
 
 from storage import heartbeats as hb
 from storage.state_db import STATE_URL_ENV
