@@ -10,6 +10,11 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export LITELLM_OFFLINE_MODE := true
 PYTEST_ARGS ?=
+# Two pytest-xdist workers: most of the suite waits on subprocesses and servers, so two lanes use
+# both cores (18 → 12 min idle). The e2e tests share one lane (one embedded model at a time) and the
+# multi-node tests another (tests/conftest.py). TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 .PHONY: install postgres-bin demo test test-fast ui validate bench clean dagster-home
 
@@ -43,10 +48,10 @@ demo: install dagster-home
 	$(BIN)/quandary demo
 
 test: install postgres-bin
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install postgres-bin
-	$(BIN)/python -m pytest -q -m "not e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not e2e" $(PYTEST_ARGS)
 
 # Dagster marks these CLI commands as superseded (FutureWarning); the warning says nothing about the project
 validate: install dagster-home

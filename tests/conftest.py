@@ -22,6 +22,13 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             item.add_marker(pytest.mark.unit)
+        # `make test` runs two xdist workers (``--dist loadgroup``): the end-to-end tests share one
+        # worker, so that at most one embedded model runs at a time, and the multi-node tests (each a
+        # PostgreSQL server, a daemon and several runs) share another lane instead of piling up
+        if item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.xdist_group("e2e"))
+        elif item.path.parent.name == "distributed":
+            item.add_marker(pytest.mark.xdist_group("distributed"))
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 

@@ -110,9 +110,10 @@ def configured_slots(n_parallel: int | None = None, deterministic: bool | None =
 
 def server_slots() -> int:
     """The slots of the server the embedded members reach: the running singleton's, else the
-    configured number (also for ``$QUANDARY_EMBEDDED_BASE_URL``, started with the same settings)."""
+    configured number (also for ``$QUANDARY_EMBEDDED_BASE_URL``, started with the same settings;
+    a singleton left running in this process is not the server that URL names)."""
     with _lock:
-        if _singleton is not None and _singleton.running:
+        if _singleton is not None and _singleton.running and not os.environ.get(BASE_URL_ENV):
             return _singleton.n_parallel
     return configured_slots()
 

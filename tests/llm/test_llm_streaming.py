@@ -144,6 +144,22 @@ def test_a_streamed_answer_over_the_size_cap_is_refused_and_not_cached(quandary_
     assert not again.ok and not again.cached
 
 
+def test_the_slots_of_an_external_embedded_server_are_the_configured_ones(monkeypatch):
+    """A singleton an earlier run left in this process is not the server $QUANDARY_EMBEDDED_BASE_URL
+    names: its slot count must not be taken for that server's (seen under xdist: 4 sent to 2 slots)."""
+    from types import SimpleNamespace
+
+    from resources.llm import embedded
+
+    monkeypatch.setattr(embedded, "_singleton", SimpleNamespace(running=True, n_parallel=4))
+    monkeypatch.setenv("QUANDARY_EMBEDDED_PARALLEL", "2")
+    monkeypatch.delenv(embedded.DETERMINISTIC_ENV, raising=False)
+    monkeypatch.delenv(embedded.BASE_URL_ENV, raising=False)
+    assert embedded.server_slots() == 4
+    monkeypatch.setenv(embedded.BASE_URL_ENV, "http://127.0.0.1:9/v1")
+    assert embedded.server_slots() == 2
+
+
 @pytest.mark.usefixtures("transport")
 def test_embedded_requests_never_exceed_the_servers_slots(quandary_home, monkeypatch, tmp_path):
     """Three embedded members (max_in_flight 2 each: 6) share a server with 2 slots: never more
