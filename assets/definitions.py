@@ -20,6 +20,9 @@ from assets.ambitab import definitions as ambitab
 from assets.databases import definitions as databases
 from assets.interaction import definitions as interaction
 from assets.shared import definitions as shared
+from assets.shared import pool_wait
+
+pool_wait.install()  # a run waiting for a pool slot sleeps instead of spinning (see the module)
 
 MAIN_JOB = abiss.abiss_job.name
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -155,13 +156,27 @@ class LocalBackend(ObjectBackend):
 
 # -- S3-compatible bucket ---------------------------------------------------------------------------
 
+_filesystems: dict[str, object] = {}
+_filesystems_lock = threading.Lock()
+
+
 def _s3_filesystem(endpoint_url: str | None = None):
+    """One s3fs filesystem per endpoint and process. Creating one builds a botocore client on its
+    first call (service model JSON, endpoint rules, TLS contexts: ~0.25 s of CPU), and every
+    ``artifact_store()`` makes a backend: a fresh filesystem each time was a third of a waiting
+    run's CPU. The pid is in the key: a forked child must not reuse its parent's connections."""
     import s3fs
 
     endpoint = endpoint_url or os.environ.get(S3_ENDPOINT_ENV) or None
-    client_kwargs = {"endpoint_url": endpoint} if endpoint else {}
-    # No listings cache: another node's writes must be visible at once.
-    return s3fs.S3FileSystem(client_kwargs=client_kwargs, use_listings_cache=False, skip_instance_cache=True)
+    key = f"{os.getpid()}:{endpoint or ''}"
+    with _filesystems_lock:
+        fs = _filesystems.get(key)
+        if fs is None:
+            client_kwargs = {"endpoint_url": endpoint} if endpoint else {}
+            # No listings cache: another node's writes must be visible at once.
+            fs = _filesystems[key] = s3fs.S3FileSystem(client_kwargs=client_kwargs, use_listings_cache=False,
+                                                       skip_instance_cache=True)
+        return fs
 
 
 class S3Backend(ObjectBackend):
