@@ -21,12 +21,12 @@ CATALOG = Table(
     Column("engine", String, nullable=False),
     Column("sha256", String, nullable=False),
 )
-_FIELDS = ("db_id", "path", "engine", "sha256")
+_FIELDS = tuple(CATALOG.c.keys())
 _LOCK = zlib.crc32(b"quandary_seed_catalog")
 
 
 def _load(con) -> dict[str, dict]:
-    return {r["db_id"]: dict(r) for r in con.execute(select(*(CATALOG.c[f] for f in _FIELDS))).mappings()}
+    return {r["db_id"]: dict(r) for r in con.execute(select(CATALOG)).mappings()}
 
 
 def load(engine) -> dict[str, dict]:

@@ -46,10 +46,7 @@ def _register(args) -> int:
         return 1
     try:
         info = catalog.register(args.path, args.db_id, replace=args.replace)
-    except AlreadyRegisteredError as exc:
-        print(f"cannot register {args.path}: {exc}", file=sys.stderr)
-        return 1
-    except BadDatabaseError as exc:
+    except (AlreadyRegisteredError, BadDatabaseError) as exc:
         print(f"cannot register {args.path}: {exc}", file=sys.stderr)
         return 1
     print(f"registered {info.db_id} ({info.engine}, {len(info.tables)} tables) {info.path}")

@@ -194,8 +194,9 @@ def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, de
         procs = []
 
         def start(env, *args):  # stderr to a file: an unread pipe can fill up and stall the run
-            procs.append(subprocess.Popen([QUANDARY, *args], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
-                                          stderr=open(tmp_path / f"stderr{len(procs)}", "w"), start_new_session=True))
+            with open(tmp_path / f"stderr{len(procs)}", "w") as err:  # the child keeps its own copy
+                procs.append(subprocess.Popen([QUANDARY, *args], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
+                                              stderr=err, start_new_session=True))
             return procs[-1]
 
         def run_of(partition):
