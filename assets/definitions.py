@@ -27,7 +27,12 @@ pool_wait.install()  # a run waiting for a pool slot sleeps instead of spinning 
 MAIN_JOB = abiss.abiss_job.name
 
 defs = Definitions.merge(
-    shared.defs, databases.defs, abiss.defs, interaction.defs, ambitab.defs, aisql.defs,
+    shared.defs,
+    databases.defs,
+    abiss.defs,
+    interaction.defs,
+    ambitab.defs,
+    aisql.defs,
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
     Definitions(executor=in_process_executor),

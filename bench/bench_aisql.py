@@ -62,8 +62,15 @@ def q3_wall(latency: float, in_flight: int) -> tuple[float, int]:
     db = prepare_db("movie", DATA, Path(os.environ["QUANDARY_HOME"]))
     sql = (DATA / "sembench" / "files" / "movie" / "query" / "bigquery" / "Q3.sql").read_text()
     with StubOpenAIServer(StubScript(latency_s=latency, content='{"answer": true}')) as stub:
-        member = Member(name=f"stub{in_flight}", model="openai/stub", api_base=stub.base_url,
-                        max_in_flight=in_flight, max_retries=0, timeout_s=30, structured_output="prompt")
+        member = Member(
+            name=f"stub{in_flight}",
+            model="openai/stub",
+            api_base=stub.base_url,
+            max_in_flight=in_flight,
+            max_retries=0,
+            timeout_s=30,
+            structured_output="prompt",
+        )
         log = call_log(Path(tempfile.mkdtemp()) / "calls.sqlite")
         rt = AIRuntime(CouncilOperator(Council("ai_operator", [member], log)))
         t0 = time.perf_counter()
@@ -84,10 +91,14 @@ def main() -> int:
         return 0
     os.environ["QUANDARY_HOME"] = tempfile.mkdtemp(prefix="quandary-bench-aisql-")
     shared, unshared, n = calls_per_pair(args.pairs)
-    print(f"operator calls per judged pair (label oracle, {n} movie pairs): "
-          f"shared cache {shared:.0f}, without sharing {unshared:.0f} ({unshared / max(shared, 1):.1f}x)")
-    print(f"movie Q3 (119 distinct calls) against a loopback stub at {args.latency * 1000:.0f} ms/request, "
-          f"{os.cpu_count()} CPUs:")
+    print(
+        f"operator calls per judged pair (label oracle, {n} movie pairs): "
+        f"shared cache {shared:.0f}, without sharing {unshared:.0f} ({unshared / max(shared, 1):.1f}x)"
+    )
+    print(
+        f"movie Q3 (119 distinct calls) against a loopback stub at {args.latency * 1000:.0f} ms/request, "
+        f"{os.cpu_count()} CPUs:"
+    )
     for level in (1, 16):
         wall, made = q3_wall(args.latency, level)
         print(f"  {level:>2} in flight: {wall:6.2f} s for {made} calls (ideal {made * args.latency / level:5.2f} s)")

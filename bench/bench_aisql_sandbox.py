@@ -63,8 +63,10 @@ def child(sql: str, budget: float) -> None:
     caller = proc_status_bytes("VmHWM") - before
     rt.close()  # the worker exits and is reaped: RUSAGE_CHILDREN has its peak
     worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    print(json.dumps({"status": rec.status, "error": rec.error[:90], "wall": wall, "caller": caller,
-                      "worker": worker}), flush=True)
+    print(
+        json.dumps({"status": rec.status, "error": rec.error[:90], "wall": wall, "caller": caller, "worker": worker}),
+        flush=True,
+    )
 
 
 def _descendants_rss(pid: int) -> int:
@@ -81,16 +83,28 @@ def _descendants_rss(pid: int) -> int:
 
 def hostile(design: str, sql: str, budget: float, cap: int) -> dict:
     env = {**os.environ, "QUANDARY_SQL_IN_PROCESS": "1" if design == "in process" else "0"}
-    proc = subprocess.Popen([sys.executable, __file__, "--child", sql, "--budget", str(budget)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child", sql, "--budget", str(budget)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     start, peak = time.monotonic(), 0
     while proc.poll() is None:
         peak = max(peak, _descendants_rss(proc.pid))
         if peak > cap:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            return {"status": f"> {cap >> 30} GB, killed", "error": "", "wall": time.monotonic() - start,
-                    "caller": peak, "worker": 0}
+            return {
+                "status": f"> {cap >> 30} GB, killed",
+                "error": "",
+                "wall": time.monotonic() - start,
+                "caller": peak,
+                "worker": 0,
+            }
         time.sleep(0.05)  # sampling interval of the RSS guard
     out, err = proc.communicate()
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
@@ -128,8 +142,10 @@ def per_call(design: str, vectors: int) -> tuple[float, int]:
 
     os.environ["QUANDARY_SQL_IN_PROCESS"] = "1" if design == "in process" else "0"
     db = _db()
-    sql = (f"SELECT count(*) FROM range({vectors * 2048}) t(i) "
-           "WHERE nlfilter(CAST(i % 512 AS VARCHAR) || ' good', 'positive')")
+    sql = (
+        f"SELECT count(*) FROM range({vectors * 2048}) t(i) "
+        "WHERE nlfilter(CAST(i % 512 AS VARCHAR) || ' good', 'positive')"
+    )
     rt = AIRuntime(KeywordOperator())
     try:
         rt.session(db.path).execute("SELECT 1", timeout_s=60)
@@ -158,27 +174,35 @@ def main() -> int:
         child(args.child, args.budget)
         return 0
     _db()  # built once, before any timing
-    print(f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"budget {args.budget:g} s")
+    print(
+        f"{os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"budget {args.budget:g} s"
+    )
     print(f"\n{'query':<38} {'design':<11} {'outcome':<26} {'wall s':>7} {'caller MB':>10} {'worker MB':>10}")
     for name, sql in HOSTILE:
         for design in DESIGNS:
             r = hostile(design, sql, args.budget, int(args.cap_gb * (1 << 30)))
             outcome = r["status"] + (f" ({r['error'].split(':')[0]})" if r["status"] == "error" else "")
-            print(f"{name:<38} {design:<11} {outcome:<26} {r['wall']:7.2f} {r['caller'] / 2**20:10.0f} "
-                  f"{r['worker'] / 2**20:10.0f}")
+            print(
+                f"{name:<38} {design:<11} {outcome:<26} {r['wall']:7.2f} {r['caller'] / 2**20:10.0f} "
+                f"{r['worker'] / 2**20:10.0f}"
+            )
     print("\nmovie Q3 (BigQuery, label oracle p=0.1):")
     ref = None
     for design in DESIGNS:
         r = normal_query(design)
         same = "" if ref is None else f", same rows and calls as {DESIGNS[0]}: {(r['rows'], r['calls']) == ref}"
         ref = ref or (r["rows"], r["calls"])
-        print(f"  {design:<11} session start {r['start']:.3f} s, cold {r['cold']:.3f} s, warm {r['warm']:.3f} s, "
-              f"{r['calls']} calls{same}")
+        print(
+            f"  {design:<11} session start {r['start']:.3f} s, cold {r['cold']:.3f} s, warm {r['warm']:.3f} s, "
+            f"{r['calls']} calls{same}"
+        )
     walls = {d: per_call(d, args.vectors) for d in DESIGNS}
     extra = (walls["worker"][0] - walls["in process"][0]) / args.vectors
-    print(f"\none UDF on {args.vectors} vectors of 2,048 rows (warm memo): worker {walls['worker'][0]:.3f} s, "
-          f"in process {walls['in process'][0]:.3f} s -> {extra * 1000:.2f} ms per UDF call (round trip)")
+    print(
+        f"\none UDF on {args.vectors} vectors of 2,048 rows (warm memo): worker {walls['worker'][0]:.3f} s, "
+        f"in process {walls['in process'][0]:.3f} s -> {extra * 1000:.2f} ms per UDF call (round trip)"
+    )
     return 0
 
 

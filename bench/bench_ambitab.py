@@ -60,11 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         warm_s = time.perf_counter() - t0
         files = list(out.glob("*.sqlite"))
         total = sum(f.stat().st_size for f in files)
-        print(f"\nAmbiQT unit databases: {len(files)} built in {cold_s:.2f} s cold "
-              f"({1000 * cold_s / max(len(files), 1):.1f} ms/unit incl. execution filter), "
-              f"{warm_s:.2f} s warm (reused)")
-        print(f"disk: {total / 1e6:.1f} MB total, {total / max(len(files), 1) / 1e3:.1f} kB per unit "
-              f"(min {min(f.stat().st_size for f in files) / 1e3:.0f} kB, max {max(f.stat().st_size for f in files) / 1e3:.0f} kB)")
+        print(
+            f"\nAmbiQT unit databases: {len(files)} built in {cold_s:.2f} s cold "
+            f"({1000 * cold_s / max(len(files), 1):.1f} ms/unit incl. execution filter), "
+            f"{warm_s:.2f} s warm (reused)"
+        )
+        print(
+            f"disk: {total / 1e6:.1f} MB total, {total / max(len(files), 1) / 1e3:.1f} kB per unit "
+            f"(min {min(f.stat().st_size for f in files) / 1e3:.0f} kB, max {max(f.stat().st_size for f in files) / 1e3:.0f} kB)"
+        )
     return 0
 
 

@@ -47,8 +47,15 @@ def bench_episodes(seeds: int) -> None:
     print(f"  {'asker':<10} {'episodes':>8} {'seconds':>8} {'episodes/s':>11}")
     for asker in ("none", "full", "full_adv", "generic"):
         t0 = time.perf_counter()
-        rows = run_episodes(tasks, lambda a=asker: make_asker(a), make_oracle("det", "ambrosia"), solver, verifier,
-                            list(range(seeds)), concurrency=16)
+        rows = run_episodes(
+            tasks,
+            lambda a=asker: make_asker(a),
+            make_oracle("det", "ambrosia"),
+            solver,
+            verifier,
+            list(range(seeds)),
+            concurrency=16,
+        )
         dt = time.perf_counter() - t0
         print(f"  {asker:<10} {len(rows):>8} {dt:>8.2f} {len(rows) / dt:>11.0f}")
 
@@ -60,14 +67,19 @@ def bench_bootstrap(records: int, seeds: int, resamples: int, repeat: int = 3) -
     a = rng.integers(0, 2, size=len(clusters)).astype(float).tolist()
     b = rng.integers(0, 2, size=len(clusters)).astype(float).tolist()
     rec = [None if x < 0.05 else x for x in rng.random(len(clusters))]
-    for label, args in (("paired SR difference", (clusters, a, clusters, b)), ("recall (5% ineligible)", (clusters, rec))):
+    for label, args in (
+        ("paired SR difference", (clusters, a, clusters, b)),
+        ("recall (5% ineligible)", (clusters, rec)),
+    ):
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
             ci = cluster_bootstrap(*args, n_resamples=resamples)
             times.append(time.perf_counter() - t0)
-        print(f"bootstrap {label}: {records} records × {seeds} seeds, {ci.clusters} AVT clusters, {resamples} "
-              f"resamples: median {statistics.median(times):.3f} s (interval {ci.fmt(3)})")
+        print(
+            f"bootstrap {label}: {records} records × {seeds} seeds, {ci.clusters} AVT clusters, {resamples} "
+            f"resamples: median {statistics.median(times):.3f} s (interval {ci.fmt(3)})"
+        )
 
 
 def main() -> None:

@@ -98,13 +98,24 @@ def _make_full_council_cls():
     class FullCouncil(Council):
         """Short-circuit off: every vote asks every member at once."""
 
-        async def avote(self, messages, output_model, extract, rule="strict_majority", tag=None, *,
-                        abstain_as_no=False, tie="reject", overrides=None):
+        async def avote(
+            self,
+            messages,
+            output_model,
+            extract,
+            rule="strict_majority",
+            tag=None,
+            *,
+            abstain_as_no=False,
+            tie="reject",
+            overrides=None,
+        ):
             import asyncio
 
             yes_no = rule in ("strict_majority", "unanimous")
             results = await asyncio.gather(
-                *(self.aask(m.name, messages, output_model, tag, overrides=overrides) for m in self.members))
+                *(self.aask(m.name, messages, output_model, tag, overrides=overrides) for m in self.members)
+            )
             votes, cast = [], []
             for m, r in zip(self.members, results):
                 v = None
@@ -118,8 +129,16 @@ def _make_full_council_cls():
                 votes.append(v)
                 cast.append(MemberVote(m.name, v, r.call_id, r.ok))
             tally = decide(votes, rule, abstain_as_no=abstain_as_no, tie=tie)
-            return VoteOutcome(decision=tally.decision, votes=cast, calls_made=len(votes), calls_saved=0, rule=rule,
-                               counts=tally.counts, abstentions=sum(v is None for v in votes), results=list(results))
+            return VoteOutcome(
+                decision=tally.decision,
+                votes=cast,
+                calls_made=len(votes),
+                calls_saved=0,
+                rule=rule,
+                counts=tally.counts,
+                abstentions=sum(v is None for v in votes),
+                results=list(results),
+            )
 
     return FullCouncil
 
@@ -163,13 +182,24 @@ def run_cascade(candidates, db_path: str, schema_context: str, council, handler)
             for k in totals:
                 totals[k] += ctx.stats[k]
         applies = decisions.filter(pl.col("applies"))
-        per_stage.append({"stage": spec.key, "entered": applies.height,
-                          "rejected": int((~applies["passed"]).sum()) if applies.height else 0,
-                          "requests": handler.count - r0})
+        per_stage.append(
+            {
+                "stage": spec.key,
+                "entered": applies.height,
+                "rejected": int((~applies["passed"]).sum()) if applies.height else 0,
+                "requests": handler.count - r0,
+            }
+        )
     wall = time.perf_counter() - t0
     accepted = sorted(outputs.survivors(cands, previous)["candidate_id"].to_list())
-    return {"candidates": cands.height, "accepted": accepted, "requests": handler.count - requests_before,
-            "wall_s": wall, "per_stage": per_stage, **totals}
+    return {
+        "candidates": cands.height,
+        "accepted": accepted,
+        "requests": handler.count - requests_before,
+        "wall_s": wall,
+        "per_stage": per_stage,
+        **totals,
+    }
 
 
 def main() -> int:
@@ -193,8 +223,12 @@ def main() -> int:
 
     db_path = str(write_demo_db(home / "university.sqlite"))
     schema_context = render_schema_context(inspect_database(db_path))
-    grid = expand_grid(GridSpec(("programmatic",), styles=("formal", "colloquial", "interrogative"),
-                                difficulties=("moderate",), n=args.n), "university")
+    grid = expand_grid(
+        GridSpec(
+            ("programmatic",), styles=("formal", "colloquial", "interrogative"), difficulties=("moderate",), n=args.n
+        ),
+        "university",
+    )
     objects, _ = generate_nlq_objects(grid, schema_context, db_path)
     candidates = ground_sql(objects, schema_context)
 
@@ -217,28 +251,42 @@ def main() -> int:
     accepted = {k: v["accepted"] for k, v in results.items()}
     same = len({tuple(a) for a in accepted.values()}) == 1
 
-    print(f"ABISS cascade on the demo database: {len(candidates)} programmatic candidates, "
-          f"zero-latency scripted 3-member council\n")
-    print("| short-circuit | cache | accepted | LLM requests | requests / accepted | council calls | cache hits "
-          "| calls saved | cascade time / candidate |")
+    print(
+        f"ABISS cascade on the demo database: {len(candidates)} programmatic candidates, "
+        f"zero-latency scripted 3-member council\n"
+    )
+    print(
+        "| short-circuit | cache | accepted | LLM requests | requests / accepted | council calls | cache hits "
+        "| calls saved | cascade time / candidate |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for (sc, cache), r in results.items():
         n_acc = len(r["accepted"])
         per_acc = f"{r['requests'] / n_acc:.2f}" if n_acc else "n/a"
-        print(f"| {sc} | {cache} | {n_acc}/{r['candidates']} | {r['requests']} | {per_acc} | {r['calls']} "
-              f"| {r['cached']} | {r['calls_saved']} | {1000 * r['wall_s'] / r['candidates']:.1f} ms |")
+        print(
+            f"| {sc} | {cache} | {n_acc}/{r['candidates']} | {r['requests']} | {per_acc} | {r['calls']} "
+            f"| {r['cached']} | {r['calls_saved']} | {1000 * r['wall_s'] / r['candidates']:.1f} ms |"
+        )
     print("\nPer stage (short-circuit on, cold cache vs off, cold):\n")
     print("| stage | entered | rejected | requests (on) | requests (off) |")
     print("|---|---:|---:|---:|---:|")
     for on, off in zip(results[("on", "cold")]["per_stage"], results[("off", "cold")]["per_stage"]):
         print(f"| {on['stage']} | {on['entered']} | {on['rejected']} | {on['requests']} | {off['requests']} |")
-    print("\nWith short-circuit off, the calls still saved are the paper's early stops (stage 7 at the first "
-          "correct solution, stage 9 at the first lost comparison), kept in both modes.")
+    print(
+        "\nWith short-circuit off, the calls still saved are the paper's early stops (stage 7 at the first "
+        "correct solution, stage 9 at the first lost comparison), kept in both modes."
+    )
     print(f"same accepted questions in all four modes: {'yes' if same else 'NO'}")
     if args.json:
-        Path(args.json).write_text(json.dumps({f"{sc}/{cache}": {k: v for k, v in r.items() if k != "accepted"}
-                                               | {"accepted": len(r["accepted"])}
-                                               for (sc, cache), r in results.items()}, indent=2))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    f"{sc}/{cache}": {k: v for k, v in r.items() if k != "accepted"} | {"accepted": len(r["accepted"])}
+                    for (sc, cache), r in results.items()
+                },
+                indent=2,
+            )
+        )
     return 0 if same else 1
 
 

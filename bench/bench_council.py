@@ -47,8 +47,7 @@ async def _bare_http(api_base: str, prompts: list, level: int) -> float:
 
     async def one(msgs):
         async with gate:
-            await openai_http.complete(url, None, {"model": "stub", "messages": msgs}, timeout_s=30,
-                                       answer_cap=1 << 20)
+            await openai_http.complete(url, None, {"model": "stub", "messages": msgs}, timeout_s=30, answer_cap=1 << 20)
 
     await asyncio.gather(*(one([{"role": "user", "content": f"warmup {i}"}]) for i in range(level)))
     t0 = time.perf_counter()
@@ -63,8 +62,13 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=0, help="requests per level (default: from --seconds)")
     ap.add_argument("--levels", default="1,4,16")
     ap.add_argument("--transport", default="auto", choices=("auto", "litellm"))
-    ap.add_argument("--repeat", type=int, default=1, help="measured passes per level (fresh requests each): "
-                    "the median is shown, the spread of a shared machine's load")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measured passes per level (fresh requests each): "
+        "the median is shown, the spread of a shared machine's load",
+    )
     args = ap.parse_args()
     if not args.requests and args.latency <= 0:
         ap.error("--latency 0 needs --requests")
@@ -75,18 +79,32 @@ def main() -> int:
     from resources.llm.registry import call_log
     from resources.llm.runtime import run_sync
 
-    stub = subprocess.Popen([sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    stub = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     port = int(stub.stdout.readline())
     rows = []
     try:
         for level in [int(x) for x in args.levels.split(",")]:
             extra = {} if args.transport == "auto" else {"transport": args.transport}
-            member = Member(name=f"stub{level}", model="openai/stub", api_base=f"http://127.0.0.1:{port}/v1",
-                            max_in_flight=level, max_retries=0, timeout_s=30, **extra)
+            member = Member(
+                name=f"stub{level}",
+                model="openai/stub",
+                api_base=f"http://127.0.0.1:{port}/v1",
+                max_in_flight=level,
+                max_retries=0,
+                timeout_s=30,
+                **extra,
+            )
             council = Council("bench", [member], call_log())
             n = args.requests or max(level, int(round(args.seconds / args.latency * level)))
-            council.ask_many(member.name, [[{"role": "user", "content": f"warmup {level} {i}"}] for i in range(level)], Verdict)
+            council.ask_many(
+                member.name, [[{"role": "user", "content": f"warmup {level} {i}"}] for i in range(level)], Verdict
+            )
             walls, floors, cpu = [], [], 0.0
             for p in range(args.repeat):
                 prompts = [[{"role": "user", "content": f"level {level} pass {p} request {i}"}] for i in range(n)]
@@ -107,16 +125,22 @@ def main() -> int:
         stub.stdin.close()
         stub.wait(10)
 
-    print(f"council layer vs loopback stub ({args.latency * 1000:.0f} ms per request), {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.1f}, transport {args.transport}"
-          + (f", median of {args.repeat} passes" if args.repeat > 1 else ""))
-    print(f"{'in flight':>9} {'requests':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} {'req/s':>7} "
-          f"{'client CPU ms/req':>18} {'cache hit ms':>13} {'floor: wall s':>14} {'ratio':>6} {'req/s':>7}")
+    print(
+        f"council layer vs loopback stub ({args.latency * 1000:.0f} ms per request), {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f}, transport {args.transport}"
+        + (f", median of {args.repeat} passes" if args.repeat > 1 else "")
+    )
+    print(
+        f"{'in flight':>9} {'requests':>8} {'ideal s':>8} {'wall s':>8} {'ratio':>6} {'req/s':>7} "
+        f"{'client CPU ms/req':>18} {'cache hit ms':>13} {'floor: wall s':>14} {'ratio':>6} {'req/s':>7}"
+    )
     for level, n, ideal, wall, rate, cpu, hit, floor in rows:
         ratio = f"{wall / ideal:>6.2f}" if ideal else f"{'-':>6}"
         floor_ratio = f"{floor / ideal:>6.2f}" if ideal else f"{'-':>6}"
-        print(f"{level:>9} {n:>8} {ideal:>8.2f} {wall:>8.2f} {ratio} {rate:>7.0f} {cpu:>18.2f} {hit:>13.2f} "
-              f"{floor:>14.2f} {floor_ratio} {n / floor:>7.0f}")
+        print(
+            f"{level:>9} {n:>8} {ideal:>8.2f} {wall:>8.2f} {ratio} {rate:>7.0f} {cpu:>18.2f} {hit:>13.2f} "
+            f"{floor:>14.2f} {floor_ratio} {n / floor:>7.0f}"
+        )
     return 0
 
 

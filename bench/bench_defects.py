@@ -47,9 +47,19 @@ _SRC = os.environ.get("QUANDARY_BENCH_SRC")
 sys.path.insert(0, _SRC or str(ROOT))
 SHARED = ROOT.parent / "shared" / "data"
 
-DEFECTS = ("filter_rejected", "identifier_leak", "article_error", "agreement_error", "relation_as_noun",
-           "code_as_measure", "unfit_definition", "threshold_closeness", "named_entity_reading",
-           "nonunique_grouping", "label_not_a_name")
+DEFECTS = (
+    "filter_rejected",
+    "identifier_leak",
+    "article_error",
+    "agreement_error",
+    "relation_as_noun",
+    "code_as_measure",
+    "unfit_definition",
+    "threshold_closeness",
+    "named_entity_reading",
+    "nonunique_grouping",
+    "label_not_a_name",
+)
 
 
 def databases(ambrosia: int) -> list[Path]:
@@ -88,8 +98,18 @@ def generate_with(src: str | None, paths: list[Path], per_subcategory: int, seed
     env = {**os.environ, "QUANDARY_BENCH_SRC": str(Path(src).resolve()), "PYTHONDONTWRITEBYTECODE": "1"}
     out = ROOT / ".quandary" / "bench_defects_baseline.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--dump", str(out), "--per-subcategory",
-           str(per_subcategory), "--seed", str(seed), "--paths", *map(str, paths)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--dump",
+        str(out),
+        "--per-subcategory",
+        str(per_subcategory),
+        "--seed",
+        str(seed),
+        "--paths",
+        *map(str, paths),
+    ]
     subprocess.run(cmd, env=env, check=True, cwd=str(Path(src).resolve()))
     return json.loads(out.read_text())
 
@@ -136,20 +156,28 @@ class Judge:
         if any(wellformed.check(r, self.vocab) for r in group):
             out.add("filter_rejected")
         if any(re.search(rf"(?<![\w']){re.escape(i)}(?![\w'])", q) for i in self.idents) or re.search(
-                r"\b(l names?|f names?|edispl|stu ids?|lname|fname|mpgs)\b", q, re.IGNORECASE):
+            r"\b(l names?|f names?|edispl|stu ids?|lname|fname|mpgs)\b", q, re.IGNORECASE
+        ):
             out.add("identifier_leak")
-        if re.search(r"\ba (?!uni|use|usu|one|eu|ure)[aeiou]\w", said, re.IGNORECASE) or \
-                re.search(r"\ban (?!hour|hon|heir)[bcdfgjklmnpqrstvwxyz]\w", said) or \
-                re.search(r"\ba (cylinders|credits|sales|points|seats|votes|goals|wins)\b", said, re.IGNORECASE):
+        if (
+            re.search(r"\ba (?!uni|use|usu|one|eu|ure)[aeiou]\w", said, re.IGNORECASE)
+            or re.search(r"\ban (?!hour|hon|heir)[bcdfgjklmnpqrstvwxyz]\w", said)
+            or re.search(r"\ba (cylinders|credits|sales|points|seats|votes|goals|wins)\b", said, re.IGNORECASE)
+        ):
             out.add("article_error")
-        if re.search(r"\bwhose (credits|cylinders|sales|points|seats|votes|goals|wins|losses) is\b", said, re.I) or \
-                re.search(r"\bwhat're (the )?(average|number|total|count)\b", q, re.I):
+        if re.search(
+            r"\bwhose (credits|cylinders|sales|points|seats|votes|goals|wins|losses) is\b", said, re.I
+        ) or re.search(r"\bwhat're (the )?(average|number|total|count)\b", q, re.I):
             out.add("agreement_error")
         if c["subcategory"] != "improper_question" and (
-                re.search(r"\b(has|have) [a-z]+s\b(?! (a|an|the|more|less|been)\b)", q, re.I) and
-                re.search(r"\b(of|number of|the) (has|have) ", q, re.I)
-                or any(is_relation_name(t.name) and re.search(rf"\b{re.escape(table_words(t.name))}\b", q, re.I)
-                       for t in self.a.tables if len(table_words(t.name)) > 3)):
+            re.search(r"\b(has|have) [a-z]+s\b(?! (a|an|the|more|less|been)\b)", q, re.I)
+            and re.search(r"\b(of|number of|the) (has|have) ", q, re.I)
+            or any(
+                is_relation_name(t.name) and re.search(rf"\b{re.escape(table_words(t.name))}\b", q, re.I)
+                for t in self.a.tables
+                if len(table_words(t.name)) > 3
+            )
+        ):
             out.add("relation_as_noun")
         for r in group:
             for col in re.findall(r'"([^"]+)"\)?\s*(?:>|<|>=|<=)\s*-?\d', r.get("sql") or ""):
@@ -157,8 +185,11 @@ class Judge:
                 if prof is not None and not is_measure(prof) and not prof.is_year:
                     out.add("code_as_measure")
         if c["subcategory"] == "answerable_with_evidence" and c.get("evidence"):
-            m = re.match(r"^(?:an? )?([\w-]+(?: [\w-]+)?) .+? (?:are|is an? .+?) whose (.+?) (?:is|are) (.+?)\.?$",
-                         c["evidence"], re.IGNORECASE)
+            m = re.match(
+                r"^(?:an? )?([\w-]+(?: [\w-]+)?) .+? (?:are|is an? .+?) whose (.+?) (?:is|are) (.+?)\.?$",
+                c["evidence"],
+                re.IGNORECASE,
+            )
             if m:
                 adj, colw, rest = m.group(1).lower(), m.group(2), m.group(3)
                 if rest.startswith(("'",)) or re.match(r"^'", rest):
@@ -197,8 +228,9 @@ class Judge:
                     if prof is not None and not prof.primary_key and prof.distinct < t.row_count:
                         out.add("nonunique_grouping")
         # builders that show rows by their label (not scope/overlap/entity/lookup, which select a value)
-        shows_rows = not re.search(r"scope|lexical_overlap|entity_ambiguity|lookup|group_avg|count_per_parent",
-                                   c.get("builder") or "")
+        shows_rows = not re.search(
+            r"scope|lexical_overlap|entity_ambiguity|lookup|group_avg|count_per_parent", c.get("builder") or ""
+        )
         for r in group if shows_rows else []:
             m = re.match(r'SELECT (?:\w+\.)?"([^"]+)" FROM "([^"]+)"', r.get("sql") or "")
             if m:
@@ -225,10 +257,17 @@ def judge(gen: dict, paths: list[Path]) -> tuple[Counter, int, dict, list[dict]]
             counts.update(d)
             counts["any"] += bool(d)
             n += 1
-            questions.append({"db": _db_id(p), "subcategory": g[0]["subcategory"], "style": g[0]["style"],
-                              "question": g[0]["question"], "evidence": g[0].get("evidence"),
-                              "readings": [r.get("hidden_knowledge") for r in g if r.get("hidden_knowledge")],
-                              "defects": sorted(d)})
+            questions.append(
+                {
+                    "db": _db_id(p),
+                    "subcategory": g[0]["subcategory"],
+                    "style": g[0]["style"],
+                    "question": g[0]["question"],
+                    "evidence": g[0].get("evidence"),
+                    "readings": [r.get("hidden_knowledge") for r in g if r.get("hidden_knowledge")],
+                    "defects": sorted(d),
+                }
+            )
         per_db[_db_id(p)] = n
         total += n
     return counts, total, per_db, questions
@@ -265,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paths", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.dump:
-        args.dump.write_text(json.dumps(dump([Path(p) for p in args.paths], args.per_subcategory, args.seed),
-                                        default=str))
+        args.dump.write_text(
+            json.dumps(dump([Path(p) for p in args.paths], args.per_subcategory, args.seed), default=str)
+        )
         return 0
     if not SHARED.is_dir():
         print(f"shared data not found at {SHARED}: nothing to measure", file=sys.stderr)
@@ -289,8 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     print(f"{'questions':<22}" + "".join(f"{r[1]:>18}" for r in results.values()))
     print(f"{'generation seconds':<22}" + "".join(f"{columns[n]['seconds']:>18.1f}" for n in results))
-    report = {name: {"counts": dict(r[0]), "questions": r[1], "seconds": columns[name]["seconds"]}
-              for name, r in results.items()}
+    report = {
+        name: {"counts": dict(r[0]), "questions": r[1], "seconds": columns[name]["seconds"]}
+        for name, r in results.items()
+    }
     if args.sample:
         for name, r in results.items():
             picked = sample(r[3], args.sample, args.seed)

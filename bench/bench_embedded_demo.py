@@ -35,18 +35,25 @@ def call_stats(log: Path) -> dict:
     if not log.is_file():
         return {"calls": 0}
     con = sqlite3.connect(log)
-    rows = con.execute("SELECT tag_stage, prompt_tokens, completion_tokens, latency_ms, status FROM llm_calls").fetchall()
+    rows = con.execute(
+        "SELECT tag_stage, prompt_tokens, completion_tokens, latency_ms, status FROM llm_calls"
+    ).fetchall()
     con.close()
     if not rows:
         return {"calls": 0}
     by_stage: dict = {}
     for stage, p, c, lat, status in rows:
         by_stage.setdefault(stage or "?", []).append((p, c, lat, status))
+
     def summary(items):
-        return {"calls": len(items), "prompt_tokens_per_call": round(statistics.mean(i[0] for i in items), 1),
-                "completion_tokens_per_call": round(statistics.mean(i[1] for i in items), 1),
-                "median_latency_s": round(statistics.median(i[2] for i in items) / 1000, 1),
-                "not_ok": sum(i[3] != "ok" for i in items)}
+        return {
+            "calls": len(items),
+            "prompt_tokens_per_call": round(statistics.mean(i[0] for i in items), 1),
+            "completion_tokens_per_call": round(statistics.mean(i[1] for i in items), 1),
+            "median_latency_s": round(statistics.median(i[2] for i in items) / 1000, 1),
+            "not_ok": sum(i[3] != "ok" for i in items),
+        }
+
     return {**summary([r[1:] for r in rows]), "by_stage": {s: summary(v) for s, v in sorted(by_stage.items())}}
 
 
@@ -61,19 +68,35 @@ def main() -> int:
     for h in hogs:
         h.start()
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "QUANDARY_HOME": f"{tmp}/q", "DAGSTER_HOME": f"{tmp}/d", "PYTHONPATH": args.tree,
-               "QUANDARY_PROGRESS": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
+        env = {
+            **os.environ,
+            "QUANDARY_HOME": f"{tmp}/q",
+            "DAGSTER_HOME": f"{tmp}/d",
+            "PYTHONPATH": args.tree,
+            "QUANDARY_PROGRESS": "1",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_OFFLINE_MODE": "true",
+        }
         env.pop("QUANDARY_COUNCIL_CONFIG", None)
         Path(f"{tmp}/d").mkdir()
         Path(f"{tmp}/d/dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         load_before = os.getloadavg()
         t0 = time.monotonic()
         try:
-            proc = subprocess.run([sys.executable, "-c", "import sys; from cli import main; sys.exit(main(['demo']))"],
-                                  cwd=args.tree, env=env, capture_output=True, text=True, timeout=args.timeout)
+            proc = subprocess.run(
+                [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(['demo']))"],
+                cwd=args.tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+            )
             code, out = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:
-            code, out = "timeout", (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else str(exc.stdout)
+            code, out = (
+                "timeout",
+                (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else str(exc.stdout),
+            )
         wall = time.monotonic() - t0
         load_after = os.getloadavg()
         stats = call_stats(Path(f"{tmp}/q/llm_calls.sqlite"))
@@ -81,9 +104,20 @@ def main() -> int:
     for h in hogs:
         h.join(5)
     print(out[-3000:])
-    print(json.dumps({"bench": "embedded_demo", "tree": args.tree, "hogs": args.hogs, "exit": code,
-                      "wall_s": round(wall, 1), "load_before": [round(x, 1) for x in load_before],
-                      "load_after": [round(x, 1) for x in load_after], **stats}))
+    print(
+        json.dumps(
+            {
+                "bench": "embedded_demo",
+                "tree": args.tree,
+                "hogs": args.hogs,
+                "exit": code,
+                "wall_s": round(wall, 1),
+                "load_before": [round(x, 1) for x in load_before],
+                "load_after": [round(x, 1) for x in load_after],
+                **stats,
+            }
+        )
+    )
     return 0 if code == 0 else 1
 
 

@@ -20,25 +20,40 @@ import httpx  # noqa: E402
 
 from resources.llm.embedded import EmbeddedServer  # noqa: E402
 
-SCHEMA = ("You write questions about a university database. Tables: students(student_id, name, major, "
-          "personal_email, institutional_email), courses(course_id, title, credits, department_id), "
-          "departments(department_id, name, building), student_courses(student_id, course_id, grade). ") * 4
+SCHEMA = (
+    "You write questions about a university database. Tables: students(student_id, name, major, "
+    "personal_email, institutional_email), courses(course_id, title, credits, department_id), "
+    "departments(department_id, name, building), student_courses(student_id, course_id, grade). "
+) * 4
 TOPICS = ["students", "courses", "departments", "grades", "emails", "credits"]
 
 
 def requests() -> list[dict]:
-    return [{"model": "smollm2", "temperature": 0.7, "seed": 100 + i, "max_tokens": 40,
-             "messages": [{"role": "system", "content": SCHEMA},
-                          {"role": "user", "content": f"Write one question about {TOPICS[i % len(TOPICS)]} (#{i})."}]}
-            for i in range(12)]
+    return [
+        {
+            "model": "smollm2",
+            "temperature": 0.7,
+            "seed": 100 + i,
+            "max_tokens": 40,
+            "messages": [
+                {"role": "system", "content": SCHEMA},
+                {"role": "user", "content": f"Write one question about {TOPICS[i % len(TOPICS)]} (#{i})."},
+            ],
+        }
+        for i in range(12)
+    ]
 
 
 def cold_run(deterministic: bool) -> tuple[list[str], float]:
     t0 = time.monotonic()
     with EmbeddedServer(deterministic=deterministic) as server:
+
         def ask(body):
-            r = httpx.post(server.base_url + "/chat/completions", json=body, timeout=3000)  # one slot queues requests: long waits under load
+            r = httpx.post(
+                server.base_url + "/chat/completions", json=body, timeout=3000
+            )  # one slot queues requests: long waits under load
             return r.json()["choices"][0]["message"]["content"]
+
         with cf.ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(ask, requests()))
     return answers, time.monotonic() - t0
@@ -50,8 +65,9 @@ def main() -> None:
         (a, ta), (b, tb) = cold_run(deterministic), cold_run(deterministic)
         differ = sum(x != y for x, y in zip(a, b))
         mode = "deterministic (1 slot, no prefix reuse)" if deterministic else "default (4 slots, prefix reuse)"
-        print(f"{mode:<42} {differ:>2}/{len(a)} answers differ between two cold starts; "
-              f"{ta:.1f} s / {tb:.1f} s per start")
+        print(
+            f"{mode:<42} {differ:>2}/{len(a)} answers differ between two cold starts; {ta:.1f} s / {tb:.1f} s per start"
+        )
 
 
 if __name__ == "__main__":

@@ -41,32 +41,50 @@ def run(mode: str, tmp: str) -> dict:
         db = write_demo_db(Path(tmp) / f"{mode}.sqlite")
         info = inspect_database(db, "university")
         ctx_text = fit_schema_context(info, schema_token_budget(load_council_config().members.values())).text
-        spec = GridSpec(("smollm2",), tuple(DEMO_GRID["llm_subcategories"]), tuple(DEMO_GRID["styles"]),
-                        tuple(DEMO_GRID["difficulties"]), 1, DEMO_GRID["seed"], tuple(DEMO_GRID["llm_subcategories"]))
+        spec = GridSpec(
+            ("smollm2",),
+            tuple(DEMO_GRID["llm_subcategories"]),
+            tuple(DEMO_GRID["styles"]),
+            tuple(DEMO_GRID["difficulties"]),
+            1,
+            DEMO_GRID["seed"],
+            tuple(DEMO_GRID["llm_subcategories"]),
+        )
         requests = [r for r in expand_grid(spec, "university") if r["generator"] != PROGRAMMATIC]
         t0 = time.monotonic()
         objects, _ = generate_nlq_objects(requests, ctx_text, str(db), get_council("generators"))
         rows = ground_sql(objects, ctx_text, get_council("generators"))
         cands = [r for r in rows if r.get("candidate_id")]
-        run_stage(3, cands, StageContext(db_path=str(db), schema_context=ctx_text,
-                                         council=get_council("validators")))
+        run_stage(3, cands, StageContext(db_path=str(db), schema_context=ctx_text, council=get_council("validators")))
         wall = time.monotonic() - t0
     finally:
         client.bounded_schema, client.embedded_max_tokens = originals
     import sqlite3
 
     con = sqlite3.connect(f"{tmp}/{mode}/llm_calls.sqlite")
-    calls = con.execute("SELECT tag_stage, prompt_tokens, completion_tokens, latency_ms, status FROM llm_calls").fetchall()
+    calls = con.execute(
+        "SELECT tag_stage, prompt_tokens, completion_tokens, latency_ms, status FROM llm_calls"
+    ).fetchall()
     con.close()
     by = {}
     for stage, p, c, lat, st in calls:
         by.setdefault(stage, []).append((p, c, lat, st))
-    return {"mode": mode, "wall_s": round(wall, 1), "calls": len(calls),
-            "completion_tokens_per_call": round(statistics.mean(c[2] for c in calls), 1) if calls else None,
-            "prompt_tokens_per_call": round(statistics.mean(c[1] for c in calls), 1) if calls else None,
-            "by_stage": {s: {"calls": len(v), "completion_tokens_per_call": round(statistics.mean(x[1] for x in v), 1),
-                             "median_latency_s": round(statistics.median(x[2] for x in v) / 1000, 1),
-                             "not_ok": sum(x[3] != "ok" for x in v)} for s, v in sorted(by.items())}}
+    return {
+        "mode": mode,
+        "wall_s": round(wall, 1),
+        "calls": len(calls),
+        "completion_tokens_per_call": round(statistics.mean(c[2] for c in calls), 1) if calls else None,
+        "prompt_tokens_per_call": round(statistics.mean(c[1] for c in calls), 1) if calls else None,
+        "by_stage": {
+            s: {
+                "calls": len(v),
+                "completion_tokens_per_call": round(statistics.mean(x[1] for x in v), 1),
+                "median_latency_s": round(statistics.median(x[2] for x in v) / 1000, 1),
+                "not_ok": sum(x[3] != "ok" for x in v),
+            }
+            for s, v in sorted(by.items())
+        },
+    }
 
 
 def main() -> int:

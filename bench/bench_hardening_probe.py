@@ -96,8 +96,9 @@ class Child:
     peak_mb: float
 
 
-def run_child(args: list[str], *, cwd: Path = ROOT, wall_s: float = 120, env: dict | None = None,
-              interrupt_when=None) -> Child:
+def run_child(
+    args: list[str], *, cwd: Path = ROOT, wall_s: float = 120, env: dict | None = None, interrupt_when=None
+) -> Child:
     """`quandary ARGS` in a child process under the address-space cap; its tree's peak RSS. ``env``
     values of None remove a variable. With ``interrupt_when(pid)``, SIGINT goes to the child's
     group once it returns true (``seconds`` then counts from the signal). ``rc`` is None when the
@@ -105,12 +106,21 @@ def run_child(args: list[str], *, cwd: Path = ROOT, wall_s: float = 120, env: di
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     full_env = {k: v for k, v in full_env.items() if v is not None}
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-c", CLI, *args], cwd=cwd, env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (MEM_CAP, MEM_CAP)))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, *args],
+        cwd=cwd,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (MEM_CAP, MEM_CAP)),
+    )
     out: dict[str, str] = {}
-    readers = [threading.Thread(target=lambda k, s: out.__setitem__(k, s.read()), args=(k, s))
-               for k, s in (("out", proc.stdout), ("err", proc.stderr))]
+    readers = [
+        threading.Thread(target=lambda k, s: out.__setitem__(k, s.read()), args=(k, s))
+        for k, s in (("out", proc.stdout), ("err", proc.stderr))
+    ]
     for r in readers:
         r.start()
     peak, sent, killed = 0, None, False
@@ -126,8 +136,13 @@ def run_child(args: list[str], *, cwd: Path = ROOT, wall_s: float = 120, env: di
         time.sleep(0.1)  # the memory watch's sampling interval, not a wait for the result
     for r in readers:
         r.join()
-    return Child(None if killed else proc.returncode, out.get("out", ""), out.get("err", ""),
-                 time.monotonic() - (sent or t0), peak / 2**20)
+    return Child(
+        None if killed else proc.returncode,
+        out.get("out", ""),
+        out.get("err", ""),
+        time.monotonic() - (sent or t0),
+        peak / 2**20,
+    )
 
 
 def lines(text: str) -> list[str]:
@@ -152,8 +167,12 @@ def item1() -> list[Try]:
     from storage import artifacts
     from storage.paths import UnsafePathError, artifacts_dir
 
-    good = {"db_id": "university", "question": "How many departments?", "sql": "SELECT 1",
-            "category": {"name": "Answerable", "subname": "Without Evidence"}}
+    good = {
+        "db_id": "university",
+        "question": "How many departments?",
+        "sql": "SELECT 1",
+        "category": {"name": "Answerable", "subname": "Without Evidence"},
+    }
     guarded = artifacts.write_version(pl.DataFrame({"a": [1] * 24}), "candidates", "x")
     latest = (guarded.path.parent / "LATEST").read_text()
     outside = WORK / "abs-import-target"
@@ -163,9 +182,14 @@ def item1() -> list[Try]:
         path = WORK / "in1.json"
         path.write_text(json.dumps([good, dict(good, db_id=db_id)]))
         rc, _, err = cli("import", str(path), *kw.get("extra", ()))
-        ok = (rc != 0 and len(lines(err)) == 1 and "record 1" in err
-              and (guarded.path.parent / "LATEST").read_text() == latest and not outside.exists()
-              and not (artifacts_dir() / "imported_dataset").exists())
+        ok = (
+            rc != 0
+            and len(lines(err)) == 1
+            and "record 1" in err
+            and (guarded.path.parent / "LATEST").read_text() == latest
+            and not outside.exists()
+            and not (artifacts_dir() / "imported_dataset").exists()
+        )
         tries.append(Try(name, ok, "" if ok else f"rc={rc} {err.strip()[:120]}"))
 
     imported("../candidates/x", "db_id ../candidates/x (repoint the pipeline's candidates)")
@@ -201,16 +225,24 @@ def item2() -> list[Try]:
     base = run_child(["aisql", "run", "movie", "SELECT 1 AS x", "--timeout", "5", *data], wall_s=120)
     budget = 2.0
     for name, sql in (
-        ("3 x repeat('x', 1e9)", "SELECT length(repeat('x', 1000000000)) + length(repeat('y', 1000000000)) "
-                                  "+ length(repeat('z', 1000000000)) AS n"),
+        (
+            "3 x repeat('x', 1e9)",
+            "SELECT length(repeat('x', 1000000000)) + length(repeat('y', 1000000000)) "
+            "+ length(repeat('z', 1000000000)) AS n",
+        ),
         ("range(1e12)", "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"),
     ):
         c = run_child(["aisql", "run", "movie", sql, "--timeout", str(budget), *data], wall_s=60)
         extra = c.seconds - base.seconds
         ok = c.rc not in (None, 0) and extra <= 1.5 * budget + 1.0 and c.peak_mb < 1024
-        tries.append(Try(f"aisql run {name}, --timeout {budget:g}", ok,
-                         f"{'killed by the probe at 60 s' if c.rc is None else f'rc={c.rc}'}, +{extra:.1f} s over "
-                         f"`SELECT 1`, peak {c.peak_mb:.0f} MB; {(lines(c.err) or [''])[0][:90]}"))
+        tries.append(
+            Try(
+                f"aisql run {name}, --timeout {budget:g}",
+                ok,
+                f"{'killed by the probe at 60 s' if c.rc is None else f'rc={c.rc}'}, +{extra:.1f} s over "
+                f"`SELECT 1`, peak {c.peak_mb:.0f} MB; {(lines(c.err) or [''])[0][:90]}",
+            )
+        )
     return tries
 
 
@@ -227,19 +259,36 @@ def item3() -> list[Try]:
     tries = []
     here, there = (run_child(["sql", p, q], cwd=elsewhere, env=env) for p in (rel, absolute))
     rows = [lines(c.out)[:-1] for c in (here, there)]  # the last line is the timing
-    tries.append(Try("sql seeds/uni.sqlite from another folder", here.rc == 0 and rows[0] == rows[1] != [],
-                     f"rc={here.rc} {rows[0]} vs {rows[1]} {here.err.strip()[:80]}"))
-    here, there = (run_child(["generate", "programmatic", p, "--json"], cwd=elsewhere, env=env, wall_s=300)
-                   for p in (rel, absolute))
+    tries.append(
+        Try(
+            "sql seeds/uni.sqlite from another folder",
+            here.rc == 0 and rows[0] == rows[1] != [],
+            f"rc={here.rc} {rows[0]} vs {rows[1]} {here.err.strip()[:80]}",
+        )
+    )
+    here, there = (
+        run_child(["generate", "programmatic", p, "--json"], cwd=elsewhere, env=env, wall_s=300)
+        for p in (rel, absolute)
+    )
     n_here, n_there = len(lines(here.out)), len(lines(there.out))
-    tries.append(Try("generate programmatic seeds/uni.sqlite", here.rc == 0 and n_here == n_there > 3,
-                     f"{n_here} vs {n_there} candidates (absolute path)"))
+    tries.append(
+        Try(
+            "generate programmatic seeds/uni.sqlite",
+            here.rc == 0 and n_here == n_there > 3,
+            f"{n_here} vs {n_there} candidates (absolute path)",
+        )
+    )
     eq = run_child(["equiv", rel, q, q], cwd=elsewhere, env=env)
     tries.append(Try("equiv seeds/uni.sqlite", eq.rc == 0, f"rc={eq.rc} {eq.err.strip()[:100]}"))
     missing = run_child(["sql", "seeds/nope.sqlite", q], cwd=elsewhere, env=env)
     named = str(elsewhere / "seeds" / "nope.sqlite") in missing.err or "seeds/nope.sqlite" in missing.err
-    tries.append(Try("sql on a missing relative path names the path typed", missing.rc not in (0, None) and named
-                     and str(ROOT / "seeds") not in missing.err, missing.err.strip()[:100]))
+    tries.append(
+        Try(
+            "sql on a missing relative path names the path typed",
+            missing.rc not in (0, None) and named and str(ROOT / "seeds") not in missing.err,
+            missing.err.strip()[:100],
+        )
+    )
     cwd = os.getcwd()
     os.chdir(elsewhere)
     try:
@@ -290,12 +339,22 @@ def item4() -> list[Try]:
     real_conn = CallLog._conn
 
     def rec(cid):
-        return CallRecord(call_id=cid, status="ok", member="m", model="openai/m", request={"x": cid},
-                          raw_response='{"verdict": "yes"}', parsed={"verdict": "yes"}, attempts=1)
+        return CallRecord(
+            call_id=cid,
+            status="ok",
+            member="m",
+            model="openai/m",
+            request={"x": cid},
+            raw_response='{"verdict": "yes"}',
+            parsed={"verdict": "yes"},
+            attempts=1,
+        )
 
     with patched(CallLog, "_conn", lambda self: _FaultyConn(real_conn(self), fault)):
-        for exc, must in ((sqlite3.OperationalError("database or disk is full"), "ENOSPC"),
-                          (OSError(errno.EROFS, "Read-only file system"), "EROFS")):
+        for exc, must in (
+            (sqlite3.OperationalError("database or disk is full"), "ENOSPC"),
+            (OSError(errno.EROFS, "Read-only file system"), "EROFS"),
+        ):
             log = CallLog(WORK / f"log-{must}.sqlite")
             fault.update(on=True, exc=exc)
             try:
@@ -307,8 +366,13 @@ def item4() -> list[Try]:
                 fault["on"] = False
                 log.close()
                 again = CallLog(log.path).lookup("a") is not None
-                tries.append(Try(f"call log write, {must}: named, answer kept and merged later", ok and kept and again,
-                                 str(err)[:100]))
+                tries.append(
+                    Try(
+                        f"call log write, {must}: named, answer kept and merged later",
+                        ok and kept and again,
+                        str(err)[:100],
+                    )
+                )
         tries.append(_council_on_full_disk(fault))
     for code, name in ((errno.ENOSPC, "ENOSPC"), (errno.EROFS, "EROFS")):
         root = WORK / f"art-{name}"
@@ -318,8 +382,13 @@ def item4() -> list[Try]:
                 tries.append(Try(f"artifact write, {name}", False, "no error"))
             except OSError as err:
                 left = [p.name for p in (root / "candidates" / "uni").iterdir() if p.name.endswith(".tmp")]
-                tries.append(Try(f"artifact write, {name}: named, no temp file left",
-                                 name in str(err) and "damaged" not in str(err) and not left, str(err)[:100]))
+                tries.append(
+                    Try(
+                        f"artifact write, {name}: named, no temp file left",
+                        name in str(err) and "damaged" not in str(err) and not left,
+                        str(err)[:100],
+                    )
+                )
     tries.append(_run_failure_on_read_only_folder())
     return tries
 
@@ -336,8 +405,15 @@ def _council_on_full_disk(fault) -> Try:
         verdict: str
 
     with FaultStub(default="ok") as stub:
-        m = Member(name="stub", model="openai/stub", api_base=stub.base_url, max_retries=0, timeout_s=20.0,
-                   structured_output="prompt", repair=False)
+        m = Member(
+            name="stub",
+            model="openai/stub",
+            api_base=stub.base_url,
+            max_retries=0,
+            timeout_s=20.0,
+            structured_output="prompt",
+            repair=False,
+        )
         council = Council("validators", [m], call_log())
         fault.update(on=True, exc=sqlite3.OperationalError("database or disk is full"), match="excluded.")
         first = [council.ask("stub", [{"role": "user", "content": f"q{i}"}], Verdict) for i in range(2)]
@@ -345,8 +421,11 @@ def _council_on_full_disk(fault) -> Try:
         call_log().close()
         again = [council.ask("stub", [{"role": "user", "content": f"q{i}"}], Verdict) for i in range(2)]
     ok = all(r.ok for r in first) and all(r.ok and r.cached for r in again) and stub.requests == 2
-    return Try("council answers while the log is full: not re-requested", ok,
-               f"{stub.requests} requests for 2 calls; {(first[0].error or '')[:80]}")
+    return Try(
+        "council answers while the log is full: not re-requested",
+        ok,
+        f"{stub.requests} requests for 2 calls; {(first[0].error or '')[:80]}",
+    )
 
 
 def _run_failure_on_read_only_folder() -> Try:
@@ -362,8 +441,9 @@ def _run_failure_on_read_only_folder() -> Try:
 
     root = WORK / "art-run"
     with _tmp_write_fails(errno.EROFS):
-        result = materialize([small], resources={"io_manager": VersionedParquetIOManager(base_dir=str(root))},
-                             raise_on_error=False)
+        result = materialize(
+            [small], resources={"io_manager": VersionedParquetIOManager(base_dir=str(root))}, raise_on_error=False
+        )
     line = first_failure(result) if not result.success else "succeeded"
     ok = not result.success and "EROFS" in line and "DagsterExecutionHandleOutputError" not in line
     return Try("a run writing to a read-only folder says EROFS", ok, line[:100])
@@ -427,10 +507,14 @@ def item6() -> list[Try]:
     con.execute("CREATE TABLE edited(x)")
     con.commit()
     con.close()
-    for name, step in (("the steps' seed check", lambda: check_seed_unchanged(str(db), info.sha256, "uni6")),
-                       ("the seed catalog resource", lambda: SeedCatalogResource().entry("uni6")),
-                       ("the ABISS step's database row", lambda: _db(pl.DataFrame(
-                           [{"db_id": "uni6", "path": str(db), "sha256": info.sha256}])))):
+    for name, step in (
+        ("the steps' seed check", lambda: check_seed_unchanged(str(db), info.sha256, "uni6")),
+        ("the seed catalog resource", lambda: SeedCatalogResource().entry("uni6")),
+        (
+            "the ABISS step's database row",
+            lambda: _db(pl.DataFrame([{"db_id": "uni6", "path": str(db), "sha256": info.sha256}])),
+        ),
+    ):
         try:
             step()
             tries.append(Try(f"edited seed, read by {name}", False, "read the edited file"))
@@ -438,11 +522,21 @@ def item6() -> list[Try]:
             tries.append(Try(f"edited seed, read by {name}", info.sha256[:12] in str(exc), str(exc)[:90]))
     other = demo_db(WORK / "seed6b" / "uni6.sqlite")
     rc, _, err = cli("db", "register", str(other), "--db-id", "uni6")
-    tries.append(Try("db register of a registered id with another file", rc == 1 and "--replace" in err
-                     and Catalog().get("uni6").sha256 == info.sha256, err.strip()[:90]))
+    tries.append(
+        Try(
+            "db register of a registered id with another file",
+            rc == 1 and "--replace" in err and Catalog().get("uni6").sha256 == info.sha256,
+            err.strip()[:90],
+        )
+    )
     rc, _, err = cli("db", "register", str(WORK / "seed6"), "--folder")
-    tries.append(Try("db register --folder with a changed file", rc == 1 and "--replace" in err
-                     and Catalog().get("uni6").sha256 == info.sha256, (lines(err) or [""])[0][:90]))
+    tries.append(
+        Try(
+            "db register --folder with a changed file",
+            rc == 1 and "--replace" in err and Catalog().get("uni6").sha256 == info.sha256,
+            (lines(err) or [""])[0][:90],
+        )
+    )
     return tries
 
 
@@ -457,8 +551,10 @@ def item7() -> list[Try]:
     job = defs.resolve_job_def(MAIN_JOB)
     HOME.mkdir(parents=True, exist_ok=True)
     foreign = HOME / "council-home.yaml"
-    foreign.write_text("members:\n  m:\n    model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
-                       "    api_key_env: HOME\ncouncils:\n  default: [m]\n")
+    foreign.write_text(
+        "members:\n  m:\n    model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
+        "    api_key_env: HOME\ncouncils:\n  default: [m]\n"
+    )
     outside = WORK / "outside"
     tries = []
     for name, resource_name, field, value, must in (
@@ -475,8 +571,13 @@ def item7() -> list[Try]:
             message = " ".join(" ".join(e.message for e in exc.errors).split()) if exc.errors else str(exc)
             tries.append(Try(name, must in message and not outside.exists(), message[-90:]))
     docs = (ROOT / "docs" / "operations.md").read_text()
-    tries.append(Try("docs say how to put a shared webserver behind authentication",
-                     "authenticat" in docs and "proxy" in docs, "docs/operations.md"))
+    tries.append(
+        Try(
+            "docs say how to put a shared webserver behind authentication",
+            "authenticat" in docs and "proxy" in docs,
+            "docs/operations.md",
+        )
+    )
     return tries
 
 
@@ -491,13 +592,26 @@ def item8() -> list[Try]:
         rc, _, err = cli("audit", "sql", "SELECT 1", f"--timeout={value}")
         tries.append(Try(f"audit sql --timeout {value}", rc == 2 and "Traceback" not in err, err.strip()[:80]))
     t0 = time.monotonic()
-    out = run_audit_query("SELECT length(a) + length(b) + length(c) FROM (SELECT repeat('x', 1000000000) a, "
-                          "repeat('y', 1000000000) b, repeat('z', 1000000000) c)", timeout_s=30.0)
-    tries.append(Try("audit sql 3 x repeat('x', 1e9)", not out.ok and out.kind == "too_large",
-                     f"{out.kind}, {time.monotonic() - t0:.1f} s"))
+    out = run_audit_query(
+        "SELECT length(a) + length(b) + length(c) FROM (SELECT repeat('x', 1000000000) a, "
+        "repeat('y', 1000000000) b, repeat('z', 1000000000) c)",
+        timeout_s=30.0,
+    )
+    tries.append(
+        Try(
+            "audit sql 3 x repeat('x', 1e9)",
+            not out.ok and out.kind == "too_large",
+            f"{out.kind}, {time.monotonic() - t0:.1f} s",
+        )
+    )
     out = run_audit_query("SELECT sum(a % 7) FROM range(1000000000000) t(a)", timeout_s=1.0)
-    tries.append(Try("audit sql range(1e12), 1 s budget", not out.ok and out.kind == "timeout"
-                     and out.elapsed_s <= 1.5, f"{out.kind} after {out.elapsed_s:.2f} s"))
+    tries.append(
+        Try(
+            "audit sql range(1e12), 1 s budget",
+            not out.ok and out.kind == "timeout" and out.elapsed_s <= 1.5,
+            f"{out.kind} after {out.elapsed_s:.2f} s",
+        )
+    )
 
     def busy_worker(pid):
         for child in _tree(pid)[1:]:
@@ -510,8 +624,11 @@ def item8() -> list[Try]:
                 return True
         return False
 
-    c = run_child(["audit", "sql", "SELECT sum(a % 7) FROM range(1000000000000) t(a)", "--timeout", "600"],
-                  wall_s=240, interrupt_when=busy_worker)
+    c = run_child(
+        ["audit", "sql", "SELECT sum(a % 7) FROM range(1000000000000) t(a)", "--timeout", "600"],
+        wall_s=240,
+        interrupt_when=busy_worker,
+    )
     err = lines(c.err)
     ok = c.rc == 130 and len(err) == 1 and err[0].startswith("interrupted") and c.seconds < 10
     tries.append(Try("audit sql range(1e12), Ctrl-C", ok, f"rc={c.rc} after {c.seconds:.1f} s; {err[:1]}"))
@@ -534,9 +651,23 @@ def item9() -> list[Try]:
         verdict: str
 
     def member(url, **kw):
-        return Member(**{**dict(name="stub", model="openai/stub", api_base=url, max_retries=0, backoff_base_s=0.001,
-                                backoff_max_s=0.01, timeout_s=60.0, structured_output="prompt", repair=False,
-                                max_tokens=256), **kw})
+        return Member(
+            **{
+                **dict(
+                    name="stub",
+                    model="openai/stub",
+                    api_base=url,
+                    max_retries=0,
+                    backoff_base_s=0.001,
+                    backoff_max_s=0.01,
+                    timeout_s=60.0,
+                    structured_output="prompt",
+                    repair=False,
+                    max_tokens=256,
+                ),
+                **kw,
+            }
+        )
 
     def ask(m, text="Is this answerable?"):
         return Council("validators", [m], call_log()).ask(m.name, [{"role": "user", "content": text}], Verdict)
@@ -544,23 +675,36 @@ def item9() -> list[Try]:
     tries = []
     with FaultStub(default="huge", huge_bytes=50 << 20) as stub:
         r, again = ask(member(stub.base_url)), ask(member(stub.base_url))
-    tries.append(Try("50 MB answer to max_tokens 256", not r.ok and r.failure == "oversize_answer"
-                     and not again.cached and stub.requests == 2, f"{r.failure}: {(r.error or '')[:70]}"))
-    for mode, failure, wrong in (("badjson", "malformed_answer", "HTTP 500"),
-                                 ("nochoices", "malformed_answer", "HTTP 500"),
-                                 ("truncated", "truncated_answer", "cannot connect")):
+    tries.append(
+        Try(
+            "50 MB answer to max_tokens 256",
+            not r.ok and r.failure == "oversize_answer" and not again.cached and stub.requests == 2,
+            f"{r.failure}: {(r.error or '')[:70]}",
+        )
+    )
+    for mode, failure, wrong in (
+        ("badjson", "malformed_answer", "HTTP 500"),
+        ("nochoices", "malformed_answer", "HTTP 500"),
+        ("truncated", "truncated_answer", "cannot connect"),
+    ):
         with FaultStub(default=mode) as stub:
             r = ask(member(stub.base_url), f"{mode}?")
-        tries.append(Try(f"200 with a {mode} body", not r.ok and r.failure == failure and wrong not in (r.error or ""),
-                         f"{r.failure}: {(r.error or '')[:70]}"))
+        tries.append(
+            Try(
+                f"200 with a {mode} body",
+                not r.ok and r.failure == failure and wrong not in (r.error or ""),
+                f"{r.failure}: {(r.error or '')[:70]}",
+            )
+        )
     for value in ("2", "date"):
         if value == "date":  # made just before use: whole seconds, at least 2 s ahead
             value = formatdate(time.time() + 3, usegmt=True)
         with FaultStub(modes=[f"429-after:{value}"], default="ok") as stub:
             r = ask(member(stub.base_url, max_retries=2), f"retry {value}?")
         gap = stub.times[1] - stub.times[0] if len(stub.times) > 1 else 0.0
-        tries.append(Try(f"Retry-After: {value if len(value) < 4 else 'HTTP-date'}", r.ok and gap >= 1.9,
-                         f"waited {gap:.2f} s"))
+        tries.append(
+            Try(f"Retry-After: {value if len(value) < 4 else 'HTTP-date'}", r.ok and gap >= 1.9, f"waited {gap:.2f} s")
+        )
     tries.append(_corrupt_log_calls(member, ask))
     tries += _import_tries()
     return tries
@@ -580,12 +724,15 @@ def _corrupt_log_calls(member, ask) -> Try:
     con.close()
     data = bytearray(path.read_bytes())
     for offset in range(2 * 4096, len(data) - 4096, 3 * 4096):
-        data[offset:offset + 4096] = b"\xa5" * 4096
+        data[offset : offset + 4096] = b"\xa5" * 4096
     path.write_bytes(bytes(data))
     c = run_child(["council", "calls"])
     err = lines(c.err)
-    return Try("council calls on a log with corrupt pages", c.rc not in (0, None) and len(err) == 1
-               and "Traceback" not in c.err, (err or [""])[0][:90])
+    return Try(
+        "council calls on a log with corrupt pages",
+        c.rc not in (0, None) and len(err) == 1 and "Traceback" not in c.err,
+        (err or [""])[0][:90],
+    )
 
 
 def _import_tries() -> list[Try]:
@@ -593,8 +740,13 @@ def _import_tries() -> list[Try]:
     deep = WORK / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     rc, _, err = cli("import", str(deep))
-    tries.append(Try("import JSON nested 100,000 deep", rc == 1 and len(lines(err)) == 1 and "Traceback" not in err,
-                     err.strip()[:80]))
+    tries.append(
+        Try(
+            "import JSON nested 100,000 deep",
+            rc == 1 and len(lines(err)) == 1 and "Traceback" not in err,
+            err.strip()[:80],
+        )
+    )
     empty = WORK / "empty.json"
     empty.write_text("[]")
     rc, _, err = cli("import", str(empty))
@@ -614,15 +766,28 @@ def _import_tries() -> list[Try]:
     grew = large.peak_mb - small.peak_mb
     mb = (WORK / "large.json").stat().st_size / 1e6
     # streamed, the import's memory is a batch, not the file: it grows by far less than the file's size
-    tries.append(Try(f"import of {mb:.0f} MB: memory does not grow with the file", large.rc == 0 and grew < mb / 2,
-                     f"peak {small.peak_mb:.0f} MB (2 MB file) -> {large.peak_mb:.0f} MB; "
-                     f"{len(big) / max(large.seconds, 1e-9):.0f} records/s"))
+    tries.append(
+        Try(
+            f"import of {mb:.0f} MB: memory does not grow with the file",
+            large.rc == 0 and grew < mb / 2,
+            f"peak {small.peak_mb:.0f} MB (2 MB file) -> {large.peak_mb:.0f} MB; "
+            f"{len(big) / max(large.seconds, 1e-9):.0f} records/s",
+        )
+    )
     cut = (WORK / "large.json").read_bytes()
     (WORK / "cut.json").write_bytes(cut[: len(cut) // 2])
     rc, _, err = cli("import", str(WORK / "small.json"), str(WORK / "cut.json"))
-    tries.append(Try("import of a truncated file names byte and record, writes nothing",
-                     rc == 1 and "byte" in err and "record" in err and str(WORK / "cut.json") in err
-                     and not (HOME / "artifacts" / "imported_dataset").exists(), err.strip()[-90:]))
+    tries.append(
+        Try(
+            "import of a truncated file names byte and record, writes nothing",
+            rc == 1
+            and "byte" in err
+            and "record" in err
+            and str(WORK / "cut.json") in err
+            and not (HOME / "artifacts" / "imported_dataset").exists(),
+            err.strip()[-90:],
+        )
+    )
     return tries
 
 
@@ -666,8 +831,10 @@ def main() -> int:
     for item, tries, held, failed, note in rows:
         print(f"| {item} | {tries} | {held} | {failed} | {note.replace('|', '/')} |")
     total = sum(r[1] for r in rows)
-    print(f"\n{total} tries, {sum(r[2] for r in rows)} held, {sum(r[3] for r in rows)} failed "
-          f"in {time.monotonic() - t0:.0f} s (load average {os.getloadavg()[0]:.1f}); scratch {WORK}")
+    print(
+        f"\n{total} tries, {sum(r[2] for r in rows)} held, {sum(r[3] for r in rows)} failed "
+        f"in {time.monotonic() - t0:.0f} s (load average {os.getloadavg()[0]:.1f}); scratch {WORK}"
+    )
     if not args.keep:
         shutil.rmtree(WORK, ignore_errors=True)
     return 1 if args.strict and any(r[3] for r in rows) else 0

@@ -60,8 +60,10 @@ def main() -> int:
             ok = out["kind"] in kinds and ratio <= 1.5 and caller + sandbox < 512
             failures += not ok
             worst_ratio, worst_mb = max(worst_ratio, ratio), max(worst_mb, caller + sandbox)
-            print(f"{name:<24} {str(out['kind']):<10} {elapsed:8.2f} {ratio:6.2f} {caller:10.0f} {sandbox:11.0f}"
-                  + ("" if ok else "   <-- MISSED"))
+            print(
+                f"{name:<24} {str(out['kind']):<10} {elapsed:8.2f} {ratio:6.2f} {caller:10.0f} {sandbox:11.0f}"
+                + ("" if ok else "   <-- MISSED")
+            )
     print(f"worst deadline ratio {worst_ratio:.2f} (goal <= 1.5); worst extra RSS {worst_mb:.0f} MB (goal < 512)")
     print(f"machine after: load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 1 if failures else 0

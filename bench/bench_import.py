@@ -33,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 def _base_records() -> list[tuple[str, str, str | None, str]]:
     spider = json.loads((SHARED / "spider" / "dev.json").read_text())
     bird = json.loads((SHARED / "bird" / "dev" / "dev.jar.json").read_text())
-    return ([(r["db_id"], r["question"], None, r["query"]) for r in spider]
-            + [(r["db_id"], r["question"], r.get("evidence") or None, r["sql"]) for r in bird])
+    return [(r["db_id"], r["question"], None, r["query"]) for r in spider] + [
+        (r["db_id"], r["question"], r.get("evidence") or None, r["sql"]) for r in bird
+    ]
 
 
 def make_records(megabytes: float) -> list[dict]:
@@ -46,9 +47,16 @@ def make_records(megabytes: float) -> list[dict]:
     for i in itertools.count():
         db_id, question, evidence, sql = base[i % len(base)]
         name, subname = REFERENCE_CATEGORY[subs[i % len(subs)]]
-        rec = {"db_id": db_id, "question": f"{question} (#{i})", "evidence": evidence, "sql": sql,
-               "category": {"name": name, "subname": subname}, "question_style": "formal",
-               "question_difficulty": "simple", "hidden_knowledge": "the user means the latest year"}
+        rec = {
+            "db_id": db_id,
+            "question": f"{question} (#{i})",
+            "evidence": evidence,
+            "sql": sql,
+            "category": {"name": name, "subname": subname},
+            "question_style": "formal",
+            "question_difficulty": "simple",
+            "hidden_knowledge": "the user means the latest year",
+        }
         out.append(rec)
         size += len(json.dumps(rec, indent=2)) + 4
         if size >= megabytes * 1e6:
@@ -77,13 +85,24 @@ sys.exit(main(sys.argv[2:]))"""
 
 def run_import(src: Path, paths: list[Path], home: Path) -> tuple[float, float]:
     """One `quandary import` of ``paths`` by the CLI of ``src``: (seconds, peak RSS in MB)."""
-    env = {**os.environ, "PYTHONPATH": str(src), "QUANDARY_HOME": str(home / "q"),
-           "DAGSTER_HOME": str(home / "d"), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(src),
+        "QUANDARY_HOME": str(home / "q"),
+        "DAGSTER_HOME": str(home / "d"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     (home / "d").mkdir(parents=True, exist_ok=True)
     status = home / "status.txt"
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(status), "import", *map(str, paths)], cwd=src, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(status), "import", *map(str, paths)],
+        cwd=src,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"import failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -109,13 +128,19 @@ def main() -> int:
     records = make_records(args.mb)
     big, small = write_files(records, work, args.files)
     mb = big.stat().st_size / 1e6
-    help_text = subprocess.run([sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))",
-                                "import", "--help"], cwd=src, env={**os.environ, "PYTHONPATH": str(src)},
-                               capture_output=True, text=True).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))", "import", "--help"],
+        cwd=src,
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+    ).stdout
     several = "path [path ...]" in help_text
     print(f"code: {src}; load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"{len(records)} records, {mb:.1f} MB in one file; {args.files} files of "
-          f"{min(p.stat().st_size for p in small) / 1e6:.1f}-{max(p.stat().st_size for p in small) / 1e6:.1f} MB")
+    print(
+        f"{len(records)} records, {mb:.1f} MB in one file; {args.files} files of "
+        f"{min(p.stat().st_size for p in small) / 1e6:.1f}-{max(p.stat().st_size for p in small) / 1e6:.1f} MB"
+    )
     rows = []
     t, rss = run_import(src, [big], work / "one")
     rows.append(("one file, one import", t, rss))

@@ -21,9 +21,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-REPLY = {"category": "lexical_overlap", "system_question": "Which column do you mean?",
-         "system_sql": "SELECT COUNT(*) FROM students", "system_feedback": None, "reasoning": "",
-         "relevancy": "Technical", "node_ids": [1], "answer": "A", "analysis": "", "matches": "Yes"}
+REPLY = {
+    "category": "lexical_overlap",
+    "system_question": "Which column do you mean?",
+    "system_sql": "SELECT COUNT(*) FROM students",
+    "system_feedback": None,
+    "reasoning": "",
+    "relevancy": "Technical",
+    "node_ids": [1],
+    "answer": "A",
+    "analysis": "",
+    "matches": "Yes",
+}
 
 
 def main() -> int:
@@ -53,14 +62,32 @@ def main() -> int:
     rows = []
     for i in range(args.questions):
         sub, hk = subs[i % 3]
-        rows.append({"question_id": f"q{i:03d}", "db_id": "university", "question": f"Question number {i}?",
-                     "evidence": None, "sql": None if sub == "missing_entity" else "SELECT COUNT(*) FROM students",
-                     "hidden_knowledge": hk if sub == "lexical_overlap" else None,
-                     "feedback": hk if sub == "missing_entity" else None, "subcategory": sub, "style": "formal"})
+        rows.append(
+            {
+                "question_id": f"q{i:03d}",
+                "db_id": "university",
+                "question": f"Question number {i}?",
+                "evidence": None,
+                "sql": None if sub == "missing_entity" else "SELECT COUNT(*) FROM students",
+                "hidden_knowledge": hk if sub == "lexical_overlap" else None,
+                "feedback": hk if sub == "missing_entity" else None,
+                "subcategory": sub,
+                "style": "formal",
+            }
+        )
     with StubOpenAIServer(StubScript(latency_s=args.latency, content=json.dumps(REPLY))) as stub:
+
         def member(name):
-            return Member(name=name, model="openai/stub", api_base=stub.base_url, max_in_flight=8, max_retries=0,
-                          timeout_s=30, seed=hash(name) % 100)
+            return Member(
+                name=name,
+                model="openai/stub",
+                api_base=stub.base_url,
+                max_in_flight=8,
+                max_retries=0,
+                timeout_s=30,
+                seed=hash(name) % 100,
+            )
+
         system = Council("system_agents", [member("sys")], call_log())
         user = SimulatedUser(Council("user_simulator", [member("u1"), member("u2"), member("u3")], call_log()))
         judges = Council("judges", [member("u1"), member("u2"), member("u3")], call_log())
@@ -71,8 +98,9 @@ def main() -> int:
         for label in ("cold", "warm"):
             before = stub.requests
             t0 = time.perf_counter()
-            convs, _ = run_benchmark([load_agent("sys", system)], rows, list(MODES), user, schema, str(db),
-                                     args.max_steps, workers=8)
+            convs, _ = run_benchmark(
+                [load_agent("sys", system)], rows, list(MODES), user, schema, str(db), args.max_steps, workers=8
+            )
             by_q = {r["question_id"]: r for r in rows}
             for c in convs:
                 score_conversation(c, by_q[c["question_id"]], str(db), judge)
@@ -81,8 +109,10 @@ def main() -> int:
             reqs = stub.requests - before
             turns = sum(c["n_turns"] for c in convs)
             out.append((label, n, turns, reqs, wall))
-    print(f"latency {args.latency * 1000:.0f} ms per request, {args.questions} questions × 4 modes, "
-          f"max_steps {args.max_steps}, 3-member user council")
+    print(
+        f"latency {args.latency * 1000:.0f} ms per request, {args.questions} questions × 4 modes, "
+        f"max_steps {args.max_steps}, 3-member user council"
+    )
     print(f"{'pass':<6} {'convs':>6} {'turns':>6} {'requests':>9} {'req/conv':>9} {'wall s':>8} {'ms/conv':>8}")
     for label, n, turns, reqs, wall in out:
         print(f"{label:<6} {n:>6} {turns:>6} {reqs:>9} {reqs / n:>9.2f} {wall:>8.2f} {1000 * wall / n:>8.1f}")

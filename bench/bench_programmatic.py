@@ -63,8 +63,10 @@ def scaling(sizes: list[int], per_subcategory: int, seed: int) -> int:
             t1 = time.perf_counter()
             report = generate_candidates(db, per_subcategory=per_subcategory, seed=seed, analysis=analysis)
             t2 = time.perf_counter()
-            print(f"{n:>7} {t1 - t0:>10.2f} {t2 - t1:>11.2f} {t2 - t0:>8.2f} {len(report.candidates):>8} "
-                  f"{(t2 - t0) / n:>10.4f}")
+            print(
+                f"{n:>7} {t1 - t0:>10.2f} {t2 - t1:>11.2f} {t2 - t0:>8.2f} {len(report.candidates):>8} "
+                f"{(t2 - t0) / n:>10.4f}"
+            )
     return 0
 
 
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-subcategory", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--db", action="append", type=Path, help="database file (repeatable); default: demo + Spider dev + superhero")
+    ap.add_argument(
+        "--db", action="append", type=Path, help="database file (repeatable); default: demo + Spider dev + superhero"
+    )
     ap.add_argument("--wide", type=int, nargs="+", help="table counts of synthetic wide databases (scaling run)")
     args = ap.parse_args(argv)
     if args.wide:
@@ -106,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
             tot_records += records
             tot_time += med
             tot_cov.append(len(report.covered))
-            print(f"{report.db_id:<30} {tables:>6} {len(report.covered):>4}/13 {questions:>9} {records:>7} {med:>9.3f} {records / med if med else 0:>10.1f}")
+            print(
+                f"{report.db_id:<30} {tables:>6} {len(report.covered):>4}/13 {questions:>9} {records:>7} {med:>9.3f} {records / med if med else 0:>10.1f}"
+            )
         print("-" * len(header))
         avg_cov = sum(tot_cov) / len(tot_cov) if tot_cov else 0
         print(

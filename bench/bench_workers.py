@@ -32,8 +32,16 @@ sys.path.insert(0, str(REPO))
 
 # One answer for every cascade prompt: a yes verdict, a SQL query, an answerability, a category
 # choice and a style (each stage's model reads its own keys and ignores the rest).
-REPLY = json.dumps({"verdict": "yes", "reason": "", "sql": "SELECT COUNT(*) FROM students", "answerable": False,
-                    "choice": "A", "style": "formal"})
+REPLY = json.dumps(
+    {
+        "verdict": "yes",
+        "reason": "",
+        "sql": "SELECT COUNT(*) FROM students",
+        "answerable": False,
+        "choice": "A",
+        "style": "formal",
+    }
+)
 
 
 def make_candidates(home: Path, n: int) -> Path:
@@ -43,8 +51,10 @@ def make_candidates(home: Path, n: int) -> Path:
     from pipelines.demo_db import write_demo_db
 
     db_path = str(write_demo_db(home / "university.sqlite"))
-    grid = expand_grid(GridSpec(("programmatic",), styles=("formal", "colloquial", "interrogative"),
-                                difficulties=("moderate",), n=n), "university")
+    grid = expand_grid(
+        GridSpec(("programmatic",), styles=("formal", "colloquial", "interrogative"), difficulties=("moderate",), n=n),
+        "university",
+    )
     objects, _ = generate_nlq_objects(grid, "", db_path)
     path = home / "candidates.json"
     path.write_text(json.dumps({"db_path": db_path, "candidates": ground_sql(objects, "")}, default=str))
@@ -67,8 +77,18 @@ def worker(args) -> int:
     db_path = data["db_path"]
     cands = pl.DataFrame(data["candidates"], infer_schema_length=None)
     schema = render_schema_context(inspect_database(db_path))
-    members = [Member(name=name, model="openai/stub", api_base=f"http://127.0.0.1:{args.port}/v1", seed=i,
-                      max_in_flight=8, max_retries=0, timeout_s=60) for i, name in enumerate("abc")]
+    members = [
+        Member(
+            name=name,
+            model="openai/stub",
+            api_base=f"http://127.0.0.1:{args.port}/v1",
+            seed=i,
+            max_in_flight=8,
+            max_retries=0,
+            timeout_s=60,
+        )
+        for i, name in enumerate("abc")
+    ]
     council = Council("validators", members, call_log())
     print("ready", flush=True)
     sys.stdin.readline()  # go
@@ -88,15 +108,35 @@ def worker(args) -> int:
 
 
 def run_mode(n_workers: int, shared_home: bool, partitions: int, port: int, candidates: Path, root: Path) -> dict:
-    homes = [root / f"home-{n_workers}-{'shared' if shared_home else 'own'}"] * n_workers if shared_home else \
-        [root / f"home-{n_workers}-own-{w}" for w in range(n_workers)]
+    homes = (
+        [root / f"home-{n_workers}-{'shared' if shared_home else 'own'}"] * n_workers
+        if shared_home
+        else [root / f"home-{n_workers}-own-{w}" for w in range(n_workers)]
+    )
     procs = []
     for w in range(n_workers):
         share = ",".join(str(p) for p in range(w, partitions, n_workers))
-        procs.append(subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--home", str(homes[w]), "--port", str(port),
-             "--candidates", str(candidates), "--worker-partitions", share],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    "--home",
+                    str(homes[w]),
+                    "--port",
+                    str(port),
+                    "--candidates",
+                    str(candidates),
+                    "--worker-partitions",
+                    share,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+            )
+        )
     for p in procs:
         line = p.stdout.readline().strip()
         if line != "ready":
@@ -130,21 +170,33 @@ def main() -> int:
     os.environ["QUANDARY_HOME"] = str(root / "setup")
     candidates = make_candidates(root, args.n)
     n_cands = len(json.loads(candidates.read_text())["candidates"])
-    stub = subprocess.Popen([sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency),
-                             "--content", REPLY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    stub = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency), "--content", REPLY],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     port = int(stub.stdout.readline())
     try:
-        rows = [(label, run_mode(w, shared, args.partitions, port, candidates, root))
-                for label, w, shared in (("1 worker", 1, True), ("2 workers, one QUANDARY_HOME", 2, True),
-                                         ("2 workers, two QUANDARY_HOMEs", 2, False))]
+        rows = [
+            (label, run_mode(w, shared, args.partitions, port, candidates, root))
+            for label, w, shared in (
+                ("1 worker", 1, True),
+                ("2 workers, one QUANDARY_HOME", 2, True),
+                ("2 workers, two QUANDARY_HOMEs", 2, False),
+            )
+        ]
     finally:
         stub.stdin.close()
         requests = json.loads(stub.stdout.readline() or "{}").get("requests")
         stub.wait(10)
     base = rows[0][1]["wall_s"]
-    print(f"ABISS cascade (stages 2-10), {args.partitions} partitions of {n_cands} demo candidates, stub latency "
-          f"{args.latency * 1000:.0f} ms, 3 members x max_in_flight 8, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.1f}; {requests} requests at the stub in all\n")
+    print(
+        f"ABISS cascade (stages 2-10), {args.partitions} partitions of {n_cands} demo candidates, stub latency "
+        f"{args.latency * 1000:.0f} ms, 3 members x max_in_flight 8, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f}; {requests} requests at the stub in all\n"
+    )
     print("| workers | wall s | council calls | accepted | speedup vs 1 worker |")
     print("|---|---:|---:|---:|---:|")
     for label, r in rows:

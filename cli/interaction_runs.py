@@ -27,8 +27,13 @@ def run_config(args) -> dict:
         conv["agents"] = args.agents
     if args.modes:
         conv["modes"] = args.modes
-    return {"ops": {"interaction_subset": {"config": subset}, "interaction_conversations": {"config": conv},
-                    "interaction_scores": {"config": {"order_sensitive": bool(args.order_sensitive)}}}}
+    return {
+        "ops": {
+            "interaction_subset": {"config": subset},
+            "interaction_conversations": {"config": conv},
+            "interaction_scores": {"config": {"order_sensitive": bool(args.order_sensitive)}},
+        }
+    }
 
 
 def stored_metric_rows(db_id: str | list[str] | None = None):
@@ -72,17 +77,26 @@ def demo_interaction(db_id: str, verbose: bool = False) -> int:
     if artifact_store().latest_location("dataset", db_id) is None:
         print("interaction: no dataset to evaluate")
         return 1
-    cfg = {"ops": {"interaction_subset": {"config": {"max_questions": DEMO_MAX_QUESTIONS}},
-                   "interaction_conversations": {"config": {"max_steps": DEMO_MAX_STEPS}}}}
-    print(f"\ninteraction benchmark: the embedded system agent on {DEMO_MAX_QUESTIONS} validated question(s) "
-          f"in 4 modes, {DEMO_MAX_STEPS} clarification turn(s) ...", flush=True)
+    cfg = {
+        "ops": {
+            "interaction_subset": {"config": {"max_questions": DEMO_MAX_QUESTIONS}},
+            "interaction_conversations": {"config": {"max_steps": DEMO_MAX_STEPS}},
+        }
+    }
+    print(
+        f"\ninteraction benchmark: the embedded system agent on {DEMO_MAX_QUESTIONS} validated question(s) "
+        f"in 4 modes, {DEMO_MAX_STEPS} clarification turn(s) ...",
+        flush=True,
+    )
     result = execute(db_id, cfg, verbose, name_instance=False)  # the demo's ABISS run named it
     if isinstance(result, int):
         return result
     code = report_job_result(result, JOB, db_id, verbose)
     conv = materialization_metadata(result, "interaction_conversations")
-    print(f"\ninteraction benchmark ({conv.get('conversations', 0)} conversations: up to {DEMO_MAX_QUESTIONS} "
-          f"questions × 4 modes, {DEMO_MAX_STEPS} clarification turn(s)): "
-          f"{'succeeded' if result.success else 'FAILED'}")
+    print(
+        f"\ninteraction benchmark ({conv.get('conversations', 0)} conversations: up to {DEMO_MAX_QUESTIONS} "
+        f"questions × 4 modes, {DEMO_MAX_STEPS} clarification turn(s)): "
+        f"{'succeeded' if result.success else 'FAILED'}"
+    )
     print("\n".join(table4_lines(stored_metric_rows(db_id) or [])))
     return code

@@ -30,8 +30,13 @@ def has_run_queue(instance: DagsterInstance) -> bool:
     return isinstance(instance.run_coordinator, QueuedRunCoordinator)
 
 
-def submit_job_for_partition(job_name: str, partition: str, instance: DagsterInstance | None = None,
-                             run_config: dict | None = None, tags: dict | None = None):
+def submit_job_for_partition(
+    job_name: str,
+    partition: str,
+    instance: DagsterInstance | None = None,
+    run_config: dict | None = None,
+    tags: dict | None = None,
+):
     """Create a run of ``job_name`` for ``partition`` and put it on the instance's run queue;
     returns the (queued) run."""
     from dagster._cli.job import execute_launch_command
@@ -43,11 +48,20 @@ def submit_job_for_partition(job_name: str, partition: str, instance: DagsterIns
     if not has_run_queue(instance):
         raise NoRunQueueError(
             "this Dagster instance has no run queue (QueuedRunCoordinator): use `quandary run`, or point "
-            "DAGSTER_HOME at an instance made from deploy/distributed/dagster.yaml")
+            "DAGSTER_HOME at an instance made from deploy/distributed/dagster.yaml"
+        )
     if uses_database_partitions(job_name):
         ensure_partitions(instance, [partition])
-    run_tags = {"dagster/partition": partition, ENDPOINT_TAG: LLM_POOL,
-                SUBMITTED_FROM_TAG: socket.gethostname(), **(tags or {})}
+    run_tags = {
+        "dagster/partition": partition,
+        ENDPOINT_TAG: LLM_POOL,
+        SUBMITTED_FROM_TAG: socket.gethostname(),
+        **(tags or {}),
+    }
     return execute_launch_command(
-        instance=instance, workspace_opts=WorkspaceOpts(workspace=[str(WORKSPACE)]), job_name=job_name,
-        tags=json.dumps(run_tags), config_json=json.dumps(run_config) if run_config else None)
+        instance=instance,
+        workspace_opts=WorkspaceOpts(workspace=[str(WORKSPACE)]),
+        job_name=job_name,
+        tags=json.dumps(run_tags),
+        config_json=json.dumps(run_config) if run_config else None,
+    )

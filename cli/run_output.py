@@ -78,8 +78,11 @@ def _error_message(error) -> str:
     """The message the failing step's exception carried, without Dagster's wrapper and class path."""
     # Dagster wraps the step's own exception (and an IO manager's: "Error occurred while handling
     # output ..."): show the cause, e.g. the StorageError naming EROFS / ENOSPC and the file
-    wrappers = ("DagsterExecutionStepExecutionError", "DagsterExecutionHandleOutputError",
-                "DagsterExecutionLoadInputError")
+    wrappers = (
+        "DagsterExecutionStepExecutionError",
+        "DagsterExecutionHandleOutputError",
+        "DagsterExecutionLoadInputError",
+    )
     while error is not None and error.cause is not None and any(w in (error.cls_name or "") for w in wrappers):
         error = error.cause
     if error is None:
@@ -88,7 +91,7 @@ def _error_message(error) -> str:
     prefix = f"{error.cls_name}: " if error.cls_name else ""
     for p in (prefix, f"dagster._core.definitions.events.{prefix}"):
         if p and message.startswith(p) and error.cls_name in ("Failure", "DagsterExecutionInterruptedError"):
-            message = message[len(p):]
+            message = message[len(p) :]
     return " ".join(message.split()) if len(message) < 400 else " ".join(message[:400].split()) + " …"
 
 
@@ -157,6 +160,7 @@ class _TerminateAsInterrupt:
 
         def handler(signum, frame):
             raise KeyboardInterrupt
+
         try:
             self._old = signal.signal(signal.SIGTERM, handler)
         except ValueError:  # not the main thread
@@ -196,8 +200,15 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     return result
 
 
-def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, verbose: bool = False,
-                asset_selection=None, name_instance: bool = True, tags: dict | None = None):
+def run_cli_job(
+    job_name: str,
+    partition: str,
+    run_config: dict | None = None,
+    verbose: bool = False,
+    asset_selection=None,
+    name_instance: bool = True,
+    tags: dict | None = None,
+):
     """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
     command goes through here. Returns the result, or 130 when interrupted."""
     from cli.run_plan import print_plan
@@ -205,8 +216,15 @@ def run_cli_job(job_name: str, partition: str, run_config: dict | None = None, v
 
     def start(run_id, level):
         print_plan(job_name, partition, run_config)  # what it will cost, before the first step (#24 item 4)
-        return run_job_for_partition(job_name, partition, run_config=run_config, run_id=run_id, log_level=level,
-                                     asset_selection=asset_selection, tags=tags)
+        return run_job_for_partition(
+            job_name,
+            partition,
+            run_config=run_config,
+            run_id=run_id,
+            log_level=level,
+            asset_selection=asset_selection,
+            tags=tags,
+        )
 
     return execute_cli_run(start, resume_command(job_name, partition), verbose, name_instance)
 

@@ -55,8 +55,12 @@ def _measured_latency_s(models: set[str]) -> tuple[float | None, int]:
     if log is None or not models:
         return None, 0
     try:
-        rows = log.rows(f"status = 'ok' AND latency_ms > 0 AND model IN ({','.join('?' * len(models))})",
-                        tuple(sorted(models)), columns=("latency_ms",), newest=200)
+        rows = log.rows(
+            f"status = 'ok' AND latency_ms > 0 AND model IN ({','.join('?' * len(models))})",
+            tuple(sorted(models)),
+            columns=("latency_ms",),
+            newest=200,
+        )
     except Exception:  # noqa: BLE001 - as above
         return None, 0
     if not rows:
@@ -72,9 +76,11 @@ def _cached_calls(stage: str, candidate_ids: list[str]) -> int:
     try:
         n = 0
         for i in range(0, len(candidate_ids), 500):
-            chunk = candidate_ids[i:i + 500]
-            n += log.count(f"status = 'ok' AND tag_stage = ? AND tag_candidate_id IN ({','.join('?' * len(chunk))})",
-                           (stage, *chunk))
+            chunk = candidate_ids[i : i + 500]
+            n += log.count(
+                f"status = 'ok' AND tag_stage = ? AND tag_candidate_id IN ({','.join('?' * len(chunk))})",
+                (stage, *chunk),
+            )
         return n
     except Exception:  # noqa: BLE001 - as above
         return 0
@@ -92,8 +98,15 @@ def abiss_plan(partition: str, run_config: dict | None) -> Plan:
     def values(xs):
         return tuple(getattr(x, "value", x) for x in xs) if xs is not None else None
 
-    spec = GridSpec(tuple(generators), values(grid.subcategories), values(grid.styles), values(grid.difficulties),
-                    grid.n, grid.seed, values(grid.llm_subcategories))
+    spec = GridSpec(
+        tuple(generators),
+        values(grid.subcategories),
+        values(grid.styles),
+        values(grid.difficulties),
+        grid.n,
+        grid.seed,
+        values(grid.llm_subcategories),
+    )
     requests = expand_grid(spec, partition)
     llm = [r for r in requests if r["generator"] != PROGRAMMATIC]
     # one object per request, two readings per ambiguous one; unanswerable objects need no SQL
@@ -105,12 +118,15 @@ def abiss_plan(partition: str, run_config: dict | None) -> Plan:
     calls = len(llm) + grounding + validation
     return Plan(
         items=f"{len(requests)} generation requests ({len(llm)} for the LLM), about "
-              f"{sum(k for _, k in objects)} candidates",
-        calls=calls, bound=True, cached=cached,
+        f"{sum(k for _, k in objects)} candidates",
+        calls=calls,
+        bound=True,
+        cached=cached,
         detail=f"generation {len(llm)}, SQL grounding {grounding}, validation ≤ {validation} with "
-               f"{validators} validator{'s' if validators != 1 else ''}; short-circuits and rejections make it fewer",
+        f"{validators} validator{'s' if validators != 1 else ''}; short-circuits and rejections make it fewer",
         shrink="--grid configs/grid-small.yaml (one style, one difficulty, n: 1)",
-        role="validators")
+        role="validators",
+    )
 
 
 def interaction_plan(partition: str, run_config: dict | None) -> Plan:
@@ -131,10 +147,15 @@ def interaction_plan(partition: str, run_config: dict | None) -> Plan:
     conversations = n_questions * len(modes) * len(agents)
     # per turn: a system-agent call and a simulated-user answer; a final turn; a category prediction
     calls = conversations * (2 * steps + 2)
-    return Plan(items=f"{conversations} conversations ({n_questions} questions × {len(modes)} modes × "
-                      f"{len(agents)} agent{'s' if len(agents) != 1 else ''}, up to {steps} clarification turns)",
-                calls=calls, bound=True, detail="", role="system_agents",
-                shrink="--max-questions 1 --max-steps 0 (one question, the final turn only)")
+    return Plan(
+        items=f"{conversations} conversations ({n_questions} questions × {len(modes)} modes × "
+        f"{len(agents)} agent{'s' if len(agents) != 1 else ''}, up to {steps} clarification turns)",
+        calls=calls,
+        bound=True,
+        detail="",
+        role="system_agents",
+        shrink="--max-questions 1 --max-steps 0 (one question, the final turn only)",
+    )
 
 
 def ambitab_eval_plan(partition: str, run_config: dict | None) -> Plan:
@@ -152,14 +173,19 @@ def ambitab_eval_plan(partition: str, run_config: dict | None) -> Plan:
         if cfg.split is not None and "split" in frame.columns:
             frame = frame.filter(pl.col("split") == cfg.split)
         n = frame.height if cfg.limit is None else min(frame.height, cfg.limit)
-    conditions = plan_conditions(cfg.askers, cfg.oracles, cfg.prompts, diagnostics=cfg.diagnostics,
-                                 spec_randomisation=cfg.spec_randomisation)
+    conditions = plan_conditions(
+        cfg.askers, cfg.oracles, cfg.prompts, diagnostics=cfg.diagnostics, spec_randomisation=cfg.spec_randomisation
+    )
     episodes = n * len(conditions) * len(cfg.seeds)
     llm_askers = sum(1 for c in conditions if c.asker == "llm")
     calls = len(cfg.seeds) * n * (len(conditions) * (1 if cfg.solver else 0) + llm_askers)
-    return Plan(items=f"{episodes} episodes ({n} records × {len(conditions)} conditions × {len(cfg.seeds)} seeds)",
-                calls=calls, role="solvers", detail="a solver call per episode, plus the LLM asker's",
-                shrink="--limit 5 --seeds 1 (five records, one seed)")
+    return Plan(
+        items=f"{episodes} episodes ({n} records × {len(conditions)} conditions × {len(cfg.seeds)} seeds)",
+        calls=calls,
+        role="solvers",
+        detail="a solver call per episode, plus the LLM asker's",
+        shrink="--limit 5 --seeds 1 (five records, one seed)",
+    )
 
 
 def aisql_plan(partition: str, run_config: dict | None) -> Plan:
@@ -177,13 +203,16 @@ def aisql_plan(partition: str, run_config: dict | None) -> Plan:
     if aisql.generator_samples:
         detail += f"; plus {aisql.generator_samples} generated candidates per question"
     n_methods = f"{len(aisql.methods)} method{'s' if len(aisql.methods) != 1 else ''}"
-    return Plan(items=f"{pairs} pairs × {n_methods} = {pairs * len(aisql.methods)} verdicts",
-                calls=pairs * len(llm_methods), role="judges", detail=detail,
-                shrink="--methods ex,ours --questions Q1 (one gold query, two methods)")
+    return Plan(
+        items=f"{pairs} pairs × {n_methods} = {pairs * len(aisql.methods)} verdicts",
+        calls=pairs * len(llm_methods),
+        role="judges",
+        detail=detail,
+        shrink="--methods ex,ours --questions Q1 (one gold query, two methods)",
+    )
 
 
-PLANNERS = {"abiss_interaction_job": interaction_plan, "ambitab_eval_job": ambitab_eval_plan,
-            "aisql_job": aisql_plan}
+PLANNERS = {"abiss_interaction_job": interaction_plan, "ambitab_eval_job": ambitab_eval_plan, "aisql_job": aisql_plan}
 
 
 def plan_for(job_name: str, partition: str, run_config: dict | None) -> Plan | None:
@@ -216,19 +245,26 @@ def plan_lines(job_name: str, partition: str, run_config: dict | None) -> list[s
         in_flight = min(in_flight, configured_slots())
     new_calls = max(0, plan.calls - (plan.cached or 0))
     estimate_s = None
-    lines = [f"plan for {job_name} on {partition}: {plan.items}",
-             (f"  LLM calls: {'up to ' if plan.bound else 'about '}{plan.calls}" if plan.calls else "  LLM calls: none")
-             + (f"; {plan.cached} already in the call log" if plan.cached else "")
-             + (f" ({plan.detail})" if plan.detail else "")]
+    lines = [
+        f"plan for {job_name} on {partition}: {plan.items}",
+        (f"  LLM calls: {'up to ' if plan.bound else 'about '}{plan.calls}" if plan.calls else "  LLM calls: none")
+        + (f"; {plan.cached} already in the call log" if plan.cached else "")
+        + (f" ({plan.detail})" if plan.detail else ""),
+    ]
     if new_calls:
         per_call = latency if latency is not None else (EMBEDDED_GUESS_S if embedded else None)
         if per_call is not None:
             estimate_s = new_calls * per_call / max(1, in_flight)
-            source = (f"median of the council's last {measured} calls: {per_call:.1f} s"
-                      if latency is not None else f"no calls measured yet; ~{per_call:.0f} s per embedded call")
-            lines.append(f"  time: {'up to ' if plan.bound else 'about '}"
-                         f"{_duration(estimate_s)} "
-                         f"({source}, {in_flight} in flight)")
+            source = (
+                f"median of the council's last {measured} calls: {per_call:.1f} s"
+                if latency is not None
+                else f"no calls measured yet; ~{per_call:.0f} s per embedded call"
+            )
+            lines.append(
+                f"  time: {'up to ' if plan.bound else 'about '}"
+                f"{_duration(estimate_s)} "
+                f"({source}, {in_flight} in flight)"
+            )
     if embedded and plan.shrink and new_calls and (estimate_s is None or estimate_s > SHRINK_ABOVE_S):
         lines.append(f"  on the embedded model, to shrink it: {plan.shrink}")
     return lines

@@ -26,13 +26,23 @@ PID_TAG, HOST_TAG, START_TAG = "quandary/pid", "quandary/host", "quandary/pid_st
 # resumes the same experiment (#24 item 2). The command tag says which CLI command started it.
 COUNCIL_TAG, ENV_TAG, COMMAND_TAG = "quandary/council", "quandary/env", "quandary/command"
 # QUANDARY_* variables that say where state lives or how progress is shown, not what a run computes
-_ENV_NOT_RECORDED = frozenset({"QUANDARY_HOME", "QUANDARY_PROGRESS", "QUANDARY_EMBEDDED_BASE_URL",
-                               "QUANDARY_BENCH_SRC",
-                               # distributed mode: where shared state lives (URLs may hold passwords)
-                               # and how often workers beat; none changes what a run computes
-                               "QUANDARY_DAGSTER_PG_URL", "QUANDARY_STATE_URL", "QUANDARY_ARTIFACTS_URL",
-                               "QUANDARY_S3_ENDPOINT_URL", "QUANDARY_HEARTBEAT_S", "QUANDARY_HEARTBEAT_TIMEOUT_S",
-                               "QUANDARY_CALL_LEASE_S"})
+_ENV_NOT_RECORDED = frozenset(
+    {
+        "QUANDARY_HOME",
+        "QUANDARY_PROGRESS",
+        "QUANDARY_EMBEDDED_BASE_URL",
+        "QUANDARY_BENCH_SRC",
+        # distributed mode: where shared state lives (URLs may hold passwords)
+        # and how often workers beat; none changes what a run computes
+        "QUANDARY_DAGSTER_PG_URL",
+        "QUANDARY_STATE_URL",
+        "QUANDARY_ARTIFACTS_URL",
+        "QUANDARY_S3_ENDPOINT_URL",
+        "QUANDARY_HEARTBEAT_S",
+        "QUANDARY_HEARTBEAT_TIMEOUT_S",
+        "QUANDARY_CALL_LEASE_S",
+    }
+)
 
 
 def get_instance() -> DagsterInstance:
@@ -102,9 +112,14 @@ def fail_orphaned_runs(instance: DagsterInstance, job_name: str | None = None, d
     from dagster import DagsterRunStatus, RunsFilter
 
     tags = {"dagster/partition": db_id} if db_id else {}
-    records = instance.get_run_records(RunsFilter(
-        job_name=job_name, tags=tags,
-        statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED]), limit=100)
+    records = instance.get_run_records(
+        RunsFilter(
+            job_name=job_name,
+            tags=tags,
+            statuses=[DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED],
+        ),
+        limit=100,
+    )
     failed = []
     for record in records:
         run = record.dagster_run
@@ -134,9 +149,11 @@ def council_snapshot() -> dict | None:
         cfg = load_council_config()
     except Exception:  # noqa: BLE001 - a bad council file is reported by preflight / the run itself
         return None
-    return {"source": cfg.source,
-            "members": {n: m.model_dump(mode="json", exclude={"name"}) for n, m in sorted(cfg.members.items())},
-            "councils": {r: list(ms) for r, ms in sorted(cfg.councils.items())}}
+    return {
+        "source": cfg.source,
+        "members": {n: m.model_dump(mode="json", exclude={"name"}) for n, m in sorted(cfg.members.items())},
+        "councils": {r: list(ms) for r, ms in sorted(cfg.councils.items())},
+    }
 
 
 def configuration_tags(command: str | None = None) -> dict[str, str]:
@@ -168,8 +185,7 @@ def council_differences(recorded: dict, current: dict) -> list[str]:
         else:
             for key in sorted(set(rec_m[name]) | set(cur_m[name])):
                 if rec_m[name].get(key) != cur_m[name].get(key):
-                    lines.append(f"member {name}: {key} {rec_m[name].get(key)} in the run, "
-                                 f"{cur_m[name].get(key)} now")
+                    lines.append(f"member {name}: {key} {rec_m[name].get(key)} in the run, {cur_m[name].get(key)} now")
     rec_c, cur_c = recorded.get("councils", {}), current.get("councils", {})
     for role in sorted(set(rec_c) | set(cur_c)):
         if rec_c.get(role) != cur_c.get(role):
@@ -188,8 +204,11 @@ def rerun_environment(tags) -> tuple[dict[str, str], str]:
         return {}, "the run predates recorded configurations: the current council and environment are used"
     recorded = json.loads(tags[ENV_TAG])
     current = recorded_env()
-    differences = [f"{name}={current[name]!r} here, {recorded.get(name)!r} in the run"
-                   for name in sorted(current) if current[name] != recorded.get(name)]
+    differences = [
+        f"{name}={current[name]!r} here, {recorded.get(name)!r} in the run"
+        for name in sorted(current)
+        if current[name] != recorded.get(name)
+    ]
     adopt = {name: value for name, value in recorded.items() if name not in current}
     council_line = ""
     if COUNCIL_TAG in tags and not differences:
@@ -203,16 +222,21 @@ def rerun_environment(tags) -> tuple[dict[str, str], str]:
         if now is None:
             differences.append(f"the run's council ({run_council.get('source')}) cannot be loaded now")
         else:
-            differences += [f"{line} (council {run_council.get('source')})"
-                            for line in council_differences(run_council, now)]
+            differences += [
+                f"{line} (council {run_council.get('source')})" for line in council_differences(run_council, now)
+            ]
         council_line = f"council {run_council.get('source')}"
     if differences:
         raise ConfigurationMismatch(
             "refusing to resume: this rerun would use another configuration than the run it resumes\n"
             + "\n".join(f"  - {d}" for d in differences)
-            + "\n  restore the run's settings to resume it, or start a new run (`quandary run`)")
-    used = ", ".join(x for x in (council_line, *(f"{k}={v}" for k, v in sorted(recorded.items())
-                                                 if k != "QUANDARY_COUNCIL_CONFIG")) if x)
+            + "\n  restore the run's settings to resume it, or start a new run (`quandary run`)"
+        )
+    used = ", ".join(
+        x
+        for x in (council_line, *(f"{k}={v}" for k, v in sorted(recorded.items()) if k != "QUANDARY_COUNCIL_CONFIG"))
+        if x
+    )
     return adopt, f"resuming with the run's configuration: {used or 'the defaults'}"
 
 
@@ -233,9 +257,17 @@ def uses_database_partitions(job_name: str) -> bool:
     return getattr(parts, "name", None) == databases_partitions.name
 
 
-def run_job_for_partition(job_name: str, db_id: str, instance: DagsterInstance | None = None,
-                          raise_on_error: bool = False, log_level: str = "WARNING", tags=None,
-                          run_config: dict | None = None, run_id: str | None = None, asset_selection=None):
+def run_job_for_partition(
+    job_name: str,
+    db_id: str,
+    instance: DagsterInstance | None = None,
+    raise_on_error: bool = False,
+    log_level: str = "WARNING",
+    tags=None,
+    run_config: dict | None = None,
+    run_id: str | None = None,
+    asset_selection=None,
+):
     """Execute ``job_name`` for one partition (a database id, a scenario or a corpus) in this
     process; returns the result."""
     from assets.definitions import defs
@@ -266,7 +298,8 @@ def latest_failed_run_id(instance: DagsterInstance, job_name: str, db_id: str | 
     tags = {"dagster/partition": db_id} if db_id else {}
     statuses = [DagsterRunStatus[s] for s in _RERUNNABLE]
     succeeded = instance.get_run_records(
-        RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.SUCCESS], tags=tags), limit=200)
+        RunsFilter(job_name=job_name, statuses=[DagsterRunStatus.SUCCESS], tags=tags), limit=200
+    )
     fixed = {r.dagster_run.parent_run_id for r in succeeded} | {r.dagster_run.root_run_id for r in succeeded}
     last_success = max((r.create_timestamp for r in succeeded), default=None)
     for record in instance.get_run_records(RunsFilter(job_name=job_name, statuses=statuses, tags=tags), limit=20):
@@ -276,8 +309,9 @@ def latest_failed_run_id(instance: DagsterInstance, job_name: str, db_id: str | 
         if run.run_id not in fixed and (run.root_run_id is None or run.root_run_id not in fixed):
             return run.run_id
     where = f" for partition {db_id!r}" if db_id else ""
-    raise LookupError(f"no failed run of {job_name}{where} left to re-execute "
-                      f"in the Dagster instance {dagster_home()[0]}")
+    raise LookupError(
+        f"no failed run of {job_name}{where} left to re-execute in the Dagster instance {dagster_home()[0]}"
+    )
 
 
 def job_named(job_name: str):
@@ -288,9 +322,15 @@ def job_named(job_name: str):
     return defs.resolve_job_def(job_name)
 
 
-def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, job_name: str | None = None,
-                           instance: DagsterInstance | None = None, log_level: str = "WARNING", announce=None,
-                           keep_env: bool = False):
+def reexecute_from_failure(
+    run_id: str | None = None,
+    db_id: str | None = None,
+    job_name: str | None = None,
+    instance: DagsterInstance | None = None,
+    log_level: str = "WARNING",
+    announce=None,
+    keep_env: bool = False,
+):
     """Dagster's "re-execute from failure" for any job: only the failed steps and their downstream
     run again, with the configuration the run was started with: its run config (grid, resources)
     and the council and environment recorded in its tags (:func:`rerun_environment`; a difference
@@ -323,14 +363,19 @@ def reexecute_from_failure(run_id: str | None = None, db_id: str | None = None, 
         announce(line)
     options = ReexecutionOptions.from_failure(run_id, instance)
     run_config = {**parent.run_config, "loggers": {"console": {"config": {"log_level": log_level}}}}
-    kept = {k: v for k, v in parent.tags.items()
-            if k.startswith("dagster/partition") or k in (COUNCIL_TAG, ENV_TAG, COMMAND_TAG)}
+    kept = {
+        k: v
+        for k, v in parent.tags.items()
+        if k.startswith("dagster/partition") or k in (COUNCIL_TAG, ENV_TAG, COMMAND_TAG)
+    }
     saved = {k: os.environ.get(k) for k in adopt}
     os.environ.update(adopt)  # the step processes inherit the run's environment
     try:
         return execute_job(
             build_reconstructable_job("cli.runs", "job_named", reconstructable_args=(job_name,)),
-            instance=instance, run_config=run_config, tags={**kept, **process_tags()},
+            instance=instance,
+            run_config=run_config,
+            tags={**kept, **process_tags()},
             reexecution_options=options,
         )
     finally:
@@ -346,8 +391,15 @@ def _restore_env(saved: dict) -> None:
             os.environ[k] = v
 
 
-def report_external_version(asset: str, partition: str, path: str, rows: int, content_hash: str,
-                            description: str, instance: DagsterInstance | None = None) -> bool:
+def report_external_version(
+    asset: str,
+    partition: str,
+    path: str,
+    rows: int,
+    content_hash: str,
+    description: str,
+    instance: DagsterInstance | None = None,
+) -> bool:
     """Record an artifact written outside a run (e.g. `quandary import`) in the Dagster instance,
     so the UI's asset history shows where that version came from."""
     from dagster import AssetKey, AssetMaterialization, MetadataValue
@@ -356,9 +408,14 @@ def report_external_version(asset: str, partition: str, path: str, rows: int, co
     ensure_partitions(instance, [partition])
     instance.report_runless_asset_event(
         AssetMaterialization(
-            asset_key=AssetKey(asset), partition=partition, description=description,
-            metadata={"path": MetadataValue.path(path), "dagster/row_count": MetadataValue.int(rows),
-                      "content_hash": MetadataValue.text(content_hash)},
+            asset_key=AssetKey(asset),
+            partition=partition,
+            description=description,
+            metadata={
+                "path": MetadataValue.path(path),
+                "dagster/row_count": MetadataValue.int(rows),
+                "content_hash": MetadataValue.text(content_hash),
+            },
             tags={"dagster/data_version": content_hash},
         )
     )

@@ -49,11 +49,12 @@ class _Reader:
         try:
             text = self.decoder.decode(data, final=not data)
         except UnicodeDecodeError as exc:
-            raise JsonStreamError(f"not valid JSON: not UTF-8 text near byte "
-                                  f"{self.byte_at(len(self.buf)) + exc.start}") from None
+            raise JsonStreamError(
+                f"not valid JSON: not UTF-8 text near byte {self.byte_at(len(self.buf)) + exc.start}"
+            ) from None
         self.eof = not data
         self.base += len(self.buf[: self.pos].encode())
-        self.buf, self.pos = self.buf[self.pos:] + text, 0
+        self.buf, self.pos = self.buf[self.pos :] + text, 0
         return not self.eof or bool(text)
 
     def byte_at(self, pos: int) -> int:
@@ -73,7 +74,7 @@ class _Reader:
 
 def _incomplete(exc: json.JSONDecodeError, buf: str) -> bool:
     """Whether decoding failed only because the text ran out (more data may complete it)."""
-    tail = buf[exc.pos:]
+    tail = buf[exc.pos :]
     if exc.msg.startswith("Unterminated string") or not tail.strip():
         return True
     if exc.msg.startswith("Invalid \\"):  # an escape cut in half
@@ -85,10 +86,12 @@ def _incomplete(exc: json.JSONDecodeError, buf: str) -> bool:
 
 def _truncated(r: _Reader, index: int, inside: bool) -> JsonStreamError:
     size = r.byte_at(len(r.buf))
-    where = (f"inside record {index} (it starts at byte {r.byte_at(r.pos)})" if inside
-             else "before the list's closing ']'")
-    return JsonStreamError(f"truncated: the file ends at byte {size} {where}; {index} complete records before it",
-                           size, index)
+    where = (
+        f"inside record {index} (it starts at byte {r.byte_at(r.pos)})" if inside else "before the list's closing ']'"
+    )
+    return JsonStreamError(
+        f"truncated: the file ends at byte {size} {where}; {index} complete records before it", size, index
+    )
 
 
 def _element(r: _Reader, index: int, decode, max_element: int):
@@ -99,18 +102,26 @@ def _element(r: _Reader, index: int, decode, max_element: int):
         except json.JSONDecodeError as exc:
             if not _incomplete(exc, r.buf):
                 where = r.byte_at(exc.pos)
-                raise JsonStreamError(f"not valid JSON at byte {where} in record {index} ({exc.msg})",
-                                      where, index) from None
+                raise JsonStreamError(
+                    f"not valid JSON at byte {where} in record {index} ({exc.msg})", where, index
+                ) from None
             if len(r.buf) - r.pos > max_element:
-                raise JsonStreamError(f"record {index} at byte {r.byte_at(r.pos)} is larger than "
-                                      f"{max_element >> 20} MiB or never ends (records are small flat objects)",
-                                      r.byte_at(r.pos), index) from None
+                raise JsonStreamError(
+                    f"record {index} at byte {r.byte_at(r.pos)} is larger than "
+                    f"{max_element >> 20} MiB or never ends (records are small flat objects)",
+                    r.byte_at(r.pos),
+                    index,
+                ) from None
             if not r.more():
                 raise _truncated(r, index, inside=True) from None
             continue
         except RecursionError:
-            raise JsonStreamError(f"JSON nested too deeply in record {index} at byte {r.byte_at(r.pos)} "
-                                  "(records are a list of flat objects)", r.byte_at(r.pos), index) from None
+            raise JsonStreamError(
+                f"JSON nested too deeply in record {index} at byte {r.byte_at(r.pos)} "
+                "(records are a list of flat objects)",
+                r.byte_at(r.pos),
+                index,
+            ) from None
         # a number that reaches the buffer's end may go on in the next chunk
         if (end == len(r.buf) or _NUMBER_TAIL.fullmatch(r.buf, end)) and r.more():
             continue
@@ -143,12 +154,18 @@ def iter_json_list(path: str | Path, chunk: int | None = None, max_element: int 
                 if sep == "":
                     raise _truncated(r, index, inside=False)
                 if sep == "]":
-                    raise JsonStreamError(f"not valid JSON at byte {r.byte_at(r.pos)}: a ',' before the closing ']'",
-                                          r.byte_at(r.pos), index)
+                    raise JsonStreamError(
+                        f"not valid JSON at byte {r.byte_at(r.pos)}: a ',' before the closing ']'",
+                        r.byte_at(r.pos),
+                        index,
+                    )
             elif sep not in ("]", ""):
                 where = r.byte_at(r.pos)
-                raise JsonStreamError(f"not valid JSON at byte {where} after record {index - 1} "
-                                      f"(expected ',' or ']', found {sep!r})", where, index)
+                raise JsonStreamError(
+                    f"not valid JSON at byte {where} after record {index - 1} (expected ',' or ']', found {sep!r})",
+                    where,
+                    index,
+                )
         r.pos += 1
         if (rest := r.skip_ws()) != "":
             where = r.byte_at(r.pos)

@@ -18,13 +18,16 @@ def check_database(db_id: str) -> None:
     catalog = Catalog()
     if db_id not in catalog.ids():
         known = ", ".join(sorted(catalog.ids())) or "none yet"
-        raise PreflightError(f"database {db_id!r} is not registered (registered: {known}); "
-                             "use `quandary db register PATH`")
+        raise PreflightError(
+            f"database {db_id!r} is not registered (registered: {known}); use `quandary db register PATH`"
+        )
     entry = catalog.get(db_id)
     path = Path(entry.path)
     if not path.is_file() and not _seed_shared(entry):
-        raise PreflightError(f"database {db_id!r} is registered at {path}, but that file is gone; register it "
-                             f"again (`quandary db register NEW_PATH --db-id {db_id}`) or `quandary db remove {db_id}`")
+        raise PreflightError(
+            f"database {db_id!r} is registered at {path}, but that file is gone; register it "
+            f"again (`quandary db register NEW_PATH --db-id {db_id}`) or `quandary db remove {db_id}`"
+        )
 
 
 def _seed_shared(entry) -> bool:
@@ -72,7 +75,7 @@ def check_council(path: str | None = None):
         allowed = ", ".join(f for f in Member.model_fields if f != "name")
         hint = ""
         if any(e["type"] == "extra_forbidden" for e in exc.errors()):
-            hint = (f"\n  allowed top-level keys: members, councils; member keys: {allowed}")
+            hint = f"\n  allowed top-level keys: members, councils; member keys: {allowed}"
         raise PreflightError(f"{where}: {describe_validation_error(exc)}{hint}") from None
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise PreflightError(f"{where}: {' '.join(str(exc).split())}") from None
@@ -119,9 +122,15 @@ def check_grid(grid: dict, council=None) -> None:
             raise ValueError(f"{key}: expected a list of names (got {v!r})")
         values[key] = names
     spec = GridSpec()
-    GridSpec(values.get("generators") or (PROGRAMMATIC,), values.get("subcategories", spec.subcategories),
-             values.get("styles", spec.styles), values.get("difficulties", spec.difficulties),
-             grid.get("n", spec.n), grid.get("seed", spec.seed), values.get("llm_subcategories")).validate()
+    GridSpec(
+        values.get("generators") or (PROGRAMMATIC,),
+        values.get("subcategories", spec.subcategories),
+        values.get("styles", spec.styles),
+        values.get("difficulties", spec.difficulties),
+        grid.get("n", spec.n),
+        grid.get("seed", spec.seed),
+        values.get("llm_subcategories"),
+    ).validate()
     if council is not None and values.get("generators") is not None:
         known = [PROGRAMMATIC, *council.members]
         bad = [g for g in values["generators"] if g not in known]

@@ -28,7 +28,7 @@ class Interval:
     resamples: int
 
     def scaled(self, k: float) -> "Interval":
-        f = (lambda v: None if v is None else v * k)
+        f = lambda v: None if v is None else v * k
         return Interval(f(self.estimate), f(self.low), f(self.high), self.clusters, self.resamples)
 
     def fmt(self, digits: int = 2) -> str:
@@ -44,9 +44,16 @@ def _cluster_sums(codes: np.ndarray, values: np.ndarray, k: int) -> tuple[np.nda
     return sums, counts
 
 
-def cluster_bootstrap(clusters_a: Sequence[Hashable], values_a: Sequence[float | None],
-                      clusters_b: Sequence[Hashable] | None = None, values_b: Sequence[float | None] | None = None,
-                      *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, level: float = 0.95) -> Interval:
+def cluster_bootstrap(
+    clusters_a: Sequence[Hashable],
+    values_a: Sequence[float | None],
+    clusters_b: Sequence[Hashable] | None = None,
+    values_b: Sequence[float | None] | None = None,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Interval:
     """Percentile interval of mean(A) − mean(B) (or mean(A)) under a cluster bootstrap.
 
     ``values`` may hold None/NaN for ineligible observations (e.g. recall of a fallback stop):
@@ -62,7 +69,7 @@ def cluster_bootstrap(clusters_a: Sequence[Hashable], values_a: Sequence[float |
     paired = clusters_b is not None and values_b is not None
     if paired:
         vb = np.array([np.nan if v is None else float(v) for v in values_b], dtype=float)
-        sb, nb = _cluster_sums(codes[len(va):], vb, k)
+        sb, nb = _cluster_sums(codes[len(va) :], vb, k)
 
     def stat(weights: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):

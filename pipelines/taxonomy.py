@@ -99,9 +99,15 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "Without the evidence the SQL would be a guess.",
         ),
         examples=(
-            {"question": "List the senior students of the Engineering department.", "evidence": "Senior students are students with more than 90 credits."},
+            {
+                "question": "List the senior students of the Engineering department.",
+                "evidence": "Senior students are students with more than 90 credits.",
+            },
             {"question": "How many courses are heavy?", "evidence": "A heavy course is a course worth 12 credits."},
-            {"question": "Which students graduated with honours in 'Database'?", "evidence": "Honours means a grade of 31 (30 cum laude)."},
+            {
+                "question": "Which students graduated with honours in 'Database'?",
+                "evidence": "Honours means a grade of 31 (30 cum laude).",
+            },
         ),
     ),
     # ------------------------------------------------------------------ ambiguous
@@ -117,9 +123,21 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "Both readings are natural for a user.",
         ),
         examples=(
-            _amb("What courses does each department offer?", {"hidden_knowledge": "List the courses common to all departments (collective reading)."}, {"hidden_knowledge": "For every department, list its courses (distributive reading)."}),
-            _amb("Which students are enrolled in every Mathematics course?", {"hidden_knowledge": "Students enrolled in all Mathematics courses."}, {"hidden_knowledge": "For each Mathematics course, the students enrolled in it."}),
-            _amb("What grade did all students get in 'Database'?", {"hidden_knowledge": "The grade shared by all students of the course."}, {"hidden_knowledge": "Each student's grade in the course."}),
+            _amb(
+                "What courses does each department offer?",
+                {"hidden_knowledge": "List the courses common to all departments (collective reading)."},
+                {"hidden_knowledge": "For every department, list its courses (distributive reading)."},
+            ),
+            _amb(
+                "Which students are enrolled in every Mathematics course?",
+                {"hidden_knowledge": "Students enrolled in all Mathematics courses."},
+                {"hidden_knowledge": "For each Mathematics course, the students enrolled in it."},
+            ),
+            _amb(
+                "What grade did all students get in 'Database'?",
+                {"hidden_knowledge": "The grade shared by all students of the course."},
+                {"hidden_knowledge": "Each student's grade in the course."},
+            ),
         ),
     ),
     Subcategory(
@@ -133,9 +151,21 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "One reading applies the modifier to one element only, the other to all.",
         ),
         examples=(
-            _amb("List the professors and the students in engineering.", {"hidden_knowledge": "'in engineering' modifies only the students."}, {"hidden_knowledge": "'in engineering' modifies both professors and students."}),
-            _amb("Show the courses and departments in Building C.", {"hidden_knowledge": "Only the departments are filtered by Building C."}, {"hidden_knowledge": "Courses of departments in Building C and those departments."}),
-            _amb("List students and professors hired or enrolled after 2022.", {"hidden_knowledge": "The date condition applies to professors only."}, {"hidden_knowledge": "The date condition applies to both."}),
+            _amb(
+                "List the professors and the students in engineering.",
+                {"hidden_knowledge": "'in engineering' modifies only the students."},
+                {"hidden_knowledge": "'in engineering' modifies both professors and students."},
+            ),
+            _amb(
+                "Show the courses and departments in Building C.",
+                {"hidden_knowledge": "Only the departments are filtered by Building C."},
+                {"hidden_knowledge": "Courses of departments in Building C and those departments."},
+            ),
+            _amb(
+                "List students and professors hired or enrolled after 2022.",
+                {"hidden_knowledge": "The date condition applies to professors only."},
+                {"hidden_knowledge": "The date condition applies to both."},
+            ),
         ),
     ),
     Subcategory(
@@ -149,9 +179,21 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "The question uses the shared noun without a qualifier.",
         ),
         examples=(
-            _amb("List the emails of the students of the 'database' course.", {"hidden_knowledge": "'emails' means students.personal_email."}, {"hidden_knowledge": "'emails' means students.institutional_email."}),
-            _amb("Show the dates of the Fall courses.", {"hidden_knowledge": "'dates' means courses.start_date."}, {"hidden_knowledge": "'dates' means the enrollment dates in those courses."}),
-            _amb("What is the name of student 12?", {"hidden_knowledge": "'name' means first_name."}, {"hidden_knowledge": "'name' means last_name."}),
+            _amb(
+                "List the emails of the students of the 'database' course.",
+                {"hidden_knowledge": "'emails' means students.personal_email."},
+                {"hidden_knowledge": "'emails' means students.institutional_email."},
+            ),
+            _amb(
+                "Show the dates of the Fall courses.",
+                {"hidden_knowledge": "'dates' means courses.start_date."},
+                {"hidden_knowledge": "'dates' means the enrollment dates in those courses."},
+            ),
+            _amb(
+                "What is the name of student 12?",
+                {"hidden_knowledge": "'name' means first_name."},
+                {"hidden_knowledge": "'name' means last_name."},
+            ),
         ),
     ),
     Subcategory(
@@ -165,9 +207,21 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "The question refers to it without saying which entity it belongs to.",
         ),
         examples=(
-            _amb("List the enrollment date of the students of the 'database' course.", {"hidden_knowledge": "students.enrollment_date (university enrolment)."}, {"hidden_knowledge": "student_courses.enrollment_date (course enrolment)."}),
-            _amb("Show the credits of students taking 'Algorithms'.", {"hidden_knowledge": "students.credits (credits earned)."}, {"hidden_knowledge": "courses.credits (credits of the course)."}),
-            _amb("Which department does the 'Genetics' course belong to, and its students?", {"hidden_knowledge": "The department of the course."}, {"hidden_knowledge": "The departments of the students."}),
+            _amb(
+                "List the enrollment date of the students of the 'database' course.",
+                {"hidden_knowledge": "students.enrollment_date (university enrolment)."},
+                {"hidden_knowledge": "student_courses.enrollment_date (course enrolment)."},
+            ),
+            _amb(
+                "Show the credits of students taking 'Algorithms'.",
+                {"hidden_knowledge": "students.credits (credits earned)."},
+                {"hidden_knowledge": "courses.credits (credits of the course)."},
+            ),
+            _amb(
+                "Which department does the 'Genetics' course belong to, and its students?",
+                {"hidden_knowledge": "The department of the course."},
+                {"hidden_knowledge": "The departments of the students."},
+            ),
         ),
     ),
     Subcategory(
@@ -181,9 +235,21 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "Different thresholds give different, equally defensible answers.",
         ),
         examples=(
-            _amb("List recent courses.", {"hidden_knowledge": "Recent means courses of the last year (2026)."}, {"hidden_knowledge": "Recent means courses of the last two years (2025 onwards)."}),
-            _amb("Which students have high grades in 'Database'?", {"hidden_knowledge": "High means a grade of at least 28."}, {"hidden_knowledge": "High means a grade of 30 or 31."}),
-            _amb("Show the departments with a large budget.", {"hidden_knowledge": "Large means above 1,000,000."}, {"hidden_knowledge": "Large means above 800,000."}),
+            _amb(
+                "List recent courses.",
+                {"hidden_knowledge": "Recent means courses of the last year (2026)."},
+                {"hidden_knowledge": "Recent means courses of the last two years (2025 onwards)."},
+            ),
+            _amb(
+                "Which students have high grades in 'Database'?",
+                {"hidden_knowledge": "High means a grade of at least 28."},
+                {"hidden_knowledge": "High means a grade of 30 or 31."},
+            ),
+            _amb(
+                "Show the departments with a large budget.",
+                {"hidden_knowledge": "Large means above 1,000,000."},
+                {"hidden_knowledge": "Large means above 800,000."},
+            ),
         ),
     ),
     Subcategory(
@@ -197,9 +263,21 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "One valid SQL exists per possible value of the user's fact.",
         ),
         examples=(
-            _amb("List the students in my department.", {"hidden_knowledge": "The user's department is Engineering."}, {"hidden_knowledge": "The user's department is Physics."}),
-            _amb("What grades did I get?", {"hidden_knowledge": "The user is student 17."}, {"hidden_knowledge": "The user is student 42."}),
-            _amb("Which courses of my year are offered in Spring?", {"hidden_knowledge": "The user's year is 2025."}, {"hidden_knowledge": "The user's year is 2026."}),
+            _amb(
+                "List the students in my department.",
+                {"hidden_knowledge": "The user's department is Engineering."},
+                {"hidden_knowledge": "The user's department is Physics."},
+            ),
+            _amb(
+                "What grades did I get?",
+                {"hidden_knowledge": "The user is student 17."},
+                {"hidden_knowledge": "The user is student 42."},
+            ),
+            _amb(
+                "Which courses of my year are offered in Spring?",
+                {"hidden_knowledge": "The user's year is 2025."},
+                {"hidden_knowledge": "The user's year is 2026."},
+            ),
         ),
     ),
     Subcategory(
@@ -214,9 +292,24 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "The question itself is clear; the inconsistency lives in the knowledge.",
         ),
         examples=(
-            _amb("List the top five students' performance.", {"hidden_knowledge": "Performance is the average grade."}, {"hidden_knowledge": "Performance is the average grade weighted by course credits."}, evidence="A student's performance is their average grade. A student's performance is the average grade weighted by the course credits."),
-            _amb("How many senior students are there?", {"hidden_knowledge": "Senior: more than 90 credits."}, {"hidden_knowledge": "Senior: enrolled before 2022."}, evidence="Senior students have more than 90 credits. Senior students enrolled before 2022."),
-            _amb("Which courses are advanced?", {"hidden_knowledge": "Advanced: 12 credits."}, {"hidden_knowledge": "Advanced: offered in 2026."}, evidence="Advanced courses are worth 12 credits. Advanced courses are those offered in 2026."),
+            _amb(
+                "List the top five students' performance.",
+                {"hidden_knowledge": "Performance is the average grade."},
+                {"hidden_knowledge": "Performance is the average grade weighted by course credits."},
+                evidence="A student's performance is their average grade. A student's performance is the average grade weighted by the course credits.",
+            ),
+            _amb(
+                "How many senior students are there?",
+                {"hidden_knowledge": "Senior: more than 90 credits."},
+                {"hidden_knowledge": "Senior: enrolled before 2022."},
+                evidence="Senior students have more than 90 credits. Senior students enrolled before 2022.",
+            ),
+            _amb(
+                "Which courses are advanced?",
+                {"hidden_knowledge": "Advanced: 12 credits."},
+                {"hidden_knowledge": "Advanced: offered in 2026."},
+                evidence="Advanced courses are worth 12 credits. Advanced courses are those offered in 2026.",
+            ),
         ),
     ),
     # ------------------------------------------------------------------ unanswerable
@@ -231,9 +324,18 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "It names an entity or attribute no table or column holds.",
         ),
         examples=(
-            {"question": "List the administrative staff in the engineering department.", "feedback": "The schema has no table or column about staff; ask the database administrator to add staff data."},
-            {"question": "What is the phone number of student 12?", "feedback": "The students table has no phone number column."},
-            {"question": "Which classroom hosts the 'Database' course?", "feedback": "No table records classrooms or course locations."},
+            {
+                "question": "List the administrative staff in the engineering department.",
+                "feedback": "The schema has no table or column about staff; ask the database administrator to add staff data.",
+            },
+            {
+                "question": "What is the phone number of student 12?",
+                "feedback": "The students table has no phone number column.",
+            },
+            {
+                "question": "Which classroom hosts the 'Database' course?",
+                "feedback": "No table records classrooms or course locations.",
+            },
         ),
     ),
     Subcategory(
@@ -247,9 +349,18 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "No foreign key path connects them in the required way.",
         ),
         examples=(
-            {"question": "List the professors for the course 'database'.", "feedback": "Professors and courses exist but no table records which professor teaches which course."},
-            {"question": "Which professor advises student 8?", "feedback": "There is no advisor relationship between students and professors."},
-            {"question": "How many students does professor Rossi teach?", "feedback": "No link exists between professors and the courses or students they teach."},
+            {
+                "question": "List the professors for the course 'database'.",
+                "feedback": "Professors and courses exist but no table records which professor teaches which course.",
+            },
+            {
+                "question": "Which professor advises student 8?",
+                "feedback": "There is no advisor relationship between students and professors.",
+            },
+            {
+                "question": "How many students does professor Rossi teach?",
+                "feedback": "No link exists between professors and the courses or students they teach.",
+            },
         ),
     ),
     Subcategory(
@@ -263,9 +374,18 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
             "The fact is objective (not user-specific), so dialogue with the user is not the fix.",
         ),
         examples=(
-            {"question": "List all the grades of the students for the course 'database' using alphabetic notation (A-F).", "feedback": "The mapping from numeric grades to letters is not in the database or knowledge base."},
-            {"question": "Which courses satisfy the national accreditation requirements?", "feedback": "Accreditation requirements are not stored."},
-            {"question": "Convert each department's budget to Japanese yen at today's rate.", "feedback": "Exchange rates are external data not held in the database."},
+            {
+                "question": "List all the grades of the students for the course 'database' using alphabetic notation (A-F).",
+                "feedback": "The mapping from numeric grades to letters is not in the database or knowledge base.",
+            },
+            {
+                "question": "Which courses satisfy the national accreditation requirements?",
+                "feedback": "Accreditation requirements are not stored.",
+            },
+            {
+                "question": "Convert each department's budget to Japanese yen at today's rate.",
+                "feedback": "Exchange rates are external data not held in the database.",
+            },
         ),
     ),
     Subcategory(
@@ -281,7 +401,10 @@ SUBCATEGORIES: tuple[Subcategory, ...] = (
         examples=(
             {"question": "Hello!", "feedback": "This is a greeting, not a question about the university data."},
             {"question": "What is the meaning of life?", "feedback": "This question is not about the database."},
-            {"question": "Update my mailing address.", "feedback": "This is a write request; the assistant only answers read-only questions."},
+            {
+                "question": "Update my mailing address.",
+                "feedback": "This is a write request; the assistant only answers read-only questions.",
+            },
         ),
     ),
 )
@@ -312,11 +435,31 @@ class Style:
 
 
 STYLES: tuple[Style, ...] = (
-    Style("formal", "Complete, grammatical sentences with precise, neutral wording and no contractions.", "Please list the institutional email addresses of all students enrolled in the Database course."),
-    Style("colloquial", "Casual everyday speech: contractions, informal words, as if talking to a colleague.", "hey, who's taking the database class? need their emails"),
-    Style("imperative", "A direct command starting with a verb (List, Show, Give, Find).", "Show the students enrolled in the Database course."),
-    Style("interrogative", "A direct question ending with a question mark (Who, What, Which, How many).", "Which students are enrolled in the Database course?"),
-    Style("descriptive", "Describes the information need in a declarative sentence ('I need ...', 'I am looking for ...').", "I am looking for the students who are enrolled in the Database course."),
+    Style(
+        "formal",
+        "Complete, grammatical sentences with precise, neutral wording and no contractions.",
+        "Please list the institutional email addresses of all students enrolled in the Database course.",
+    ),
+    Style(
+        "colloquial",
+        "Casual everyday speech: contractions, informal words, as if talking to a colleague.",
+        "hey, who's taking the database class? need their emails",
+    ),
+    Style(
+        "imperative",
+        "A direct command starting with a verb (List, Show, Give, Find).",
+        "Show the students enrolled in the Database course.",
+    ),
+    Style(
+        "interrogative",
+        "A direct question ending with a question mark (Who, What, Which, How many).",
+        "Which students are enrolled in the Database course?",
+    ),
+    Style(
+        "descriptive",
+        "Describes the information need in a declarative sentence ('I need ...', 'I am looking for ...').",
+        "I am looking for the students who are enrolled in the Database course.",
+    ),
     Style("concise", "As few words as possible, keyword-like, possibly without a verb.", "Database course students"),
 )
 STYLE_BY_ID = {s.id: s for s in STYLES}
@@ -334,7 +477,11 @@ DIFFICULTIES: tuple[Difficulty, ...] = (
     Difficulty("simple", "A single table, a few conditions, at most a basic aggregate; no joins or subqueries.", 0),
     Difficulty("moderate", "One or two joins, or GROUP BY with aggregates, or ORDER BY with LIMIT.", 1),
     Difficulty("complex", "Several joins combined with grouping, HAVING, or a subquery.", 2),
-    Difficulty("highly complex", "Nested subqueries, set operations, window functions or CTEs, several joins and many conditions.", 3),
+    Difficulty(
+        "highly complex",
+        "Nested subqueries, set operations, window functions or CTEs, several joins and many conditions.",
+        3,
+    ),
 )
 DIFFICULTY_BY_ID = {d.id: d for d in DIFFICULTIES}
 

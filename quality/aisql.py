@@ -33,7 +33,12 @@ AISQL_PAIRS = Contract(
         ColumnRule("gold_sql", pl.String, nullable=False, min_length=1),
         ColumnRule("candidate_sql", pl.String, nullable=False),
         ColumnRule("label", pl.Boolean),
-        ColumnRule("label_source", pl.String, nullable=False, allowed=("constructed", "executed", "manual", "oracle_suggested", "none")),
+        ColumnRule(
+            "label_source",
+            pl.String,
+            nullable=False,
+            allowed=("constructed", "executed", "manual", "oracle_suggested", "none"),
+        ),
         ColumnRule("variant_layer", pl.String, nullable=False, allowed=("none", "relational", "ai")),
     ),
 )

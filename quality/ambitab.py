@@ -84,8 +84,9 @@ def amb_count_rule(df: pl.DataFrame) -> RuleOutcome:
 
 
 def _rows_of(df: pl.DataFrame):
-    for row in df.select("record_id", "corpus", "avt_id", "engine", "db_path", "executable",
-                         "verifier_json").iter_rows(named=True):
+    for row in df.select("record_id", "corpus", "avt_id", "engine", "db_path", "executable", "verifier_json").iter_rows(
+        named=True
+    ):
         yield row, json.loads(row["verifier_json"])
 
 
@@ -104,7 +105,9 @@ def reference_executes_rule(df: pl.DataFrame, timeout_s: float = 30.0) -> tuple[
             continue
         path = row["db_path"]
         if row["engine"] != "sqlite" or not path or not Path(path).is_file():
-            out.failures.append(f"{row['record_id']}: marked executable but database {path!r} is not a present SQLite file")
+            out.failures.append(
+                f"{row['record_id']}: marked executable but database {path!r} is not a present SQLite file"
+            )
             continue
         if len(ver["reference_sql"]) != 1:
             out.failures.append(f"{row['record_id']}: SQLite records need exactly one reference SQL")

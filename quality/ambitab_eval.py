@@ -24,8 +24,9 @@ AMBITAB_EPISODES = Contract(
         ColumnRule("precision", pl.Float64, min_value=0.0, max_value=1.0),
         ColumnRule("f1", pl.Float64, min_value=0.0, max_value=1.0),
         ColumnRule("verdict", pl.Int64, allowed=(0, 1)),
-        ColumnRule("status", pl.String, nullable=False, allowed=("ok", "unverifiable", "context_overflow",
-                                                                          "no_solver")),
+        ColumnRule(
+            "status", pl.String, nullable=False, allowed=("ok", "unverifiable", "context_overflow", "no_solver")
+        ),
         ColumnRule("turns_json", pl.String, nullable=False),
     ),
 )

@@ -89,6 +89,7 @@ SCHEMA_CONTEXT = Contract(
     ),
 )
 
+
 def _taxonomy_values():
     from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID, Group
 

@@ -57,9 +57,7 @@ def _expectations(contract: Contract, columns_present: set[str]):
         if rule.allowed is not None:
             yield E.ExpectColumnValuesToBeInSet(column=rule.name, value_set=list(rule.allowed))
         if rule.min_value is not None or rule.max_value is not None:
-            yield E.ExpectColumnValuesToBeBetween(
-                column=rule.name, min_value=rule.min_value, max_value=rule.max_value
-            )
+            yield E.ExpectColumnValuesToBeBetween(column=rule.name, min_value=rule.min_value, max_value=rule.max_value)
         if rule.min_length is not None:
             yield E.ExpectColumnValueLengthsToBeBetween(column=rule.name, min_value=rule.min_length)
 

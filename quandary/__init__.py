@@ -35,8 +35,10 @@ def load(asset: str, db: str | None = None) -> pl.DataFrame:
             return store.read_latest(asset, db)
         except FileNotFoundError:
             parts = latest_partitions(store, asset)
-        raise LookupError(f"no {asset} stored for {db!r}" + (f"; stored for: {', '.join(parts)}" if parts else
-                                                             f"; stored tables: {', '.join(assets()) or 'none'}"))
+        raise LookupError(
+            f"no {asset} stored for {db!r}"
+            + (f"; stored for: {', '.join(parts)}" if parts else f"; stored tables: {', '.join(assets()) or 'none'}")
+        )
     parts = latest_partitions(store, asset)
     if not parts:
         raise LookupError(f"no {asset} stored; stored tables: {', '.join(assets()) or 'none yet'}")

@@ -141,7 +141,8 @@ def check_seed_unchanged(path: str | Path, recorded_sha256: str | None, db_id: s
         raise SeedChangedError(
             f"seed database {db_id!r} ({p}) changed since it was registered or read by this run: recorded sha256 "
             f"{recorded_sha256[:16]}…, now {current[:16]}…; to use the new data re-register it "
-            f"(`quandary db register {p} --db-id {db_id} --replace`) and start a new run, or restore the old file")
+            f"(`quandary db register {p} --db-id {db_id} --replace`) and start a new run, or restore the old file"
+        )
 
 
 def _cached_sha256(p: Path) -> str:
@@ -180,9 +181,8 @@ def local_seed(path: str | Path, recorded_sha256: str | None, db_id: str) -> str
         raise SeedChangedError(
             f"seed database {db_id!r}: {p} {state}, and the registered bytes (sha256 {recorded_sha256[:16]}…) "
             f"cannot be fetched from the shared store: {exc}; run `quandary db register {p} --db-id {db_id}` "
-            "on a node that has the registered file") from None
-
-
+            "on a node that has the registered file"
+        ) from None
 
 
 # ----------------------------------------------------------------------------- inspection
@@ -228,8 +228,7 @@ def _inspect_sqlite(path: Path) -> list[TableInfo]:
     con = open_sqlite_readonly(path)
     try:
         rows = con.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
-            "AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
         ).fetchall()
         tables = []
         for name, ddl in rows:
@@ -249,9 +248,7 @@ def _inspect_sqlite(path: Path) -> list[TableInfo]:
                 fks.append(ForeignKey(column=fk[3], ref_table=fk[2], ref_column=ref_col))
             row_count = con.execute(f"SELECT COUNT(*) FROM {q}").fetchall()[0][0]
             sample_cols, sample = _sample_rows(path, q, [c.name for c in columns])
-            tables.append(
-                TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample)
-            )
+            tables.append(TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample))
         return tables
     finally:
         con.close()
@@ -287,9 +284,7 @@ def _inspect_duckdb(path: Path) -> list[TableInfo]:
                 elif ctype == "FOREIGN KEY" and rtable:
                     fks.extend(ForeignKey(c, rtable, r) for c, r in zip(ccols, rcols or []))
             columns = [ColumnInfo(c[0], c[1].upper(), bool(c[2]), c[0] in pk) for c in cols]
-            ddl = con.execute(
-                "SELECT sql FROM duckdb_tables() WHERE table_name = ?", [name]
-            ).fetchall()[0][0]
+            ddl = con.execute("SELECT sql FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[0][0]
             row_count = con.execute(f"SELECT COUNT(*) FROM {q}").fetchall()[0][0]
             sample_cols, sample = _sample_rows(path, q, [c.name for c in columns])
             tables.append(TableInfo(name, columns, pk, fks, row_count, (ddl or "").strip(), sample_cols, sample))
@@ -308,8 +303,12 @@ def _sample_rows(path: Path, quoted_table: str, column_names: list[str]) -> tupl
     has no sample rows."""
     from resources.sql import execute_sql
 
-    out = execute_sql(path, f"SELECT * FROM {quoted_table} LIMIT {SAMPLE_ROWS}", timeout_s=SAMPLE_TIMEOUT_S,
-                      max_bytes=SAMPLE_MAX_BYTES)
+    out = execute_sql(
+        path,
+        f"SELECT * FROM {quoted_table} LIMIT {SAMPLE_ROWS}",
+        timeout_s=SAMPLE_TIMEOUT_S,
+        max_bytes=SAMPLE_MAX_BYTES,
+    )
     if not out.ok:
         return column_names, []
     return out.columns, out.rows
@@ -444,13 +443,17 @@ class Catalog:
                 raise AlreadyRegisteredError(
                     f"database id {info.db_id!r} is already registered to "
                     f"{_binding(old.get('path'), old.get('sha256'))}; pass --replace to rebind it to {_binding(info.path, info.sha256)}, which starts a new "
-                    "version of its partition", [(info.db_id, old, info)])
+                    "version of its partition",
+                    [(info.db_id, old, info)],
+                )
             data[info.db_id] = entry
+
         self._update(change)
         return info
 
-    def register_folder(self, root: str | Path, *, replace: bool = True
-                        ) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
+    def register_folder(
+        self, root: str | Path, *, replace: bool = True
+    ) -> tuple[list[DatabaseInfo], list[SkippedDatabase]]:
         """Register every database :func:`discover` finds under ``root``. With ``replace=False``,
         if any id is already bound to another file or content, nothing is registered and
         :class:`AlreadyRegisteredError` lists each such id (old and new file and sha256)."""
@@ -461,14 +464,20 @@ class Catalog:
         def add(data):
             changed = [(info.db_id, data[info.db_id], info) for info in found if _rebinds(data.get(info.db_id), info)]
             if changed and not replace:
-                lines = [f"  {db_id}: {_binding(old.get('path'), old.get('sha256'))} -> "
-                         f"{_binding(info.path, info.sha256)}" for db_id, old, info in changed]
+                lines = [
+                    f"  {db_id}: {_binding(old.get('path'), old.get('sha256'))} -> {_binding(info.path, info.sha256)}"
+                    for db_id, old, info in changed
+                ]
                 raise AlreadyRegisteredError(
                     f"{len(changed)} database id(s) under {root} are already registered to another file or "
-                    "content; nothing registered:\n" + "\n".join(lines)
-                    + "\npass --replace to rebind them (each starts a new version of its partition)", changed)
+                    "content; nothing registered:\n"
+                    + "\n".join(lines)
+                    + "\npass --replace to rebind them (each starts a new version of its partition)",
+                    changed,
+                )
             for info in found:
                 data[info.db_id] = asdict(CatalogEntry(info.db_id, info.path, info.engine, info.sha256))
+
         self._update(add)
         return found, skipped
 

@@ -56,9 +56,17 @@ def _fmt_duration(s: float) -> str:
 class Progress:
     """One step's progress. Thread-safe; see the module docstring for the API."""
 
-    def __init__(self, step: str, total: int, *, stream: TextIO | None = None,
-                 sinks: tuple[Sink, ...] = (), line_every_s: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic, terminal: bool = True):
+    def __init__(
+        self,
+        step: str,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        sinks: tuple[Sink, ...] = (),
+        line_every_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        terminal: bool = True,
+    ):
         self.step = step
         self.total = max(0, int(total))
         self.done = 0
@@ -138,8 +146,10 @@ class Progress:
             left = remaining * per_item * latency / max(1, self._peak_in_flight)
             if self._in_flight:  # the calls in flight are partly done already
                 now = self._clock()
-                left = max(left - sum(min(latency, now - t) for t in self._in_flight.values())
-                           / max(1, self._peak_in_flight), 0.0)
+                left = max(
+                    left - sum(min(latency, now - t) for t in self._in_flight.values()) / max(1, self._peak_in_flight),
+                    0.0,
+                )
             return left
         if self.done:
             return elapsed / self.done * remaining
@@ -150,8 +160,7 @@ class Progress:
         total = f"/{self.total}" if self.total else ""
         eta_s = self._eta_s(elapsed)
         eta = f", ~{_fmt_duration(eta_s)} left" if eta_s is not None and self.done < self.total else ""
-        calls = (f"  LLM calls {self.calls_made} (cached {self.cached}, failed {self.failed})"
-                 if self.calls_made else "")
+        calls = f"  LLM calls {self.calls_made} (cached {self.cached}, failed {self.failed})" if self.calls_made else ""
         flight = ""
         if self._in_flight:
             oldest = self._clock() - min(self._in_flight.values())

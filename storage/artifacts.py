@@ -176,8 +176,9 @@ def write_version(
         _write_atomic(path, data)
     _write_atomic(folder / "LATEST", path.name.encode())
     try:
-        _append_version(folder, {"file": path.name, "hash": digest, "size": len(data), "rows": df.height,
-                                 "at": time.time()})
+        _append_version(
+            folder, {"file": path.name, "hash": digest, "size": len(data), "rows": df.height, "at": time.time()}
+        )
     except OSError as exc:  # LATEST already names the file; the history line is the only loss
         raise storage_error(exc, folder / "versions.jsonl", "cannot append to artifact history") from exc
     return ArtifactVersion(asset, partition or UNPARTITIONED, path, digest, df.height)
@@ -205,24 +206,38 @@ def _recover_from_content(folder: Path, where: str, on_recovered) -> Path | None
     files = sorted(folder.glob("*.parquet"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
     for path in files:
         if verify_file(path):
-            on_recovered(f"artifact {where}: LATEST and versions.jsonl are missing or unusable; serving the newest "
-                         f"intact content file {path.name} (by modification time) and rewriting LATEST — check "
-                         f"it is the version you expect, or rematerialize {where}")
+            on_recovered(
+                f"artifact {where}: LATEST and versions.jsonl are missing or unusable; serving the newest "
+                f"intact content file {path.name} (by modification time) and rewriting LATEST — check "
+                f"it is the version you expect, or rematerialize {where}"
+            )
             try:
                 _write_atomic(folder / "LATEST", path.name.encode())
-                _append_version(folder, {"file": path.name, "hash": file_sha256(path), "size": path.stat().st_size,
-                                         "rows": None, "at": time.time(), "recovered": True})
+                _append_version(
+                    folder,
+                    {
+                        "file": path.name,
+                        "hash": file_sha256(path),
+                        "size": path.stat().st_size,
+                        "rows": None,
+                        "at": time.time(),
+                        "recovered": True,
+                    },
+                )
             except OSError:
                 pass  # read-only store: still serve the verified file
             return path
     if files:
-        on_recovered(f"artifact {where}: LATEST and versions.jsonl are missing and none of its {len(files)} "
-                     f"content files is intact; rematerialize {where}")
+        on_recovered(
+            f"artifact {where}: LATEST and versions.jsonl are missing and none of its {len(files)} "
+            f"content files is intact; rematerialize {where}"
+        )
     return None
 
 
-def latest_path(asset: str, partition: str | None = None, root: Path | None = None,
-                *, verify: bool = True, on_recovered=None) -> Path | None:
+def latest_path(
+    asset: str, partition: str | None = None, root: Path | None = None, *, verify: bool = True, on_recovered=None
+) -> Path | None:
     """The latest version's file, verified against its content hash.
 
     A damaged LATEST pointer (empty, garbage, naming a missing file) is recovered from the newest
@@ -242,14 +257,16 @@ def latest_path(asset: str, partition: str | None = None, root: Path | None = No
         path = _recover_latest(folder)
         if path is None:
             where = f"{asset}[{partition}]" if partition else asset
-            path = _recover_from_content(folder, where,
-                                         on_recovered or (lambda m: warnings.warn(m, UserWarning, stacklevel=4)))
+            path = _recover_from_content(
+                folder, where, on_recovered or (lambda m: warnings.warn(m, UserWarning, stacklevel=4))
+            )
         if path is None:
             return None
     if verify and not verify_file(path):
         raise DamagedArtifactError(
             f"artifact {path} is damaged (its content does not match its hash); rematerialize {asset}"
-            f"{f' for partition {partition}' if partition else ''} to rewrite it")
+            f"{f' for partition {partition}' if partition else ''} to rewrite it"
+        )
     return path
 
 
@@ -274,8 +291,12 @@ def latest_paths_by_asset(root: Path | None = None, on_damaged=None) -> dict[str
         paths = []
         for part_dir in sorted(p for p in asset_dir.iterdir() if p.is_dir()):
             try:
-                path = latest_path(asset_dir.name, part_dir.name, base,
-                                   on_recovered=on_damaged or (lambda m: warnings.warn(m, stacklevel=3)))
+                path = latest_path(
+                    asset_dir.name,
+                    part_dir.name,
+                    base,
+                    on_recovered=on_damaged or (lambda m: warnings.warn(m, stacklevel=3)),
+                )
             except (DamagedArtifactError, UnsafePathError) as exc:
                 (on_damaged or (lambda m: warnings.warn(m, stacklevel=3)))(str(exc))
                 continue

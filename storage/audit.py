@@ -91,23 +91,25 @@ def _calls_from_file(path: Path, warn) -> tuple[list, list] | None:
     try:
         src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            exists = src.execute(
-                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'"
-            ).fetchall()
+            exists = src.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'").fetchall()
             if not exists:
                 return None
             have = [r[1] for r in src.execute("PRAGMA table_info(llm_calls)")]
             cols = [c for c in have if c not in LEASE_COLUMNS]  # claims' bookkeeping is not audit
             # in_flight rows are claims of calls being sent right now, not calls
-            cur = src.execute(f"SELECT {', '.join(cols)} FROM llm_calls"
-                              + (" WHERE status != 'in_flight'" if "status" in have else ""))
+            cur = src.execute(
+                f"SELECT {', '.join(cols)} FROM llm_calls"
+                + (" WHERE status != 'in_flight'" if "status" in have else "")
+            )
             rows = cur.fetchall()
         finally:
             src.close()
     except (sqlite3.Error, OSError) as exc:
         if storage_cause(exc, path) == CORRUPT:
-            warn(f"call log {path} is damaged ({exc}); the llm_calls view is left out "
-                 "(move the file away to start a new log)")
+            warn(
+                f"call log {path} is damaged ({exc}); the llm_calls view is left out "
+                "(move the file away to start a new log)"
+            )
         else:  # unreadable for another cause (permissions, I/O): not damage, keep the file
             warn(f"{storage_message(exc, path, 'call log')}; the llm_calls view is left out")
         return None
@@ -134,8 +136,9 @@ def _create_view(con, asset: str, paths: list[Path], warn) -> list[Path]:
     return good
 
 
-def open_audit(root: Path | None = None, llm_log: Path | None = None, *, warn=_stderr_warning,
-               read_only: bool = True) -> duckdb.DuckDBPyConnection:
+def open_audit(
+    root: Path | None = None, llm_log: Path | None = None, *, warn=_stderr_warning, read_only: bool = True
+) -> duckdb.DuckDBPyConnection:
     """``root``: a local artifact folder; default: the deployment's store (``$QUANDARY_ARTIFACTS_URL``,
     a bucket read through its registered fsspec filesystem, else ``$QUANDARY_HOME/artifacts``).
     ``llm_log``: a call log file; default: the deployment's call log (PostgreSQL in distributed mode)."""

@@ -83,6 +83,7 @@ class ObjectBackend(ABC):
 
 # -- local folder -----------------------------------------------------------------------------------
 
+
 class LocalBackend(ObjectBackend):
     """A folder as an object store (``file:///path``): create-only by hard-linking a fully written
     temp file (atomic, fails if the name exists), compare-and-swap under an exclusive ``flock`` with
@@ -141,8 +142,9 @@ class LocalBackend(ObjectBackend):
         base = self._path(prefix) if prefix else self.root
         if not base.is_dir():
             return []
-        return sorted(p.relative_to(self.root).as_posix() for p in base.rglob("*")
-                      if p.is_file() and not p.name.startswith("."))
+        return sorted(
+            p.relative_to(self.root).as_posix() for p in base.rglob("*") if p.is_file() and not p.name.startswith(".")
+        )
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -174,8 +176,9 @@ def _s3_filesystem(endpoint_url: str | None = None):
         if fs is None:
             client_kwargs = {"endpoint_url": endpoint} if endpoint else {}
             # No listings cache: another node's writes must be visible at once.
-            fs = _filesystems[key] = s3fs.S3FileSystem(client_kwargs=client_kwargs, use_listings_cache=False,
-                                                       skip_instance_cache=True)
+            fs = _filesystems[key] = s3fs.S3FileSystem(
+                client_kwargs=client_kwargs, use_listings_cache=False, skip_instance_cache=True
+            )
         return fs
 
 
@@ -188,7 +191,7 @@ class S3Backend(ObjectBackend):
         if not url.startswith("s3://"):
             raise ValueError(f"not an s3:// URL: {url!r}")
         self.url = url.rstrip("/")
-        bucket_prefix = self.url[len("s3://"):]
+        bucket_prefix = self.url[len("s3://") :]
         self.bucket, _, self.prefix = bucket_prefix.partition("/")
         if not self.bucket:
             raise ValueError(f"no bucket in {url!r}")
@@ -235,7 +238,7 @@ class S3Backend(ObjectBackend):
             found = self.fs.find(base)
         except FileNotFoundError:
             return []
-        return sorted(p[len(root) + 1:] for p in found if p.startswith(root + "/"))
+        return sorted(p[len(root) + 1 :] for p in found if p.startswith(root + "/"))
 
     def exists(self, key: str) -> bool:
         try:
@@ -276,4 +279,3 @@ def backend_for(url: str) -> ObjectBackend:
 
         return LocalBackend(unquote(urlparse(url).path))
     raise ValueError(f"${ARTIFACTS_URL_ENV} must be an s3:// or file:// URL, got {url!r}")
-

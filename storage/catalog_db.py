@@ -15,7 +15,8 @@ from sqlalchemy import Column, String, Table, delete, insert, select, text
 from storage.state_tables import METADATA, ensure_tables
 
 CATALOG = Table(
-    "quandary_seed_catalog", METADATA,
+    "quandary_seed_catalog",
+    METADATA,
     Column("db_id", String, primary_key=True),
     Column("path", String, nullable=False),
     Column("engine", String, nullable=False),

@@ -30,17 +30,24 @@ WHAT = {
 
 REMEDY = {
     NO_SPACE: "free space on that disk (or point QUANDARY_HOME at another one), then rerun; the file is intact, "
-              "keep it",
+    "keep it",
     READ_ONLY: "the folder is on a read-only file system: remount it writable or point QUANDARY_HOME at a "
-               "writable folder, then rerun; the file is intact, keep it",
+    "writable folder, then rerun; the file is intact, keep it",
     PERMISSION: "give this user write access to the file and its folder (or point QUANDARY_HOME at a folder "
-                "you own), then rerun; the file is intact, keep it",
+    "you own), then rerun; the file is intact, keep it",
     CORRUPT: "move the file away (what it held is lost) or restore it from a backup, then rerun",
     IO: "check the disk (dmesg, SMART) and rerun; the file is not known to be damaged, keep it",
 }
 
-_ERRNO = {errno.ENOSPC: NO_SPACE, errno.EDQUOT: NO_SPACE, errno.EFBIG: NO_SPACE, errno.EROFS: READ_ONLY,
-          errno.EACCES: PERMISSION, errno.EPERM: PERMISSION, errno.EIO: IO}
+_ERRNO = {
+    errno.ENOSPC: NO_SPACE,
+    errno.EDQUOT: NO_SPACE,
+    errno.EFBIG: NO_SPACE,
+    errno.EROFS: READ_ONLY,
+    errno.EACCES: PERMISSION,
+    errno.EPERM: PERMISSION,
+    errno.EIO: IO,
+}
 
 # SQLite primary result codes (the low byte of the extended code)
 _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 8, 10, 11, 13, 14, 26

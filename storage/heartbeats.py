@@ -31,7 +31,8 @@ from storage.state_tables import METADATA, ensure_tables
 HEARTBEAT_ENV, HEARTBEAT_TIMEOUT_ENV = "QUANDARY_HEARTBEAT_S", "QUANDARY_HEARTBEAT_TIMEOUT_S"
 
 HEARTBEATS = Table(
-    "quandary_run_heartbeats", METADATA,
+    "quandary_run_heartbeats",
+    METADATA,
     Column("run_id", String, primary_key=True),
     Column("host", String, nullable=False),
     Column("pid", Integer, nullable=False),
@@ -93,8 +94,15 @@ def liveness(engine, run_id: str, timeout: float | None = None) -> Liveness:
     ensure_tables(engine, HEARTBEATS)
     now = _db_now(engine.dialect.name)
     with engine.connect() as con:
-        row = con.execute(select(HEARTBEATS.c.host, HEARTBEATS.c.pid, (now - HEARTBEATS.c.beat_at).label("silent"))
-                          .where(HEARTBEATS.c.run_id == run_id)).mappings().first()
+        row = (
+            con.execute(
+                select(HEARTBEATS.c.host, HEARTBEATS.c.pid, (now - HEARTBEATS.c.beat_at).label("silent")).where(
+                    HEARTBEATS.c.run_id == run_id
+                )
+            )
+            .mappings()
+            .first()
+        )
     if row is None:
         return Liveness(None)
     silent = float(row["silent"])

@@ -56,16 +56,20 @@ def _features(df: pl.DataFrame) -> list[dict]:
     out = []
     for name, dtype in df.schema.items():
         f = _feature(dtype)
-        out.append({"name": name, "dtype": f} if isinstance(f, str) else {"name": name, **({"list": f["list"]}
-                                                                                      if "list" in f else {"struct": f})})
+        out.append(
+            {"name": name, "dtype": f}
+            if isinstance(f, str)
+            else {"name": name, **({"list": f["list"]} if "list" in f else {"struct": f})}
+        )
     return out
 
 
 def splits_of(df: pl.DataFrame, split_column: str | None = "split", default: str = "test") -> dict[str, pl.DataFrame]:
     """Rows by their ``split_column`` value (sanitised), or all in ``default``."""
     if split_column and split_column in df.columns and df.height:
-        return {split_name(key[0]): part for key, part in sorted(df.group_by(split_column),
-                                                                    key=lambda kv: str(kv[0][0]))}
+        return {
+            split_name(key[0]): part for key, part in sorted(df.group_by(split_column), key=lambda kv: str(kv[0][0]))
+        }
     return {split_name(default): df}
 
 
@@ -84,17 +88,36 @@ def write_hf_dataset(out: Path, splits: dict[str, pl.DataFrame], card: DatasetCa
     header = {
         "license": card.license,
         "pretty_name": card.name,
-        "configs": [{"config_name": "default",
-                     "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}],
-        "dataset_info": {"features": _features(first),
-                         "splits": [{"name": s, "num_examples": n} for s, n in counts.items()]},
+        "configs": [
+            {"config_name": "default", "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits]}
+        ],
+        "dataset_info": {
+            "features": _features(first),
+            "splits": [{"name": s, "num_examples": n} for s, n in counts.items()],
+        },
     }
-    lines = ["---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
-             f"# {card.name}", "", card.description, "", "## Loading", "", "```python",
-             "import datasets, polars as pl",
-             f'ds = datasets.load_dataset("parquet", data_dir="{out.name}/data")',
-             f'df = pl.read_parquet("{out.name}/data/*.parquet")', "```", "",
-             "## Features", "", "| column | type |", "|---|---|"]
+    lines = [
+        "---",
+        yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        f"# {card.name}",
+        "",
+        card.description,
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "import datasets, polars as pl",
+        f'ds = datasets.load_dataset("parquet", data_dir="{out.name}/data")',
+        f'df = pl.read_parquet("{out.name}/data/*.parquet")',
+        "```",
+        "",
+        "## Features",
+        "",
+        "| column | type |",
+        "|---|---|",
+    ]
     lines += [f"| `{name}` | {dtype} |" for name, dtype in first.schema.items()]
     lines += ["", "## Counts", "", "| split | rows |", "|---|---|"]
     lines += [f"| {s} | {n} |" for s, n in counts.items()]
@@ -102,8 +125,9 @@ def write_hf_dataset(out: Path, splits: dict[str, pl.DataFrame], card: DatasetCa
     for column in card.count_by:
         if column in everything.columns and everything.height:
             lines += ["", f"| {column} | rows |", "|---|---|"]
-            lines += [f"| {k} | {n} |" for k, n in sorted(everything.group_by(column).len().rows(),
-                                                          key=lambda kv: str(kv[0]))]
+            lines += [
+                f"| {k} | {n} |" for k, n in sorted(everything.group_by(column).len().rows(), key=lambda kv: str(kv[0]))
+            ]
     lines += ["", "## Provenance", "", "| | |", "|---|---|"]
     for key, value in card.provenance.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -83,7 +83,10 @@ class CallLog(CallLogRules):
         if cause == CORRUPT:
             return CallLogDamaged(
                 f"local storage error: the call log {self.path} is damaged ({exc}); move it away (its cached "
-                "answers are lost) or restore it, then rerun", cause, self.path)
+                "answers are lost) or restore it, then rerun",
+                cause,
+                self.path,
+            )
         return super()._describe(exc, cause)
 
     def _conn(self) -> sqlite3.Connection:

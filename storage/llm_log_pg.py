@@ -95,4 +95,7 @@ class PostgresCallLog(CallLogRules):
         return CallLogError(
             f"call log database {self.path}: cannot be read or written ({type(exc).__name__}: {detail}); check "
             "that PostgreSQL is up and reachable at $QUANDARY_STATE_URL (or $QUANDARY_DAGSTER_PG_URL), then "
-            "rerun (completed calls are kept)", cause, self.path)
+            "rerun (completed calls are kept)",
+            cause,
+            self.path,
+        )

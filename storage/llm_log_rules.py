@@ -66,9 +66,11 @@ def schema_sql(table: str, types: dict[str, str], lease_type: str) -> list[str]:
     """CREATE statements for ``table``; ``types`` maps the generic types to the dialect's."""
     cols = [f"{c} {types.get(t, t)} {extra}".strip() for c, t, extra in COLUMN_SPEC]
     cols += [f"owner {types.get('TEXT', 'TEXT')}", f"lease_until {lease_type}"]
-    return [f"CREATE TABLE IF NOT EXISTS {table} (\n    " + ",\n    ".join(cols) + "\n)",
-            f"CREATE INDEX IF NOT EXISTS {table}_stage ON {table}(tag_stage)",
-            f"CREATE INDEX IF NOT EXISTS {table}_member ON {table}(member)"]
+    return [
+        f"CREATE TABLE IF NOT EXISTS {table} (\n    " + ",\n    ".join(cols) + "\n)",
+        f"CREATE INDEX IF NOT EXISTS {table}_stage ON {table}(tag_stage)",
+        f"CREATE INDEX IF NOT EXISTS {table}_member ON {table}(member)",
+    ]
 
 
 def canonical_json(obj: Any) -> str:
@@ -95,8 +97,10 @@ def lease_seconds() -> float:
     except ValueError:
         value = -1.0
     if not 1.0 <= value <= 3600.0:
-        raise ValueError(f"{LEASE_ENV}={raw!r} is not a number of seconds between 1 and 3600 "
-                         f"(how long an LLM call's claim lives without a heartbeat; default {DEFAULT_LEASE_S:g})")
+        raise ValueError(
+            f"{LEASE_ENV}={raw!r} is not a number of seconds between 1 and 3600 "
+            f"(how long an LLM call's claim lives without a heartbeat; default {DEFAULT_LEASE_S:g})"
+        )
     return value
 
 
@@ -205,8 +209,9 @@ class CallLogRules:
         raise NotImplementedError
 
     def _describe(self, exc: BaseException, cause: str) -> CallLogError:
-        return CallLogError("local storage error: " + storage_message(exc, self.path, "call log", cause),
-                            cause, self.path)
+        return CallLogError(
+            "local storage error: " + storage_message(exc, self.path, "call log", cause), cause, self.path
+        )
 
     def _owner_is_dead(self, owner: str | None) -> bool:
         return False
@@ -243,8 +248,10 @@ class CallLogRules:
             if row is None or row["status"] not in CACHEABLE_STATUSES:
                 return None
             try:
-                self._execute(f"UPDATE {self.table} SET cache_hits = cache_hits + 1, updated_at = :now "
-                              f"WHERE call_id = :call_id", {"now": _now(), "call_id": call_id})
+                self._execute(
+                    f"UPDATE {self.table} SET cache_hits = cache_hits + 1, updated_at = :now WHERE call_id = :call_id",
+                    {"now": _now(), "call_id": call_id},
+                )
             except self.DB_ERRORS as exc:  # a full disk must not turn a hit into a failure
                 if self._cause(exc) in (None, CORRUPT):
                     raise
@@ -271,14 +278,22 @@ class CallLogRules:
         (the longest the call can take), so a stuck owner cannot hold a key for ever."""
         me = owner_id()
         t = self.table
-        sql = (f"INSERT INTO {t} (call_id, status, ok, member, model, attempts, owner, lease_until, created_at, "
-               f"updated_at) VALUES (:call_id, 'in_flight', 0, :member, :model, 0, :owner, {self.LEASE_UNTIL}, :now, "
-               f":now) ON CONFLICT (call_id) DO UPDATE SET status = 'in_flight', owner = :owner, "
-               f"lease_until = {self.LEASE_UNTIL}, updated_at = :now WHERE {t}.status <> 'ok' AND "
-               f"({t}.status <> 'in_flight' OR {t}.lease_until IS NULL OR {t}.lease_until < {self.NOW}) "
-               f"RETURNING call_id")
-        params = {"call_id": call_id, "member": member, "model": model, "owner": me, "now": _now(),
-                  "lease_s": self.lease_s}
+        sql = (
+            f"INSERT INTO {t} (call_id, status, ok, member, model, attempts, owner, lease_until, created_at, "
+            f"updated_at) VALUES (:call_id, 'in_flight', 0, :member, :model, 0, :owner, {self.LEASE_UNTIL}, :now, "
+            f":now) ON CONFLICT (call_id) DO UPDATE SET status = 'in_flight', owner = :owner, "
+            f"lease_until = {self.LEASE_UNTIL}, updated_at = :now WHERE {t}.status <> 'ok' AND "
+            f"({t}.status <> 'in_flight' OR {t}.lease_until IS NULL OR {t}.lease_until < {self.NOW}) "
+            f"RETURNING call_id"
+        )
+        params = {
+            "call_id": call_id,
+            "member": member,
+            "model": model,
+            "owner": me,
+            "now": _now(),
+            "lease_s": self.lease_s,
+        }
 
         def _do():
             for _ in range(2):
@@ -292,8 +307,11 @@ class CallLogRules:
                 if row["status"] != "in_flight" or not self._owner_is_dead(row["owner"]):
                     return "busy"
                 # its owner is known dead (SQLite: a gone local pid): end its lease now, then claim
-                self._execute(f"UPDATE {t} SET lease_until = NULL WHERE call_id = :call_id AND "
-                              f"status = 'in_flight' AND owner = :owner", {"call_id": call_id, "owner": row["owner"]})
+                self._execute(
+                    f"UPDATE {t} SET lease_until = NULL WHERE call_id = :call_id AND "
+                    f"status = 'in_flight' AND owner = :owner",
+                    {"call_id": call_id, "owner": row["owner"]},
+                )
             return "busy"
 
         state = self._guard(_do)
@@ -304,8 +322,11 @@ class CallLogRules:
     def release(self, call_id: str) -> None:
         """Drop our claim when no answer was recorded (cancelled call)."""
         self._forget(call_id)
-        self._guard(self._execute, f"DELETE FROM {self.table} WHERE call_id = :call_id AND status = 'in_flight' "
-                                   f"AND owner = :owner", {"call_id": call_id, "owner": owner_id()})
+        self._guard(
+            self._execute,
+            f"DELETE FROM {self.table} WHERE call_id = :call_id AND status = 'in_flight' AND owner = :owner",
+            {"call_id": call_id, "owner": owner_id()},
+        )
 
     def _hold(self, call_id: str, max_s: float) -> None:
         with self._held_lock:
@@ -336,12 +357,13 @@ class CallLogRules:
         """Extend our leases on ``keys`` by ``lease_s`` from now (the database's clock)."""
         n = 0
         for i in range(0, len(keys), 200):
-            chunk = keys[i:i + 200]
+            chunk = keys[i : i + 200]
             marks = ", ".join(f":k{j}" for j in range(len(chunk)))
             n += self._execute(
                 f"UPDATE {self.table} SET lease_until = {self.LEASE_UNTIL} WHERE status = 'in_flight' "
                 f"AND owner = :owner AND call_id IN ({marks})",
-                {"owner": owner_id(), "lease_s": self.lease_s, **{f"k{j}": k for j, k in enumerate(chunk)}})
+                {"owner": owner_id(), "lease_s": self.lease_s, **{f"k{j}": k for j, k in enumerate(chunk)}},
+            )
         if keys:
             self.heartbeats += 1
         return n
@@ -365,8 +387,9 @@ class CallLogRules:
                 with self._pending_lock:
                     self._pending[rec.call_id] = rec
                 kept = self._spill(rec)
-                err = type(err)(f"{err}; the answer is kept ({kept}) and written to the log once it can be",
-                                err.cause, self.path)
+                err = type(err)(
+                    f"{err}; the answer is kept ({kept}) and written to the log once it can be", err.cause, self.path
+                )
             raise err from exc
         if self._pending:
             self._flush_pending()
@@ -503,14 +526,18 @@ class CallLogRules:
         order = "created_at DESC, call_id DESC LIMIT :newest" if newest is not None else "created_at, call_id"
         if newest is not None:
             named = {**named, "newest": int(newest)}
-        sql = (f"SELECT {', '.join(columns or AUDIT_COLUMNS)} FROM {self.table} WHERE status <> 'in_flight' "
-               f"{('AND (' + where + ')') if where else ''} ORDER BY {order}")
+        sql = (
+            f"SELECT {', '.join(columns or AUDIT_COLUMNS)} FROM {self.table} WHERE status <> 'in_flight' "
+            f"{('AND (' + where + ')') if where else ''} ORDER BY {order}"
+        )
         return self._guard(self._fetch, sql, named)
 
     def count(self, where: str = "", params=()) -> int:
         where, named = _named(where, params)
-        sql = (f"SELECT COUNT(*) AS n FROM {self.table} WHERE status <> 'in_flight' "
-               f"{('AND (' + where + ')') if where else ''}")
+        sql = (
+            f"SELECT COUNT(*) AS n FROM {self.table} WHERE status <> 'in_flight' "
+            f"{('AND (' + where + ')') if where else ''}"
+        )
         return int(self._guard(self._fetch, sql, named)[0]["n"])
 
     def close(self) -> None:

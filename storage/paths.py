@@ -44,7 +44,8 @@ def path_segment(value, what: str = "name") -> str:
         shown = value if len(value) <= 60 else value[:57] + "..."
         raise UnsafePathError(
             f"{what} {shown!r} cannot be used as a folder name (letters, digits, _ . = + @ - only, "
-            f"not starting with '.' or '-', at most {MAX_SEGMENT} characters)")
+            f"not starting with '.' or '-', at most {MAX_SEGMENT} characters)"
+        )
     return value
 
 
@@ -56,7 +57,8 @@ def confined_path(value: str, what: str = "path") -> Path:
     roots = (quandary_home(), PROJECT_ROOT)
     if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
         raise UnsafePathError(
-            f"{what} {value!r} is outside the project's home; use a path under {roots[0]} or {roots[1]}")
+            f"{what} {value!r} is outside the project's home; use a path under {roots[0]} or {roots[1]}"
+        )
     return resolved
 
 

@@ -76,8 +76,9 @@ def fetch_seed(sha256: str, suffix: str, backend: ObjectBackend | None = None, *
     if blob is None:
         raise SeedUnavailableError(f"{backend.uri(key)} does not exist")
     if hashlib.sha256(blob.data).hexdigest() != sha256:
-        raise SeedUnavailableError(f"{backend.uri(key)} is damaged (its sha256 differs); register the file again "
-                                   "from a node that has it")
+        raise SeedUnavailableError(
+            f"{backend.uri(key)} is damaged (its sha256 differs); register the file again from a node that has it"
+        )
     local.parent.mkdir(parents=True, exist_ok=True)
     tmp = local.with_name(f".{local.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     try:

@@ -70,8 +70,7 @@ class LocalArtifactStore:
     def url(self) -> str:
         return self.root.as_uri()
 
-    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None, *,
-                      run_id: str | None = None):
+    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None, *, run_id: str | None = None):
         # run_id is not recorded here: versions.jsonl keeps its one-machine format byte for byte
         return A.write_version(df, asset, partition, self.root)
 
@@ -142,19 +141,27 @@ class ObjectArtifactStore:
 
     # -- writing -----------------------------------------------------------------------------------
 
-    def write_version(self, df: pl.DataFrame, asset: str, partition: str | None = None, *,
-                      run_id: str | None = None) -> StoredVersion:
+    def write_version(
+        self, df: pl.DataFrame, asset: str, partition: str | None = None, *, run_id: str | None = None
+    ) -> StoredVersion:
         folder = _folder_key(asset, partition)
         data = A.parquet_bytes(df)
         digest = hashlib.sha256(data).hexdigest()
         name = f"{digest[:20]}.parquet"
         put_verified(self.backend, f"{folder}/{name}", data, digest)
-        entry = {"file": name, "hash": digest, "size": len(data), "rows": df.height,
-                 **({"run_id": run_id} if run_id else {})}
+        entry = {
+            "file": name,
+            "hash": digest,
+            "size": len(data),
+            "rows": df.height,
+            **({"run_id": run_id} if run_id else {}),
+        }
         seq = (self._claim_in_table if self.history_engine is not None else self._claim_in_bucket)(
-            folder, asset, partition, entry)
-        return StoredVersion(asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"),
-                             digest, df.height, seq)
+            folder, asset, partition, entry
+        )
+        return StoredVersion(
+            asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"), digest, df.height, seq
+        )
 
     def _claim_in_bucket(self, folder: str, asset: str, partition: str | None, entry: dict) -> int:
         """The seq is claimed by the compare-and-swap of LATEST; the history is one object per version."""
@@ -188,8 +195,15 @@ class ObjectArtifactStore:
 
         current = self.backend.get(f"{folder}/LATEST")
         pointer = _parse_pointer(current.data) if current is not None else None
-        version, _created = claim_version(self.history_engine, self.url, asset, partition or A.UNPARTITIONED,
-                                          entry, previous=pointer, run_id=entry.get("run_id"))
+        version, _created = claim_version(
+            self.history_engine,
+            self.url,
+            asset,
+            partition or A.UNPARTITIONED,
+            entry,
+            previous=pointer,
+            run_id=entry.get("run_id"),
+        )
         # also when nothing was inserted: a writer that died between its insert and LATEST left it behind
         self._advance_latest(folder, {k: v for k, v in version.items() if v is not None})
         return version["seq"]
@@ -230,8 +244,11 @@ class ObjectArtifactStore:
         return sorted(out, key=lambda e: e["seq"])
 
     def _last_seq(self, folder: str) -> int:
-        seqs = [int(k.rsplit("/", 1)[1].split("-", 1)[0]) for k in self.backend.list(f"{folder}/versions")
-                if k.rsplit("/", 1)[1].split("-", 1)[0].isdigit()]
+        seqs = [
+            int(k.rsplit("/", 1)[1].split("-", 1)[0])
+            for k in self.backend.list(f"{folder}/versions")
+            if k.rsplit("/", 1)[1].split("-", 1)[0].isdigit()
+        ]
         return max(seqs, default=0)
 
     def _verified(self, folder: str, entry: dict) -> bytes | None:
@@ -250,14 +267,16 @@ class ObjectArtifactStore:
             if data is None:
                 raise A.DamagedArtifactError(
                     f"artifact {self.backend.uri(folder + '/' + pointer['file'])} is damaged or missing (its content "
-                    f"does not match its hash); rematerialize {where} to rewrite it")
+                    f"does not match its hash); rematerialize {where} to rewrite it"
+                )
             return pointer["file"], data
         for entry in reversed(self.versions(asset, partition)):  # LATEST lost or garbled: newest intact version
             data = self._verified(folder, entry)
             if data is not None:
                 if current is not None:
                     (on_recovered or (lambda m: warnings.warn(m, UserWarning, stacklevel=4)))(
-                        f"artifact {where}: LATEST is unreadable; serving version {entry['seq']} ({entry['file']})")
+                        f"artifact {where}: LATEST is unreadable; serving version {entry['seq']} ({entry['file']})"
+                    )
                 return entry["file"], data
         return None
 
@@ -304,8 +323,13 @@ def _parse_pointer(data: bytes) -> dict | None:
         entry = json.loads(data)
     except ValueError:
         return None
-    if not (isinstance(entry, dict) and isinstance(entry.get("file"), str) and isinstance(entry.get("hash"), str)
-            and isinstance(entry.get("seq"), int) and isinstance(entry.get("size"), int)):
+    if not (
+        isinstance(entry, dict)
+        and isinstance(entry.get("file"), str)
+        and isinstance(entry.get("hash"), str)
+        and isinstance(entry.get("seq"), int)
+        and isinstance(entry.get("size"), int)
+    ):
         return None
     if "/" in entry["file"] or not entry["file"].endswith(".parquet"):
         return None

@@ -21,7 +21,8 @@ from storage.state_tables import METADATA, ensure_tables
 CLAIM_ATTEMPTS = 200
 
 VERSIONS = Table(
-    "quandary_artifact_versions", METADATA,
+    "quandary_artifact_versions",
+    METADATA,
     Column("store", String, primary_key=True),
     Column("asset", String, primary_key=True),
     Column("partition", String, primary_key=True),
@@ -41,13 +42,29 @@ def _where(store: str, asset: str, partition: str):
 
 
 def _newest(con, store: str, asset: str, partition: str) -> dict | None:
-    row = con.execute(select(*(VERSIONS.c[f] for f in _FIELDS)).where(_where(store, asset, partition))
-                      .order_by(VERSIONS.c.seq.desc()).limit(1)).mappings().first()
+    row = (
+        con.execute(
+            select(*(VERSIONS.c[f] for f in _FIELDS))
+            .where(_where(store, asset, partition))
+            .order_by(VERSIONS.c.seq.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
     return dict(row) if row is not None else None
 
 
-def claim_version(engine, store: str, asset: str, partition: str, entry: dict, *, previous: dict | None = None,
-                  run_id: str | None = None) -> tuple[dict, bool]:
+def claim_version(
+    engine,
+    store: str,
+    asset: str,
+    partition: str,
+    entry: dict,
+    *,
+    previous: dict | None = None,
+    run_id: str | None = None,
+) -> tuple[dict, bool]:
     """Record ``entry`` (file, hash, size, rows) as the next version of ``asset[partition]``.
 
     Returns ``(version, created)``: the row with its ``seq``, and False when the newest version
@@ -63,8 +80,15 @@ def claim_version(engine, store: str, asset: str, partition: str, entry: dict, *
                 if newest is not None and newest["hash"] == entry["hash"]:
                     return newest, False
                 seq = (newest["seq"] if newest else 0) + 1
-                row = {"seq": seq, "hash": entry["hash"], "file": entry["file"], "size": entry["size"],
-                       "rows": entry.get("rows"), "at": time.time(), "run_id": run_id}
+                row = {
+                    "seq": seq,
+                    "hash": entry["hash"],
+                    "file": entry["file"],
+                    "size": entry["size"],
+                    "rows": entry.get("rows"),
+                    "at": time.time(),
+                    "run_id": run_id,
+                }
                 con.execute(insert(VERSIONS).values(store=store, asset=asset, partition=partition, **row))
             return row, True
         except (IntegrityError, OperationalError):
@@ -77,6 +101,13 @@ def history(engine, store: str, asset: str, partition: str) -> list[dict]:
     """Every recorded version, oldest first."""
     ensure_tables(engine, VERSIONS)
     with engine.connect() as con:
-        rows = con.execute(select(*(VERSIONS.c[f] for f in _FIELDS)).where(_where(store, asset, partition))
-                           .order_by(VERSIONS.c.seq)).mappings().all()
+        rows = (
+            con.execute(
+                select(*(VERSIONS.c[f] for f in _FIELDS))
+                .where(_where(store, asset, partition))
+                .order_by(VERSIONS.c.seq)
+            )
+            .mappings()
+            .all()
+        )
     return [dict(r) for r in rows]

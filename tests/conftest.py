@@ -29,6 +29,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group("e2e"))
         elif item.path.parent.name == "distributed":
             item.add_marker(pytest.mark.xdist_group("distributed"))
+
+
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 

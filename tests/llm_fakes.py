@@ -55,8 +55,10 @@ def json_reply(obj: Any) -> str:
 
 def sequence(*items) -> Callable[[ScriptedRequest], Any]:
     """Reply with ``items`` in order per model; the last one repeats."""
+
     def responder(req: ScriptedRequest):
         return items[min(req.model_index, len(items) - 1)]
+
     return responder
 
 
@@ -84,9 +86,14 @@ def _make_handler_class():
         def _response(model: str, reply: Reply) -> ModelResponse:
             return ModelResponse(
                 model=model,
-                choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}],
-                usage={"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                       "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                choices=[
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply.text}}
+                ],
+                usage={
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                },
             )
 
         def _resolve(self, req: ScriptedRequest) -> Reply:
@@ -95,8 +102,21 @@ def _make_handler_class():
                 raise out
             return out if isinstance(out, Reply) else Reply(text=out)
 
-        async def acompletion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                              encoding, api_key, logging_obj, optional_params, *args, **kwargs):
+        async def acompletion(
+            self,
+            model,
+            messages,
+            api_base,
+            custom_prompt_dict,
+            model_response,
+            print_verbose,
+            encoding,
+            api_key,
+            logging_obj,
+            optional_params,
+            *args,
+            **kwargs,
+        ):
             req = self._next(model, messages, optional_params)
             with self._lock:
                 self.in_flight += 1
@@ -110,8 +130,21 @@ def _make_handler_class():
                 with self._lock:
                     self.in_flight -= 1
 
-        def completion(self, model, messages, api_base, custom_prompt_dict, model_response, print_verbose,
-                       encoding, api_key, logging_obj, optional_params, *args, **kwargs):
+        def completion(
+            self,
+            model,
+            messages,
+            api_base,
+            custom_prompt_dict,
+            model_response,
+            print_verbose,
+            encoding,
+            api_key,
+            logging_obj,
+            optional_params,
+            *args,
+            **kwargs,
+        ):
             req = self._next(model, messages, optional_params)
             reply = self._resolve(req)
             time.sleep(reply.delay_s)  # the fake provider's simulated latency (sync path), not a wait in a test
@@ -141,16 +174,25 @@ def install(handler) -> None:
     from resources.llm.client import litellm_module
 
     litellm = litellm_module()
-    litellm.custom_provider_map = [
-        item for item in litellm.custom_provider_map if item["provider"] != "scripted"
-    ] + [{"provider": "scripted", "custom_handler": handler}]
+    litellm.custom_provider_map = [item for item in litellm.custom_provider_map if item["provider"] != "scripted"] + [
+        {"provider": "scripted", "custom_handler": handler}
+    ]
 
 
 def scripted_member(name: str, **overrides):
     from resources.llm.config import Member
 
-    base = dict(model=f"scripted/{name}", temperature=0.0, max_tokens=64, seed=0, max_in_flight=4,
-                timeout_s=5.0, max_retries=3, backoff_base_s=0.001, backoff_max_s=0.01)
+    base = dict(
+        model=f"scripted/{name}",
+        temperature=0.0,
+        max_tokens=64,
+        seed=0,
+        max_in_flight=4,
+        timeout_s=5.0,
+        max_retries=3,
+        backoff_base_s=0.001,
+        backoff_max_s=0.01,
+    )
     return Member(name=name, **{**base, **overrides})
 
 
@@ -203,6 +245,7 @@ def transport(request, monkeypatch):
 @dataclass
 class StubScript:
     """Per request: pop the next status from ``statuses`` (then 200 forever); sleep ``latency_s``."""
+
     statuses: list[int] = field(default_factory=list)
     latency_s: float = 0.0
     content: str = '{"answer": "ok"}'
@@ -211,6 +254,7 @@ class StubScript:
 
 class LoopbackServer(ThreadingHTTPServer):
     """The HTTP server of every loopback stub in the tests."""
+
     request_queue_size = 128  # many clients connect at once in the benchmark
     daemon_threads = True
     allow_reuse_address = True
@@ -224,14 +268,20 @@ class LoopbackServer(ThreadingHTTPServer):
 
 def chat_completion(content: str, n: int = 0, model: str = "stub") -> dict:
     """An OpenAI ``chat.completion`` response body answering ``content``."""
-    return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18}}
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18},
+    }
 
 
 class StubHandler(BaseHTTPRequestHandler):
     """Base handler of the loopback OpenAI-compatible stubs: keep-alive, quiet, ``GET /v1/models``,
     JSON in and out; a client that has gone away is not an error."""
+
     protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
     disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms ACK stalls
 

@@ -11,8 +11,14 @@ import pytest
 T = TypeVar("T")
 
 
-def wait_until(check: Callable[[], T], timeout_s: float, what: str, *, alive: Callable[[], bool] | None = None,
-               interval_s: float = 0.2) -> T:
+def wait_until(
+    check: Callable[[], T],
+    timeout_s: float,
+    what: str,
+    *,
+    alive: Callable[[], bool] | None = None,
+    interval_s: float = 0.2,
+) -> T:
     """The first truthy ``check()``; fails the test naming ``what`` when ``timeout_s`` passes or
     ``alive()`` turns false (the process that should make it happen has died)."""
     deadline = time.monotonic() + timeout_s

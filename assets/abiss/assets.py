@@ -81,14 +81,17 @@ class GridConfig(Config):
     (assets/shared/checked_config.py), with the CLI's messages."""
 
     generators: list[str] | None = Field(
-        default=None, description="council member names and/or 'programmatic'; default: programmatic + the generators council")
+        default=None,
+        description="council member names and/or 'programmatic'; default: programmatic + the generators council",
+    )
     subcategories: list[SubcategoryId] = Field(default=list(ALL_SUBCATEGORIES))
     styles: list[StyleId] = Field(default=list(DEFAULT_STYLES))
     difficulties: list[DifficultyId] = Field(default=["simple", "moderate", "complex", "highly complex"])
     n: int = Field(default=3, description="samples per grid cell (at least 1)")
     seed: int = 42
     llm_subcategories: list[SubcategoryId] | None = Field(
-        default=None, description="subcategories the LLM generators cover (default: all of `subcategories`)")
+        default=None, description="subcategories the LLM generators cover (default: all of `subcategories`)"
+    )
 
 
 class CascadeSettings(ConfigurableResource):
@@ -123,15 +126,29 @@ def check_grid_on_launch(values: dict) -> None:
     check_grid(values, check_council())
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version="1",
-       config_schema=checked_config(GridConfig, check_grid_on_launch),
-       description="The generation grid: generator × subcategory × style × difficulty × n for this database.")
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP_GEN,
+    code_version="1",
+    config_schema=checked_config(GridConfig, check_grid_on_launch),
+    description="The generation grid: generator × subcategory × style × difficulty × n for this database.",
+)
 def generation_requests(context: AssetExecutionContext, council: CouncilResource, seed_databases: pl.DataFrame):
     config = GridConfig(**op_config(context))
-    generators = (config.generators if config.generators is not None
-                  else [PROGRAMMATIC, *council.get_council("generators").member_names])
-    spec = GridSpec(tuple(generators), _values(config.subcategories), _values(config.styles),
-                    _values(config.difficulties), config.n, config.seed, _values(config.llm_subcategories))
+    generators = (
+        config.generators
+        if config.generators is not None
+        else [PROGRAMMATIC, *council.get_council("generators").member_names]
+    )
+    spec = GridSpec(
+        tuple(generators),
+        _values(config.subcategories),
+        _values(config.styles),
+        _values(config.difficulties),
+        config.n,
+        config.seed,
+        _values(config.llm_subcategories),
+    )
     try:
         rows = expand_grid(spec, _db(seed_databases)["db_id"])
     except ValueError as exc:
@@ -140,21 +157,39 @@ def generation_requests(context: AssetExecutionContext, council: CouncilResource
     yield artifact_output(df, requests=len(rows), generators=", ".join(generators))
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["nlq_objects"], pool=LLM_POOL,
-       description="Step 1: NLQ objects (question, evidence, hidden knowledge / feedback); two per ambiguous request.")
-def nlq_objects(context: AssetExecutionContext, council: CouncilResource, cascade: CascadeSettings,
-                generation_requests: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP_GEN,
+    code_version=PROMPT_VERSIONS["nlq_objects"],
+    pool=LLM_POOL,
+    description="Step 1: NLQ objects (question, evidence, hidden knowledge / feedback); two per ambiguous request.",
+)
+def nlq_objects(
+    context: AssetExecutionContext,
+    council: CouncilResource,
+    cascade: CascadeSettings,
+    generation_requests: pl.DataFrame,
+    schema_context: pl.DataFrame,
+    seed_databases: pl.DataFrame,
+):
     requests = generation_requests.to_dicts()
     needs_llm = any(r["generator"] != PROGRAMMATIC for r in requests)
     with step_progress(context, total=len(requests)):
         rows, stats = generate_nlq_objects(
-            requests, schema_context["schema_context"][0], _db(seed_databases)["path"],
+            requests,
+            schema_context["schema_context"][0],
+            _db(seed_databases)["path"],
             council.get_council("generators") if needs_llm else None,
         )
     try:
-        check_provider("nlq_objects", stats["llm_requests"], stats["provider_failures"], cascade.max_failed_call_share,
-                       rows=[r for r in rows if r["generator"] != PROGRAMMATIC],
-                       max_unparseable_share=cascade.max_unparseable_share)
+        check_provider(
+            "nlq_objects",
+            stats["llm_requests"],
+            stats["provider_failures"],
+            cascade.max_failed_call_share,
+            rows=[r for r in rows if r["generator"] != PROGRAMMATIC],
+            max_unparseable_share=cascade.max_unparseable_share,
+        )
     except ProviderUnavailable as exc:
         raise Failure(str(exc), allow_retries=True) from exc
     df = rows_frame(rows, NLQ_COLUMNS)
@@ -162,26 +197,45 @@ def nlq_objects(context: AssetExecutionContext, council: CouncilResource, cascad
     yield artifact_output(df, **stats, programmatic_skipped=MetadataValue.json(skipped))
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_GEN, code_version=PROMPT_VERSIONS["candidates"], pool=LLM_POOL,
-       check_specs=[contract_check_spec(CANDIDATES, "candidates")],
-       description="Step 2: ground-truth SQL for solvable objects (chain-of-thought), difficulty relabelled from the SQL.")
-def candidates(context: AssetExecutionContext, council: CouncilResource, cascade: CascadeSettings,
-               nlq_objects: pl.DataFrame, schema_context: pl.DataFrame):
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP_GEN,
+    code_version=PROMPT_VERSIONS["candidates"],
+    pool=LLM_POOL,
+    check_specs=[contract_check_spec(CANDIDATES, "candidates")],
+    description="Step 2: ground-truth SQL for solvable objects (chain-of-thought), difficulty relabelled from the SQL.",
+)
+def candidates(
+    context: AssetExecutionContext,
+    council: CouncilResource,
+    cascade: CascadeSettings,
+    nlq_objects: pl.DataFrame,
+    schema_context: pl.DataFrame,
+):
     objects = nlq_objects.to_dicts() if nlq_objects.height else []
     needs_llm = any(o["status"] == "ok" and o["group"] != "unanswerable" and not o.get("sql") for o in objects)
     with step_progress(context, total=len(objects)):
-        rows = ground_sql(objects, schema_context["schema_context"][0],
-                          council.get_council("generators") if needs_llm else None)
+        rows = ground_sql(
+            objects, schema_context["schema_context"][0], council.get_council("generators") if needs_llm else None
+        )
     grounded = [r for r in rows if r["grounding_status"] != "not_needed"]
     try:
-        check_provider("candidates", len(grounded), sum(r["grounding_status"] == "call_failed" for r in grounded),
-                       cascade.max_failed_call_share, rows=grounded, status_key="grounding_status",
-                       error_key="grounding_error", max_unparseable_share=cascade.max_unparseable_share)
+        check_provider(
+            "candidates",
+            len(grounded),
+            sum(r["grounding_status"] == "call_failed" for r in grounded),
+            cascade.max_failed_call_share,
+            rows=grounded,
+            status_key="grounding_status",
+            error_key="grounding_error",
+            max_unparseable_share=cascade.max_unparseable_share,
+        )
     except ProviderUnavailable as exc:
         raise Failure(str(exc), allow_retries=True) from exc
     df = rows_frame(rows, NLQ_COLUMNS + CANDIDATE_EXTRA)
     yield artifact_output(
-        df, candidates=df.height,
+        df,
+        candidates=df.height,
         by_group=MetadataValue.json(dict(df.group_by("group").len().iter_rows()) if df.height else {}),
     )
     yield contract_check_result(CANDIDATES, df)
@@ -203,17 +257,30 @@ def _schema_fitter(schema_context: pl.DataFrame, db: dict):
 
 
 def _stage_asset(spec, previous_key):
-    ins = {"candidates": AssetIn("candidates"), "schema_context": AssetIn("schema_context"),
-           "seed_databases": AssetIn("seed_databases")}
+    ins = {
+        "candidates": AssetIn("candidates"),
+        "schema_context": AssetIn("schema_context"),
+        "seed_databases": AssetIn("seed_databases"),
+    }
     if previous_key is not None:
         ins["previous"] = AssetIn(previous_key)
 
-    @asset(name=spec.key, partitions_def=databases_partitions, group_name=GROUP_VAL, ins=ins,
-           pool=LLM_POOL if spec.uses_council else None,
-           code_version=wellformed.VERSION if spec.no == 0 else PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
-           description=f"Stage {spec.no} ({spec.name.replace('_', ' ')}): {spec.description}")
-    def stage_asset(context: AssetExecutionContext, council: CouncilResource, safe_sql: SafeSqlResource,
-                    cascade: CascadeSettings, **inputs):
+    @asset(
+        name=spec.key,
+        partitions_def=databases_partitions,
+        group_name=GROUP_VAL,
+        ins=ins,
+        pool=LLM_POOL if spec.uses_council else None,
+        code_version=wellformed.VERSION if spec.no == 0 else PROMPT_VERSIONS.get(f"s{spec.no:02d}", "1"),
+        description=f"Stage {spec.no} ({spec.name.replace('_', ' ')}): {spec.description}",
+    )
+    def stage_asset(
+        context: AssetExecutionContext,
+        council: CouncilResource,
+        safe_sql: SafeSqlResource,
+        cascade: CascadeSettings,
+        **inputs,
+    ):
         cands = inputs["candidates"]
         entering = outputs.survivors(cands, inputs.get("previous"))
         ctx = None
@@ -222,7 +289,8 @@ def _stage_asset(spec, previous_key):
                 db_path=_db(inputs["seed_databases"])["path"],
                 schema_context=inputs["schema_context"]["schema_context"][0],
                 council=council.get_council("validators") if spec.uses_council else None,
-                timeout_s=safe_sql.timeout_s, order_sensitive=cascade.order_sensitive,
+                timeout_s=safe_sql.timeout_s,
+                order_sensitive=cascade.order_sensitive,
                 result_preview_rows=cascade.result_preview_rows,
                 max_failed_call_share=cascade.max_failed_call_share,
                 max_unparseable_share=cascade.max_unparseable_share,
@@ -258,16 +326,21 @@ def _stage_asset(spec, previous_key):
 # candidate, passed, reason first: the UI clips wide tables, and these are what a reader needs
 DECISION_COLUMNS = [
     ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
-    ("passed", "bool", ""), ("reason", "string", "why the stage passed or rejected it"),
-    ("subcategory", "string", ""), ("question", "string", ""),
+    ("passed", "bool", ""),
+    ("reason", "string", "why the stage passed or rejected it"),
+    ("subcategory", "string", ""),
+    ("question", "string", ""),
 ]
 
 
 def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
     """The stage's decisions on the candidates it applies to, with question text and reason."""
     by_id = {r["candidate_id"]: r for r in entering}
-    rows = [{**by_id.get(d["candidate_id"], {}), **d} for d in decisions.filter(pl.col("applies")).to_dicts()] \
-        if decisions.height else []
+    rows = (
+        [{**by_id.get(d["candidate_id"], {}), **d} for d in decisions.filter(pl.col("applies")).to_dicts()]
+        if decisions.height
+        else []
+    )
     return table_metadata(rows, DECISION_COLUMNS)
 
 
@@ -280,44 +353,76 @@ FINAL_STAGE = STAGES[-1].key
 STAGE_INS = {s.key: AssetIn(s.key) for s in STAGES}
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1",
-       ins={"candidates": AssetIn("candidates"), "final": AssetIn(FINAL_STAGE)},
-       check_specs=[contract_check_spec(DATASET, "dataset")],
-       description="The validated ABISS dataset: every question that survived all ten stages.")
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP_OUT,
+    code_version="1",
+    ins={"candidates": AssetIn("candidates"), "final": AssetIn(FINAL_STAGE)},
+    check_specs=[contract_check_spec(DATASET, "dataset")],
+    description="The validated ABISS dataset: every question that survived all ten stages.",
+)
 def dataset(context: AssetExecutionContext, cascade: CascadeSettings, candidates: pl.DataFrame, final: pl.DataFrame):
     df = outputs.dataset_frame(candidates, final)
     orphans_dropped = 0
     if cascade.drop_incomplete_groups:
         df, orphans_dropped = group_integrity.drop_incomplete_groups(df, candidates)
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
-    yield artifact_output(df, questions=df.height, by_subcategory=MetadataValue.json(by_sub),
-                          orphan_readings_dropped=MetadataValue.int(orphans_dropped))
+    yield artifact_output(
+        df,
+        questions=df.height,
+        by_subcategory=MetadataValue.json(by_sub),
+        orphan_readings_dropped=MetadataValue.int(orphans_dropped),
+    )
     yield contract_check_result(DATASET, df)
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1", ins=STAGE_INS,
-       check_specs=[contract_check_spec(COUNCIL_VOTES, "council_votes")],
-       description="Every council vote of every stage (member, comparison, vote, parsed_ok, llm_call_id).")
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP_OUT,
+    code_version="1",
+    ins=STAGE_INS,
+    check_specs=[contract_check_spec(COUNCIL_VOTES, "council_votes")],
+    description="Every council vote of every stage (member, comparison, vote, parsed_ok, llm_call_id).",
+)
 def council_votes(context: AssetExecutionContext, **stages):
     df = outputs.council_votes_frame([stages[s.key] for s in STAGES])
     yield artifact_output(df, votes=df.height)
     yield contract_check_result(COUNCIL_VOTES, df)
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP_OUT, code_version="1",
-       ins={"candidates": AssetIn("candidates"), **STAGE_INS},
-       check_specs=[AssetCheckSpec(REJECTION_CHECK, asset="rejection_report",
-                                   description="Each stage's rejection rate lies within the configured bounds.")],
-       description="Entered / rejected / rate per stage × subcategory × generator, with the funnel.")
-def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, council: CouncilResource,
-                     candidates: pl.DataFrame, **stages):
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP_OUT,
+    code_version="1",
+    ins={"candidates": AssetIn("candidates"), **STAGE_INS},
+    check_specs=[
+        AssetCheckSpec(
+            REJECTION_CHECK,
+            asset="rejection_report",
+            description="Each stage's rejection rate lies within the configured bounds.",
+        )
+    ],
+    description="Entered / rejected / rate per stage × subcategory × generator, with the funnel.",
+)
+def rejection_report(
+    context: AssetExecutionContext,
+    cascade: CascadeSettings,
+    council: CouncilResource,
+    candidates: pl.DataFrame,
+    **stages,
+):
     decisions = [stages[s.key] for s in STAGES]
     df = outputs.rejection_report_frame(candidates, decisions)
     funnel = outputs.funnel(candidates, decisions)
     png = outputs.funnel_png(funnel, chart_path(context, "rejection_report", df))
-    per_stage = (df.group_by("stage_no", "stage").agg(pl.col("entered").sum(), pl.col("rejected").sum())
-                 .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate")).sort("stage_no")
-                 if df.height else pl.DataFrame())
+    per_stage = (
+        df.group_by("stage_no", "stage")
+        .agg(pl.col("entered").sum(), pl.col("rejected").sum())
+        .with_columns((pl.col("rejected") / pl.col("entered")).alias("rate"))
+        .sort("stage_no")
+        if df.height
+        else pl.DataFrame()
+    )
     survivors = outputs.survivors(candidates, decisions[-1])
     integrity = group_integrity.group_integrity(candidates, survivors)
     yield artifact_output(
@@ -327,23 +432,40 @@ def rejection_report(context: AssetExecutionContext, cascade: CascadeSettings, c
         group_integrity_summary=MetadataValue.text(group_integrity.integrity_text(integrity)),
         orphan_readings=MetadataValue.int(int(integrity["orphan_readings"].sum()) if integrity.height else 0),
         incomplete_groups=MetadataValue.int(int(integrity["incomplete"].sum()) if integrity.height else 0),
-        group_integrity=MetadataValue.md(preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"),
+        group_integrity=MetadataValue.md(
+            preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"
+        ),
         **chart_metadata(png, "validation funnel", image_key="funnel_chart_png", path_key="funnel_chart_path"),
         per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
         funnel_table=_funnel_table(funnel, per_stage),
         **{f"survivors {name}": MetadataValue.int(kept) for name, _, kept in funnel},
     )
-    note = ("the embedded SmolLM2 answers almost the same way every time, so the stages it judges reject "
-            "most candidates; use a real council for meaningful rates") if any(m.is_embedded for m in council.get_council("validators").members) else ""
-    yield rejection_bounds_check(per_stage.to_dicts() if per_stage.height else [], cascade.min_rejection_rate,
-                                 cascade.max_rejection_rate, cascade.min_entered_for_bounds, note)
+    note = (
+        (
+            "the embedded SmolLM2 answers almost the same way every time, so the stages it judges reject "
+            "most candidates; use a real council for meaningful rates"
+        )
+        if any(m.is_embedded for m in council.get_council("validators").members)
+        else ""
+    )
+    yield rejection_bounds_check(
+        per_stage.to_dicts() if per_stage.height else [],
+        cascade.min_rejection_rate,
+        cascade.max_rejection_rate,
+        cascade.min_entered_for_bounds,
+        note,
+    )
 
 
 FUNNEL_COLUMNS = [
     ("stage", "string", ""),
     ("entered", "int", "survivors of the previous stage"),
-    ("applicable", "int", "of those, the candidates this stage judges (the groups the paper names); "
-                          "the per-stage rejection rate is rejected / applicable"),
+    (
+        "applicable",
+        "int",
+        "of those, the candidates this stage judges (the groups the paper names); "
+        "the per-stage rejection rate is rejected / applicable",
+    ),
     ("rejected", "int", ""),
     ("survivors", "int", "left after this stage, including candidates it does not judge"),
 ]
@@ -351,9 +473,16 @@ FUNNEL_COLUMNS = [
 
 def _funnel_table(funnel, per_stage: pl.DataFrame):
     applicable = {r["stage"]: (r["entered"], r["rejected"]) for r in per_stage.to_dicts()} if per_stage.height else {}
-    rows = [{"stage": name, "entered": entered, "survivors": kept,
-             "applicable": applicable.get(name, (entered if name == "candidates" else 0, 0))[0],
-             "rejected": entered - kept} for name, entered, kept in funnel]
+    rows = [
+        {
+            "stage": name,
+            "entered": entered,
+            "survivors": kept,
+            "applicable": applicable.get(name, (entered if name == "candidates" else 0, 0))[0],
+            "rejected": entered - kept,
+        }
+        for name, entered, kept in funnel
+    ]
     return table_metadata(rows, FUNNEL_COLUMNS)
 
 

@@ -93,23 +93,39 @@ class AisqlResource(ConfigurableResource):
     decision: str = "overall"
     relational_gate: bool = False
     compact_judge: bool = Field(default=False, description="short judge prompt for small local models")
-    llm_split_fallback: bool = Field(default=False, description="when the AST splitter fails, ask the few-shot LLM "
-                                     "splitter (the council's splitter role, else default)")
+    llm_split_fallback: bool = Field(
+        default=False,
+        description="when the AST splitter fails, ask the few-shot LLM "
+        "splitter (the council's splitter role, else default)",
+    )
     question_ids: list[str] | None = Field(default=None, description="restrict gold queries (e.g. ['Q2','Q3'])")
     dialects: list[str] = Field(default=["bigquery", "thalamusdb"])
     correct_share: float | None = 0.7
     generator_samples: int = Field(default=0, description="candidates per question from the generators council")
-    generated_labels: str = Field(default="executed", description="labels of generator candidates: executed (label "
-                                  "oracle at p=0 + structural rules; undecided ones left to `aisql label`) | manual")
+    generated_labels: str = Field(
+        default="executed",
+        description="labels of generator candidates: executed (label "
+        "oracle at p=0 + structural rules; undecided ones left to `aisql label`) | manual",
+    )
     sweep_rates: list[float] = Field(default=[0.0, 0.1, 0.2, 0.3])
     sweep_methods: list[str] = Field(default=["ex", "ours"])
     sweep_max_pairs: int = Field(default=40, description="labelled pairs per dialect in the sweep")
 
     def settings(self, **over) -> AisqlSettings:
-        base = dict(backend=self.backend, flip_rate=self.flip_rate, seed=self.seed, budget=self.budget,
-                    sample=self.sample, probe_n=self.probe_n, methods=tuple(self.methods), threshold=self.threshold,
-                    decision=self.decision, relational_gate=self.relational_gate, compact_judge=self.compact_judge,
-                    llm_split_fallback=self.llm_split_fallback)
+        base = dict(
+            backend=self.backend,
+            flip_rate=self.flip_rate,
+            seed=self.seed,
+            budget=self.budget,
+            sample=self.sample,
+            probe_n=self.probe_n,
+            methods=tuple(self.methods),
+            threshold=self.threshold,
+            decision=self.decision,
+            relational_gate=self.relational_gate,
+            compact_judge=self.compact_judge,
+            llm_split_fallback=self.llm_split_fallback,
+        )
         return AisqlSettings(**{**base, **over})
 
     def root(self) -> Path:
@@ -117,8 +133,15 @@ class AisqlResource(ConfigurableResource):
 
 
 def _db(aisql: AisqlResource, scenario: str, rebuild: bool = False) -> ScenarioDB:
-    return prepare_db(scenario, aisql.root(), quandary_home(), sample=aisql.sample, seed=aisql.seed,
-                      sample_groups=tuple(aisql.sample_groups) if aisql.sample_groups else None, rebuild=rebuild)
+    return prepare_db(
+        scenario,
+        aisql.root(),
+        quandary_home(),
+        sample=aisql.sample,
+        seed=aisql.seed,
+        sample_groups=tuple(aisql.sample_groups) if aisql.sample_groups else None,
+        rebuild=rebuild,
+    )
 
 
 def _schema_of(db: ScenarioDB):
@@ -128,6 +151,7 @@ def _schema_of(db: ScenarioDB):
         if dialect not in cache:
             cache[dialect] = schema_text(db.path, db.scenario, dialect)
         return cache[dialect]
+
     return get
 
 
@@ -136,10 +160,18 @@ def _log_progress(context):
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
-    check_specs=[contract_check_spec(AISQL_SCENARIO_DB, "aisql_scenario_db"),
-                 AssetCheckSpec("no_hidden_label_column", asset="aisql_scenario_db", blocking=True,
-                                description="No hidden label column (e.g. movie reviewState) is reachable in the AI-visible DB")],
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version="1",
+    check_specs=[
+        contract_check_spec(AISQL_SCENARIO_DB, "aisql_scenario_db"),
+        AssetCheckSpec(
+            "no_hidden_label_column",
+            asset="aisql_scenario_db",
+            blocking=True,
+            description="No hidden label column (e.g. movie reviewState) is reachable in the AI-visible DB",
+        ),
+    ],
     description="The label-free SemBench scenario database (DuckDB; BigQuery names as views) and its separate label file.",
 )
 def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
@@ -148,58 +180,102 @@ def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
     from pipelines.aisql.scenarios import visible_columns
 
     vis = visible_columns(db.path)
-    rows = [{"scenario": sc.name, "table_name": t.name, "bigquery_name": f"{sc.bigquery_schema}.{t.bigquery_name}",
-             "row_count": int(db.row_counts[t.name]), "columns": json.dumps(vis.get(f"main.{t.name}", [])),
-             "hidden_excluded": json.dumps(list(t.hidden)), "db_path": str(db.path), "labels_path": str(db.labels_path),
-             "sample": db.sample} for t in sc.tables]
+    rows = [
+        {
+            "scenario": sc.name,
+            "table_name": t.name,
+            "bigquery_name": f"{sc.bigquery_schema}.{t.bigquery_name}",
+            "row_count": int(db.row_counts[t.name]),
+            "columns": json.dumps(vis.get(f"main.{t.name}", [])),
+            "hidden_excluded": json.dumps(list(t.hidden)),
+            "db_path": str(db.path),
+            "labels_path": str(db.labels_path),
+            "sample": db.sample,
+        }
+        for t in sc.tables
+    ]
     df = pl.DataFrame(rows, schema_overrides={"row_count": pl.Int64, "sample": pl.Int64})
     leaked = leaked_label_columns(db.path, sc)
     yield artifact_output(df, db_path=MetadataValue.path(str(db.path)), preview=MetadataValue.md(preview_markdown(df)))
     yield contract_check_result(AISQL_SCENARIO_DB, df)
-    yield AssetCheckResult(check_name="no_hidden_label_column", passed=not leaked, severity=AssetCheckSeverity.ERROR,
-                           metadata={"leaked": MetadataValue.text(", ".join(leaked) or "none"),
-                                     "hidden": MetadataValue.text(json.dumps(sc.hidden))})
+    yield AssetCheckResult(
+        check_name="no_hidden_label_column",
+        passed=not leaked,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "leaked": MetadataValue.text(", ".join(leaked) or "none"),
+            "hidden": MetadataValue.text(json.dumps(sc.hidden)),
+        },
+    )
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_PAIRS, "aisql_pairs")],
     description="Labelled evaluation pairs: SemBench gold AI-SQL x controlled variants (and generator candidates).",
     pool=LLM_POOL,
 )
-def aisql_pairs(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
-                aisql_scenario_db: pl.DataFrame):
+def aisql_pairs(
+    context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource, aisql_scenario_db: pl.DataFrame
+):
     scenario = context.partition_key
     golds = gold_queries(aisql, scenario)
     extra = []
     if aisql.generator_samples > 0:
         db = _db(aisql, scenario)
-        extra = generator_pairs(council_for("generators", council.get_council), aisql.root(), get_scenario(scenario),
-                                golds, _schema_of(db), samples=aisql.generator_samples)
+        extra = generator_pairs(
+            council_for("generators", council.get_council),
+            aisql.root(),
+            get_scenario(scenario),
+            golds,
+            _schema_of(db),
+            samples=aisql.generator_samples,
+        )
         if aisql.generated_labels == "executed":  # independent of every judge measured (issue 19 item 10)
             extra = execution_labels(extra, db, budget=aisql.budget, seed=aisql.seed)
-    df = build_pairs(scenario, aisql.root(), golds, correct_share=aisql.correct_share, seed=aisql.seed,
-                     extra_rows=extra, manual=read_manual_labels(manual_labels_path(quandary_home())),
-                     variant_types=tuple(aisql.variant_types) if aisql.variant_types else None)
+    df = build_pairs(
+        scenario,
+        aisql.root(),
+        golds,
+        correct_share=aisql.correct_share,
+        seed=aisql.seed,
+        extra_rows=extra,
+        manual=read_manual_labels(manual_labels_path(quandary_home())),
+        variant_types=tuple(aisql.variant_types) if aisql.variant_types else None,
+    )
     counts = df.group_by("dialect", "label").len().sort("dialect", "label")
-    yield artifact_output(df, pairs=MetadataValue.int(df.height),
-                          labelled=MetadataValue.int(int(df["label"].is_not_null().sum())),
-                          by_label=MetadataValue.md(preview_markdown(counts, rows=10)))
+    yield artifact_output(
+        df,
+        pairs=MetadataValue.int(df.height),
+        labelled=MetadataValue.int(int(df["label"].is_not_null().sum())),
+        by_label=MetadataValue.md(preview_markdown(counts, rows=10)),
+    )
     yield contract_check_result(AISQL_PAIRS, df)
 
 
 def gold_queries(aisql: AisqlResource, scenario: str) -> list:
     """The scenario's gold AI queries this run judges: ``question_ids`` if given, else all but the
     default exclusions (shared by the asset and the CLI's plan)."""
-    return [g for g in load_queries(scenario, aisql.root(), dialects=tuple(aisql.dialects))
-            if (aisql.question_ids is None or g.question_id in aisql.question_ids)
-            and (aisql.question_ids is not None or g.question_id not in _excluded(scenario))]
+    return [
+        g
+        for g in load_queries(scenario, aisql.root(), dialects=tuple(aisql.dialects))
+        if (aisql.question_ids is None or g.question_id in aisql.question_ids)
+        and (aisql.question_ids is not None or g.question_id not in _excluded(scenario))
+    ]
 
 
 def planned_pairs(aisql: AisqlResource, scenario: str) -> int:
     """How many labelled pairs ``aisql_pairs`` will hold before generator candidates (no LLM call)."""
-    return build_pairs(scenario, aisql.root(), gold_queries(aisql, scenario), correct_share=aisql.correct_share,
-                       seed=aisql.seed, variant_types=tuple(aisql.variant_types) if aisql.variant_types else None).height
+    return build_pairs(
+        scenario,
+        aisql.root(),
+        gold_queries(aisql, scenario),
+        correct_share=aisql.correct_share,
+        seed=aisql.seed,
+        variant_types=tuple(aisql.variant_types) if aisql.variant_types else None,
+    ).height
 
 
 def _excluded(scenario: str) -> set[str]:
@@ -209,7 +285,9 @@ def _excluded(scenario: str) -> set[str]:
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version="1",
     check_specs=[contract_check_spec(AISQL_SPLITS, "aisql_split_queries")],
     description="Deterministic sqlglot split of every gold and candidate: structural part and one AI part per call.",
 )
@@ -219,98 +297,167 @@ def aisql_split_queries(context: AssetExecutionContext, aisql_pairs: pl.DataFram
     for p in aisql_pairs.iter_rows(named=True):
         for side, sql in (("gold", p["gold_sql"]), ("candidate", p["candidate_sql"])):
             r = split(sql, p["dialect"], keys)
-            rows.append({"pair_id": p["pair_id"], "side": side, "dialect": p["dialect"], "method": r.method,
-                         "structural_sql": r.structural_sql, "ai_parts_json": json.dumps([vars(a) for a in r.ai_parts]),
-                         "n_ai_parts": len(r.ai_parts), "error": r.error})
+            rows.append(
+                {
+                    "pair_id": p["pair_id"],
+                    "side": side,
+                    "dialect": p["dialect"],
+                    "method": r.method,
+                    "structural_sql": r.structural_sql,
+                    "ai_parts_json": json.dumps([vars(a) for a in r.ai_parts]),
+                    "n_ai_parts": len(r.ai_parts),
+                    "error": r.error,
+                }
+            )
     df = pl.DataFrame(rows, schema_overrides={"n_ai_parts": pl.Int64})
     yield artifact_output(df, failed=MetadataValue.int(int((df["error"] != "").sum())))
     yield contract_check_result(AISQL_SPLITS, df)
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version="1",
     check_specs=[contract_check_spec(AISQL_EXECUTIONS, "aisql_executions")],
     description="Split execution: full gold/candidate, structural and AI parts, row diffs, per-call probe agreement.",
     pool=LLM_POOL,
 )
-def aisql_executions(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
-                     aisql_scenario_db: pl.DataFrame, aisql_pairs: pl.DataFrame):
+def aisql_executions(
+    context: AssetExecutionContext,
+    aisql: AisqlResource,
+    council: CouncilResource,
+    aisql_scenario_db: pl.DataFrame,
+    aisql_pairs: pl.DataFrame,
+):
     db = _db(aisql, context.partition_key)
     settings = aisql.settings()
     runtime = make_runtime(settings, db, getter=council.get_council)
     try:
         with step_progress(context, total=aisql_pairs.height) as p:  # AI-operator calls via the council count too
-            df, _ = run_executions(aisql_pairs, db, runtime, settings, lambda _msg: p.advance(1),
-                                   getter=council.get_council)
+            df, _ = run_executions(
+                aisql_pairs, db, runtime, settings, lambda _msg: p.advance(1), getter=council.get_council
+            )
     finally:
         runtime.close()
     t = runtime.totals
-    yield artifact_output(df.with_columns(pl.lit(runtime.backend.name).alias("operator_backend")),
-                          operator_backend=MetadataValue.text(runtime.backend.name),
-                          calls_made=MetadataValue.int(t.made), calls_cached=MetadataValue.int(t.cached),
-                          calls_failed=MetadataValue.int(t.failed))
+    yield artifact_output(
+        df.with_columns(pl.lit(runtime.backend.name).alias("operator_backend")),
+        operator_backend=MetadataValue.text(runtime.backend.name),
+        calls_made=MetadataValue.int(t.made),
+        calls_cached=MetadataValue.int(t.cached),
+        calls_failed=MetadataValue.int(t.failed),
+    )
     yield contract_check_result(AISQL_EXECUTIONS, df)
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
-    check_specs=[contract_check_spec(AISQL_VERDICTS, "aisql_verdicts"),
-                 AssetCheckSpec("every_pair_every_method", asset="aisql_verdicts", blocking=True,
-                                description="Every pair has a verdict from every configured method")],
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version=f"1-{PROMPT_VERSION}",
+    check_specs=[
+        contract_check_spec(AISQL_VERDICTS, "aisql_verdicts"),
+        AssetCheckSpec(
+            "every_pair_every_method",
+            asset="aisql_verdicts",
+            blocking=True,
+            description="Every pair has a verdict from every configured method",
+        ),
+    ],
     description="Verdicts of EX, LLM-SQL-Solver (M&M, E&C, each ± exec results) and the multilayered autorater.",
     pool=LLM_POOL,
 )
-def aisql_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
-                   aisql_pairs: pl.DataFrame, aisql_executions: pl.DataFrame):
+def aisql_verdicts(
+    context: AssetExecutionContext,
+    aisql: AisqlResource,
+    council: CouncilResource,
+    aisql_pairs: pl.DataFrame,
+    aisql_executions: pl.DataFrame,
+):
     db = _db(aisql, context.partition_key)
     settings = aisql.settings()
     judges = council_for("judges", council.get_council) if any(m != "ex" for m in settings.methods) else None
     with step_progress(context, total=aisql_pairs.height * len(settings.methods)) as p:  # (pair, method) verdicts
-        df = run_methods(aisql_pairs, aisql_executions, evidence_from(aisql_executions), settings, _schema_of(db),
-                         _log_progress(context), judges=judges, advance=p.advance)
+        df = run_methods(
+            aisql_pairs,
+            aisql_executions,
+            evidence_from(aisql_executions),
+            settings,
+            _schema_of(db),
+            _log_progress(context),
+            judges=judges,
+            advance=p.advance,
+        )
     have = set(zip(df["pair_id"].to_list(), df["method"].to_list()))
     missing = [(p, m) for p in aisql_pairs["pair_id"].to_list() for m in settings.methods if (p, m) not in have]
-    yield artifact_output(df, errors=MetadataValue.int(int((df["status"] == "error").sum())),
-                          accepted=MetadataValue.int(int(df["accepted"].sum())))
+    yield artifact_output(
+        df,
+        errors=MetadataValue.int(int((df["status"] == "error").sum())),
+        accepted=MetadataValue.int(int(df["accepted"].sum())),
+    )
     yield contract_check_result(AISQL_VERDICTS, df)
-    yield AssetCheckResult(check_name="every_pair_every_method", passed=not missing, severity=AssetCheckSeverity.ERROR,
-                           metadata={"missing": MetadataValue.int(len(missing)),
-                                     "examples": MetadataValue.text(str(missing[:5]))})
+    yield AssetCheckResult(
+        check_name="every_pair_every_method",
+        passed=not missing,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"missing": MetadataValue.int(len(missing)), "examples": MetadataValue.text(str(missing[:5]))},
+    )
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version="1",
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version="1",
     check_specs=[contract_check_spec(AISQL_METRICS, "aisql_metrics")],
     description="Meta-evaluation: TPR, TNR, accuracy per set (synthetic variants / generated candidates), method "
-                "and dialect with counts (the paper's Table 1), and the label balance beside the paper's.",
+    "and dialect with counts (the paper's Table 1), and the label balance beside the paper's.",
 )
 def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, aisql_verdicts: pl.DataFrame):
     # the synthetic (variants) and generated (generator candidates) sets are reported separately
     df = metric_table(with_set(aisql_pairs), aisql_verdicts, by=("set", "dialect"))
-    tables = {f"table1_{s}": MetadataValue.md(table1_markdown(df.filter(pl.col("set") == s)))
-              for s in ("synthetic", "generated") if s in set(df["set"].to_list())}
+    tables = {
+        f"table1_{s}": MetadataValue.md(table1_markdown(df.filter(pl.col("set") == s)))
+        for s in ("synthetic", "generated")
+        if s in set(df["set"].to_list())
+    }
     yield artifact_output(df, **tables, balance=MetadataValue.md(preview_markdown(balance_table(aisql_pairs), rows=20)))
     yield contract_check_result(AISQL_METRICS, df)
 
 
 @asset(
-    partitions_def=scenario_partitions, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
+    partitions_def=scenario_partitions,
+    group_name=GROUP,
+    code_version=f"1-{PROMPT_VERSION}",
     description="Accuracy of each method as the label-oracle flip rate p grows (0 to 0.3), with a PNG chart.",
     pool=LLM_POOL,
 )
-def aisql_sweep(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource,
-                aisql_pairs: pl.DataFrame):
+def aisql_sweep(
+    context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource, aisql_pairs: pl.DataFrame
+):
     db = _db(aisql, context.partition_key)
     settings = aisql.settings(methods=tuple(aisql.sweep_methods), backend="oracle")
     # up to sweep_max_pairs labelled pairs per dialect
     pairs = aisql_pairs.filter(pl.col("label").is_not_null()).filter(
-        pl.int_range(pl.len()).over("dialect") < aisql.sweep_max_pairs)
-    res = flip_rate_sweep(pairs, db, settings, _schema_of(db), rates=tuple(aisql.sweep_rates),
-                          progress=_log_progress(context), getter=council.get_council)
-    png = sweep_png(res.metrics, artifacts_dir() / "aisql_sweep" / context.partition_key / "sweep.png",
-                    title=f"SemBench {context.partition_key}: accuracy vs AI-operator noise")
-    return artifact_output(res.metrics, **chart_metadata(png, "accuracy vs AI-operator noise", image_key="chart_image",
-                                                         path_key="chart"), pairs=MetadataValue.int(pairs.height))
+        pl.int_range(pl.len()).over("dialect") < aisql.sweep_max_pairs
+    )
+    res = flip_rate_sweep(
+        pairs,
+        db,
+        settings,
+        _schema_of(db),
+        rates=tuple(aisql.sweep_rates),
+        progress=_log_progress(context),
+        getter=council.get_council,
+    )
+    png = sweep_png(
+        res.metrics,
+        artifacts_dir() / "aisql_sweep" / context.partition_key / "sweep.png",
+        title=f"SemBench {context.partition_key}: accuracy vs AI-operator noise",
+    )
+    return artifact_output(
+        res.metrics,
+        **chart_metadata(png, "accuracy vs AI-operator noise", image_key="chart_image", path_key="chart"),
+        pairs=MetadataValue.int(pairs.height),
+    )
 
 
 class EvaluateConfig(Config):
@@ -324,13 +471,16 @@ PREDICTION_VERDICTS = "aisql_prediction_verdicts"
 
 
 @asset(
-    name=PREDICTION_VERDICTS, group_name=GROUP, code_version=f"1-{PROMPT_VERSION}",
+    name=PREDICTION_VERDICTS,
+    group_name=GROUP,
+    code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_PREDICTION_VERDICTS, PREDICTION_VERDICTS)],
     description="One verdict row per user prediction (every layer of `aisql compare`), keyed by the file's "
-                "content hash, prediction id, scenario and settings; other files' rows are kept.",
+    "content hash, prediction id, scenario and settings; other files' rows are kept.",
 )
-def aisql_prediction_verdicts(context: AssetExecutionContext, config: EvaluateConfig, aisql: AisqlResource,
-                              council: CouncilResource):
+def aisql_prediction_verdicts(
+    context: AssetExecutionContext, config: EvaluateConfig, aisql: AisqlResource, council: CouncilResource
+):
     from pipelines.aisql.predictions import (
         Engine,
         PredictionsError,
@@ -354,33 +504,54 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, config: EvaluateCo
     def context_for(scenario: str):
         db = _db(aisql, scenario)
         runtime = make_runtime(settings, db, getter=council.get_council)
-        ctx = EvalContext(db.path, runtime, get_scenario(scenario).key_columns(),
-                          table_columns_of(visible_columns(db.path)), budget=settings.budget,
-                          probe_n=settings.probe_n, seed=settings.seed)
+        ctx = EvalContext(
+            db.path,
+            runtime,
+            get_scenario(scenario).key_columns(),
+            table_columns_of(visible_columns(db.path)),
+            budget=settings.budget,
+            probe_n=settings.probe_n,
+            seed=settings.seed,
+        )
         return ctx, _schema_of(db), runtime.close
 
     judges = council_for("judges", council.get_council) if "ours" in methods else None
     stored = latest_frame(PREDICTION_VERDICTS)
     with step_progress(context, total=len(preds)) as p:  # predictions judged or reused
-        df, reused, judged = evaluate(preds, digest, str(Path(config.predictions_path).resolve()), settings, methods,
-                                      Engine(context_for, judges), stored=stored, advance=p.advance)
+        df, reused, judged = evaluate(
+            preds,
+            digest,
+            str(Path(config.predictions_path).resolve()),
+            settings,
+            methods,
+            Engine(context_for, judges),
+            stored=stored,
+            advance=p.advance,
+        )
     skey = settings_key(settings, methods)
     mine = df.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
     folder = artifacts_dir() / PREDICTION_VERDICTS / "exports"
     stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
     paths = [export(mine, folder / f"{stem}.{ext}") for ext in ("jsonl", "csv")]
-    yield artifact_output(df, predictions=MetadataValue.int(len(preds)), reused=MetadataValue.int(reused),
-                          judged=MetadataValue.int(judged), predictions_sha256=MetadataValue.text(digest),
-                          export_jsonl=MetadataValue.path(str(paths[0])), export_csv=MetadataValue.path(str(paths[1])),
-                          accepted=MetadataValue.int(int(mine["accepted"].sum())))
+    yield artifact_output(
+        df,
+        predictions=MetadataValue.int(len(preds)),
+        reused=MetadataValue.int(reused),
+        judged=MetadataValue.int(judged),
+        predictions_sha256=MetadataValue.text(digest),
+        export_jsonl=MetadataValue.path(str(paths[0])),
+        export_csv=MetadataValue.path(str(paths[1])),
+        accepted=MetadataValue.int(int(mine["accepted"].sum())),
+    )
     yield contract_check_result(AISQL_PREDICTION_VERDICTS, df)
 
 
 @asset(
-    group_name=GROUP, code_version="1",
+    group_name=GROUP,
+    code_version="1",
     check_specs=[contract_check_spec(AISQL_PREDICTION_METRICS, "aisql_prediction_metrics")],
     description="Table 1 (TPR / TNR / accuracy with counts) per predictions file, settings, dialect and method, "
-                "over the labelled predictions; 'cannot decide' counts as a rejection and is shown on its own.",
+    "over the labelled predictions; 'cannot decide' counts as a rejection and is shown on its own.",
 )
 def aisql_prediction_metrics(context: AssetExecutionContext, aisql_prediction_verdicts: pl.DataFrame):
     from pipelines.aisql.predictions import summary_markdown, summary_table
@@ -392,5 +563,12 @@ def aisql_prediction_metrics(context: AssetExecutionContext, aisql_prediction_ve
 
 AISQL_EVALUATE_ASSETS = [aisql_prediction_verdicts, aisql_prediction_metrics]
 
-AISQL_ASSETS = [aisql_scenario_db, aisql_pairs, aisql_split_queries, aisql_executions, aisql_verdicts, aisql_metrics,
-                aisql_sweep]
+AISQL_ASSETS = [
+    aisql_scenario_db,
+    aisql_pairs,
+    aisql_split_queries,
+    aisql_executions,
+    aisql_verdicts,
+    aisql_metrics,
+    aisql_sweep,
+]

@@ -17,5 +17,8 @@ aisql_evaluate_job = define_asset_job(
     description="Judge a file of user predictions (quandary aisql evaluate): one verdict row per prediction, Table 1.",
 )
 
-defs = Definitions(assets=AISQL_ASSETS + AISQL_EVALUATE_ASSETS, jobs=[aisql_job, aisql_evaluate_job],
-                   resources={"aisql": AisqlResource()})
+defs = Definitions(
+    assets=AISQL_ASSETS + AISQL_EVALUATE_ASSETS,
+    jobs=[aisql_job, aisql_evaluate_job],
+    resources={"aisql": AisqlResource()},
+)

@@ -65,37 +65,61 @@ RULE_CHECKS = ("ambitab_amb_count", "ambitab_reference_sql_executes", "ambitab_r
 class AmbitabBuildConfig(Config):
     """Knobs of the AmbiTab conversions (defaults: the paper's builds on the local data)."""
 
-    data_root: str | None = Field(default=None, description="folder holding the source corpora; "
-                                  "default $QUANDARY_AMBITAB_DATA or ../shared/data")
+    data_root: str | None = Field(
+        default=None, description="folder holding the source corpora; default $QUANDARY_AMBITAB_DATA or ../shared/data"
+    )
     seed: int = Field(default=0, description="build seed (Ambrosia slice, AmbiQT unit draws)")
-    llm_steps: str = Field(default="auto", description="LLM steps (EW-Bird keep/drop filter, Bird authoring): "
-                           "'on', 'off', or 'auto' = on only when a council config file is set (the embedded "
-                           "toy model is not used to filter a benchmark); skipped steps are reported")
+    llm_steps: str = Field(
+        default="auto",
+        description="LLM steps (EW-Bird keep/drop filter, Bird authoring): "
+        "'on', 'off', or 'auto' = on only when a council config file is set (the embedded "
+        "toy model is not used to filter a benchmark); skipped steps are reported",
+    )
     max_rows: int | None = Field(default=None, description="cap on source rows for LLM-built corpora (smoke runs)")
 
 
 def _check_specs():
-    specs = [AssetCheckSpec(contract_check_name(AMBITAB_RECORDS), asset=RECORDS, blocking=True,
-                            description=f"GX suite: {AMBITAB_RECORDS.description}")]
+    specs = [
+        AssetCheckSpec(
+            contract_check_name(AMBITAB_RECORDS),
+            asset=RECORDS,
+            blocking=True,
+            description=f"GX suite: {AMBITAB_RECORDS.description}",
+        )
+    ]
     descriptions = {
         "ambitab_amb_count": "|Amb| counts only critical + knowledge ambiguities",
         "ambitab_reference_sql_executes": "every reading's reference SQL executes where its database is present",
         "ambitab_readings_differ": "readings of one AVT give different results (required for AmbiQT, TACO)",
     }
     specs += [AssetCheckSpec(n, asset=RECORDS, blocking=True, description=descriptions[n]) for n in RULE_CHECKS]
-    specs.append(AssetCheckSpec(contract_check_name(AMBITAB_REJECTS), asset=REJECTS,
-                                description=f"GX suite: {AMBITAB_REJECTS.description}"))
-    specs.append(AssetCheckSpec(SKIPPED_CHECK, asset=RECORDS, description=(
-        "WARN when a build step could not run here (missing database / file / LLM) — never silent")))
+    specs.append(
+        AssetCheckSpec(
+            contract_check_name(AMBITAB_REJECTS), asset=REJECTS, description=f"GX suite: {AMBITAB_REJECTS.description}"
+        )
+    )
+    specs.append(
+        AssetCheckSpec(
+            SKIPPED_CHECK,
+            asset=RECORDS,
+            description=("WARN when a build step could not run here (missing database / file / LLM) — never silent"),
+        )
+    )
     return specs
 
 
 @multi_asset(
     outs={
-        RECORDS: AssetOut(description="AmbiTab task records, one per interpretation", code_version=CONVERSION_VERSION,
-                          group_name=GROUP),
-        REJECTS: AssetOut(description="source rows rejected by the conversion, with stage and reason",
-                          code_version=CONVERSION_VERSION, group_name=GROUP),
+        RECORDS: AssetOut(
+            description="AmbiTab task records, one per interpretation",
+            code_version=CONVERSION_VERSION,
+            group_name=GROUP,
+        ),
+        REJECTS: AssetOut(
+            description="source rows rejected by the conversion, with stage and reason",
+            code_version=CONVERSION_VERSION,
+            group_name=GROUP,
+        ),
     },
     partitions_def=corpus_partitions,
     check_specs=_check_specs(),
@@ -107,11 +131,16 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     if config.llm_steps not in ("auto", "on", "off"):
         raise Failure(f"llm_steps must be auto, on or off (got {config.llm_steps!r})")
     use_llm = config.llm_steps == "on" or (
-        config.llm_steps == "auto" and council.council_config().source != "embedded default")
+        config.llm_steps == "auto" and council.council_config().source != "embedded default"
+    )
     try:
         result = build_corpus(
-            corpus, data_root, seed=config.seed, progress=context.log.info,
-            council_factory=council.get_council if use_llm else None, max_rows=config.max_rows,
+            corpus,
+            data_root,
+            seed=config.seed,
+            progress=context.log.info,
+            council_factory=council.get_council if use_llm else None,
+            max_rows=config.max_rows,
         )
     except SourceError as exc:
         raise Failure(f"{corpus}: {exc}") from exc
@@ -122,8 +151,9 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     outcome = run_contract(AMBITAB_RECORDS, records)
     executes, results = reference_executes_rule(records)
     rules = [amb_count_rule(records), executes, readings_differ_rule(records, results)]
-    blocking = ([f"{contract_check_name(AMBITAB_RECORDS)} ({'; '.join(outcome.failures[:3])})"]
-                if not outcome.success else [])
+    blocking = (
+        [f"{contract_check_name(AMBITAB_RECORDS)} ({'; '.join(outcome.failures[:3])})"] if not outcome.success else []
+    )
     blocking += [f"{r.name} ({'; '.join(r.failures[:3])})" for r in rules if not r.passed]
     if blocking:
         raise Failure(f"{corpus}: blocking check(s) failed, records not stored or exported: " + " | ".join(blocking))
@@ -146,31 +176,52 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     with warnings.catch_warnings():  # `data_version=` is beta; it is the documented way to version content
         warnings.simplefilter("ignore")
         yield Output(records, output_name=RECORDS, data_version=DataVersion(content_hash(records)), metadata=metadata)
-    yield Output(rejects, output_name=REJECTS, metadata={
-        "rejects": MetadataValue.int(rejects.height), "by_stage": MetadataValue.json(by_stage)})
+    yield Output(
+        rejects,
+        output_name=REJECTS,
+        metadata={"rejects": MetadataValue.int(rejects.height), "by_stage": MetadataValue.json(by_stage)},
+    )
 
-    yield AssetCheckResult(asset_key=AssetKey(RECORDS), check_name=contract_check_name(AMBITAB_RECORDS),
-                           passed=outcome.success, severity=AssetCheckSeverity.ERROR,
-                           metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in outcome.failures) or "none")})
-    rej = run_contract(AMBITAB_REJECTS, rejects)
-    yield AssetCheckResult(asset_key=AssetKey(REJECTS), check_name=contract_check_name(AMBITAB_REJECTS),
-                           passed=rej.success, severity=AssetCheckSeverity.ERROR,
-                           metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in rej.failures) or "none")})
-    for rule in rules:
-        yield AssetCheckResult(asset_key=AssetKey(RECORDS), check_name=rule.name, passed=rule.passed,
-                               severity=AssetCheckSeverity.ERROR,
-                               metadata={"checked": MetadataValue.int(rule.checked),
-                                         "failures": MetadataValue.md(rule.summary()),
-                                         "notes": MetadataValue.json(rule.notes)})
     yield AssetCheckResult(
-        asset_key=AssetKey(RECORDS), check_name=SKIPPED_CHECK, passed=not skipped,
+        asset_key=AssetKey(RECORDS),
+        check_name=contract_check_name(AMBITAB_RECORDS),
+        passed=outcome.success,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in outcome.failures) or "none")},
+    )
+    rej = run_contract(AMBITAB_REJECTS, rejects)
+    yield AssetCheckResult(
+        asset_key=AssetKey(REJECTS),
+        check_name=contract_check_name(AMBITAB_REJECTS),
+        passed=rej.success,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"failures": MetadataValue.md("\n".join(f"- {f}" for f in rej.failures) or "none")},
+    )
+    for rule in rules:
+        yield AssetCheckResult(
+            asset_key=AssetKey(RECORDS),
+            check_name=rule.name,
+            passed=rule.passed,
+            severity=AssetCheckSeverity.ERROR,
+            metadata={
+                "checked": MetadataValue.int(rule.checked),
+                "failures": MetadataValue.md(rule.summary()),
+                "notes": MetadataValue.json(rule.notes),
+            },
+        )
+    yield AssetCheckResult(
+        asset_key=AssetKey(RECORDS),
+        check_name=SKIPPED_CHECK,
+        passed=not skipped,
         severity=AssetCheckSeverity.WARN,
         description="; ".join(f"{s['step']}: {s['reason']}" for s in skipped) or "every step ran",
-        metadata={"skipped": MetadataValue.md("\n".join(
-            f"- **{s['step']}** ({s['affected']} affected): {s['reason']}" for s in skipped) or "none"),
-            "n_skipped": MetadataValue.int(len(skipped))},
+        metadata={
+            "skipped": MetadataValue.md(
+                "\n".join(f"- **{s['step']}** ({s['affected']} affected): {s['reason']}" for s in skipped) or "none"
+            ),
+            "n_skipped": MetadataValue.int(len(skipped)),
+        },
     )
 
 
 AMBITAB_ASSETS = [ambitab_corpus]
-

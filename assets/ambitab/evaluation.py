@@ -50,12 +50,16 @@ METRICS = "ambitab_metrics"
 class AmbitabEvalConfig(Config):
     """Which conditions to run (defaults: the paper's inference comparison on the deterministic oracle)."""
 
-    askers: list[str] = Field(default=["none", "full", "full_adv", "generic", "llm"],
-                              description="none, full, full_adv, generic, llm, or a dotted path to a custom asker")
-    oracles: list[str] = Field(default=["det"], description="det, det_intent, det_knowledge, llm, llm_scoped, "
-                               "llm_unfiltered, hybrid, stress")
-    prompts: list[str] = Field(default=[DEFAULT_ASKER_PROMPT], description="LLM asker prompts: direct, "
-                               "checklist_chat, checklist_ledger")
+    askers: list[str] = Field(
+        default=["none", "full", "full_adv", "generic", "llm"],
+        description="none, full, full_adv, generic, llm, or a dotted path to a custom asker",
+    )
+    oracles: list[str] = Field(
+        default=["det"], description="det, det_intent, det_knowledge, llm, llm_scoped, llm_unfiltered, hybrid, stress"
+    )
+    prompts: list[str] = Field(
+        default=[DEFAULT_ASKER_PROMPT], description="LLM asker prompts: direct, checklist_chat, checklist_ledger"
+    )
     seeds: list[int] = Field(default=[0, 1, 2], description="run seeds (shared by asker and solver)")
     solver: str = Field(default="llm", description="llm (the solvers council) or empty (asking metrics only)")
     split: str | None = Field(default=None, description="only records of this split (e.g. slice_test)")
@@ -69,8 +73,13 @@ class AmbitabEvalConfig(Config):
 
 # Key columns an episode table written before issue 20 lacks: filled so the old rows stay (never
 # dropped) and show in reports as "(not recorded)", apart from every run that records them.
-_LEGACY_KEY_FILL = {"asker_model": "(not recorded)", "oracle_model": "(not recorded)",
-                    "solver_model": "(not recorded)", "budget": 2, "options": "(not recorded)"}
+_LEGACY_KEY_FILL = {
+    "asker_model": "(not recorded)",
+    "oracle_model": "(not recorded)",
+    "solver_model": "(not recorded)",
+    "budget": 2,
+    "options": "(not recorded)",
+}
 
 
 def stored_episodes(corpus: str) -> pl.DataFrame:
@@ -97,46 +106,72 @@ def _call_stats(rows: list[dict]) -> dict:
     return {"llm_calls": len(ids), **{f"llm_calls_{s}": statuses.count(s) for s in sorted(set(statuses))}}
 
 
-@asset(name=EPISODES, partitions_def=corpus_partitions, group_name=GROUP, code_version=EPISODES_CODE_VERSION,
-       ins={"records": AssetIn(RECORDS)}, check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
-       description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.", pool=LLM_POOL)
-def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, council: CouncilResource,
-                     records: pl.DataFrame):
+@asset(
+    name=EPISODES,
+    partitions_def=corpus_partitions,
+    group_name=GROUP,
+    code_version=EPISODES_CODE_VERSION,
+    ins={"records": AssetIn(RECORDS)},
+    check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
+    description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.",
+    pool=LLM_POOL,
+)
+def ambitab_episodes(
+    context: AssetExecutionContext, config: AmbitabEvalConfig, council: CouncilResource, records: pl.DataFrame
+):
     tasks = select_tasks([Task.from_record(r) for r in records_from_frame(records)], config.split, config.limit)
     if not tasks:
-        raise Failure(f"{context.partition_key}: no records to evaluate (split={config.split!r}); "
-                      "materialize ambitab_records for this corpus first")
+        raise Failure(
+            f"{context.partition_key}: no records to evaluate (split={config.split!r}); "
+            "materialize ambitab_records for this corpus first"
+        )
     try:
         askers, oracles, prompts = check_names(config.askers, config.oracles, config.prompts, config.solver)
     except ValueError as exc:
         raise Failure(f"invalid evaluation config: {exc}") from exc
     stored = stored_episodes(context.partition_key)
-    conditions = plan_conditions(askers, oracles, prompts, diagnostics=config.diagnostics,
-                                 spec_randomisation=config.spec_randomisation)
+    conditions = plan_conditions(
+        askers, oracles, prompts, diagnostics=config.diagnostics, spec_randomisation=config.spec_randomisation
+    )
     try:
         solver = make_solver(config.solver, council.get_council)
         # items are episodes (condition × record × seed; those already stored are skipped)
         total = len(conditions) * len(tasks) * len(config.seeds)
         with step_progress(context, total=total) as p:
-            rows = run_conditions(tasks, conditions, config.seeds, council_factory=council.get_council, solver=solver,
-                                  verifier=Verifier(), settings=RunSettings(skip_clear=config.skip_clear),
-                                  sql_grounding=config.sql_grounding,
-                                  skip=set(stored["episode_id"].to_list()) if stored.height else None,
-                                  concurrency=config.concurrency, progress=context.log.info,
-                                  on_episode=lambda: p.advance(1))
+            rows = run_conditions(
+                tasks,
+                conditions,
+                config.seeds,
+                council_factory=council.get_council,
+                solver=solver,
+                verifier=Verifier(),
+                settings=RunSettings(skip_clear=config.skip_clear),
+                sql_grounding=config.sql_grounding,
+                skip=set(stored["episode_id"].to_list()) if stored.height else None,
+                concurrency=config.concurrency,
+                progress=context.log.info,
+                on_episode=lambda: p.advance(1),
+            )
     except ProviderUnavailable as exc:
         raise Failure(f"{exc} (completed LLM calls are cached: re-execute from failure)", allow_retries=True) from exc
     except ValueError as exc:
         raise Failure(f"invalid evaluation config: {exc}") from exc
     except KeyError as exc:  # a role the council config lacks (and no `default` council to fill it)
-        raise Failure(f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
-                      "councils or a `default` council") from exc
+        raise Failure(
+            f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
+            "councils or a `default` council"
+        ) from exc
     # a growing table: this run adds or replaces exactly its own keys, every other stored episode stays
     merged = upsert_rows(stored if stored.height else None, episodes_frame(rows), EPISODE_KEY)
     df = merged.frame
     yield artifact_output(
-        df, episodes=df.height, new_episodes=merged.added, replaced_episodes=merged.replaced,
-        kept_episodes=merged.kept, reused_episodes=total - len(rows), records=len(tasks),
+        df,
+        episodes=df.height,
+        new_episodes=merged.added,
+        replaced_episodes=merged.replaced,
+        kept_episodes=merged.kept,
+        reused_episodes=total - len(rows),
+        records=len(tasks),
         episode_key=MetadataValue.text(", ".join(EPISODE_KEY)),
         conditions=MetadataValue.md("\n".join(f"- {c.label}" for c in conditions)),
         fallback_stops=int(df["fallback_stop"].sum()) if df.height else 0,
@@ -146,9 +181,14 @@ def ambitab_episodes(context: AssetExecutionContext, config: AmbitabEvalConfig, 
     yield contract_check_result(AMBITAB_EPISODES, df)
 
 
-@asset(name=METRICS, partitions_def=corpus_partitions, group_name=GROUP, code_version="1",
-       ins={"episodes": AssetIn(EPISODES), "records": AssetIn(RECORDS)},
-       description="Table 8 / Table 10 metrics with seed SDs and AVT-cluster bootstrap intervals; chart.")
+@asset(
+    name=METRICS,
+    partitions_def=corpus_partitions,
+    group_name=GROUP,
+    code_version="1",
+    ins={"episodes": AssetIn(EPISODES), "records": AssetIn(RECORDS)},
+    description="Table 8 / Table 10 metrics with seed SDs and AVT-cluster bootstrap intervals; chart.",
+)
 def ambitab_metrics(context: AssetExecutionContext, episodes: pl.DataFrame, records: pl.DataFrame):
     tasks = [Task.from_record(r) for r in records_from_frame(records)]
     ids = set(episodes["record_id"].to_list()) if episodes.height else set()

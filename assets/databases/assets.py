@@ -26,8 +26,7 @@ def seed_database_row(info) -> dict:
             "primary_key": t.primary_key,
             "columns": [{"name": c.name, "type": c.type} for c in t.columns],
             "foreign_keys": [
-                {"column": f.column, "ref_table": f.ref_table, "ref_column": f.ref_column}
-                for f in t.foreign_keys
+                {"column": f.column, "ref_table": f.ref_table, "ref_column": f.ref_column} for f in t.foreign_keys
             ],
         }
         for t in info.tables
@@ -76,7 +75,7 @@ def seed_databases(context: AssetExecutionContext, seed_catalog: SeedCatalogReso
     code_version=SCHEMA_CONTEXT_VERSION,
     check_specs=[contract_check_spec(SCHEMA_CONTEXT, "schema_context")],
     description="Prompt schema context (ABISS §4.1): each table's DDL followed by 5 sample rows, fitted to "
-                "the smallest context window of the council (what was left out is recorded).",
+    "the smallest context window of the council (what was left out is recorded).",
 )
 def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame, council: CouncilResource):
     from resources.catalog import local_seed
@@ -101,9 +100,13 @@ def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame,
         context.log.warning(
             f"schema context of {info.db_id} fitted to {budget} tokens: {len(fitted.omitted_tables)} of "
             f"{len(info.tables)} tables left out, {fitted.sample_rows} sample rows, values cut at "
-            f"{fitted.value_width} characters")
-    yield artifact_output(df, approx_tokens=MetadataValue.int(len(text) // 4),
-                          budget_tokens=MetadataValue.int(budget),
-                          omitted=MetadataValue.json(fitted.omitted()),
-                          context_preview=MetadataValue.md(f"```sql\n{text[:1500]}\n```"))
+            f"{fitted.value_width} characters"
+        )
+    yield artifact_output(
+        df,
+        approx_tokens=MetadataValue.int(len(text) // 4),
+        budget_tokens=MetadataValue.int(budget),
+        omitted=MetadataValue.json(fitted.omitted()),
+        context_preview=MetadataValue.md(f"```sql\n{text[:1500]}\n```"),
+    )
     yield contract_check_result(SCHEMA_CONTEXT, df)

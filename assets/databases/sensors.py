@@ -10,8 +10,11 @@ from assets.shared.partitions import databases_partitions
 from resources.catalog import Catalog
 
 
-@sensor(minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING,
-        description="Adds a `databases` partition for every database in the seed catalog.")
+@sensor(
+    minimum_interval_seconds=30,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Adds a `databases` partition for every database in the seed catalog.",
+)
 def seed_catalog_sensor(context: SensorEvaluationContext):
     registered = set(Catalog().ids())
     existing = set(context.instance.get_dynamic_partitions(databases_partitions.name))

@@ -1,7 +1,7 @@
 """ABISS interaction benchmark assets (§5–§6), partitioned by database. Thin: config → pipelines.interaction.
 
-    dataset ─ interaction_subset ─ interaction_conversations ─ interaction_scores ─ interaction_metrics
-    seed_databases, schema_context ─┘ (schema prompt, database path)
+dataset ─ interaction_subset ─ interaction_conversations ─ interaction_scores ─ interaction_metrics
+seed_databases, schema_context ─┘ (schema prompt, database path)
 """
 
 import polars as pl
@@ -41,27 +41,41 @@ GROUP = "interaction"
 class SubsetConfig(Config):
     """Which validated questions are evaluated (ABISS §6 balances every subcategory)."""
 
-    balanced: bool = Field(False, description="down-sample every subcategory (or group) to the smallest one, over "
-                           "the questions of every database in `pool` (the paper balances over all databases)")
+    balanced: bool = Field(
+        False,
+        description="down-sample every subcategory (or group) to the smallest one, over "
+        "the questions of every database in `pool` (the paper balances over all databases)",
+    )
     balance_by: str = Field("subcategory", description="'subcategory' (the paper) or 'group' (the reference CLI)")
     seed: int = 42
-    max_questions: int | None = Field(None, description="keep at most this many, stratified by subcategory (or "
-                                      "group) and seeded; over the pool when balanced, else over this database")
-    pool: list[str] | None = Field(None, description="databases balanced together (a dataset); default: every "
-                                   "registered database with questions")
+    max_questions: int | None = Field(
+        None,
+        description="keep at most this many, stratified by subcategory (or "
+        "group) and seeded; over the pool when balanced, else over this database",
+    )
+    pool: list[str] | None = Field(
+        None, description="databases balanced together (a dataset); default: every registered database with questions"
+    )
     subcategories: list[str] | None = Field(None, description="only these subcategory ids")
-    source: str = Field("auto", description="'dataset' (the pipeline's), 'imported_dataset' (`quandary import`), "
-                        "or 'auto': the pipeline's dataset when this partition has one, else the imported one")
+    source: str = Field(
+        "auto",
+        description="'dataset' (the pipeline's), 'imported_dataset' (`quandary import`), "
+        "or 'auto': the pipeline's dataset when this partition has one, else the imported one",
+    )
 
 
 class ConversationConfig(Config):
     agents: list[str] | None = Field(
-        None, description="system_agents member names and/or package.module:Class paths; default: every member")
+        None, description="system_agents member names and/or package.module:Class paths; default: every member"
+    )
     modes: list[str] = Field(default=list(MODES), description="ground_truth, predicted, taxonomy_only, taxonomy_free")
     max_steps: int = Field(MAX_STEPS, ge=0, description="clarification turns before the final turn")
     candidate_filter: str = Field("label", description="'label' (paper: only matching voters answer) or 'all'")
-    max_fragments: int | None = Field(MAX_FRAGMENTS, description="at most this many gold-SQL fragments ground a Technical "
-                                      "answer (the most chosen first); null = no cap (the reference)")
+    max_fragments: int | None = Field(
+        MAX_FRAGMENTS,
+        description="at most this many gold-SQL fragments ground a Technical "
+        "answer (the most chosen first); null = no cap (the reference)",
+    )
     workers: int = Field(8, ge=1)
 
 
@@ -80,8 +94,10 @@ def check_conversations_on_launch(values: dict) -> None:
     for spec in values.get("agents") or ():
         if spec not in members:
             if ":" not in spec and "." not in spec:
-                raise ValueError(f"agents: {spec!r} is neither a system_agents council member "
-                                 f"({', '.join(members)}) nor a dotted path package.module:Class")
+                raise ValueError(
+                    f"agents: {spec!r} is neither a system_agents council member "
+                    f"({', '.join(members)}) nor a dotted path package.module:Class"
+                )
             load_agent(spec, None)  # imports it: a typo'd path is refused here
 
 
@@ -99,16 +115,22 @@ def dataset_source(db_id: str, source: str = "auto") -> str | None:
     from storage.stores import artifact_store
 
     store = artifact_store()
-    names = {"auto": ("dataset", IMPORTED_ASSET), "dataset": ("dataset",),
-             IMPORTED_ASSET: (IMPORTED_ASSET,)}.get(source)
+    names = {"auto": ("dataset", IMPORTED_ASSET), "dataset": ("dataset",), IMPORTED_ASSET: (IMPORTED_ASSET,)}.get(
+        source
+    )
     if names is None:
         raise ValueError(f"unknown source {source!r}: use dataset, {IMPORTED_ASSET} or auto")
     return next((n for n in names if store.latest_location(n, db_id) is not None), None)
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP, code_version="2", deps=["dataset"],
-       description="The questions evaluated: the partition's dataset (or the imported one), optionally balanced "
-                   "per subcategory.")
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP,
+    code_version="2",
+    deps=["dataset"],
+    description="The questions evaluated: the partition's dataset (or the imported one), optionally balanced "
+    "per subcategory.",
+)
 def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
     from storage.stores import artifact_store
 
@@ -117,8 +139,10 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
     except ValueError as exc:
         raise Failure(str(exc)) from exc
     if source is None:
-        raise Failure(f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
-                      "or `quandary import FILE` first")
+        raise Failure(
+            f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
+            "or `quandary import FILE` first"
+        )
     dataset = artifact_store().read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
     pooled, pool = dataset.to_dicts(), [context.partition_key]
@@ -126,15 +150,29 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
         pooled, pool = _pooled_rows(context.partition_key, dataset, config)
         context.log.info(f"balancing over {len(pool)} database(s): {', '.join(pool)}")
     try:
-        rows = partition_subset(pooled, context.partition_key, balanced=config.balanced, by=config.balance_by,
-                                seed=config.seed, max_questions=config.max_questions,
-                                subcategories=config.subcategories)
+        rows = partition_subset(
+            pooled,
+            context.partition_key,
+            balanced=config.balanced,
+            by=config.balance_by,
+            seed=config.seed,
+            max_questions=config.max_questions,
+            subcategories=config.subcategories,
+        )
     except ValueError as exc:
         raise Failure(str(exc)) from exc
     df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
-    yield artifact_output(df, questions=df.height, source=source, balanced=config.balanced, balance_by=config.balance_by,
-                          seed=config.seed, by_subcategory=MetadataValue.json(by_sub), pool=", ".join(pool))
+    yield artifact_output(
+        df,
+        questions=df.height,
+        source=source,
+        balanced=config.balanced,
+        balance_by=config.balance_by,
+        seed=config.seed,
+        by_subcategory=MetadataValue.json(by_sub),
+        pool=", ".join(pool),
+    )
 
 
 def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
@@ -158,17 +196,34 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
     return rows, sorted(used)
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
-       check_specs=[contract_check_spec(INTERACTION_TURNS, "interaction_conversations"),
-                    AssetCheckSpec("within_turn_limit", asset="interaction_conversations",
-                                   description="No conversation has more than max_steps + 1 system turns."),
-                    AssetCheckSpec("votes_join_logged_calls", asset="interaction_conversations",
-                                   description="Every system turn, label vote, answer and judge vote joins llm_calls.")],
-       config_schema=checked_config(ConversationConfig, check_conversations_on_launch), pool=LLM_POOL,
-       description="The dialogues: one row per system turn with the user's answer, relevancy and every vote.")
-def interaction_conversations(context: AssetExecutionContext, council: CouncilResource,
-                              interaction_subset: pl.DataFrame, schema_context: pl.DataFrame,
-                              seed_databases: pl.DataFrame):
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP,
+    code_version=PIPELINE_VERSION,
+    check_specs=[
+        contract_check_spec(INTERACTION_TURNS, "interaction_conversations"),
+        AssetCheckSpec(
+            "within_turn_limit",
+            asset="interaction_conversations",
+            description="No conversation has more than max_steps + 1 system turns.",
+        ),
+        AssetCheckSpec(
+            "votes_join_logged_calls",
+            asset="interaction_conversations",
+            description="Every system turn, label vote, answer and judge vote joins llm_calls.",
+        ),
+    ],
+    config_schema=checked_config(ConversationConfig, check_conversations_on_launch),
+    pool=LLM_POOL,
+    description="The dialogues: one row per system turn with the user's answer, relevancy and every vote.",
+)
+def interaction_conversations(
+    context: AssetExecutionContext,
+    council: CouncilResource,
+    interaction_subset: pl.DataFrame,
+    schema_context: pl.DataFrame,
+    seed_databases: pl.DataFrame,
+):
     from pipelines.interaction.agents import load_agent
     from pipelines.interaction.user import SimulatedUser
 
@@ -178,8 +233,12 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
         modes = parse_modes(config.modes)
         system = council.get_council("system_agents")
         agents = [load_agent(a, system) for a in (config.agents or system.member_names)]
-        user = SimulatedUser(council.get_council("user_simulator"), config.candidate_filter,
-                             max_fragments=config.max_fragments, log=context.log)
+        user = SimulatedUser(
+            council.get_council("user_simulator"),
+            config.candidate_filter,
+            max_fragments=config.max_fragments,
+            log=context.log,
+        )
     except ValueError as exc:
         raise Failure(str(exc)) from exc
     log = council.get_council("user_simulator").log
@@ -188,13 +247,26 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
     rows = interaction_subset.to_dicts()
     # items are conversations (agent × question × mode); the council counts the calls
     with step_progress(context, total=len(agents) * len(rows) * len(modes)) as p:
-        convs, skipped = run_benchmark(agents, rows, modes, user, schema_context["schema_context"][0],
-                                       _db(seed_databases)["path"], config.max_steps, config.workers,
-                                       lambda done, total: p.advance(1))
+        convs, skipped = run_benchmark(
+            agents,
+            rows,
+            modes,
+            user,
+            schema_context["schema_context"][0],
+            _db(seed_databases)["path"],
+            config.max_steps,
+            config.workers,
+            lambda done, total: p.advance(1),
+        )
     df = T.turns_frame(convs, config.max_steps)
     yield artifact_output(
-        df, conversations=len(convs), turns=df.height, agents=", ".join(a.name for a in agents),
-        modes=", ".join(modes), skipped=MetadataValue.json(skipped[:50]), n_skipped=len(skipped),
+        df,
+        conversations=len(convs),
+        turns=df.height,
+        agents=", ".join(a.name for a in agents),
+        modes=", ".join(modes),
+        skipped=MetadataValue.json(skipped[:50]),
+        n_skipped=len(skipped),
         new_llm_calls=(log.count() - before) if log else 0,
         ends=MetadataValue.json(dict(pl.DataFrame(convs).group_by("end").len().iter_rows()) if convs else {}),
         # conversations whose user turn could not be produced (a council call failed): not scored,
@@ -203,32 +275,66 @@ def interaction_conversations(context: AssetExecutionContext, council: CouncilRe
         hallucinated_node_ids=int(df["invalid_node_ids"].list.len().sum()) if df.height else 0,
     )
     yield contract_check_result(INTERACTION_TURNS, df)
-    too_long = (df.group_by("conversation_id").len().filter(pl.col("len") > config.max_steps + 1).height
-                if df.height else 0)
-    yield AssetCheckResult(check_name="within_turn_limit", passed=too_long == 0,
-                           metadata={"too_long": too_long, "limit": config.max_steps + 1})
+    too_long = (
+        df.group_by("conversation_id").len().filter(pl.col("len") > config.max_steps + 1).height if df.height else 0
+    )
+    yield AssetCheckResult(
+        check_name="within_turn_limit",
+        passed=too_long == 0,
+        metadata={"too_long": too_long, "limit": config.max_steps + 1},
+    )
     ids = T.all_call_ids(df) if df.height else []
     missing = [i for i in ids if log is None or log.get(i) is None]
-    yield AssetCheckResult(check_name="votes_join_logged_calls", passed=not missing, severity=AssetCheckSeverity.ERROR,
-                           metadata={"call_ids": len(ids), "missing": MetadataValue.json(missing[:20])})
+    yield AssetCheckResult(
+        check_name="votes_join_logged_calls",
+        passed=not missing,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"call_ids": len(ids), "missing": MetadataValue.json(missing[:20])},
+    )
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
-       check_specs=[contract_check_spec(INTERACTION_SCORES, "interaction_scores"),
-                    AssetCheckSpec("every_conversation_ends", asset="interaction_scores",
-                                   description="Every conversation ends in SQL, feedback, or an explicit give-up.")],
-       description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).",
-       pool=LLM_POOL)
-def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, council: CouncilResource,
-                       safe_sql: SafeSqlResource, interaction_conversations: pl.DataFrame,
-                       interaction_subset: pl.DataFrame, schema_context: pl.DataFrame, seed_databases: pl.DataFrame):
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP,
+    code_version=PIPELINE_VERSION,
+    check_specs=[
+        contract_check_spec(INTERACTION_SCORES, "interaction_scores"),
+        AssetCheckSpec(
+            "every_conversation_ends",
+            asset="interaction_scores",
+            description="Every conversation ends in SQL, feedback, or an explicit give-up.",
+        ),
+    ],
+    description="Per conversation: recognition, classification, EX (relaxed equivalence), FB (council vote).",
+    pool=LLM_POOL,
+)
+def interaction_scores(
+    context: AssetExecutionContext,
+    config: ScoreConfig,
+    council: CouncilResource,
+    safe_sql: SafeSqlResource,
+    interaction_conversations: pl.DataFrame,
+    interaction_subset: pl.DataFrame,
+    schema_context: pl.DataFrame,
+    seed_databases: pl.DataFrame,
+):
     schema = schema_context["schema_context"][0]
     role = M.feedback_role(council.council_config().councils)
     judge = M.council_feedback_judge(council.get_council(role), schema)
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     convs = T.conversations_from_turns(interaction_conversations) if interaction_conversations.height else []
-    scores = [M.score_conversation(c, questions[c["question_id"]], _db(seed_databases)["path"], judge,
-                                   config.order_sensitive, schema, safe_sql.timeout_s) for c in convs]
+    scores = [
+        M.score_conversation(
+            c,
+            questions[c["question_id"]],
+            _db(seed_databases)["path"],
+            judge,
+            config.order_sensitive,
+            schema,
+            safe_sql.timeout_s,
+        )
+        for c in convs
+    ]
     df = T.scores_frame(scores)
     yield artifact_output(df, conversations=df.height, feedback_judges=role, order_sensitive=config.order_sensitive)
     yield contract_check_result(INTERACTION_SCORES, df)
@@ -236,11 +342,19 @@ def interaction_scores(context: AssetExecutionContext, config: ScoreConfig, coun
     yield AssetCheckResult(check_name="every_conversation_ends", passed=bad == 0, metadata={"unfinished": bad})
 
 
-@asset(partitions_def=databases_partitions, group_name=GROUP, code_version=PIPELINE_VERSION,
-       description="Tables 4, 5, 6 and Appendix D as one long table, with the conversations not counted "
-                   "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a PNG.")
-def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.DataFrame,
-                        interaction_conversations: pl.DataFrame, interaction_subset: pl.DataFrame):
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP,
+    code_version=PIPELINE_VERSION,
+    description="Tables 4, 5, 6 and Appendix D as one long table, with the conversations not counted "
+    "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a PNG.",
+)
+def interaction_metrics(
+    context: AssetExecutionContext,
+    interaction_scores: pl.DataFrame,
+    interaction_conversations: pl.DataFrame,
+    interaction_subset: pl.DataFrame,
+):
     from pipelines.interaction.leakage import leakage_rows, observations
 
     rows = M.metric_rows(interaction_scores.to_dicts()) if interaction_scores.height else []
@@ -251,7 +365,8 @@ def interaction_metrics(context: AssetExecutionContext, interaction_scores: pl.D
     png = M.figure2_png(rows, chart_path(context, "interaction_metrics", df))
     t4 = df.filter(pl.col("table") == "table4")
     yield artifact_output(
-        df, report=MetadataValue.md(f"```\n{text}\n```"),
+        df,
+        report=MetadataValue.md(f"```\n{text}\n```"),
         **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
         table4=MetadataValue.md(preview_markdown(t4, rows=40) if t4.height else "no conversations"),
     )

@@ -28,10 +28,13 @@ def chart_path(context: AssetExecutionContext, asset_folder: str, df: pl.DataFra
     return artifacts_dir() / asset_folder / "charts" / f"{partition}_{content_hash(df)[:16]}.png"
 
 
-def chart_metadata(png: Path, alt: str, *, image_key: str = "chart",
-                   path_key: str = "chart_path") -> dict[str, MetadataValue]:
+def chart_metadata(
+    png: Path, alt: str, *, image_key: str = "chart", path_key: str = "chart_path"
+) -> dict[str, MetadataValue]:
     """The chart as asset metadata: the image itself (``image_key``, Markdown with the PNG inline)
     and where it is kept (``path_key``): the file on one machine, its object in a shared store."""
     data = base64.b64encode(Path(png).read_bytes()).decode()
-    return {image_key: MetadataValue.md(f"![{alt}](data:image/png;base64,{data})"),
-            path_key: MetadataValue.path(publish_chart(png))}
+    return {
+        image_key: MetadataValue.md(f"![{alt}](data:image/png;base64,{data})"),
+        path_key: MetadataValue.path(publish_chart(png)),
+    }

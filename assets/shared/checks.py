@@ -48,16 +48,21 @@ def out_of_bounds_stages(per_stage: list[dict], low: float, high: float, min_ent
             continue
         rate = rejected / entered
         if rate > high:
-            out.append(f"{r['stage']} rejected {rejected}/{entered} = {rate:.0%}, "
-                       f"{(rate - high) * 100:.0f} points above the {high:.0%} maximum")
+            out.append(
+                f"{r['stage']} rejected {rejected}/{entered} = {rate:.0%}, "
+                f"{(rate - high) * 100:.0f} points above the {high:.0%} maximum"
+            )
         elif rate < low:
-            out.append(f"{r['stage']} rejected {rejected}/{entered} = {rate:.0%}, "
-                       f"{(low - rate) * 100:.0f} points below the {low:.0%} minimum")
+            out.append(
+                f"{r['stage']} rejected {rejected}/{entered} = {rate:.0%}, "
+                f"{(low - rate) * 100:.0f} points below the {low:.0%} minimum"
+            )
     return out
 
 
-def rejection_bounds_check(per_stage: list[dict], low: float, high: float, min_entered: int,
-                           note: str = "") -> AssetCheckResult:
+def rejection_bounds_check(
+    per_stage: list[dict], low: float, high: float, min_entered: int, note: str = ""
+) -> AssetCheckResult:
     """A WARN check (never blocks): the per-stage rates outside the bounds, as readable sentences
     in the ``summary`` metadata (the CLI prints that line)."""
     problems = out_of_bounds_stages(per_stage, low, high, min_entered)
@@ -65,10 +70,14 @@ def rejection_bounds_check(per_stage: list[dict], low: float, high: float, min_e
     if problems and note:
         summary += f" ({note})"
     return AssetCheckResult(
-        check_name=REJECTION_CHECK, passed=not problems, severity=AssetCheckSeverity.WARN,
-        metadata={"summary": MetadataValue.text(summary),
-                  "out_of_bounds": MetadataValue.md("\n".join(f"- {x}" for x in problems) or "none"),
-                  "bounds": f"[{low:.0%}, {high:.0%}], stages with ≥{min_entered} applicable candidates"},
+        check_name=REJECTION_CHECK,
+        passed=not problems,
+        severity=AssetCheckSeverity.WARN,
+        metadata={
+            "summary": MetadataValue.text(summary),
+            "out_of_bounds": MetadataValue.md("\n".join(f"- {x}" for x in problems) or "none"),
+            "bounds": f"[{low:.0%}, {high:.0%}], stages with ≥{min_entered} applicable candidates",
+        },
     )
 
 

@@ -35,7 +35,6 @@ from storage.stores import artifact_store
 PREVIEW_ROWS = 5
 
 
-
 def _asset_name(context) -> str:
     return "__".join(context.asset_key.path)
 
@@ -45,9 +44,11 @@ def preview_markdown(df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 60
         return "_empty table_"
     head = df.head(rows)
     cols = head.columns
+
     def cell(v) -> str:
         text = "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
         return text if len(text) <= width else text[: width - 1] + "…"
+
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.iter_rows()]
     return "\n".join(lines)
@@ -77,8 +78,9 @@ def artifact_output(df: pl.DataFrame, **metadata) -> Output:
     with warnings.catch_warnings():
         # `Output(data_version=...)` is marked beta; it is the documented way to version content.
         warnings.simplefilter("ignore")
-        return Output(df, data_version=DataVersion(content_hash(df)),
-                      metadata={k: rounded(v) for k, v in metadata.items()})
+        return Output(
+            df, data_version=DataVersion(content_hash(df)), metadata={k: rounded(v) for k, v in metadata.items()}
+        )
 
 
 def _run_id(context: OutputContext) -> str | None:
@@ -125,7 +127,9 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         if obj is None:
             return
         if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame")
+            raise TypeError(
+                f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame"
+            )
         partition = context.partition_key if context.has_partition_key else None
         version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
         context.add_output_metadata(
@@ -133,9 +137,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
                 "path": MetadataValue.path(str(version.path)),
                 "dagster/row_count": MetadataValue.int(version.row_count),
                 "content_hash": MetadataValue.text(version.content_hash),
-                "schema": MetadataValue.md(
-                    "\n".join(f"- `{name}`: {dtype}" for name, dtype in obj.schema.items())
-                ),
+                "schema": MetadataValue.md("\n".join(f"- `{name}`: {dtype}" for name, dtype in obj.schema.items())),
                 "preview": MetadataValue.md(preview_markdown(obj)),
             }
         )

@@ -37,6 +37,7 @@ def check_paths_on_launch(*fields: str):
         for f in fields:
             if values.get(f) is not None:
                 confined_path(values[f], f)  # UnsafePathError is a ValueError: refuses the launch
+
     return check
 
 
@@ -88,7 +89,6 @@ class SafeSqlResource(ConfigurableResource):
 
     def execute(self, db_path: str, sql: str) -> Outcome:
         return execute_sql(db_path, sql, timeout_s=self.timeout_s, max_rows=self.max_rows)
-
 
 
 def _check_council_on_launch(values: dict) -> None:

@@ -19,6 +19,7 @@ Configured in deploy/distributed/dagster.yaml::
 """
 
 from dagster import DefaultRunLauncher
+
 # the launcher plugin interface (dagster-k8s and dagster-docker implement the same two names)
 from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
 

@@ -22,15 +22,21 @@ def _export(args) -> int:
         return 2
     asset = args.asset
     if args.format == "abiss-json" and asset not in ABISS_RECORD_ASSETS:
-        print(f"--format abiss-json writes ABISS records ({', '.join(ABISS_RECORD_ASSETS)}); "
-              f"use --format hf for {asset!r}", file=sys.stderr)
+        print(
+            f"--format abiss-json writes ABISS records ({', '.join(ABISS_RECORD_ASSETS)}); "
+            f"use --format hf for {asset!r}",
+            file=sys.stderr,
+        )
         return 2
     con = open_audit()
     try:
         views = [v for v in list_views(con) if v != "llm_calls"]
         if asset not in views:
-            hint = ("run the ABISS job first" if asset == "dataset" else
-                    f"materialized: {', '.join(views) or 'nothing yet'}")
+            hint = (
+                "run the ABISS job first"
+                if asset == "dataset"
+                else f"materialized: {', '.join(views) or 'nothing yet'}"
+            )
             print(f"no {asset} materialized yet; {hint}", file=sys.stderr)
             return 1
         cur = con.execute(f'SELECT * FROM "{asset}"')
@@ -42,8 +48,9 @@ def _export(args) -> int:
                 return 2
             df = df.filter(pl.col("db_id") == args.db)
         if args.db and df.height == 0:
-            print(f"no {asset} materialized for {args.db!r} yet; run `quandary run --db {args.db}` first",
-                  file=sys.stderr)
+            print(
+                f"no {asset} materialized for {args.db!r} yet; run `quandary run --db {args.db}` first", file=sys.stderr
+            )
             return 1
         card = None
         if args.format == "hf":
@@ -58,8 +65,11 @@ def _export(args) -> int:
             from storage.hf_export import splits_of, write_hf_dataset
 
             counts = write_hf_dataset(out, splits_of(df), card)
-            print(f"wrote {sum(counts.values())} rows of {asset} to {out}/data ("
-                  + ", ".join(f"{s}: {n}" for s, n in counts.items()) + f") with a dataset card {out}/README.md")
+            print(
+                f"wrote {sum(counts.values())} rows of {asset} to {out}/data ("
+                + ", ".join(f"{s}: {n}" for s, n in counts.items())
+                + f") with a dataset card {out}/README.md"
+            )
             return 0
         from pipelines.abiss.outputs import write_abiss_json
 
@@ -73,16 +83,29 @@ def _export(args) -> int:
 
 
 def _import(args) -> int:
-    protected = {"candidates", "nlq_objects", "generation_requests", "council_votes", "rejection_report",
-                 "seed_databases", "schema_context"}
+    protected = {
+        "candidates",
+        "nlq_objects",
+        "generation_requests",
+        "council_votes",
+        "rejection_report",
+        "seed_databases",
+        "schema_context",
+    }
     if args.asset in protected or args.asset.startswith("s0") or args.asset.startswith("s10"):
-        print(f"refusing to overwrite the pipeline artifact {args.asset!r}; import into '{IMPORTED_ASSET}' "
-              "(the default) or a new name", file=sys.stderr)
+        print(
+            f"refusing to overwrite the pipeline artifact {args.asset!r}; import into '{IMPORTED_ASSET}' "
+            "(the default) or a new name",
+            file=sys.stderr,
+        )
         return 2
     if args.asset == "dataset" and not args.replace:
         # a new `dataset` version would replace the pipeline's own and cut it off from its audit trail
-        print(f"refusing to replace the pipeline's 'dataset' (its stage decisions and votes would no longer "
-              f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace", file=sys.stderr)
+        print(
+            f"refusing to replace the pipeline's 'dataset' (its stage decisions and votes would no longer "
+            f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace",
+            file=sys.stderr,
+        )
         return 2
     from storage.paths import UnsafePathError, path_segment
 
@@ -103,19 +126,29 @@ def _import(args) -> int:
         print(f"cannot import: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:  # the staging folder under QUANDARY_HOME
-        print(f"cannot import: {storage_message(exc, exc.filename or 'QUANDARY_HOME', 'staging folder')}",
-              file=sys.stderr)
+        print(
+            f"cannot import: {storage_message(exc, exc.filename or 'QUANDARY_HOME', 'staging folder')}", file=sys.stderr
+        )
         return 1
     from cli.runs import get_instance, report_external_version
 
     source = args.paths[0] if len(args.paths) == 1 else f"{args.paths[0]} and {len(args.paths) - 1} more files"
     instance = get_instance()  # once: opening it costs ~0.5 s, and a file may hold dozens of databases
     for version in versions:
-        reported = report_external_version(args.asset, version.partition, str(version.path), version.row_count,
-                                           version.content_hash, f"imported from {source}", instance=instance)
+        reported = report_external_version(
+            args.asset,
+            version.partition,
+            str(version.path),
+            version.row_count,
+            version.content_hash,
+            f"imported from {source}",
+            instance=instance,
+        )
         where = " (recorded in the Dagster instance)" if reported else ""
-        print(f"imported {version.row_count} records for {version.partition} → {args.asset} "
-              f"({str(version.path).rsplit('/', 1)[-1]}){where}")
+        print(
+            f"imported {version.row_count} records for {version.partition} → {args.asset} "
+            f"({str(version.path).rsplit('/', 1)[-1]}){where}"
+        )
     return 0
 
 
@@ -127,8 +160,9 @@ def _rerun(args) -> int:
 
     def start(run_id, level):
         try:
-            return reexecute_from_failure(args.run_id, db_id=args.db, job_name=args.job, log_level=level,
-                                          announce=print, keep_env=True)
+            return reexecute_from_failure(
+                args.run_id, db_id=args.db, job_name=args.job, log_level=level, announce=print, keep_env=True
+            )
         except LookupError as exc:  # no such run, or another configuration (ConfigurationMismatch)
             lookup_error.append(str(exc))
             return None
@@ -172,29 +206,55 @@ def _rerun(args) -> int:
 def register(sub) -> None:
     e = sub.add_parser("export", help="write a dataset-like table in a reference layout (ABISS JSON, Hugging Face)")
     e.add_argument("path", help="the file (abiss-json) or folder (hf) to write")
-    e.add_argument("--asset", default="dataset",
-                   help=f"the stored table to export (default: dataset; e.g. {IMPORTED_ASSET}, ambitab_records, "
-                        "interaction_conversations, interaction_metrics, aisql_verdicts)")
-    e.add_argument("--format", choices=["abiss-json", "hf"], default="abiss-json",
-                   help="abiss-json: the ABISS reference file; hf: Parquet per split + README.md dataset card")
+    e.add_argument(
+        "--asset",
+        default="dataset",
+        help=f"the stored table to export (default: dataset; e.g. {IMPORTED_ASSET}, ambitab_records, "
+        "interaction_conversations, interaction_metrics, aisql_verdicts)",
+    )
+    e.add_argument(
+        "--format",
+        choices=["abiss-json", "hf"],
+        default="abiss-json",
+        help="abiss-json: the ABISS reference file; hf: Parquet per split + README.md dataset card",
+    )
     e.add_argument("--db", help="only this database")
     e.add_argument("--license", help="licence for the dataset card (default: the source's, where known)")
     e.set_defaults(func=_export)
 
     i = sub.add_parser("import", help="read ABISS JSON files into a dataset artifact")
-    i.add_argument("paths", nargs="+", metavar="path",
-                   help="ABISS JSON files (a list of records each); several are one import: nothing is stored "
-                        "unless every record of every file is valid")
-    i.add_argument("--asset", default=IMPORTED_ASSET,
-                   help=f"artifact name to write (default: {IMPORTED_ASSET}; 'dataset' needs --replace)")
-    i.add_argument("--replace", action="store_true",
-                   help="allow --asset dataset: replace the pipeline's dataset version with the file's records")
+    i.add_argument(
+        "paths",
+        nargs="+",
+        metavar="path",
+        help="ABISS JSON files (a list of records each); several are one import: nothing is stored "
+        "unless every record of every file is valid",
+    )
+    i.add_argument(
+        "--asset",
+        default=IMPORTED_ASSET,
+        help=f"artifact name to write (default: {IMPORTED_ASSET}; 'dataset' needs --replace)",
+    )
+    i.add_argument(
+        "--replace",
+        action="store_true",
+        help="allow --asset dataset: replace the pipeline's dataset version with the file's records",
+    )
     i.set_defaults(func=_import)
 
     r = sub.add_parser("rerun", help="re-execute a failed run from failure (only failed steps and downstream)")
     r.add_argument("--run-id", help="the failed run (default: the latest failed run of the job for --db)")
-    r.add_argument("--db", "--partition", dest="db", metavar="ID",
-                   help="partition of the failed run to look up (a database id; a scenario or corpus for those jobs)")
-    r.add_argument("--job", default=None, help="job name (default: the main job): abiss_interaction_job, aisql_job, ambitab_corpus_job, ambitab_eval_job, ...")
+    r.add_argument(
+        "--db",
+        "--partition",
+        dest="db",
+        metavar="ID",
+        help="partition of the failed run to look up (a database id; a scenario or corpus for those jobs)",
+    )
+    r.add_argument(
+        "--job",
+        default=None,
+        help="job name (default: the main job): abiss_interaction_job, aisql_job, ambitab_corpus_job, ambitab_eval_job, ...",
+    )
     r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     r.set_defaults(func=_rerun)

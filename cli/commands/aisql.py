@@ -1,12 +1,12 @@
 """`quandary aisql ...` and `quandary report aisql`: AI-operator SQL on DuckDB (The Stochastic Shift).
 
-    quandary aisql run movie "SELECT ... AI.IF(...)"      one query with AI operators, and the calls it made
-    quandary aisql split "SQL" [--dialect thalamusdb]     structural part + AI parts
-    quandary aisql compare movie GOLD_SQL CANDIDATE_SQL   each layer's verdict for one pair; exit 0 accept, 1 not
-    quandary aisql evaluate PREDICTIONS.jsonl             judge a file of your predictions (Dagster asset), Table 1
-    quandary aisql judge --scenario movie                 materialize the aisql job (Dagster) and print Table 1
-    quandary aisql label --export todo.csv | FILE.csv     export unlabelled pairs / import manual labels
-    quandary report aisql [--scenario movie]              Table 1, per variant type, sweep chart
+quandary aisql run movie "SELECT ... AI.IF(...)"      one query with AI operators, and the calls it made
+quandary aisql split "SQL" [--dialect thalamusdb]     structural part + AI parts
+quandary aisql compare movie GOLD_SQL CANDIDATE_SQL   each layer's verdict for one pair; exit 0 accept, 1 not
+quandary aisql evaluate PREDICTIONS.jsonl             judge a file of your predictions (Dagster asset), Table 1
+quandary aisql judge --scenario movie                 materialize the aisql job (Dagster) and print Table 1
+quandary aisql label --export todo.csv | FILE.csv     export unlabelled pairs / import manual labels
+quandary report aisql [--scenario movie]              Table 1, per variant type, sweep chart
 """
 
 import json
@@ -45,11 +45,23 @@ def _run(args) -> int:
     from pipelines.aisql.scenarios import ScenarioError
     from storage.paths import quandary_home
 
-    settings = AisqlSettings(backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget,
-                             sample=args.sample, operator_member=args.member)
+    settings = AisqlSettings(
+        backend=args.backend,
+        flip_rate=args.flip_rate,
+        seed=args.seed,
+        budget=args.budget,
+        sample=args.sample,
+        operator_member=args.member,
+    )
     try:
-        db = prepare_db(args.scenario, Path(args.data), quandary_home(), sample=args.sample, seed=args.seed,
-                        sample_groups=_groups(args))
+        db = prepare_db(
+            args.scenario,
+            Path(args.data),
+            quandary_home(),
+            sample=args.sample,
+            seed=args.seed,
+            sample_groups=_groups(args),
+        )
         runtime = make_runtime(settings, db)
     except (ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
@@ -61,8 +73,10 @@ def _run(args) -> int:
         return 130
     finally:
         runtime.close()
-    calls = f"AI-operator calls: {rec.calls} distinct (made {rec.made}, cached {rec.cached}, failed {rec.failed}); " \
-            f"backend {runtime.backend.name}"
+    calls = (
+        f"AI-operator calls: {rec.calls} distinct (made {rec.made}, cached {rec.cached}, failed {rec.failed}); "
+        f"backend {runtime.backend.name}"
+    )
     if args.json:
         print(json.dumps({**rec.summary(), "dialect": dialect, "backend": runtime.backend.name}, default=str))
     elif rec.ok:
@@ -90,7 +104,9 @@ def _split(args) -> int:
     print(f"full (DuckDB):  {res.sql}")
     print(f"structural:     {res.structural_sql}")
     for p in res.ai_parts:
-        print(f"AI part {p.index} [{p.op} on {', '.join(p.sources)}; inputs {', '.join(p.input_columns)}]:\n    {p.sql}")
+        print(
+            f"AI part {p.index} [{p.op} on {', '.join(p.sources)}; inputs {', '.join(p.input_columns)}]:\n    {p.sql}"
+        )
     return 0
 
 
@@ -117,21 +133,36 @@ def _compare(args) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in COMPARE_METHODS]
     if unknown or not methods:
-        return _err(f"--methods {args.methods!r}: unknown {', '.join(unknown) or '(none given)'}; "
-                    f"choose from {', '.join(COMPARE_METHODS)}")
+        return _err(
+            f"--methods {args.methods!r}: unknown {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(COMPARE_METHODS)}"
+        )
     try:
         gold, cand = _sql_arg(args.gold_sql), _sql_arg(args.candidate_sql)
-        settings = AisqlSettings(backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget,
-                                 sample=args.sample)
-        db = prepare_db(args.scenario, Path(args.data), quandary_home(), sample=args.sample, seed=args.seed,
-                        sample_groups=_groups(args))
+        settings = AisqlSettings(
+            backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget, sample=args.sample
+        )
+        db = prepare_db(
+            args.scenario,
+            Path(args.data),
+            quandary_home(),
+            sample=args.sample,
+            seed=args.seed,
+            sample_groups=_groups(args),
+        )
         runtime = make_runtime(settings, db)
     except (ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
     dialect = _dialect(gold, args.dialect)
     sc = get_scenario(db.scenario)
-    ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
-                      budget=args.budget, seed=args.seed)
+    ctx = EvalContext(
+        db.path,
+        runtime,
+        sc.key_columns(),
+        table_columns_of(visible_columns(db.path)),
+        budget=args.budget,
+        seed=args.seed,
+    )
     try:
         result = judge_pair(ctx, gold, cand, dialect)
     finally:
@@ -144,15 +175,28 @@ def _compare(args) -> int:
             judges = council_for("judges")
         except KeyError as exc:
             return _err(str(exc).strip("'\""))
-        v = autorate(judges, [("compare", dialect, args.question or "", evidence)],
-                     schema_of=lambda d: schema_text(db.path, db.scenario, d), settings=JudgeSettings())[0]
+        v = autorate(
+            judges,
+            [("compare", dialect, args.question or "", evidence)],
+            schema_of=lambda d: schema_text(db.path, db.scenario, d),
+            settings=JudgeSettings(),
+        )[0]
         layer = autorater_layer(v)
         result.layers.append(layer)
         result.final, result.final_method = layer.verdict, "ours"
     shown = [v for v in result.layers if v.layer in ("structural", "ai") or v.layer in methods]
     if args.json:
-        print(json.dumps({"final": result.final, "final_method": result.final_method, "dialect": dialect,
-                          "layers": [v.row() for v in shown]}, default=str))
+        print(
+            json.dumps(
+                {
+                    "final": result.final,
+                    "final_method": result.final_method,
+                    "dialect": dialect,
+                    "layers": [v.row() for v in shown],
+                },
+                default=str,
+            )
+        )
     else:
         for v in shown:
             print(f"{v.layer:<11} {v.verdict:<14} {v.reason}")
@@ -189,8 +233,13 @@ def _evaluate(args) -> int:
 
 def _aisql_config(args) -> dict:
     """The ``aisql`` resource config shared by `evaluate` and `judge`: data, operator backend, sample."""
-    cfg = {"data_root": str(Path(args.data).resolve()), "backend": args.backend, "flip_rate": args.flip_rate,
-           "seed": args.seed, "budget": args.budget}
+    cfg = {
+        "data_root": str(Path(args.data).resolve()),
+        "backend": args.backend,
+        "flip_rate": args.flip_rate,
+        "seed": args.seed,
+        "budget": args.budget,
+    }
     if args.sample:
         cfg["sample"] = args.sample
     if _groups(args):
@@ -207,13 +256,23 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     from storage.stores import artifact_store
 
     cfg = _aisql_config(args)
-    run_config = {"resources": {"aisql": {"config": cfg}},
-                  "ops": {"aisql_prediction_verdicts": {"config": {"predictions_path": str(Path(args.predictions).resolve()),
-                                                                   "methods": list(methods)}}}}
+    run_config = {
+        "resources": {"aisql": {"config": cfg}},
+        "ops": {
+            "aisql_prediction_verdicts": {
+                "config": {"predictions_path": str(Path(args.predictions).resolve()), "methods": list(methods)}
+            }
+        },
+    }
     resume = f"quandary aisql evaluate {args.predictions} (stored verdicts are reused)"
     print(f"evaluating {len(preds)} predictions from {args.predictions} (sha256 {digest[:12]}) ...", file=sys.stderr)
-    result = execute_cli_run(lambda run_id, level: run_job_for_partition(
-        EVALUATE_JOB, None, run_config=run_config, run_id=run_id, log_level=level), resume, args.verbose)
+    result = execute_cli_run(
+        lambda run_id, level: run_job_for_partition(
+            EVALUATE_JOB, None, run_config=run_config, run_id=run_id, log_level=level
+        ),
+        resume,
+        args.verbose,
+    )
     code = report_job_result(result, EVALUATE_JOB, "", args.verbose)
     if code:
         return code
@@ -224,17 +283,23 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     mine = verdicts.filter((pl.col("predictions_sha256") == digest))
     mine = mine.filter(pl.col("settings_key") == mine["settings_key"][-1]) if mine.height else mine  # this run's
     counts = {v: int((mine["final"] == v).sum()) for v in ("accept", "reject", "cannot decide")}
-    print(f"run {result.run_id[:8]} succeeded: {len(preds)} predictions; reused {meta.get('reused', 0)} stored "
-          f"verdicts, judged {meta.get('judged', 0)}")
-    print(f"final verdicts: {counts['accept']} accept, {counts['reject']} reject, {counts['cannot decide']} cannot decide")
+    print(
+        f"run {result.run_id[:8]} succeeded: {len(preds)} predictions; reused {meta.get('reused', 0)} stored "
+        f"verdicts, judged {meta.get('judged', 0)}"
+    )
+    print(
+        f"final verdicts: {counts['accept']} accept, {counts['reject']} reject, {counts['cannot decide']} cannot decide"
+    )
     metrics = store.read_latest("aisql_prediction_metrics")
-    mine_metrics = metrics.filter((pl.col("predictions_sha256") == digest)
-                                  & (pl.col("settings_key") == (mine["settings_key"][-1] if mine.height else "")))
+    mine_metrics = metrics.filter(
+        (pl.col("predictions_sha256") == digest)
+        & (pl.col("settings_key") == (mine["settings_key"][-1] if mine.height else ""))
+    )
     if mine_metrics.height:
         print("\nlabelled predictions (TPR / TNR / accuracy, counts in brackets; 'cannot decide' counts as reject):\n")
         print(summary_markdown(mine_metrics))
     else:
-        print("no labels in the file: verdicts only (add \"label\": true/false for Table 1)")
+        print('no labels in the file: verdicts only (add "label": true/false for Table 1)')
     print(f"\nexports: {meta.get('export_jsonl')}  {meta.get('export_csv')}")
     if args.export:
         print(f"wrote {export(mine, Path(args.export))}")
@@ -263,8 +328,9 @@ def _judge(args) -> int:
         cfg["generator_samples"] = args.generate
     keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key.to_user_string() != "aisql_sweep"]
     print(f"materializing {len(keys)} aisql assets for scenario {args.scenario} ...", file=sys.stderr)
-    result = run_cli_job(JOB, args.scenario, {"resources": {"aisql": {"config": cfg}}}, args.verbose,
-                         asset_selection=keys)
+    result = run_cli_job(
+        JOB, args.scenario, {"resources": {"aisql": {"config": cfg}}}, args.verbose, asset_selection=keys
+    )
     code = report_job_result(result, JOB, args.scenario, args.verbose)
     if code:
         return code
@@ -281,7 +347,7 @@ def _report_text(scenario: str | None) -> int:
 
     store = artifact_store()
     shown = 0
-    for sc in ([scenario] if scenario else sorted(SCENARIOS)):
+    for sc in [scenario] if scenario else sorted(SCENARIOS):
         metrics = latest_frame("aisql_metrics", sc, store)
         if metrics is None:
             continue
@@ -323,8 +389,13 @@ def sweep_chart(scenario: str) -> str | None:
 
     from cli.runs import get_instance
 
-    records = get_instance().fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey("aisql_sweep"), asset_partitions=[scenario]), limit=1).records
+    records = (
+        get_instance()
+        .fetch_materializations(
+            AssetRecordsFilter(asset_key=AssetKey("aisql_sweep"), asset_partitions=[scenario]), limit=1
+        )
+        .records
+    )
     meta = records[0].asset_materialization.metadata if records and records[0].asset_materialization else {}
     return getattr(meta.get("chart"), "value", None)
 
@@ -334,11 +405,15 @@ def per_variant_table(pairs, verdicts) -> str:
     (an aligned table, not a truncated frame repr; #24 item 7)."""
     import polars as pl
 
-    by_type = (verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
-               .filter(pl.col("label").is_not_null())
-               .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
-               .group_by("variant_type", "method").agg(pl.col("right").mean().round(3).alias("acc"))
-               .pivot(on="method", index="variant_type", values="acc").sort("variant_type"))
+    by_type = (
+        verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
+        .filter(pl.col("label").is_not_null())
+        .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
+        .group_by("variant_type", "method")
+        .agg(pl.col("right").mean().round(3).alias("acc"))
+        .pivot(on="method", index="variant_type", values="acc")
+        .sort("variant_type")
+    )
     return render_table(by_type.columns, by_type.rows())
 
 
@@ -357,12 +432,23 @@ def _label(args) -> int:
     if args.export:
         pairs = latest_frame("aisql_pairs", args.scenario)
         if pairs is None:
-            return _err(f"no aisql_pairs for {args.scenario}: run `quandary aisql judge --scenario {args.scenario}` first")
+            return _err(
+                f"no aisql_pairs for {args.scenario}: run `quandary aisql judge --scenario {args.scenario}` first"
+            )
         todo = pairs.filter(pl.col("label").is_null()) if not args.all else pairs
-        todo.select("pair_id", "dialect", "question", "gold_sql", "candidate_sql",
-                    pl.lit("").alias("label"), pl.lit("").alias("rationale")).write_csv(args.export)
-        print(f"wrote {todo.height} pairs to {args.export}; fill `label` (yes/no) and import with "
-              f"`quandary aisql label {args.export}`")
+        todo.select(
+            "pair_id",
+            "dialect",
+            "question",
+            "gold_sql",
+            "candidate_sql",
+            pl.lit("").alias("label"),
+            pl.lit("").alias("rationale"),
+        ).write_csv(args.export)
+        print(
+            f"wrote {todo.height} pairs to {args.export}; fill `label` (yes/no) and import with "
+            f"`quandary aisql label {args.export}`"
+        )
         return 0
     if not args.csv:
         return _err("give a CSV to import (pair_id,label[,rationale]) or --export FILE")
@@ -405,12 +491,20 @@ def _rate(text: str) -> float:
 def _common(p, data=True) -> None:
     if data:
         p.add_argument("--data", default=DEFAULT_DATA, help="folder holding sembench/ (default ../shared/data)")
-    p.add_argument("--backend", default="oracle", choices=["oracle", "council"],
-                   help="AI-operator backend: label oracle (default) or the council's ai_operator role")
+    p.add_argument(
+        "--backend",
+        default="oracle",
+        choices=["oracle", "council"],
+        help="AI-operator backend: label oracle (default) or the council's ai_operator role",
+    )
     p.add_argument("--flip-rate", type=_rate, default=0.1, help="label-oracle flip rate p in [0, 1] (default 0.1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--budget", type=_positive_int, default=5000,
-                   help="AI-operator calls per query, enforced per call (default 5000)")
+    p.add_argument(
+        "--budget",
+        type=_positive_int,
+        default=5000,
+        help="AI-operator calls per query, enforced per call (default 5000)",
+    )
     p.add_argument("--sample", type=_positive_int, default=None, help="keep N seeded rows per group (LLM operators)")
     p.add_argument("--sample-groups", default=None, help="with --sample: keep only these groups (e.g. taken_3)")
 
@@ -424,8 +518,12 @@ def register(sub) -> None:
     r.add_argument("sql")
     r.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
     r.add_argument("--member", default=None, help="ai_operator council member (with --backend council)")
-    r.add_argument("--timeout", type=timeout_arg, default=600.0,
-                   help="seconds per query; in-flight AI-operator calls are cancelled (default 600)")
+    r.add_argument(
+        "--timeout",
+        type=timeout_arg,
+        default=600.0,
+        help="seconds per query; in-flight AI-operator calls are cancelled (default 600)",
+    )
     r.add_argument("--json", action="store_true")
     _common(r)
     r.set_defaults(func=_run)
@@ -442,18 +540,27 @@ def register(sub) -> None:
     c.add_argument("gold_sql", help="gold query (inline, or @FILE)")
     c.add_argument("candidate_sql", help="candidate query (inline, or @FILE)")
     c.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
-    c.add_argument("--methods", default="ex,layers",
-                   help="comma-separated: ex, layers (deterministic stand-in), ours (LLM autorater; final when given)")
+    c.add_argument(
+        "--methods",
+        default="ex,layers",
+        help="comma-separated: ex, layers (deterministic stand-in), ours (LLM autorater; final when given)",
+    )
     c.add_argument("--question", default="", help="the NL question (for the autorater)")
     c.add_argument("--json", action="store_true")
     _common(c)
     c.set_defaults(func=_compare)
 
-    ev = s.add_parser("evaluate", help="judge a JSONL file of your predictions ({id, scenario, question, gold_sql, "
-                      "predicted_sql[, label]}): one verdict per row, Table 1 when labelled")
+    ev = s.add_parser(
+        "evaluate",
+        help="judge a JSONL file of your predictions ({id, scenario, question, gold_sql, "
+        "predicted_sql[, label]}): one verdict per row, Table 1 when labelled",
+    )
     ev.add_argument("predictions", help="JSONL file, one prediction per line")
-    ev.add_argument("--methods", default="ex,layers",
-                    help="comma-separated: ex, layers (deterministic stand-in), ours (LLM autorater; final when given)")
+    ev.add_argument(
+        "--methods",
+        default="ex,layers",
+        help="comma-separated: ex, layers (deterministic stand-in), ours (LLM autorater; final when given)",
+    )
     ev.add_argument("--export", default=None, help="also write this file's verdicts to PATH (.jsonl or .csv)")
     ev.add_argument("--verbose", action="store_true")
     _common(ev)
@@ -465,13 +572,20 @@ def register(sub) -> None:
     j.add_argument("--methods", default=None, help="comma-separated: ex,mm,mm_exec,ec,ec_exec,ours")
     j.add_argument("--dialects", default=None, help="bigquery,thalamusdb (default both)")
     j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
-    j.add_argument("--generate", type=int, default=0,
-                   help="generator candidates per question, labelled by execution under the label oracle at p=0 "
-                        "plus the structural rules (undecided ones left to `aisql label`)")
+    j.add_argument(
+        "--generate",
+        type=int,
+        default=0,
+        help="generator candidates per question, labelled by execution under the label oracle at p=0 "
+        "plus the structural rules (undecided ones left to `aisql label`)",
+    )
     j.add_argument("--sweep", action="store_true", help="also run the flip-rate sweep and its chart")
     j.add_argument("--compact-judge", action="store_true", help="short judge prompt (small local models)")
-    j.add_argument("--llm-split-fallback", action="store_true",
-                   help="when the AST splitter fails, ask the few-shot LLM splitter (council role 'splitter')")
+    j.add_argument(
+        "--llm-split-fallback",
+        action="store_true",
+        help="when the AST splitter fails, ask the few-shot LLM splitter (council role 'splitter')",
+    )
     j.add_argument("--verbose", action="store_true")
     _common(j)
     j.set_defaults(func=_judge)

@@ -29,8 +29,9 @@ def _build(args) -> int:
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
         print(f"[{i}/{len(corpora)}] building {corpus} ...", flush=True)
-        result = run_cli_job(JOB, corpus, {"ops": {"ambitab_corpus": {"config": op_config}}}, args.verbose,
-                             name_instance=i == 1)
+        result = run_cli_job(
+            JOB, corpus, {"ops": {"ambitab_corpus": {"config": op_config}}}, args.verbose, name_instance=i == 1
+        )
         if isinstance(result, int):
             return result  # interrupted: the corpora built so far are kept
         if not result.success:
@@ -96,8 +97,10 @@ def _export(args) -> int:
     corpora = [args.corpus] if args.corpus else have
     missing = [c for c in corpora if c not in have]
     if missing or not corpora:
-        print(f"not materialized: {', '.join(missing) or 'any corpus'}; run `quandary ambitab build` first",
-              file=sys.stderr)
+        print(
+            f"not materialized: {', '.join(missing) or 'any corpus'}; run `quandary ambitab build` first",
+            file=sys.stderr,
+        )
         return 1
     out = Path(args.out) if args.out else export_dir() / f"{args.corpus or 'ambitab'}.jsonl"
     n = export_jsonl(corpora, out)
@@ -111,12 +114,18 @@ def _rejects(args) -> int:
     try:
         df = load_rejects(args.corpus)
     except FileNotFoundError:
-        print(f"no rejects table for {args.corpus!r}; run `quandary ambitab build --corpus {args.corpus}`",
-              file=sys.stderr)
+        print(
+            f"no rejects table for {args.corpus!r}; run `quandary ambitab build --corpus {args.corpus}`",
+            file=sys.stderr,
+        )
         return 1
     if args.stage:
         df = df.filter(df["stage"] == args.stage)
-    print(render_table(["source_id", "stage", "reason"], df.select("source_id", "stage", "reason").head(args.limit).rows()))
+    print(
+        render_table(
+            ["source_id", "stage", "reason"], df.select("source_id", "stage", "reason").head(args.limit).rows()
+        )
+    )
     print(f"{df.height} rejected row(s)")
     return 0
 
@@ -128,9 +137,13 @@ def register(sub) -> None:
     b.add_argument("--corpus", help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird (default: all)")
     b.add_argument("--data", help="source data folder (default: $QUANDARY_AMBITAB_DATA or ../shared/data)")
     b.add_argument("--seed", type=int, default=0, help="build seed (default 0)")
-    b.add_argument("--llm", choices=("auto", "on", "off"), default="auto",
-                   help="LLM steps (EW-Bird filter, Bird authoring): auto = only with a council config file "
-                        "(QUANDARY_COUNCIL_CONFIG); skipped steps are reported")
+    b.add_argument(
+        "--llm",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="LLM steps (EW-Bird filter, Bird authoring): auto = only with a council config file "
+        "(QUANDARY_COUNCIL_CONFIG); skipped steps are reported",
+    )
     b.add_argument("--no-llm", action="store_true", help="same as --llm off")
     b.add_argument("--max-rows", type=int, help="cap source rows of LLM-built corpora (smoke runs)")
     b.add_argument("--verbose", action="store_true", help="show the run's log")
@@ -139,7 +152,9 @@ def register(sub) -> None:
     v.add_argument("record_id", help="record id (or a unique prefix)")
     v.add_argument("--view", choices=VIEWS, default="asker")
     v.add_argument("--corpus", help="only look in this corpus")
-    v.add_argument("--sql-grounding", choices=("on", "off"), help="oracle view: show the reference SQL (default: corpus rule)")
+    v.add_argument(
+        "--sql-grounding", choices=("on", "off"), help="oracle view: show the reference SQL (default: corpus rule)"
+    )
     v.add_argument("--full", action="store_true", help="do not truncate the schema text")
     v.set_defaults(func=_show)
     e = s.add_parser("export", help="write materialized records as JSONL (one record a line)")

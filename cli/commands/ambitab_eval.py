@@ -39,22 +39,29 @@ def _eval(args) -> int:
         print(f"unknown corpus {args.corpus!r}; expected one of {', '.join(CORPORA)}", file=sys.stderr)
         return 2
     if artifact_store().latest_location("ambitab_records", args.corpus) is None:
-        print(f"no {args.corpus} records materialized; run `quandary ambitab build --corpus {args.corpus}` first",
-              file=sys.stderr)
+        print(
+            f"no {args.corpus} records materialized; run `quandary ambitab build --corpus {args.corpus}` first",
+            file=sys.stderr,
+        )
         return 1
     defaults = AmbitabEvalConfig()
     config = {
-        "askers": _split_list(args.asker, defaults.askers), "oracles": _split_list(args.oracle, defaults.oracles),
-        "prompts": _split_list(args.prompt, defaults.prompts), "seeds": list(range(args.seeds)),
-        "solver": args.solver, "diagnostics": not args.no_diagnostics,
-        "spec_randomisation": args.spec_randomisation, "skip_clear": not args.no_skip_clear,
+        "askers": _split_list(args.asker, defaults.askers),
+        "oracles": _split_list(args.oracle, defaults.oracles),
+        "prompts": _split_list(args.prompt, defaults.prompts),
+        "seeds": list(range(args.seeds)),
+        "solver": args.solver,
+        "diagnostics": not args.no_diagnostics,
+        "spec_randomisation": args.spec_randomisation,
+        "skip_clear": not args.no_skip_clear,
         "concurrency": args.concurrency,
     }
     from pipelines.ambitab.protocol.runs import check_names
 
     try:  # names are checked before a run exists
         config["askers"], config["oracles"], config["prompts"] = check_names(
-            config["askers"], config["oracles"], config["prompts"], config["solver"])
+            config["askers"], config["oracles"], config["prompts"], config["solver"]
+        )
     except ValueError as exc:
         print(f"ambitab eval: {exc}", file=sys.stderr)
         return 2
@@ -63,8 +70,11 @@ def _eval(args) -> int:
             config[key] = getattr(args, key)
     if args.sql_grounding is not None:
         config["sql_grounding"] = args.sql_grounding == "on"
-    print(f"evaluating {args.corpus}: askers {', '.join(config['askers'])} · oracles {', '.join(config['oracles'])} "
-          f"· seeds {args.seeds}", flush=True)
+    print(
+        f"evaluating {args.corpus}: askers {', '.join(config['askers'])} · oracles {', '.join(config['oracles'])} "
+        f"· seeds {args.seeds}",
+        flush=True,
+    )
     result = run_cli_job(JOB, args.corpus, {"ops": {EPISODES: {"config": config}}}, args.verbose)
     code = report_job_result(result, JOB, args.corpus, args.verbose)
     if code:
@@ -74,12 +84,15 @@ def _eval(args) -> int:
     meta = {}
     for mat in result.asset_materializations_for_node(EPISODES):
         meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-    calls = ", ".join(f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items())
-                      if k.startswith("llm_calls_"))
-    print(f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
-          f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
-          f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
-          f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else ""))
+    calls = ", ".join(
+        f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items()) if k.startswith("llm_calls_")
+    )
+    print(
+        f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
+        f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
+        f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
+        f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else "")
+    )
     print(table8_markdown(artifact_store().read_latest(METRICS, args.corpus)))
     return 0
 
@@ -117,7 +130,9 @@ def _rollouts(args) -> int:
 
     df = latest_frame(EPISODES, args.corpus)
     if df is None:
-        print(f"no {args.corpus} episodes yet; run `quandary ambitab eval --corpus {args.corpus}` first", file=sys.stderr)
+        print(
+            f"no {args.corpus} episodes yet; run `quandary ambitab eval --corpus {args.corpus}` first", file=sys.stderr
+        )
         return 1
     import polars as pl
 
@@ -132,8 +147,14 @@ def _rollouts(args) -> int:
 
     records = latest_frame("ambitab_records", args.corpus)
     # records gone: rollouts without the per-decision prompts
-    tasks = {t.record_id: t for t in (Task.from_record(r) for r in records_from_frame(records))} if records is not None else {}
-    out = Path(args.out) if args.out else quandary_home() / "ambitab" / "rollouts" / f"{args.corpus}_{args.reward}.jsonl"
+    tasks = (
+        {t.record_id: t for t in (Task.from_record(r) for r in records_from_frame(records))}
+        if records is not None
+        else {}
+    )
+    out = (
+        Path(args.out) if args.out else quandary_home() / "ambitab" / "rollouts" / f"{args.corpus}_{args.reward}.jsonl"
+    )
     n = write_rollouts(rollouts(df.to_dicts(), reward=args.reward, tasks=tasks), out)
     print(f"wrote {n} rollouts ({df.height} episodes, reward {args.reward}) to {out}")
     return 0
@@ -143,13 +164,24 @@ def register(sub) -> None:
     group = subgroup(sub, "ambitab", "AmbiTab corpus and evaluation", "ambitab_command")
     e = group.add_parser("eval", help="run ask-then-solve episodes for one corpus and print its Table 8 rows")
     e.add_argument("--corpus", required=True, help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird")
-    e.add_argument("--asker", action="append", help="none, full, full_adv, generic, llm or a dotted path "
-                   "(repeat or comma-separate; default: all five)")
-    e.add_argument("--oracle", action="append", help="det (default; or deterministic), det_intent, det_knowledge, llm, llm_scoped, "
-                   "llm_unfiltered, hybrid, stress; llm@MEMBER picks the oracles council member (repeat or comma-separate)")
-    e.add_argument("--prompt", action="append", help="LLM asker prompt: direct, checklist_chat, checklist_ledger (default)")
+    e.add_argument(
+        "--asker",
+        action="append",
+        help="none, full, full_adv, generic, llm or a dotted path (repeat or comma-separate; default: all five)",
+    )
+    e.add_argument(
+        "--oracle",
+        action="append",
+        help="det (default; or deterministic), det_intent, det_knowledge, llm, llm_scoped, "
+        "llm_unfiltered, hybrid, stress; llm@MEMBER picks the oracles council member (repeat or comma-separate)",
+    )
+    e.add_argument(
+        "--prompt", action="append", help="LLM asker prompt: direct, checklist_chat, checklist_ledger (default)"
+    )
     e.add_argument("--seeds", type=int, default=3, help="number of seeds (0..N-1; default 3)")
-    e.add_argument("--solver", choices=("llm", "empty"), default="llm", help="llm (default) or empty (asking metrics only)")
+    e.add_argument(
+        "--solver", choices=("llm", "empty"), default="llm", help="llm (default) or empty (asking metrics only)"
+    )
     e.add_argument("--split", help="only records of this split (e.g. slice_test)")
     e.add_argument("--limit", type=int, help="at most this many records (whole AVTs)")
     e.add_argument("--spec-randomisation", action="store_true", help="also run the spec-randomised asker (ΔRec_spec)")

@@ -16,22 +16,31 @@ def _audit_sql(args) -> int:
 
     args.path = args.path or args.out
     if args.format == "parquet" and not args.path:
-        print("--format parquet writes a file: quandary audit sql QUERY --format parquet --out PATH "
-              "(or QUERY PATH --format parquet)", file=sys.stderr)
+        print(
+            "--format parquet writes a file: quandary audit sql QUERY --format parquet --out PATH "
+            "(or QUERY PATH --format parquet)",
+            file=sys.stderr,
+        )
         return 2
     try:
-        out = run_audit_query(args.query, timeout_s=args.timeout,
-                              warn=lambda m: print(f"warning: {' '.join(m.split())}", file=sys.stderr))
+        out = run_audit_query(
+            args.query, timeout_s=args.timeout, warn=lambda m: print(f"warning: {' '.join(m.split())}", file=sys.stderr)
+        )
     except KeyboardInterrupt:
         print("interrupted: the audit query was stopped (nothing is written by audit sql)", file=sys.stderr)
         return 130
     if not out.ok:
         if out.kind == "timeout":
-            print(f"query failed: timeout: {out.message}; narrow the query or raise --timeout "
-                  f"(now {args.timeout:g} s)", file=sys.stderr)
+            print(
+                f"query failed: timeout: {out.message}; narrow the query or raise --timeout (now {args.timeout:g} s)",
+                file=sys.stderr,
+            )
         elif out.kind == "too_large":
-            print(f"query failed: too large: {out.message}; narrow the query or add a LIMIT "
-                  "(memory: QUANDARY_AUDIT_MEMORY_MB)", file=sys.stderr)
+            print(
+                f"query failed: too large: {out.message}; narrow the query or add a LIMIT "
+                "(memory: QUANDARY_AUDIT_MEMORY_MB)",
+                file=sys.stderr,
+            )
         elif out.kind == "query":
             views = ", ".join(out.views) or "none yet (materialize something first)"
             print(f"query failed: {out.message}\navailable views: {views}", file=sys.stderr)
@@ -51,11 +60,13 @@ def _write_parquet(columns: list, rows: list, path: str) -> int:
     import polars as pl
 
     try:
-        frame = pl.DataFrame([list(r) for r in rows], schema=list(columns), orient="row",
-                             infer_schema_length=None)
+        frame = pl.DataFrame([list(r) for r in rows], schema=list(columns), orient="row", infer_schema_length=None)
     except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
-        print(f"cannot write the result as Parquet: {' '.join(str(exc).split())[:300]} "
-              "(give duplicate or mixed-type columns distinct names / one type with AS and CAST)", file=sys.stderr)
+        print(
+            f"cannot write the result as Parquet: {' '.join(str(exc).split())[:300]} "
+            "(give duplicate or mixed-type columns distinct names / one type with AS and CAST)",
+            file=sys.stderr,
+        )
         return 1
     out = Path(path)
     try:
@@ -94,8 +105,12 @@ def _audit_versions(args) -> int:
             at = datetime.fromtimestamp(v["at"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if v.get("at") else ""
             rows.append([part, v["seq"], v["hash"][:16], v.get("rows"), v.get("size"), at, v.get("run_id") or ""])
     if not rows:
-        print(f"no versions of {args.asset}" + (f" for {args.partition!r}" if args.partition else "")
-              + f" in {store.url}", file=sys.stderr)
+        print(
+            f"no versions of {args.asset}"
+            + (f" for {args.partition!r}" if args.partition else "")
+            + f" in {store.url}",
+            file=sys.stderr,
+        )
         return 1
     print(render(args.format, ["partition", "seq", "hash", "rows", "bytes", "written (UTC)", "run"], rows))
     return 0
@@ -103,15 +118,20 @@ def _audit_versions(args) -> int:
 
 def register(sub) -> None:
     audit = sub.add_parser("audit", help="audit artifacts, votes and LLM calls").add_subparsers(
-        dest="audit_command", required=True)
+        dest="audit_command", required=True
+    )
     q = audit.add_parser("sql", help="run SQL over every artifact's latest version (one view per asset)")
     q.add_argument("query")
     q.add_argument("path", nargs="?", help="with --format parquet: the file to write (or --out PATH)")
     q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
     q.add_argument("--out", "-o", dest="out", help="with --format parquet: the file to write")
-    q.add_argument("--timeout", type=timeout_arg, default=60.0,
-                   help="seconds the query may run (default 60); it runs in a sandbox with a memory cap "
-                        "(QUANDARY_AUDIT_MEMORY_MB, default 1024)")
+    q.add_argument(
+        "--timeout",
+        type=timeout_arg,
+        default=60.0,
+        help="seconds the query may run (default 60); it runs in a sandbox with a memory cap "
+        "(QUANDARY_AUDIT_MEMORY_MB, default 1024)",
+    )
     q.set_defaults(func=_audit_sql)
     audit.add_parser("views", help="list the audit views and their row counts").set_defaults(func=_audit_views)
     v = audit.add_parser("versions", help="the version history of a stored table (every partition, or one)")
@@ -121,14 +141,17 @@ def register(sub) -> None:
     v.set_defaults(func=_audit_versions)
     t = audit.add_parser("question", help="trail of one candidate: decisions, votes, prompts, raw answers")
     t.add_argument("id", help="candidate id (a unique prefix is enough)")
-    t.add_argument("--prompts", action="store_true",
-                   help="also print the whole prompt behind each vote (system and user messages)")
+    t.add_argument(
+        "--prompts", action="store_true", help="also print the whole prompt behind each vote (system and user messages)"
+    )
     t.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
     t.set_defaults(func=audit_question)
     ep = audit.add_parser("episode", help="one AmbiTab episode: turns, credits, responses, SQL, verdict, prompts")
     ep.add_argument("id", help="episode id (a unique prefix is enough)")
     ep.add_argument("--prompts", action="store_true", help="also print the prompt behind each LLM call")
-    ep.add_argument("--width", type=int, default=None, help="cut each prompt message and answer to this many characters")
+    ep.add_argument(
+        "--width", type=int, default=None, help="cut each prompt message and answer to this many characters"
+    )
     ep.set_defaults(func=audit_episode)
     register_audit(audit)
 
@@ -145,7 +168,9 @@ def audit_question(args) -> int:
         cand = con.execute(
             "SELECT candidate_id, db_id, subcategory, style, difficulty, generator, question, evidence, sql, "
             "hidden_knowledge, feedback, group_id FROM candidates WHERE candidate_id = ? OR candidate_id LIKE ? "
-            "OR object_id = ? LIMIT 2", [args.id, args.id + "%", args.id]).fetchall()
+            "OR object_id = ? LIMIT 2",
+            [args.id, args.id + "%", args.id],
+        ).fetchall()
         if not cand:
             print(f"no candidate {args.id!r}", file=sys.stderr)
             return 1
@@ -165,7 +190,9 @@ def audit_question(args) -> int:
         for view in stage_views:
             row = con.execute(f'SELECT passed, applies, reason FROM "{view}" WHERE candidate_id = ?', [cid]).fetchall()
             if not row:
-                print(f"  {view:<32} (did not enter: rejected earlier)" if not last_passed else f"  {view:<32} (not run)")
+                print(
+                    f"  {view:<32} (did not enter: rejected earlier)" if not last_passed else f"  {view:<32} (not run)"
+                )
                 continue
             passed, applies, reason = row[0]
             status = "PASS" if passed else "REJECT"
@@ -175,15 +202,19 @@ def audit_question(args) -> int:
             last_passed = passed
         if "council_votes" in views:
             has_calls = "llm_calls" in views
-            join = ("LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id" if has_calls else "")
-            cols = ("c.request_json, c.raw_response" if has_calls else "NULL, NULL")
+            join = "LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id" if has_calls else ""
+            cols = "c.request_json, c.raw_response" if has_calls else "NULL, NULL"
             votes = con.execute(
                 f"SELECT v.stage, v.member, v.comparison, v.vote, v.parsed_ok, v.llm_call_id, {cols} "
-                f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.seq", [cid]).fetchall()
+                f"FROM council_votes v {join} WHERE v.candidate_id = ? ORDER BY v.stage, v.seq",
+                [cid],
+            ).fetchall()
             print(f"\ncouncil votes ({len(votes)}):")
             for stage, member, comparison, vote, parsed_ok, call_id, request, raw in votes:
                 cmp = f" [{comparison}]" if comparison else ""
-                print(f"  {stage:<30} {member:<14}{cmp} → {vote}{'' if parsed_ok else ' (unparseable)'}  call {call_id}")
+                print(
+                    f"  {stage:<30} {member:<14}{cmp} → {vote}{'' if parsed_ok else ' (unparseable)'}  call {call_id}"
+                )
                 print_logged_call(request, raw, width=args.width, prompts=args.prompts)
         return 0
     finally:
@@ -229,22 +260,36 @@ def audit_episode(args) -> int:
             print(f"      {label} call {call_id[:16]}: not in the call log")
             return
         print(f"      {label} call {call_id[:16]} · {rec.member} · {rec.status}")
-        print_logged_call(json.dumps(rec.request or {}), rec.raw_response or rec.error or "", width=w,
-                          prompts=args.prompts, indent="        ")
+        print_logged_call(
+            json.dumps(rec.request or {}),
+            rec.raw_response or rec.error or "",
+            width=w,
+            prompts=args.prompts,
+            indent="        ",
+        )
 
     donor = f" · spec donor {ep['spec_donor']}" if ep["spec_donor"] else ""
-    print(f"episode {ep['episode_id']}  ({ep['corpus']}, record {ep['record_id']}, AVT {ep['avt_id']}, seed {ep['seed']})")
-    print(f"  asker {ep['asker']}{' / ' + ep['prompt'] if ep['prompt'] else ''} · oracle {ep['oracle']} · "
-          f"solver {ep['solver']}{donor}")
-    print(f"  |Amb| {ep['n_amb']} · questions {ep['n_questions']} · credited {ep['credited']}"
-          + (" · clarification skipped (|Amb| = 0)" if ep["skipped_clarification"] else ""))
-    fmt = (lambda v: "–" if v is None else f"{v:.2f}")
+    print(
+        f"episode {ep['episode_id']}  ({ep['corpus']}, record {ep['record_id']}, AVT {ep['avt_id']}, seed {ep['seed']})"
+    )
+    print(
+        f"  asker {ep['asker']}{' / ' + ep['prompt'] if ep['prompt'] else ''} · oracle {ep['oracle']} · "
+        f"solver {ep['solver']}{donor}"
+    )
+    print(
+        f"  |Amb| {ep['n_amb']} · questions {ep['n_questions']} · credited {ep['credited']}"
+        + (" · clarification skipped (|Amb| = 0)" if ep["skipped_clarification"] else "")
+    )
+    fmt = lambda v: "–" if v is None else f"{v:.2f}"
     print(f"  recall {fmt(ep['recall'])} · precision {fmt(ep['precision'])} · F1 {fmt(ep['f1'])}")
     for t in json.loads(ep["turns_json"]):
         credit = ",".join(t["credited"]) or "∅"
         mark = "new" if t["new_credit"] else ("repeat" if t["credited"] else "none")
         print(f"\n  turn {t['turn']}: Q: {t['question'][:w]}")
-        print(f"    credit {credit} ({mark}; {t['match_reason']})" + (f" · action {t['action']}" if t.get("action") else ""))
+        print(
+            f"    credit {credit} ({mark}; {t['match_reason']})"
+            + (f" · action {t['action']}" if t.get("action") else "")
+        )
         print(f"    A: {' '.join(str(t['response']).split())[:w]}" + ("  [refusal]" if t["refused"] else ""))
         call(t.get("asker_call_id"), "asker")
         for cid in t.get("oracle_call_ids") or []:
@@ -277,15 +322,22 @@ def audit_conversation(args) -> int:
         if "interaction_conversations" not in list_views(con):
             print("no conversations materialized yet; run `quandary interact` first", file=sys.stderr)
             return 1
-        ids = [r[0] for r in con.execute(
-            "SELECT DISTINCT conversation_id FROM interaction_conversations WHERE conversation_id LIKE ?",
-            [args.id + "%"]).fetchall()]
+        ids = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT conversation_id FROM interaction_conversations WHERE conversation_id LIKE ?",
+                [args.id + "%"],
+            ).fetchall()
+        ]
         if len(ids) != 1:
-            print(f"no conversation {args.id!r}" if not ids else f"{args.id!r} is ambiguous: give more of the id",
-                  file=sys.stderr)
+            print(
+                f"no conversation {args.id!r}" if not ids else f"{args.id!r} is ambiguous: give more of the id",
+                file=sys.stderr,
+            )
             return 1
-        turns = query_frame(con, "SELECT * FROM interaction_conversations WHERE conversation_id = ? ORDER BY step",
-                       [ids[0]]).to_dicts()
+        turns = query_frame(
+            con, "SELECT * FROM interaction_conversations WHERE conversation_id = ? ORDER BY step", [ids[0]]
+        ).to_dicts()
         has_calls = "llm_calls" in list_views(con)
 
         def call(call_id):
@@ -299,9 +351,15 @@ def audit_conversation(args) -> int:
             print_logged_call(req, raw, width=args.width, prompts=args.prompts, indent=indent)
 
         t0 = turns[0]
-        q = con.execute("SELECT question, evidence, sql, hidden_knowledge, feedback, subcategory FROM interaction_subset "
-                        "WHERE question_id = ? LIMIT 1", [t0["question_id"]]).fetchall() \
-            if "interaction_subset" in list_views(con) else []
+        q = (
+            con.execute(
+                "SELECT question, evidence, sql, hidden_knowledge, feedback, subcategory FROM interaction_subset "
+                "WHERE question_id = ? LIMIT 1",
+                [t0["question_id"]],
+            ).fetchall()
+            if "interaction_subset" in list_views(con)
+            else []
+        )
         print(f"conversation {ids[0]}  agent {t0['agent']} · mode {t0['mode']} · db {t0['db_id']} · ends {t0['end']}")
         if q:
             question, evidence, sql, hk, fb, sub = q[0]
@@ -310,13 +368,25 @@ def audit_conversation(args) -> int:
                 if v:
                     print(f"  {label}: {v}")
         if t0["mode"] == "predicted":
-            print(f"  classification: {t0['predicted_subcategory']} ({t0['classification_status']})  "
-                  f"call {t0['classification_call_id']}")
+            print(
+                f"  classification: {t0['predicted_subcategory']} ({t0['classification_status']})  "
+                f"call {t0['classification_call_id']}"
+            )
             show(t0["classification_call_id"], "    ")
         for t in turns:
-            kind = "question" if t["system_question"] else "sql" if t["system_sql"] else "feedback" if t["system_feedback"] else "no answer"
-            print(f"\nturn {t['step'] + 1} system [{kind}, {t['system_status']}]: {t['system_question'] or t['system_sql'] or t['system_feedback'] or ''}"
-                  f"  call {t['system_call_id']}")
+            kind = (
+                "question"
+                if t["system_question"]
+                else "sql"
+                if t["system_sql"]
+                else "feedback"
+                if t["system_feedback"]
+                else "no answer"
+            )
+            print(
+                f"\nturn {t['step'] + 1} system [{kind}, {t['system_status']}]: {t['system_question'] or t['system_sql'] or t['system_feedback'] or ''}"
+                f"  call {t['system_call_id']}"
+            )
             show(t["system_call_id"])
             if t["relevance"] is None and t.get("user_status") != "failed":
                 continue
@@ -328,8 +398,10 @@ def audit_conversation(args) -> int:
             if t.get("invalid_node_ids"):
                 print(f"    stage-1 node ids not in the query (dropped): {t['invalid_node_ids']}")
             for v in t["label_votes"] or []:
-                print(f"    label vote {v['member']:<14} {vote_outcome(v['label'], v)} nodes {v['node_ids']}  "
-                      f"call {v['llm_call_id']}")
+                print(
+                    f"    label vote {v['member']:<14} {vote_outcome(v['label'], v)} nodes {v['node_ids']}  "
+                    f"call {v['llm_call_id']}"
+                )
                 show(v["llm_call_id"])
             if t["fragments"]:
                 print(f"    technical fragments: {t['fragments']}")
@@ -337,12 +409,17 @@ def audit_conversation(args) -> int:
                 print(f"    candidate  {c['member']:<14} {vote_outcome(c['answer'], c)}  call {c['llm_call_id']}")
                 show(c["llm_call_id"])
             for j in t["tournament"] or []:
-                print(f"    judge      {j['judge']:<14} {j['candidate_a']} vs {j['candidate_b']} "
-                      f"{vote_outcome(j['winner'], j)}  "
-                      f"call {j['llm_call_id']}")
+                print(
+                    f"    judge      {j['judge']:<14} {j['candidate_a']} vs {j['candidate_b']} "
+                    f"{vote_outcome(j['winner'], j)}  "
+                    f"call {j['llm_call_id']}"
+                )
         if "interaction_scores" in list_views(con):
-            s = con.execute("SELECT recognition, classification, solved, ex_reason, explained, fb_reason, fb_votes "
-                            "FROM interaction_scores WHERE conversation_id = ?", [ids[0]]).fetchall()
+            s = con.execute(
+                "SELECT recognition, classification, solved, ex_reason, explained, fb_reason, fb_votes "
+                "FROM interaction_scores WHERE conversation_id = ?",
+                [ids[0]],
+            ).fetchall()
             if s:
                 rec, cls, solved, exr, expl, fbr, fbv = s[0]
                 print(f"\nscores: recognition {rec} · classification {cls} · EX {solved} ({exr}) · FB {expl} ({fbr})")

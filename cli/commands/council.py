@@ -30,15 +30,21 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("council", help="inspect the LLM council (members, call log)")
     sub = p.add_subparsers(dest="council_command", required=True, metavar="SUBCOMMAND")
     check = sub.add_parser("check", help="ping every configured member with a structured request")
-    check.add_argument("--config", default=None, help="council config file (default: $QUANDARY_COUNCIL_CONFIG or embedded)")
+    check.add_argument(
+        "--config", default=None, help="council config file (default: $QUANDARY_COUNCIL_CONFIG or embedded)"
+    )
     check.add_argument("--role", default=None, help="only the members of this role")
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.set_defaults(func=cmd_check)
     calls = sub.add_parser("calls", help="summarize the LLM call log")
     calls.add_argument("--by", choices=["member", "tag", "both"], default="both")
     calls.add_argument("--db", default=None, help="only the calls made for this registered database id")
-    calls.add_argument("--log", default=None, help="call log file (default: the deployment's call log: "
-                       "$QUANDARY_HOME/llm_calls.sqlite, or PostgreSQL in distributed mode)")
+    calls.add_argument(
+        "--log",
+        default=None,
+        help="call log file (default: the deployment's call log: "
+        "$QUANDARY_HOME/llm_calls.sqlite, or PostgreSQL in distributed mode)",
+    )
     calls.add_argument("--json", action="store_true", help="machine-readable output")
     calls.set_defaults(func=cmd_calls)
 
@@ -60,11 +66,18 @@ def cmd_check(args) -> int:
     results = council.ask_all(PING, Pong, tag={"stage": "council_check"}, use_cache=False)  # a real ping
     rows = []
     for m, r in zip(members, results):
-        rows.append({
-            "member": m.name, "model": m.model, "ok": r.ok, "latency_ms": round(r.latency_ms, 1),
-            "attempts": r.attempts, "parsed": r.parsed.model_dump() if r.parsed else None,
-            "error": r.error, "raw_text": None if r.ok else (r.raw_text or "")[:200],
-        })
+        rows.append(
+            {
+                "member": m.name,
+                "model": m.model,
+                "ok": r.ok,
+                "latency_ms": round(r.latency_ms, 1),
+                "attempts": r.attempts,
+                "parsed": r.parsed.model_dump() if r.parsed else None,
+                "error": r.error,
+                "raw_text": None if r.ok else (r.raw_text or "")[:200],
+            }
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
@@ -92,25 +105,38 @@ def summarize(rows: list[dict], key) -> list[dict]:
     out = []
     for name, rs in sorted(groups.items()):
         lat = [r["latency_ms"] for r in rs if r["latency_ms"]]
-        out.append({
-            "group": name,
-            "calls": len(rs),
-            "cache_hits": sum(r["cache_hits"] or 0 for r in rs),
-            "failures": sum(1 for r in rs if r["status"] != "ok"),
-            "call_failed": sum(1 for r in rs if r["status"] == "call_failed"),
-            "repaired": sum(r["repaired"] or 0 for r in rs),
-            "attempts": sum(r["attempts"] or 0 for r in rs),
-            "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in rs),
-            "completion_tokens": sum(r["completion_tokens"] or 0 for r in rs),
-            "cost": round(sum(r["cost"] or 0.0 for r in rs), 6),
-            "p50_ms": round(_percentile(lat, 0.5), 1),
-            "p90_ms": round(_percentile(lat, 0.9), 1),
-            "p99_ms": round(_percentile(lat, 0.99), 1),
-        })
+        out.append(
+            {
+                "group": name,
+                "calls": len(rs),
+                "cache_hits": sum(r["cache_hits"] or 0 for r in rs),
+                "failures": sum(1 for r in rs if r["status"] != "ok"),
+                "call_failed": sum(1 for r in rs if r["status"] == "call_failed"),
+                "repaired": sum(r["repaired"] or 0 for r in rs),
+                "attempts": sum(r["attempts"] or 0 for r in rs),
+                "prompt_tokens": sum(r["prompt_tokens"] or 0 for r in rs),
+                "completion_tokens": sum(r["completion_tokens"] or 0 for r in rs),
+                "cost": round(sum(r["cost"] or 0.0 for r in rs), 6),
+                "p50_ms": round(_percentile(lat, 0.5), 1),
+                "p90_ms": round(_percentile(lat, 0.9), 1),
+                "p99_ms": round(_percentile(lat, 0.99), 1),
+            }
+        )
     return out
 
 
-_COLS = ["group", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost", "p50_ms", "p90_ms", "p99_ms"]
+_COLS = [
+    "group",
+    "calls",
+    "cache_hits",
+    "failures",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+]
 
 
 def _table(title: str, stats: list[dict]) -> str:
@@ -132,8 +158,12 @@ def _item_ids_of_database(db_id: str) -> set[str]:
     try:
         views = set(list_views(con))
         ids: set[str] = set()
-        for view, col in (("generation_requests", "request_id"), ("nlq_objects", "object_id"),
-                          ("candidates", "candidate_id"), ("candidates", "object_id")):
+        for view, col in (
+            ("generation_requests", "request_id"),
+            ("nlq_objects", "object_id"),
+            ("candidates", "candidate_id"),
+            ("candidates", "object_id"),
+        ):
             if view in views:
                 ids |= {r[0] for r in con.execute(f'SELECT "{col}" FROM "{view}" WHERE db_id = ?', [db_id]).fetchall()}
         return ids
@@ -154,8 +184,10 @@ def cmd_calls(args) -> int:
 
         if args.db not in Catalog().ids():
             known = ", ".join(Catalog().ids()) or "none"
-            print(f"database {args.db!r} is not registered (registered: {known}); "
-                  "for a call log file use --log PATH", file=sys.stderr)
+            print(
+                f"database {args.db!r} is not registered (registered: {known}); for a call log file use --log PATH",
+                file=sys.stderr,
+            )
             return 2
     if path is None and not state_url():
         path = llm_calls_path()

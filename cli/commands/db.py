@@ -41,8 +41,11 @@ def _register(args) -> int:
     from pathlib import Path
 
     if Path(args.path).is_dir():
-        print(f"cannot register {args.path}: it is a folder; to register every <root>/<db_id>/<db_id>.sqlite "
-              f"in it, run: quandary db register {args.path} --folder", file=sys.stderr)
+        print(
+            f"cannot register {args.path}: it is a folder; to register every <root>/<db_id>/<db_id>.sqlite "
+            f"in it, run: quandary db register {args.path} --folder",
+            file=sys.stderr,
+        )
         return 1
     try:
         info = catalog.register(args.path, args.db_id, replace=args.replace)
@@ -94,14 +97,19 @@ def register(sub) -> None:
     p.set_defaults(func=_demo_db)
 
     db = sub.add_parser("db", help="register and inspect seed databases").add_subparsers(
-        dest="db_command", required=True)
+        dest="db_command", required=True
+    )
     r = db.add_parser("register", help="register a SQLite/DuckDB file, or a folder with --folder")
     r.add_argument("path")
     r.add_argument("--db-id", help="partition id (default: file stem)")
-    r.add_argument("--replace", action="store_true",
-                   help="rebind an id already registered to another file or content (a new partition version)")
-    r.add_argument("--folder", action="store_true",
-                   help="walk a BIRD/Spider-style folder <root>/<db_id>/<db_id>.sqlite")
+    r.add_argument(
+        "--replace",
+        action="store_true",
+        help="rebind an id already registered to another file or content (a new partition version)",
+    )
+    r.add_argument(
+        "--folder", action="store_true", help="walk a BIRD/Spider-style folder <root>/<db_id>/<db_id>.sqlite"
+    )
     r.set_defaults(func=_register)
     db.add_parser("list", help="list registered databases").set_defaults(func=_list)
     rm = db.add_parser("remove", help="forget a registered database (its file and artifacts are kept)")

@@ -42,7 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object per candidate (JSON lines)")
     p.add_argument("--style", action="append", choices=[s.id for s in STYLES], help="restrict styles (repeatable)")
     p.add_argument(
-        "--subcategory", action="append", choices=[s.id for s in SUBCATEGORIES], help="restrict subcategories (repeatable)"
+        "--subcategory",
+        action="append",
+        choices=[s.id for s in SUBCATEGORIES],
+        help="restrict subcategories (repeatable)",
     )
     p.add_argument("--db-id", default=None, help="database id (default: file stem)")
     p.set_defaults(func=_run_programmatic)

@@ -29,8 +29,9 @@ def _interact(args) -> int:
 
     for db in args.db:
         if dataset_source(db) is None:
-            print(f"no dataset for {db!r}: run `quandary run --db {db}` or `quandary import FILE` first",
-                  file=sys.stderr)
+            print(
+                f"no dataset for {db!r}: run `quandary run --db {db}` or `quandary import FILE` first", file=sys.stderr
+            )
             return 2
     code = 0
     for db in args.db:  # one run per database; a balanced subset is pooled over the pool every time
@@ -40,12 +41,16 @@ def _interact(args) -> int:
         conv = materialization_metadata(result, "interaction_conversations")
         sub = materialization_metadata(result, "interaction_subset")
         pool = f" (balanced over {sub['pool']})" if args.balanced and sub.get("pool") else ""
-        print(f"run {result.run_id[:8]} for '{db}': {'succeeded' if result.success else 'FAILED'}; "
-              f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
-              f"{conv.get('new_llm_calls', '?')} new LLM calls{pool}")
+        print(
+            f"run {result.run_id[:8]} for '{db}': {'succeeded' if result.success else 'FAILED'}; "
+            f"{conv.get('conversations', '?')} conversations, {conv.get('turns', '?')} turns, "
+            f"{conv.get('new_llm_calls', '?')} new LLM calls{pool}"
+        )
         if conv.get("incomplete"):
-            print(f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a "
-                  "council call failed; they are not scored. Run the same command again to retry exactly those calls.")
+            print(
+                f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a "
+                "council call failed; they are not scored. Run the same command again to retry exactly those calls."
+            )
         if report_job_result(result, JOB, db, args.verbose):
             code = 1
     if code:
@@ -106,16 +111,28 @@ def _report(args) -> int:
 def register(sub) -> None:
     i = sub.add_parser("interact", help="evaluate system agents in dialogues with the simulated user (ABISS §5)")
     i.add_argument("--db", required=True, nargs="+", help="registered db_id(s) with a dataset (one run each)")
-    i.add_argument("--agents", nargs="+", help="system_agents member names or package.module:Class (default: all members)")
+    i.add_argument(
+        "--agents", nargs="+", help="system_agents member names or package.module:Class (default: all members)"
+    )
     i.add_argument("--modes", nargs="+", help="ground_truth predicted taxonomy_only taxonomy_free (default: all four)")
-    i.add_argument("--balanced", action="store_true",
-                   help="down-sample every subcategory to the smallest, over every database of --pool (the paper)")
-    i.add_argument("--pool", nargs="+", metavar="DB",
-                   help="databases balanced together, i.e. the dataset (default: every registered one with questions)")
+    i.add_argument(
+        "--balanced",
+        action="store_true",
+        help="down-sample every subcategory to the smallest, over every database of --pool (the paper)",
+    )
+    i.add_argument(
+        "--pool",
+        nargs="+",
+        metavar="DB",
+        help="databases balanced together, i.e. the dataset (default: every registered one with questions)",
+    )
     i.add_argument("--balance-by", choices=["subcategory", "group"], default="subcategory")
     i.add_argument("--seed", type=int, default=42)
-    i.add_argument("--max-questions", type=int,
-                   help="keep at most this many, stratified by subcategory and seeded (over the pool when balanced)")
+    i.add_argument(
+        "--max-questions",
+        type=int,
+        help="keep at most this many, stratified by subcategory and seeded (over the pool when balanced)",
+    )
     i.add_argument("--max-steps", type=int, default=3, help="clarification turns before the final turn (paper: 3)")
     i.add_argument("--candidate-filter", choices=["label", "all"], default="label")
     i.add_argument("--order-sensitive", action="store_true", help="EX: gold ORDER BY makes row order significant")

@@ -12,8 +12,13 @@ from cli.run_output import run_job
 
 # A small grid so the demo finishes in minutes on 2 cores with the embedded model: every
 # subcategory once from the programmatic builder, three from the embedded LLM generator.
-DEMO_GRID = {"styles": ["formal"], "difficulties": ["moderate"], "n": 1, "seed": 42,
-             "llm_subcategories": ["answerable", "lexical_overlap", "missing_entity"]}
+DEMO_GRID = {
+    "styles": ["formal"],
+    "difficulties": ["moderate"],
+    "n": 1,
+    "seed": 42,
+    "llm_subcategories": ["answerable", "lexical_overlap", "missing_entity"],
+}
 DEMO_COUNCIL = Path(__file__).resolve().parents[2] / "configs" / "demo-council.yaml"
 
 

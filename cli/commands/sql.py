@@ -20,8 +20,17 @@ def _run(args) -> int:
         print(f"refused or failed: {outcome.one_line()}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"columns": outcome.columns, "rows": outcome.rows,
-                          "row_count": outcome.row_count, "elapsed_ms": outcome.elapsed_ms}, default=str))
+        print(
+            json.dumps(
+                {
+                    "columns": outcome.columns,
+                    "rows": outcome.rows,
+                    "row_count": outcome.row_count,
+                    "elapsed_ms": outcome.elapsed_ms,
+                },
+                default=str,
+            )
+        )
     else:
         print(render_table(outcome.columns, outcome.rows))
         print(f"({outcome.row_count} rows, {outcome.elapsed_ms:.1f} ms)")

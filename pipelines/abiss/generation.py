@@ -28,9 +28,25 @@ from resources.llm.failures import ProviderUnavailable
 GENERATION_SAMPLING = {"temperature": 0.7, "frequency_penalty": 0.2}
 
 NLQ_COLUMNS = (
-    "object_id", "group_id", "request_id", "db_id", "generator", "builder", "subcategory", "group",
-    "style", "requested_difficulty", "question", "evidence", "hidden_knowledge", "feedback",
-    "interpretation_index", "sql", "status", "error", "llm_call_id",
+    "object_id",
+    "group_id",
+    "request_id",
+    "db_id",
+    "generator",
+    "builder",
+    "subcategory",
+    "group",
+    "style",
+    "requested_difficulty",
+    "question",
+    "evidence",
+    "hidden_knowledge",
+    "feedback",
+    "interpretation_index",
+    "sql",
+    "status",
+    "error",
+    "llm_call_id",
 )
 
 
@@ -38,19 +54,38 @@ def _object_rows(request: dict, parsed: dict, call_id: str | None, builder: str)
     """Split one generator output into NLQ objects (two for ambiguous subcategories)."""
     sub = subcategory(request["subcategory"])
     base = {
-        "request_id": request["request_id"], "db_id": request["db_id"], "generator": request["generator"],
-        "builder": builder, "subcategory": sub.id, "group": sub.group.value, "style": request["style"],
-        "requested_difficulty": request["difficulty"], "question": parsed["question"].strip(),
-        "evidence": (parsed.get("evidence") or None), "hidden_knowledge": None, "feedback": None,
-        "interpretation_index": None, "sql": None, "status": "ok", "error": None, "llm_call_id": call_id,
+        "request_id": request["request_id"],
+        "db_id": request["db_id"],
+        "generator": request["generator"],
+        "builder": builder,
+        "subcategory": sub.id,
+        "group": sub.group.value,
+        "style": request["style"],
+        "requested_difficulty": request["difficulty"],
+        "question": parsed["question"].strip(),
+        "evidence": (parsed.get("evidence") or None),
+        "hidden_knowledge": None,
+        "feedback": None,
+        "interpretation_index": None,
+        "sql": None,
+        "status": "ok",
+        "error": None,
+        "llm_call_id": call_id,
     }
     group_id = stable_id("grp", request["request_id"], base["question"])
     if sub.group is Group.AMBIGUOUS:
         rows = []
         for i, interp in enumerate(parsed["interpretations"][:2]):
             hk = interp["hidden_knowledge"] if isinstance(interp, dict) else interp.hidden_knowledge
-            rows.append({**base, "group_id": group_id, "hidden_knowledge": hk, "interpretation_index": i,
-                         "object_id": stable_id("obj", request["request_id"], i, base["question"], hk)})
+            rows.append(
+                {
+                    **base,
+                    "group_id": group_id,
+                    "hidden_knowledge": hk,
+                    "interpretation_index": i,
+                    "object_id": stable_id("obj", request["request_id"], i, base["question"], hk),
+                }
+            )
         return rows
     if sub.group is Group.UNANSWERABLE:
         base["feedback"] = parsed.get("feedback")
@@ -60,12 +95,23 @@ def _object_rows(request: dict, parsed: dict, call_id: str | None, builder: str)
 def _failed_row(request: dict, status: str, error: str, call_id: str | None) -> dict:
     sub = subcategory(request["subcategory"])
     row = {c: None for c in NLQ_COLUMNS}
-    row.update({
-        "object_id": stable_id("obj", request["request_id"], "failed"), "group_id": None,
-        "request_id": request["request_id"], "db_id": request["db_id"], "generator": request["generator"],
-        "builder": "llm", "subcategory": sub.id, "group": sub.group.value, "style": request["style"],
-        "requested_difficulty": request["difficulty"], "status": status, "error": error, "llm_call_id": call_id,
-    })
+    row.update(
+        {
+            "object_id": stable_id("obj", request["request_id"], "failed"),
+            "group_id": None,
+            "request_id": request["request_id"],
+            "db_id": request["db_id"],
+            "generator": request["generator"],
+            "builder": "llm",
+            "subcategory": sub.id,
+            "group": sub.group.value,
+            "style": request["style"],
+            "requested_difficulty": request["difficulty"],
+            "status": status,
+            "error": error,
+            "llm_call_id": call_id,
+        }
+    )
     return row
 
 
@@ -74,7 +120,9 @@ async def _llm_objects(requests: list[dict], schema_context: str, council) -> li
         sub = subcategory(req["subcategory"])
         messages = question_generation_messages(schema_context, sub.id, req["style"], req["difficulty"])
         result = await council.aask(
-            req["generator"], messages, sub.output_model,
+            req["generator"],
+            messages,
+            sub.output_model,
             tag={"stage": "generation", "candidate_id": req["request_id"]},
             overrides={**GENERATION_SAMPLING, "seed": int(req["seed"])},
         )
@@ -121,20 +169,35 @@ def _programmatic_objects(requests: list[dict], db_path: str, skipped: dict | No
                 continue
             req = request_of_group[cand["group_id"]] = cells[sub][filled[sub]]
             filled[sub] += 1
-        rows.append({
-            "object_id": stable_id("obj", req["request_id"], cand["candidate_id"]),
-            "group_id": cand["group_id"], "request_id": req["request_id"], "db_id": req["db_id"],
-            "generator": PROGRAMMATIC, "builder": cand.get("builder") or PROGRAMMATIC,
-            "subcategory": sub, "group": cand["group"], "style": cand["style"],
-            "requested_difficulty": req["difficulty"], "question": cand["question"],
-            "evidence": cand.get("evidence"), "hidden_knowledge": cand.get("hidden_knowledge"),
-            "feedback": cand.get("feedback"), "interpretation_index": cand.get("interpretation_index"),
-            "sql": cand.get("sql"), "status": "ok", "error": None, "llm_call_id": None,
-        })
+        rows.append(
+            {
+                "object_id": stable_id("obj", req["request_id"], cand["candidate_id"]),
+                "group_id": cand["group_id"],
+                "request_id": req["request_id"],
+                "db_id": req["db_id"],
+                "generator": PROGRAMMATIC,
+                "builder": cand.get("builder") or PROGRAMMATIC,
+                "subcategory": sub,
+                "group": cand["group"],
+                "style": cand["style"],
+                "requested_difficulty": req["difficulty"],
+                "question": cand["question"],
+                "evidence": cand.get("evidence"),
+                "hidden_knowledge": cand.get("hidden_knowledge"),
+                "feedback": cand.get("feedback"),
+                "interpretation_index": cand.get("interpretation_index"),
+                "sql": cand.get("sql"),
+                "status": "ok",
+                "error": None,
+                "llm_call_id": None,
+            }
+        )
     return rows
 
 
-def generate_nlq_objects(requests: list[dict], schema_context: str, db_path: str, council=None) -> tuple[list[dict], dict]:
+def generate_nlq_objects(
+    requests: list[dict], schema_context: str, db_path: str, council=None
+) -> tuple[list[dict], dict]:
     """Step 1 for every request. Returns (rows, stats)."""
     from resources.llm.runtime import run_sync
 
@@ -177,8 +240,17 @@ def tally_rows(rows: list[dict], status_key: str = "status", error_key: str = "e
     return tally
 
 
-def check_provider(step: str, calls: int, failed: int, max_share: float, *, rows: list[dict] | None = None,
-                   status_key: str = "status", error_key: str = "error", max_unparseable_share: float = 0.5) -> None:
+def check_provider(
+    step: str,
+    calls: int,
+    failed: int,
+    max_share: float,
+    *,
+    rows: list[dict] | None = None,
+    status_key: str = "status",
+    error_key: str = "error",
+    max_unparseable_share: float = 0.5,
+) -> None:
     """Fail the step (:class:`~resources.llm.failures.ProviderUnavailable`) when more than ``max_share``
     of its calls failed (classified, with a remedy) or when most of its answers were unparseable
     (``rows``: the step's LLM rows)."""
@@ -186,9 +258,11 @@ def check_provider(step: str, calls: int, failed: int, max_share: float, *, rows
         tally_rows(rows, status_key, error_key).check(step, max_share, max_unparseable_share)
         return
     if calls and failed / calls > max_share:
-        raise ProviderUnavailable(f"{step}: {failed} of {calls} LLM calls failed; completed calls are cached, "
-                                  f"rerun once the cause is fixed [{failed / calls:.0%} of calls, more than "
-                                  f"max_failed_call_share = {max_share:g} (CascadeSettings) tolerates]")
+        raise ProviderUnavailable(
+            f"{step}: {failed} of {calls} LLM calls failed; completed calls are cached, "
+            f"rerun once the cause is fixed [{failed / calls:.0%} of calls, more than "
+            f"max_failed_call_share = {max_share:g} (CascadeSettings) tolerates]"
+        )
 
 
 def rows_frame(rows: list[dict], columns: tuple[str, ...]):
@@ -209,8 +283,10 @@ async def _ground(objects: list[dict], schema_context: str, council, grounder: s
             return row
         member = grounder or (row["generator"] if row["generator"] in council.member_names else council.member_names[0])
         result = await council.aask(
-            member, sql_grounding_messages(schema_context, row["question"], row.get("evidence"), row.get("hidden_knowledge")),
-            SqlGrounding, tag={"stage": "sql_grounding", "candidate_id": row["object_id"]},
+            member,
+            sql_grounding_messages(schema_context, row["question"], row.get("evidence"), row.get("hidden_knowledge")),
+            SqlGrounding,
+            tag={"stage": "sql_grounding", "candidate_id": row["object_id"]},
         )
         row["grounding_call_id"] = result.call_id
         if result.ok:
@@ -233,8 +309,11 @@ def ground_sql(objects: list[dict], schema_context: str, council=None, grounder:
     needs_llm = any(o["group"] != Group.UNANSWERABLE.value and not o.get("sql") for o in ok)
     if needs_llm and council is None:
         raise ValueError("SQL grounding needs a council")
-    rows = run_sync(_ground(ok, schema_context, council, grounder)) if needs_llm else [
-        {**o, "grounding_call_id": None, "grounding_status": "not_needed", "grounding_error": None} for o in ok]
+    rows = (
+        run_sync(_ground(ok, schema_context, council, grounder))
+        if needs_llm
+        else [{**o, "grounding_call_id": None, "grounding_status": "not_needed", "grounding_error": None} for o in ok]
+    )
     for row in rows:
         row["candidate_id"] = stable_id("cand", row["object_id"], row.get("sql"))
         if row.get("sql"):

@@ -29,10 +29,12 @@ class GridSpec:
     llm_subcategories: tuple[str, ...] | None = None
 
     def validate(self) -> None:
-        for key, values, known in (("subcategories", self.subcategories, SUBCATEGORY_BY_ID),
-                                   ("llm_subcategories", self.llm_subcategories or (), SUBCATEGORY_BY_ID),
-                                   ("styles", self.styles, STYLE_BY_ID),
-                                   ("difficulties", self.difficulties, DIFFICULTY_BY_ID)):
+        for key, values, known in (
+            ("subcategories", self.subcategories, SUBCATEGORY_BY_ID),
+            ("llm_subcategories", self.llm_subcategories or (), SUBCATEGORY_BY_ID),
+            ("styles", self.styles, STYLE_BY_ID),
+            ("difficulties", self.difficulties, DIFFICULTY_BY_ID),
+        ):
             for v in values:
                 if v not in known:
                     raise ValueError(f"{key}: unknown value {v!r}; allowed: {', '.join(known)}")

@@ -13,15 +13,24 @@ from __future__ import annotations
 
 import polars as pl
 
-INTEGRITY_SCHEMA = {"subcategory": pl.String, "groups": pl.Int64, "complete": pl.Int64, "incomplete": pl.Int64,
-                    "lost": pl.Int64, "orphan_readings": pl.Int64}
+INTEGRITY_SCHEMA = {
+    "subcategory": pl.String,
+    "groups": pl.Int64,
+    "complete": pl.Int64,
+    "incomplete": pl.Int64,
+    "lost": pl.Int64,
+    "orphan_readings": pl.Int64,
+}
 
 
 def _ambiguous_groups(candidates: pl.DataFrame) -> pl.DataFrame:
     if candidates.height == 0 or "group" not in candidates.columns:
         return pl.DataFrame(schema={"group_id": pl.String, "subcategory": pl.String, "readings": pl.UInt32})
-    return (candidates.filter(pl.col("group") == "ambiguous").group_by("group_id", "subcategory")
-            .agg(pl.len().alias("readings")))
+    return (
+        candidates.filter(pl.col("group") == "ambiguous")
+        .group_by("group_id", "subcategory")
+        .agg(pl.len().alias("readings"))
+    )
 
 
 def group_integrity(candidates: pl.DataFrame, survivors: pl.DataFrame) -> pl.DataFrame:
@@ -31,18 +40,31 @@ def group_integrity(candidates: pl.DataFrame, survivors: pl.DataFrame) -> pl.Dat
     groups = _ambiguous_groups(candidates)
     if groups.height == 0:
         return pl.DataFrame(schema=INTEGRITY_SCHEMA)
-    kept = (survivors.filter(pl.col("group_id").is_in(groups["group_id"].implode()))
-            .group_by("group_id").agg(pl.col("candidate_id").n_unique().alias("kept"))
-            if survivors.height else pl.DataFrame(schema={"group_id": pl.String, "kept": pl.UInt32}))
+    kept = (
+        survivors.filter(pl.col("group_id").is_in(groups["group_id"].implode()))
+        .group_by("group_id")
+        .agg(pl.col("candidate_id").n_unique().alias("kept"))
+        if survivors.height
+        else pl.DataFrame(schema={"group_id": pl.String, "kept": pl.UInt32})
+    )
     joined = groups.join(kept, on="group_id", how="left").with_columns(pl.col("kept").fill_null(0))
-    return (joined.group_by("subcategory").agg(
-        pl.len().alias("groups"),
-        (pl.col("kept") >= pl.col("readings")).sum().alias("complete"),
-        ((pl.col("kept") > 0) & (pl.col("kept") < pl.col("readings"))).sum().alias("incomplete"),
-        (pl.col("kept") == 0).sum().alias("lost"),
-        pl.when((pl.col("kept") > 0) & (pl.col("kept") < pl.col("readings"))).then(pl.col("kept"))
-        .otherwise(0).sum().alias("orphan_readings"),
-    ).with_columns(pl.exclude("subcategory").cast(pl.Int64)).sort("subcategory").select(list(INTEGRITY_SCHEMA)))
+    return (
+        joined.group_by("subcategory")
+        .agg(
+            pl.len().alias("groups"),
+            (pl.col("kept") >= pl.col("readings")).sum().alias("complete"),
+            ((pl.col("kept") > 0) & (pl.col("kept") < pl.col("readings"))).sum().alias("incomplete"),
+            (pl.col("kept") == 0).sum().alias("lost"),
+            pl.when((pl.col("kept") > 0) & (pl.col("kept") < pl.col("readings")))
+            .then(pl.col("kept"))
+            .otherwise(0)
+            .sum()
+            .alias("orphan_readings"),
+        )
+        .with_columns(pl.exclude("subcategory").cast(pl.Int64))
+        .sort("subcategory")
+        .select(list(INTEGRITY_SCHEMA))
+    )
 
 
 def incomplete_group_ids(candidates: pl.DataFrame, survivors: pl.DataFrame) -> set[str]:
@@ -67,5 +89,7 @@ def integrity_text(table: pl.DataFrame) -> str:
     if table.height == 0:
         return "no ambiguous groups"
     t = table.select(pl.exclude("subcategory").sum()).row(0, named=True)
-    return (f"ambiguous groups: {t['groups']} generated, {t['complete']} complete, {t['incomplete']} lost a reading "
-            f"({t['orphan_readings']} orphan readings), {t['lost']} lost entirely")
+    return (
+        f"ambiguous groups: {t['groups']} generated, {t['complete']} complete, {t['incomplete']} lost a reading "
+        f"({t['orphan_readings']} orphan readings), {t['lost']} lost entirely"
+    )

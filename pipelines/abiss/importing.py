@@ -62,9 +62,12 @@ def _stage(paths: Sequence[str | Path], staging: Path, batch: int | None) -> dic
     return parts
 
 
-def import_abiss_files(paths: Sequence[str | Path], asset: str, batch: int | None = None,
-                       on_version: Callable[[ArtifactVersion | StoredVersion], None] | None = None,
-                       ) -> list[ArtifactVersion | StoredVersion]:
+def import_abiss_files(
+    paths: Sequence[str | Path],
+    asset: str,
+    batch: int | None = None,
+    on_version: Callable[[ArtifactVersion | StoredVersion], None] | None = None,
+) -> list[ArtifactVersion | StoredVersion]:
     """Read every file, then store one version of ``asset`` per database id, in id order.
 
     Nothing is stored unless every file reads to its end with every record valid

@@ -19,16 +19,43 @@ from storage.paths import UnsafePathError, path_segment
 from storage.charts import png_chart
 
 DATASET_COLUMNS = (
-    "question_id", "candidate_id", "group_id", "db_id", "question", "evidence", "sql", "hidden_knowledge",
-    "feedback", "subcategory", "category", "group", "is_solvable", "style", "difficulty", "generator",
+    "question_id",
+    "candidate_id",
+    "group_id",
+    "db_id",
+    "question",
+    "evidence",
+    "sql",
+    "hidden_knowledge",
+    "feedback",
+    "subcategory",
+    "category",
+    "group",
+    "is_solvable",
+    "style",
+    "difficulty",
+    "generator",
     "interpretation_index",
 )
 
-VOTE_SCHEMA = {"member": pl.String, "comparison": pl.String, "vote": pl.String, "parsed_ok": pl.Boolean,
-               "llm_call_id": pl.String}
-DECISION_SCHEMA = {"candidate_id": pl.String, "stage": pl.String, "stage_no": pl.Int64, "applies": pl.Boolean,
-                   "passed": pl.Boolean, "reason": pl.String, "n_votes": pl.Int64, "calls_saved": pl.Int64,
-                   "votes": pl.List(pl.Struct(VOTE_SCHEMA))}
+VOTE_SCHEMA = {
+    "member": pl.String,
+    "comparison": pl.String,
+    "vote": pl.String,
+    "parsed_ok": pl.Boolean,
+    "llm_call_id": pl.String,
+}
+DECISION_SCHEMA = {
+    "candidate_id": pl.String,
+    "stage": pl.String,
+    "stage_no": pl.Int64,
+    "applies": pl.Boolean,
+    "passed": pl.Boolean,
+    "reason": pl.String,
+    "n_votes": pl.Int64,
+    "calls_saved": pl.Int64,
+    "votes": pl.List(pl.Struct(VOTE_SCHEMA)),
+}
 
 
 def decisions_frame(decisions: list[dict]) -> pl.DataFrame:
@@ -50,14 +77,21 @@ def council_votes_frame(stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
     for d in stage_decisions:
         if d.height == 0:
             continue
-        exploded = (d.select("candidate_id", "stage", "votes").explode("votes").drop_nulls("votes").unnest("votes")
-                    .with_columns(pl.int_range(pl.len()).over("candidate_id", "stage").cast(pl.Int64).alias("seq")))
+        exploded = (
+            d.select("candidate_id", "stage", "votes")
+            .explode("votes")
+            .drop_nulls("votes")
+            .unnest("votes")
+            .with_columns(pl.int_range(pl.len()).over("candidate_id", "stage").cast(pl.Int64).alias("seq"))
+        )
         frames.append(exploded)
     if not frames:
         return pl.DataFrame(schema=schema)
     votes = pl.concat(frames, how="diagonal_relaxed")
-    ids = [stable_id("vote", c, s, q, m, cmp) for c, s, q, m, cmp in
-           votes.select("candidate_id", "stage", "seq", "member", "comparison").iter_rows()]
+    ids = [
+        stable_id("vote", c, s, q, m, cmp)
+        for c, s, q, m, cmp in votes.select("candidate_id", "stage", "seq", "member", "comparison").iter_rows()
+    ]
     return votes.with_columns(pl.Series("vote_id", ids)).select(list(schema))
 
 
@@ -66,14 +100,27 @@ def dataset_frame(candidates: pl.DataFrame, final_decisions: pl.DataFrame) -> pl
     rows = []
     for r in kept.iter_rows(named=True):
         sub = subcategory(r["subcategory"])
-        rows.append({
-            "question_id": stable_id("q", r["candidate_id"]), "candidate_id": r["candidate_id"],
-            "group_id": r["group_id"], "db_id": r["db_id"], "question": r["question"], "evidence": r.get("evidence"),
-            "sql": r.get("sql") if sub.solvable else None, "hidden_knowledge": r.get("hidden_knowledge"),
-            "feedback": r.get("feedback"), "subcategory": sub.id, "category": sub.category, "group": sub.group.value,
-            "is_solvable": sub.solvable, "style": r["style"], "difficulty": r["difficulty"],
-            "generator": r["generator"], "interpretation_index": r.get("interpretation_index"),
-        })
+        rows.append(
+            {
+                "question_id": stable_id("q", r["candidate_id"]),
+                "candidate_id": r["candidate_id"],
+                "group_id": r["group_id"],
+                "db_id": r["db_id"],
+                "question": r["question"],
+                "evidence": r.get("evidence"),
+                "sql": r.get("sql") if sub.solvable else None,
+                "hidden_knowledge": r.get("hidden_knowledge"),
+                "feedback": r.get("feedback"),
+                "subcategory": sub.id,
+                "category": sub.category,
+                "group": sub.group.value,
+                "is_solvable": sub.solvable,
+                "style": r["style"],
+                "difficulty": r["difficulty"],
+                "generator": r["generator"],
+                "interpretation_index": r.get("interpretation_index"),
+            }
+        )
     schema = {c: pl.String for c in DATASET_COLUMNS}
     schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
     return pl.DataFrame(rows, schema=schema)
@@ -87,19 +134,35 @@ def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.Da
             continue
         meta = candidates.select("candidate_id", "subcategory", "generator", "db_id")
         frames.append(
-            d.filter(pl.col("applies")).join(meta, on="candidate_id", how="left")
+            d.filter(pl.col("applies"))
+            .join(meta, on="candidate_id", how="left")
             .group_by("db_id", "stage_no", "stage", "subcategory", "generator")
-            .agg(pl.len().alias("entered"), (~pl.col("passed")).sum().alias("rejected"),
-                 pl.col("n_votes").sum().alias("votes"), pl.col("calls_saved").sum().alias("calls_saved"))
+            .agg(
+                pl.len().alias("entered"),
+                (~pl.col("passed")).sum().alias("rejected"),
+                pl.col("n_votes").sum().alias("votes"),
+                pl.col("calls_saved").sum().alias("calls_saved"),
+            )
         )
-    schema = {"db_id": pl.String, "stage_no": pl.Int64, "stage": pl.String, "subcategory": pl.String,
-              "generator": pl.String, "entered": pl.Int64, "rejected": pl.Int64, "rejection_rate": pl.Float64,
-              "votes": pl.Int64, "calls_saved": pl.Int64}
+    schema = {
+        "db_id": pl.String,
+        "stage_no": pl.Int64,
+        "stage": pl.String,
+        "subcategory": pl.String,
+        "generator": pl.String,
+        "entered": pl.Int64,
+        "rejected": pl.Int64,
+        "rejection_rate": pl.Float64,
+        "votes": pl.Int64,
+        "calls_saved": pl.Int64,
+    }
     if not frames:
         return pl.DataFrame(schema=schema)
     out = pl.concat(frames).with_columns(
-        pl.col("entered").cast(pl.Int64), pl.col("rejected").cast(pl.Int64),
-        pl.col("votes").cast(pl.Int64), pl.col("calls_saved").cast(pl.Int64),
+        pl.col("entered").cast(pl.Int64),
+        pl.col("rejected").cast(pl.Int64),
+        pl.col("votes").cast(pl.Int64),
+        pl.col("calls_saved").cast(pl.Int64),
         (pl.col("rejected") / pl.col("entered")).alias("rejection_rate"),
     )
     return out.select(list(schema)).sort("stage_no", "subcategory", "generator")
@@ -207,10 +270,13 @@ def to_abiss_records(dataset: pl.DataFrame) -> list[dict]:
         sub = subcategory(r["subcategory"])
         difficulty = r.get("difficulty") or "simple"
         rec = {
-            "db_id": r["db_id"], "question": r["question"], "evidence": r.get("evidence") or None,
+            "db_id": r["db_id"],
+            "question": r["question"],
+            "evidence": r.get("evidence") or None,
             "sql": (r.get("sql") or None) if sub.solvable else None,
             "category": reference_category(sub.id),
-            "question_style": r["style"], "question_difficulty": REFERENCE_DIFFICULTY.get(difficulty, difficulty),
+            "question_style": r["style"],
+            "question_difficulty": REFERENCE_DIFFICULTY.get(difficulty, difficulty),
         }
         if sub.group is not Group.ANSWERABLE:
             rec["hidden_knowledge"] = r.get("hidden_knowledge") or r.get("feedback") or ""
@@ -223,8 +289,10 @@ def to_abiss_records(dataset: pl.DataFrame) -> list[dict]:
 
 _SUB_BY_NAMES = {(s.category.lower(), s.name.lower()): s for s in SUBCATEGORY_BY_ID.values()}
 _SUB_BY_NAME = {s.name.lower(): s for s in SUBCATEGORY_BY_ID.values()}
-_SUB_BY_REFERENCE = {(name.lower(), (subname or "").lower()): SUBCATEGORY_BY_ID[sid]
-                     for sid, (name, subname) in REFERENCE_CATEGORY.items()}
+_SUB_BY_REFERENCE = {
+    (name.lower(), (subname or "").lower()): SUBCATEGORY_BY_ID[sid]
+    for sid, (name, subname) in REFERENCE_CATEGORY.items()
+}
 
 
 class AbissFormatError(ValueError):
@@ -250,14 +318,18 @@ def _text(rec: dict, key: str, i: int, required: bool = False) -> str | None:
 def _subcategory_of(rec: dict, i: int):
     cat = rec.get("category")
     if not isinstance(cat, dict):
-        raise AbissFormatError(f"record {i}: " + ("malformed (category must be an object)" if "category" in rec
-                                                   else "missing field 'category'"))
+        raise AbissFormatError(
+            f"record {i}: "
+            + ("malformed (category must be an object)" if "category" in rec else "missing field 'category'")
+        )
     sub_id = rec.get("subcategory_id")
     subname = cat.get("subname")
-    sub = ((SUBCATEGORY_BY_ID.get(sub_id) if isinstance(sub_id, str) else None)
-           or _SUB_BY_REFERENCE.get((str(cat.get("name")).lower(), "" if subname is None else str(subname).lower()))
-           or _SUB_BY_NAMES.get((str(cat.get("name")).lower(), str(cat.get("subname")).lower()))
-           or _SUB_BY_NAME.get(str(cat.get("subname")).lower()))
+    sub = (
+        (SUBCATEGORY_BY_ID.get(sub_id) if isinstance(sub_id, str) else None)
+        or _SUB_BY_REFERENCE.get((str(cat.get("name")).lower(), "" if subname is None else str(subname).lower()))
+        or _SUB_BY_NAMES.get((str(cat.get("name")).lower(), str(cat.get("subname")).lower()))
+        or _SUB_BY_NAME.get(str(cat.get("subname")).lower())
+    )
     if sub is None:
         raise AbissFormatError(f"record {i}: unknown category {cat!r}")
     return sub
@@ -304,17 +376,24 @@ def abiss_record_row(rec, i: int) -> dict:
         _check_sql(sql, sub, i)
     candidate_id = stable_id("imp", db_id, question, sql, hk)
     return {
-        "question_id": stable_id("q", candidate_id), "candidate_id": candidate_id,
+        "question_id": stable_id("q", candidate_id),
+        "candidate_id": candidate_id,
         # ABISS JSON has no group id: readings of one ambiguous question share its text
         "group_id": _text(rec, "group_id", i) or stable_id("grp", db_id, question, sub.id),
-        "db_id": db_id, "question": question, "evidence": _text(rec, "evidence", i),
+        "db_id": db_id,
+        "question": question,
+        "evidence": _text(rec, "evidence", i),
         "sql": sql if sub.solvable else None,
         "hidden_knowledge": hk if sub.group is not Group.UNANSWERABLE else None,
         "feedback": hk if sub.group is Group.UNANSWERABLE else None,
-        "subcategory": sub.id, "category": sub.category, "group": sub.group.value, "is_solvable": sub.solvable,
+        "subcategory": sub.id,
+        "category": sub.category,
+        "group": sub.group.value,
+        "is_solvable": sub.solvable,
         "style": _text(rec, "question_style", i) or "formal",
         "difficulty": _difficulty(_text(rec, "question_difficulty", i)),
-        "generator": _text(rec, "generator", i) or "imported", "interpretation_index": None,
+        "generator": _text(rec, "generator", i) or "imported",
+        "interpretation_index": None,
     }
 
 
@@ -329,7 +408,8 @@ def number_interpretations(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(
         pl.when(pl.col("group") == Group.AMBIGUOUS.value)
         .then(pl.int_range(pl.len()).over("group_id").cast(pl.Int64))
-        .otherwise(None).alias("interpretation_index")
+        .otherwise(None)
+        .alias("interpretation_index")
     )
 
 

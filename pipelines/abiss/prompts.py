@@ -46,7 +46,9 @@ def _category_block(sub: Subcategory) -> str:
 
 
 class SqlGrounding(BaseModel):
-    schema_links: list[str] = Field(default_factory=list, max_length=12, description="table.column items the question needs")
+    schema_links: list[str] = Field(
+        default_factory=list, max_length=12, description="table.column items the question needs"
+    )
     sub_questions: list[str] = Field(default_factory=list, max_length=4, description="optional decomposition")
     sql: str = Field(min_length=1, max_length=1200, description="one SQLite SELECT query")
 
@@ -136,10 +138,13 @@ Hidden knowledge (the intended interpretation): {hidden_knowledge}
 Return JSON: {{"schema_links": [...], "sub_questions": [...], "sql": "..."}}"""
 
 
-def sql_grounding_messages(schema_context: str, question: str, evidence: str | None,
-                           hidden_knowledge: str | None) -> list[dict]:
-    return schema_messages(schema_context, GROUND_SQL.format(
-        question=question, evidence=evidence or "none", hidden_knowledge=hidden_knowledge or "none"))
+def sql_grounding_messages(
+    schema_context: str, question: str, evidence: str | None, hidden_knowledge: str | None
+) -> list[dict]:
+    return schema_messages(
+        schema_context,
+        GROUND_SQL.format(question=question, evidence=evidence or "none", hidden_knowledge=hidden_knowledge or "none"),
+    )
 
 
 # ----------------------------------------------------------------------- validation
@@ -209,16 +214,29 @@ Return JSON: {{"style": one of {names}}}"""
 
 
 def conformance_messages(schema_context: str, row: dict) -> list[dict]:
-    return schema_messages(schema_context, CONFORMANCE.format(
-        category=_category_block(subcategory(row["subcategory"])),
-        question=row["question"], evidence=row.get("evidence") or "none", sql=row.get("sql") or "none",
-        hidden=row.get("hidden_knowledge") or row.get("feedback") or "none"))
+    return schema_messages(
+        schema_context,
+        CONFORMANCE.format(
+            category=_category_block(subcategory(row["subcategory"])),
+            question=row["question"],
+            evidence=row.get("evidence") or "none",
+            sql=row.get("sql") or "none",
+            hidden=row.get("hidden_knowledge") or row.get("feedback") or "none",
+        ),
+    )
 
 
 def ground_truth_messages(schema_context: str, row: dict, result_preview: str) -> list[dict]:
-    return schema_messages(schema_context, GROUND_TRUTH.format(
-        question=row["question"], evidence=row.get("evidence") or "none",
-        hidden_knowledge=row.get("hidden_knowledge") or "none", sql=row["sql"], result=result_preview))
+    return schema_messages(
+        schema_context,
+        GROUND_TRUTH.format(
+            question=row["question"],
+            evidence=row.get("evidence") or "none",
+            hidden_knowledge=row.get("hidden_knowledge") or "none",
+            sql=row["sql"],
+            result=result_preview,
+        ),
+    )
 
 
 def write_sql_messages(schema_context: str, question: str, evidence: str | None) -> list[dict]:
@@ -231,22 +249,35 @@ def solve_messages(schema_context: str, question: str, evidence: str | None) -> 
 
 def feedback_messages(schema_context: str, row: dict) -> list[dict]:
     sub = subcategory(row["subcategory"])
-    return schema_messages(schema_context, FEEDBACK.format(
-        category=f"{sub.category} / {sub.name}", question=row["question"], feedback=row.get("feedback") or ""))
+    return schema_messages(
+        schema_context,
+        FEEDBACK.format(
+            category=f"{sub.category} / {sub.name}", question=row["question"], feedback=row.get("feedback") or ""
+        ),
+    )
 
 
 def consistency_messages(schema_context: str, row: dict, a: Subcategory, b: Subcategory) -> list[dict]:
-    return schema_messages(schema_context, CONSISTENCY.format(
-        a_name=a.name, a_definition=a.definition, b_name=b.name, b_definition=b.definition,
-        question=row["question"], evidence=row.get("evidence") or "none",
-        hidden=row.get("hidden_knowledge") or row.get("feedback") or "none"))
+    return schema_messages(
+        schema_context,
+        CONSISTENCY.format(
+            a_name=a.name,
+            a_definition=a.definition,
+            b_name=b.name,
+            b_definition=b.definition,
+            question=row["question"],
+            evidence=row.get("evidence") or "none",
+            hidden=row.get("hidden_knowledge") or row.get("feedback") or "none",
+        ),
+    )
 
 
 def style_messages(schema_context: str, question: str, labels: list[str] | None = None) -> list[dict]:
     chosen = [s for s in STYLES if labels is None or s.id in labels]
     styles = "\n".join(f"- {s.id}: {s.description}" for s in chosen)
-    return schema_messages(schema_context, STYLE.format(
-        styles=styles, question=question, names=", ".join(s.id for s in chosen)))
+    return schema_messages(
+        schema_context, STYLE.format(styles=styles, question=question, names=", ".join(s.id for s in chosen))
+    )
 
 
 def _opening(template: str) -> str:

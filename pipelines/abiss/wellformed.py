@@ -48,6 +48,7 @@ from functools import cache
 
 from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory
 
+
 def _source_version() -> str:
     import hashlib
     from pathlib import Path
@@ -59,8 +60,15 @@ def _source_version() -> str:
 VERSION = _source_version()
 
 RULES = (
-    "missing_text", "placeholder", "instruction_echo", "prompt_example_copy", "degenerate_repetition",
-    "length", "sql_in_question", "no_schema_mention", "feedback_names_nothing",
+    "missing_text",
+    "placeholder",
+    "instruction_echo",
+    "prompt_example_copy",
+    "degenerate_repetition",
+    "length",
+    "sql_in_question",
+    "no_schema_mention",
+    "feedback_names_nothing",
 )
 
 QUESTION_MAX_CHARS, QUESTION_MAX_WORDS, QUESTION_MIN_WORDS = 300, 60, 3
@@ -82,13 +90,26 @@ _SQL = re.compile(
 _CHAR_RUN = re.compile(r"(.)\1{9,}")
 # phrases of the generation prompt and its output schemas that never belong in a question
 ECHO_PHRASES = (
-    "natural-language question", "natural language question", "return json", "json matching", "json object",
-    "output schema", "the requested schema", "hidden knowledge", "target sql difficulty",
-    "distinguishing characteristics", "disambiguation information", "write one natural",
-    "as an ai", "i cannot generate", "here is the question", "here is a question",
+    "natural-language question",
+    "natural language question",
+    "return json",
+    "json matching",
+    "json object",
+    "output schema",
+    "the requested schema",
+    "hidden knowledge",
+    "target sql difficulty",
+    "distinguishing characteristics",
+    "disambiguation information",
+    "write one natural",
+    "as an ai",
+    "i cannot generate",
+    "here is the question",
+    "here is a question",
 )
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the and or but if then else of in on at to for from by with without about into onto over under
 between among per as is are was were be been being am do does did done have has had having can could
 would should will shall may might must not no nor so than that this these those there here their
@@ -99,11 +120,13 @@ looking see get provide retrieve obtain know count number total average mean sum
 record records row rows entry entries table tables column columns database data field fields detail
 details information info question answer sql query schema thanks hey let's lets u ur pull up got
 us one ones whose ever exactly roughly quick real gimme can't don't what're yes ok okay
-""".split())
+""".split()
+)
 _GENERIC_FEEDBACK = STOPWORDS | frozenset(
     "cannot answered answerable unanswerable missing exist exists stored store stores available ask "
     "administrator admin add added user users knowledge base external because since contain contains "
-    "containing possible impossible".split())
+    "containing possible impossible".split()
+)
 
 
 @dataclass(frozen=True)
@@ -147,8 +170,9 @@ def stem_variants(word: str) -> set[str]:
 
 
 def content_stems(text: str | None) -> set[str]:
-    return {v for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w[0].isdigit()
-            for v in stem_variants(w)}
+    return {
+        v for w in words(text) if len(w) >= 3 and w not in STOPWORDS and not w[0].isdigit() for v in stem_variants(w)
+    }
 
 
 def _split_identifier(name: str) -> list[str]:
@@ -223,8 +247,11 @@ def _example_texts() -> dict[str, tuple[str, ...]]:
     for s in STYLES:
         if getattr(s, "example", None):
             q.add(_norm(s.example))
-    return {"question": tuple(sorted(x for x in q if x)), "evidence": tuple(sorted(x for x in ev if x)),
-            "notes": tuple(sorted(x for x in hk if x))}
+    return {
+        "question": tuple(sorted(x for x in q if x)),
+        "evidence": tuple(sorted(x for x in ev if x)),
+        "notes": tuple(sorted(x for x in hk if x)),
+    }
 
 
 @cache
@@ -257,8 +284,11 @@ def _similar(a: str, b: str) -> bool:
     if abs(len(wa) - len(wb)) > 0.2 * max(len(wa), len(wb)):
         return False
     sm = SequenceMatcher(None, wa, wb, autojunk=False)
-    return sm.real_quick_ratio() >= COPY_SIMILARITY and sm.quick_ratio() >= COPY_SIMILARITY and \
-        sm.ratio() >= COPY_SIMILARITY
+    return (
+        sm.real_quick_ratio() >= COPY_SIMILARITY
+        and sm.quick_ratio() >= COPY_SIMILARITY
+        and sm.ratio() >= COPY_SIMILARITY
+    )
 
 
 # ------------------------------------------------------------------------------ rules
@@ -270,7 +300,7 @@ def _degenerate(text: str) -> str | None:
         return f"repeats {run.group(1)!r} {len(run.group(0))} times"
     ws = words(text)
     if len(ws) >= 8:
-        grams = [tuple(ws[i:i + 3]) for i in range(len(ws) - 2)]
+        grams = [tuple(ws[i : i + 3]) for i in range(len(ws) - 2)]
         share = len(set(grams)) / len(grams)
         if share < 0.5:
             return f"is mostly repeated phrases ({share:.0%} distinct 3-grams of {len(ws)} words)"
@@ -294,9 +324,12 @@ def check(row: dict, vocabulary: Vocabulary | None = None) -> list[Defect]:
     sub = subcategory(row["subcategory"])
     style = row.get("style") or ""
     question = (row.get("question") or "").strip()
-    fields = {"question": question, "evidence": (row.get("evidence") or "").strip(),
-              "hidden_knowledge": (row.get("hidden_knowledge") or "").strip(),
-              "feedback": (row.get("feedback") or "").strip()}
+    fields = {
+        "question": question,
+        "evidence": (row.get("evidence") or "").strip(),
+        "hidden_knowledge": (row.get("hidden_knowledge") or "").strip(),
+        "feedback": (row.get("feedback") or "").strip(),
+    }
     out: list[Defect] = []
 
     if not question:
@@ -344,8 +377,14 @@ def check(row: dict, vocabulary: Vocabulary | None = None) -> list[Defect]:
             out.append(Defect("length", name, f"is too long ({len(fields[name])} chars)"))
     fb = fields["feedback"]
     if fb and (len(fb) > FEEDBACK_MAX_CHARS or len(words(fb)) < FEEDBACK_MIN_WORDS):
-        out.append(Defect("length", "feedback", f"has {len(fb)} chars / {len(words(fb))} words "
-                                                f"(bounds {FEEDBACK_MIN_WORDS} words – {FEEDBACK_MAX_CHARS} chars)"))
+        out.append(
+            Defect(
+                "length",
+                "feedback",
+                f"has {len(fb)} chars / {len(words(fb))} words "
+                f"(bounds {FEEDBACK_MIN_WORDS} words – {FEEDBACK_MAX_CHARS} chars)",
+            )
+        )
 
     if sub.id != "improper_question":
         m = _SQL.search(question)
@@ -357,13 +396,23 @@ def check(row: dict, vocabulary: Vocabulary | None = None) -> list[Defect]:
         if sub.group in (Group.ANSWERABLE, Group.AMBIGUOUS):
             literals = frozenset(content_stems(" ".join(re.findall(r"'((?:[^']|'')*)'", row.get("sql") or ""))))
             if not vocabulary.matches(q_stems, literals):
-                out.append(Defect("no_schema_mention", "question",
-                                  f"names no table, column or value of this database ({_clip(question)})"))
+                out.append(
+                    Defect(
+                        "no_schema_mention",
+                        "question",
+                        f"names no table, column or value of this database ({_clip(question)})",
+                    )
+                )
         elif sub.id != "improper_question" and fb:
             fb_stems = {s for s in content_stems(fb) if s not in _GENERIC_FEEDBACK}
             if not (vocabulary.matches(fb_stems) or fb_stems & q_stems):
-                out.append(Defect("feedback_names_nothing", "feedback",
-                                  f"names nothing of the schema or the question ({_clip(fb)})"))
+                out.append(
+                    Defect(
+                        "feedback_names_nothing",
+                        "feedback",
+                        f"names nothing of the schema or the question ({_clip(fb)})",
+                    )
+                )
     return out
 
 

@@ -73,8 +73,9 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
     for a in ev.alignment:
         if a["status"] != "paired":
             worst = REJECT
-            reasons.append(f"{a['status'].replace('_', ' ')} (gold call {a['gold_call']}, candidate call "
-                           f"{a['candidate_call']})")
+            reasons.append(
+                f"{a['status'].replace('_', ' ')} (gold call {a['gold_call']}, candidate call {a['candidate_call']})"
+            )
             continue
         gi = sorted(c.split(".")[-1].lower() for c in a.get("gold_inputs", []))
         ci = sorted(c.split(".")[-1].lower() for c in a.get("candidate_inputs", []))
@@ -87,7 +88,9 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
         if not probe.get("comparable") or agreement is None:
             if worst != REJECT:
                 worst = UNDECIDED
-            reasons.append(f"call {a['gold_call']}: probe not comparable ({probe.get('reason') or probe.get('error') or probe.get('status')})")
+            reasons.append(
+                f"call {a['gold_call']}: probe not comparable ({probe.get('reason') or probe.get('error') or probe.get('status')})"
+            )
             continue
         flipped = ",".join(sorted({c for c in gi})) in opposite
         eff = 1 - agreement if flipped else agreement
@@ -117,17 +120,24 @@ def ex_layer(ev: Evidence) -> LayerVerdict:
     if not ev.cand.ok:
         return LayerVerdict("ex", REJECT, f"the candidate did not run: {ev.cand.status} {ev.cand.error}"[:300])
     equal = ex_equal(ev.gold, ev.cand, ev.ordered)
-    return LayerVerdict("ex", ACCEPT if equal else REJECT,
-                        f"{'equal' if equal else 'different'} results ({ev.gold.row_count} vs {ev.cand.row_count} rows"
-                        f"{', ordered' if ev.ordered else ''}); {EX_RULE}")
+    return LayerVerdict(
+        "ex",
+        ACCEPT if equal else REJECT,
+        f"{'equal' if equal else 'different'} results ({ev.gold.row_count} vs {ev.cand.row_count} rows"
+        f"{', ordered' if ev.ordered else ''}); {EX_RULE}",
+    )
 
 
 def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> PairJudgement:
     """Every deterministic layer for one pair (the autorater is added by the caller when asked)."""
     ev = execute_pair(ctx, gold_sql, cand_sql, dialect)
     s, a, x = structural_layer(ev), ai_layer(ev), ex_layer(ev)
-    stand_in = LayerVerdict("layers", combine(s, a), "deterministic stand-in for the autorater: "
-                            "reject if a layer rejects, accept if structural and AI layers accept")
+    stand_in = LayerVerdict(
+        "layers",
+        combine(s, a),
+        "deterministic stand-in for the autorater: "
+        "reject if a layer rejects, accept if structural and AI layers accept",
+    )
     return PairJudgement([s, a, stand_in, x], stand_in.verdict, "layers", ev)
 
 
@@ -135,6 +145,8 @@ def autorater_layer(verdict) -> LayerVerdict:
     """The LLM autorater's :class:`~pipelines.aisql.methods.Verdict` as a layer (an error cannot decide)."""
     if verdict.status != "ok":
         return LayerVerdict("ours", UNDECIDED, f"autorater: {verdict.reason}")
-    return LayerVerdict("ours", ACCEPT if verdict.accepted else REJECT,
-                        f"scores overall {verdict.overall}, relational {verdict.relational}, ai {verdict.ai}; "
-                        f"{verdict.reason}"[:400])
+    return LayerVerdict(
+        "ours",
+        ACCEPT if verdict.accepted else REJECT,
+        f"scores overall {verdict.overall}, relational {verdict.relational}, ai {verdict.ai}; {verdict.reason}"[:400],
+    )

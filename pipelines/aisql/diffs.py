@@ -61,8 +61,10 @@ def has_top_level_order(sql_duckdb: str) -> bool:
     return tree_has_top_level_order_by(tree)
 
 
-EX_RULE = ("EX: accept iff both queries run and their results are equal as bags of rows (duplicates count; "
-           "column names ignored; floats rounded to 1e-6); in order when the gold query has a top-level ORDER BY")
+EX_RULE = (
+    "EX: accept iff both queries run and their results are equal as bags of rows (duplicates count; "
+    "column names ignored; floats rounded to 1e-6); in order when the gold query has a top-level ORDER BY"
+)
 
 
 def rows_match(gold_rows, cand_rows, ordered: bool = False) -> bool:
@@ -120,8 +122,19 @@ def _call_over_probe(tree: exp.Expression, part: AIPart, alias_cols: dict[str, l
     return c
 
 
-def probe_agreement(db_path, runtime, gold_tree, gold_part: AIPart, cand_tree, cand_part: AIPart,
-                    table_columns: dict[str, list[str]], *, n: int = PROBE_N, seed: int = 0, budget=None) -> dict:
+def probe_agreement(
+    db_path,
+    runtime,
+    gold_tree,
+    gold_part: AIPart,
+    cand_tree,
+    cand_part: AIPart,
+    table_columns: dict[str, list[str]],
+    *,
+    n: int = PROBE_N,
+    seed: int = 0,
+    budget=None,
+) -> dict:
     """Evaluate both calls on one shared probe set; returns agreement statistics (or why not)."""
     from pipelines.aisql.execute import run_duckdb_sql
 
@@ -156,12 +169,19 @@ def probe_agreement(db_path, runtime, gold_tree, gold_part: AIPart, cand_tree, c
     except (KeyError, IndexError) as exc:
         return {"comparable": False, "reason": str(exc)}
     names = ", ".join(f"c{i}" for i in range(width))
-    sql = (f"SELECT {g_call.sql('duckdb')} AS g, {c_call.sql('duckdb')} AS c FROM ("
-           f"SELECT * FROM (SELECT DISTINCT * FROM (({reach_g}) UNION ALL ({reach_c})) AS u) AS p0({names}) "
-           f"ORDER BY hash({names}, {int(seed)}) LIMIT {int(n)}) AS p")
+    sql = (
+        f"SELECT {g_call.sql('duckdb')} AS g, {c_call.sql('duckdb')} AS c FROM ("
+        f"SELECT * FROM (SELECT DISTINCT * FROM (({reach_g}) UNION ALL ({reach_c})) AS u) AS p0({names}) "
+        f"ORDER BY hash({names}, {int(seed)}) LIMIT {int(n)}) AS p"
+    )
     rec = run_duckdb_sql(db_path, sql, runtime, budget=budget)
-    out = {"comparable": rec.ok, "probe_rows": rec.row_count, "status": rec.status, "error": rec.error,
-           "calls": rec.calls}
+    out = {
+        "comparable": rec.ok,
+        "probe_rows": rec.row_count,
+        "status": rec.status,
+        "error": rec.error,
+        "calls": rec.calls,
+    }
     if not rec.ok:
         return out
     pairs = rec.rows
@@ -170,9 +190,13 @@ def probe_agreement(db_path, runtime, gold_tree, gold_part: AIPart, cand_tree, c
         pg = {i for i, (g, _) in enumerate(pairs) if g}
         pc = {i for i, (_, c) in enumerate(pairs) if c}
         union = pg | pc
-        out.update(positives_gold=len(pg), positives_candidate=len(pc), overlap=len(pg & pc),
-                   jaccard=round(len(pg & pc) / len(union), 4) if union else 1.0,
-                   agreement=round(sum(bool(g) == bool(c) for g, c in pairs) / len(pairs), 4) if pairs else 1.0)
+        out.update(
+            positives_gold=len(pg),
+            positives_candidate=len(pc),
+            overlap=len(pg & pc),
+            jaccard=round(len(pg & pc) / len(union), 4) if union else 1.0,
+            agreement=round(sum(bool(g) == bool(c) for g, c in pairs) / len(pairs), 4) if pairs else 1.0,
+        )
     elif kind == "score" and cand_part.kind == "score":
         vals = [(g, c) for g, c in pairs if g is not None and c is not None]
         out.update(mae=round(sum(abs(g - c) for g, c in vals) / len(vals), 4) if vals else None)

@@ -26,18 +26,33 @@ from pipelines.aisql.scenarios import SCENARIOS, GoldQuery, Scenario, scenario_d
 from pipelines.aisql.variants import VariantSettings, make_variants
 
 PAIR_SCHEMA = {
-    "pair_id": pl.String, "scenario": pl.String, "dialect": pl.String, "question_id": pl.String,
-    "question": pl.String, "gold_sql": pl.String, "candidate_sql": pl.String, "label": pl.Boolean,
-    "label_source": pl.String, "variant_layer": pl.String, "variant_type": pl.String,
-    "generator": pl.String, "notes": pl.String,
+    "pair_id": pl.String,
+    "scenario": pl.String,
+    "dialect": pl.String,
+    "question_id": pl.String,
+    "question": pl.String,
+    "gold_sql": pl.String,
+    "candidate_sql": pl.String,
+    "label": pl.Boolean,
+    "label_source": pl.String,
+    "variant_layer": pl.String,
+    "variant_type": pl.String,
+    "generator": pl.String,
+    "notes": pl.String,
 }
 # Gold queries whose full run exceeds the default call budget (all 14k pairs of one movie): left out
 # of the default set; run them on a sampled database (--sample) instead.
 DEFAULT_EXCLUDED = {"movie": {"Q7"}}
 
 
-def variant_pairs(scenario: Scenario, golds: list[GoldQuery], *, correct_share: float | None = 0.7,
-                  seed: int = 0, variant_types: tuple[str, ...] | None = None) -> list[dict]:
+def variant_pairs(
+    scenario: Scenario,
+    golds: list[GoldQuery],
+    *,
+    correct_share: float | None = 0.7,
+    seed: int = 0,
+    variant_types: tuple[str, ...] | None = None,
+) -> list[dict]:
     settings = VariantSettings(scenario.vocabulary, scenario.wrong_columns, scenario.alternative_literals)
     rows = []
     for g in golds:
@@ -84,10 +99,18 @@ def _balance(rows: list[dict], share: float, seed: int) -> list[dict]:
 def _row(g: GoldQuery, cand: str, label, layer, vtype, generator, *, label_source="none", notes="") -> dict:
     return {
         "pair_id": stable_id(g.scenario, g.dialect, g.question_id, cand),
-        "scenario": g.scenario, "dialect": g.dialect, "question_id": g.question_id, "question": g.question,
-        "gold_sql": g.sql, "candidate_sql": cand, "label": label, "label_source": label_source,
-        "variant_layer": layer, "variant_type": vtype,
-        "generator": json.dumps(generator) if generator else None, "notes": notes,
+        "scenario": g.scenario,
+        "dialect": g.dialect,
+        "question_id": g.question_id,
+        "question": g.question,
+        "gold_sql": g.sql,
+        "candidate_sql": cand,
+        "label": label,
+        "label_source": label_source,
+        "variant_layer": layer,
+        "variant_type": vtype,
+        "generator": json.dumps(generator) if generator else None,
+        "notes": notes,
     }
 
 
@@ -123,8 +146,16 @@ def few_shot_examples(data_root: Path, scenario: str, dialect: str, k: int = 3) 
     return out
 
 
-def generator_pairs(council, data_root: Path, scenario: Scenario, golds: list[GoldQuery], schema_of, *,
-                    samples: int = 3, temperature: float = 1.0) -> list[dict]:
+def generator_pairs(
+    council,
+    data_root: Path,
+    scenario: Scenario,
+    golds: list[GoldQuery],
+    schema_of,
+    *,
+    samples: int = 3,
+    temperature: float = 1.0,
+) -> list[dict]:
     """Candidates from the ``generators`` council (the paper's method); unlabelled until a person labels them."""
     from pydantic import BaseModel
 
@@ -136,15 +167,33 @@ def generator_pairs(council, data_root: Path, scenario: Scenario, golds: list[Go
     member = council.member_names[0]
     rows = []
     for g in golds:
-        msgs = generator_messages(dialect=g.dialect, schema=schema_of(g.dialect), question=g.question,
-                                  examples=few_shot_examples(data_root, scenario.name, g.dialect))
+        msgs = generator_messages(
+            dialect=g.dialect,
+            schema=schema_of(g.dialect),
+            question=g.question,
+            examples=few_shot_examples(data_root, scenario.name, g.dialect),
+        )
         for k in range(samples):
-            res = council.ask(member, msgs, Generated, {"stage": "aisql_generate", "candidate_id": g.question_id},
-                              overrides={"temperature": temperature, "seed": k})
+            res = council.ask(
+                member,
+                msgs,
+                Generated,
+                {"stage": "aisql_generate", "candidate_id": g.question_id},
+                overrides={"temperature": temperature, "seed": k},
+            )
             sql = res.parsed.sql if res.ok else (res.raw_text or "")
             gen = {"model": council.member(member).model, "temperature": temperature, "sample_idx": k}
-            rows.append(_row(g, sql, None, "none", "generated", gen,
-                             notes="" if res.ok else f"generator failed: {res.error}"[:300]))
+            rows.append(
+                _row(
+                    g,
+                    sql,
+                    None,
+                    "none",
+                    "generated",
+                    gen,
+                    notes="" if res.ok else f"generator failed: {res.error}"[:300],
+                )
+            )
     return rows
 
 
@@ -195,9 +244,17 @@ def import_label_csv(csv_path: Path, out_path: Path) -> tuple[int, list[str]]:
                 if (row.get("label") or "").strip():
                     problems.append(f"{csv_path}:{n}: label {row.get('label')!r} is not yes/no; skipped")
                 continue
-            out.write(json.dumps({"pair_id": row["pair_id"].strip(), "label": label,
-                                  "rationale": (row.get("rationale") or "").strip(),
-                                  "label_source": "manual"}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "pair_id": row["pair_id"].strip(),
+                        "label": label,
+                        "rationale": (row.get("rationale") or "").strip(),
+                        "label_source": "manual",
+                    }
+                )
+                + "\n"
+            )
             stored += 1
     return stored, problems
 
@@ -205,18 +262,34 @@ def import_label_csv(csv_path: Path, out_path: Path) -> tuple[int, list[str]]:
 def apply_manual_labels(pairs: pl.DataFrame, labels: dict[str, dict]) -> pl.DataFrame:
     if not labels or pairs.height == 0:
         return pairs
-    lab = pl.DataFrame({"pair_id": list(labels), "_m": [bool(v["label"]) for v in labels.values()]},
-                       schema={"pair_id": pl.String, "_m": pl.Boolean})
+    lab = pl.DataFrame(
+        {"pair_id": list(labels), "_m": [bool(v["label"]) for v in labels.values()]},
+        schema={"pair_id": pl.String, "_m": pl.Boolean},
+    )
     out = pairs.join(lab, on="pair_id", how="left")
     return out.with_columns(
-        pl.when(pl.col("label").is_null() & pl.col("_m").is_not_null()).then(pl.col("_m")).otherwise(pl.col("label")).alias("label"),
-        pl.when(pl.col("label").is_null() & pl.col("_m").is_not_null()).then(pl.lit("manual")).otherwise(pl.col("label_source")).alias("label_source"),
+        pl.when(pl.col("label").is_null() & pl.col("_m").is_not_null())
+        .then(pl.col("_m"))
+        .otherwise(pl.col("label"))
+        .alias("label"),
+        pl.when(pl.col("label").is_null() & pl.col("_m").is_not_null())
+        .then(pl.lit("manual"))
+        .otherwise(pl.col("label_source"))
+        .alias("label_source"),
     ).drop("_m")
 
 
-def build_pairs(scenario: str, data_root: Path, golds: list[GoldQuery], *, correct_share: float | None = 0.7,
-                seed: int = 0, extra_rows: list[dict] | None = None, manual: dict | None = None,
-                variant_types: tuple[str, ...] | None = None) -> pl.DataFrame:
+def build_pairs(
+    scenario: str,
+    data_root: Path,
+    golds: list[GoldQuery],
+    *,
+    correct_share: float | None = 0.7,
+    seed: int = 0,
+    extra_rows: list[dict] | None = None,
+    manual: dict | None = None,
+    variant_types: tuple[str, ...] | None = None,
+) -> pl.DataFrame:
     sc = SCENARIOS[scenario]
     scenario_dir(data_root, sc)
     rows = variant_pairs(sc, golds, correct_share=correct_share, seed=seed, variant_types=variant_types)
@@ -264,10 +337,12 @@ def execution_labels(rows: list[dict], db, *, budget: int = 5000, seed: int = 0)
     from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
 
     sc = get_scenario(db.scenario)
-    runtime = AIRuntime(LabelOracle(load_labels(db.labels_path), sc.vocabulary, p=0.0, seed=seed,
-                                    score_of=sc.score_of), budget=budget)
-    ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
-                      budget=budget, seed=seed)
+    runtime = AIRuntime(
+        LabelOracle(load_labels(db.labels_path), sc.vocabulary, p=0.0, seed=seed, score_of=sc.score_of), budget=budget
+    )
+    ctx = EvalContext(
+        db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)), budget=budget, seed=seed
+    )
     out = []
     try:
         for r in rows:
@@ -275,10 +350,19 @@ def execution_labels(rows: list[dict], db, *, budget: int = 5000, seed: int = 0)
                 out.append(r)
                 continue
             label, why = execution_label(execute_pair(ctx, r["gold_sql"], r["candidate_sql"], r["dialect"]))
-            note = f"label oracle p=0 + structural rules: {why}" if label is not None else \
-                f"no independent label (needs `quandary aisql label`): {why}"
-            out.append({**r, "label": label, "label_source": "executed" if label is not None else "none",
-                        "notes": "; ".join(x for x in (r.get("notes"), note) if x)[:500]})
+            note = (
+                f"label oracle p=0 + structural rules: {why}"
+                if label is not None
+                else f"no independent label (needs `quandary aisql label`): {why}"
+            )
+            out.append(
+                {
+                    **r,
+                    "label": label,
+                    "label_source": "executed" if label is not None else "none",
+                    "notes": "; ".join(x for x in (r.get("notes"), note) if x)[:500],
+                }
+            )
     finally:
         runtime.close()
     return out
@@ -286,8 +370,12 @@ def execution_labels(rows: list[dict], db, *, budget: int = 5000, seed: int = 0)
 
 def with_set(pairs: pl.DataFrame) -> pl.DataFrame:
     """A ``set`` column: ``generated`` (generator candidates) or ``synthetic`` (controlled variants)."""
-    return pairs.with_columns(pl.when(pl.col("variant_type") == "generated").then(pl.lit("generated"))
-                              .otherwise(pl.lit("synthetic")).alias("set"))
+    return pairs.with_columns(
+        pl.when(pl.col("variant_type") == "generated")
+        .then(pl.lit("generated"))
+        .otherwise(pl.lit("synthetic"))
+        .alias("set")
+    )
 
 
 def balance_table(pairs: pl.DataFrame) -> pl.DataFrame:
@@ -296,11 +384,38 @@ def balance_table(pairs: pl.DataFrame) -> pl.DataFrame:
     df = with_set(pairs)
     for (s, d), g in sorted(df.group_by(["set", "dialect"]), key=lambda kv: kv[0]):
         correct, wrong = int((g["label"] == True).sum()), int((g["label"] == False).sum())  # noqa: E712
-        rows.append({"set": s, "dialect": d, "n": correct + wrong, "correct": correct, "incorrect": wrong,
-                     "unlabelled": int(g["label"].is_null().sum()),
-                     "correct_share": correct / (correct + wrong) if correct + wrong else None})
+        rows.append(
+            {
+                "set": s,
+                "dialect": d,
+                "n": correct + wrong,
+                "correct": correct,
+                "incorrect": wrong,
+                "unlabelled": int(g["label"].is_null().sum()),
+                "correct_share": correct / (correct + wrong) if correct + wrong else None,
+            }
+        )
     for d, (c, w) in PAPER_BALANCE.items():
-        rows.append({"set": "paper", "dialect": d, "n": c + w, "correct": c, "incorrect": w, "unlabelled": 0,
-                     "correct_share": c / (c + w)})
-    return pl.DataFrame(rows, schema={"set": pl.String, "dialect": pl.String, "n": pl.Int64, "correct": pl.Int64,
-                                      "incorrect": pl.Int64, "unlabelled": pl.Int64, "correct_share": pl.Float64})
+        rows.append(
+            {
+                "set": "paper",
+                "dialect": d,
+                "n": c + w,
+                "correct": c,
+                "incorrect": w,
+                "unlabelled": 0,
+                "correct_share": c / (c + w),
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "set": pl.String,
+            "dialect": pl.String,
+            "n": pl.Int64,
+            "correct": pl.Int64,
+            "incorrect": pl.Int64,
+            "unlabelled": pl.Int64,
+            "correct_share": pl.Float64,
+        },
+    )

@@ -52,19 +52,36 @@ class RunRecord:
             if isinstance(v, float):
                 return round(v, 6)
             return v if v is None or isinstance(v, (int, bool, str)) else str(v)
+
         return [[cell(v) for v in r] for r in self.rows[:SHOWN_ROWS]]
 
     def summary(self) -> dict:
-        return {"status": self.status, "error": self.error, "columns": self.columns, "rows": self.shown_rows(),
-                "row_count": self.row_count, "n_llm_calls": self.calls, "made": self.made, "cached": self.cached,
-                "failed": self.failed, "elapsed_s": round(self.elapsed_s, 3)}
+        return {
+            "status": self.status,
+            "error": self.error,
+            "columns": self.columns,
+            "rows": self.shown_rows(),
+            "row_count": self.row_count,
+            "n_llm_calls": self.calls,
+            "made": self.made,
+            "cached": self.cached,
+            "failed": self.failed,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
 
     def summary_json(self) -> str:
         return json.dumps(self.summary(), default=str)
 
 
-def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int | None = None,
-                   timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = 100_000) -> RunRecord:
+def run_duckdb_sql(
+    db_path: Path,
+    sql: str,
+    runtime: AIRuntime,
+    *,
+    budget: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_rows: int = 100_000,
+) -> RunRecord:
     """Run DuckDB-form AI SQL; never raises for a bad query."""
     start = time.perf_counter()
     try:
@@ -72,8 +89,12 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
         if session is not None:
             session.start()  # the sandbox worker's start is not part of the query's time
     except Exception as exc:  # noqa: BLE001 - e.g. the worker cannot start: recorded, the run goes on
-        return RunRecord(status="error", sql=sql, error=f"cannot run: {type(exc).__name__}: {exc}"[:500],
-                         elapsed_s=time.perf_counter() - start)
+        return RunRecord(
+            status="error",
+            sql=sql,
+            error=f"cannot run: {type(exc).__name__}: {exc}"[:500],
+            elapsed_s=time.perf_counter() - start,
+        )
     runtime.begin(budget, timeout_s)
     try:
         if session is None:
@@ -88,8 +109,15 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
         err = f"cannot run: {type(exc).__name__}: {exc}"[:500]
     finally:
         stats = runtime.end()
-    rec = RunRecord(status="ok", sql=sql, calls=stats.calls, made=stats.made, cached=stats.cached,
-                    failed=stats.failed, elapsed_s=time.perf_counter() - start)
+    rec = RunRecord(
+        status="ok",
+        sql=sql,
+        calls=stats.calls,
+        made=stats.made,
+        cached=stats.cached,
+        failed=stats.failed,
+        elapsed_s=time.perf_counter() - start,
+    )
     if stats.budget_exceeded:
         rec.status, rec.error = "budget_exceeded", f"AI-operator call budget of {stats.budget} exceeded"
     elif stats.undecided:
@@ -102,8 +130,9 @@ def run_duckdb_sql(db_path: Path, sql: str, runtime: AIRuntime, *, budget: int |
         rec.status = "timeout" if outcome.kind is FailureKind.TIMEOUT else "error"
         # the status already says 'timeout'; errors keep their kind ('runtime: ...'), never twice
         msg = " ".join(outcome.message.split())
-        rec.error = (msg if rec.status == "timeout" or msg.lower().startswith(outcome.kind.value) else
-                     outcome.one_line())[:500]
+        rec.error = (
+            msg if rec.status == "timeout" or msg.lower().startswith(outcome.kind.value) else outcome.one_line()
+        )[:500]
     else:
         rec.columns, rec.rows = list(outcome.columns), list(outcome.rows)
     return rec

@@ -100,8 +100,14 @@ class JudgeSettings:
     compact: bool = False  # the short judge prompt (small local models)
 
 
-def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettings, evidence: dict | None = None,
-                       call_id: str = "", raw: str = "") -> PairVerdict:
+def judge_verdict_from(
+    pair_id: str,
+    parsed: JudgeVerdict,
+    settings: JudgeSettings,
+    evidence: dict | None = None,
+    call_id: str = "",
+    raw: str = "",
+) -> PairVerdict:
     s = parsed.scores
     t = settings.threshold
     all_ok = min(s.overall_similarity, s.relational_similarity, s.ai_similarity) > t
@@ -113,9 +119,21 @@ def judge_verdict_from(pair_id: str, parsed: JudgeVerdict, settings: JudgeSettin
         if sv == "differ":
             accepted, reason = False, "relational gate: the structural parts differ. " + reason
     src = parsed.analysis.primary_error_source.strip().lower()
-    return PairVerdict(pair_id, "ours", accepted, "ok", reason, raw, s.overall_similarity, s.relational_similarity,
-                   s.ai_similarity, all_ok, src if src in ERROR_SOURCES else "other",
-                   inconsistent=(s.overall_similarity > t) != (s.relational_similarity > t), call_id=call_id)
+    return PairVerdict(
+        pair_id,
+        "ours",
+        accepted,
+        "ok",
+        reason,
+        raw,
+        s.overall_similarity,
+        s.relational_similarity,
+        s.ai_similarity,
+        all_ok,
+        src if src in ERROR_SOURCES else "other",
+        inconsistent=(s.overall_similarity > t) != (s.relational_similarity > t),
+        call_id=call_id,
+    )
 
 
 def _ask_with_retries(council, member: str, list_of_messages, model, tags) -> list:
@@ -128,47 +146,83 @@ def _ask_with_retries(council, member: str, list_of_messages, model, tags) -> li
         if not todo:
             break
         for i in todo:
-            results[i] = council.ask(member, list_of_messages[i], model, tags[i],
-                                     overrides={"seed": base_seed + attempt})
+            results[i] = council.ask(
+                member, list_of_messages[i], model, tags[i], overrides={"seed": base_seed + attempt}
+            )
     return results
 
 
-def autorate(council, items: list[tuple[str, str, str, dict]], *, schema_of,
-             settings: JudgeSettings | None = None) -> list[PairVerdict]:
+def autorate(
+    council, items: list[tuple[str, str, str, dict]], *, schema_of, settings: JudgeSettings | None = None
+) -> list[PairVerdict]:
     """``items``: (pair_id, dialect, question, evidence dict from split execution) — one judge call each."""
     settings = settings or JudgeSettings()
     member = settings.member or council.member_names[0]
-    msgs = [judge_messages(dialect=d, schema="" if settings.compact else schema_of(d), question=q, evidence=ev,
-                           compact=settings.compact) for _, d, q, ev in items]
+    msgs = [
+        judge_messages(
+            dialect=d,
+            schema="" if settings.compact else schema_of(d),
+            question=q,
+            evidence=ev,
+            compact=settings.compact,
+        )
+        for _, d, q, ev in items
+    ]
     tags = [{"stage": "aisql_judge", "candidate_id": pid} for pid, *_ in items]
     out = []
     for (pair_id, _d, _q, ev), res in zip(items, _ask_with_retries(council, member, msgs, JudgeVerdict, tags)):
         if res.ok:
             out.append(judge_verdict_from(pair_id, res.parsed, settings, ev, res.call_id, res.raw_text or ""))
         else:
-            out.append(PairVerdict(pair_id, "ours", False, "error", f"judge answer unusable: {res.error}"[:300],
-                               res.raw_text or "", call_id=res.call_id))
+            out.append(
+                PairVerdict(
+                    pair_id,
+                    "ours",
+                    False,
+                    "error",
+                    f"judge answer unusable: {res.error}"[:300],
+                    res.raw_text or "",
+                    call_id=res.call_id,
+                )
+            )
     return out
 
 
-def solve(council, method: str, items: list[tuple[str, str, dict]], *, schema_of,
-          member: str | None = None) -> list[PairVerdict]:
+def solve(
+    council, method: str, items: list[tuple[str, str, dict]], *, schema_of, member: str | None = None
+) -> list[PairVerdict]:
     """LLM-SQL-Solver baselines. ``method`` in mm, mm_exec, ec, ec_exec; items: (pair_id, dialect, evidence)."""
     base, with_exec = method.split("_")[0], method.endswith("_exec")
     member = member or council.member_names[0]
     msgs, tags = [], []
     for pair_id, dialect, ev in items:
         results = (ev["gold"], ev["candidate"]) if with_exec else None
-        msgs.append(solver_messages(base, dialect=dialect, schema=schema_of(dialect), gold_sql=ev["gold_sql"],
-                                    cand_sql=ev["candidate_sql"], results=results))
+        msgs.append(
+            solver_messages(
+                base,
+                dialect=dialect,
+                schema=schema_of(dialect),
+                gold_sql=ev["gold_sql"],
+                cand_sql=ev["candidate_sql"],
+                results=results,
+            )
+        )
         tags.append({"stage": f"aisql_{method}", "candidate_id": pair_id})
     out = []
     for (pair_id, *_), res in zip(items, _ask_with_retries(council, member, msgs, SolverAnswer, tags)):
         decision = parse_equivalence(res.parsed.answer) if res.ok else parse_equivalence(res.raw_text or "")
         if decision is None:
-            out.append(PairVerdict(pair_id, method, False, "error",
-                               f"no EQUIVALENT / NOT EQUIVALENT in the answer{': ' + res.error if res.error else ''}"[:300],
-                               res.raw_text or "", call_id=res.call_id))
+            out.append(
+                PairVerdict(
+                    pair_id,
+                    method,
+                    False,
+                    "error",
+                    f"no EQUIVALENT / NOT EQUIVALENT in the answer{': ' + res.error if res.error else ''}"[:300],
+                    res.raw_text or "",
+                    call_id=res.call_id,
+                )
+            )
         else:
             reason = res.parsed.reasoning[:500] if res.ok else "parsed from raw text"
             out.append(PairVerdict(pair_id, method, decision, "ok", reason, res.raw_text or "", call_id=res.call_id))

@@ -50,19 +50,43 @@ METRIC_COLUMNS = ["dialect", "method", "method_label", "n", "tp", "fn", "tn", "f
 def metric_table(pairs: pl.DataFrame, verdicts: pl.DataFrame, by: tuple[str, ...] = ("dialect",)) -> pl.DataFrame:
     """``pairs``: pair_id, dialect, label (bool or null); ``verdicts``: pair_id, method, accepted, status."""
     joined = verdicts.join(pairs.select("pair_id", *by, "label"), on="pair_id", how="inner").filter(
-        pl.col("label").is_not_null())
+        pl.col("label").is_not_null()
+    )
     rows = []
     keys = joined.select(*by, "method").unique().sort([*by, "method"]).iter_rows()
     for key in keys:
         *group, method = key
-        sub = joined.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(by, group)] + [pl.col("method") == method]))
+        sub = joined.filter(
+            pl.all_horizontal([pl.col(c) == v for c, v in zip(by, group)] + [pl.col("method") == method])
+        )
         c = confusion(sub["label"].to_list(), sub["accepted"].to_list())
-        rows.append({**dict(zip(by, group)), "method": method, "method_label": METHOD_LABELS.get(method, method),
-                     "n": c.n, "tp": c.tp, "fn": c.fn, "tn": c.tn, "fp": c.fp,
-                     "errors": int((sub["status"] == "error").sum()),
-                     "tpr": c.tpr, "tnr": c.tnr, "accuracy": c.accuracy})
-    schema = {"n": pl.Int64, "tp": pl.Int64, "fn": pl.Int64, "tn": pl.Int64, "fp": pl.Int64, "errors": pl.Int64,
-              "tpr": pl.Float64, "tnr": pl.Float64, "accuracy": pl.Float64}
+        rows.append(
+            {
+                **dict(zip(by, group)),
+                "method": method,
+                "method_label": METHOD_LABELS.get(method, method),
+                "n": c.n,
+                "tp": c.tp,
+                "fn": c.fn,
+                "tn": c.tn,
+                "fp": c.fp,
+                "errors": int((sub["status"] == "error").sum()),
+                "tpr": c.tpr,
+                "tnr": c.tnr,
+                "accuracy": c.accuracy,
+            }
+        )
+    schema = {
+        "n": pl.Int64,
+        "tp": pl.Int64,
+        "fn": pl.Int64,
+        "tn": pl.Int64,
+        "fp": pl.Int64,
+        "errors": pl.Int64,
+        "tpr": pl.Float64,
+        "tnr": pl.Float64,
+        "accuracy": pl.Float64,
+    }
     if not rows:
         return pl.DataFrame(schema={**{c: pl.String for c in (*by, "method", "method_label")}, **schema})
     df = pl.DataFrame(rows, schema_overrides=schema)
@@ -87,9 +111,11 @@ def table1_markdown(metrics: pl.DataFrame, dialects=("bigquery", "thalamusdb")) 
             if r.height:
                 seen = True
                 row = r.row(0, named=True)
-                cells += [f"{_pct(row['tpr'])} ({row['tp']}/{row['tp'] + row['fn']})",
-                          f"{_pct(row['tnr'])} ({row['tn']}/{row['tn'] + row['fp']})",
-                          f"{_pct(row['accuracy'])} ({row['tp'] + row['tn']}/{row['n']})"]
+                cells += [
+                    f"{_pct(row['tpr'])} ({row['tp']}/{row['tp'] + row['fn']})",
+                    f"{_pct(row['tnr'])} ({row['tn']}/{row['tn'] + row['fp']})",
+                    f"{_pct(row['accuracy'])} ({row['tp'] + row['tn']}/{row['n']})",
+                ]
             else:
                 cells += ["–", "–", "–"]
         if seen:

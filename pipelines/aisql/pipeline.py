@@ -60,11 +60,26 @@ def aisql_home(home: Path) -> Path:
     return p
 
 
-def prepare_db(scenario: str, data_root: Path, home: Path, *, sample: int | None = None, seed: int = 0,
-               sample_groups: tuple[str, ...] | None = None, rebuild: bool = False) -> ScenarioDB:
+def prepare_db(
+    scenario: str,
+    data_root: Path,
+    home: Path,
+    *,
+    sample: int | None = None,
+    seed: int = 0,
+    sample_groups: tuple[str, ...] | None = None,
+    rebuild: bool = False,
+) -> ScenarioDB:
     """The scenario database (built once per sample/seed/groups; ``rebuild`` rewrites it)."""
-    db = build_scenario_db(scenario, data_root, aisql_home(home) / "databases", sample=sample, seed=seed,
-                           sample_groups=sample_groups, rebuild=rebuild)
+    db = build_scenario_db(
+        scenario,
+        data_root,
+        aisql_home(home) / "databases",
+        sample=sample,
+        seed=seed,
+        sample_groups=sample_groups,
+        rebuild=rebuild,
+    )
     leaked = leaked_label_columns(db.path, get_scenario(scenario))
     if leaked:  # never hand a database with the answer in it to an operator, generator or judge
         raise RuntimeError(f"{db.path}: hidden label columns reachable: {leaked}")
@@ -81,17 +96,19 @@ def council_for(role: str, getter: Callable | None = None):
         try:
             return getter("default")
         except KeyError:
-            raise KeyError(f"no council for role {role!r} (and no 'default' council) in the council config; "
-                           f"add `{role}: [member]` under councils") from None
+            raise KeyError(
+                f"no council for role {role!r} (and no 'default' council) in the council config; "
+                f"add `{role}: [member]` under councils"
+            ) from None
 
 
-def make_runtime(settings: AisqlSettings, db: ScenarioDB, flip_rate: float | None = None,
-                 getter: Callable | None = None) -> AIRuntime:
+def make_runtime(
+    settings: AisqlSettings, db: ScenarioDB, flip_rate: float | None = None, getter: Callable | None = None
+) -> AIRuntime:
     sc = get_scenario(db.scenario)
     if settings.backend == "oracle":
         p = settings.flip_rate if flip_rate is None else flip_rate
-        backend = LabelOracle(load_labels(db.labels_path), sc.vocabulary, p=p, seed=settings.seed,
-                              score_of=sc.score_of)
+        backend = LabelOracle(load_labels(db.labels_path), sc.vocabulary, p=p, seed=settings.seed, score_of=sc.score_of)
     elif settings.backend == "council":
         backend = CouncilOperator(council_for("ai_operator", getter), settings.operator_member)
     elif settings.backend == "keyword":
@@ -112,7 +129,9 @@ def schema_text(db_path: Path, scenario: str, dialect: str, rows: int = 3) -> st
         for t in sc.tables:
             name = f"{sc.bigquery_schema}.{t.bigquery_name}" if dialect == "bigquery" else t.name
             cols = con.execute(f'DESCRIBE main."{t.name}"').fetchall()
-            sample = con.execute(f'SELECT * FROM main."{t.name}" ORDER BY hash(*COLUMNS(*)) LIMIT {int(rows)}').fetchall()
+            sample = con.execute(
+                f'SELECT * FROM main."{t.name}" ORDER BY hash(*COLUMNS(*)) LIMIT {int(rows)}'
+            ).fetchall()
             lines = [f"TABLE {name} (" + ", ".join(f"{c[0]} {c[1]}" for c in cols) + ")"]
             for r in sample:
                 lines.append("  " + " | ".join((str(v)[:80] if v is not None else "NULL") for v in r))
@@ -123,23 +142,49 @@ def schema_text(db_path: Path, scenario: str, dialect: str, rows: int = 3) -> st
 
 
 EXECUTION_SCHEMA = {
-    "pair_id": pl.String, "dialect": pl.String, "gold_status": pl.String, "candidate_status": pl.String,
-    "gold_rows": pl.Int64, "candidate_rows": pl.Int64, "ex_equal": pl.Boolean, "relational_equal": pl.Boolean,
+    "pair_id": pl.String,
+    "dialect": pl.String,
+    "gold_status": pl.String,
+    "candidate_status": pl.String,
+    "gold_rows": pl.Int64,
+    "candidate_rows": pl.Int64,
+    "ex_equal": pl.Boolean,
+    "relational_equal": pl.Boolean,
     "structural_verdict": pl.String,
-    "n_ai_gold": pl.Int64, "n_ai_candidate": pl.Int64, "split_error": pl.String, "calls": pl.Int64,
-    "calls_made": pl.Int64, "calls_cached": pl.Int64, "elapsed_s": pl.Float64, "evidence_json": pl.String,
+    "n_ai_gold": pl.Int64,
+    "n_ai_candidate": pl.Int64,
+    "split_error": pl.String,
+    "calls": pl.Int64,
+    "calls_made": pl.Int64,
+    "calls_cached": pl.Int64,
+    "elapsed_s": pl.Float64,
+    "evidence_json": pl.String,
 }
 
 
-def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, settings: AisqlSettings,
-                   progress: Sink | None = None, getter: Callable | None = None) -> tuple[pl.DataFrame, dict[str, dict]]:
+def run_executions(
+    pairs: pl.DataFrame,
+    db: ScenarioDB,
+    runtime: AIRuntime,
+    settings: AisqlSettings,
+    progress: Sink | None = None,
+    getter: Callable | None = None,
+) -> tuple[pl.DataFrame, dict[str, dict]]:
     """Split execution for every pair (one shared runtime: gold, candidate and parts share calls)."""
     from pipelines.aisql.diffs import ex_equal
 
     sc = get_scenario(db.scenario)
     fallback = council_for("splitter", getter) if settings.llm_split_fallback else None
-    ctx = EvalContext(db.path, runtime, sc.key_columns(), table_columns_of(visible_columns(db.path)),
-                      budget=settings.budget, probe_n=settings.probe_n, seed=settings.seed, split_fallback=fallback)
+    ctx = EvalContext(
+        db.path,
+        runtime,
+        sc.key_columns(),
+        table_columns_of(visible_columns(db.path)),
+        budget=settings.budget,
+        probe_n=settings.probe_n,
+        seed=settings.seed,
+        split_fallback=fallback,
+    )
     rows, evidence = [], {}
     n = pairs.height
     for i, p in enumerate(pairs.iter_rows(named=True), 1):
@@ -150,28 +195,50 @@ def run_executions(pairs: pl.DataFrame, db: ScenarioDB, runtime: AIRuntime, sett
         d["question"] = p["question"]
         evidence[p["pair_id"]] = d
         sv = ev.structural.verdict if ev.structural is not None else "cannot_decide"
-        rows.append({
-            "pair_id": p["pair_id"], "dialect": p["dialect"], "gold_status": ev.gold.status,
-            "candidate_status": ev.cand.status, "gold_rows": ev.gold.row_count, "candidate_rows": ev.cand.row_count,
-            "ex_equal": ex_equal(ev.gold, ev.cand, ev.ordered),
-            # True / False only when the structural layer decided (None = cannot decide, shown as '–')
-            "relational_equal": {"equal": True, "differ": False}.get(sv), "structural_verdict": sv,
-            "n_ai_gold": len(ev.gold_split.ai_parts), "n_ai_candidate": len(ev.cand_split.ai_parts),
-            "split_error": "; ".join(e for e in (ev.gold_split.error, ev.cand_split.error) if e),
-            "calls": ev.calls, "calls_made": runtime.totals.made - before[0],
-            "calls_cached": runtime.totals.cached - before[1],
-            "elapsed_s": round(time.perf_counter() - start, 3), "evidence_json": json.dumps(d, default=str),
-        })
+        rows.append(
+            {
+                "pair_id": p["pair_id"],
+                "dialect": p["dialect"],
+                "gold_status": ev.gold.status,
+                "candidate_status": ev.cand.status,
+                "gold_rows": ev.gold.row_count,
+                "candidate_rows": ev.cand.row_count,
+                "ex_equal": ex_equal(ev.gold, ev.cand, ev.ordered),
+                # True / False only when the structural layer decided (None = cannot decide, shown as '–')
+                "relational_equal": {"equal": True, "differ": False}.get(sv),
+                "structural_verdict": sv,
+                "n_ai_gold": len(ev.gold_split.ai_parts),
+                "n_ai_candidate": len(ev.cand_split.ai_parts),
+                "split_error": "; ".join(e for e in (ev.gold_split.error, ev.cand_split.error) if e),
+                "calls": ev.calls,
+                "calls_made": runtime.totals.made - before[0],
+                "calls_cached": runtime.totals.cached - before[1],
+                "elapsed_s": round(time.perf_counter() - start, 3),
+                "evidence_json": json.dumps(d, default=str),
+            }
+        )
         if progress:
-            progress(f"executed {i}/{n} pairs; operator calls made {runtime.totals.made}, "
-                     f"cached {runtime.totals.cached}, failed {runtime.totals.failed}")
+            progress(
+                f"executed {i}/{n} pairs; operator calls made {runtime.totals.made}, "
+                f"cached {runtime.totals.cached}, failed {runtime.totals.failed}"
+            )
     return pl.DataFrame(rows, schema=EXECUTION_SCHEMA) if rows else pl.DataFrame(schema=EXECUTION_SCHEMA), evidence
 
 
 VERDICT_SCHEMA = {
-    "pair_id": pl.String, "method": pl.String, "accepted": pl.Boolean, "status": pl.String, "reason": pl.String,
-    "raw": pl.String, "overall": pl.Int64, "relational": pl.Int64, "ai": pl.Int64, "accepted_all": pl.Boolean,
-    "error_source": pl.String, "inconsistent": pl.Boolean, "call_id": pl.String,
+    "pair_id": pl.String,
+    "method": pl.String,
+    "accepted": pl.Boolean,
+    "status": pl.String,
+    "reason": pl.String,
+    "raw": pl.String,
+    "overall": pl.Int64,
+    "relational": pl.Int64,
+    "ai": pl.Int64,
+    "accepted_all": pl.Boolean,
+    "error_source": pl.String,
+    "inconsistent": pl.Boolean,
+    "call_id": pl.String,
 }
 
 
@@ -182,12 +249,22 @@ def verdicts_frame(verdicts: list[PairVerdict]) -> pl.DataFrame:
 
 
 def evidence_from(executions: pl.DataFrame) -> dict[str, dict]:
-    return {r["pair_id"]: json.loads(r["evidence_json"]) for r in executions.select("pair_id", "evidence_json").iter_rows(named=True)}
+    return {
+        r["pair_id"]: json.loads(r["evidence_json"])
+        for r in executions.select("pair_id", "evidence_json").iter_rows(named=True)
+    }
 
 
-def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[str, dict], settings: AisqlSettings,
-                schema_of: Callable[[str], str], progress: Sink | None = None, judges=None,
-                advance: Callable[[int], None] | None = None) -> pl.DataFrame:
+def run_methods(
+    pairs: pl.DataFrame,
+    executions: pl.DataFrame,
+    evidence: dict[str, dict],
+    settings: AisqlSettings,
+    schema_of: Callable[[str], str],
+    progress: Sink | None = None,
+    judges=None,
+    advance: Callable[[int], None] | None = None,
+) -> pl.DataFrame:
     """Every method's verdict for every pair (EX from the executions; LLM methods via ``judges``).
     ``advance(n)``: n more (pair, method) verdicts done, for a progress bar."""
     out: list[PairVerdict] = []
@@ -207,13 +284,23 @@ def run_methods(pairs: pl.DataFrame, executions: pl.DataFrame, evidence: dict[st
             if progress:
                 progress(f"judging {len(ids)} pairs with {m}")
             if m == "ours":
-                js = JudgeSettings(settings.threshold, settings.decision, settings.relational_gate, settings.judge_member,
-                                   settings.compact_judge)
+                js = JudgeSettings(
+                    settings.threshold,
+                    settings.decision,
+                    settings.relational_gate,
+                    settings.judge_member,
+                    settings.compact_judge,
+                )
                 items = [(pid, dialect[pid], evidence[pid].get("question", ""), evidence[pid]) for pid in ids]
                 out += autorate(council, items, schema_of=schema_of, settings=js)
             else:
-                out += solve(council, m, [(pid, dialect[pid], evidence[pid]) for pid in ids], schema_of=schema_of,
-                             member=settings.judge_member)
+                out += solve(
+                    council,
+                    m,
+                    [(pid, dialect[pid], evidence[pid]) for pid in ids],
+                    schema_of=schema_of,
+                    member=settings.judge_member,
+                )
             if advance:
                 advance(len(ids))
     return verdicts_frame(out)
@@ -225,8 +312,16 @@ class SweepResult:
     verdicts: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
-def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings, schema_of, rates=(0.0, 0.1, 0.2, 0.3),
-                    progress: Sink | None = None, judges=None, getter: Callable | None = None) -> SweepResult:
+def flip_rate_sweep(
+    pairs: pl.DataFrame,
+    db: ScenarioDB,
+    settings: AisqlSettings,
+    schema_of,
+    rates=(0.0, 0.1, 0.2, 0.3),
+    progress: Sink | None = None,
+    judges=None,
+    getter: Callable | None = None,
+) -> SweepResult:
     """Accuracy of every method as the label oracle gets noisier (p from 0 to 0.3)."""
     from pipelines.aisql.metrics import metric_table
 
@@ -237,8 +332,15 @@ def flip_rate_sweep(pairs: pl.DataFrame, db: ScenarioDB, settings: AisqlSettings
             execs, ev = run_executions(pairs, db, runtime, settings, None, getter=getter)
         finally:
             runtime.close()
-        verdicts = run_methods(pairs, execs, ev, settings, schema_of, None, judges=judges or council_for("judges", getter)
-                               if any(m != "ex" for m in settings.methods) else None)
+        verdicts = run_methods(
+            pairs,
+            execs,
+            ev,
+            settings,
+            schema_of,
+            None,
+            judges=judges or council_for("judges", getter) if any(m != "ex" for m in settings.methods) else None,
+        )
         frames.append(metric_table(pairs, verdicts).with_columns(pl.lit(float(p)).alias("flip_rate")))
         if progress:
             progress(f"sweep: p={p:g} done ({len(frames)}/{len(rates)})")
@@ -252,8 +354,12 @@ def sweep_png(metrics: pl.DataFrame, path: Path, title: str = "") -> Path:
     with png_chart(path, figsize=(7, 4.2), dpi=110) as ax:
         for (method, dialect), grp in metrics.group_by(["method", "dialect"], maintain_order=True):
             g = grp.sort("flip_rate")
-            ax.plot(g["flip_rate"].to_list(), [100 * (v or 0) for v in g["accuracy"].to_list()], marker="o",
-                    label=f"{METHOD_LABELS.get(method, method)} [{dialect}]")
+            ax.plot(
+                g["flip_rate"].to_list(),
+                [100 * (v or 0) for v in g["accuracy"].to_list()],
+                marker="o",
+                label=f"{METHOD_LABELS.get(method, method)} [{dialect}]",
+            )
         ax.set_xlabel("label-oracle flip rate p (AI-operator noise)")
         ax.set_ylabel("accuracy (%)")
         ax.set_ylim(0, 105)

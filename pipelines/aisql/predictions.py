@@ -27,8 +27,11 @@ from pipelines.aisql.scenarios import SCENARIOS
 REQUIRED = ("id", "scenario", "question", "gold_sql", "predicted_sql")
 DIALECTS = ("bigquery", "thalamusdb")
 METHODS = ("ex", "layers", "ours")  # as `aisql compare --methods`
-METHOD_LABELS = {"ex": "Execution Accuracy (EX)", "layers": "Deterministic layers (stand-in)",
-                 "ours": "Multilayered Eval Framework (Ours)"}
+METHOD_LABELS = {
+    "ex": "Execution Accuracy (EX)",
+    "layers": "Deterministic layers (stand-in)",
+    "ours": "Multilayered Eval Framework (Ours)",
+}
 LAYERS = ("structural", "ai", "layers", "ex", "ours")
 ENGINE_VERSION = "1"  # bump when a layer's rule changes: stored verdicts of another version are judged again
 
@@ -89,12 +92,14 @@ def read_predictions(path: Path) -> tuple[list[Prediction], str]:
             hint = " (truncated?)" if exc.pos >= len(raw.rstrip()) - 1 else ""
             raise PredictionsError(f"{where}: not valid JSON{hint}: {exc.msg} at column {exc.colno}") from None
         if not isinstance(rec, dict):
-            raise PredictionsError(f"{where}: expected a JSON object with {', '.join(REQUIRED)}; got "
-                                   f"{type(rec).__name__}")
+            raise PredictionsError(
+                f"{where}: expected a JSON object with {', '.join(REQUIRED)}; got {type(rec).__name__}"
+            )
         missing = [k for k in REQUIRED if k not in rec]
         if missing:
-            raise PredictionsError(f"{where}: missing key {', '.join(repr(k) for k in missing)} "
-                                   f"(each row needs {', '.join(REQUIRED)})")
+            raise PredictionsError(
+                f"{where}: missing key {', '.join(repr(k) for k in missing)} (each row needs {', '.join(REQUIRED)})"
+            )
         if not isinstance(rec["id"], (str, int)) or isinstance(rec["id"], bool) or str(rec["id"]).strip() == "":
             raise PredictionsError(f"{where}: id must be a non-empty string or a number")
         for k in REQUIRED[1:]:
@@ -104,8 +109,9 @@ def read_predictions(path: Path) -> tuple[list[Prediction], str]:
             if not rec[k].strip():
                 raise PredictionsError(f"{where}: {k} is empty")
         if rec["scenario"] not in SCENARIOS:
-            raise PredictionsError(f"{where}: unknown scenario {rec['scenario']!r} "
-                                   f"(known: {', '.join(sorted(SCENARIOS))})")
+            raise PredictionsError(
+                f"{where}: unknown scenario {rec['scenario']!r} (known: {', '.join(sorted(SCENARIOS))})"
+            )
         pid = str(rec["id"])
         if pid in seen:
             raise PredictionsError(f"{where}: duplicate id {pid!r} (first on line {seen[pid]})")
@@ -113,12 +119,21 @@ def read_predictions(path: Path) -> tuple[list[Prediction], str]:
         dialect = rec.get("dialect") or detect_dialect(rec["gold_sql"])
         if dialect not in DIALECTS:
             raise PredictionsError(f"{where}: dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
-        preds.append(Prediction(pid, rec["scenario"], rec["question"], rec["gold_sql"], rec["predicted_sql"],
-                                _label(rec.get("label"), where), dialect, n))
+        preds.append(
+            Prediction(
+                pid,
+                rec["scenario"],
+                rec["question"],
+                rec["gold_sql"],
+                rec["predicted_sql"],
+                _label(rec.get("label"), where),
+                dialect,
+                n,
+            )
+        )
         canonical.append(json.dumps(rec, sort_keys=True, ensure_ascii=False))
     if not preds:
-        raise PredictionsError(f"{path}: no predictions (expected one JSON object per line with "
-                               f"{', '.join(REQUIRED)})")
+        raise PredictionsError(f"{path}: no predictions (expected one JSON object per line with {', '.join(REQUIRED)})")
     return preds, hashlib.sha256("\n".join(canonical).encode()).hexdigest()
 
 
@@ -126,29 +141,54 @@ def parse_methods(text: str) -> tuple[str, ...]:
     methods = tuple(dict.fromkeys(m.strip() for m in text.split(",") if m.strip()))
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
-        raise ValueError(f"--methods {text!r}: unknown {', '.join(unknown) or '(none given)'}; "
-                         f"choose from {', '.join(METHODS)}")
+        raise ValueError(
+            f"--methods {text!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(METHODS)}"
+        )
     return methods
 
 
 VERDICT_SCHEMA = {
-    "predictions_sha256": pl.String, "predictions_file": pl.String, "settings_key": pl.String,
-    "prediction_id": pl.String, "line": pl.Int64, "scenario": pl.String, "dialect": pl.String,
-    "question": pl.String, "gold_sql": pl.String, "predicted_sql": pl.String, "label": pl.Boolean,
-    "final": pl.String, "final_method": pl.String, "accepted": pl.Boolean,
-    **{layer: pl.String for layer in LAYERS}, **{f"{layer}_reason": pl.String for layer in LAYERS},
-    "calls": pl.Int64, "elapsed_s": pl.Float64, "evidence_json": pl.String,
+    "predictions_sha256": pl.String,
+    "predictions_file": pl.String,
+    "settings_key": pl.String,
+    "prediction_id": pl.String,
+    "line": pl.Int64,
+    "scenario": pl.String,
+    "dialect": pl.String,
+    "question": pl.String,
+    "gold_sql": pl.String,
+    "predicted_sql": pl.String,
+    "label": pl.Boolean,
+    "final": pl.String,
+    "final_method": pl.String,
+    "accepted": pl.Boolean,
+    **{layer: pl.String for layer in LAYERS},
+    **{f"{layer}_reason": pl.String for layer in LAYERS},
+    "calls": pl.Int64,
+    "elapsed_s": pl.Float64,
+    "evidence_json": pl.String,
 }
 KEY = ("predictions_sha256", "prediction_id", "scenario", "settings_key")
 
 
 def settings_key(settings, methods: tuple[str, ...]) -> str:
     """What a stored verdict depends on besides the prediction itself."""
-    return json.dumps({"engine": ENGINE_VERSION, "backend": settings.backend, "flip_rate": settings.flip_rate,
-                       "seed": settings.seed, "budget": settings.budget, "sample": settings.sample,
-                       "sample_groups": list(settings.sample_groups or ()), "probe_n": settings.probe_n,
-                       "threshold": settings.threshold, "decision": settings.decision,
-                       "methods": sorted(methods)}, sort_keys=True)
+    return json.dumps(
+        {
+            "engine": ENGINE_VERSION,
+            "backend": settings.backend,
+            "flip_rate": settings.flip_rate,
+            "seed": settings.seed,
+            "budget": settings.budget,
+            "sample": settings.sample,
+            "sample_groups": list(settings.sample_groups or ()),
+            "probe_n": settings.probe_n,
+            "threshold": settings.threshold,
+            "decision": settings.decision,
+            "methods": sorted(methods),
+        },
+        sort_keys=True,
+    )
 
 
 def verdicts_frame(rows: list[dict]) -> pl.DataFrame:
@@ -163,9 +203,16 @@ class Engine:
     judges: object | None = None  # the ``judges`` council, when ``ours`` is asked for
 
 
-def evaluate(preds: list[Prediction], digest: str, source: str, settings, methods: tuple[str, ...], engine: Engine,
-             stored: pl.DataFrame | None = None, advance: Callable[[int], None] | None = None
-             ) -> tuple[pl.DataFrame, int, int]:
+def evaluate(
+    preds: list[Prediction],
+    digest: str,
+    source: str,
+    settings,
+    methods: tuple[str, ...],
+    engine: Engine,
+    stored: pl.DataFrame | None = None,
+    advance: Callable[[int], None] | None = None,
+) -> tuple[pl.DataFrame, int, int]:
     """(every stored row plus this file's rows, reused, judged). Rows of other files or settings are
     kept as they are; this file's rows under these settings are reused when stored, else judged."""
     from pipelines.aisql.methods import JudgeSettings, autorate
@@ -174,8 +221,11 @@ def evaluate(preds: list[Prediction], digest: str, source: str, settings, method
     stored = stored if stored is not None and stored.height else verdicts_frame([])
     mine = stored.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
     have = {(r["prediction_id"], r["scenario"]): r for r in mine.iter_rows(named=True)}
-    reused = [dict(have[(p.id, p.scenario)], predictions_file=source, line=p.line)
-              for p in preds if (p.id, p.scenario) in have]
+    reused = [
+        dict(have[(p.id, p.scenario)], predictions_file=source, line=p.line)
+        for p in preds
+        if (p.id, p.scenario) in have
+    ]
     todo = [p for p in preds if (p.id, p.scenario) not in have]
     if advance and reused:
         advance(len(reused))
@@ -193,10 +243,16 @@ def evaluate(preds: list[Prediction], digest: str, source: str, settings, method
         finally:
             close()
         if "ours" in methods:
-            items = [(p.id, p.dialect, p.question, {**r.evidence.to_dict(), "question": p.question})
-                     for p, r, _ in batch]
-            js = JudgeSettings(settings.threshold, settings.decision, settings.relational_gate, settings.judge_member,
-                               settings.compact_judge)
+            items = [
+                (p.id, p.dialect, p.question, {**r.evidence.to_dict(), "question": p.question}) for p, r, _ in batch
+            ]
+            js = JudgeSettings(
+                settings.threshold,
+                settings.decision,
+                settings.relational_gate,
+                settings.judge_member,
+                settings.compact_judge,
+            )
             for (p, r, _), v in zip(batch, autorate(engine.judges, items, schema_of=schema_of, settings=js)):
                 layer = autorater_layer(v)
                 r.layers.append(layer)
@@ -208,19 +264,35 @@ def evaluate(preds: list[Prediction], digest: str, source: str, settings, method
     df = pl.concat([others, verdicts_frame(reused + fresh)], how="vertical_relaxed")
     order = {p.id: i for i, p in enumerate(preds)}
     mine = df.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
-    mine = mine.with_columns(pl.col("prediction_id").replace_strict(order, default=len(order)).alias("_o")
-                             ).sort("_o").drop("_o")
+    mine = (
+        mine.with_columns(pl.col("prediction_id").replace_strict(order, default=len(order)).alias("_o"))
+        .sort("_o")
+        .drop("_o")
+    )
     return pl.concat([others, mine], how="vertical_relaxed"), len(reused), len(fresh)
 
 
 def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, methods) -> dict:
     layers = {v.layer: v for v in r.layers}
-    row = {"predictions_sha256": digest, "predictions_file": source, "settings_key": skey, "prediction_id": p.id,
-           "line": p.line, "scenario": p.scenario, "dialect": p.dialect, "question": p.question,
-           "gold_sql": p.gold_sql, "predicted_sql": p.predicted_sql, "label": p.label,
-           "final": r.final, "final_method": r.final_method, "accepted": r.final == ACCEPT,
-           "calls": r.evidence.calls if r.evidence is not None else 0, "elapsed_s": round(elapsed, 3),
-           "evidence_json": json.dumps(r.evidence.to_dict() if r.evidence is not None else {}, default=str)}
+    row = {
+        "predictions_sha256": digest,
+        "predictions_file": source,
+        "settings_key": skey,
+        "prediction_id": p.id,
+        "line": p.line,
+        "scenario": p.scenario,
+        "dialect": p.dialect,
+        "question": p.question,
+        "gold_sql": p.gold_sql,
+        "predicted_sql": p.predicted_sql,
+        "label": p.label,
+        "final": r.final,
+        "final_method": r.final_method,
+        "accepted": r.final == ACCEPT,
+        "calls": r.evidence.calls if r.evidence is not None else 0,
+        "elapsed_s": round(elapsed, 3),
+        "evidence_json": json.dumps(r.evidence.to_dict() if r.evidence is not None else {}, default=str),
+    }
     for name in LAYERS:
         v = layers.get(name) if name in ("structural", "ai") or name in methods else None
         row[name] = v.verdict if v is not None else None
@@ -228,10 +300,23 @@ def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, 
     return row
 
 
-METRIC_SCHEMA = {"predictions_sha256": pl.String, "settings_key": pl.String, "dialect": pl.String,
-                 "method": pl.String, "method_label": pl.String, "n": pl.Int64, "tp": pl.Int64, "fn": pl.Int64,
-                 "tn": pl.Int64, "fp": pl.Int64, "undecided": pl.Int64, "unlabelled": pl.Int64,
-                 "tpr": pl.Float64, "tnr": pl.Float64, "accuracy": pl.Float64}
+METRIC_SCHEMA = {
+    "predictions_sha256": pl.String,
+    "settings_key": pl.String,
+    "dialect": pl.String,
+    "method": pl.String,
+    "method_label": pl.String,
+    "n": pl.Int64,
+    "tp": pl.Int64,
+    "fn": pl.Int64,
+    "tn": pl.Int64,
+    "fp": pl.Int64,
+    "undecided": pl.Int64,
+    "unlabelled": pl.Int64,
+    "tpr": pl.Float64,
+    "tnr": pl.Float64,
+    "accuracy": pl.Float64,
+}
 
 
 def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
@@ -247,10 +332,23 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                 if labelled.height == 0 or labelled[m].is_null().all():
                     continue
                 c = confusion(labelled["label"].to_list(), [v == ACCEPT for v in labelled[m].to_list()])
-                rows.append({**g, "method": m, "method_label": METHOD_LABELS[m], "n": c.n, "tp": c.tp, "fn": c.fn,
-                             "tn": c.tn, "fp": c.fp, "undecided": int((labelled[m] == UNDECIDED).sum()),
-                             "unlabelled": sub.height - labelled.height,
-                             "tpr": c.tpr, "tnr": c.tnr, "accuracy": c.accuracy})
+                rows.append(
+                    {
+                        **g,
+                        "method": m,
+                        "method_label": METHOD_LABELS[m],
+                        "n": c.n,
+                        "tp": c.tp,
+                        "fn": c.fn,
+                        "tn": c.tn,
+                        "fp": c.fp,
+                        "undecided": int((labelled[m] == UNDECIDED).sum()),
+                        "unlabelled": sub.height - labelled.height,
+                        "tpr": c.tpr,
+                        "tnr": c.tnr,
+                        "accuracy": c.accuracy,
+                    }
+                )
     return pl.DataFrame(rows, schema=METRIC_SCHEMA) if rows else pl.DataFrame(schema=METRIC_SCHEMA)
 
 
@@ -261,8 +359,10 @@ def _pct(v) -> str:
 def summary_markdown(metrics: pl.DataFrame) -> str:
     """Table 1's layout: one row per method, TPR / TNR / Acc per dialect, counts in brackets."""
     dialects = [d for d in DIALECTS if metrics.height and d in set(metrics["dialect"].to_list())]
-    lines = ["| Method | " + " | ".join(f"{d} TPR | {d} TNR | {d} Acc" for d in dialects) + " | cannot decide |",
-             "|---|" + "---|" * (3 * len(dialects) + 1)]
+    lines = [
+        "| Method | " + " | ".join(f"{d} TPR | {d} TNR | {d} Acc" for d in dialects) + " | cannot decide |",
+        "|---|" + "---|" * (3 * len(dialects) + 1),
+    ]
     for m in METHODS:
         cells, undecided, seen = [], 0, False
         for d in dialects:
@@ -273,17 +373,34 @@ def summary_markdown(metrics: pl.DataFrame) -> str:
             seen = True
             x = r.row(0, named=True)
             undecided += x["undecided"]
-            cells += [f"{_pct(x['tpr'])} ({x['tp']}/{x['tp'] + x['fn']})",
-                      f"{_pct(x['tnr'])} ({x['tn']}/{x['tn'] + x['fp']})",
-                      f"{_pct(x['accuracy'])} ({x['tp'] + x['tn']}/{x['n']})"]
+            cells += [
+                f"{_pct(x['tpr'])} ({x['tp']}/{x['tp'] + x['fn']})",
+                f"{_pct(x['tnr'])} ({x['tn']}/{x['tn'] + x['fp']})",
+                f"{_pct(x['accuracy'])} ({x['tp'] + x['tn']}/{x['n']})",
+            ]
         if seen:
             lines.append(f"| {METHOD_LABELS[m]} | " + " | ".join(cells) + f" | {undecided} |")
     return "\n".join(lines)
 
 
-EXPORT_COLUMNS = ("prediction_id", "line", "scenario", "dialect", "question", "label", "final", "final_method",
-                  "accepted", *LAYERS, *(f"{x}_reason" for x in LAYERS), "calls", "predictions_sha256",
-                  "predictions_file", "gold_sql", "predicted_sql")
+EXPORT_COLUMNS = (
+    "prediction_id",
+    "line",
+    "scenario",
+    "dialect",
+    "question",
+    "label",
+    "final",
+    "final_method",
+    "accepted",
+    *LAYERS,
+    *(f"{x}_reason" for x in LAYERS),
+    "calls",
+    "predictions_sha256",
+    "predictions_file",
+    "gold_sql",
+    "predicted_sql",
+)
 
 
 def export(rows: pl.DataFrame, path: Path) -> Path:
@@ -300,5 +417,15 @@ def export(rows: pl.DataFrame, path: Path) -> Path:
     return path
 
 
-__all__ = ["ACCEPT", "REJECT", "UNDECIDED", "Prediction", "PredictionsError", "read_predictions", "evaluate",
-           "summary_table", "summary_markdown", "export"]
+__all__ = [
+    "ACCEPT",
+    "REJECT",
+    "UNDECIDED",
+    "Prediction",
+    "PredictionsError",
+    "read_predictions",
+    "evaluate",
+    "summary_table",
+    "summary_markdown",
+    "export",
+]

@@ -71,7 +71,7 @@ def _outside_literals(sql: str):
             i = start = j
             continue
         if ch in "'\"`":
-            quote = sql[i: i + 3] if sql[i: i + 3] in ("'''", '"""') else ch
+            quote = sql[i : i + 3] if sql[i : i + 3] in ("'''", '"""') else ch
             yield start, i, True
             j = i + len(quote)
             while j < n:
@@ -144,15 +144,25 @@ def mark_data(node: exp.Expression) -> exp.Expression:
 
 
 def _is_chr(node, codes=(30, 31)) -> bool:
-    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "chr" and len(node.expressions) == 1 \
-        and node.expressions[0].is_int and int(node.expressions[0].name) in codes
+    return (
+        isinstance(node, exp.Anonymous)
+        and str(node.this).lower() == "chr"
+        and len(node.expressions) == 1
+        and node.expressions[0].is_int
+        and int(node.expressions[0].name) in codes
+    )
 
 
 def unmark_data(tree: exp.Expression) -> exp.Expression:
     """``tree`` without the data delimiters of :func:`mark_data` (to show or re-render a query)."""
+
     def strip(node):
-        if isinstance(node, exp.Anonymous) and str(node.this).lower() == "replace" and len(node.expressions) == 3 \
-                and _is_chr(node.expressions[1]):
+        if (
+            isinstance(node, exp.Anonymous)
+            and str(node.this).lower() == "replace"
+            and len(node.expressions) == 3
+            and _is_chr(node.expressions[1])
+        ):
             inner = node.expressions[0]
             return inner.this if isinstance(inner, exp.Cast) else inner
         if isinstance(node, exp.DPipe):
@@ -197,7 +207,7 @@ def operator_name(node: exp.Expression) -> str | None:
     if isinstance(node, exp.Anonymous):
         name = str(node.this).lower()
         if name.startswith(_PRE_PREFIX.lower()):
-            name = "ai_" + name[len(_PRE_PREFIX):]
+            name = "ai_" + name[len(_PRE_PREFIX) :]
         return name if name in AI_OPERATORS else None
     if isinstance(node, exp.AIGenerate):
         return "ai_generate"
@@ -229,11 +239,15 @@ def _clean(message: str) -> str:
 def _check_prompt(op: str, prompt: exp.Expression) -> None:
     """The prompt must carry an instruction (a string); a number or a bare column cannot be one."""
     if isinstance(prompt, exp.Literal) and not prompt.is_string:
-        raise SqlRewriteError(f"{op}: the prompt is the number {prompt.sql()}; give an instruction and the input, "
-                              f"e.g. {op}(('Is this review positive? ', r.reviewText))")
+        raise SqlRewriteError(
+            f"{op}: the prompt is the number {prompt.sql()}; give an instruction and the input, "
+            f"e.g. {op}(('Is this review positive? ', r.reviewText))"
+        )
     if not any(lit.is_string for lit in prompt.find_all(exp.Literal)):
-        raise SqlRewriteError(f"{op}({prompt.sql('bigquery')}): the prompt has no instruction text; write "
-                              f"{op}(('<instruction> ', {prompt.sql('bigquery')}))")
+        raise SqlRewriteError(
+            f"{op}({prompt.sql('bigquery')}): the prompt has no instruction text; write "
+            f"{op}(('<instruction> ', {prompt.sql('bigquery')}))"
+        )
 
 
 def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
@@ -246,16 +260,20 @@ def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
             if key in _DROPPED_KWARGS:
                 continue
             if key not in wants:
-                raise SqlRewriteError(f"{op}: unknown argument '{a.this.name} =>' (expected "
-                                      f"{', '.join(w + ' =>' for w in wants)} or connection_id/model_params/endpoint)")
+                raise SqlRewriteError(
+                    f"{op}: unknown argument '{a.this.name} =>' (expected "
+                    f"{', '.join(w + ' =>' for w in wants)} or connection_id/model_params/endpoint)"
+                )
             named[key] = a.expression
         else:
             positional.append(a)
     slots = [w for w in wants if w not in named]
     if len(positional) > len(slots):
-        extra = ", ".join(x.sql("bigquery") for x in positional[len(slots):])
-        raise SqlRewriteError(f"{op} takes {len(wants)} argument{'s' if len(wants) > 1 else ''} "
-                              f"({', '.join(wants)}); remove the extra argument {extra}")
+        extra = ", ".join(x.sql("bigquery") for x in positional[len(slots) :])
+        raise SqlRewriteError(
+            f"{op} takes {len(wants)} argument{'s' if len(wants) > 1 else ''} "
+            f"({', '.join(wants)}); remove the extra argument {extra}"
+        )
     named.update(zip(slots, positional))
     if "prompt" not in named:
         raise SqlRewriteError(f"{op} has no prompt argument")
@@ -266,8 +284,10 @@ def _normalise_bigquery_call(node: exp.Expression, name: str) -> exp.Expression:
     prompt = _prompt_expr(args[0])
 
     def printf(fmt: exp.Format) -> exp.Expression:
-        return exp.Anonymous(this="printf", expressions=[
-            fmt.this, *[a if _is_text_literal(a) else mark_data(a) for a in fmt.expressions]])
+        return exp.Anonymous(
+            this="printf",
+            expressions=[fmt.this, *[a if _is_text_literal(a) else mark_data(a) for a in fmt.expressions]],
+        )
 
     for fmt in list(prompt.find_all(exp.Format)):
         fmt.replace(printf(fmt))
@@ -286,8 +306,10 @@ def parse_duckdb(sql: str) -> exp.Expression:
 
     def builtin_to_udf(node):  # sqlglot knows AI_GENERATE/AI_CLASSIFY as builtins; we want plain UDF calls
         if isinstance(node, (exp.AIGenerate, exp.AIClassify)):
-            return exp.Anonymous(this=operator_name(node), expressions=[
-                a.expression if isinstance(a, exp.Kwarg) else a for a in _flat_args(node)])
+            return exp.Anonymous(
+                this=operator_name(node),
+                expressions=[a.expression if isinstance(a, exp.Kwarg) else a for a in _flat_args(node)],
+            )
         return node
 
     return tree.transform(builtin_to_udf)
@@ -355,11 +377,13 @@ def _check_thalamus_calls(tree: exp.Expression) -> None:
         form = "NLfilter(column, 'instruction')" if name == "nlfilter" else "NLjoin(column1, column2, 'instruction')"
         args = list(call.expressions)
         if len(args) < want:
-            raise SqlRewriteError(f"{shown} takes {want} arguments, got {len(args)} in {call.sql('duckdb')[:120]}; "
-                                  f"write {form}")
+            raise SqlRewriteError(
+                f"{shown} takes {want} arguments, got {len(args)} in {call.sql('duckdb')[:120]}; write {form}"
+            )
         last = args[-1]
         if not (isinstance(last, exp.Literal) and last.is_string) and not any(
-                lit.is_string for lit in last.find_all(exp.Literal)):
+            lit.is_string for lit in last.find_all(exp.Literal)
+        ):
             raise SqlRewriteError(f"{shown}: the instruction {last.sql('duckdb')} is not text; write {form}")
 
 

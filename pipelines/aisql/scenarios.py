@@ -66,8 +66,14 @@ MOVIE = Scenario(
     name="movie",
     bigquery_schema="movie",
     tables=(
-        Table("Reviews", "data/sf_2000/Reviews.csv", "reviews",
-              hidden=("scoreSentiment", "reviewState", "originalScore"), sample_group="id", key=("reviewId",)),
+        Table(
+            "Reviews",
+            "data/sf_2000/Reviews.csv",
+            "reviews",
+            hidden=("scoreSentiment", "reviewState", "originalScore"),
+            sample_group="id",
+            key=("reviewId",),
+        ),
         Table("Movies", "data/sf_2000/Movies.csv", "movies", key=("id",)),
     ),
     query_dirs={"bigquery": "query/bigquery", "thalamusdb": "query/thalamusdb_extracted"},
@@ -80,11 +86,32 @@ MOVIE = Scenario(
     alternative_literals={"taken_3": "get_out", "ant_man_and_the_wasp_quantumania": "taken_3"},
 )
 
-_DISEASES = ("allergy", "acne", "varicose veins", "gastroesophageal reflux disease", "urinary tract infection",
-             "impetigo", "pneumonia", "malaria", "fungal infection", "cervical spondylosis",
-             "dimorphic hemorrhoids", "jaundice", "common cold", "dengue", "hypertension", "arthritis", "migraine",
-             "drug reaction", "psoriasis", "diabetes", "chicken pox", "typhoid", "bronchial asthma",
-             "peptic ulcer disease")
+_DISEASES = (
+    "allergy",
+    "acne",
+    "varicose veins",
+    "gastroesophageal reflux disease",
+    "urinary tract infection",
+    "impetigo",
+    "pneumonia",
+    "malaria",
+    "fungal infection",
+    "cervical spondylosis",
+    "dimorphic hemorrhoids",
+    "jaundice",
+    "common cold",
+    "dengue",
+    "hypertension",
+    "arthritis",
+    "migraine",
+    "drug reaction",
+    "psoriasis",
+    "diabetes",
+    "chicken pox",
+    "typhoid",
+    "bronchial asthma",
+    "peptic ulcer disease",
+)
 
 MEDICAL = Scenario(
     name="medical",
@@ -96,9 +123,11 @@ MEDICAL = Scenario(
     ),
     query_dirs={"bigquery": "query/bigquery", "thalamusdb": "query/thalamusdb"},
     questions_dir="query/natural_language",
-    label_sql=("SELECT s.symptoms AS text, l.text_diagnosis AS label "
-               "FROM read_csv('{dir}/data/text_symptoms_data.csv', all_varchar=true) s "
-               "JOIN read_csv('{dir}/data/patient_data_with_labels.csv', all_varchar=true) l USING (patient_id)"),
+    label_sql=(
+        "SELECT s.symptoms AS text, l.text_diagnosis AS label "
+        "FROM read_csv('{dir}/data/text_symptoms_data.csv', all_varchar=true) s "
+        "JOIN read_csv('{dir}/data/patient_data_with_labels.csv', all_varchar=true) l USING (patient_id)"
+    ),
     vocabulary={**{d: d for d in _DISEASES}, "skin acne": "acne"},
     text_queries={"bigquery": ("Q1", "Q4", "Q10"), "thalamusdb": ("Q1", "Q4")},
     wrong_columns={"symptoms": "patient_id"},
@@ -137,8 +166,16 @@ class ScenarioDB:
 _q = quote_ident
 
 
-def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, *, sample: int | None = None,
-                      seed: int = 0, sample_groups: tuple[str, ...] | None = None, rebuild: bool = True) -> ScenarioDB:
+def build_scenario_db(
+    scenario: Scenario | str,
+    data_root: Path,
+    out_dir: Path,
+    *,
+    sample: int | None = None,
+    seed: int = 0,
+    sample_groups: tuple[str, ...] | None = None,
+    rebuild: bool = True,
+) -> ScenarioDB:
     """Write the label-free scenario database and its label file (idempotent per sample/seed).
 
     ``sample`` keeps N seeded rows per group (Reviews: per movie); ``sample_groups`` also keeps only
@@ -174,11 +211,19 @@ def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, 
                 order = " , ".join(_q(k) for k in t.key) or "1"
                 where = ""
                 if groups:
-                    where = f" WHERE {_q(t.sample_group)} IN (" + ", ".join("'" + g.replace("'", "''") + "'" for g in groups) + ")"
-                body = (f"SELECT {keep} FROM read_csv('{csv}'){where} QUALIFY row_number() OVER "
-                        f"(PARTITION BY {_q(t.sample_group)} ORDER BY hash({order}, {int(seed)})) <= {int(sample)}")
+                    where = (
+                        f" WHERE {_q(t.sample_group)} IN ("
+                        + ", ".join("'" + g.replace("'", "''") + "'" for g in groups)
+                        + ")"
+                    )
+                body = (
+                    f"SELECT {keep} FROM read_csv('{csv}'){where} QUALIFY row_number() OVER "
+                    f"(PARTITION BY {_q(t.sample_group)} ORDER BY hash({order}, {int(seed)})) <= {int(sample)}"
+                )
             con.execute(f"CREATE TABLE {_q(t.name)} AS {body}")
-            con.execute(f"CREATE VIEW {_q(sc.bigquery_schema)}.{_q(t.bigquery_name)} AS SELECT * FROM main.{_q(t.name)}")
+            con.execute(
+                f"CREATE VIEW {_q(sc.bigquery_schema)}.{_q(t.bigquery_name)} AS SELECT * FROM main.{_q(t.name)}"
+            )
             counts[t.name] = con.execute(f"SELECT count(*) FROM {_q(t.name)}").fetchall()[0][0]
         con.execute("CHECKPOINT")
     finally:
@@ -188,8 +233,11 @@ def build_scenario_db(scenario: Scenario | str, data_root: Path, out_dir: Path, 
     ltmp.unlink(missing_ok=True)
     con = duckdb.connect(str(ltmp))
     try:
-        con.execute("CREATE TABLE text_labels AS SELECT DISTINCT text, label FROM ("
-                    + sc.label_sql.format(dir=str(src)) + ") WHERE text IS NOT NULL")
+        con.execute(
+            "CREATE TABLE text_labels AS SELECT DISTINCT text, label FROM ("
+            + sc.label_sql.format(dir=str(src))
+            + ") WHERE text IS NOT NULL"
+        )
         con.execute("CHECKPOINT")
     finally:
         con.close()
@@ -215,7 +263,8 @@ def visible_columns(db_path: Path) -> dict[str, list[str]]:
     try:
         rows = con.execute(
             "SELECT table_schema || '.' || table_name, column_name FROM information_schema.columns "
-            "ORDER BY table_schema, table_name, ordinal_position").fetchall()
+            "ORDER BY table_schema, table_name, ordinal_position"
+        ).fetchall()
     finally:
         con.close()
     out: dict[str, list[str]] = {}
@@ -258,8 +307,9 @@ def _qid_key(qid: str):
     return (int(m.group(1)) if m else 10**6, qid)
 
 
-def load_queries(scenario: Scenario | str, data_root: Path, dialects=("bigquery", "thalamusdb"),
-                 only_text: bool = True) -> list[GoldQuery]:
+def load_queries(
+    scenario: Scenario | str, data_root: Path, dialects=("bigquery", "thalamusdb"), only_text: bool = True
+) -> list[GoldQuery]:
     """The SemBench gold AI-SQL of a scenario: one record per (dialect, query file) with its question."""
     sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
     src = scenario_dir(data_root, sc)

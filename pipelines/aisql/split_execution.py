@@ -63,16 +63,31 @@ class Evidence:
     def to_dict(self) -> dict:
         def run(r):
             return r.summary() if r is not None else None
+
         return {
-            "gold_sql": self.gold_sql, "candidate_sql": self.candidate_sql,
-            "gold_split": {"structural_sql": self.gold_split.structural_sql, "error": self.gold_split.error,
-                           "method": self.gold_split.method, "ai_parts": [p.sql for p in self.gold_split.ai_parts]},
-            "cand_split": {"structural_sql": self.cand_split.structural_sql, "error": self.cand_split.error,
-                           "method": self.cand_split.method, "ai_parts": [p.sql for p in self.cand_split.ai_parts]},
-            "gold": run(self.gold), "candidate": run(self.cand),
-            "gold_structural": run(self.gold_structural), "candidate_structural": run(self.cand_structural),
-            "gold_ai": [run(r) for r in self.gold_ai], "candidate_ai": [run(r) for r in self.cand_ai],
-            "full_diff": self.full_diff, "relational_diff": self.relational_diff, "alignment": self.alignment,
+            "gold_sql": self.gold_sql,
+            "candidate_sql": self.candidate_sql,
+            "gold_split": {
+                "structural_sql": self.gold_split.structural_sql,
+                "error": self.gold_split.error,
+                "method": self.gold_split.method,
+                "ai_parts": [p.sql for p in self.gold_split.ai_parts],
+            },
+            "cand_split": {
+                "structural_sql": self.cand_split.structural_sql,
+                "error": self.cand_split.error,
+                "method": self.cand_split.method,
+                "ai_parts": [p.sql for p in self.cand_split.ai_parts],
+            },
+            "gold": run(self.gold),
+            "candidate": run(self.cand),
+            "gold_structural": run(self.gold_structural),
+            "candidate_structural": run(self.cand_structural),
+            "gold_ai": [run(r) for r in self.gold_ai],
+            "candidate_ai": [run(r) for r in self.cand_ai],
+            "full_diff": self.full_diff,
+            "relational_diff": self.relational_diff,
+            "alignment": self.alignment,
             "structural": self.structural.to_dict() if self.structural is not None else None,
         }
 
@@ -80,8 +95,9 @@ class Evidence:
 def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
     if not res.ok:
         return RunRecord(status="error", sql=res.sql, error=res.error)
-    return run_duckdb_sql(ctx.db_path, res.sql if which == "full" else res.structural_sql, ctx.runtime,
-                          budget=ctx.budget)
+    return run_duckdb_sql(
+        ctx.db_path, res.sql if which == "full" else res.structural_sql, ctx.runtime, budget=ctx.budget
+    )
 
 
 def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> Evidence:
@@ -94,8 +110,19 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
     g_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in gs.ai_parts] if gs.ok else []
     c_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in cs.ai_parts] if cs.ok else []
     ordered = gs.ok and has_top_level_order(gs.sql)
-    ev = Evidence(gs, cs, gold, cand, g_s, c_s, g_ai, c_ai, ordered=ordered,
-                  gold_sql=fill_placeholders(gold_sql).strip(), candidate_sql=fill_placeholders(cand_sql).strip())
+    ev = Evidence(
+        gs,
+        cs,
+        gold,
+        cand,
+        g_s,
+        c_s,
+        g_ai,
+        c_ai,
+        ordered=ordered,
+        gold_sql=fill_placeholders(gold_sql).strip(),
+        candidate_sql=fill_placeholders(cand_sql).strip(),
+    )
     ev.full_diff = result_diff(gold, cand, ordered)
     if g_s is not None and c_s is not None:
         ev.relational_diff = result_diff(g_s, c_s, ordered)
@@ -109,11 +136,26 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
             item = {"gold_call": a.gold, "candidate_call": a.candidate, "status": a.status}
             if a.status == "paired" and gtree is not None:
                 gp, cp = gs.ai_parts[a.gold], cs.ai_parts[a.candidate]
-                item.update(gold_prompt=gp.prompt[:300], candidate_prompt=cp.prompt[:300],
-                            gold_inputs=gp.input_columns, candidate_inputs=cp.input_columns,
-                            gold_op=gp.op, candidate_op=cp.op)
-                item["probe"] = probe_agreement(ctx.db_path, ctx.runtime, gtree, gp, ctree, cp, ctx.table_columns,
-                                                n=ctx.probe_n, seed=ctx.seed, budget=ctx.budget)
+                item.update(
+                    gold_prompt=gp.prompt[:300],
+                    candidate_prompt=cp.prompt[:300],
+                    gold_inputs=gp.input_columns,
+                    candidate_inputs=cp.input_columns,
+                    gold_op=gp.op,
+                    candidate_op=cp.op,
+                )
+                item["probe"] = probe_agreement(
+                    ctx.db_path,
+                    ctx.runtime,
+                    gtree,
+                    gp,
+                    ctree,
+                    cp,
+                    ctx.table_columns,
+                    n=ctx.probe_n,
+                    seed=ctx.seed,
+                    budget=ctx.budget,
+                )
             ev.alignment.append(item)
     return ev
 
@@ -121,8 +163,9 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
 def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, ordered: bool) -> StructuralVerdict:
     """The sound relational comparison (every AI behaviour), or 'cannot decide' with the reason."""
     if not (gs.ok and cs.ok):
-        return StructuralVerdict(CANNOT, "a query could not be split: " + "; ".join(
-            e for e in (gs.error, cs.error) if e), "-")
+        return StructuralVerdict(
+            CANNOT, "a query could not be split: " + "; ".join(e for e in (gs.error, cs.error) if e), "-"
+        )
     try:
         gtree, ctree = to_duckdb_tree(gs.sql, "thalamusdb"), to_duckdb_tree(cs.sql, "thalamusdb")
     except SqlRewriteError as exc:
@@ -134,5 +177,6 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
             raise RuntimeError(rec.error or rec.status)
         return rec.rows
 
-    return compare_structures(run, gtree, ctree, pair_calls(gtree, ctree), ordered=ordered,
-                              table_columns=ctx.table_columns, seed=ctx.seed)
+    return compare_structures(
+        run, gtree, ctree, pair_calls(gtree, ctree), ordered=ordered, table_columns=ctx.table_columns, seed=ctx.seed
+    )

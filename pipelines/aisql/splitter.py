@@ -120,8 +120,10 @@ def _owner(op: str, col: exp.Column, select: exp.Select, table_columns: dict[str
     own = _sources(select)
     aliases = ", ".join(a for a, _ in own)
     if not table_columns:
-        raise SqlRewriteError(f"{op}: input column {col.name} is unqualified and {len(own)} tables are in FROM "
-                              f"({aliases}); qualify it (e.g. {own[0][0]}.{col.name}) or give the schema")
+        raise SqlRewriteError(
+            f"{op}: input column {col.name} is unqualified and {len(own)} tables are in FROM "
+            f"({aliases}); qualify it (e.g. {own[0][0]}.{col.name}) or give the schema"
+        )
     holders, unknown = [], []
     for alias, node in own:
         cols = table_columns.get(_table_name(node).split(".")[-1].lower()) if isinstance(node, exp.Table) else None
@@ -133,12 +135,19 @@ def _owner(op: str, col: exp.Column, select: exp.Select, table_columns: dict[str
         return holders[0]
     if len(holders) > 1:
         raise SqlRewriteError(f"{op}: input column {col.name} is in more than one of {aliases}; qualify it")
-    raise SqlRewriteError(f"{op}: input column {col.name} is unqualified and the schema does not tell which of "
-                          f"{aliases} holds it; qualify it")
+    raise SqlRewriteError(
+        f"{op}: input column {col.name} is unqualified and the schema does not tell which of "
+        f"{aliases} holds it; qualify it"
+    )
 
 
-def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns: dict[str, tuple[str, ...]],
-             table_columns: dict[str, list[str]] | None = None) -> AIPart:
+def _ai_part(
+    index: int,
+    call: exp.Anonymous,
+    tree: exp.Expression,
+    key_columns: dict[str, tuple[str, ...]],
+    table_columns: dict[str, list[str]] | None = None,
+) -> AIPart:
     op = operator_name(call)
     kind = AI_OPERATORS[op]
     select = call.find_ancestor(exp.Select)
@@ -196,8 +205,9 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
     order = select.args.get("order")
     if limit is not None and order is not None:  # ORDER BY AI.SCORE(...) LIMIT 5: the LIMIT needs its order
         names = {a.lower() for a, _ in picked}
-        if all((c.table or "").lower() in names or (not c.table and len(picked) == 1)
-               for c in order.find_all(exp.Column)):
+        if all(
+            (c.table or "").lower() in names or (not c.table and len(picked) == 1) for c in order.find_all(exp.Column)
+        ):
             part.set("order", order.copy())
         else:
             limit = None  # a LIMIT without its ORDER BY would pick arbitrary rows: keep them all
@@ -210,9 +220,17 @@ def _ai_part(index: int, call: exp.Anonymous, tree: exp.Expression, key_columns:
         if keep:
             part.set("with_" if "with_" in exp.Select.arg_types else "with", exp.With(expressions=keep))
     return AIPart(
-        index=index, op=op, kind=kind, sql=part.sql("duckdb"), call_sql=call_copy.sql("duckdb"),
-        prompt=prompt_text(call), sources=[_table_name(n) for _, n in picked], aliases=[a for a, _ in picked],
-        input_columns=[i.sql("duckdb") for i in inputs], key_columns=[k.sql("duckdb") for k in keys], limit=limit,
+        index=index,
+        op=op,
+        kind=kind,
+        sql=part.sql("duckdb"),
+        call_sql=call_copy.sql("duckdb"),
+        prompt=prompt_text(call),
+        sources=[_table_name(n) for _, n in picked],
+        aliases=[a for a, _ in picked],
+        input_columns=[i.sql("duckdb") for i in inputs],
+        key_columns=[k.sql("duckdb") for k in keys],
+        limit=limit,
     )
 
 
@@ -235,8 +253,12 @@ def _structural_except(call: exp.Anonymous) -> exp.Expression:
     return inner
 
 
-def ast_split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | None = None,
-              table_columns: dict[str, list[str]] | None = None) -> SplitResult:
+def ast_split(
+    sql: str,
+    dialect: str,
+    key_columns: dict[str, tuple[str, ...]] | None = None,
+    table_columns: dict[str, list[str]] | None = None,
+) -> SplitResult:
     tree = to_duckdb_tree(sql, dialect)
     calls = ai_calls(tree)
     parts, seen = [], set()
@@ -248,8 +270,14 @@ def ast_split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | 
     return SplitResult(sql=tree.sql("duckdb"), structural_sql=_structural(tree).sql("duckdb"), ai_parts=parts)
 
 
-def split(sql: str, dialect: str, key_columns: dict[str, tuple[str, ...]] | None = None, *,
-          fallback=None, table_columns: dict[str, list[str]] | None = None) -> SplitResult:
+def split(
+    sql: str,
+    dialect: str,
+    key_columns: dict[str, tuple[str, ...]] | None = None,
+    *,
+    fallback=None,
+    table_columns: dict[str, list[str]] | None = None,
+) -> SplitResult:
     """Split ``sql``; never raises: a failure is a SplitResult with ``error`` (and the LLM fallback's
     answer when ``fallback`` — a council — is given). ``table_columns`` (table name, lower case →
     columns) resolves an unqualified AI input column when several tables are in FROM."""
@@ -306,10 +334,12 @@ def align_calls(gold: list[AIPart], cand: list[AIPart]) -> list[AlignedCall]:
 SPLIT_EXAMPLES = [
     {
         "sql": "SELECT p.car_id FROM cars_dataset.car_m AS x JOIN cars_dataset.cars AS p ON p.car_id = x.car_id "
-               "WHERE AI_IF('Returns true if the vehicle image contains both a puncture and paint scratches.' || x.image) LIMIT 100",
+        "WHERE AI_IF('Returns true if the vehicle image contains both a puncture and paint scratches.' || x.image) LIMIT 100",
         "structural_sql": "SELECT p.car_id FROM cars_dataset.car_m AS x JOIN cars_dataset.cars AS p ON p.car_id = x.car_id WHERE TRUE LIMIT 100",
-        "ai_parts": ["SELECT x.image FROM cars_dataset.car_m AS x WHERE AI_IF('Returns true if the vehicle image contains "
-                     "both a puncture and paint scratches.' || x.image) LIMIT 100"],
+        "ai_parts": [
+            "SELECT x.image FROM cars_dataset.car_m AS x WHERE AI_IF('Returns true if the vehicle image contains "
+            "both a puncture and paint scratches.' || x.image) LIMIT 100"
+        ],
     },
     {
         "sql": "SELECT car_id FROM cars WHERE make = 'TOYOTA' AND NLfilter(image, 'Is the color of this car red?')",
@@ -329,10 +359,27 @@ def llm_split(sql: str, dialect: str, council) -> SplitResult:
 
     from pipelines.aisql.prompts import splitter_messages
 
-    res = council.ask(council.member_names[0], splitter_messages(sql, dialect, SPLIT_EXAMPLES), SplitAnswer,
-                      tag={"stage": "aisql_split"})
+    res = council.ask(
+        council.member_names[0],
+        splitter_messages(sql, dialect, SPLIT_EXAMPLES),
+        SplitAnswer,
+        tag={"stage": "aisql_split"},
+    )
     if not res.ok:
         return SplitResult(sql=sql, structural_sql="", method="llm", error=f"LLM splitter: {res.error or 'no answer'}")
-    parts = [AIPart(index=i, op="", kind="bool", sql=s, call_sql="", prompt="", sources=[], aliases=[],
-                    input_columns=[], key_columns=[]) for i, s in enumerate(res.parsed.ai_parts)]
+    parts = [
+        AIPart(
+            index=i,
+            op="",
+            kind="bool",
+            sql=s,
+            call_sql="",
+            prompt="",
+            sources=[],
+            aliases=[],
+            input_columns=[],
+            key_columns=[],
+        )
+        for i, s in enumerate(res.parsed.ai_parts)
+    ]
     return SplitResult(sql=sql, structural_sql=res.parsed.structural_sql, ai_parts=parts, method="llm")

@@ -57,9 +57,15 @@ class StructuralVerdict:
     polarity_inputs: list[str] = field(default_factory=list)  # the input columns of each polarity pair
 
     def to_dict(self) -> dict:
-        return {"verdict": self.verdict, "reason": self.reason, "method": self.method, "polarity": self.polarity,
-                "polarity_inputs": self.polarity_inputs,
-                "valuations": self.valuations, "witness": self.witness}
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "method": self.method,
+            "polarity": self.polarity,
+            "polarity_inputs": self.polarity_inputs,
+            "valuations": self.valuations,
+            "witness": self.witness,
+        }
 
 
 # ----------------------------------------------------------------------------- symbols
@@ -155,8 +161,10 @@ def _bool_expr(key: str, val: Valuation, cols) -> exp.Expression:
         v = val.arg[key] if isinstance(val.arg, dict) else val.arg
         return exp.true() if v else exp.false()
     if val.mode == "hash":
-        return exp.EQ(this=exp.Mod(this=_key_expr(key, val.arg, cols), expression=exp.Literal.number(2)),
-                      expression=exp.Literal.number(0))
+        return exp.EQ(
+            this=exp.Mod(this=_key_expr(key, val.arg, cols), expression=exp.Literal.number(2)),
+            expression=exp.Literal.number(0),
+        )
     # set: TRUE exactly for the listed input hashes
     hashes = sorted(val.arg.get(key, ()))
     if not hashes:
@@ -190,21 +198,29 @@ def _raw_value_expr(sym: _Sym, val: Valuation, cols, domain: list, call_kind: st
         i = 0 if not (val.arg if not isinstance(val.arg, dict) else val.arg.get(sym.key, True)) else len(lits) - 1
         return lits[i]
     salt = val.arg if val.mode == "hash" else "set"
-    pick = exp.Add(this=exp.Mod(this=_key_expr(sym.key, salt, cols), expression=exp.Literal.number(len(lits))),
-                   expression=exp.Literal.number(1))
+    pick = exp.Add(
+        this=exp.Mod(this=_key_expr(sym.key, salt, cols), expression=exp.Literal.number(len(lits))),
+        expression=exp.Literal.number(1),
+    )
     return exp.Bracket(this=exp.Array(expressions=lits), expressions=[pick])
 
 
-def substitute(tree: exp.Expression, syms: list[_Sym], val: Valuation, domains: dict[str, list],
-               flips: dict[str, bool] | None = None) -> exp.Expression:
+def substitute(
+    tree: exp.Expression,
+    syms: list[_Sym],
+    val: Valuation,
+    domains: dict[str, list],
+    flips: dict[str, bool] | None = None,
+) -> exp.Expression:
     """``tree`` with its i-th distinct AI call valued by ``syms[i]`` under ``val`` (in place of the call)."""
     flips = flips or {}
     texts, _ = call_symbols(tree)
     out = tree.copy()
     for call in top_calls(out):
         sym = syms[texts.index(call.sql("duckdb"))]
-        call.replace(_value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call),
-                                 flips.get(sym.key, False)))
+        call.replace(
+            _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
+        )
     return out
 
 
@@ -271,8 +287,10 @@ def _symbols(gold_tree, cand_tree, pairs):
                 if kind == "bool":
                     bool_pairs.append(f"p{gi}")
                 continue
-            notes.append(f"gold AI call {gi} and candidate AI call {ci} "
-                         + ("read different input columns" if kinds_ok else f"return different kinds ({gk}, {ck})"))
+            notes.append(
+                f"gold AI call {gi} and candidate AI call {ci} "
+                + ("read different input columns" if kinds_ok else f"return different kinds ({gk}, {ck})")
+            )
     for i, s in enumerate(g_syms):
         if s is None:
             g_syms[i] = _Sym(f"g{i}", _kind_of(g_calls[g_texts[i]]))
@@ -322,13 +340,28 @@ def _tree_diff(a: exp.Expression, b: exp.Expression, out: list) -> bool:
 def _row_local(node: exp.Expression, top: exp.Expression) -> bool:
     """A scalar expression evaluated once per row of the top block's FROM (WHERE, GROUP BY, the
     select list or an aggregate's argument), with no subquery, aggregate or window inside."""
-    if isinstance(node, (exp.Where, exp.Group, exp.Having, exp.Order, exp.Limit, exp.From, exp.Join)) \
-            or any(isinstance(n, _NOT_ROW_LOCAL) for n in node.walk()):
+    if isinstance(node, (exp.Where, exp.Group, exp.Having, exp.Order, exp.Limit, exp.From, exp.Join)) or any(
+        isinstance(n, _NOT_ROW_LOCAL) for n in node.walk()
+    ):
         return False
     anc = node.parent
     while anc is not None and anc is not top:
-        if isinstance(anc, (exp.From, exp.Join, exp.Having, exp.Limit, exp.Offset, exp.Window, exp.Qualify,
-                            exp.Select, exp.Subquery, exp.Order, exp.Distinct)):
+        if isinstance(
+            anc,
+            (
+                exp.From,
+                exp.Join,
+                exp.Having,
+                exp.Limit,
+                exp.Offset,
+                exp.Window,
+                exp.Qualify,
+                exp.Select,
+                exp.Subquery,
+                exp.Order,
+                exp.Distinct,
+            ),
+        ):
             return False
         anc = anc.parent
     return anc is top
@@ -397,8 +430,14 @@ def _rowwise(runner, gold_tree, cand_tree, g_syms, c_syms, all_syms, bool_pairs,
                 gv = _value_symbolic(g, all_syms, val, domains, {})
                 cv = _value_symbolic(c, all_syms, val, domains, flips)
                 probe = base.copy()
-                probe.set("where", exp.Where(this=exp.Not(this=exp.Paren(this=exp.NullSafeEQ(
-                    this=exp.Paren(this=gv), expression=exp.Paren(this=cv))))))
+                probe.set(
+                    "where",
+                    exp.Where(
+                        this=exp.Not(
+                            this=exp.Paren(this=exp.NullSafeEQ(this=exp.Paren(this=gv), expression=exp.Paren(this=cv)))
+                        )
+                    ),
+                )
                 status, rows = runner.rows(probe)
                 if status != "ok" or rows[0][0] != 0:
                     agree = False
@@ -406,9 +445,14 @@ def _rowwise(runner, gold_tree, cand_tree, g_syms, c_syms, all_syms, bool_pairs,
             if not agree:
                 break
         if agree:
-            return StructuralVerdict(EQUAL, "the queries differ only in per-row expressions, which agree on every "
-                                     "row under every truth value of the AI calls", "rowwise",
-                                     ["opposite" if flips.get(k) else "same" for k in bool_pairs], runner.n)
+            return StructuralVerdict(
+                EQUAL,
+                "the queries differ only in per-row expressions, which agree on every "
+                "row under every truth value of the AI calls",
+                "rowwise",
+                ["opposite" if flips.get(k) else "same" for k in bool_pairs],
+                runner.n,
+            )
     return None
 
 
@@ -451,9 +495,16 @@ def _domain_hashes(run, key: str, cols: list[exp.Column], table_cols: dict[str, 
     return out
 
 
-def compare_structures(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
-                       pairs: list[tuple[int | None, int | None]], *, ordered: bool = False,
-                       table_columns: dict[str, list[str]] | None = None, seed: int = 0) -> StructuralVerdict:
+def compare_structures(
+    con,
+    gold_tree: exp.Expression,
+    cand_tree: exp.Expression,
+    pairs: list[tuple[int | None, int | None]],
+    *,
+    ordered: bool = False,
+    table_columns: dict[str, list[str]] | None = None,
+    seed: int = 0,
+) -> StructuralVerdict:
     v = _compare(con, gold_tree, cand_tree, pairs, ordered=ordered, table_columns=table_columns, seed=seed)
     _, _, bool_pairs, _ = _symbols(gold_tree, cand_tree, pairs)
     texts, _ = call_symbols(gold_tree)
@@ -465,9 +516,16 @@ def compare_structures(con, gold_tree: exp.Expression, cand_tree: exp.Expression
     return v
 
 
-def _compare(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
-             pairs: list[tuple[int | None, int | None]], *, ordered: bool = False,
-             table_columns: dict[str, list[str]] | None = None, seed: int = 0) -> StructuralVerdict:
+def _compare(
+    con,
+    gold_tree: exp.Expression,
+    cand_tree: exp.Expression,
+    pairs: list[tuple[int | None, int | None]],
+    *,
+    ordered: bool = False,
+    table_columns: dict[str, list[str]] | None = None,
+    seed: int = 0,
+) -> StructuralVerdict:
     """Decide whether gold and candidate agree for every behaviour of their AI calls (see module doc).
 
     ``con``: a DuckDB connection on the scenario database (no UDFs needed: every AI call is replaced);
@@ -480,13 +538,17 @@ def _compare(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
 
     # 1. syntactic identity once aligned calls are one symbol (proven on every database)
     if symbolic(gold_tree, g_syms).sql("duckdb") == symbolic(cand_tree, c_syms).sql("duckdb"):
-        return StructuralVerdict(EQUAL, "identical once the aligned AI calls are identified", "syntactic",
-                                 ["same"] * len(bool_pairs))
+        return StructuralVerdict(
+            EQUAL, "identical once the aligned AI calls are identified", "syntactic", ["same"] * len(bool_pairs)
+        )
 
     run = _as_run(con)
     runner = _Runner(run, ordered)
-    flip_sets = [dict(zip(bool_pairs, bits)) for bits in itertools.product((False, True), repeat=len(bool_pairs))] \
-        if len(bool_pairs) <= MAX_POLARITY_PAIRS else [dict.fromkeys(bool_pairs, False)]
+    flip_sets = (
+        [dict(zip(bool_pairs, bits)) for bits in itertools.product((False, True), repeat=len(bool_pairs))]
+        if len(bool_pairs) <= MAX_POLARITY_PAIRS
+        else [dict.fromkeys(bool_pairs, False)]
+    )
     polarity_complete = len(bool_pairs) <= MAX_POLARITY_PAIRS
 
     # 2. row-wise: the queries differ only in per-row expressions of the top block (every AI behaviour)
@@ -524,8 +586,9 @@ def _compare(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
         keys = list(all_syms)
         for bits in itertools.product((True, False), repeat=min(len(keys), 3)):
             arg = dict(zip(keys, bits)) | {k: bits[0] for k in keys[3:]}
-            valuations.append(Valuation("const", arg, "constants " + ", ".join(
-                f"{k}={'T' if v else 'F'}" for k, v in arg.items())))
+            valuations.append(
+                Valuation("const", arg, "constants " + ", ".join(f"{k}={'T' if v else 'F'}" for k, v in arg.items()))
+            )
         valuations += [Valuation("hash", seed * 1000 + r, f"seeded valuation {r}") for r in range(HASH_SAMPLES)]
 
     gold_results = {}
@@ -553,21 +616,52 @@ def _compare(con, gold_tree: exp.Expression, cand_tree: exp.Expression,
         first = next(iter(gold_results.values()), ("error", "no valuation"))
         return StructuralVerdict(CANNOT, f"the gold's structure does not run: {first[1]}", "-", [], runner.n)
     if agreeing is not None and exhaustive:
-        return StructuralVerdict(EQUAL, f"results agree under all {len(valuations)} behaviours of the AI calls "
-                                 "on this database", "exhaustive", pol, runner.n)
+        return StructuralVerdict(
+            EQUAL,
+            f"results agree under all {len(valuations)} behaviours of the AI calls on this database",
+            "exhaustive",
+            pol,
+            runner.n,
+        )
     if agreeing is not None:
-        return StructuralVerdict(CANNOT, f"results agree under {len(valuations)} sampled AI behaviours, but the "
-                                 "AI inputs are too many to try every behaviour" + _notes(notes), "sampled", pol, runner.n)
+        return StructuralVerdict(
+            CANNOT,
+            f"results agree under {len(valuations)} sampled AI behaviours, but the "
+            "AI inputs are too many to try every behaviour" + _notes(notes),
+            "sampled",
+            pol,
+            runner.n,
+        )
     w = witnesses[0]
     if unpaired:
-        return StructuralVerdict(CANNOT, "results differ under some AI behaviour, but the AI calls do not pair up"
-                                 + _notes(notes) + " (the AI layer reports this)", "witness", pol, runner.n, w)
+        return StructuralVerdict(
+            CANNOT,
+            "results differ under some AI behaviour, but the AI calls do not pair up"
+            + _notes(notes)
+            + " (the AI layer reports this)",
+            "witness",
+            pol,
+            runner.n,
+            w,
+        )
     if not polarity_complete:
-        return StructuralVerdict(CANNOT, "results differ under some AI behaviour, but too many AI calls to try every "
-                                 "polarity", "witness", pol, runner.n, w)
-    return StructuralVerdict(DIFFER, "results differ when the aligned AI calls behave identically: "
-                             f"{w['valuation']} gives gold {w['gold']} vs candidate {w['candidate']}",
-                             "witness", pol, runner.n, w)
+        return StructuralVerdict(
+            CANNOT,
+            "results differ under some AI behaviour, but too many AI calls to try every polarity",
+            "witness",
+            pol,
+            runner.n,
+            w,
+        )
+    return StructuralVerdict(
+        DIFFER,
+        "results differ when the aligned AI calls behave identically: "
+        f"{w['valuation']} gives gold {w['gold']} vs candidate {w['candidate']}",
+        "witness",
+        pol,
+        runner.n,
+        w,
+    )
 
 
 def _pred(where: exp.Expression, tree, syms, val, domains, flips) -> exp.Expression:
@@ -576,8 +670,9 @@ def _pred(where: exp.Expression, tree, syms, val, domains, flips) -> exp.Express
     out = where.copy()
     for call in top_calls(out):
         sym = syms[texts.index(call.sql("duckdb"))]
-        call.replace(_value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call),
-                                 flips.get(sym.key, False)))
+        call.replace(
+            _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
+        )
     return out
 
 

@@ -30,10 +30,14 @@ VARIANT_TYPES = EQUIVALENT + RELATIONAL + AI_ERRORS
 PARAPHRASES = [
     (r"determine if the following movie review is clearly positive, review:\s*", "Is this review positive? Review: "),
     (r"the review sentiment is positive", "the review expresses a positive opinion of the movie"),
-    (r"these two movie reviews express the same sentiment - either both are positive or both are negative",
-     "both reviews share the same sentiment (both positive or both negative)"),
-    (r"these two movie reviews express opposite sentiments - one is positive and the other is negative",
-     "the two reviews have opposite sentiments: one is positive, the other negative"),
+    (
+        r"these two movie reviews express the same sentiment - either both are positive or both are negative",
+        "both reviews share the same sentiment (both positive or both negative)",
+    ),
+    (
+        r"these two movie reviews express opposite sentiments - one is positive and the other is negative",
+        "the two reviews have opposite sentiments: one is positive, the other negative",
+    ),
     (r"patient with these symptoms has an allergy", "These symptoms indicate that the patient has an allergy"),
     (r"patient has an allergy", "the symptoms point to an allergy"),
     (r"patient with these symptoms has skin acne", "These symptoms indicate skin acne"),
@@ -107,15 +111,18 @@ def _negate(text: str, vocabulary: dict) -> str | None:
             continue
         if len(labels) == 2:  # a two-valued concept: ask for the other value
             other = next(t for t, lab in vocabulary.items() if lab != vocabulary[term])
-            return text[: m.start()] + other + text[m.end():]
+            return text[: m.start()] + other + text[m.end() :]
         return re.sub(r"(?i)\b(?:an?\s+|the\s+)?" + re.escape(term) + r"\b", "no " + term, text, count=1)
     return None
 
 
 def _where_conjuncts(select: exp.Select) -> list[exp.Expression]:
     where = select.args.get("where")
-    return list(where.this.flatten()) if where is not None and isinstance(where.this, exp.And) else (
-        [where.this] if where is not None else [])
+    return (
+        list(where.this.flatten())
+        if where is not None and isinstance(where.this, exp.And)
+        else ([where.this] if where is not None else [])
+    )
 
 
 def _has_ai(node: exp.Expression) -> bool:
@@ -182,7 +189,11 @@ def make_variants(gold_sql: str, dialect: str, settings: VariantSettings, key_co
         if count is not None:
             frm = sel.args.get("from") or sel.args.get("from_")
             tb = frm.this if frm is not None else None
-            keys = key_columns.get(".".join(p for p in (tb.db, tb.name) if p).lower(), ()) if isinstance(tb, exp.Table) else ()
+            keys = (
+                key_columns.get(".".join(p for p in (tb.db, tb.name) if p).lower(), ())
+                if isinstance(tb, exp.Table)
+                else ()
+            )
             if keys:
                 t = tree.copy()
                 c2 = next(c for c in _main_select(t).find_all(exp.Count) if isinstance(c.this, exp.Star))
@@ -223,8 +234,12 @@ def make_variants(gold_sql: str, dialect: str, settings: VariantSettings, key_co
             # drop the filter together with its copies on other aliases (R1.id = 'x' AND R2.id = 'x')
             first = conj[plain[0]]
             lit = first.find(exp.Literal) if isinstance(first, exp.EQ) else None
-            drop = {i for i in plain if i == plain[0] or (lit is not None and isinstance(conj[i], exp.EQ)
-                                                          and conj[i].find(exp.Literal) == lit)}
+            drop = {
+                i
+                for i in plain
+                if i == plain[0]
+                or (lit is not None and isinstance(conj[i], exp.EQ) and conj[i].find(exp.Literal) == lit)
+            }
             t = tree.copy()
             s = _main_select(t)
             _set_where(s, [c for i, c in enumerate(_where_conjuncts(s)) if i not in drop])

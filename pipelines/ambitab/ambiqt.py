@@ -118,10 +118,10 @@ def _table_of(tokens: list[str], idx: int, aliases: dict[str, str]) -> str | Non
 
 def _column_name(expr: str) -> str:
     if "(" in expr and ")" in expr:
-        return _column_name(expr[expr.find("(") + 1:expr.find(")")])
+        return _column_name(expr[expr.find("(") + 1 : expr.find(")")])
     if " " in expr:
         return _column_name(expr.split(" ")[-1])
-    return expr[expr.rfind(".") + 1:] if "." in expr else expr
+    return expr[expr.rfind(".") + 1 :] if "." in expr else expr
 
 
 def select_columns(sql: str) -> list[tuple[str, str]]:
@@ -129,7 +129,7 @@ def select_columns(sql: str) -> list[tuple[str, str]]:
     norm = normalize_sql(sql)
     tokens = _tokens(sql)
     aliases = _aliases(tokens)
-    cols = {_column_name(c.strip()) for c in norm[norm.find("select") + 6:norm.find("from")].strip().split(",")}
+    cols = {_column_name(c.strip()) for c in norm[norm.find("select") + 6 : norm.find("from")].strip().split(",")}
     found = set()
     for i, tok in enumerate(tokens):
         if tok == "from":
@@ -200,9 +200,20 @@ def generate_candidates(dev: list[dict], synonyms: dict, build: BuildResult | No
             alts = syn.get(db.lower(), {}).get(table, {}).get(column)
             if not alts or len(alts) < 2:
                 continue
-            out.append(Candidate(idx, db, question, normalize_sql(sql), table, column, alts[0], alts[1],
-                                 replace_column(sql, table, column, alts[0]),
-                                 replace_column(sql, table, column, alts[1])))
+            out.append(
+                Candidate(
+                    idx,
+                    db,
+                    question,
+                    normalize_sql(sql),
+                    table,
+                    column,
+                    alts[0],
+                    alts[1],
+                    replace_column(sql, table, column, alts[0]),
+                    replace_column(sql, table, column, alts[1]),
+                )
+            )
     return out
 
 
@@ -231,8 +242,9 @@ def unit_seed(seed: int, unit: tuple[str, str, str]) -> int:
     return int(hashlib.sha256(f"{seed}:{'|'.join(unit)}".encode()).hexdigest()[:12], 16)
 
 
-def build_unit_db(source: Path, unit: tuple[str, str, str], syns: tuple[str, str], seed: int,
-                  out_dir: Path) -> tuple[Path, dict]:
+def build_unit_db(
+    source: Path, unit: tuple[str, str, str], syns: tuple[str, str], seed: int, out_dir: Path
+) -> tuple[Path, dict]:
     """Build (or reuse) the content-addressed database of one unit; returns (path, facts)."""
     db_id, table, column = unit
     source_sha = file_sha256(source)
@@ -267,8 +279,10 @@ def build_unit_db(source: Path, unit: tuple[str, str, str], syns: tuple[str, str
             values = [v for _, v in rows]
             if values:
                 drawn = rng.choices(values, k=len(values))
-                dst.executemany(f"UPDATE {_q(real_table)} SET {_q(sample_col)} = ? WHERE rowid = ?",
-                                [(d, rid) for d, (rid, _) in zip(drawn, rows)])
+                dst.executemany(
+                    f"UPDATE {_q(real_table)} SET {_q(sample_col)} = ? WHERE rowid = ?",
+                    [(d, rid) for d, (rid, _) in zip(drawn, rows)],
+                )
             dst.commit()
             dst.execute("VACUUM")
         finally:
@@ -284,8 +298,15 @@ def build_unit_db(source: Path, unit: tuple[str, str, str], syns: tuple[str, str
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    facts = {"file": name, "sha256": sha, "copy_column": copy_col, "resampled_column": sample_col,
-             "table": real_table, "rows": len(values), "bytes": final.stat().st_size}
+    facts = {
+        "file": name,
+        "sha256": sha,
+        "copy_column": copy_col,
+        "resampled_column": sample_col,
+        "table": real_table,
+        "rows": len(values),
+        "bytes": final.stat().st_size,
+    }
     manifest.parent.mkdir(parents=True, exist_ok=True)
     tmp_m = manifest.with_suffix(f".{os.getpid()}.tmp")
     tmp_m.write_text(json.dumps(facts, sort_keys=True))
@@ -307,8 +328,13 @@ def _resolve_column(con: sqlite3.Connection, table: str, column: str) -> tuple[s
 # ----------------------------------------------------------------------------------- build
 
 
-def build(data_root: Path, seed: int = DEFAULT_SEED, out_dir: Path | None = None, limit_units: int | None = None,
-          progress=None) -> BuildResult:
+def build(
+    data_root: Path,
+    seed: int = DEFAULT_SEED,
+    out_dir: Path | None = None,
+    limit_units: int | None = None,
+    progress=None,
+) -> BuildResult:
     result = BuildResult(CORPUS, stats={"seed": seed})
     dev = read_json(require_file(data_root / SPIDER_DEV, "Spider dev.json"))
     tables = read_json(require_file(data_root / SPIDER_TABLES, "Spider tables.json"))
@@ -323,8 +349,12 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, out_dir: Path | None = None
     kept = []
     for c in cands:
         if (c.table, c.column) in protected.get(c.db_id, set()):
-            result.reject(c.source_id, "protected_key", f"{c.table}.{c.column} is a Spider primary/foreign key "
-                          f"of {c.db_id}", c.__dict__)
+            result.reject(
+                c.source_id,
+                "protected_key",
+                f"{c.table}.{c.column} is a Spider primary/foreign key of {c.db_id}",
+                c.__dict__,
+            )
         else:
             kept.append(c)
     result.stats["after_key_filter_items"] = len(kept)
@@ -339,8 +369,13 @@ def build(data_root: Path, seed: int = DEFAULT_SEED, out_dir: Path | None = None
         if not src.is_file():
             missing_dbs[unit[0]] += len(cs)
             for c in cs:
-                result.reject(c.source_id, "database", f"Spider database {unit[0]}.sqlite not present "
-                              f"(only its DDL ships); cannot build unit {'/'.join(unit)}", c.__dict__)
+                result.reject(
+                    c.source_id,
+                    "database",
+                    f"Spider database {unit[0]}.sqlite not present "
+                    f"(only its DDL ships); cannot build unit {'/'.join(unit)}",
+                    c.__dict__,
+                )
             continue
         buildable[unit] = (src, cs)
     for db, n in sorted(missing_dbs.items()):
@@ -398,24 +433,49 @@ def _convert(c: Candidate, path: Path, facts: dict, schema: str, seed: int, resu
     for k, (syn, sql, res) in enumerate(((c.syn1, c.query1, outs[0]), (c.syn2, c.query2, outs[1])), 1):
         resolution = f"By {term} I mean the column {c.table}.{syn}."
         interp = f"{c.example_idx}:{c.table}.{c.column}:q{k}"
-        records.append(TaskRecord.create(
-            CORPUS, avt_id, interp, user_query=c.question, db_id=c.db_id, db_schema=schema,
-            db_path=str(path.resolve()),
-            ambiguities=[Ambiguity(
-                amb_id=f"{avt_id}-a0", term=term, aliases=[c.column, c.syn1, c.syn2], kind=AmbiguityKind.CRITICAL,
-                type="column_synonym", resolution=resolution, frozen_intent=resolution,
-            )],
-            oracle_context=OracleContext(sql_segments=sql_segments(sql)),
-            verifier=VerifierAssets(reference_sql=[sql]),
-            provenance=Provenance(
-                source_ids={"spider_dev_index": str(c.example_idx), "db_id": c.db_id, "table": c.table,
-                            "column": c.column, "unit_db": facts["file"], "unit_sha256": facts["sha256"]},
-                build_seed=seed,
-                filter_outcomes={"protected_key": False, "both_execute": True, "results_differ": True,
-                                 "rows": res.row_count, "copy_column": facts["copy_column"],
-                                 "resampled_column": facts["resampled_column"]},
-                alternatives=[{"interpretation": f"q{3 - k}", "synonym": c.syn2 if k == 1 else c.syn1}],
-                notes=[f"original query: {c.orig_query}"],
-            ),
-        ))
+        records.append(
+            TaskRecord.create(
+                CORPUS,
+                avt_id,
+                interp,
+                user_query=c.question,
+                db_id=c.db_id,
+                db_schema=schema,
+                db_path=str(path.resolve()),
+                ambiguities=[
+                    Ambiguity(
+                        amb_id=f"{avt_id}-a0",
+                        term=term,
+                        aliases=[c.column, c.syn1, c.syn2],
+                        kind=AmbiguityKind.CRITICAL,
+                        type="column_synonym",
+                        resolution=resolution,
+                        frozen_intent=resolution,
+                    )
+                ],
+                oracle_context=OracleContext(sql_segments=sql_segments(sql)),
+                verifier=VerifierAssets(reference_sql=[sql]),
+                provenance=Provenance(
+                    source_ids={
+                        "spider_dev_index": str(c.example_idx),
+                        "db_id": c.db_id,
+                        "table": c.table,
+                        "column": c.column,
+                        "unit_db": facts["file"],
+                        "unit_sha256": facts["sha256"],
+                    },
+                    build_seed=seed,
+                    filter_outcomes={
+                        "protected_key": False,
+                        "both_execute": True,
+                        "results_differ": True,
+                        "rows": res.row_count,
+                        "copy_column": facts["copy_column"],
+                        "resampled_column": facts["resampled_column"],
+                    },
+                    alternatives=[{"interpretation": f"q{3 - k}", "synonym": c.syn2 if k == 1 else c.syn1}],
+                    notes=[f"original query: {c.orig_query}"],
+                ),
+            )
+        )
     return records

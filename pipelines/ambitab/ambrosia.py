@@ -63,20 +63,102 @@ def normalize_sql(sql: str) -> str:
 
 def db_path_for(data_root: Path, db_file: str) -> Path:
     """``data/<type>/...`` in the source maps to ``databases/<type>/...`` here."""
-    rel = db_file[len("data/"):] if db_file.startswith("data/") else db_file
+    rel = db_file[len("data/") :] if db_file.startswith("data/") else db_file
     return data_root / DB_ROOT / rel
 
 
 # ------------------------------------------------------------------------------------- terms
 
 _QUANTIFIER = re.compile(r"\b(each|every|all)\s+((?:[A-Za-z][\w'-]*\s*){1,3})", re.I)
-_STOP = {"of", "the", "a", "an", "in", "on", "at", "to", "for", "with", "by", "from", "and", "or",
-         "uses", "use", "has", "have", "is", "are", "do", "does", "that", "who", "which", "we", "i",
-         "there", "can", "offer", "offers", "work", "works", "show", "their", "them", "me", "you"}
-_HEAD_SKIP = {"what", "which", "who", "show", "list", "give", "find", "tell", "me", "is", "are", "the",
-              "a", "an", "all", "of", "do", "does", "did", "i", "we", "you", "there", "how", "many",
-              "much", "was", "were", "be", "please", "provide", "display", "get", "return", "name",
-              "names", "my", "our", "in", "for", "need", "can", "could", "would", "should", "to", "about"}
+_STOP = {
+    "of",
+    "the",
+    "a",
+    "an",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "with",
+    "by",
+    "from",
+    "and",
+    "or",
+    "uses",
+    "use",
+    "has",
+    "have",
+    "is",
+    "are",
+    "do",
+    "does",
+    "that",
+    "who",
+    "which",
+    "we",
+    "i",
+    "there",
+    "can",
+    "offer",
+    "offers",
+    "work",
+    "works",
+    "show",
+    "their",
+    "them",
+    "me",
+    "you",
+}
+_HEAD_SKIP = {
+    "what",
+    "which",
+    "who",
+    "show",
+    "list",
+    "give",
+    "find",
+    "tell",
+    "me",
+    "is",
+    "are",
+    "the",
+    "a",
+    "an",
+    "all",
+    "of",
+    "do",
+    "does",
+    "did",
+    "i",
+    "we",
+    "you",
+    "there",
+    "how",
+    "many",
+    "much",
+    "was",
+    "were",
+    "be",
+    "please",
+    "provide",
+    "display",
+    "get",
+    "return",
+    "name",
+    "names",
+    "my",
+    "our",
+    "in",
+    "for",
+    "need",
+    "can",
+    "could",
+    "would",
+    "should",
+    "to",
+    "about",
+}
 _WORD = re.compile(r"[A-Za-z$][\w$'-]*")
 _LITERAL = re.compile(r"'([^']*)'|\"([^\"]*)\"|\b(\d+(?:\.\d+)?)\b")
 
@@ -116,14 +198,16 @@ def _attachment_term(question: str, readings: list[str]) -> tuple[str | None, li
         if pos < 0:
             continue
         # the clause around the literal: from the last relative word before it to the clause end
-        start = max(q_low.rfind(w, 0, pos) for w in (" that ", " who ", " which ", " with ", " in ",
-                                                      " from ", " at ", " for ", " located ", " whose "))
+        start = max(
+            q_low.rfind(w, 0, pos)
+            for w in (" that ", " who ", " which ", " with ", " in ", " from ", " at ", " for ", " located ", " whose ")
+        )
         end_match = re.search(r"[.?,;!]| and | or ", q_low[pos:])
         end = pos + (end_match.start() if end_match else len(q_low) - pos)
         if start >= 0 and pos - start < 40:
-            term = question[start + 1:end].strip()
+            term = question[start + 1 : end].strip()
         else:  # a pre-modifier ("Spanish-speaking servers", "$150 wellness programs")
-            tok = re.search(r"[\w$.-]+", question[max(0, q_low.rfind(" ", 0, pos) + 1):])
+            tok = re.search(r"[\w$.-]+", question[max(0, q_low.rfind(" ", 0, pos) + 1) :])
             term = tok.group(0).strip(".") if tok else lit
         return term or lit, [lit]
     return None, []
@@ -295,8 +379,12 @@ def _convert_question(data_root, sid, row, intents, failures, result, seed) -> l
     for sql in readings:
         matches = sorted(set(intents.get((db_file, normalize_sql(sql)), [])))
         if len(matches) != 1:
-            result.reject(source_id, "intent", f"reading matches {len(matches)} unambiguous rows (need exactly one): "
-                          f"{' '.join(sql.split())[:120]}", row)
+            result.reject(
+                source_id,
+                "intent",
+                f"reading matches {len(matches)} unambiguous rows (need exactly one): {' '.join(sql.split())[:120]}",
+                row,
+            )
             return []
         natives.append(matches[0])
 
@@ -308,8 +396,12 @@ def _convert_question(data_root, sid, row, intents, failures, result, seed) -> l
             return []
         outcomes.append(res)
     # The paper applies no "readings differ" filter to Ambrosia: equal results are recorded, not dropped.
-    equal_pairs = [[i, j] for i in range(len(outcomes)) for j in range(i + 1, len(outcomes))
-                   if results_match(outcomes[i], outcomes[j])]
+    equal_pairs = [
+        [i, j]
+        for i in range(len(outcomes))
+        for j in range(i + 1, len(outcomes))
+        if results_match(outcomes[i], outcomes[j])
+    ]
     if equal_pairs:
         result.count("questions_with_equal_readings")
 
@@ -319,21 +411,39 @@ def _convert_question(data_root, sid, row, intents, failures, result, seed) -> l
     records = []
     for i, (sql, intent) in enumerate(zip(readings, natives)):
         interp = f"r{i}"
-        records.append(TaskRecord.create(
-            CORPUS, avt_id, interp, user_query=question, db_id=db_id, db_schema=schema,
-            db_path=str(db_path.resolve()),
-            ambiguities=[Ambiguity(
-                amb_id=f"{avt_id}-a0", term=term, aliases=aliases, kind=AmbiguityKind.CRITICAL, type=t,
-                resolution=intent, frozen_intent=intent,
-            )],
-            oracle_context=OracleContext(clear_query=intent, sql_segments=sql_segments(sql)),
-            verifier=VerifierAssets(reference_sql=[sql]),
-            provenance=Provenance(
-                source_ids={"db_file": db_file, "db_name": db_path.stem, "row": sid, "reading": str(i)},
-                build_seed=seed,
-                filter_outcomes={"executes": True, "pairwise_distinct": not equal_pairs,
-                                 "equal_reading_pairs": equal_pairs, "native_intent_matches": 1,
-                                 "rows": outcomes[i].row_count},
-            ),
-        ))
+        records.append(
+            TaskRecord.create(
+                CORPUS,
+                avt_id,
+                interp,
+                user_query=question,
+                db_id=db_id,
+                db_schema=schema,
+                db_path=str(db_path.resolve()),
+                ambiguities=[
+                    Ambiguity(
+                        amb_id=f"{avt_id}-a0",
+                        term=term,
+                        aliases=aliases,
+                        kind=AmbiguityKind.CRITICAL,
+                        type=t,
+                        resolution=intent,
+                        frozen_intent=intent,
+                    )
+                ],
+                oracle_context=OracleContext(clear_query=intent, sql_segments=sql_segments(sql)),
+                verifier=VerifierAssets(reference_sql=[sql]),
+                provenance=Provenance(
+                    source_ids={"db_file": db_file, "db_name": db_path.stem, "row": sid, "reading": str(i)},
+                    build_seed=seed,
+                    filter_outcomes={
+                        "executes": True,
+                        "pairwise_distinct": not equal_pairs,
+                        "equal_reading_pairs": equal_pairs,
+                        "native_intent_matches": 1,
+                        "rows": outcomes[i].row_count,
+                    },
+                ),
+            )
+        )
     return records

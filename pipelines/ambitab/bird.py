@@ -33,8 +33,15 @@ from pydantic import BaseModel, Field
 from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.ewbird import DB_ROOT, DEV, REQUIRED_KEYS, parse_hint, split_evidence
-from pipelines.ambitab.record import (Ambiguity, AmbiguityKind, OracleContext, Provenance, TaskRecord, VerifierAssets,
-                                      make_avt_id)
+from pipelines.ambitab.record import (
+    Ambiguity,
+    AmbiguityKind,
+    OracleContext,
+    Provenance,
+    TaskRecord,
+    VerifierAssets,
+    make_avt_id,
+)
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
 from pipelines.prompting import messages
 from resources.sql import execute_sql
@@ -82,42 +89,52 @@ class Necessity(BaseModel):
 
 
 def _header(db_id: str, schema: str) -> str:
-    return (f'You are a good data scientist with great SQLite writing ability. You have a DB called "{db_id}".\n\n'
-            f"## DB Schema Information:\n{schema}")
+    return (
+        f'You are a good data scientist with great SQLite writing ability. You have a DB called "{db_id}".\n\n'
+        f"## DB Schema Information:\n{schema}"
+    )
 
 
 def readings_messages(db_id, schema, question, evidence, sql) -> list[dict]:
-    return messages(None,
+    return messages(
+        None,
         f"{_header(db_id, schema)}\n\n## Question:\n{question}\n\n## Evidence:\n{evidence}\n\n## Intended SQL:\n{sql}\n\n"
         "List up to 3 OTHER plausible readings of the question a user could have meant, each with one SQLite "
-        'SELECT. Answer JSON {"readings": [{"description": "...", "sql": "..."}]}.')
+        'SELECT. Answer JSON {"readings": [{"description": "...", "sql": "..."}]}.',
+    )
 
 
 def rewrite_messages(db_id, schema, question, evidence, sql, readings: list[dict]) -> list[dict]:
     alts = "\n".join(f"- {r['description']}: {r['sql']}" for r in readings)
-    return messages(None,
+    return messages(
+        None,
         f"{_header(db_id, schema)}\n\n## Question:\n{question}\n\n## Evidence:\n{evidence}\n\n## Intended SQL:\n{sql}\n\n"
         f"## Alternative readings:\n{alts}\n\nRewrite the question so that it no longer says which reading is meant "
         "(remove the details the evidence supplies), and list each ambiguity you introduced with the answer that "
         'fixes the intended SQL. Answer JSON {"user_query": "...", "ambiguities": [{"term": "...", '
-        '"kind": "critical|knowledge", "resolution": "..."}]}.')
+        '"kind": "critical|knowledge", "resolution": "..."}]}.',
+    )
 
 
 def probe_messages(db_id, schema, user_query, resolutions: list[str] | None) -> list[dict]:
     summary = ""
     if resolutions:
         summary = "\n\n## Clarification summary:\n" + "\n".join(f"- {r}" for r in resolutions)
-    return messages(None,
+    return messages(
+        None,
         f"{_header(db_id, schema)}\n\n## Text-to-SQL Question:\n{user_query}{summary}\n\n"
-        'Generate the final SQLite statement. Answer JSON {"reasoning": "...", "output": "<SQL>"}.')
+        'Generate the final SQLite statement. Answer JSON {"reasoning": "...", "output": "<SQL>"}.',
+    )
 
 
 def necessity_messages(db_id, schema, user_query, terms: list[str]) -> list[dict]:
-    return messages(None,
+    return messages(
+        None,
         f"{_header(db_id, schema)}\n\n## Request:\n{user_query}\n\n## Possibly unclear phrases:\n"
         + "\n".join(f"- {t}" for t in terms)
-        + '\n\nCan the intended SQL be written without asking the user anything? Answer JSON '
-          '{"necessary": true|false, "reason": "..."} where necessary=true means a clarifying question is needed.')
+        + "\n\nCan the intended SQL be written without asking the user anything? Answer JSON "
+        '{"necessary": true|false, "reason": "..."} where necessary=true means a clarifying question is needed.',
+    )
 
 
 # ------------------------------------------------------------------------------------- build
@@ -143,8 +160,9 @@ def _matches(db_path, sql, gold) -> bool:
     return bool(res.ok and results_match(gold, res))
 
 
-def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | None = None,
-          progress=None) -> BuildResult:
+def build(
+    data_root: Path, seed: int = 0, council_factory=None, max_rows: int | None = None, progress=None
+) -> BuildResult:
     result = BuildResult(CORPUS, stats={"seed": seed, "prompt_version": PROMPT_VERSION})
     src = require_file(data_root / DEV, "BIRD dev file dev.jar.json")
     rows = list(iter_json_rows(src, result, REQUIRED_KEYS, id_key="question_id"))
@@ -156,14 +174,21 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
         else:
             absent[row["db_id"]] = absent.get(row["db_id"], 0) + 1
     if absent:
-        result.skip("llm authoring (databases absent)", "BIRD databases not present here: "
-                    + ", ".join(sorted(absent)), sum(absent.values()))
+        result.skip(
+            "llm authoring (databases absent)",
+            "BIRD databases not present here: " + ", ".join(sorted(absent)),
+            sum(absent.values()),
+        )
     if max_rows is not None:
         present = present[:max_rows]
     councils = {stage: _council(council_factory, role) for stage, role in ROLES.items()} if council_factory else {}
     missing = sorted({ROLES[s] for s, c in councils.items() if c is None})
     if council_factory is None or missing:
-        why = "LLM steps off (no council config file, or --llm off)" if council_factory is None else f"no council for role(s) {missing} (nor `default`)"
+        why = (
+            "LLM steps off (no council config file, or --llm off)"
+            if council_factory is None
+            else f"no council for role(s) {missing} (nor `default`)"
+        )
         result.skip("llm authoring (readings, rewrite, probes, necessity)", why, len(present))
         return result.finish()
     result.stats["source_rows"] = len(present)
@@ -185,9 +210,17 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
     g0, s0 = gen.member_names[0], solver.member_names[0]
 
     # 1. alternative readings
-    ans = gen.ask_many(g0, [readings_messages(c["row"]["db_id"], c["schema"], c["row"]["question"],
-                                              c["row"]["evidence"], c["row"]["sql"]) for c in cands],
-                       Readings, tags=_tags("readings", [c["sid"] for c in cands]))
+    ans = gen.ask_many(
+        g0,
+        [
+            readings_messages(
+                c["row"]["db_id"], c["schema"], c["row"]["question"], c["row"]["evidence"], c["row"]["sql"]
+            )
+            for c in cands
+        ],
+        Readings,
+        tags=_tags("readings", [c["sid"] for c in cands]),
+    )
     stage2 = []
     for c, a in zip(cands, ans):
         if not a.ok:
@@ -196,8 +229,14 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
         kept = []
         for r in a.parsed.readings:
             res = execute_sql(c["path"], r.sql, timeout_s=EXEC_TIMEOUT_S)
-            kept.append({"description": r.description, "sql": r.sql, "executes": res.ok,
-                         "differs": bool(res.ok and not results_match(c["gold"], res))})
+            kept.append(
+                {
+                    "description": r.description,
+                    "sql": r.sql,
+                    "executes": res.ok,
+                    "differs": bool(res.ok and not results_match(c["gold"], res)),
+                }
+            )
         c["readings"] = kept
         c["calls"] = {"readings": a.call_id}
         if not any(k["differs"] for k in kept):
@@ -206,9 +245,22 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
         stage2.append(c)
 
     # 2. rewrite + fixed resolutions
-    ans = gen.ask_many(g0, [rewrite_messages(c["row"]["db_id"], c["schema"], c["row"]["question"], c["row"]["evidence"],
-                                             c["row"]["sql"], [r for r in c["readings"] if r["differs"]])
-                            for c in stage2], Rewrite, tags=_tags("rewrite", [c["sid"] for c in stage2]))
+    ans = gen.ask_many(
+        g0,
+        [
+            rewrite_messages(
+                c["row"]["db_id"],
+                c["schema"],
+                c["row"]["question"],
+                c["row"]["evidence"],
+                c["row"]["sql"],
+                [r for r in c["readings"] if r["differs"]],
+            )
+            for c in stage2
+        ],
+        Rewrite,
+        tags=_tags("rewrite", [c["sid"] for c in stage2]),
+    )
     stage3, controls = [], []
     for c, a in zip(stage2, ans):
         if not a.ok:
@@ -225,11 +277,26 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
 
     # 3. probes: miss without clarification, match with every resolution
     if stage3:
-        without = solver.ask_many(s0, [probe_messages(c["row"]["db_id"], c["schema"], c["rewrite"].user_query, None)
-                                       for c in stage3], ProbeSQL, tags=_tags("probe_without", [c["sid"] for c in stage3]))
-        with_all = solver.ask_many(s0, [probe_messages(c["row"]["db_id"], c["schema"], c["rewrite"].user_query,
-                                                       [x.resolution for x in c["rewrite"].ambiguities])
-                                        for c in stage3], ProbeSQL, tags=_tags("probe_with", [c["sid"] for c in stage3]))
+        without = solver.ask_many(
+            s0,
+            [probe_messages(c["row"]["db_id"], c["schema"], c["rewrite"].user_query, None) for c in stage3],
+            ProbeSQL,
+            tags=_tags("probe_without", [c["sid"] for c in stage3]),
+        )
+        with_all = solver.ask_many(
+            s0,
+            [
+                probe_messages(
+                    c["row"]["db_id"],
+                    c["schema"],
+                    c["rewrite"].user_query,
+                    [x.resolution for x in c["rewrite"].ambiguities],
+                )
+                for c in stage3
+            ],
+            ProbeSQL,
+            tags=_tags("probe_with", [c["sid"] for c in stage3]),
+        )
     else:
         without = with_all = []
     stage4 = []
@@ -239,22 +306,39 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
         c["probes"] = {"miss_without_clarification": miss, "match_with_resolutions": match}
         c["calls"].update(probe_without=a.call_id, probe_with=b.call_id)
         if not (miss and match):
-            result.reject(c["sid"], "probe", f"probes: miss without clarification={miss}, match with resolutions={match}",
-                          c["probes"])
+            result.reject(
+                c["sid"],
+                "probe",
+                f"probes: miss without clarification={miss}, match with resolutions={match}",
+                c["probes"],
+            )
             continue
         stage4.append(c)
 
     # 4. blind necessity judgment (strict majority of the judges)
-    votes = judges.vote_many([necessity_messages(c["row"]["db_id"], c["schema"], c["rewrite"].user_query,
-                                                 [x.term for x in c["rewrite"].ambiguities]) for c in stage4],
-                             Necessity, extract=lambda n: n.necessary, tags=_tags("necessity", [c["sid"] for c in stage4])
-                             ) if stage4 else []
+    votes = (
+        judges.vote_many(
+            [
+                necessity_messages(
+                    c["row"]["db_id"], c["schema"], c["rewrite"].user_query, [x.term for x in c["rewrite"].ambiguities]
+                )
+                for c in stage4
+            ],
+            Necessity,
+            extract=lambda n: n.necessary,
+            tags=_tags("necessity", [c["sid"] for c in stage4]),
+        )
+        if stage4
+        else []
+    )
     for c, v in zip(stage4, votes):
         tick.advance()
         c["necessity"] = {"decision": v.decision, "votes": [m.vote for m in v.votes]}
         c["calls"]["necessity"] = [m.call_id for m in v.votes]
         if v.decision is not True:
-            result.reject(c["sid"], "necessity", f"judges did not find clarification necessary ({v.counts})", c["necessity"])
+            result.reject(
+                c["sid"], "necessity", f"judges did not find clarification necessary ({v.counts})", c["necessity"]
+            )
             continue
         result.records.append(_record(c, seed))
     tick.close()
@@ -274,23 +358,49 @@ def _record(c: dict, seed: int, control: bool = False) -> TaskRecord:
     avt_id = make_avt_id(CORPUS, user_query, row["db_id"], [a.term for a in rw.ambiguities])
     for i, a in enumerate(rw.ambiguities):
         concepts = [x for x in hint_concepts if x.lower() in a.resolution.lower()]
-        ambs.append(Ambiguity(amb_id=f"{avt_id}-a{i}", term=a.term, kind=AmbiguityKind(a.kind), type="authored",
-                              resolution=a.resolution, concepts=concepts))
+        ambs.append(
+            Ambiguity(
+                amb_id=f"{avt_id}-a{i}",
+                term=a.term,
+                kind=AmbiguityKind(a.kind),
+                type="authored",
+                resolution=a.resolution,
+                concepts=concepts,
+            )
+        )
     interp = str(row["question_id"])
     return TaskRecord.create(
-        CORPUS, avt_id, interp, split="dev", user_query=user_query, db_id=row["db_id"], db_schema=c["schema"],
+        CORPUS,
+        avt_id,
+        interp,
+        split="dev",
+        user_query=user_query,
+        db_id=row["db_id"],
+        db_schema=c["schema"],
         db_path=str(Path(c["path"]).resolve()),
         # a control is the unrewritten original: nothing to ask, so its evidence stays visible [I]
         external_knowledge=hints if control else None,
         ambiguities=ambs,
-        oracle_context=OracleContext(clear_query=row["question"], withheld_evidence=[] if control else hints,
-                                     sql_segments=sql_segments(row["sql"])),
+        oracle_context=OracleContext(
+            clear_query=row["question"],
+            withheld_evidence=[] if control else hints,
+            sql_segments=sql_segments(row["sql"]),
+        ),
         verifier=VerifierAssets(reference_sql=[row["sql"]]),
         provenance=Provenance(
-            source_ids={"question_id": interp, "db_id": row["db_id"], "source": "bird_dev",
-                        "prompt_version": PROMPT_VERSION},
-            build_seed=seed, alternatives=c["readings"],
-            filter_outcomes={"control": control, "probes": c["probes"], "necessity": c["necessity"],
-                             "llm_calls": json.loads(json.dumps(c["calls"]))},
+            source_ids={
+                "question_id": interp,
+                "db_id": row["db_id"],
+                "source": "bird_dev",
+                "prompt_version": PROMPT_VERSION,
+            },
+            build_seed=seed,
+            alternatives=c["readings"],
+            filter_outcomes={
+                "control": control,
+                "probes": c["probes"],
+                "necessity": c["necessity"],
+                "llm_calls": json.loads(json.dumps(c["calls"])),
+            },
         ),
     )

@@ -43,11 +43,20 @@ from pipelines.ambitab.sources import iter_json_rows, read_json, read_jsonl, req
 CORPUS = "bird_interact"
 ROOT = Path("bird_interact") / "bird_interact_conv" / "data"
 TASKS = ROOT / "datasets" / "bird_interact_data.jsonl"
-REQUIRED_KEYS = ("instance_id", "selected_database", "query", "amb_user_query", "user_query_ambiguity",
-                 "knowledge_ambiguity", "sol_sql")
+REQUIRED_KEYS = (
+    "instance_id",
+    "selected_database",
+    "query",
+    "amb_user_query",
+    "user_query_ambiguity",
+    "knowledge_ambiguity",
+    "sol_sql",
+)
 STAND_IN = "stand-in (KB definition / sql_snippet), not the paper's audited LLM catalog"
-NO_DB_REASON = ("the PostgreSQL database of {db} is not available here (BIRD-Interact distributes its "
-                "dumps separately); verification skipped")
+NO_DB_REASON = (
+    "the PostgreSQL database of {db} is not available here (BIRD-Interact distributes its "
+    "dumps separately); verification skipped"
+)
 
 
 def _dedup_key(term: str) -> str:
@@ -107,9 +116,11 @@ def build(data_root: Path, seed: int = 0, progress=None) -> BuildResult:
 
 def _convert(sid: str, row: dict, db: _Database, seed: int) -> tuple[TaskRecord, int]:
     uqa = row["user_query_ambiguity"] or {}
-    raw = ([("critical", a) for a in uqa.get("critical_ambiguity") or []]
-           + [("knowledge", a) for a in row.get("knowledge_ambiguity") or []]
-           + [("non_critical", a) for a in uqa.get("non_critical_ambiguity") or []])
+    raw = (
+        [("critical", a) for a in uqa.get("critical_ambiguity") or []]
+        + [("knowledge", a) for a in row.get("knowledge_ambiguity") or []]
+        + [("non_critical", a) for a in uqa.get("non_critical_ambiguity") or []]
+    )
     seen: dict[str, int] = {}
     ambs: list[Ambiguity] = []
     merges = []
@@ -122,14 +133,26 @@ def _convert(sid: str, row: dict, db: _Database, seed: int) -> tuple[TaskRecord,
             merges.append({"term": a["term"], "kind": kind, "kept": ambs[seen[key]].amb_id})
             continue
         seen[key] = len(ambs)
-        ambs.append(Ambiguity(
-            amb_id=f"{sid}-{kind[0]}{len(ambs)}", term=a["term"], kind=AmbiguityKind(kind), type=a.get("type") or kind,
-            resolution=stand_in_response(kind, a, db.kb_by_id), sql_snippet=a.get("sql_snippet") or None,
-        ))
-    visible_kb = [{k: e.get(k) for k in ("id", "knowledge", "description", "definition", "type", "children_knowledge")}
-                  for e in db.kb if e["id"] not in deleted]
-    withheld = [f"{db.kb_by_id[d]['knowledge']}: {db.kb_by_id[d].get('definition')}" for d in sorted(deleted)
-                if d in db.kb_by_id]
+        ambs.append(
+            Ambiguity(
+                amb_id=f"{sid}-{kind[0]}{len(ambs)}",
+                term=a["term"],
+                kind=AmbiguityKind(kind),
+                type=a.get("type") or kind,
+                resolution=stand_in_response(kind, a, db.kb_by_id),
+                sql_snippet=a.get("sql_snippet") or None,
+            )
+        )
+    visible_kb = [
+        {k: e.get(k) for k in ("id", "knowledge", "description", "definition", "type", "children_knowledge")}
+        for e in db.kb
+        if e["id"] not in deleted
+    ]
+    withheld = [
+        f"{db.kb_by_id[d]['knowledge']}: {db.kb_by_id[d].get('definition')}"
+        for d in sorted(deleted)
+        if d in db.kb_by_id
+    ]
     cond = row.get("conditions") or {}
     decimals = cond.get("decimal")
     sol = row["sol_sql"] if isinstance(row["sol_sql"], list) else [row["sol_sql"]]
@@ -137,24 +160,47 @@ def _convert(sid: str, row: dict, db: _Database, seed: int) -> tuple[TaskRecord,
     question = row["amb_user_query"]
     avt_id = make_avt_id(CORPUS, question, db_id, [a.term for a in ambs if a.counted])
     record = TaskRecord.create(
-        CORPUS, avt_id, sid, engine="postgresql", user_query=question, db_id=db_id, db_schema=db.schema,
-        column_meanings=db.meanings, external_knowledge=visible_kb or None,
+        CORPUS,
+        avt_id,
+        sid,
+        engine="postgresql",
+        user_query=question,
+        db_id=db_id,
+        db_schema=db.schema,
+        column_meanings=db.meanings,
+        external_knowledge=visible_kb or None,
         ambiguities=ambs,
-        oracle_context=OracleContext(clear_query=row["query"], withheld_evidence=withheld,
-                                     sql_segments=[s for q in sol for s in sql_segments(q, dialect="postgres")]),
+        oracle_context=OracleContext(
+            clear_query=row["query"],
+            withheld_evidence=withheld,
+            sql_segments=[s for q in sol for s in sql_segments(q, dialect="postgres")],
+        ),
         verifier=VerifierAssets(
-            reference_sql=sol, preprocess_sql=list(row.get("preprocess_sql") or []),
-            clean_up_sql=list(row.get("clean_up_sqls") or []), test_cases=list(row.get("test_cases") or []),
-            comparison=ComparisonPolicy(distinct=bool(cond.get("distinct")),
-                                        float_decimals=decimals if isinstance(decimals, int) and decimals >= 0 else None),
-            executable=False, skip_reason=NO_DB_REASON.format(db=db_id),
+            reference_sql=sol,
+            preprocess_sql=list(row.get("preprocess_sql") or []),
+            clean_up_sql=list(row.get("clean_up_sqls") or []),
+            test_cases=list(row.get("test_cases") or []),
+            comparison=ComparisonPolicy(
+                distinct=bool(cond.get("distinct")),
+                float_decimals=decimals if isinstance(decimals, int) and decimals >= 0 else None,
+            ),
+            executable=False,
+            skip_reason=NO_DB_REASON.format(db=db_id),
         ),
         provenance=Provenance(
-            source_ids={"instance_id": sid, "db_id": db_id, "responses": STAND_IN,
-                        "category": str(row.get("category")), "difficulty_tier": str(row.get("difficulty_tier"))},
+            source_ids={
+                "instance_id": sid,
+                "db_id": db_id,
+                "responses": STAND_IN,
+                "category": str(row.get("category")),
+                "difficulty_tier": str(row.get("difficulty_tier")),
+            },
             build_seed=seed,
-            filter_outcomes={"duplicate_terms_merged": merges, "deleted_knowledge": sorted(deleted),
-                             "external_knowledge_ids": row.get("external_knowledge") or []},
+            filter_outcomes={
+                "duplicate_terms_merged": merges,
+                "deleted_knowledge": sorted(deleted),
+                "external_knowledge_ids": row.get("external_knowledge") or [],
+            },
             notes=[f"responses: {STAND_IN}", "verification skipped: PostgreSQL database not present"],
         ),
     )

@@ -78,8 +78,11 @@ def rejects_frame(rejects: list[Reject]):
     import polars as pl
 
     schema = {c: pl.String for c in REJECT_COLUMNS}
-    return pl.DataFrame([asdict(r) for r in rejects], schema=schema, orient="row") if rejects else \
-        pl.DataFrame(schema=schema)
+    return (
+        pl.DataFrame([asdict(r) for r in rejects], schema=schema, orient="row")
+        if rejects
+        else pl.DataFrame(schema=schema)
+    )
 
 
 def item_progress(label: str, total: int, sink: Sink | None) -> Progress:

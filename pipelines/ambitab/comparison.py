@@ -31,5 +31,10 @@ from pipelines.sqltools import results
 def results_match(gold: Any, pred: Any, policy: ComparisonPolicy | None = None) -> bool:
     """True when ``pred``'s rows equal ``gold``'s under ``policy`` (QueryResult or row lists)."""
     policy = policy or ComparisonPolicy()
-    return results.results_match(gold, pred, "ordered" if policy.order_sensitive else "set",
-                                 distinct=policy.distinct, decimals=policy.float_decimals)
+    return results.results_match(
+        gold,
+        pred,
+        "ordered" if policy.order_sensitive else "set",
+        distinct=policy.distinct,
+        decimals=policy.float_decimals,
+    )

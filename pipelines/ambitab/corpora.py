@@ -18,8 +18,14 @@ from pipelines.ambitab.record import CORPORA
 
 DATA_ENV = "QUANDARY_AMBITAB_DATA"
 # module per corpus (the corpus names are the record's `corpus` values)
-MODULES = {"ambrosia": "ambrosia", "ambiqt": "ambiqt", "taco": "taco", "ew_bird": "ewbird",
-           "bird_interact": "bird_interact", "bird": "bird"}
+MODULES = {
+    "ambrosia": "ambrosia",
+    "ambiqt": "ambiqt",
+    "taco": "taco",
+    "ew_bird": "ewbird",
+    "bird_interact": "bird_interact",
+    "bird": "bird",
+}
 
 
 def default_data_root() -> Path:

@@ -83,7 +83,7 @@ def parse_hint(hint: str, identifiers: set[str] | None = None) -> tuple[str, str
         return hint.strip(), "other", []
     pos, sep = best
     term = hint[:pos].strip() or hint.strip()
-    rhs = hint[pos + len(sep):]
+    rhs = hint[pos + len(sep) :]
     concepts: list[str] = []
     for m in _QUOTED.finditer(rhs):
         lit = next(g for g in m.groups() if g)
@@ -108,8 +108,10 @@ def ddl_from_tables(tables: list[dict]) -> str:
     parts = []
     for t in tables:
         cols = ",\n".join(f'  "{c}" {ty.upper()}' for c, ty in zip(t["column_names_original"], t["column_types"]))
-        parts.append(f'CREATE TABLE "{t["table_name_original"]}" (\n{cols}\n);\n'
-                     f"/* example rows unavailable: the database is not present */")
+        parts.append(
+            f'CREATE TABLE "{t["table_name_original"]}" (\n{cols}\n);\n'
+            f"/* example rows unavailable: the database is not present */"
+        )
     return "\n\n".join(parts)
 
 
@@ -190,8 +192,15 @@ def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildRes
     for member in members:
         for with_ev in (False, True):
             msgs = [filter_messages(r, with_ev) for r in records]
-            tags = [{"stage": "ambitab_ew_bird_filter", "candidate_id": r.record_id, "with_evidence": with_ev,
-                     "prompt_version": FILTER_PROMPT_VERSION} for r in records]
+            tags = [
+                {
+                    "stage": "ambitab_ew_bird_filter",
+                    "candidate_id": r.record_id,
+                    "with_evidence": with_ev,
+                    "prompt_version": FILTER_PROMPT_VERSION,
+                }
+                for r in records
+            ]
             answers = council.ask_many(member, msgs, SolverSQL, tags=tags)
             for r, a in zip(records, answers):
                 calls += 1
@@ -199,7 +208,10 @@ def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildRes
                 failed += not a.ok
                 sql = a.parsed.output if a.ok and a.parsed else None
                 verdicts[r.record_id].setdefault(member, {})["with" if with_ev else "without"] = {
-                    "solved": _solved(r, sql, golds[r.record_id]), "call_id": a.call_id, "status": a.status}
+                    "solved": _solved(r, sql, golds[r.record_id]),
+                    "call_id": a.call_id,
+                    "status": a.status,
+                }
         if progress:
             progress(f"ew_bird filter: member {member} done ({calls} calls, {cached} cached, {failed} failed)")
     kept = []
@@ -207,14 +219,21 @@ def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildRes
         tick.advance()
         v = verdicts[r.record_id]
         benefit = [m for m, o in v.items() if not o["without"]["solved"] and o["with"]["solved"]]
-        outcome = {"llm_filter": "kept" if benefit else "dropped", "benefit_members": benefit,
-                   "per_member": {m: {k: o[k]["solved"] for k in ("without", "with")} for m, o in v.items()}}
+        outcome = {
+            "llm_filter": "kept" if benefit else "dropped",
+            "benefit_members": benefit,
+            "per_member": {m: {k: o[k]["solved"] for k in ("without", "with")} for m, o in v.items()},
+        }
         if benefit:
             prov = r.provenance.model_copy(update={"filter_outcomes": {**r.provenance.filter_outcomes, **outcome}})
             kept.append(r.model_copy(update={"provenance": prov}))
         else:
-            result.reject(r.provenance.source_ids["question_id"], "llm_filter",
-                          "no solver member failed without the evidence and succeeded with it", outcome)
+            result.reject(
+                r.provenance.source_ids["question_id"],
+                "llm_filter",
+                "no solver member failed without the evidence and succeeded with it",
+                outcome,
+            )
     tick.close()
     result.stats.update(filter_calls=calls, filter_cached=cached, filter_failed=failed, filter_kept=len(kept))
     return kept
@@ -223,8 +242,14 @@ def run_filter(records: list[TaskRecord], council, golds: dict, result: BuildRes
 # ------------------------------------------------------------------------------------ build
 
 
-def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | None = None,
-          db_ids: list[str] | None = None, progress=None) -> BuildResult:
+def build(
+    data_root: Path,
+    seed: int = 0,
+    council_factory=None,
+    max_rows: int | None = None,
+    db_ids: list[str] | None = None,
+    progress=None,
+) -> BuildResult:
     result = BuildResult(CORPUS, stats={"seed": seed})
     src = require_file(data_root / DEV, "BIRD dev file dev.jar.json")
     schemas = _DevSchemas(data_root)
@@ -254,15 +279,31 @@ def build(data_root: Path, seed: int = 0, council_factory=None, max_rows: int | 
     result.stats["structural_rows"] = len(structural)
     missing = sorted({r.db_id for r in structural})
     if missing:
-        result.skip("execute + llm filter (databases absent)",
-                    f"BIRD dev databases not present here: {', '.join(missing)}; records are structural", len(structural))
+        result.skip(
+            "execute + llm filter (databases absent)",
+            f"BIRD dev databases not present here: {', '.join(missing)}; records are structural",
+            len(structural),
+        )
     council = solvers_council(council_factory) if council_factory is not None and executable else None
     if executable and council is None:
-        why = ("LLM steps off (no council config file, or --llm off)" if council_factory is None
-               else "the council config has no `solvers` role (and no `default` council)")
-        result.skip("llm keep/drop filter", f"{why}; {len(executable)} executable rows kept unfiltered", len(executable))
-        kept = [r.model_copy(update={"provenance": r.provenance.model_copy(update={
-            "filter_outcomes": {**r.provenance.filter_outcomes, "llm_filter": "not run"}})}) for r in executable]
+        why = (
+            "LLM steps off (no council config file, or --llm off)"
+            if council_factory is None
+            else "the council config has no `solvers` role (and no `default` council)"
+        )
+        result.skip(
+            "llm keep/drop filter", f"{why}; {len(executable)} executable rows kept unfiltered", len(executable)
+        )
+        kept = [
+            r.model_copy(
+                update={
+                    "provenance": r.provenance.model_copy(
+                        update={"filter_outcomes": {**r.provenance.filter_outcomes, "llm_filter": "not run"}}
+                    )
+                }
+            )
+            for r in executable
+        ]
     elif executable:
         kept = run_filter(executable, council, golds, result, progress)
     else:
@@ -319,25 +360,49 @@ def _convert(sid, row, schemas: _DevSchemas, result: BuildResult, seed: int, hin
     interp = str(row["question_id"])
     # a column meaning that quotes a hint would show the withheld evidence: drop it from the spec
     norm_hints = [" ".join(h.lower().split()) for h in hints]
-    meanings = {k: v for k, v in (schemas.meanings.get(db_id) or {}).items()
-                if not any(h in " ".join(v.lower().split()) for h in norm_hints)} or None
+    meanings = {
+        k: v
+        for k, v in (schemas.meanings.get(db_id) or {}).items()
+        if not any(h in " ".join(v.lower().split()) for h in norm_hints)
+    } or None
     scrubbed = len(schemas.meanings.get(db_id) or {}) - len(meanings or {})
     record = TaskRecord.create(
-        CORPUS, avt_id, interp, split="dev", user_query=question, db_id=db_id, db_schema=schema,
-        db_path=str(db_path.resolve()) if present else None, column_meanings=meanings,
-        ambiguities=[Ambiguity(amb_id=f"{avt_id}-h{i}", term=t, kind=AmbiguityKind.KNOWLEDGE, type=f"hint:{k}",
-                               resolution=h, concepts=c) for i, (t, k, c, h) in enumerate(ambs)],
+        CORPUS,
+        avt_id,
+        interp,
+        split="dev",
+        user_query=question,
+        db_id=db_id,
+        db_schema=schema,
+        db_path=str(db_path.resolve()) if present else None,
+        column_meanings=meanings,
+        ambiguities=[
+            Ambiguity(
+                amb_id=f"{avt_id}-h{i}",
+                term=t,
+                kind=AmbiguityKind.KNOWLEDGE,
+                type=f"hint:{k}",
+                resolution=h,
+                concepts=c,
+            )
+            for i, (t, k, c, h) in enumerate(ambs)
+        ],
         oracle_context=OracleContext(withheld_evidence=hints, sql_segments=sql_segments(sql)),
         verifier=VerifierAssets(
-            reference_sql=[sql], executable=present,
+            reference_sql=[sql],
+            executable=present,
             skip_reason=None if present else f"BIRD dev database {db_id} is not available here",
         ),
         provenance=Provenance(
             source_ids={"question_id": str(row["question_id"]), "db_id": db_id, "source": "bird_dev"},
             build_seed=seed,
-            filter_outcomes={"executes": True if present else None, "rows": gold.row_count if present else None,
-                             "difficulty": row.get("difficulty"), "column_meanings_withheld": scrubbed,
-                             "duplicate_terms_merged": merged},
+            filter_outcomes={
+                "executes": True if present else None,
+                "rows": gold.row_count if present else None,
+                "difficulty": row.get("difficulty"),
+                "column_meanings_withheld": scrubbed,
+                "duplicate_terms_merged": merged,
+            },
         ),
     )
     return record, gold

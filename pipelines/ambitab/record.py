@@ -173,20 +173,48 @@ class TaskRecord(_Model):
         return v
 
     @classmethod
-    def create(cls, corpus: str, avt_id: str, interpretation_id: str, *, user_query: str, db_id: str,
-               db_schema: str, verifier: VerifierAssets, engine: str = "sqlite", split: str = "all",
-               db_path: str | None = None, column_meanings: dict[str, str] | None = None,
-               external_knowledge: list[Any] | None = None, ambiguities: list[Ambiguity] = (),
-               oracle_context: OracleContext | None = None, provenance: Provenance | None = None) -> TaskRecord:
+    def create(
+        cls,
+        corpus: str,
+        avt_id: str,
+        interpretation_id: str,
+        *,
+        user_query: str,
+        db_id: str,
+        db_schema: str,
+        verifier: VerifierAssets,
+        engine: str = "sqlite",
+        split: str = "all",
+        db_path: str | None = None,
+        column_meanings: dict[str, str] | None = None,
+        external_knowledge: list[Any] | None = None,
+        ambiguities: list[Ambiguity] = (),
+        oracle_context: OracleContext | None = None,
+        provenance: Provenance | None = None,
+    ) -> TaskRecord:
         """The record every corpus conversion builds: the opaque id from ``avt_id`` and
         ``interpretation_id`` (:func:`make_record_id`), the visible spec of ``user_query`` on database
         ``db_id`` with the engine's display name."""
         return cls(
-            record_id=make_record_id(corpus, avt_id, interpretation_id), corpus=corpus, split=split, avt_id=avt_id,
-            interpretation_id=interpretation_id, engine=engine, db_id=db_id, db_path=db_path,
-            spec=Spec(user_query=user_query, sql_engine_name=ENGINE_NAMES.get(engine, engine), db_name=db_id,
-                      db_schema=db_schema, column_meanings=column_meanings, external_knowledge=external_knowledge),
-            ambiguities=list(ambiguities), oracle_context=oracle_context or OracleContext(), verifier=verifier,
+            record_id=make_record_id(corpus, avt_id, interpretation_id),
+            corpus=corpus,
+            split=split,
+            avt_id=avt_id,
+            interpretation_id=interpretation_id,
+            engine=engine,
+            db_id=db_id,
+            db_path=db_path,
+            spec=Spec(
+                user_query=user_query,
+                sql_engine_name=ENGINE_NAMES.get(engine, engine),
+                db_name=db_id,
+                db_schema=db_schema,
+                column_meanings=column_meanings,
+                external_knowledge=external_knowledge,
+            ),
+            ambiguities=list(ambiguities),
+            oracle_context=oracle_context or OracleContext(),
+            verifier=verifier,
             provenance=provenance or Provenance(),
         )
 
@@ -215,26 +243,41 @@ class TaskRecord(_Model):
 
     def agent_view(self) -> AgentView:
         return AgentView(
-            record_id=self.record_id, corpus=self.corpus, split=self.split, engine=self.engine,
-            db_id=self.db_id, spec=self.spec, max_questions=self.max_questions,
+            record_id=self.record_id,
+            corpus=self.corpus,
+            split=self.split,
+            engine=self.engine,
+            db_id=self.db_id,
+            spec=self.spec,
+            max_questions=self.max_questions,
         )
 
     def oracle_view(self, sql_grounding: bool | None = None) -> OracleView:
         """``sql_grounding=None`` uses the corpus default (unfiltered for Bird / EW-Bird)."""
         grounded = self.corpus in UNFILTERED_ORACLE_CORPORA if sql_grounding is None else sql_grounding
         return OracleView(
-            record_id=self.record_id, corpus=self.corpus, engine=self.engine, db_id=self.db_id,
-            spec=self.spec, ambiguities=self.ambiguities,
+            record_id=self.record_id,
+            corpus=self.corpus,
+            engine=self.engine,
+            db_id=self.db_id,
+            spec=self.spec,
+            ambiguities=self.ambiguities,
             # the segments are SQL too: a scoped (ungrounded) oracle does not get them
-            oracle_context=self.oracle_context if grounded else self.oracle_context.model_copy(
-                update={"sql_segments": []}),
-            sql_grounding=grounded, reference_sql=list(self.verifier.reference_sql) if grounded else None,
+            oracle_context=self.oracle_context
+            if grounded
+            else self.oracle_context.model_copy(update={"sql_segments": []}),
+            sql_grounding=grounded,
+            reference_sql=list(self.verifier.reference_sql) if grounded else None,
         )
 
     def verifier_view(self) -> VerifierView:
         return VerifierView(
-            record_id=self.record_id, corpus=self.corpus, engine=self.engine, db_id=self.db_id,
-            db_path=self.db_path, verifier=self.verifier,
+            record_id=self.record_id,
+            corpus=self.corpus,
+            engine=self.engine,
+            db_id=self.db_id,
+            db_path=self.db_path,
+            verifier=self.verifier,
         )
 
     def view(self, party: str, **kw) -> AgentView | OracleView | VerifierView:
@@ -282,8 +325,13 @@ class TaskRecord(_Model):
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TaskRecord:
         return cls(
-            record_id=row["record_id"], corpus=row["corpus"], split=row["split"], avt_id=row["avt_id"],
-            interpretation_id=row["interpretation_id"], engine=row["engine"], db_id=row["db_id"],
+            record_id=row["record_id"],
+            corpus=row["corpus"],
+            split=row["split"],
+            avt_id=row["avt_id"],
+            interpretation_id=row["interpretation_id"],
+            engine=row["engine"],
+            db_id=row["db_id"],
             db_path=row.get("db_path"),
             spec=Spec.model_validate_json(row["spec_json"]),
             ambiguities=[Ambiguity.model_validate(a) for a in json.loads(row["ambiguities_json"])],
@@ -379,9 +427,25 @@ def _canonical(obj: Any) -> str:
 # ---------------------------------------------------------------------------- tables
 
 ROW_COLUMNS = (
-    "record_id", "corpus", "split", "avt_id", "interpretation_id", "engine", "db_id", "db_path",
-    "user_query", "n_ambiguities", "n_annotations", "terms", "executable", "spec_json",
-    "ambiguities_json", "oracle_context_json", "verifier_json", "provenance_json", "schema_version",
+    "record_id",
+    "corpus",
+    "split",
+    "avt_id",
+    "interpretation_id",
+    "engine",
+    "db_id",
+    "db_path",
+    "user_query",
+    "n_ambiguities",
+    "n_annotations",
+    "terms",
+    "executable",
+    "spec_json",
+    "ambiguities_json",
+    "oracle_context_json",
+    "verifier_json",
+    "provenance_json",
+    "schema_version",
 )
 
 
@@ -390,10 +454,12 @@ def records_frame(records: list[TaskRecord]):
     import polars as pl
 
     schema = {c: pl.String for c in ROW_COLUMNS}
-    schema.update(n_ambiguities=pl.Int64, n_annotations=pl.Int64, executable=pl.Boolean,
-                  terms=pl.List(pl.String))
-    return pl.DataFrame([r.to_row() for r in records], schema=schema, orient="row") if records else \
-        pl.DataFrame(schema=schema)
+    schema.update(n_ambiguities=pl.Int64, n_annotations=pl.Int64, executable=pl.Boolean, terms=pl.List(pl.String))
+    return (
+        pl.DataFrame([r.to_row() for r in records], schema=schema, orient="row")
+        if records
+        else pl.DataFrame(schema=schema)
+    )
 
 
 def records_from_frame(df) -> list[TaskRecord]:

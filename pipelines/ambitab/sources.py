@@ -64,8 +64,10 @@ def read_json(path: Path, what: str | None = None):
         return json.loads(text)
     except json.JSONDecodeError as exc:
         size = len(text.encode("utf-8"))
-        raise SourceCorrupt(f"{path}{f' ({what})' if what else ''}: not valid JSON at line {exc.lineno}, column "
-                            f"{exc.colno} (byte {_byte_offset(text, exc.pos)} of {size}): {exc.msg}; {_RESTORE}") from None
+        raise SourceCorrupt(
+            f"{path}{f' ({what})' if what else ''}: not valid JSON at line {exc.lineno}, column "
+            f"{exc.colno} (byte {_byte_offset(text, exc.pos)} of {size}): {exc.msg}; {_RESTORE}"
+        ) from None
 
 
 def read_jsonl(path: Path) -> list[tuple[int, Any]]:
@@ -79,21 +81,25 @@ def read_jsonl(path: Path) -> list[tuple[int, Any]]:
                 out.append((i + 1, json.loads(line)))
             except json.JSONDecodeError as exc:
                 size = len(text.encode("utf-8"))
-                raise SourceCorrupt(f"{path}: line {i + 1} is not valid JSON (byte {offset + _byte_offset(line, exc.pos)}"
-                                    f" of {size}: {exc.msg}); {_RESTORE}") from None
+                raise SourceCorrupt(
+                    f"{path}: line {i + 1} is not valid JSON (byte {offset + _byte_offset(line, exc.pos)}"
+                    f" of {size}: {exc.msg}); {_RESTORE}"
+                ) from None
         offset += len(line.encode("utf-8"))
     return out
 
 
 def require_file(path: Path, what: str) -> Path:
     if not path.is_file():
-        raise SourceMissing(f"{what} not found at {path}; point --data at a folder that holds it "
-                            "(the workplace's ../shared/data)")
+        raise SourceMissing(
+            f"{what} not found at {path}; point --data at a folder that holds it (the workplace's ../shared/data)"
+        )
     return path
 
 
-def iter_json_rows(path: Path, build: BuildResult, required: tuple[str, ...],
-                   id_key: str | None = None) -> Iterator[tuple[str, dict]]:
+def iter_json_rows(
+    path: Path, build: BuildResult, required: tuple[str, ...], id_key: str | None = None
+) -> Iterator[tuple[str, dict]]:
     """(source_id, row) for every good row; rows lacking required keys are recorded on ``build``
     as rejects. A file that does not parse whole raises :class:`SourceCorrupt` before any row."""
     if _decode(path).lstrip().startswith("["):

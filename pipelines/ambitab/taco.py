@@ -57,8 +57,16 @@ REGIONS = ("us", "beijing")
 TABLE_TERM = "the relevant table"
 TABLE_ALIASES = ["table", "dataset", "data source"]
 EXEC_TIMEOUT_S = 30.0
-_OPS = {"EQ": "is", "NEQ": "is not", "GT": "is greater than", "LT": "is less than", "GTE": "is at least",
-        "LTE": "is at most", "Like": "matches", "ILike": "matches"}
+_OPS = {
+    "EQ": "is",
+    "NEQ": "is not",
+    "GT": "is greater than",
+    "LT": "is less than",
+    "GTE": "is at least",
+    "LTE": "is at most",
+    "Like": "matches",
+    "ILike": "matches",
+}
 _AGG = {"Count": "the number of", "Avg": "the average", "Sum": "the total", "Min": "the minimum", "Max": "the maximum"}
 
 
@@ -249,7 +257,9 @@ def ddl_from_schema(path: Path) -> str:
     parts = []
     for t in data.get("tables", []):
         cols = ",\n".join(f'  "{c["column_name"]}" {c.get("data_type") or ""}'.rstrip() for c in t.get("columns", []))
-        parts.append(f'CREATE TABLE "{t["table_name"]}" (\n{cols}\n);\n/* example rows unavailable: the database is not present */')
+        parts.append(
+            f'CREATE TABLE "{t["table_name"]}" (\n{cols}\n);\n/* example rows unavailable: the database is not present */'
+        )
     return "\n\n".join(parts)
 
 
@@ -272,8 +282,10 @@ def build(data_root: Path, seed: int = 0, regions: tuple[str, ...] = REGIONS, pr
     if not files:
         from pipelines.ambitab.sources import SourceMissing
 
-        raise SourceMissing(f"no TACO query files under {data_root / TACO}/<region>/new_sql_nl_single; point --data "
-                            "at a folder that holds them (the workplace's ../shared/data)")
+        raise SourceMissing(
+            f"no TACO query files under {data_root / TACO}/<region>/new_sql_nl_single; point --data "
+            "at a folder that holds them (the workplace's ../shared/data)"
+        )
     structural_dbs = []
     for region, path in files:
         db = path.stem
@@ -306,10 +318,13 @@ def build(data_root: Path, seed: int = 0, regions: tuple[str, ...] = REGIONS, pr
         if db_path is None:
             structural_dbs.append((f"{region}/{db}", n_struct))
     if structural_dbs:
-        result.skip("execute + non-empty + result-distinct alternative",
-                    "SQLite databases not present for " + ", ".join(d for d, _ in structural_dbs)
-                    + "; records kept on the structural check (a column-compatible alternative table exists)",
-                    sum(n for _, n in structural_dbs))
+        result.skip(
+            "execute + non-empty + result-distinct alternative",
+            "SQLite databases not present for "
+            + ", ".join(d for d, _ in structural_dbs)
+            + "; records kept on the structural check (a column-compatible alternative table exists)",
+            sum(n for _, n in structural_dbs),
+        )
     result.stats["value_ambiguities"] = sum(len(r.ambiguities) - 1 for r in result.records)
     return result.finish()
 
@@ -328,11 +343,18 @@ def _duplicate_reading(rec: TaskRecord, seen: dict, row: dict, result: BuildResu
     key = _sql_key(sql)
     res = execute_sql(rec.db_path, sql, timeout_s=EXEC_TIMEOUT_S) if rec.verifier.executable else None
     for other, other_key, other_res in seen.get(rec.avt_id, []):
-        same = "SQL" if key == other_key else (
-            "result" if res is not None and other_res is not None and results_match(res, other_res) else None)
+        same = (
+            "SQL"
+            if key == other_key
+            else ("result" if res is not None and other_res is not None and results_match(res, other_res) else None)
+        )
         if same:
-            result.reject(rec.interpretation_id, "duplicate", f"same reading as {other} (identical {same}) in AVT "
-                          f"{rec.avt_id}: kept once", row)
+            result.reject(
+                rec.interpretation_id,
+                "duplicate",
+                f"same reading as {other} (identical {same}) in AVT {rec.avt_id}: kept once",
+                row,
+            )
             result.count("duplicate_readings")
             return True
     seen.setdefault(rec.avt_id, []).append((rec.interpretation_id, key, res))
@@ -364,41 +386,79 @@ def _convert(source_id, row, region, db, db_path, schema, columns, seed, result)
             return None
         for alt in compatible:
             res = execute_sql(db_path, retarget(sql, table, alt), timeout_s=EXEC_TIMEOUT_S)
-            alternatives.append({"table": alt, "executes": res.ok,
-                                 "differs": bool(res.ok and not results_match(gold, res))})
+            alternatives.append(
+                {"table": alt, "executes": res.ok, "differs": bool(res.ok and not results_match(gold, res))}
+            )
         if not any(a["differs"] for a in alternatives):
-            result.reject(source_id, "filter", f"no result-distinct alternative table ({len(compatible)} "
-                          "column-compatible tried)", row)
+            result.reject(
+                source_id,
+                "filter",
+                f"no result-distinct alternative table ({len(compatible)} column-compatible tried)",
+                row,
+            )
             return None
     else:
         if not compatible:
             result.reject(source_id, "filter", "no other table has every referenced column", row)
             return None
         alternatives = [{"table": alt, "executes": None, "differs": None} for alt in compatible]
-    ambs = [Ambiguity(amb_id="t", term=TABLE_TERM, aliases=TABLE_ALIASES, kind=AmbiguityKind.CRITICAL, type="table",
-                      resolution=f"Use the table {table}.", frozen_intent=f"Use the table {table}.")]
+    ambs = [
+        Ambiguity(
+            amb_id="t",
+            term=TABLE_TERM,
+            aliases=TABLE_ALIASES,
+            kind=AmbiguityKind.CRITICAL,
+            type="table",
+            resolution=f"Use the table {table}.",
+            frozen_intent=f"Use the table {table}.",
+        )
+    ]
     for i, w in enumerate(withheld):
         res_text = f"{human(w['column'])} should be {w['literal']}."
-        ambs.append(Ambiguity(amb_id=f"v{i}", term=human(w["column"]), aliases=[w["column"]], kind=AmbiguityKind.CRITICAL,
-                              type="value", resolution=res_text, frozen_intent=res_text))
+        ambs.append(
+            Ambiguity(
+                amb_id=f"v{i}",
+                term=human(w["column"]),
+                aliases=[w["column"]],
+                kind=AmbiguityKind.CRITICAL,
+                type="value",
+                resolution=res_text,
+                frozen_intent=res_text,
+            )
+        )
     avt_id = make_avt_id(CORPUS, text, db, [a.term for a in ambs])
     ambs = [a.model_copy(update={"amb_id": f"{avt_id}-{a.amb_id}"}) for a in ambs]
     executable = db_path is not None
     return TaskRecord.create(
-        CORPUS, avt_id, source_id, user_query=text, db_id=db, db_schema=schema,
+        CORPUS,
+        avt_id,
+        source_id,
+        user_query=text,
+        db_id=db,
+        db_schema=schema,
         db_path=str(db_path.resolve()) if executable else None,
         ambiguities=ambs,
         oracle_context=OracleContext(clear_query=row.get("natural_language_query"), sql_segments=sql_segments(sql)),
-        verifier=VerifierAssets(reference_sql=[sql], executable=executable,
-                                skip_reason=None if executable else f"TACO database {region}/{db} is not available here"),
+        verifier=VerifierAssets(
+            reference_sql=[sql],
+            executable=executable,
+            skip_reason=None if executable else f"TACO database {region}/{db} is not available here",
+        ),
         provenance=Provenance(
-            source_ids={"region": region, "db": db, "row": source_id, "table": table,
-                        "source_path": str(row.get("_source_path") or "")},
-            build_seed=seed, alternatives=alternatives,
-            filter_outcomes={"executes": True if executable else None,
-                             "rows": gold.row_count if gold is not None else None,
-                             "result_distinct_alternatives": sum(bool(a["differs"]) for a in alternatives)
-                             if executable else None,
-                             "column_compatible_alternatives": len(compatible)},
+            source_ids={
+                "region": region,
+                "db": db,
+                "row": source_id,
+                "table": table,
+                "source_path": str(row.get("_source_path") or ""),
+            },
+            build_seed=seed,
+            alternatives=alternatives,
+            filter_outcomes={
+                "executes": True if executable else None,
+                "rows": gold.row_count if gold is not None else None,
+                "result_distinct_alternatives": sum(bool(a["differs"]) for a in alternatives) if executable else None,
+                "column_compatible_alternatives": len(compatible),
+            },
         ),
     )

@@ -114,9 +114,12 @@ class CouncilSystemAgent:
         self.name = member
 
     def classify_detailed(self, q: Question) -> ClassifyResult:
-        r = self.council.ask(self.member, prompts.classify_messages(q.schema_context, q.question, q.evidence),
-                             prompts.CategoryPrediction, tag=dict(stage="interaction_classify",
-                                                                  candidate_id=q.question_id))
+        r = self.council.ask(
+            self.member,
+            prompts.classify_messages(q.schema_context, q.question, q.evidence),
+            prompts.CategoryPrediction,
+            tag=dict(stage="interaction_classify", candidate_id=q.question_id),
+        )
         if not r.ok:
             return ClassifyResult(None, r.status, r.call_id, r.raw_text)
         return ClassifyResult(r.parsed.category, "ok", r.call_id, r.raw_text)
@@ -127,12 +130,16 @@ class CouncilSystemAgent:
     def respond(self, turn: Turn) -> SystemResponse:
         q = turn.question
         sub = SUBCATEGORY_BY_ID.get(turn.category) if turn.category else None
-        msgs = prompts.respond_messages(q.schema_context, q.question, q.evidence, list(turn.history), turn.mode,
-                                        sub, turn.step, turn.max_steps)
+        msgs = prompts.respond_messages(
+            q.schema_context, q.question, q.evidence, list(turn.history), turn.mode, sub, turn.step, turn.max_steps
+        )
         schema = prompts.SystemFinalTurn if turn.final else prompts.SystemTurn
-        r = self.council.ask(self.member, msgs, schema,
-                             tag=dict(stage="interaction_system", candidate_id=q.question_id, mode=turn.mode,
-                                      step=turn.step))
+        r = self.council.ask(
+            self.member,
+            msgs,
+            schema,
+            tag=dict(stage="interaction_system", candidate_id=q.question_id, mode=turn.mode, step=turn.step),
+        )
         if not r.ok:
             return SystemResponse(status=r.status, raw=r.raw_text, call_id=r.call_id)
         return normalise(r.parsed.model_dump(), turn.final, raw=r.raw_text, call_id=r.call_id)
@@ -141,6 +148,7 @@ class CouncilSystemAgent:
 @dataclass
 class AgentHandle:
     """An agent plus what the runner needs to know about it."""
+
     agent: object
     name: str
     kind: str  # "council" | "custom"
@@ -170,8 +178,12 @@ class AgentHandle:
             return SystemResponse(status="agent_error", raw=f"{type(exc).__name__}: {exc}")
         if isinstance(out, SystemResponse):
             if out.status in ("ok", "multiple"):  # re-check what a custom agent built by hand
-                checked = normalise({"question": out.question, "sql": out.sql, "feedback": out.feedback},
-                                    turn.final, raw=out.raw, call_id=out.call_id)
+                checked = normalise(
+                    {"question": out.question, "sql": out.sql, "feedback": out.feedback},
+                    turn.final,
+                    raw=out.raw,
+                    call_id=out.call_id,
+                )
                 # an answer already reduced from several fields keeps saying so
                 if out.status == "multiple" and checked.status == "ok":
                     checked = replace(checked, status="multiple")
@@ -194,8 +206,10 @@ def load_agent(spec: str, council) -> AgentHandle:
         module_name, _, attr = spec.rpartition(".")
     else:
         members = council.member_names if council is not None else []
-        raise ValueError(f"agent {spec!r} is neither a system_agents council member ({', '.join(members)}) "
-                         "nor a dotted path package.module:Class")
+        raise ValueError(
+            f"agent {spec!r} is neither a system_agents council member ({', '.join(members)}) "
+            "nor a dotted path package.module:Class"
+        )
     try:
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:

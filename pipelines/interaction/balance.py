@@ -37,8 +37,9 @@ def balance(rows: list[dict], by: str = "subcategory", seed: int = 42, id_key: s
     return out
 
 
-def stratified_cap(rows: list[dict], n: int, by: str = "subcategory", seed: int = 42,
-                   id_key: str = "question_id") -> list[dict]:
+def stratified_cap(
+    rows: list[dict], n: int, by: str = "subcategory", seed: int = 42, id_key: str = "question_id"
+) -> list[dict]:
     """At most ``n`` rows, every stratum (``by``) keeping its share of the input (largest remainder:
     each stratum gets ``n * size / total`` rounded down, the leftover seats go to the largest
     fractional parts, ties drawn with ``seed``), then a seeded draw inside each stratum. A cap on a
@@ -63,8 +64,16 @@ def stratified_cap(rows: list[dict], n: int, by: str = "subcategory", seed: int 
     return sorted(out, key=lambda r: r[id_key])
 
 
-def partition_subset(pooled: list[dict], db_id: str, *, balanced: bool = False, by: str = "subcategory",
-                     seed: int = 42, max_questions: int | None = None, subcategories=None) -> list[dict]:
+def partition_subset(
+    pooled: list[dict],
+    db_id: str,
+    *,
+    balanced: bool = False,
+    by: str = "subcategory",
+    seed: int = 42,
+    max_questions: int | None = None,
+    subcategories=None,
+) -> list[dict]:
     """One database's share of the subset built over the whole pool of databases (ABISS §6: the
     paper balances every subcategory over all databases of a dataset, 82 / 78 per subcategory).
 
@@ -72,8 +81,7 @@ def partition_subset(pooled: list[dict], db_id: str, *, balanced: bool = False, 
     step depends only on the pooled rows and the seed, so running each database of the pool gives
     disjoint shares whose union is the pooled subset. Without ``balanced`` the cap is taken over
     this database's own rows (stratified by ``by`` all the same)."""
-    rows = [r for r in pooled if r["subcategory"] in set(subcategories)] \
-        if subcategories else list(pooled)
+    rows = [r for r in pooled if r["subcategory"] in set(subcategories)] if subcategories else list(pooled)
     if not balanced:
         rows = [r for r in rows if r["db_id"] == db_id]
     else:

@@ -33,36 +33,77 @@ def conversation_id(agent: str, mode: str, question_id: str) -> str:
 
 
 def to_question(row: dict, schema_context: str, db_path: str) -> Question:
-    return Question(row["question_id"], row["db_id"], row["question"], row.get("evidence"), schema_context,
-                    db_path, row.get("style"))
+    return Question(
+        row["question_id"],
+        row["db_id"],
+        row["question"],
+        row.get("evidence"),
+        schema_context,
+        db_path,
+        row.get("style"),
+    )
 
 
-def classify_all(agent: AgentHandle, rows: list[dict], schema_context: str, db_path: str,
-                 workers: int = 8) -> dict[str, ClassifyResult]:
+def classify_all(
+    agent: AgentHandle, rows: list[dict], schema_context: str, db_path: str, workers: int = 8
+) -> dict[str, ClassifyResult]:
     with call_threads(workers) as pool:
         results = list(pool.map(lambda r: agent.classify(to_question(r, schema_context, db_path)), rows))
     return {r["question_id"]: c for r, c in zip(rows, results)}
 
 
-def run_conversation(agent: AgentHandle, row: dict, mode: str, prediction: ClassifyResult | None,
-                     user: SimulatedUser, schema_context: str, db_path: str, max_steps: int = MAX_STEPS) -> dict:
+def run_conversation(
+    agent: AgentHandle,
+    row: dict,
+    mode: str,
+    prediction: ClassifyResult | None,
+    user: SimulatedUser,
+    schema_context: str,
+    db_path: str,
+    max_steps: int = MAX_STEPS,
+) -> dict:
     """One dialogue; returns the conversation summary with its turn rows under ``turns``."""
     q = to_question(row, schema_context, db_path)
     cid = conversation_id(agent.name, mode, q.question_id)
-    category = (row["subcategory"] if mode == Mode.GROUND_TRUTH.value
-                else prediction.subcategory if mode == Mode.PREDICTED.value and prediction else None)
+    category = (
+        row["subcategory"]
+        if mode == Mode.GROUND_TRUTH.value
+        else prediction.subcategory
+        if mode == Mode.PREDICTED.value and prediction
+        else None
+    )
     history: list[tuple[str, str | None]] = []
     turns: list[dict] = []
     end, out_sql, out_fb = "give_up", None, None
     for step in range(max_steps + 1):
         resp = agent.respond(Turn(q, tuple(history), mode, category, step, max_steps))
-        base = {"conversation_id": cid, "question_id": q.question_id, "db_id": q.db_id, "agent": agent.name,
-                "mode": mode, "step": step, "system_question": resp.question, "system_sql": resp.sql,
-                "system_feedback": resp.feedback, "system_status": resp.status, "system_raw": resp.raw,
-                "system_call_id": resp.call_id, "terminal": resp.kind != "question", "relevance": None,
-                "user_response": None, "short_circuit": False, "label_votes": [], "candidates": [],
-                "tournament": [], "fragments": [], "winner_member": None, "margin": None, "user_status": None,
-                "user_error": None, "invalid_node_ids": []}
+        base = {
+            "conversation_id": cid,
+            "question_id": q.question_id,
+            "db_id": q.db_id,
+            "agent": agent.name,
+            "mode": mode,
+            "step": step,
+            "system_question": resp.question,
+            "system_sql": resp.sql,
+            "system_feedback": resp.feedback,
+            "system_status": resp.status,
+            "system_raw": resp.raw,
+            "system_call_id": resp.call_id,
+            "terminal": resp.kind != "question",
+            "relevance": None,
+            "user_response": None,
+            "short_circuit": False,
+            "label_votes": [],
+            "candidates": [],
+            "tournament": [],
+            "fragments": [],
+            "winner_member": None,
+            "margin": None,
+            "user_status": None,
+            "user_error": None,
+            "invalid_node_ids": [],
+        }
         turns.append(base)
         if resp.kind == "sql":
             end, out_sql = "sql", resp.sql
@@ -74,26 +115,54 @@ def run_conversation(agent: AgentHandle, row: dict, mode: str, prediction: Class
             end = "give_up"
             break
         u = user.answer(row, schema_context, history, resp.question, cid, step)
-        base.update(relevance=u.relevance, user_response=u.answer, short_circuit=u.short_circuit,
-                    label_votes=u.label_votes, candidates=u.candidates, tournament=u.tournament,
-                    fragments=u.fragments, winner_member=u.winner_member, margin=u.margin,
-                    user_status=u.status, user_error=u.error, invalid_node_ids=u.invalid_node_ids)
+        base.update(
+            relevance=u.relevance,
+            user_response=u.answer,
+            short_circuit=u.short_circuit,
+            label_votes=u.label_votes,
+            candidates=u.candidates,
+            tournament=u.tournament,
+            fragments=u.fragments,
+            winner_member=u.winner_member,
+            margin=u.margin,
+            user_status=u.status,
+            user_error=u.error,
+            invalid_node_ids=u.invalid_node_ids,
+        )
         if u.failed:
             end = "user_failed"
             break
         history.append((resp.question, u.answer))
-    return {"conversation_id": cid, "question_id": q.question_id, "db_id": q.db_id, "agent": agent.name,
-            "agent_spec": agent.spec, "mode": mode, "category_given": category,
-            "predicted_subcategory": prediction.subcategory if prediction else None,
-            "classification_status": prediction.status if prediction else None,
-            "classification_call_id": prediction.call_id if prediction else None,
-            "end": end, "predicted_sql": out_sql, "predicted_feedback": out_fb, "n_turns": len(turns),
-            "turns": turns}
+    return {
+        "conversation_id": cid,
+        "question_id": q.question_id,
+        "db_id": q.db_id,
+        "agent": agent.name,
+        "agent_spec": agent.spec,
+        "mode": mode,
+        "category_given": category,
+        "predicted_subcategory": prediction.subcategory if prediction else None,
+        "classification_status": prediction.status if prediction else None,
+        "classification_call_id": prediction.call_id if prediction else None,
+        "end": end,
+        "predicted_sql": out_sql,
+        "predicted_feedback": out_fb,
+        "n_turns": len(turns),
+        "turns": turns,
+    }
 
 
-def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str], user: SimulatedUser,
-                  schema_context: str, db_path: str, max_steps: int = MAX_STEPS, workers: int = 8,
-                  progress: Callable[[int, int], None] | None = None) -> tuple[list[dict], list[dict]]:
+def run_benchmark(
+    agents: list[AgentHandle],
+    rows: list[dict],
+    modes: list[str],
+    user: SimulatedUser,
+    schema_context: str,
+    db_path: str,
+    max_steps: int = MAX_STEPS,
+    workers: int = 8,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict], list[dict]]:
     """All conversations; returns (conversations, skipped) where skipped lists agent × mode × question
     combinations that cannot run (predicted mode for an agent that did not classify the question)."""
     jobs, skipped = [], []
@@ -109,10 +178,17 @@ def run_benchmark(agents: list[AgentHandle], rows: list[dict], modes: list[str],
                 no_phase = agent.kind != "council" and (pred is None or pred.status == "no_classification")
                 # an agent without a classification phase runs only the label-free modes; a failed
                 # classification still runs (no category given) and counts as wrong for Rec/Cls
-                if (mode == Mode.PREDICTED.value and (pred is None or pred.status == "no_classification")) \
-                        or (mode == Mode.GROUND_TRUTH.value and no_phase):
-                    skipped.append({"agent": agent.name, "mode": mode, "question_id": row["question_id"],
-                                    "reason": pred.status if pred else "no_classification"})
+                if (mode == Mode.PREDICTED.value and (pred is None or pred.status == "no_classification")) or (
+                    mode == Mode.GROUND_TRUTH.value and no_phase
+                ):
+                    skipped.append(
+                        {
+                            "agent": agent.name,
+                            "mode": mode,
+                            "question_id": row["question_id"],
+                            "reason": pred.status if pred else "no_classification",
+                        }
+                    )
                     continue
                 jobs.append((agent, row, mode, pred))
     done, out = 0, [None] * len(jobs)

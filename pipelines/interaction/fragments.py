@@ -49,12 +49,17 @@ def _implicit_join(node: exp.Expression) -> bool:
     if not isinstance(node, exp.EQ):
         return False
     left, right = node.this, node.expression
-    return (isinstance(left, exp.Column) and isinstance(right, exp.Column)
-            and bool(left.table) and bool(right.table) and left.table != right.table)
+    return (
+        isinstance(left, exp.Column)
+        and isinstance(right, exp.Column)
+        and bool(left.table)
+        and bool(right.table)
+        and left.table != right.table
+    )
 
 
 def _strip(text: str, keyword: str) -> str:
-    return text[len(keyword):].strip() if text.upper().startswith(keyword) else text
+    return text[len(keyword) :].strip() if text.upper().startswith(keyword) else text
 
 
 def extract_fragments(sql: str | None, dialect: str = "sqlite") -> list[Fragment]:

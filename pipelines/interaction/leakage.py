@@ -83,9 +83,17 @@ def observations(turns: list[dict], questions: dict[str, dict]) -> list[dict]:
             if not c.get("answer"):
                 continue
             lv, lh = answer_leaks(c["answer"], values, q.get("hidden_knowledge"))
-            out.append({"cluster": cluster, "member": c["member"], "label": t["relevance"],
-                        "selected": c["member"] == t.get("winner_member") and c["answer"] == t.get("user_response"),
-                        "leak_value": lv, "leak_hidden": lh, "leak": lv or lh})
+            out.append(
+                {
+                    "cluster": cluster,
+                    "member": c["member"],
+                    "label": t["relevance"],
+                    "selected": c["member"] == t.get("winner_member") and c["answer"] == t.get("user_response"),
+                    "leak_value": lv,
+                    "leak_hidden": lh,
+                    "leak": lv or lh,
+                }
+            )
     return out
 
 
@@ -94,19 +102,34 @@ def leakage_rows(obs: list[dict], n_resamples: int = DEFAULT_RESAMPLES, seed: in
     its bootstrap interval (``low`` / ``high``); an empty slice has no row."""
     slices = [("all", [o for o in obs if o["selected"]])]
     slices += [(f"member={m}", [o for o in obs if o["member"] == m]) for m in sorted({o["member"] for o in obs})]
-    slices += [(f"label={lab}", [o for o in obs if o["selected"] and o["label"] == lab])
-               for lab in ("Relevant", "Technical", "Irrelevant")]
+    slices += [
+        (f"label={lab}", [o for o in obs if o["selected"] and o["label"] == lab])
+        for lab in ("Relevant", "Technical", "Irrelevant")
+    ]
     rows = []
     for name, sel in slices:
         if not sel:
             continue
         for flag in FLAGS:
-            ci = cluster_bootstrap([o["cluster"] for o in sel], [float(o[flag]) for o in sel],
-                                   n_resamples=n_resamples, seed=seed)
+            ci = cluster_bootstrap(
+                [o["cluster"] for o in sel], [float(o[flag]) for o in sel], n_resamples=n_resamples, seed=seed
+            )
             k = sum(1 for o in sel if o[flag])
-            rows.append({"table": "leakage", "agent": "all", "mode": "all", "subcategory": None,
-                         "metric": f"{flag}_pct", "slice": name, "value": k / len(sel), "numerator": k,
-                         "denominator": len(sel), "low": ci.low, "high": ci.high})
+            rows.append(
+                {
+                    "table": "leakage",
+                    "agent": "all",
+                    "mode": "all",
+                    "subcategory": None,
+                    "metric": f"{flag}_pct",
+                    "slice": name,
+                    "value": k / len(sel),
+                    "numerator": k,
+                    "denominator": len(sel),
+                    "low": ci.low,
+                    "high": ci.high,
+                }
+            )
     return rows
 
 

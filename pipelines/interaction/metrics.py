@@ -79,8 +79,9 @@ def fb_outcome(gold_sub: str, pred_feedback: str | None) -> str:
     return "false" if pred_feedback is None else "judge"
 
 
-def execution_match(db_path: str, gold_sql: str, pred_sql: str, order_sensitive: bool = False,
-                    timeout_s: float = 3.0) -> tuple[bool | None, str]:
+def execution_match(
+    db_path: str, gold_sql: str, pred_sql: str, order_sensitive: bool = False, timeout_s: float = 3.0
+) -> tuple[bool | None, str]:
     """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc)."""
     from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
     from resources.sql import execute_sql
@@ -96,8 +97,10 @@ def execution_match(db_path: str, gold_sql: str, pred_sql: str, order_sensitive:
     if not gold.ok:
         if pred.ok and gold.kind is FailureKind.TOO_MANY_ROWS:
             return False, (f"row count differs: gold more than {DEFAULT_MAX_ROWS} rows, pred {pred.row_count}")
-        return None, (f"cannot decide: gold result beyond the executor's cap of {DEFAULT_MAX_ROWS} rows / "
-                      f"{'prediction too' if not pred.ok else 'its byte limit'} ({gold.one_line()})")
+        return None, (
+            f"cannot decide: gold result beyond the executor's cap of {DEFAULT_MAX_ROWS} rows / "
+            f"{'prediction too' if not pred.ok else 'its byte limit'} ({gold.one_line()})"
+        )
     if not pred.ok:  # gold fits, the prediction does not: more rows (or bytes) than the gold
         return False, f"row count differs: gold {gold.row_count}, pred beyond the cap ({pred.one_line()})"
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
@@ -126,21 +129,48 @@ def feedback_role(councils) -> str:
     return FEEDBACK_ROLE if FEEDBACK_ROLE in councils else "user_simulator"
 
 
-def score_conversation(conv: dict, q: dict, db_path: str, feedback_judge=None, order_sensitive: bool = False,
-                       schema_context: str = "", timeout_s: float = 3.0) -> dict:
+def score_conversation(
+    conv: dict,
+    q: dict,
+    db_path: str,
+    feedback_judge=None,
+    order_sensitive: bool = False,
+    schema_context: str = "",
+    timeout_s: float = 3.0,
+) -> dict:
     gold = q["subcategory"]
-    out = {k: conv[k] for k in ("conversation_id", "question_id", "db_id", "agent", "mode", "end", "n_turns",
-                                "predicted_subcategory", "predicted_sql", "predicted_feedback")}
-    out.update(subcategory=gold, group=subcategory(gold).group.value, style=q.get("style"),
-               difficulty=q.get("difficulty"))
+    out = {
+        k: conv[k]
+        for k in (
+            "conversation_id",
+            "question_id",
+            "db_id",
+            "agent",
+            "mode",
+            "end",
+            "n_turns",
+            "predicted_subcategory",
+            "predicted_sql",
+            "predicted_feedback",
+        )
+    }
+    out.update(
+        subcategory=gold, group=subcategory(gold).group.value, style=q.get("style"), difficulty=q.get("difficulty")
+    )
     predicted_mode = conv["mode"] == "predicted"
     out["recognition"] = recognition(gold, conv["predicted_subcategory"]) if predicted_mode else None
     out["classification"] = (conv["predicted_subcategory"] == gold) if predicted_mode else None
     out["fb_votes"] = []
     if conv["end"] == INCOMPLETE_END:
         reason = "incomplete: a user turn could not be produced (a council call failed; run again to retry it)"
-        out.update(solved=None, explained=None, ex_status="incomplete", fb_status="incomplete", ex_reason=reason,
-                   fb_reason=reason)
+        out.update(
+            solved=None,
+            explained=None,
+            ex_status="incomplete",
+            fb_status="incomplete",
+            ex_reason=reason,
+            fb_reason=reason,
+        )
     else:
         _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s)
         _score_fb(out, conv, q, gold, feedback_judge)
@@ -165,10 +195,11 @@ def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s) -> None:
         out["solved"], out["ex_reason"], out["ex_status"] = None, "no SQL on an unanswerable question", "not_applicable"
     elif ex == "false":
         out["solved"] = False
-        out["ex_reason"] = ("SQL on an unanswerable question" if conv["predicted_sql"] else f"no SQL ({conv['end']})")
+        out["ex_reason"] = "SQL on an unanswerable question" if conv["predicted_sql"] else f"no SQL ({conv['end']})"
     else:
-        out["solved"], out["ex_reason"] = execution_match(db_path, q["sql"], conv["predicted_sql"], order_sensitive,
-                                                          timeout_s)
+        out["solved"], out["ex_reason"] = execution_match(
+            db_path, q["sql"], conv["predicted_sql"], order_sensitive, timeout_s
+        )
         if out["solved"] is None:
             out["ex_status"] = "undecided"
 
@@ -177,12 +208,22 @@ def _score_fb(out, conv, q, gold, feedback_judge) -> None:
     fb = fb_outcome(gold, conv["predicted_feedback"])
     out["fb_status"] = "scored"
     if fb == "skip":
-        out["explained"], out["fb_reason"], out["fb_status"] = None, "no feedback on a solvable question", "not_applicable"
+        out["explained"], out["fb_reason"], out["fb_status"] = (
+            None,
+            "no feedback on a solvable question",
+            "not_applicable",
+        )
     elif fb == "false":
         out["explained"] = False
-        out["fb_reason"] = "feedback on a solvable question" if conv["predicted_feedback"] else f"no feedback ({conv['end']})"
+        out["fb_reason"] = (
+            "feedback on a solvable question" if conv["predicted_feedback"] else f"no feedback ({conv['end']})"
+        )
     elif feedback_judge is None:
-        out["explained"], out["fb_reason"], out["fb_status"] = None, "cannot decide: no feedback judge configured", "undecided"
+        out["explained"], out["fb_reason"], out["fb_status"] = (
+            None,
+            "cannot decide: no feedback judge configured",
+            "undecided",
+        )
     else:
         decision, votes = feedback_judge(q, conv["predicted_feedback"])
         out["explained"], out["fb_votes"] = decision, votes
@@ -203,12 +244,24 @@ def council_feedback_judge(council, schema_context: str):
     n = len(council.member_names)
 
     def judge(q: dict, feedback: str):
-        outcome = council.vote(prompts.feedback_messages(schema_context, q, feedback), prompts.FeedbackMatch,
-                               extract=lambda p: p.matches, rule="strict_majority",
-                               tag=dict(stage="interaction_feedback", candidate_id=q["question_id"]))
-        votes = [{"member": v.member, "vote": None if v.vote is None else ("Yes" if v.vote else "No"),
-                  "parsed_ok": v.parsed_ok, "llm_call_id": v.call_id, "status": r.status, "error": r.error}
-                 for v, r in zip(outcome.votes, outcome.results)]
+        outcome = council.vote(
+            prompts.feedback_messages(schema_context, q, feedback),
+            prompts.FeedbackMatch,
+            extract=lambda p: p.matches,
+            rule="strict_majority",
+            tag=dict(stage="interaction_feedback", candidate_id=q["question_id"]),
+        )
+        votes = [
+            {
+                "member": v.member,
+                "vote": None if v.vote is None else ("Yes" if v.vote else "No"),
+                "parsed_ok": v.parsed_ok,
+                "llm_call_id": v.call_id,
+                "status": r.status,
+                "error": r.error,
+            }
+            for v, r in zip(outcome.votes, outcome.results)
+        ]
         # members left unasked (the council stopped once the outcome was fixed) count as free votes
         decision = fb_decision([v.vote for v in outcome.votes] + [None] * outcome.calls_saved, n)
         return decision, votes
@@ -229,13 +282,29 @@ def rate(values) -> tuple[float | None, int, int]:
 
 def _row(table, agent, mode, sub, metric, values) -> dict:
     value, k, n = rate(values)
-    return {"table": table, "agent": agent, "mode": mode, "subcategory": sub, "metric": metric, "value": value,
-            "numerator": k, "denominator": n}
+    return {
+        "table": table,
+        "agent": agent,
+        "mode": mode,
+        "subcategory": sub,
+        "metric": metric,
+        "value": value,
+        "numerator": k,
+        "denominator": n,
+    }
 
 
 def _mean_row(table, agent, mode, sub, metric, value, k, n) -> dict:
-    return {"table": table, "agent": agent, "mode": mode, "subcategory": sub, "metric": metric, "value": value,
-            "numerator": k, "denominator": n}
+    return {
+        "table": table,
+        "agent": agent,
+        "mode": mode,
+        "subcategory": sub,
+        "metric": metric,
+        "value": value,
+        "numerator": k,
+        "denominator": n,
+    }
 
 
 def _complete(c: dict) -> bool:
@@ -286,29 +355,43 @@ def metric_rows(scores: list[dict]) -> list[dict]:
             rows.append(_count_row(agent, mode, "incomplete", convs, lambda c: not _complete(c)))
             rows.append(_count_row(agent, mode, "ex_undecided", convs, lambda c: c.get("ex_status") == "undecided"))
             rows.append(_count_row(agent, mode, "fb_undecided", convs, lambda c: c.get("fb_status") == "undecided"))
-            rows.append(_row("table5", agent, mode, None, "ans_ex",
-                             [s["solved"] for s in convs if s["group"] == "answerable"]))
-            rows.append(_row("table5", agent, mode, None, "amb_ex",
-                             [s["solved"] for s in convs if s["group"] == "ambiguous"]))
+            rows.append(
+                _row("table5", agent, mode, None, "ans_ex", [s["solved"] for s in convs if s["group"] == "answerable"])
+            )
+            rows.append(
+                _row("table5", agent, mode, None, "amb_ex", [s["solved"] for s in convs if s["group"] == "ambiguous"])
+            )
             rows.append(_row("table5", agent, mode, None, "fb", [s["explained"] for s in convs]))
             rows += _dialogue_rows("table6", agent, mode, convs)
             for sub in SUBCATEGORIES:
                 sc = [s for s in convs if s["subcategory"] == sub.id]
                 if sc:
                     metric = "ex" if sub.solvable else "fb"
-                    rows.append(_row("figure2", agent, mode, sub.id, metric,
-                                     [s["solved"] if sub.solvable else s["explained"] for s in sc]))
+                    rows.append(
+                        _row(
+                            "figure2",
+                            agent,
+                            mode,
+                            sub.id,
+                            metric,
+                            [s["solved"] if sub.solvable else s["explained"] for s in sc],
+                        )
+                    )
         rows += _dialogue_rows("appendix_d", agent, "all", [s for s in scores if s["agent"] == agent])
     # across agents: macro average of the per-agent rates, and the pooled (micro) rate
-    for table, metrics in (("table5", ("ans_ex", "amb_ex", "fb")),
-                           ("table6", ("avg_turns", "clar_pct", "relevant_pct", "technical_pct", "irrelevant_pct", "air"))):
+    for table, metrics in (
+        ("table5", ("ans_ex", "amb_ex", "fb")),
+        ("table6", ("avg_turns", "clar_pct", "relevant_pct", "technical_pct", "irrelevant_pct", "air")),
+    ):
         for mode in MODES:
             for metric in metrics:
                 per = [r for r in rows if r["table"] == table and r["mode"] == mode and r["metric"] == metric]
                 vals = [r["value"] for r in per if r["value"] is not None]
                 k, n = sum(r["numerator"] for r in per), sum(r["denominator"] for r in per)
                 if per:
-                    rows.append(_mean_row(table, "mean", mode, None, metric, sum(vals) / len(vals) if vals else None, k, n))
+                    rows.append(
+                        _mean_row(table, "mean", mode, None, metric, sum(vals) / len(vals) if vals else None, k, n)
+                    )
                     pooled = (k / n if n else None) if metric != "avg_turns" else (k / n if n else None)
                     rows.append(_mean_row(table, "pooled", mode, None, metric, pooled, k, n))
     return rows
@@ -334,26 +417,35 @@ def table4_lines(rows: list[dict]) -> list[str]:
     for a in agents:
         ex = f"{_pct(_get(rows, 'table4', a, 'predicted', 'ex'))} ({_pct(_get(rows, 'table4', a, 'ground_truth', 'ex')).strip()})"
         fb = f"{_pct(_get(rows, 'table4', a, 'predicted', 'fb'))} ({_pct(_get(rows, 'table4', a, 'ground_truth', 'fb')).strip()})"
-        out.append(f"{a:<24} {_pct(_get(rows, 'table4', a, 'predicted', 'rec')):>6} "
-                   f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {ex:>15} {fb:>15}")
+        out.append(
+            f"{a:<24} {_pct(_get(rows, 'table4', a, 'predicted', 'rec')):>6} "
+            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {ex:>15} {fb:>15}"
+        )
     return out
 
 
 def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
     out = [f"{'mode':<16} {'Ans. EX':>8} {'Amb. EX':>8} {'FB':>8}"]
     for mode in MODES:
-        if _get(rows, "table5", agent, mode, "fb") is None and _get(rows, "table5", agent, mode, "ans_ex") is None \
-                and _get(rows, "table5", agent, mode, "amb_ex") is None:
+        if (
+            _get(rows, "table5", agent, mode, "fb") is None
+            and _get(rows, "table5", agent, mode, "ans_ex") is None
+            and _get(rows, "table5", agent, mode, "amb_ex") is None
+        ):
             continue
-        out.append(f"{MODE_LABELS[mode]:<16} {_pct(_get(rows, 'table5', agent, mode, 'ans_ex')):>8} "
-                   f"{_pct(_get(rows, 'table5', agent, mode, 'amb_ex')):>8} {_pct(_get(rows, 'table5', agent, mode, 'fb')):>8}")
+        out.append(
+            f"{MODE_LABELS[mode]:<16} {_pct(_get(rows, 'table5', agent, mode, 'ans_ex')):>8} "
+            f"{_pct(_get(rows, 'table5', agent, mode, 'amb_ex')):>8} {_pct(_get(rows, 'table5', agent, mode, 'fb')):>8}"
+        )
     return out
 
 
 def _dialogue_line(label, rows, table, agent, mode) -> str:
     turns = _get(rows, table, agent, mode, "avg_turns")
-    vals = [_pct(_get(rows, table, agent, mode, m)) for m in ("clar_pct", "relevant_pct", "technical_pct",
-                                                               "irrelevant_pct", "air")]
+    vals = [
+        _pct(_get(rows, table, agent, mode, m))
+        for m in ("clar_pct", "relevant_pct", "technical_pct", "irrelevant_pct", "air")
+    ]
     return f"{label:<24} {('–' if turns is None else f'{turns:.2f}'):>9} " + " ".join(f"{v:>7}" for v in vals)
 
 
@@ -362,14 +454,17 @@ DIALOGUE_HEADER = f"{'':<24} {'Avg.Turns':>9} {'Clar.%':>7} {'Rel.':>7} {'Tech.'
 
 def table6_lines(rows: list[dict], agent: str = "mean") -> list[str]:
     return [DIALOGUE_HEADER.replace(" " * 24, f"{'mode':<24}", 1)] + [
-        _dialogue_line(MODE_LABELS[m], rows, "table6", agent, m) for m in MODES
-        if any(r["table"] == "table6" and r["mode"] == m for r in rows)]
+        _dialogue_line(MODE_LABELS[m], rows, "table6", agent, m)
+        for m in MODES
+        if any(r["table"] == "table6" and r["mode"] == m for r in rows)
+    ]
 
 
 def appendix_d_lines(rows: list[dict]) -> list[str]:
     agents = sorted({r["agent"] for r in rows if r["table"] == "appendix_d"})
     return [DIALOGUE_HEADER.replace(" " * 24, f"{'agent (all modes)':<24}", 1)] + [
-        _dialogue_line(a, rows, "appendix_d", a, "all") for a in agents]
+        _dialogue_line(a, rows, "appendix_d", a, "all") for a in agents
+    ]
 
 
 def not_counted_lines(rows: list[dict]) -> list[str]:
@@ -378,27 +473,43 @@ def not_counted_lines(rows: list[dict]) -> list[str]:
     keys = sorted({(r["agent"], r["mode"]) for r in rows if r["table"] == "table4" and r["metric"] == "incomplete"})
     for agent, mode in keys:
         got = {r["metric"]: r for r in rows if r["table"] == "table4" and (r["agent"], r["mode"]) == (agent, mode)}
-        cells = [f"{got[m]['numerator']}/{got[m]['denominator']}" if m in got else "–"
-                 for m in ("incomplete", "ex_undecided", "fb_undecided")]
+        cells = [
+            f"{got[m]['numerator']}/{got[m]['denominator']}" if m in got else "–"
+            for m in ("incomplete", "ex_undecided", "fb_undecided")
+        ]
         out.append(f"{agent:<24} {MODE_LABELS.get(mode, mode):<16} {cells[0]:>10} {cells[1]:>13} {cells[2]:>13}")
     return out
 
 
 def report_text(rows: list[dict]) -> str:
-    parts = ["Table 4 — per agent: predicted mode (ground truth in parentheses), %", *table4_lines(rows), "",
-             "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed; "
-             "run again to retry exactly those calls); undecided: EX / FB cannot be decided", *not_counted_lines(rows),
-             "",
-             "Table 5 — per mode, mean over agents, %", *table5_lines(rows), "",
-             "Table 6 — dialogue statistics on ambiguous questions, mean over agents", *table6_lines(rows), "",
-             "Appendix D — dialogue statistics per agent", *appendix_d_lines(rows)]
+    parts = [
+        "Table 4 — per agent: predicted mode (ground truth in parentheses), %",
+        *table4_lines(rows),
+        "",
+        "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed; "
+        "run again to retry exactly those calls); undecided: EX / FB cannot be decided",
+        *not_counted_lines(rows),
+        "",
+        "Table 5 — per mode, mean over agents, %",
+        *table5_lines(rows),
+        "",
+        "Table 6 — dialogue statistics on ambiguous questions, mean over agents",
+        *table6_lines(rows),
+        "",
+        "Appendix D — dialogue statistics per agent",
+        *appendix_d_lines(rows),
+    ]
     from pipelines.interaction.leakage import leakage_lines
 
     leak = leakage_lines(rows)
     if leak:
-        parts += ["", "Leakage — user answers with a gold-only SQL value or the hidden knowledge verbatim, "
-                  "% [95% bootstrap interval over questions]; per member: every answer it wrote, per label: the "
-                  "answers the system received", *leak]
+        parts += [
+            "",
+            "Leakage — user answers with a gold-only SQL value or the hidden knowledge verbatim, "
+            "% [95% bootstrap interval over questions]; per member: every answer it wrote, per label: the "
+            "answers the system received",
+            *leak,
+        ]
     return "\n".join(parts)
 
 
@@ -417,8 +528,10 @@ def figure2_png(rows: list[dict], path) -> object:
                 vals.append(100 * k / n if n else 0.0)
             ax.barh([i + j * height for i in range(len(subs))], vals, height=height, label=MODE_LABELS[mode])
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(subs))])
-        ax.set_yticklabels([f"{SUBCATEGORY_BY_ID[s].name} ({'EX' if SUBCATEGORY_BY_ID[s].solvable else 'FB'})"
-                            for s in subs], fontsize=8)
+        ax.set_yticklabels(
+            [f"{SUBCATEGORY_BY_ID[s].name} ({'EX' if SUBCATEGORY_BY_ID[s].solvable else 'FB'})" for s in subs],
+            fontsize=8,
+        )
         ax.set_xlim(0, 100)
         ax.set_xlabel("%")
         ax.set_title("Per-subcategory EX / FB by category usage mode")

@@ -39,7 +39,7 @@ GROUP_BEHAVIOUR = (
 )
 NL_CONSTRAINT = (
     "You are a non-technical user: NEVER use SQL syntax, column or table names, aliases or code. "
-    "Bad: \"filter where T1.grade >= 28\". Good: \"I mean grades of 28 or more\"."
+    'Bad: "filter where T1.grade >= 28". Good: "I mean grades of 28 or more".'
 )
 
 
@@ -52,6 +52,7 @@ class CategoryPrediction(BaseModel):
 
 class SystemTurn(BaseModel):
     """A non-final turn: exactly one field should be non-null (priority question > sql > feedback)."""
+
     system_question: str | None = Field(None, max_length=400)
     system_sql: str | None = Field(None, max_length=1500)
     system_feedback: str | None = Field(None, max_length=600)
@@ -59,6 +60,7 @@ class SystemTurn(BaseModel):
 
 class SystemFinalTurn(BaseModel):
     """The final turn: no clarification question is allowed (priority sql > feedback)."""
+
     system_sql: str | None = Field(None, max_length=1500)
     system_feedback: str | None = Field(None, max_length=600)
 
@@ -132,50 +134,76 @@ def classify_messages(schema_context: str, question: str, evidence: str | None) 
     return schema_messages(schema_context, user)
 
 
-def respond_messages(schema_context: str, question: str, evidence: str | None,
-                     turns: list[tuple[str, str | None]], mode: str, sub: Subcategory | None,
-                     step: int, max_steps: int) -> list[dict]:
+def respond_messages(
+    schema_context: str,
+    question: str,
+    evidence: str | None,
+    turns: list[tuple[str, str | None]],
+    mode: str,
+    sub: Subcategory | None,
+    step: int,
+    max_steps: int,
+) -> list[dict]:
     """The interactive-turn prompt (reference ``get_system_response_prompt``), one per mode."""
     final = step >= max_steps
-    parts = [PROMPT_OPENINGS["respond"], GROUP_BEHAVIOUR,
-             f"## User Question\n**Question:** {question}\n**Evidence:** {evidence or 'None'}\n\n"
-             f"### Conversation History\n{history_text(question, evidence, turns)}"]
+    parts = [
+        PROMPT_OPENINGS["respond"],
+        GROUP_BEHAVIOUR,
+        f"## User Question\n**Question:** {question}\n**Evidence:** {evidence or 'None'}\n\n"
+        f"### Conversation History\n{history_text(question, evidence, turns)}",
+    ]
     if mode in ("ground_truth", "predicted") and sub is not None:
         guidance = {
             Group.ANSWERABLE: "Generate the SQL directly; do not ask for clarification.",
             Group.UNANSWERABLE: "Give feedback naming what is missing, why, and what would have to be added; "
-                                "no SQL and no questions.",
+            "no SQL and no questions.",
         }.get(sub.group)
         if guidance is None:
-            guidance = ("If the user's answers have clarified the ambiguity, generate the SQL; otherwise ask a "
-                        "follow-up clarification." if turns else
-                        "Ask one clarification question targeting the ambiguity; do not guess.")
-        parts.append(f"## Diagnosed Category\n**Category:** {category_label(sub)}\n**Type:** {sub.group.value}\n"
-                     f"**Definition:** {sub.definition}\n**Examples:**\n{_examples(sub)}\n\n{guidance}")
+            guidance = (
+                "If the user's answers have clarified the ambiguity, generate the SQL; otherwise ask a "
+                "follow-up clarification."
+                if turns
+                else "Ask one clarification question targeting the ambiguity; do not guess."
+            )
+        parts.append(
+            f"## Diagnosed Category\n**Category:** {category_label(sub)}\n**Type:** {sub.group.value}\n"
+            f"**Definition:** {sub.definition}\n**Examples:**\n{_examples(sub)}\n\n{guidance}"
+        )
     elif mode == "taxonomy_only":
-        cats = "\n".join(f"- **{category_label(s)}** [{s.group.value}]: {s.definition}\n{_examples(s)}"
-                         for s in SUBCATEGORIES)
-        parts.append("## Taxonomy Reference\nNo category has been diagnosed for this question. Use the taxonomy "
-                     f"below to decide how to respond.\n{cats}")
+        cats = "\n".join(
+            f"- **{category_label(s)}** [{s.group.value}]: {s.definition}\n{_examples(s)}" for s in SUBCATEGORIES
+        )
+        parts.append(
+            "## Taxonomy Reference\nNo category has been diagnosed for this question. Use the taxonomy "
+            f"below to decide how to respond.\n{cats}"
+        )
     # taxonomy_free: the generic behaviour block above is all the agent gets.
     status = f"## Conversation Status\n**Turn:** {step + 1} of {max_steps + 1}\n"
     if final:
-        status += ("**This is the final turn.** You MUST provide either a SQL query or feedback; "
-                   "no clarification question is allowed.")
+        status += (
+            "**This is the final turn.** You MUST provide either a SQL query or feedback; "
+            "no clarification question is allowed."
+        )
     else:
         status += f"You may ask up to {max_steps - step} more clarification question(s)."
         if turns:
-            status += (" Do not repeat questions already asked. If the user's response was unhelpful, adapt: "
-                       "ask differently or answer with what you know.")
+            status += (
+                " Do not repeat questions already asked. If the user's response was unhelpful, adapt: "
+                "ask differently or answer with what you know."
+            )
     parts.append(status)
-    options = ["- **SQL Query** (`system_sql`): one valid SQLite query answering the question.",
-               "- **Feedback** (`system_feedback`): why the question cannot be answered and what is missing."]
+    options = [
+        "- **SQL Query** (`system_sql`): one valid SQLite query answering the question.",
+        "- **Feedback** (`system_feedback`): why the question cannot be answered and what is missing.",
+    ]
     if not final:
         options.insert(0, "- **Clarification Question** (`system_question`): one question to the user.")
-    fields = ("system_sql, system_feedback" if final else "system_question, system_sql, system_feedback")
+    fields = "system_sql, system_feedback" if final else "system_question, system_sql, system_feedback"
     parts.append("## Response Options\n" + "\n".join(options))
-    parts.append(f"## Output Format\nA JSON object with the fields {fields}. "
-                 "Provide exactly ONE non-null field; set the others to null.")
+    parts.append(
+        f"## Output Format\nA JSON object with the fields {fields}. "
+        "Provide exactly ONE non-null field; set the others to null."
+    )
     return schema_messages(schema_context, "\n\n".join(parts))
 
 
@@ -184,25 +212,33 @@ def respond_messages(schema_context: str, question: str, evidence: str | None,
 
 def _style_section(style: str | None) -> str:
     s = STYLE_BY_ID.get(style or "formal") or STYLE_BY_ID["formal"]
-    return (f"**Expected Answer Style (Match Your Original Question):** {s.id}: {s.description}\n"
-            f"Example: {s.example}")
+    return f"**Expected Answer Style (Match Your Original Question):** {s.id}: {s.description}\nExample: {s.example}"
 
 
 def user_classify_messages(schema_context: str, q: dict, turns, clarification: str, fragments_text: str) -> list[dict]:
     sub = subcategory(q["subcategory"])
     solvable_amb = sub.group is Group.AMBIGUOUS
-    ctx = [f"**Original Question:** {q['question']}", f"**Additional Context:** {q.get('evidence') or 'None'}",
-           f"**Question Type:** {sub.group.value}"]
+    ctx = [
+        f"**Original Question:** {q['question']}",
+        f"**Additional Context:** {q.get('evidence') or 'None'}",
+        f"**Question Type:** {sub.group.value}",
+    ]
     if solvable_amb and q.get("hidden_knowledge"):
         ctx.append(f"**Hidden Knowledge (Disambiguating Intent):** {q['hidden_knowledge']}")
-    labels = ("RELEVANT: the clarification targets the semantic ambiguity (which meaning the user intends).\n"
-              if solvable_amb else "")
-    labels += ("TECHNICAL: it asks about ordering, limits, grouping, aggregation, or which columns or tables "
-               "to use.\nIRRELEVANT: it does not help answer the question, asks for SQL, or is off-topic.")
+    labels = (
+        "RELEVANT: the clarification targets the semantic ambiguity (which meaning the user intends).\n"
+        if solvable_amb
+        else ""
+    )
+    labels += (
+        "TECHNICAL: it asks about ordering, limits, grouping, aggregation, or which columns or tables "
+        "to use.\nIRRELEVANT: it does not help answer the question, asks for SQL, or is off-topic."
+    )
     allowed = "Relevant, Technical or Irrelevant" if solvable_amb else "Technical or Irrelevant"
     user = (
-        f"{PROMPT_OPENINGS['user_classify']}\n\n## Context\n" + "\n".join(ctx) +
-        f"\n\n{history_text(q['question'], q.get('evidence'), turns)}\n\n"
+        f"{PROMPT_OPENINGS['user_classify']}\n\n## Context\n"
+        + "\n".join(ctx)
+        + f"\n\n{history_text(q['question'], q.get('evidence'), turns)}\n\n"
         f"**Clarification Question:** {clarification}\n\n## SQL Reference Nodes\n{fragments_text}\n\n"
         f"## Relevancy Definitions\n{labels}\n\n## Classification Rules\n"
         f"- Answer with one label: {allowed}.\n- Questions about columns or tables are TECHNICAL.\n"
@@ -214,47 +250,71 @@ def user_classify_messages(schema_context: str, q: dict, turns, clarification: s
     return schema_messages(schema_context, user)
 
 
-def user_answer_messages(schema_context: str, q: dict, turns, clarification: str, label: str,
-                         fragments: list[str]) -> list[dict]:
+def user_answer_messages(
+    schema_context: str, q: dict, turns, clarification: str, label: str, fragments: list[str]
+) -> list[dict]:
     history = history_text(q["question"], q.get("evidence") if label != "Irrelevant" else None, turns)
     head = f"{PROMPT_OPENINGS['user_answer']}\n\n## Context\n**Original Question:** {q['question']}\n"
     if label != "Irrelevant":
         head += f"**Evidence:** {q.get('evidence') or 'None'}\n"
     head += f"**Clarification Question:** {clarification}\n\n{history}\n\n"
     if label == "Relevant":
-        body = (f"## Your Intent\n**What You Actually Mean:** {q.get('hidden_knowledge') or ''}\n\n{NL_CONSTRAINT}\n"
-                "Be direct about which interpretation you mean.")
+        body = (
+            f"## Your Intent\n**What You Actually Mean:** {q.get('hidden_knowledge') or ''}\n\n{NL_CONSTRAINT}\n"
+            "Be direct about which interpretation you mean."
+        )
     elif label == "Technical":
-        want = ("\n".join(f"- {f}" for f in fragments) if fragments
-                else "No specific preferences are defined for this question.")
-        body = (f"## What You Want (Reference)\n{want}\n\n{NL_CONSTRAINT}\n"
-                "Paraphrase what the reference expresses in everyday words (e.g. 'ORDER BY count DESC' → "
-                "'most popular first'). GROUNDING CONSTRAINT: say only what the reference expresses; add no "
-                "extra filters, tie-breaks or dates; where it says nothing, say you have no preference."
-                + ("" if fragments else " Say directly that you have no preference."))
+        want = (
+            "\n".join(f"- {f}" for f in fragments)
+            if fragments
+            else "No specific preferences are defined for this question."
+        )
+        body = (
+            f"## What You Want (Reference)\n{want}\n\n{NL_CONSTRAINT}\n"
+            "Paraphrase what the reference expresses in everyday words (e.g. 'ORDER BY count DESC' → "
+            "'most popular first'). GROUNDING CONSTRAINT: say only what the reference expresses; add no "
+            "extra filters, tie-breaks or dates; where it says nothing, say you have no preference."
+            + ("" if fragments else " Say directly that you have no preference.")
+        )
     else:
-        body = ("The clarification is not relevant to your question. Politely but firmly refuse to answer it "
-                "(e.g. \"That's not relevant to my question.\"). Reveal nothing else.")
+        body = (
+            "The clarification is not relevant to your question. Politely but firmly refuse to answer it "
+            '(e.g. "That\'s not relevant to my question."). Reveal nothing else.'
+        )
     user = head + body + f"\n\n{_style_section(q.get('style'))}\n\n" + 'Answer with the JSON {"answer": "..."}.'
     return schema_messages(schema_context, user)
 
 
-def tournament_messages(schema_context: str, q: dict, turns, clarification: str, label: str,
-                        fragments: list[str], answer_a: str, answer_b: str) -> list[dict]:
+def tournament_messages(
+    schema_context: str,
+    q: dict,
+    turns,
+    clarification: str,
+    label: str,
+    fragments: list[str],
+    answer_a: str,
+    answer_b: str,
+) -> list[dict]:
     """The pairwise judge. Unlike the reference judge it sees the clarification being answered."""
     extra = ""
     if label == "Relevant":
         extra = f"**Question Type:** Solvable\n**Hidden Knowledge:** {q.get('hidden_knowledge') or ''}\n"
-        criteria = ("Primary: factual accuracy against the hidden knowledge, completeness, no leakage of SQL or "
-                    "schema names. Secondary: naturalness and style.")
+        criteria = (
+            "Primary: factual accuracy against the hidden knowledge, completeness, no leakage of SQL or "
+            "schema names. Secondary: naturalness and style."
+        )
     elif label == "Technical":
         src = "\n".join(f"- {f}" for f in fragments) if fragments else "(no preferences are defined)"
         extra = f"**Source Information (What the User Wants):**\n{src}\n"
-        criteria = ("Intent accuracy against the source information, no fabrication, no leakage"
-                    + ("" if fragments else "; appropriate uncertainty, since no preferences are defined") + ".")
+        criteria = (
+            "Intent accuracy against the source information, no fabrication, no leakage"
+            + ("" if fragments else "; appropriate uncertainty, since no preferences are defined")
+            + "."
+        )
     else:
-        criteria = ("A refusal is AUTOMATICALLY better; no leakage or fabrication. Secondary: clarity, brevity, "
-                    "politeness.")
+        criteria = (
+            "A refusal is AUTOMATICALLY better; no leakage or fabrication. Secondary: clarity, brevity, politeness."
+        )
     user = (
         f"{PROMPT_OPENINGS['tournament']} The clarification was judged {label}.\n\n## Context\n"
         f"{history_text(q['question'], q.get('evidence'), turns)}\n"

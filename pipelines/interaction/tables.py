@@ -18,40 +18,106 @@ from pipelines.interaction.modes import REFERENCE_CATEGORY_USE
 _CALL = {"parsed_ok": pl.Boolean, "llm_call_id": pl.String, "status": pl.String, "error": pl.String}
 LABEL_VOTE = pl.Struct({"member": pl.String, "label": pl.String, "node_ids": pl.List(pl.Int64), **_CALL})
 CANDIDATE = pl.Struct({"member": pl.String, "answer": pl.String, **_CALL})
-JUDGE_VOTE = pl.Struct({"judge": pl.String, "candidate_a": pl.String, "candidate_b": pl.String, "winner": pl.String,
-                        **_CALL})
+JUDGE_VOTE = pl.Struct(
+    {"judge": pl.String, "candidate_a": pl.String, "candidate_b": pl.String, "winner": pl.String, **_CALL}
+)
 FB_VOTE = pl.Struct({"member": pl.String, "vote": pl.String, **_CALL})
 
 TURN_SCHEMA = {
-    "conversation_id": pl.String, "question_id": pl.String, "db_id": pl.String, "agent": pl.String,
-    "agent_spec": pl.String, "mode": pl.String, "step": pl.Int64, "system_question": pl.String,
-    "system_sql": pl.String, "system_feedback": pl.String, "system_status": pl.String, "system_raw": pl.String,
-    "system_call_id": pl.String, "terminal": pl.Boolean, "relevance": pl.String, "user_response": pl.String,
-    "short_circuit": pl.Boolean, "label_votes": pl.List(LABEL_VOTE), "candidates": pl.List(CANDIDATE),
-    "tournament": pl.List(JUDGE_VOTE), "fragments": pl.List(pl.String), "winner_member": pl.String,
-    "margin": pl.Int64, "user_status": pl.String, "user_error": pl.String, "invalid_node_ids": pl.List(pl.Int64),
-    "end": pl.String, "n_turns": pl.Int64, "predicted_sql": pl.String,
-    "predicted_feedback": pl.String, "category_given": pl.String, "predicted_subcategory": pl.String,
-    "classification_status": pl.String, "classification_call_id": pl.String, "max_steps": pl.Int64,
+    "conversation_id": pl.String,
+    "question_id": pl.String,
+    "db_id": pl.String,
+    "agent": pl.String,
+    "agent_spec": pl.String,
+    "mode": pl.String,
+    "step": pl.Int64,
+    "system_question": pl.String,
+    "system_sql": pl.String,
+    "system_feedback": pl.String,
+    "system_status": pl.String,
+    "system_raw": pl.String,
+    "system_call_id": pl.String,
+    "terminal": pl.Boolean,
+    "relevance": pl.String,
+    "user_response": pl.String,
+    "short_circuit": pl.Boolean,
+    "label_votes": pl.List(LABEL_VOTE),
+    "candidates": pl.List(CANDIDATE),
+    "tournament": pl.List(JUDGE_VOTE),
+    "fragments": pl.List(pl.String),
+    "winner_member": pl.String,
+    "margin": pl.Int64,
+    "user_status": pl.String,
+    "user_error": pl.String,
+    "invalid_node_ids": pl.List(pl.Int64),
+    "end": pl.String,
+    "n_turns": pl.Int64,
+    "predicted_sql": pl.String,
+    "predicted_feedback": pl.String,
+    "category_given": pl.String,
+    "predicted_subcategory": pl.String,
+    "classification_status": pl.String,
+    "classification_call_id": pl.String,
+    "max_steps": pl.Int64,
 }
-CONVERSATION_FIELDS = ("agent_spec", "end", "n_turns", "predicted_sql", "predicted_feedback", "category_given",
-                       "predicted_subcategory", "classification_status", "classification_call_id")
+CONVERSATION_FIELDS = (
+    "agent_spec",
+    "end",
+    "n_turns",
+    "predicted_sql",
+    "predicted_feedback",
+    "category_given",
+    "predicted_subcategory",
+    "classification_status",
+    "classification_call_id",
+)
 
 SCORE_SCHEMA = {
-    "conversation_id": pl.String, "question_id": pl.String, "db_id": pl.String, "agent": pl.String,
-    "mode": pl.String, "subcategory": pl.String, "group": pl.String, "style": pl.String, "difficulty": pl.String,
-    "end": pl.String, "n_turns": pl.Int64, "predicted_subcategory": pl.String, "predicted_sql": pl.String,
-    "predicted_feedback": pl.String, "recognition": pl.Boolean, "classification": pl.Boolean,
-    "solved": pl.Boolean, "ex_status": pl.String, "ex_reason": pl.String, "explained": pl.Boolean,
-    "fb_status": pl.String, "fb_reason": pl.String,
-    "fb_votes": pl.List(FB_VOTE), "n_clarifications": pl.Int64, "n_relevant": pl.Int64, "n_technical": pl.Int64,
-    "n_irrelevant": pl.Int64, "air_cases": pl.Int64, "air_terminal": pl.Int64,
+    "conversation_id": pl.String,
+    "question_id": pl.String,
+    "db_id": pl.String,
+    "agent": pl.String,
+    "mode": pl.String,
+    "subcategory": pl.String,
+    "group": pl.String,
+    "style": pl.String,
+    "difficulty": pl.String,
+    "end": pl.String,
+    "n_turns": pl.Int64,
+    "predicted_subcategory": pl.String,
+    "predicted_sql": pl.String,
+    "predicted_feedback": pl.String,
+    "recognition": pl.Boolean,
+    "classification": pl.Boolean,
+    "solved": pl.Boolean,
+    "ex_status": pl.String,
+    "ex_reason": pl.String,
+    "explained": pl.Boolean,
+    "fb_status": pl.String,
+    "fb_reason": pl.String,
+    "fb_votes": pl.List(FB_VOTE),
+    "n_clarifications": pl.Int64,
+    "n_relevant": pl.Int64,
+    "n_technical": pl.Int64,
+    "n_irrelevant": pl.Int64,
+    "air_cases": pl.Int64,
+    "air_terminal": pl.Int64,
 }
-METRIC_SCHEMA = {"db_id": pl.String, "table": pl.String, "agent": pl.String, "mode": pl.String,
-                 "subcategory": pl.String, "metric": pl.String, "value": pl.Float64, "numerator": pl.Int64,
-                 "denominator": pl.Int64,
-                 # leakage rows: which answers (all / member=... / label=...) and the bootstrap interval
-                 "slice": pl.String, "low": pl.Float64, "high": pl.Float64}
+METRIC_SCHEMA = {
+    "db_id": pl.String,
+    "table": pl.String,
+    "agent": pl.String,
+    "mode": pl.String,
+    "subcategory": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "numerator": pl.Int64,
+    "denominator": pl.Int64,
+    # leakage rows: which answers (all / member=... / label=...) and the bootstrap interval
+    "slice": pl.String,
+    "low": pl.Float64,
+    "high": pl.Float64,
+}
 
 
 def turns_frame(conversations: list[dict], max_steps: int) -> pl.DataFrame:
@@ -68,8 +134,9 @@ def conversations_from_turns(turns: pl.DataFrame) -> list[dict]:
     for t in turns.sort("conversation_id", "step").iter_rows(named=True):
         c = out.get(t["conversation_id"])
         if c is None:
-            c = out[t["conversation_id"]] = {k: t[k] for k in ("conversation_id", "question_id", "db_id", "agent",
-                                                               "mode", *CONVERSATION_FIELDS)}
+            c = out[t["conversation_id"]] = {
+                k: t[k] for k in ("conversation_id", "question_id", "db_id", "agent", "mode", *CONVERSATION_FIELDS)
+            }
             c["turns"] = []
         c["turns"].append(t)
     return list(out.values())
@@ -93,8 +160,9 @@ def all_call_ids(turns: pl.DataFrame) -> list[str]:
     return sorted(ids)
 
 
-def results_json(turns: pl.DataFrame, scores: pl.DataFrame, dataset: pl.DataFrame, user_name: str,
-                 dataset_name: str) -> dict[str, dict]:
+def results_json(
+    turns: pl.DataFrame, scores: pl.DataFrame, dataset: pl.DataFrame, user_name: str, dataset_name: str
+) -> dict[str, dict]:
     """Per agent, the reference ``Results`` document (``category_use``: ground_truth / predicted /
     no_category; Quandary's taxonomy-free mode is written as ``taxonomy_free``)."""
     from pipelines.abiss.outputs import reference_category, to_abiss_records
@@ -103,19 +171,41 @@ def results_json(turns: pl.DataFrame, scores: pl.DataFrame, dataset: pl.DataFram
     score_by = {s["conversation_id"]: s for s in scores.iter_rows(named=True)}
     docs: dict[str, dict] = {}
     for c in conversations_from_turns(turns):
-        doc = docs.setdefault(c["agent"], {"agent_name": c["agent"], "user_name": user_name,
-                                           "dataset_name": dataset_name, "conversations": []})
+        doc = docs.setdefault(
+            c["agent"],
+            {"agent_name": c["agent"], "user_name": user_name, "dataset_name": dataset_name, "conversations": []},
+        )
         s = score_by.get(c["conversation_id"], {})
-        q = {k: v for k, v in records.get(c["question_id"], {}).items()
-             if k not in ("subcategory_id", "group_id", "generator")}
-        doc["conversations"].append({
-            "question": q, "category_use": REFERENCE_CATEGORY_USE[c["mode"]],
-            "interactions": [{"system_response": {"system_question": t["system_question"], "system_sql": t["system_sql"],
-                                                  "system_feedback": t["system_feedback"]},
-                              "user_response": t["user_response"], "relevance": t["relevance"]} for t in c["turns"]],
-            "predicted_category": reference_category(c["predicted_subcategory"]) if c["predicted_subcategory"] else None,
-            "predicted_sql": c["predicted_sql"], "predicted_feedback": c["predicted_feedback"],
-            "recognition": s.get("recognition"), "classification": s.get("classification"),
-            "solved": s.get("solved"), "explained": s.get("explained"),
-        })
+        q = {
+            k: v
+            for k, v in records.get(c["question_id"], {}).items()
+            if k not in ("subcategory_id", "group_id", "generator")
+        }
+        doc["conversations"].append(
+            {
+                "question": q,
+                "category_use": REFERENCE_CATEGORY_USE[c["mode"]],
+                "interactions": [
+                    {
+                        "system_response": {
+                            "system_question": t["system_question"],
+                            "system_sql": t["system_sql"],
+                            "system_feedback": t["system_feedback"],
+                        },
+                        "user_response": t["user_response"],
+                        "relevance": t["relevance"],
+                    }
+                    for t in c["turns"]
+                ],
+                "predicted_category": reference_category(c["predicted_subcategory"])
+                if c["predicted_subcategory"]
+                else None,
+                "predicted_sql": c["predicted_sql"],
+                "predicted_feedback": c["predicted_feedback"],
+                "recognition": s.get("recognition"),
+                "classification": s.get("classification"),
+                "solved": s.get("solved"),
+                "explained": s.get("explained"),
+            }
+        )
     return docs

@@ -79,8 +79,11 @@ def _call_fields(r) -> dict:
 
 
 def _transport_failures(records: list[dict], who: str) -> list[str]:
-    return [f"{who} {rec.get('member') or rec.get('judge')}: {rec['error']}" for rec in records
-            if rec["status"] == "call_failed"]
+    return [
+        f"{who} {rec.get('member') or rec.get('judge')}: {rec['error']}"
+        for rec in records
+        if rec["status"] == "call_failed"
+    ]
 
 
 def _failed(turn: "UserTurn", error: str) -> "UserTurn":
@@ -99,8 +102,9 @@ def winning_label(labels: list[str | None]) -> str:
 MAX_FRAGMENTS = 4  # default cap on the fragments a Technical answer is grounded on (see docs/interaction.md)
 
 
-def technical_fragments(votes: list[dict], fragments: list[Fragment],
-                        max_fragments: int | None = MAX_FRAGMENTS) -> tuple[list[Fragment], list[int]]:
+def technical_fragments(
+    votes: list[dict], fragments: list[Fragment], max_fragments: int | None = MAX_FRAGMENTS
+) -> tuple[list[Fragment], list[int]]:
     """Union of the Technical voters' node ids → fragments sorted by id, plus the invalid ids dropped.
 
     Ids outside the query's fragments (a hallucinated ``[1..20]`` for a 6-node query) are dropped
@@ -134,8 +138,14 @@ def tournament(n: int, judge_votes) -> tuple[int, list[int]]:
 
 
 class SimulatedUser:
-    def __init__(self, council, candidate_filter: str = "label", seed: int = 42,
-                 max_fragments: int | None = MAX_FRAGMENTS, log=None):
+    def __init__(
+        self,
+        council,
+        candidate_filter: str = "label",
+        seed: int = 42,
+        max_fragments: int | None = MAX_FRAGMENTS,
+        log=None,
+    ):
         if candidate_filter not in CANDIDATE_FILTERS:
             raise ValueError(f"candidate_filter must be one of {CANDIDATE_FILTERS}")
         if max_fragments is not None and max_fragments < 1:
@@ -146,8 +156,15 @@ class SimulatedUser:
         self.max_fragments = max_fragments
         self.log = log  # a logging.Logger-like object for hallucinated node ids (optional)
 
-    def answer(self, q: dict, schema_context: str, turns: list[tuple[str, str | None]], clarification: str,
-               conversation_id: str, step: int) -> UserTurn:
+    def answer(
+        self,
+        q: dict,
+        schema_context: str,
+        turns: list[tuple[str, str | None]],
+        clarification: str,
+        conversation_id: str,
+        step: int,
+    ) -> UserTurn:
         sub = subcategory(q["subcategory"])
         if sub.group is Group.UNANSWERABLE:
             return UserTurn("Irrelevant", REFUSAL, short_circuit=True, unanimous=None)
@@ -158,12 +175,19 @@ class SimulatedUser:
         results = self.council.ask_all(msgs, schema, tag=dict(stage="interaction_user_label", **tag))
         votes = []
         for member, r in zip(self.council.member_names, results):
-            votes.append({"member": member, "label": r.parsed.relevancy if r.ok else None,
-                          "node_ids": list(r.parsed.node_ids) if r.ok else [], **_call_fields(r)})
+            votes.append(
+                {
+                    "member": member,
+                    "label": r.parsed.relevancy if r.ok else None,
+                    "node_ids": list(r.parsed.node_ids) if r.ok else [],
+                    **_call_fields(r),
+                }
+            )
         labels = [v["label"] for v in votes]
         valid = [x for x in labels if x is not None]
-        turn = UserTurn(None, None, label_votes=votes,
-                        unanimous=bool(valid) and len(set(valid)) == 1 and len(valid) == len(labels))
+        turn = UserTurn(
+            None, None, label_votes=votes, unanimous=bool(valid) and len(set(valid)) == 1 and len(valid) == len(labels)
+        )
         failures = _transport_failures(votes, "label vote")
         if failures:
             return _failed(turn, "; ".join(failures))
@@ -173,8 +197,10 @@ class SimulatedUser:
         chosen, invalid = technical_fragments(votes, fragments, self.max_fragments)
         turn.invalid_node_ids = invalid
         if invalid and self.log is not None:
-            self.log.warning(f"conversation {conversation_id} step {step}: stage-1 node ids {sorted(set(invalid))} "
-                             f"are not among the query's {len(fragments)} fragments; dropped")
+            self.log.warning(
+                f"conversation {conversation_id} step {step}: stage-1 node ids {sorted(set(invalid))} "
+                f"are not among the query's {len(fragments)} fragments; dropped"
+            )
         fragment_texts = [f.sql for f in chosen] if label == "Technical" else []
         turn.relevance, turn.fragments = label, fragment_texts
 
@@ -184,8 +210,10 @@ class SimulatedUser:
         amsgs = prompts.user_answer_messages(schema_context, q, turns, clarification, label, fragment_texts)
         atag = dict(stage="interaction_user_answer", label=label, **tag)
         answers = [self.council.ask(m, amsgs, prompts.UserAnswer, tag=atag) for m in answerers]
-        candidates = [{"member": m, "answer": (r.parsed.answer.strip() if r.ok else None), **_call_fields(r)}
-                      for m, r in zip(answerers, answers)]
+        candidates = [
+            {"member": m, "answer": (r.parsed.answer.strip() if r.ok else None), **_call_fields(r)}
+            for m, r in zip(answerers, answers)
+        ]
         turn.candidates = candidates
         usable = [c for c in candidates if c["answer"]]
         failures = _transport_failures(candidates, "answer")
@@ -200,19 +228,26 @@ class SimulatedUser:
         judge_votes, records = [], []
         for i, j in itertools.combinations(range(len(usable)), 2):
             a, b = (i, j) if rng.random() < 0.5 else (j, i)
-            tmsgs = prompts.tournament_messages(schema_context, q, turns, clarification, label, fragment_texts,
-                                                usable[a]["answer"], usable[b]["answer"])
+            tmsgs = prompts.tournament_messages(
+                schema_context, q, turns, clarification, label, fragment_texts, usable[a]["answer"], usable[b]["answer"]
+            )
             ttag = dict(stage="interaction_user_tournament", pair=f"{a}-{b}", **tag)
-            for member, r in zip(self.council.member_names, self.council.ask_all(tmsgs, prompts.PairwiseChoice,
-                                                                                   tag=ttag)):
+            for member, r in zip(
+                self.council.member_names, self.council.ask_all(tmsgs, prompts.PairwiseChoice, tag=ttag)
+            ):
                 winner = None
                 if r.ok:
                     winner = a if r.parsed.answer == "A" else b
                     judge_votes.append(winner)
-                records.append({"judge": member, "candidate_a": usable[a]["member"],
-                                "candidate_b": usable[b]["member"],
-                                "winner": usable[winner]["member"] if winner is not None else None,
-                                **_call_fields(r)})
+                records.append(
+                    {
+                        "judge": member,
+                        "candidate_a": usable[a]["member"],
+                        "candidate_b": usable[b]["member"],
+                        "winner": usable[winner]["member"] if winner is not None else None,
+                        **_call_fields(r),
+                    }
+                )
         turn.tournament = records
         failures = _transport_failures(records, "judge")
         if failures:

@@ -145,9 +145,7 @@ def _enclosing_block(node: exp.Expression) -> exp.Expression | None:
 def _atomic_predicates(clause: exp.Expression) -> int:
     # Connectors of this clause only: a nested SELECT's own WHERE is counted on its own.
     connectors = sum(
-        1
-        for node in clause.walk(prune=lambda n: isinstance(n, exp.Select))
-        if isinstance(node, exp.Connector)
+        1 for node in clause.walk(prune=lambda n: isinstance(n, exp.Select)) if isinstance(node, exp.Connector)
     )
     return connectors + 1
 
@@ -212,8 +210,7 @@ def _keyword_features(sql: str) -> SqlFeatures:
 
 RULE_SETS = ("quandary", "abiss_reference")
 RULES_ENV = "QUANDARY_DIFFICULTY_RULES"
-_WINDOW_NAMES = ("ROW_NUMBER", "RANK", "DENSE_RANK", "LAG", "LEAD", "NTILE", "FIRST_VALUE", "LAST_VALUE",
-                 "NTH_VALUE")
+_WINDOW_NAMES = ("ROW_NUMBER", "RANK", "DENSE_RANK", "LAG", "LEAD", "NTILE", "FIRST_VALUE", "LAST_VALUE", "NTH_VALUE")
 _AGGREGATE_NAMES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 
 
@@ -252,8 +249,11 @@ def reference_difficulty(sql: str | None, fallback: str | None = None, dialect: 
     from sqlglot.tokens import TokenType
 
     def called(names) -> set[str]:
-        return {t.text.upper() for t, nxt in zip(tokens, tokens[1:])
-                if t.text.upper() in names and nxt.token_type == TokenType.L_PAREN}
+        return {
+            t.text.upper()
+            for t, nxt in zip(tokens, tokens[1:])
+            if t.text.upper() in names and nxt.token_type == TokenType.L_PAREN
+        }
 
     words = {t.text.upper() for t in tokens}
     n_ctes = sum(1 for _ in tree.find_all(exp.CTE))
@@ -269,8 +269,11 @@ def reference_difficulty(sql: str | None, fallback: str | None = None, dialect: 
     has_group, has_having = tree.find(exp.Group) is not None, tree.find(exp.Having) is not None
     complex_where = any(tree.find(k) is not None for k in (exp.In, exp.Between, exp.Like))
     where = tree.find(exp.Where)
-    connectors = (sum(1 for _ in where.find_all(exp.And, exp.Or)) + sum(1 for _ in where.find_all(exp.Between))
-                  if where is not None else 0)
+    connectors = (
+        sum(1 for _ in where.find_all(exp.And, exp.Or)) + sum(1 for _ in where.find_all(exp.Between))
+        if where is not None
+        else 0
+    )
     many_conditions = connectors >= 2
     union = tree.find(exp.Union) is not None
     advanced = bool(words & {"PIVOT", "LATERAL", "ARRAY"}) or bool(called(("UNNEST",)))
@@ -282,11 +285,24 @@ def reference_difficulty(sql: str | None, fallback: str | None = None, dialect: 
         indicators += 1
     if indicators >= 2 or recursive:
         return "highly complex"
-    if (outside_cte >= 2 or _self_join(top) or has_window or n_ctes
-            or (len(aggregates) >= 2 and has_group and has_having) or (many_conditions and has_having)):
+    if (
+        outside_cte >= 2
+        or _self_join(top)
+        or has_window
+        or n_ctes
+        or (len(aggregates) >= 2 and has_group and has_having)
+        or (many_conditions and has_having)
+    ):
         return "complex"
-    if (joins or outside_cte or (aggregates and has_group) or complex_where or has_having or many_conditions
-            or len(aggregates) >= 2):
+    if (
+        joins
+        or outside_cte
+        or (aggregates and has_group)
+        or complex_where
+        or has_having
+        or many_conditions
+        or len(aggregates) >= 2
+    ):
         return "moderate"
     return "simple"
 
@@ -312,8 +328,9 @@ def _self_join(top: list[exp.Expression]) -> bool:
     return False
 
 
-def difficulty_for(sql: str | None, fallback: str | None = None, rules: str | None = None,
-                   dialect: str = "sqlite") -> str | None:
+def difficulty_for(
+    sql: str | None, fallback: str | None = None, rules: str | None = None, dialect: str = "sqlite"
+) -> str | None:
     """The difficulty label under a rule set: ``quandary`` (default, :func:`relabel_difficulty`) or
     ``abiss_reference`` (:func:`reference_difficulty`); ``$QUANDARY_DIFFICULTY_RULES`` picks the
     default."""

@@ -105,9 +105,7 @@ class _BudgetExceeded(Exception):
     pass
 
 
-def _find_column_mapping(
-    gold_vectors: list[tuple], pred_vectors: list[tuple], ordered: bool
-) -> tuple[int, ...] | None:
+def _find_column_mapping(gold_vectors: list[tuple], pred_vectors: list[tuple], ordered: bool) -> tuple[int, ...] | None:
     """Injective gold->pred column mapping whose projection reproduces the gold rows, or None.
 
     Backtracking over candidates with equal value signatures; gold columns with the fewest

@@ -72,8 +72,9 @@ def _float(x: float, significant_digits: int | None) -> Any:
     return int(rounded) if rounded.is_integer() else rounded
 
 
-def normalize_value(value: Any, *, significant_digits: int | None = SIGNIFICANT_DIGITS,
-                    decimals: int | None = None) -> Any:
+def normalize_value(
+    value: Any, *, significant_digits: int | None = SIGNIFICANT_DIGITS, decimals: int | None = None
+) -> Any:
     """A hashable value that compares as the module docstring says (tolerances explicit)."""
     if value is None or type(value) in (str, int, bytes):  # fast path: most cells
         return value
@@ -96,8 +97,15 @@ def normalize_value(value: Any, *, significant_digits: int | None = SIGNIFICANT_
     if isinstance(value, (list, tuple)):  # DuckDB LIST / ARRAY values
         return tuple(normalize_value(v, significant_digits=significant_digits, decimals=decimals) for v in value)
     if isinstance(value, dict):  # DuckDB STRUCT / MAP values
-        return tuple(sorted(((str(k), normalize_value(v, significant_digits=significant_digits, decimals=decimals))
-                             for k, v in value.items()), key=repr))
+        return tuple(
+            sorted(
+                (
+                    (str(k), normalize_value(v, significant_digits=significant_digits, decimals=decimals))
+                    for k, v in value.items()
+                ),
+                key=repr,
+            )
+        )
     try:
         hash(value)
     except TypeError:
@@ -115,11 +123,13 @@ def rows_of(result: Any) -> list:
     return list(result.rows) if hasattr(result, "rows") else list(result)
 
 
-def normalize_rows(rows, *, significant_digits: int | None = SIGNIFICANT_DIGITS,
-                   decimals: int | None = None) -> list[tuple]:
+def normalize_rows(
+    rows, *, significant_digits: int | None = SIGNIFICANT_DIGITS, decimals: int | None = None
+) -> list[tuple]:
     """Every row a tuple of :func:`normalize_value` cells."""
-    return [tuple(normalize_value(v, significant_digits=significant_digits, decimals=decimals) for v in r)
-            for r in rows]
+    return [
+        tuple(normalize_value(v, significant_digits=significant_digits, decimals=decimals) for v in r) for r in rows
+    ]
 
 
 def same_bag(a: list, b: list) -> bool:
@@ -142,13 +152,19 @@ def rows_match(gold: list[tuple], pred: list[tuple], mode: Mode, *, distinct: bo
     raise ValueError(f"unknown comparison mode {mode!r}; expected one of {', '.join(MODES)}")
 
 
-def results_match(gold: Any, pred: Any, mode: Mode = "set", *, distinct: bool = False,
-                  significant_digits: int | None = SIGNIFICANT_DIGITS, decimals: int | None = None) -> bool:
+def results_match(
+    gold: Any,
+    pred: Any,
+    mode: Mode = "set",
+    *,
+    distinct: bool = False,
+    significant_digits: int | None = SIGNIFICANT_DIGITS,
+    decimals: int | None = None,
+) -> bool:
     """True when ``pred``'s rows equal ``gold``'s (QueryResults or row lists) in ``mode``, cells
     normalised with the given tolerances."""
     kw = {"significant_digits": significant_digits, "decimals": decimals}
-    return rows_match(normalize_rows(rows_of(gold), **kw), normalize_rows(rows_of(pred), **kw), mode,
-                      distinct=distinct)
+    return rows_match(normalize_rows(rows_of(gold), **kw), normalize_rows(rows_of(pred), **kw), mode, distinct=distinct)
 
 
 def tree_has_top_level_order_by(tree: Any) -> bool:

@@ -33,8 +33,13 @@ def _cell(value, width: int = 80) -> str:
     return text if len(text) <= width else text[: max(1, width - 3)] + "..."
 
 
-def render_schema_context(info: DatabaseInfo, sample_rows: int = SAMPLE_ROWS, value_width: int = 80,
-                          tables: list[TableInfo] | None = None, max_columns: int | None = None) -> str:
+def render_schema_context(
+    info: DatabaseInfo,
+    sample_rows: int = SAMPLE_ROWS,
+    value_width: int = 80,
+    tables: list[TableInfo] | None = None,
+    max_columns: int | None = None,
+) -> str:
     """The prompt's schema context: each table's DDL followed by up to five sample rows.
 
     Values are whitespace-folded, truncated to ``value_width`` and escaped so that no database
@@ -44,8 +49,10 @@ def render_schema_context(info: DatabaseInfo, sample_rows: int = SAMPLE_ROWS, va
         ddl = t.ddl.rstrip(";") + ";"
         if max_columns is not None and len(t.columns) > max_columns:
             kept = ", ".join(f"{quote_ident(c.name)} {c.type}".strip() for c in t.columns[:max_columns])
-            ddl = (f"CREATE TABLE {quote_ident(t.name)} ({kept}); "
-                   f"/* {len(t.columns) - max_columns} more columns left out for the context window */")
+            ddl = (
+                f"CREATE TABLE {quote_ident(t.name)} ({kept}); "
+                f"/* {len(t.columns) - max_columns} more columns left out for the context window */"
+            )
         block = [ddl]
         rows = t.sample_rows[:sample_rows]
         name = _escape_comment(t.name)
@@ -79,13 +86,21 @@ class FittedContext:
 
     @property
     def complete(self) -> bool:
-        return not self.omitted_tables and self.sample_rows == SAMPLE_ROWS and self.value_width == 80 \
+        return (
+            not self.omitted_tables
+            and self.sample_rows == SAMPLE_ROWS
+            and self.value_width == 80
             and self.max_columns is None
+        )
 
     def omitted(self) -> dict:
-        return {"omitted_tables": self.omitted_tables, "sample_rows": self.sample_rows,
-                "value_width": self.value_width, "max_columns": self.max_columns,
-                "budget_tokens": self.budget_tokens}
+        return {
+            "omitted_tables": self.omitted_tables,
+            "sample_rows": self.sample_rows,
+            "value_width": self.value_width,
+            "max_columns": self.max_columns,
+            "budget_tokens": self.budget_tokens,
+        }
 
 
 def _table_rank(info: DatabaseInfo, focus: set[str]) -> list[TableInfo]:
@@ -95,8 +110,9 @@ def _table_rank(info: DatabaseInfo, focus: set[str]) -> list[TableInfo]:
         for fk in t.foreign_keys:
             degree[t.name.lower()] = degree.get(t.name.lower(), 0) + 1
             degree[fk.ref_table.lower()] = degree.get(fk.ref_table.lower(), 0) + 1
-    return sorted(info.tables, key=lambda t: (t.name.lower() not in focus, -degree.get(t.name.lower(), 0),
-                                              -t.row_count, t.name))
+    return sorted(
+        info.tables, key=lambda t: (t.name.lower() not in focus, -degree.get(t.name.lower(), 0), -t.row_count, t.name)
+    )
 
 
 def fit_schema_context(info: DatabaseInfo, budget_tokens: int, focus_tables=()) -> FittedContext:
@@ -105,6 +121,7 @@ def fit_schema_context(info: DatabaseInfo, budget_tokens: int, focus_tables=()) 
     Degrades in the order a text-to-SQL prompt loses least: shorter sample values, fewer sample
     rows, then whole tables (least connected and smallest first, never ``focus_tables``), then
     columns of very wide tables. The tables left out are named in a closing comment."""
+
     def fits(text: str) -> bool:
         return approx_tokens(text) <= budget_tokens
 
@@ -155,6 +172,7 @@ def focused_fitter(info: DatabaseInfo, budget_tokens: int):
         if focus not in cache:
             cache[focus] = fit_schema_context(info, budget_tokens, focus).text
         return cache[focus]
+
     return fit
 
 
@@ -162,5 +180,7 @@ def _omitted_note(info: DatabaseInfo, kept: list[TableInfo]) -> str:
     left = [t.name for t in info.tables if t not in kept]
     if not left:
         return ""
-    names = ", ".join(_escape_comment(n) for n in left[:20]) + (f", ... ({len(left) - 20} more)" if len(left) > 20 else "")
+    names = ", ".join(_escape_comment(n) for n in left[:20]) + (
+        f", ... ({len(left) - 20} more)" if len(left) > 20 else ""
+    )
     return f"\n\n/* {len(left)} more tables left out for the context window: {names} */"

@@ -68,8 +68,14 @@ def litellm_module():
     return _litellm
 
 
-_ZERO_COST = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "cache_creation_input_token_cost": 0.0,
-              "cache_read_input_token_cost": 0.0, "mode": "chat", "max_tokens": 8192}
+_ZERO_COST = {
+    "input_cost_per_token": 0.0,
+    "output_cost_per_token": 0.0,
+    "cache_creation_input_token_cost": 0.0,
+    "cache_read_input_token_cost": 0.0,
+    "mode": "chat",
+    "max_tokens": 8192,
+}
 _registered: set[str] = set()
 
 
@@ -169,13 +175,16 @@ EMBEDDED_MAX_ITEMS = 6
 def bounded_schema(schema: dict) -> dict:
     """``schema`` with every string at most :data:`EMBEDDED_MAX_TEXT_CHARS` (list items:
     :data:`EMBEDDED_MAX_ITEM_CHARS`) and every array at most :data:`EMBEDDED_MAX_ITEMS` long."""
+
     def walk(node, in_array=False):
         if isinstance(node, list):
             return [walk(x, in_array) for x in node]
         if not isinstance(node, dict):
             return node
-        out = {k: walk(v, in_array=(k == "items")) if k in ("items",) else
-               (walk(v) if isinstance(v, (dict, list)) else v) for k, v in node.items()}
+        out = {
+            k: walk(v, in_array=(k == "items")) if k in ("items",) else (walk(v) if isinstance(v, (dict, list)) else v)
+            for k, v in node.items()
+        }
         if out.get("type") == "string" and "enum" not in out and "const" not in out:
             cap = EMBEDDED_MAX_ITEM_CHARS if in_array else EMBEDDED_MAX_TEXT_CHARS
             out["maxLength"] = min(out.get("maxLength", cap), cap)
@@ -186,6 +195,7 @@ def bounded_schema(schema: dict) -> dict:
             if out.get("minItems", 0) > out["maxItems"]:
                 out["minItems"] = out["maxItems"]
         return out
+
     return walk(schema)
 
 
@@ -224,6 +234,7 @@ def schema_token_bound(schema: dict) -> int | None:
                 total += n + 3 + len(name) // 3
             return total
         return None
+
     return size(schema)
 
 
@@ -240,10 +251,15 @@ def response_format(member: Member, output_model: type[BaseModel], schema: dict)
     if (member.model, member.api_base) in _no_schema_support:
         return None
     if member.is_embedded and member.structured_output == "json_schema":
-        return {"type": "json_schema",
-                "json_schema": {"name": schema_name(output_model), "schema": bounded_schema(schema), "strict": False}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name(output_model), "schema": bounded_schema(schema), "strict": False},
+        }
     if member.structured_output == "json_schema":
-        return {"type": "json_schema", "json_schema": {"name": schema_name(output_model), "schema": schema, "strict": False}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name(output_model), "schema": schema, "strict": False},
+        }
     if member.structured_output == "json_object":
         return {"type": "json_object"}
     return None
@@ -266,9 +282,12 @@ def uses_direct_http(member: Member) -> bool:
     ``api_base`` (vLLM, llama.cpp, the embedded server), unless the member sets
     ``transport: litellm`` or ``$QUANDARY_LLM_TRANSPORT`` is ``litellm``. ``openai/<model>`` without
     ``api_base`` (the OpenAI API itself) and every other provider keep litellm's translation."""
-    return (member.transport == "auto" and member.api_base is not None
-            and member.model.startswith(OPENAI_COMPATIBLE_PREFIXES)
-            and os.environ.get(TRANSPORT_ENV, "auto") != "litellm")
+    return (
+        member.transport == "auto"
+        and member.api_base is not None
+        and member.model.startswith(OPENAI_COMPATIBLE_PREFIXES)
+        and os.environ.get(TRANSPORT_ENV, "auto") != "litellm"
+    )
 
 
 def _api_key(member: Member, api_base: str | None) -> str | None:
@@ -323,8 +342,11 @@ def retry_after_s(exc: BaseException) -> float | None:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        headers = (getattr(exc, "litellm_response_headers", None) or getattr(exc, "headers", None)
-                   or getattr(getattr(exc, "response", None), "headers", None))
+        headers = (
+            getattr(exc, "litellm_response_headers", None)
+            or getattr(exc, "headers", None)
+            or getattr(getattr(exc, "response", None), "headers", None)
+        )
         value = headers.get("retry-after") if headers is not None and hasattr(headers, "get") else None
         if value:
             value = str(value).strip()
@@ -400,7 +422,8 @@ async def _request(member: Member, kwargs: dict) -> _Reply:
         body["model"] = member.model.split("/", 1)[1]  # the served model's name, as litellm sends it
         if member.stall_deadline_s is None:
             text, prompt_tokens, completion_tokens = await openai_http.complete(
-                url, kwargs["api_key"], body, timeout_s=member.timeout_s, answer_cap=answer_byte_cap(member))
+                url, kwargs["api_key"], body, timeout_s=member.timeout_s, answer_cap=answer_byte_cap(member)
+            )
             return _Reply(text, prompt_tokens, completion_tokens)
         return await _read_stream(openai_http.stream(url, kwargs["api_key"], body), member)
     litellm = litellm_module()
@@ -412,9 +435,12 @@ async def _request(member: Member, kwargs: dict) -> _Reply:
             resp = await litellm.acompletion(**kwargs)
         choice = resp.choices[0] if getattr(resp, "choices", None) else None
         usage = getattr(resp, "usage", None)
-        return _Reply(getattr(getattr(choice, "message", None), "content", None) or "",
-                      int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0),
-                      resp)
+        return _Reply(
+            getattr(getattr(choice, "message", None), "content", None) or "",
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+            resp,
+        )
     async with asyncio.timeout(member.timeout_s + 0.5):
         stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
     try:
@@ -436,8 +462,12 @@ async def _litellm_deltas(stream):
         choices = getattr(chunk, "choices", None) or []
         delta = getattr(choices[0], "delta", None) if choices else None
         usage = getattr(chunk, "usage", None)
-        yield getattr(delta, "content", None), None if usage is None else (
-            int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+        yield (
+            getattr(delta, "content", None),
+            None
+            if usage is None
+            else (int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0)),
+        )
 
 
 async def _read_stream(deltas, member: Member) -> _Reply:
@@ -472,12 +502,16 @@ async def _read_stream(deltas, member: Member) -> _Reply:
     return _Reply("".join(parts), prompt_tokens, completion_tokens or len(parts))
 
 
-def _refuse_oversize(out: _Completion, member: Member, size: int, api_base: str | None,
-                     partial: bool = False) -> _Completion:
+def _refuse_oversize(
+    out: _Completion, member: Member, size: int, api_base: str | None, partial: bool = False
+) -> _Completion:
     """A server ignoring max_tokens: refuse the answer, never cache or log it whole."""
     cap = answer_byte_cap(member)
-    out.failure = CallFailure(FailureClass.OVERSIZE_ANSWER, None, f"{'over ' if partial else ''}{size} bytes for "
-                              f"max_tokens {member.max_tokens} (cap {cap} bytes)")
+    out.failure = CallFailure(
+        FailureClass.OVERSIZE_ANSWER,
+        None,
+        f"{'over ' if partial else ''}{size} bytes for max_tokens {member.max_tokens} (cap {cap} bytes)",
+    )
     out.error = describe(out.failure, member.name, api_base)
     out.text = None
     return out
@@ -539,7 +573,10 @@ def _cost(member: Member, reply: _Reply) -> float:
         if price is None:
             try:
                 info = litellm.get_model_info(member.model)
-                price = (float(info.get("input_cost_per_token") or 0.0), float(info.get("output_cost_per_token") or 0.0))
+                price = (
+                    float(info.get("input_cost_per_token") or 0.0),
+                    float(info.get("output_cost_per_token") or 0.0),
+                )
             except Exception:  # noqa: BLE001 - not in litellm's price list (a self-hosted model)
                 price = (0.0, 0.0)
             _token_prices[member.model] = price
@@ -600,8 +637,17 @@ async def call_structured(
                 failure = CallFailure(failure.kind, None, f"call log {log.path}: {failure.detail}")
         elif failure.kind not in STORAGE_CLASSES:
             failure = CallFailure(FailureClass.INTERNAL, None, describe_error(exc))
-        return CallResult(key or "?", member.name, False, None, None, describe(failure, member.name),
-                          "call_failed", tag=tag, failure=failure.kind.value)
+        return CallResult(
+            key or "?",
+            member.name,
+            False,
+            None,
+            None,
+            describe(failure, member.name),
+            "call_failed",
+            tag=tag,
+            failure=failure.kind.value,
+        )
 
 
 class _Slot:
@@ -686,8 +732,12 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag, 
     finally:
         progress.call_finished(handle)
         slot.release()
-    total = _Completion(prompt_tokens=first.prompt_tokens, completion_tokens=first.completion_tokens,
-                        cost=first.cost, attempts=first.attempts)
+    total = _Completion(
+        prompt_tokens=first.prompt_tokens,
+        completion_tokens=first.completion_tokens,
+        cost=first.cost,
+        attempts=first.attempts,
+    )
     raw, first_raw, repaired, parsed, error = first.text, None, False, None, first.error
     status = "call_failed" if first.error is not None else "parse_failed"
     failure = first.failure.kind.value if first.failure is not None else FailureClass.UNPARSEABLE.value
@@ -698,7 +748,9 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag, 
         else:
             error = f"unparseable output: {result.error}"
             if member.repair:
-                repair_kwargs = dict(kwargs, messages=kwargs["messages"] + _repair_messages(first.text, result.error, schema))
+                repair_kwargs = dict(
+                    kwargs, messages=kwargs["messages"] + _repair_messages(first.text, result.error, schema)
+                )
                 async with await slot.acquire():
                     second = await _complete(member, repair_kwargs)
                 total.prompt_tokens += second.prompt_tokens
@@ -717,18 +769,31 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag, 
                     error = f"unparseable output: {result.error}; repair call failed: {second.error}"
     # what the caller's result and the log record both carry
     shared = dict(
-        call_id=key, status=status, error=error, prompt_tokens=total.prompt_tokens,
-        completion_tokens=total.completion_tokens, latency_ms=(time.perf_counter() - t0) * 1000,
-        cost=total.cost, attempts=total.attempts, repaired=repaired, tag=tag,
+        call_id=key,
+        status=status,
+        error=error,
+        prompt_tokens=total.prompt_tokens,
+        completion_tokens=total.completion_tokens,
+        latency_ms=(time.perf_counter() - t0) * 1000,
+        cost=total.cost,
+        attempts=total.attempts,
+        repaired=repaired,
+        tag=tag,
     )
-    res = CallResult(member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, cached=False,
-                     failure=failure, **shared)
+    res = CallResult(
+        member=member.name, ok=status == "ok", parsed=parsed, raw_text=raw, cached=False, failure=failure, **shared
+    )
     if log is not None:
         rec = CallRecord(
-            member=member.name, model=member.model, api_base=api_base, schema_name=schema_name(output_model),
+            member=member.name,
+            model=member.model,
+            api_base=api_base,
+            schema_name=schema_name(output_model),
             request={k: v for k, v in kwargs.items() if k not in ("api_key", "api_base")},
-            raw_response=raw, first_raw_response=first_raw,
-            parsed=parsed.model_dump(mode="json") if parsed is not None else None, **shared,
+            raw_response=raw,
+            first_raw_response=first_raw,
+            parsed=parsed.model_dump(mode="json") if parsed is not None else None,
+            **shared,
         )
         try:
             await run_in_log_thread(log, log.record, rec)
@@ -737,8 +802,11 @@ async def _call_uncached(member, messages, output_model, schema, key, log, tag, 
             if not res.ok:
                 kind = classify_exception(exc).kind
                 kind = kind if kind in STORAGE_CLASSES else FailureClass.STORAGE_IO
-                res = dataclasses.replace(res, failure=kind.value, error=describe(
-                    CallFailure(kind, None, f"call log {log.path}: {describe_error(exc)}"), member.name))
+                res = dataclasses.replace(
+                    res,
+                    failure=kind.value,
+                    error=describe(CallFailure(kind, None, f"call log {log.path}: {describe_error(exc)}"), member.name),
+                )
     return res
 
 
@@ -759,9 +827,20 @@ def _from_record(rec: CallRecord, output_model: type[T], member_name: str, tag: 
         except Exception as exc:  # noqa: BLE001 - e.g. a validator changed without a schema change
             ok, error = False, f"cached output no longer validates: {describe_error(exc)}"
     return CallResult(
-        call_id=rec.call_id, member=member_name, ok=ok, parsed=parsed, raw_text=rec.raw_response, error=error,
-        status=rec.status if ok or rec.status != "ok" else "parse_failed", cached=True,
-        prompt_tokens=0, completion_tokens=0, latency_ms=0.0, cost=0.0,  # a hit spends nothing
-        attempts=0, repaired=rec.repaired, tag=tag,
+        call_id=rec.call_id,
+        member=member_name,
+        ok=ok,
+        parsed=parsed,
+        raw_text=rec.raw_response,
+        error=error,
+        status=rec.status if ok or rec.status != "ok" else "parse_failed",
+        cached=True,
+        prompt_tokens=0,
+        completion_tokens=0,
+        latency_ms=0.0,
+        cost=0.0,  # a hit spends nothing
+        attempts=0,
+        repaired=rec.repaired,
+        tag=tag,
         failure=None if ok else classify_text(error, "parse_failed" if rec.status == "ok" else rec.status).value,
     )

@@ -54,13 +54,17 @@ def check_key_env(name: str | None) -> None:
         return
     allowed = {n.strip() for n in os.environ.get(KEY_ENVS_ENV, "").split(",") if n.strip()}
     if not (name.startswith(KEY_ENV_PREFIX) and len(name) > len(KEY_ENV_PREFIX)) and name not in allowed:
-        raise ValueError(f"api_key_env {name!r} is not allowed: name the key {KEY_ENV_PREFIX}<NAME>, or allow-list "
-                         f"it in ${KEY_ENVS_ENV} (comma-separated)")
+        raise ValueError(
+            f"api_key_env {name!r} is not allowed: name the key {KEY_ENV_PREFIX}<NAME>, or allow-list "
+            f"it in ${KEY_ENVS_ENV} (comma-separated)"
+        )
 
 
 def schema_token_budget(members) -> int:
     """Tokens the schema context may take so every prompt fits every member's window."""
     return max(256, min(m.context_window - max(m.max_tokens or 0, 512) - PROMPT_OVERHEAD_TOKENS for m in members))
+
+
 REQUIRED_ROLES = ("generators", "validators", "user_simulator", "system_agents")
 # Roles filled from the `default` council when a config leaves them out (not required otherwise).
 DEFAULTED_ROLES = ("askers", "solvers", "oracles")

@@ -86,8 +86,9 @@ def _as_yes_no(v: Any) -> bool | None:
 
 
 class Council:
-    def __init__(self, role: str, members: Sequence[Member], log: CallLogRules | None,
-                 config: CouncilConfig | None = None):
+    def __init__(
+        self, role: str, members: Sequence[Member], log: CallLogRules | None, config: CouncilConfig | None = None
+    ):
         if not members:
             raise ValueError(f"council {role!r} has no members")
         self.role = role
@@ -114,8 +115,16 @@ class Council:
         return f"Council({self.role!r}, members={self.member_names})"
 
     # --- async API -------------------------------------------------------------------------
-    async def aask(self, member_name: str, messages: list[dict], output_model: type[T], tag: dict | None = None,
-                   *, use_cache: bool = True, overrides: dict | None = None) -> CallResult[T]:
+    async def aask(
+        self,
+        member_name: str,
+        messages: list[dict],
+        output_model: type[T],
+        tag: dict | None = None,
+        *,
+        use_cache: bool = True,
+        overrides: dict | None = None,
+    ) -> CallResult[T]:
         """``overrides`` replaces sampling params for this call (e.g. a per-sample seed, a
         stage's max_tokens); they are part of the cache key like any parameter."""
         member = self.member(member_name)
@@ -138,32 +147,52 @@ class Council:
         return await asyncio.shield(task)
 
     async def _call(self, member: Member, messages, output_model, tag, use_cache, call_id=None) -> CallResult:
-        result = await call_structured(member, messages, output_model, log=self.log, tag=tag,
-                                       use_cache=use_cache, key=call_id, slot=_slots(member))
+        result = await call_structured(
+            member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache, key=call_id, slot=_slots(member)
+        )
         # live counts for the open progress bar/log lines (resources/progress.py); joined
         # single-flight duplicates are not counted twice
         record_call(cached=bool(result.cached), failed=not result.ok, item=(tag or {}).get("candidate_id"))
         return result
 
-    async def aask_all(self, messages: list[dict], output_model: type[T], tag: dict | None = None,
-                       *, use_cache: bool = True) -> list[CallResult[T]]:
-        return list(await asyncio.gather(
-            *(self.aask(m.name, messages, output_model, tag, use_cache=use_cache) for m in self.members)
-        ))
+    async def aask_all(
+        self, messages: list[dict], output_model: type[T], tag: dict | None = None, *, use_cache: bool = True
+    ) -> list[CallResult[T]]:
+        return list(
+            await asyncio.gather(
+                *(self.aask(m.name, messages, output_model, tag, use_cache=use_cache) for m in self.members)
+            )
+        )
 
-    async def aask_many(self, member_name: str, list_of_messages: Sequence[list[dict]], output_model: type[T],
-                        tags: Sequence[dict | None] | None = None) -> list[CallResult[T]]:
+    async def aask_many(
+        self,
+        member_name: str,
+        list_of_messages: Sequence[list[dict]],
+        output_model: type[T],
+        tags: Sequence[dict | None] | None = None,
+    ) -> list[CallResult[T]]:
         tags = list(tags) if tags is not None else [None] * len(list_of_messages)
         if len(tags) != len(list_of_messages):
             raise ValueError(f"ask_many: {len(list_of_messages)} prompts but {len(tags)} tags")
         self.member(member_name)  # fail fast on a typo, before scheduling anything
-        return list(await asyncio.gather(
-            *(self.aask(member_name, msgs, output_model, t) for msgs, t in zip(list_of_messages, tags))
-        ))
+        return list(
+            await asyncio.gather(
+                *(self.aask(member_name, msgs, output_model, t) for msgs, t in zip(list_of_messages, tags))
+            )
+        )
 
-    async def avote(self, messages: list[dict], output_model: type[T], extract: Callable[[T], Any],
-                    rule: str = "strict_majority", tag: dict | None = None, *, abstain_as_no: bool = False,
-                    tie: str | Sequence[Hashable] = "reject", overrides: dict | None = None) -> VoteOutcome:
+    async def avote(
+        self,
+        messages: list[dict],
+        output_model: type[T],
+        extract: Callable[[T], Any],
+        rule: str = "strict_majority",
+        tag: dict | None = None,
+        *,
+        abstain_as_no: bool = False,
+        tie: str | Sequence[Hashable] = "reject",
+        overrides: dict | None = None,
+    ) -> VoteOutcome:
         yes_no = rule in ("strict_majority", "unanimous")
         n = len(self.members)
         votes: list = []
@@ -174,9 +203,10 @@ class Council:
             k = min_more_votes(votes, n - asked, rule, abstain_as_no=abstain_as_no, tie=tie)
             if k == 0:
                 break  # decided: the remaining members cannot change the outcome
-            wave = self.members[asked: asked + k]
+            wave = self.members[asked : asked + k]
             wave_results = await asyncio.gather(
-                *(self.aask(m.name, messages, output_model, tag, overrides=overrides) for m in wave))
+                *(self.aask(m.name, messages, output_model, tag, overrides=overrides) for m in wave)
+            )
             for m, r in zip(wave, wave_results):
                 v = None
                 if r.ok:
@@ -192,17 +222,31 @@ class Council:
             asked += k
         tally = decide(votes + [None] * (n - asked), rule, abstain_as_no=abstain_as_no, tie=tie)
         return VoteOutcome(
-            decision=tally.decision, votes=cast, calls_made=asked, calls_saved=n - asked, rule=rule,
-            counts=tally.counts, abstentions=sum(1 for v in votes if v is None), results=results,
+            decision=tally.decision,
+            votes=cast,
+            calls_made=asked,
+            calls_saved=n - asked,
+            rule=rule,
+            counts=tally.counts,
+            abstentions=sum(1 for v in votes if v is None),
+            results=results,
         )
 
-    async def avote_many(self, list_of_messages: Sequence[list[dict]], output_model: type[T],
-                         extract: Callable[[T], Any], rule: str = "strict_majority",
-                         tags: Sequence[dict | None] | None = None, **kw) -> list[VoteOutcome]:
+    async def avote_many(
+        self,
+        list_of_messages: Sequence[list[dict]],
+        output_model: type[T],
+        extract: Callable[[T], Any],
+        rule: str = "strict_majority",
+        tags: Sequence[dict | None] | None = None,
+        **kw,
+    ) -> list[VoteOutcome]:
         tags = list(tags) if tags is not None else [None] * len(list_of_messages)
-        return list(await asyncio.gather(
-            *(self.avote(m, output_model, extract, rule, t, **kw) for m, t in zip(list_of_messages, tags))
-        ))
+        return list(
+            await asyncio.gather(
+                *(self.avote(m, output_model, extract, rule, t, **kw) for m, t in zip(list_of_messages, tags))
+            )
+        )
 
     # --- sync twins ------------------------------------------------------------------------
     def ask(self, member_name, messages, output_model, tag=None, **kw) -> CallResult:

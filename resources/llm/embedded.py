@@ -81,6 +81,7 @@ def machine_load(cores: int, sample_s: float = 0.3) -> float:
     lags, and right after ``make demo``'s own ``pip install`` it still said "busy" on an idle
     machine, so the demo ran on one thread (7 min instead of 4). Without ``/proc/stat`` the load
     average is the fallback; without either, assume busy (the safe side)."""
+
     def sample() -> tuple[int, int]:
         with open("/proc/stat", encoding="ascii") as fh:
             fields = [int(x) for x in fh.readline().split()[1:]]
@@ -121,8 +122,13 @@ def server_slots() -> int:
 class EmbeddedServer:
     """One llama.cpp server in this process. ``base_url`` is the OpenAI ``/v1`` root."""
 
-    def __init__(self, n_parallel: int | None = None, ctx_per_slot: int = 4096, n_threads: int | None = None,
-                 deterministic: bool | None = None):
+    def __init__(
+        self,
+        n_parallel: int | None = None,
+        ctx_per_slot: int = 4096,
+        n_threads: int | None = None,
+        deterministic: bool | None = None,
+    ):
         if deterministic is None:
             deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
         self.deterministic = deterministic

@@ -65,44 +65,44 @@ LABELS = {
 
 REMEDIES = {
     FailureClass.UNREACHABLE: "nothing answered at the api_base: start the server or fix api_base in the council "
-                              "file, then rerun (completed calls are cached)",
+    "file, then rerun (completed calls are cached)",
     FailureClass.TIMEOUT: "the provider did not answer within the member's timeout_s (or stopped streaming for "
-                          "stall_timeout_s): raise them or lower max_in_flight, then rerun (completed calls are cached)",
+    "stall_timeout_s): raise them or lower max_in_flight, then rerun (completed calls are cached)",
     FailureClass.RATE_LIMITED: "the provider is rate limiting: lower max_in_flight or raise max_retries / "
-                               "backoff_max_s for the member, then rerun (completed calls are cached)",
+    "backoff_max_s for the member, then rerun (completed calls are cached)",
     FailureClass.SERVER_ERROR: "the server answered with an error: check its logs and rerun once it is healthy "
-                               "(completed calls are cached)",
+    "(completed calls are cached)",
     FailureClass.CONTEXT_TOO_LONG: "the prompt does not fit the model's context window: set the member's "
-                                   "context_tokens to its real window (the schema context is then fitted to it) "
-                                   "or use a model with a larger window; rerunning unchanged fails again",
+    "context_tokens to its real window (the schema context is then fitted to it) "
+    "or use a model with a larger window; rerunning unchanged fails again",
     FailureClass.REJECTED: "the provider refused the request as invalid: check the member's model name and "
-                           "parameters in the council file; rerunning unchanged fails again",
+    "parameters in the council file; rerunning unchanged fails again",
     FailureClass.AUTH: "the provider refused the credentials: set the environment variable named by the member's "
-                       "api_key_env, then rerun",
+    "api_key_env, then rerun",
     FailureClass.STORAGE: "the local call log is damaged: move the file away (its cached answers are lost) or "
-                          "restore it, then rerun; waiting for the provider will not help",
+    "restore it, then rerun; waiting for the provider will not help",
     FailureClass.STORAGE_FULL: "the disk of the call log is full: free space (or point QUANDARY_HOME at another "
-                               "disk), then rerun; the call log is intact — keep it (answers already received "
-                               "are kept and not requested again); waiting for the provider will not help",
+    "disk), then rerun; the call log is intact — keep it (answers already received "
+    "are kept and not requested again); waiting for the provider will not help",
     FailureClass.STORAGE_READ_ONLY: "the call log's folder is on a read-only file system: remount it writable or "
-                                    "point QUANDARY_HOME at a writable folder, then rerun; the call log is intact "
-                                    "— keep it",
+    "point QUANDARY_HOME at a writable folder, then rerun; the call log is intact "
+    "— keep it",
     FailureClass.STORAGE_PERMISSION: "this user may not write the call log: fix the permissions of the file and "
-                                     "its folder (or point QUANDARY_HOME at a folder you own), then rerun; the "
-                                     "call log is intact — keep it",
+    "its folder (or point QUANDARY_HOME at a folder you own), then rerun; the "
+    "call log is intact — keep it",
     FailureClass.STORAGE_IO: "the disk of the call log reported an I/O error: check the disk, then rerun; the "
-                             "call log is not known to be damaged — keep it",
+    "call log is not known to be damaged — keep it",
     FailureClass.UNPARSEABLE: "the model answers, but not in the expected JSON format: check the member's model, "
-                              "structured_output and prompt; unparseable answers are not cached, so a rerun "
-                              "asks again",
+    "structured_output and prompt; unparseable answers are not cached, so a rerun "
+    "asks again",
     FailureClass.MALFORMED_ANSWER: "the endpoint answered HTTP 200 with a body that is not an OpenAI chat "
-                                   "completion: check that api_base points at the model server itself (not a proxy "
-                                   "or web page) and its logs, then rerun (completed calls are cached)",
+    "completion: check that api_base points at the model server itself (not a proxy "
+    "or web page) and its logs, then rerun (completed calls are cached)",
     FailureClass.TRUNCATED_ANSWER: "the server (or a proxy) closed the connection in the middle of its answer: "
-                                   "check its logs and any proxy timeouts, then rerun (completed calls are cached)",
+    "check its logs and any proxy timeouts, then rerun (completed calls are cached)",
     FailureClass.OVERSIZE_ANSWER: "the server sent far more than max_tokens allows (it ignores max_tokens): fix "
-                                  "the server or the member's model; such answers are not cached, raise "
-                                  "QUANDARY_LLM_MAX_ANSWER_BYTES only if they are legitimate",
+    "the server or the member's model; such answers are not cached, raise "
+    "QUANDARY_LLM_MAX_ANSWER_BYTES only if they are legitimate",
     FailureClass.INTERNAL: "an unexpected error inside Quandary: rerun with --verbose and report it",
 }
 
@@ -147,30 +147,43 @@ def classify_exception(exc: BaseException) -> CallFailure:
     names = {type(e).__name__ for e in chain}
     for e in chain:  # a body cut off mid-way is an answer that broke, not "cannot connect"
         text_e = str(e)
-        if type(e).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead") or \
-                "payload is not completed" in text_e or "complete message body" in text_e:
-            return CallFailure(FailureClass.TRUNCATED_ANSWER, None,
-                           f"the answer was cut off before its end ({_first_line(e, 160)})")
+        if (
+            type(e).__name__ in ("ContentLengthError", "ClientPayloadError", "IncompleteRead")
+            or "payload is not completed" in text_e
+            or "complete message body" in text_e
+        ):
+            return CallFailure(
+                FailureClass.TRUNCATED_ANSWER, None, f"the answer was cut off before its end ({_first_line(e, 160)})"
+            )
     for e in chain:  # transport failures first: they trump the status litellm invents for them
         if isinstance(e, ConnectionRefusedError):
             return CallFailure(FailureClass.UNREACHABLE, None, "connection refused")
         if isinstance(e, socket.gaierror):
             return CallFailure(FailureClass.UNREACHABLE, None, f"host not found ({e.strerror or e})")
-        if isinstance(e, ConnectionResetError) or type(e).__name__ in ("RemoteProtocolError", "ServerDisconnectedError"):
+        if isinstance(e, ConnectionResetError) or type(e).__name__ in (
+            "RemoteProtocolError",
+            "ServerDisconnectedError",
+        ):
             return CallFailure(FailureClass.UNREACHABLE, None, "connection reset before any HTTP answer")
         if isinstance(e, ConnectionError):
             return CallFailure(FailureClass.UNREACHABLE, None, _first_line(e))
     for e in chain:  # litellm calls these "HTTP 500", but the server said 200
         if isinstance(e, json.JSONDecodeError):
             return CallFailure(FailureClass.MALFORMED_ANSWER, None, f"the body is not JSON ({_first_line(e, 120)})")
-        if "no 'choices'" in str(e) or "no \"choices\"" in str(e):
+        if "no 'choices'" in str(e) or 'no "choices"' in str(e):
             return CallFailure(FailureClass.MALFORMED_ANSWER, None, "the body has no choices (not a chat completion)")
     for e in chain:
         if isinstance(e, (sqlite3.Error, faults.StorageError)):
             kind = STORAGE_BY_CAUSE.get(faults.storage_cause(e, getattr(e, "path", None)), FailureClass.STORAGE)
             return CallFailure(kind, None, f"{type(e).__name__}: {_first_line(e)}")
-    if names & {"Timeout", "APITimeoutError", "TimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout"} or \
-            any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
+    if names & {
+        "Timeout",
+        "APITimeoutError",
+        "TimeoutError",
+        "TimeoutException",
+        "ReadTimeout",
+        "ConnectTimeout",
+    } or any(isinstance(e, (asyncio.TimeoutError, TimeoutError)) for e in chain):
         stalled = next((str(e) for e in chain if isinstance(e, TimeoutError) and str(e).startswith("no token")), None)
         return CallFailure(FailureClass.TIMEOUT, None, stalled or "no answer within the timeout")
     if names & {"APIConnectionError", "ConnectError", "ClientConnectorError"}:
@@ -178,9 +191,21 @@ def classify_exception(exc: BaseException) -> CallFailure:
     status = next((s for s in (getattr(e, "status_code", None) for e in chain) if isinstance(s, int)), None)
     text = _first_line(exc)
     low = text.lower()
-    if "ContextWindowExceededError" in names or (status in (400, 413, 422) and any(
-            w in low for w in ("context length", "context window", "maximum context", "too many tokens",
-                               "exceeds the context", "prompt is too long", "context_length_exceeded"))):
+    if "ContextWindowExceededError" in names or (
+        status in (400, 413, 422)
+        and any(
+            w in low
+            for w in (
+                "context length",
+                "context window",
+                "maximum context",
+                "too many tokens",
+                "exceeds the context",
+                "prompt is too long",
+                "context_length_exceeded",
+            )
+        )
+    ):
         return CallFailure(FailureClass.CONTEXT_TOO_LONG, status or 400, _server_message(text))
     if status == 429:
         return CallFailure(FailureClass.RATE_LIMITED, 429, _server_message(text))
@@ -205,7 +230,9 @@ def _server_message(text: str) -> str:
 
 def describe(failure: CallFailure, member: str | None = None, api_base: str | None = None) -> str:
     """The one-line error of a failed call: class, real status, detail, member and endpoint."""
-    where = ", ".join(x for x in (f"member {member}" if member else "", f"api_base {api_base}" if api_base else "") if x)
+    where = ", ".join(
+        x for x in (f"member {member}" if member else "", f"api_base {api_base}" if api_base else "") if x
+    )
     return f"{failure.label()}: {failure.detail}" + (f" ({where})" if where else "")
 
 
@@ -232,8 +259,11 @@ class FailureTally:
         self.calls += 1
         if result.ok:
             return
-        kind = FailureClass(result.failure) if getattr(result, "failure", None) else classify_text(
-            result.error, result.status)
+        kind = (
+            FailureClass(result.failure)
+            if getattr(result, "failure", None)
+            else classify_text(result.error, result.status)
+        )
         self.counts[kind] += 1
         self.examples.setdefault(kind, result.error or LABELS[kind])
 
@@ -247,33 +277,38 @@ class FailureTally:
 
     def message(self, step: str, *, transport: bool = True) -> str:
         """``<step>: F of N calls failed — <class>: <example>. <remedy>`` (the main class first)."""
-        kinds = [k for k, _ in self.counts.most_common()
-                 if (k is not FailureClass.UNPARSEABLE) == transport]
+        kinds = [k for k, _ in self.counts.most_common() if (k is not FailureClass.UNPARSEABLE) == transport]
         if not kinds:
             return f"{step}: no failures"
         main = kinds[0]
         n = sum(self.counts[k] for k in kinds)
         what = "calls failed" if transport else "answers were unparseable"
         others = "; ".join(f"{self.counts[k]} {LABELS[k]}" for k in kinds[1:])
-        return (f"{step}: {n} of {self.calls} LLM {what} — {self.examples[main]}"
-                + (f" (also: {others})" if others else "") + f". What to do: {REMEDIES[main]}.")
+        return (
+            f"{step}: {n} of {self.calls} LLM {what} — {self.examples[main]}"
+            + (f" (also: {others})" if others else "")
+            + f". What to do: {REMEDIES[main]}."
+        )
 
     def check(self, step: str, max_failed_share: float, max_unparseable_share: float) -> None:
         """Raise :class:`ProviderUnavailable` (classified message and remedy) when more than
         ``max_failed_share`` of the calls failed, or more than ``max_unparseable_share`` of them were
         unparseable (only from :data:`MIN_CALLS_FOR_SHARE` calls on)."""
         if self.calls and self.transport_failures / self.calls > max_failed_share:
-            raise ProviderUnavailable(self.message(step) + _share_note(
-                self.transport_failures, self.calls, max_failed_share, "max_failed_call_share"))
+            raise ProviderUnavailable(
+                self.message(step)
+                + _share_note(self.transport_failures, self.calls, max_failed_share, "max_failed_call_share")
+            )
         if self.calls >= MIN_CALLS_FOR_SHARE and self.unparseable / self.calls > max_unparseable_share:
-            raise ProviderUnavailable(self.message(step, transport=False) + _share_note(
-                self.unparseable, self.calls, max_unparseable_share, "max_unparseable_share"))
+            raise ProviderUnavailable(
+                self.message(step, transport=False)
+                + _share_note(self.unparseable, self.calls, max_unparseable_share, "max_unparseable_share")
+            )
 
 
 def _share_note(n: int, calls: int, limit: float, name: str) -> str:
     """Which tolerated share was exceeded, and by how much (#24 item 2)."""
-    return (f" [{n}/{calls} = {n / calls:.0%} of calls, more than {name} = {limit:g} (CascadeSettings) "
-            f"tolerates]")
+    return f" [{n}/{calls} = {n / calls:.0%} of calls, more than {name} = {limit:g} (CascadeSettings) tolerates]"
 
 
 MIN_CALLS_FOR_SHARE = 4  # below this, a few unparseable answers are ordinary abstentions

@@ -74,8 +74,9 @@ def _new_session() -> aiohttp.ClientSession:
     # No connection limit here: the member's max_in_flight (and the embedded slot gate) bound it.
     # Not trust_env: it reads ~/.netrc and the proxy variables on every request (a fifth of the
     # client's CPU per call); :func:`_proxy` reads the variables once per endpoint instead.
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
-                                 timeout=aiohttp.ClientTimeout(total=None))
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300), timeout=aiohttp.ClientTimeout(total=None)
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -128,13 +129,17 @@ async def _status_error(resp: aiohttp.ClientResponse) -> HTTPStatusError:
     return HTTPStatusError(resp.status, " ".join(text.split())[:500] or resp.reason or "", resp.headers)
 
 
-async def complete(url: str, api_key: str | None, body: dict, *, timeout_s: float,
-                   answer_cap: int) -> tuple[str, int, int]:
+async def complete(
+    url: str, api_key: str | None, body: dict, *, timeout_s: float, answer_cap: int
+) -> tuple[str, int, int]:
     """One non-streamed chat completion within ``timeout_s`` (connect to last byte):
     ``(text, prompt_tokens, completion_tokens)``."""
     limit = body_limit(answer_cap)
-    async with asyncio.timeout(timeout_s), session() as s, \
-            s.post(url, data=json.dumps(body).encode(), headers=_headers(api_key), proxy=_proxy(url)) as resp:
+    async with (
+        asyncio.timeout(timeout_s),
+        session() as s,
+        s.post(url, data=json.dumps(body).encode(), headers=_headers(api_key), proxy=_proxy(url)) as resp,
+    ):
         if resp.status != 200:
             raise await _status_error(resp)
         if resp.content_length is not None and resp.content_length <= limit:
@@ -155,8 +160,11 @@ async def complete(url: str, api_key: str | None, body: dict, *, timeout_s: floa
         raise MalformedAnswer("the body has no 'choices' (not a chat completion)")
     message = choices[0].get("message") or {}
     usage = data.get("usage") or {}
-    return ((message.get("content") if isinstance(message, dict) else None) or "",
-            int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    return (
+        (message.get("content") if isinstance(message, dict) else None) or "",
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+    )
 
 
 async def stream(url: str, api_key: str | None, body: dict) -> AsyncIterator[tuple[str | None, tuple | None]]:
@@ -164,7 +172,10 @@ async def stream(url: str, api_key: str | None, body: dict) -> AsyncIterator[tup
     server-sent event. No deadline of its own: the reader (``client._read_stream``) puts one on
     every event, the first including the connection. Closing the iterator hangs up."""
     body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-    async with session() as s, s.post(url, data=json.dumps(body).encode(), headers=_headers(api_key), proxy=_proxy(url)) as resp:
+    async with (
+        session() as s,
+        s.post(url, data=json.dumps(body).encode(), headers=_headers(api_key), proxy=_proxy(url)) as resp,
+    ):
         if resp.status != 200:
             raise await _status_error(resp)
         while True:
@@ -193,6 +204,9 @@ async def stream(url: str, api_key: str | None, body: dict) -> AsyncIterator[tup
             choices = event.get("choices") or []
             delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
             usage = event.get("usage")
-            yield ((delta or {}).get("content") if isinstance(delta, dict) else None,
-                   (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
-                   if isinstance(usage, dict) else None)
+            yield (
+                (delta or {}).get("content") if isinstance(delta, dict) else None,
+                (int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+                if isinstance(usage, dict)
+                else None,
+            )

@@ -168,6 +168,4 @@ def _could_decide_after(votes, k, n_remaining, rule, abstain_as_no, tie) -> bool
     else:
         options = [[label] * k for label in dict.fromkeys(v for v in votes if v is not None)]
         options.append([object()] * k)
-    return any(
-        is_decided(list(votes) + extra, rest, rule, abstain_as_no=abstain_as_no, tie=tie) for extra in options
-    )
+    return any(is_decided(list(votes) + extra, rest, rule, abstain_as_no=abstain_as_no, tie=tie) for extra in options)

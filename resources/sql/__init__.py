@@ -30,7 +30,6 @@ this process), ``protocol`` (the pool <-> worker wire format), ``pool`` (worker 
 sandbox worker whose UDFs are answered by the caller: AI-operator SQL).
 """
 
-
 from resources.sql.engines import keeps_interrupts, open_duckdb_readonly, run_duckdb_statement
 from resources.sql.pool import close_workers, execute_sql
 from resources.sql.results import (
@@ -48,7 +47,20 @@ from resources.sql.results import (
 from resources.sql.session import SandboxSession
 
 __all__ = [
-    "DEFAULT_MAX_RESULT_BYTES", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "FailureKind", "Outcome",
-    "QueryFailure", "QueryResult", "SandboxSession", "check_timeout", "close_workers", "engine_of",
-    "execute_sql", "keeps_interrupts", "open_duckdb_readonly", "run_duckdb_statement", "timeout_arg",
+    "DEFAULT_MAX_RESULT_BYTES",
+    "DEFAULT_MAX_ROWS",
+    "DEFAULT_TIMEOUT_S",
+    "FailureKind",
+    "Outcome",
+    "QueryFailure",
+    "QueryResult",
+    "SandboxSession",
+    "check_timeout",
+    "close_workers",
+    "engine_of",
+    "execute_sql",
+    "keeps_interrupts",
+    "open_duckdb_readonly",
+    "run_duckdb_statement",
+    "timeout_arg",
 ]

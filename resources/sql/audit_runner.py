@@ -25,8 +25,9 @@ class AuditOutcome:
     memory_limit: int = 0  # the worker's address-space cap, bytes (0: not enforced on this OS)
 
 
-def run_audit_query(sql: str, *, timeout_s: float = DEFAULT_AUDIT_TIMEOUT_S,
-                    max_bytes: int = DEFAULT_AUDIT_MAX_BYTES, warn=None) -> AuditOutcome:
+def run_audit_query(
+    sql: str, *, timeout_s: float = DEFAULT_AUDIT_TIMEOUT_S, max_bytes: int = DEFAULT_AUDIT_MAX_BYTES, warn=None
+) -> AuditOutcome:
     """Run one audit query in a fresh sandbox worker. Raises ``ValueError`` for a bad timeout only.
     ``warn(message)`` gets the catalog's warnings (a damaged artifact or call log left out)."""
     import time
@@ -35,8 +36,11 @@ def run_audit_query(sql: str, *, timeout_s: float = DEFAULT_AUDIT_TIMEOUT_S,
     try:
         worker = _Worker("resources.sql.audit_worker")
     except RuntimeError:
-        return AuditOutcome(False, kind="sandbox", message="the audit sandbox did not start (run with the "
-                                                           "catalog warnings above, or check QUANDARY_HOME)")
+        return AuditOutcome(
+            False,
+            kind="sandbox",
+            message="the audit sandbox did not start (run with the catalog warnings above, or check QUANDARY_HOME)",
+        )
     for message in (worker.ready.get("warnings") or []) if warn is not None else []:
         warn(message)
     try:
@@ -48,9 +52,19 @@ def run_audit_query(sql: str, *, timeout_s: float = DEFAULT_AUDIT_TIMEOUT_S,
     limit = worker.memory_limit
     if isinstance(out, QueryFailure):  # the parent's verdicts: deadline missed, or the worker died
         kind = "timeout" if out.kind is FailureKind.TIMEOUT else "too_large"
-        message = (f"the query ran past {timeout_s:g} s and was stopped" if kind == "timeout"
-                   else f"the query's sandbox died, most likely out of memory (limit {limit >> 20} MB)")
+        message = (
+            f"the query ran past {timeout_s:g} s and was stopped"
+            if kind == "timeout"
+            else f"the query's sandbox died, most likely out of memory (limit {limit >> 20} MB)"
+        )
         return AuditOutcome(False, kind=kind, message=message, elapsed_s=elapsed, memory_limit=limit)
-    return AuditOutcome(bool(out.get("ok")), columns=out.get("columns", []), rows=out.get("rows", []),
-                        kind=out.get("kind", ""), message=out.get("message", ""), views=out.get("views", []),
-                        elapsed_s=elapsed, memory_limit=limit)
+    return AuditOutcome(
+        bool(out.get("ok")),
+        columns=out.get("columns", []),
+        rows=out.get("rows", []),
+        kind=out.get("kind", ""),
+        message=out.get("message", ""),
+        views=out.get("views", []),
+        elapsed_s=elapsed,
+        memory_limit=limit,
+    )

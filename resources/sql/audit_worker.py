@@ -48,9 +48,12 @@ def _run(con, req: dict) -> dict:
                 break
             size += sum(value_bytes(list(r)) for r in batch)
             if size > req["max_bytes"]:
-                return {"ok": False, "kind": "too_large",
-                        "message": f"the result is larger than {req['max_bytes'] >> 20} MB: add a LIMIT or select "
-                                   "fewer columns"}
+                return {
+                    "ok": False,
+                    "kind": "too_large",
+                    "message": f"the result is larger than {req['max_bytes'] >> 20} MB: add a LIMIT or select "
+                    "fewer columns",
+                }
             rows += batch
         return {"ok": True, "columns": columns, "rows": rows}
     except (duckdb.Error, AuditQueryError, MemoryError) as exc:
@@ -79,8 +82,10 @@ def main() -> int:
     con = open_audit(warn=warnings.append)
     con.execute("SELECT 1").fetchall()  # threads and allocator up before the baseline is measured
     limit = _limit_memory(int(os.environ.get("QUANDARY_AUDIT_MEMORY_MB", DEFAULT_MEMORY_MB)) << 20)
-    write_msg(stdout, {"ready": True, "limit": limit, "pid": os.getpid(), "rss": proc_status_bytes("VmRSS"),
-                       "warnings": warnings})
+    write_msg(
+        stdout,
+        {"ready": True, "limit": limit, "pid": os.getpid(), "rss": proc_status_bytes("VmRSS"), "warnings": warnings},
+    )
     req = read_msg(stdin)
     if req is None:
         return 0

@@ -14,8 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resources.sql.results import (
-    DUCKDB_MAX_TEMP, DUCKDB_MEMORY_LIMIT, SQLITE_HEAP_LIMIT_BYTES, SQLITE_MAX_VALUE_BYTES, _DUCKDB_THREADS, FailureKind,
-    Outcome, QueryFailure, QueryResult, _ms, engine_of, value_bytes,
+    DUCKDB_MAX_TEMP,
+    DUCKDB_MEMORY_LIMIT,
+    SQLITE_HEAP_LIMIT_BYTES,
+    SQLITE_MAX_VALUE_BYTES,
+    _DUCKDB_THREADS,
+    FailureKind,
+    Outcome,
+    QueryFailure,
+    QueryResult,
+    _ms,
+    engine_of,
+    value_bytes,
 )
 
 
@@ -233,6 +243,7 @@ def keeps_interrupts(fn: Callable) -> Callable:
     DuckDB runs UDFs on the calling thread, so the signal lands there) stays an interrupt. DuckDB
     turns whatever a UDF raises into an ordinary ``InvalidInputException``, which a caller would
     record as one failed query and go on to the next; :func:`run_duckdb_statement` re-raises it."""
+
     @functools.wraps(fn)  # DuckDB reads the arity from the signature (functools keeps it)
     def udf(*args):
         try:
@@ -242,6 +253,7 @@ def keeps_interrupts(fn: Callable) -> Callable:
         except BaseException as exc:
             _udf_interrupts.append(exc)
             raise
+
     return udf
 
 
@@ -256,8 +268,12 @@ def set_udf_answerer(answer: Callable | None) -> None:
 
 def _with_arity(n: int, run: Callable) -> Callable:
     # DuckDB reads the arity from the Python signature, so each arity needs its own function
-    return {1: lambda a: run([a]), 2: lambda a, b: run([a, b]), 3: lambda a, b, c: run([a, b, c]),
-            4: lambda a, b, c, d: run([a, b, c, d])}[n]
+    return {
+        1: lambda a: run([a]),
+        2: lambda a, b: run([a, b]),
+        3: lambda a, b, c: run([a, b, c]),
+        4: lambda a, b, c, d: run([a, b, c, d]),
+    }[n]
 
 
 def register_forwarding_udfs(con, udfs) -> None:
@@ -291,8 +307,9 @@ def _reraise_udf_interrupt() -> None:
         raise exc
 
 
-def run_duckdb_statement(con, sql: str, timeout_s: float, max_rows: int, max_bytes: int,
-                         start: float | None = None) -> Outcome:
+def run_duckdb_statement(
+    con, sql: str, timeout_s: float, max_rows: int, max_bytes: int, start: float | None = None
+) -> Outcome:
     """One untrusted statement on an open locked read-only connection (see open_duckdb_readonly):
     exactly one SELECT, the watchdog deadline, the row and byte caps, typed failures."""
     import duckdb
@@ -329,8 +346,11 @@ def run_duckdb_statement(con, sql: str, timeout_s: float, max_rows: int, max_byt
         _reraise_udf_interrupt()
         msg = str(exc)
         if isinstance(exc, duckdb.OutOfMemoryException) or "out of memory" in msg.lower():
-            return QueryFailure(FailureKind.TOO_LARGE,
-                                f"query exceeds the memory bound of untrusted SQL: {msg.splitlines()[0]}", _ms(start))
+            return QueryFailure(
+                FailureKind.TOO_LARGE,
+                f"query exceeds the memory bound of untrusted SQL: {msg.splitlines()[0]}",
+                _ms(start),
+            )
         if watchdog.fired or isinstance(exc, duckdb.InterruptException):
             return QueryFailure(FailureKind.TIMEOUT, f"exceeded {timeout_s:g} s", _ms(start))
         if isinstance(exc, duckdb.ParserException):
@@ -357,5 +377,3 @@ def warm_up() -> None:
     con.execute("SELECT sum(range) FROM range(100000)").fetchall()
     con.close()
     sqlite3.connect(":memory:").execute("SELECT 1").fetchall()
-
-

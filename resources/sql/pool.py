@@ -10,7 +10,14 @@ from pathlib import Path
 from resources.sql.engines import execute_in_process
 from resources.sql.protocol import HEADER, MessageTooLarge, write_msg
 from resources.sql.results import (
-    DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, FailureKind, Outcome, QueryFailure, _ms, check_timeout,
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT_S,
+    FailureKind,
+    Outcome,
+    QueryFailure,
+    _ms,
+    check_timeout,
 )
 
 
@@ -54,12 +61,20 @@ class _Worker:
         import sys
 
         repo_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ, MALLOC_ARENA_MAX="2", PYTHONPATH=os.pathsep.join(
-            p for p in (repo_root, os.environ.get("PYTHONPATH")) if p), **(extra_env or {}))
+        env = dict(
+            os.environ,
+            MALLOC_ARENA_MAX="2",
+            PYTHONPATH=os.pathsep.join(p for p in (repo_root, os.environ.get("PYTHONPATH")) if p),
+            **(extra_env or {}),
+        )
         env["QUANDARY_SQL_PARENT_PID"] = str(os.getpid())  # the worker exits when this process is gone
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL if module == "resources.sql.worker" else None, env=env, cwd=repo_root,
+            [sys.executable, "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if module == "resources.sql.worker" else None,
+            env=env,
+            cwd=repo_root,
             close_fds=True,
         )
         try:
@@ -80,7 +95,6 @@ class _Worker:
     def _read(self, timeout_s: float, limit: int | None = None):
         import pickle
         import select
-
 
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
@@ -104,7 +118,7 @@ class _Worker:
             (n,) = HEADER.unpack(buf[: HEADER.size])
             if limit is not None and n > limit:  # never hold more than the caller's cap
                 raise MessageTooLarge(f"a {n >> 20} MB message from the sandbox (limit {limit >> 20} MB)")
-            buf, need, header_done = buf[HEADER.size:], n, True
+            buf, need, header_done = buf[HEADER.size :], n, True
 
     def call(self, request, timeout_s: float, *, on_callback=None, max_msg: int | None = None) -> Outcome:
         """Send ``request`` and return the worker's answer; kill the worker past 1.25x ``timeout_s``.
@@ -133,9 +147,12 @@ class _Worker:
         except (EOFError, BrokenPipeError, OSError):
             code = self.kill()
             # An engine that aborts on a failed allocation takes the worker down (SIGABRT/SIGKILL).
-            return QueryFailure(FailureKind.TOO_LARGE,
-                                f"the query's sandbox died (exit {code}), most likely out of memory "
-                                f"(limit {self.memory_limit >> 20} MB)", _ms(start))
+            return QueryFailure(
+                FailureKind.TOO_LARGE,
+                f"the query's sandbox died (exit {code}), most likely out of memory "
+                f"(limit {self.memory_limit >> 20} MB)",
+                _ms(start),
+            )
         except BaseException:  # Ctrl-C, a stopped run: the worker must not run on alone
             self.kill()
             raise

@@ -35,8 +35,15 @@ class SandboxSession:
     by ``answer``. One query at a time; the worker starts at the first query and again after one
     was killed (deadline missed, out of memory). :meth:`close` stops it."""
 
-    def __init__(self, path: str | Path, *, udfs: Iterable = (), answer: Callable | None = None,
-                 threads: int | None = 1, in_process: bool | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        udfs: Iterable = (),
+        answer: Callable | None = None,
+        threads: int | None = 1,
+        in_process: bool | None = None,
+    ):
         self.path = Path(path).absolute()  # the worker's working directory is the repository
         self.udfs = tuple((name, tuple(params), returns) for name, params, returns in udfs)
         self.answer = answer
@@ -70,8 +77,14 @@ class SandboxSession:
         if not self.in_process and (self._worker is None or not self._worker.alive()):
             self._worker = _Worker()
 
-    def execute(self, sql: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, max_rows: int = DEFAULT_MAX_ROWS,
-                max_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> Outcome:
+    def execute(
+        self,
+        sql: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    ) -> Outcome:
         """One statement; rows or a typed failure. Raises ``ValueError`` for a bad ``timeout_s``, and
         whatever ``answer`` raises that is not an ``Exception`` (Ctrl-C) after killing the worker."""
         from resources.sql.worker import MESSAGE_SLACK_BYTES
@@ -81,10 +94,16 @@ class SandboxSession:
             if self.in_process:
                 return self._execute_here(sql, timeout_s, max_rows, max_bytes)
             self._ensure_worker()
-            request = {"session": (str(self.path), self.threads, self.udfs), "sql": sql, "timeout_s": timeout_s,
-                       "max_rows": max_rows, "max_bytes": max_bytes}
-            return self._worker.call(request, timeout_s, on_callback=self._callback,
-                                     max_msg=max_bytes + MESSAGE_SLACK_BYTES)
+            request = {
+                "session": (str(self.path), self.threads, self.udfs),
+                "sql": sql,
+                "timeout_s": timeout_s,
+                "max_rows": max_rows,
+                "max_bytes": max_bytes,
+            }
+            return self._worker.call(
+                request, timeout_s, on_callback=self._callback, max_msg=max_bytes + MESSAGE_SLACK_BYTES
+            )
 
     def _callback(self, msg: dict) -> dict:
         try:

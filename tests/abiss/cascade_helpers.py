@@ -63,48 +63,105 @@ def council(names="abc", **member_kw) -> Council:
     return Council("validators", [scripted_member(n, **member_kw) for n in names], call_log())
 
 
-def cand(cid: str, sub_id: str, question: str, sql: str | None = None, *, group_id: str | None = None,
-         request_id: str | None = None, interpretation_index: int | None = None, evidence: str | None = None,
-         hidden_knowledge: str | None = None, feedback: str | None = None, style: str = "formal",
-         generator: str = "gen_a", difficulty: str = "moderate") -> dict:
+def cand(
+    cid: str,
+    sub_id: str,
+    question: str,
+    sql: str | None = None,
+    *,
+    group_id: str | None = None,
+    request_id: str | None = None,
+    interpretation_index: int | None = None,
+    evidence: str | None = None,
+    hidden_knowledge: str | None = None,
+    feedback: str | None = None,
+    style: str = "formal",
+    generator: str = "gen_a",
+    difficulty: str = "moderate",
+) -> dict:
     """A candidate row with the columns ``ground_sql`` produces."""
     sub = subcategory(sub_id)
     return {
-        "candidate_id": cid, "group_id": group_id or f"grp_{cid}", "request_id": request_id or f"req_{cid}",
-        "object_id": f"obj_{cid}", "db_id": "university", "generator": generator, "builder": "llm",
-        "subcategory": sub.id, "group": sub.group.value, "style": style, "requested_difficulty": difficulty,
-        "difficulty": difficulty, "question": question, "evidence": evidence, "hidden_knowledge": hidden_knowledge,
-        "feedback": feedback, "interpretation_index": interpretation_index, "sql": sql, "status": "ok",
-        "grounding_status": "ok" if sql else "not_needed", "grounding_error": None,
-        "grounding_call_id": None, "llm_call_id": None,
+        "candidate_id": cid,
+        "group_id": group_id or f"grp_{cid}",
+        "request_id": request_id or f"req_{cid}",
+        "object_id": f"obj_{cid}",
+        "db_id": "university",
+        "generator": generator,
+        "builder": "llm",
+        "subcategory": sub.id,
+        "group": sub.group.value,
+        "style": style,
+        "requested_difficulty": difficulty,
+        "difficulty": difficulty,
+        "question": question,
+        "evidence": evidence,
+        "hidden_knowledge": hidden_knowledge,
+        "feedback": feedback,
+        "interpretation_index": interpretation_index,
+        "sql": sql,
+        "status": "ok",
+        "grounding_status": "ok" if sql else "not_needed",
+        "grounding_error": None,
+        "grounding_call_id": None,
+        "llm_call_id": None,
     }
 
 
 def ans_row(cid="c_ans", **kw):
-    return cand(cid, "answerable", "List the titles of the courses worth 12 credits.",
-                "SELECT title FROM courses WHERE credits = 12", **kw)
+    return cand(
+        cid,
+        "answerable",
+        "List the titles of the courses worth 12 credits.",
+        "SELECT title FROM courses WHERE credits = 12",
+        **kw,
+    )
 
 
 def evid_row(cid="c_evid", **kw):
-    return cand(cid, "answerable_with_evidence", "List the names of the senior students.",
-                "SELECT first_name, last_name FROM students WHERE credits > 90",
-                evidence="Senior students are students with more than 90 credits.", **kw)
+    return cand(
+        cid,
+        "answerable_with_evidence",
+        "List the names of the senior students.",
+        "SELECT first_name, last_name FROM students WHERE credits > 90",
+        evidence="Senior students are students with more than 90 credits.",
+        **kw,
+    )
 
 
 def amb_pair(gid="g_recent", question="List the titles of the recent courses."):
     return [
-        cand(f"{gid}_0", "lexical_vagueness", question, "SELECT title FROM courses WHERE year = 2026",
-             group_id=gid, request_id=f"req_{gid}", interpretation_index=0,
-             hidden_knowledge="Recent means offered in 2026."),
-        cand(f"{gid}_1", "lexical_vagueness", question, "SELECT title FROM courses WHERE year >= 2025",
-             group_id=gid, request_id=f"req_{gid}", interpretation_index=1,
-             hidden_knowledge="Recent means offered in 2025 or later."),
+        cand(
+            f"{gid}_0",
+            "lexical_vagueness",
+            question,
+            "SELECT title FROM courses WHERE year = 2026",
+            group_id=gid,
+            request_id=f"req_{gid}",
+            interpretation_index=0,
+            hidden_knowledge="Recent means offered in 2026.",
+        ),
+        cand(
+            f"{gid}_1",
+            "lexical_vagueness",
+            question,
+            "SELECT title FROM courses WHERE year >= 2025",
+            group_id=gid,
+            request_id=f"req_{gid}",
+            interpretation_index=1,
+            hidden_knowledge="Recent means offered in 2025 or later.",
+        ),
     ]
 
 
 def una_row(cid="c_una", **kw):
-    return cand(cid, "missing_entity", "What is the parking permit number of each student?",
-                feedback="The database stores no parking permits; ask about enrollment or credits instead.", **kw)
+    return cand(
+        cid,
+        "missing_entity",
+        "What is the parking permit number of each student?",
+        feedback="The database stores no parking permits; ask about enrollment or credits instead.",
+        **kw,
+    )
 
 
 def verdicts(table: dict[str, str | None]):

@@ -26,20 +26,68 @@ def _college(path: Path) -> Path:
     """)
     depts = ["Biology", "Physics", "History", "Finance", "Music", "Comp. Sci.", "Statistics", "Geology"]
     buildings = ["Brodhead", "Bronfman", "Taylor", "Watson"]
-    con.executemany("INSERT INTO department VALUES (?,?,?)",
-                    [(d, buildings[i % 4], 50000.0 + 13000 * i) for i, d in enumerate(depts)])
-    first = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea", "Mo", "Nia",
-             "Oto", "Pia", "Quin", "Rui", "Sol", "Tao", "Uma", "Vic", "Wen", "Xia", "Yo", "Zed"]
-    con.executemany("INSERT INTO student VALUES (?,?,?,?)",
-                    [(f"S{i:03d}", n, depts[i % 8], 10 + 7 * i) for i, n in enumerate(first)])
-    titles = ["Genetics", "Mechanics", "Modern Europe", "Markets", "Harmony", "Databases", "Probability",
-              "Minerals", "Ecology", "Optics", "Rome", "Banking"]
-    con.executemany("INSERT INTO course VALUES (?,?,?,?)",
-                    [(f"C{i:02d}", t, depts[i % 8], 3 + (i % 3)) for i, t in enumerate(titles)])
+    con.executemany(
+        "INSERT INTO department VALUES (?,?,?)",
+        [(d, buildings[i % 4], 50000.0 + 13000 * i) for i, d in enumerate(depts)],
+    )
+    first = [
+        "Ana",
+        "Ben",
+        "Chen",
+        "Dara",
+        "Eli",
+        "Fay",
+        "Gus",
+        "Hana",
+        "Ivo",
+        "Jun",
+        "Kai",
+        "Lea",
+        "Mo",
+        "Nia",
+        "Oto",
+        "Pia",
+        "Quin",
+        "Rui",
+        "Sol",
+        "Tao",
+        "Uma",
+        "Vic",
+        "Wen",
+        "Xia",
+        "Yo",
+        "Zed",
+    ]
+    con.executemany(
+        "INSERT INTO student VALUES (?,?,?,?)",
+        [(f"S{i:03d}", n, depts[i % 8], 10 + 7 * i) for i, n in enumerate(first)],
+    )
+    titles = [
+        "Genetics",
+        "Mechanics",
+        "Modern Europe",
+        "Markets",
+        "Harmony",
+        "Databases",
+        "Probability",
+        "Minerals",
+        "Ecology",
+        "Optics",
+        "Rome",
+        "Banking",
+    ]
+    con.executemany(
+        "INSERT INTO course VALUES (?,?,?,?)",
+        [(f"C{i:02d}", t, depts[i % 8], 3 + (i % 3)) for i, t in enumerate(titles)],
+    )
     rows = {}
     while len(rows) < 90:
-        key = (f"S{rng.randrange(26):03d}", f"C{rng.randrange(12):02d}", rng.choice(["Fall", "Spring"]),
-               rng.choice([2017, 2018, 2019, 2020]))
+        key = (
+            f"S{rng.randrange(26):03d}",
+            f"C{rng.randrange(12):02d}",
+            rng.choice(["Fall", "Spring"]),
+            rng.choice([2017, 2018, 2019, 2020]),
+        )
         rows[key] = rng.choice(["A", "B", "C", "A-", "B+"])
     con.executemany("INSERT INTO takes VALUES (?,?,?,?,?)", [(*k, g) for k, g in sorted(rows.items())])
     con.commit()
@@ -91,4 +139,5 @@ def schema_context(demo_db_path):
 def make_ctx(demo_db_path, schema_context):
     def make(c: object | None = None, **kw) -> StageContext:
         return StageContext(str(demo_db_path), schema_context, c if c is not None else council(), **kw)
+
     return make

@@ -14,8 +14,14 @@ from tests.llm_fakes import ScriptedLLM, install, json_reply
 SUBS = ["answerable", "lexical_overlap", "missing_entity"]
 
 
-GRID = {"generators": ["programmatic", "gen"], "subcategories": SUBS, "styles": ["formal"],
-        "difficulties": ["moderate"], "n": 1, "seed": 7}
+GRID = {
+    "generators": ["programmatic", "gen"],
+    "subcategories": SUBS,
+    "styles": ["formal"],
+    "difficulties": ["moderate"],
+    "n": 1,
+    "seed": 7,
+}
 
 
 NAME_TO_ID = {s.name: s.id for s in SUBCATEGORIES}
@@ -32,20 +38,38 @@ def healthy(req):
         sub = re.search(r"Category: .+? / (.+?) \(", text).group(1)
         sid = NAME_TO_ID[sub]
         if sid == "lexical_overlap":
-            return json_reply({"question": "Show the emails of the students who enrolled after 2023.",
-                               "interpretations": [{"hidden_knowledge": "personal email"},
-                                                   {"hidden_knowledge": "institutional email"}]})
+            return json_reply(
+                {
+                    "question": "Show the emails of the students who enrolled after 2023.",
+                    "interpretations": [
+                        {"hidden_knowledge": "personal email"},
+                        {"hidden_knowledge": "institutional email"},
+                    ],
+                }
+            )
         if sid == "missing_entity":
-            return json_reply({"question": "List the phone numbers of the professors.",
-                               "feedback": "No phone number column exists; ask the database administrator."})
+            return json_reply(
+                {
+                    "question": "List the phone numbers of the professors.",
+                    "feedback": "No phone number column exists; ask the database administrator.",
+                }
+            )
         return json_reply({"question": "How many departments are there?"})
     if text.startswith(OPEN["ground_sql"]):
         if "personal email" in text:
-            return json_reply({"sql": "SELECT s.personal_email FROM students s JOIN student_courses sc USING (student_id) "
-                                      "JOIN courses c USING (course_id) WHERE c.title = 'Database'"})
+            return json_reply(
+                {
+                    "sql": "SELECT s.personal_email FROM students s JOIN student_courses sc USING (student_id) "
+                    "JOIN courses c USING (course_id) WHERE c.title = 'Database'"
+                }
+            )
         if "institutional email" in text:
-            return json_reply({"sql": "SELECT s.institutional_email FROM students s JOIN student_courses sc USING (student_id) "
-                                      "JOIN courses c USING (course_id) WHERE c.title = 'Database'"})
+            return json_reply(
+                {
+                    "sql": "SELECT s.institutional_email FROM students s JOIN student_courses sc USING (student_id) "
+                    "JOIN courses c USING (course_id) WHERE c.title = 'Database'"
+                }
+            )
         return json_reply({"sql": "SELECT COUNT(*) FROM departments"})
     if text.startswith(OPEN["write_sql"]):  # stage 6 without hidden knowledge
         return json_reply({"sql": "SELECT 'nothing like the gold'"})
@@ -64,13 +88,29 @@ def healthy(req):
 @pytest.fixture
 def scripted_council(tmp_path, monkeypatch):
     cfg = tmp_path / "council.yaml"
-    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0,
-              "max_retries": 0, "backoff_base_s": 0.0, "backoff_max_s": 0.0}
-    cfg.write_text(json.dumps({
-        "members": {n: {"model": f"scripted/{n}", **member} for n in ("gen", "a", "b", "c")},
-        "councils": {"generators": ["gen"], "validators": ["a", "b", "c"], "user_simulator": ["gen"],
-                     "system_agents": ["gen"]},
-    }))
+    member = {
+        "temperature": 0.0,
+        "max_tokens": 64,
+        "seed": 0,
+        "max_in_flight": 4,
+        "timeout_s": 5.0,
+        "max_retries": 0,
+        "backoff_base_s": 0.0,
+        "backoff_max_s": 0.0,
+    }
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {n: {"model": f"scripted/{n}", **member} for n in ("gen", "a", "b", "c")},
+                "councils": {
+                    "generators": ["gen"],
+                    "validators": ["a", "b", "c"],
+                    "user_simulator": ["gen"],
+                    "system_agents": ["gen"],
+                },
+            }
+        )
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     from resources.llm import reset_councils
 

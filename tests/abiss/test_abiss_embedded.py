@@ -16,8 +16,15 @@ from storage.audit import open_audit
 
 pytestmark = pytest.mark.e2e
 
-GRID = {"generators": ["programmatic", "smollm2"], "subcategories": ["answerable", "lexical_overlap", "missing_entity"],
-        "llm_subcategories": ["answerable"], "styles": ["formal"], "difficulties": ["simple"], "n": 1, "seed": 3}
+GRID = {
+    "generators": ["programmatic", "smollm2"],
+    "subcategories": ["answerable", "lexical_overlap", "missing_entity"],
+    "llm_subcategories": ["answerable"],
+    "styles": ["formal"],
+    "difficulties": ["simple"],
+    "n": 1,
+    "seed": 3,
+}
 
 
 def test_abiss_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
@@ -36,15 +43,19 @@ def test_abiss_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
         assert calls.get("generation") == 1
         assert calls.get("s03_category_conformance", 0) >= 1
         # every council vote points at a logged call whose raw answer is kept
-        missing = con.execute("SELECT count(*) FROM council_votes v LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id "
-                              "WHERE c.raw_response IS NULL").fetchall()[0][0]
+        missing = con.execute(
+            "SELECT count(*) FROM council_votes v LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id "
+            "WHERE c.raw_response IS NULL"
+        ).fetchall()[0][0]
         assert missing == 0
         funnel = con.execute("SELECT count(DISTINCT stage) FROM rejection_report").fetchall()[0][0]
         assert funnel >= 3
         # a second run of the same grid is served entirely from the call cache
         before = con.execute("SELECT sum(cache_hits) FROM llm_calls").fetchall()[0][0] or 0
         n_calls = con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0]
-        assert run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID)).success
+        assert run_job_for_partition(
+            MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID)
+        ).success
         con = open_audit()
         assert con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0] == n_calls
         assert con.execute("SELECT sum(cache_hits) FROM llm_calls").fetchall()[0][0] > before

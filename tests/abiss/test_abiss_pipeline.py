@@ -37,6 +37,7 @@ def _register(demo_db_path):
 
 def _run_with_outage(handler, instance, prompt_prefix: str):
     """Run the job while every prompt starting with ``prompt_prefix`` gets HTTP 503."""
+
     def outage(req):
         if _last_user(req.messages).startswith(prompt_prefix):
             raise http_error(503, "endpoint down")
@@ -58,18 +59,28 @@ def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance
     gens = dict(con.execute("SELECT generator, count(*) FROM candidates GROUP BY 1").fetchall())
     assert gens.get("gen") == 4 and gens.get("programmatic", 0) >= 3  # 1 + 2 readings + 1 LLM objects
     # the LLM ambiguous pair survives every stage with both readings (stage 6 council never matches)
-    pair = con.execute("SELECT interpretation_index FROM dataset WHERE generator = 'gen' AND subcategory = "
-                       "'lexical_overlap' ORDER BY 1").fetchall()
+    pair = con.execute(
+        "SELECT interpretation_index FROM dataset WHERE generator = 'gen' AND subcategory = "
+        "'lexical_overlap' ORDER BY 1"
+    ).fetchall()
     assert pair == [(0,), (1,)]
     # every vote points at a logged call
-    orphans = con.execute("SELECT count(*) FROM council_votes v LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id "
-                          "WHERE c.call_id IS NULL").fetchall()[0][0]
+    orphans = con.execute(
+        "SELECT count(*) FROM council_votes v LEFT JOIN llm_calls c ON c.call_id = v.llm_call_id "
+        "WHERE c.call_id IS NULL"
+    ).fetchall()[0][0]
     assert orphans == 0
     stages = [r[0] for r in con.execute("SELECT DISTINCT stage FROM rejection_report ORDER BY stage_no").fetchall()]
-    assert stages[0] == "s00_wellformedness" and stages[1] == "s01_duplicate_removal" and stages[-1] == "s10_style_conformance"
+    assert (
+        stages[0] == "s00_wellformedness"
+        and stages[1] == "s01_duplicate_removal"
+        and stages[-1] == "s10_style_conformance"
+    )
     # the answerable LLM question is not ambiguous, so stage 6 never applies to it
-    applies = con.execute("SELECT d.applies FROM s06_ambiguity_verification d JOIN candidates c USING (candidate_id) "
-                          "WHERE c.generator = 'gen' AND c.subcategory = 'answerable'").fetchall()
+    applies = con.execute(
+        "SELECT d.applies FROM s06_ambiguity_verification d JOIN candidates c USING (candidate_id) "
+        "WHERE c.generator = 'gen' AND c.subcategory = 'answerable'"
+    ).fetchall()
     assert applies == [(False,)]
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert "rejection_rates_within_bounds" in checks
@@ -81,8 +92,11 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
     failed_steps = {e.step_key for e in failed.get_step_failure_events()}
     assert failed_steps == {"s06_ambiguity_verification"}
     first_run = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests]
-    ok_first = {k for k, r in zip(first_run, scripted_council.requests)
-                if not _last_user(r.messages).startswith(OPEN["write_sql"])}
+    ok_first = {
+        k
+        for k, r in zip(first_run, scripted_council.requests)
+        if not _last_user(r.messages).startswith(OPEN["write_sql"])
+    }
 
     before = len(scripted_council.requests)
     # the CLI equivalent of the UI's "re-execute from failure": finds the latest failed run
@@ -94,8 +108,9 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
     rerun = [(r.model, json.dumps(r.messages)) for r in scripted_council.requests[before:]]
     assert rerun, "stage 6 and its downstream must ask the council again"
     assert not (set(rerun) & ok_first), "a call that succeeded in the failed run was repeated"
-    ran = {e.step_key for e in instance.all_logs(result.run_id) if e.is_dagster_event
-           and e.dagster_event.is_step_success}
+    ran = {
+        e.step_key for e in instance.all_logs(result.run_id) if e.is_dagster_event and e.dagster_event.is_step_success
+    }
     assert "s06_ambiguity_verification" in ran and "dataset" in ran
     assert "nlq_objects" not in ran and "s03_category_conformance" not in ran
     con = open_audit()
@@ -107,13 +122,14 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
 
 def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_path, capsys):
     _register(demo_db_path)
-    assert run_job_for_partition(MAIN_JOB, "university", instance=instance,
-                                 run_config=grid_run_config(GRID)).success
+    assert run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID)).success
     out = tmp_path / "abiss.json"
     assert main(["export", "--format", "abiss-json", str(out)]) == 0
     records = json.loads(out.read_text())
-    assert records and all({"db_id", "question", "evidence", "sql", "category", "question_style",
-                            "question_difficulty"} <= set(r) for r in records)
+    assert records and all(
+        {"db_id", "question", "evidence", "sql", "category", "question_style", "question_difficulty"} <= set(r)
+        for r in records
+    )
     # the reference layout: only non-answerable records carry hidden_knowledge / is_solvable
     assert all(("hidden_knowledge" in r) == (not r["category"]["answerable"]) for r in records)
     assert main(["import", str(out), "--asset", "imported_dataset"]) == 0
@@ -122,8 +138,10 @@ def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_
     event = instance.get_latest_materialization_event(AssetKey("imported_dataset"))
     assert event is not None and event.asset_materialization.partition == "university"
     con = open_audit()
-    cols = "db_id, question, coalesce(sql, '') AS sql, subcategory, style, difficulty, is_solvable, " \
-           "coalesce(hidden_knowledge, feedback, '') AS hk"
+    cols = (
+        "db_id, question, coalesce(sql, '') AS sql, subcategory, style, difficulty, is_solvable, "
+        "coalesce(hidden_knowledge, feedback, '') AS hk"
+    )
     original = con.execute(f"SELECT {cols} FROM dataset ORDER BY ALL").fetchall()
     imported = con.execute(f"SELECT {cols} FROM imported_dataset ORDER BY ALL").fetchall()
     assert original == imported
@@ -169,8 +187,13 @@ def test_partition_with_no_candidates_still_completes(scripted_council, instance
     con.commit()
     con.close()
     Catalog().register(db, "tiny")
-    grid = {"generators": ["programmatic"], "subcategories": ["entity_ambiguity"], "styles": ["formal"],
-            "difficulties": ["simple"], "n": 1}
+    grid = {
+        "generators": ["programmatic"],
+        "subcategories": ["entity_ambiguity"],
+        "styles": ["formal"],
+        "difficulties": ["simple"],
+        "n": 1,
+    }
     result = run_job_for_partition(MAIN_JOB, "tiny", instance=instance, run_config=grid_run_config(grid))
     assert result.success
     assert not scripted_council.requests
@@ -178,6 +201,8 @@ def test_partition_with_no_candidates_still_completes(scripted_council, instance
     assert con.execute("SELECT count(*) FROM candidates").fetchall() == [(0,)]
     assert con.execute("SELECT count(*) FROM dataset").fetchall() == [(0,)]
     assert con.execute("SELECT count(*) FROM rejection_report").fetchall() == [(0,)]
-    mats = {e.asset_key.to_user_string(): e.event_specific_data.materialization
-            for e in result.get_asset_materialization_events()}
+    mats = {
+        e.asset_key.to_user_string(): e.event_specific_data.materialization
+        for e in result.get_asset_materialization_events()
+    }
     assert "entity_ambiguity" in mats["nlq_objects"].metadata["programmatic_skipped"].value

@@ -63,8 +63,15 @@ def rows():
 
 def test_survivors_is_a_semi_join_on_passed(rows):
     cands = frame(rows)
-    d = decisions_frame([decision(rows[0], 3, True), decision(rows[1], 3, False), decision(rows[2], 3, True),
-                         decision(rows[3], 3, False), decision(rows[4], 3, True, applies=False)])
+    d = decisions_frame(
+        [
+            decision(rows[0], 3, True),
+            decision(rows[1], 3, False),
+            decision(rows[2], 3, True),
+            decision(rows[3], 3, False),
+            decision(rows[4], 3, True, applies=False),
+        ]
+    )
     kept = survivors(cands, d)
     assert kept["candidate_id"].to_list() == ["a1", "g_recent_0", "u1"]  # candidate order, all columns
     assert kept.columns == cands.columns and kept.schema == cands.schema
@@ -95,8 +102,17 @@ def test_council_votes_frame_one_row_per_vote(rows, scripted, make_ctx):
     per_stage = [decisions_frame(run_stage(n, rows, ctx)) for n in (1, 3, 7)]
     votes = council_votes_frame(per_stage)
 
-    assert votes.columns == ["vote_id", "candidate_id", "stage", "seq", "member", "comparison", "vote", "parsed_ok",
-                             "llm_call_id"]
+    assert votes.columns == [
+        "vote_id",
+        "candidate_id",
+        "stage",
+        "seq",
+        "member",
+        "comparison",
+        "vote",
+        "parsed_ok",
+        "llm_call_id",
+    ]
     assert votes.height == sum(int(d["n_votes"].sum()) for d in per_stage) > 0
     assert votes["vote_id"].n_unique() == votes.height
     assert votes["llm_call_id"].null_count() == 0
@@ -124,19 +140,42 @@ def test_council_votes_frame_empty():
 
 
 def test_rejection_report_rates_per_stage_subcategory_generator():
-    r = [ans_row(f"a{i}") for i in range(3)] + [ans_row("b0", generator="gen_b")] + \
-        [una_row(f"u{i}") for i in range(2)]
+    r = [ans_row(f"a{i}") for i in range(3)] + [ans_row("b0", generator="gen_b")] + [una_row(f"u{i}") for i in range(2)]
     cands = frame(r)
-    s3 = decisions_frame([decision(r[0], 3, True, votes=[{"member": "a", "comparison": None, "vote": "yes",
-                                                          "parsed_ok": True, "llm_call_id": "x"}], calls_saved=1),
-                          decision(r[1], 3, False), decision(r[2], 3, True), decision(r[3], 3, True),
-                          decision(r[4], 3, False), decision(r[5], 3, False)])
+    s3 = decisions_frame(
+        [
+            decision(
+                r[0],
+                3,
+                True,
+                votes=[{"member": "a", "comparison": None, "vote": "yes", "parsed_ok": True, "llm_call_id": "x"}],
+                calls_saved=1,
+            ),
+            decision(r[1], 3, False),
+            decision(r[2], 3, True),
+            decision(r[3], 3, True),
+            decision(r[4], 3, False),
+            decision(r[5], 3, False),
+        ]
+    )
     s8 = decisions_frame([decision(x, 8, True, applies=False) for x in r[:4]] + [decision(r[4], 8, False)])
     report = rejection_report_frame(cands, [s3, s8])
-    assert report.columns == ["db_id", "stage_no", "stage", "subcategory", "generator", "entered", "rejected",
-                              "rejection_rate", "votes", "calls_saved"]
-    got = {(x["stage_no"], x["subcategory"], x["generator"]): (x["entered"], x["rejected"], x["rejection_rate"])
-           for x in report.iter_rows(named=True)}
+    assert report.columns == [
+        "db_id",
+        "stage_no",
+        "stage",
+        "subcategory",
+        "generator",
+        "entered",
+        "rejected",
+        "rejection_rate",
+        "votes",
+        "calls_saved",
+    ]
+    got = {
+        (x["stage_no"], x["subcategory"], x["generator"]): (x["entered"], x["rejected"], x["rejection_rate"])
+        for x in report.iter_rows(named=True)
+    }
     assert got == {
         (3, "answerable", "gen_a"): (3, 1, pytest.approx(1 / 3)),
         (3, "answerable", "gen_b"): (1, 0, 0.0),
@@ -145,7 +184,11 @@ def test_rejection_report_rates_per_stage_subcategory_generator():
     }
     first = report.row(0, named=True)
     assert (first["stage"], first["votes"], first["calls_saved"], first["db_id"]) == (
-        "s03_category_conformance", 1, 1, "university")
+        "s03_category_conformance",
+        1,
+        1,
+        "university",
+    )
     assert report["stage_no"].to_list() == sorted(report["stage_no"].to_list())
     assert rejection_report_frame(cands, [decisions_frame([])]).height == 0
 
@@ -175,12 +218,17 @@ def test_dataset_frame_fields(rows):
 def test_funnel_and_text(rows):
     cands = frame(rows)
     s1 = decisions_frame([decision(x, 1, True) for x in rows])
-    s2 = decisions_frame([decision(x, 2, x["candidate_id"] != "a1", applies=x["group"] != "unanswerable")
-                          for x in rows])
+    s2 = decisions_frame(
+        [decision(x, 2, x["candidate_id"] != "a1", applies=x["group"] != "unanswerable") for x in rows]
+    )
     s3 = decisions_frame([decision(x, 3, x["candidate_id"] == "u1") for x in rows if x["candidate_id"] != "a1"])
     f = funnel(cands, [s1, s2, s3])
-    assert f == [("candidates", 5, 5), ("s01_duplicate_removal", 5, 5), ("s02_sql_executability", 5, 4),
-                 ("s03_category_conformance", 4, 1)]
+    assert f == [
+        ("candidates", 5, 5),
+        ("s01_duplicate_removal", 5, 5),
+        ("s02_sql_executability", 5, 4),
+        ("s03_category_conformance", 4, 1),
+    ]
     text = funnel_text(f).splitlines()
     assert len(text) == 4
     assert text[2].startswith("s02_sql_executability") and "4 kept" in text[2] and "1 rejected" in text[2]
@@ -259,9 +307,17 @@ def test_abiss_two_pairs_number_interpretations_per_group():
 
 
 def _valid_record(**kw):
-    rec = {"db_id": "university", "question": "How many students are there?", "evidence": "", "sql": "SELECT 1",
-           "category": {"name": "Answerable", "subname": "Answerable", "answerable": True, "solvable": True},
-           "question_style": "formal", "question_difficulty": "simple", "hidden_knowledge": "", "is_solvable": True}
+    rec = {
+        "db_id": "university",
+        "question": "How many students are there?",
+        "evidence": "",
+        "sql": "SELECT 1",
+        "category": {"name": "Answerable", "subname": "Answerable", "answerable": True, "solvable": True},
+        "question_style": "formal",
+        "question_difficulty": "simple",
+        "hidden_knowledge": "",
+        "is_solvable": True,
+    }
     rec.update(kw)
     return rec
 
@@ -270,10 +326,14 @@ def _valid_record(**kw):
     "records, message",
     [
         ({"db_id": "x"}, "expected a JSON list"),
-        ([_valid_record(), {"question": "q", "category": {"name": "Answerable", "subname": "Answerable"}}],
-         "record 1: missing field 'db_id'"),
-        ([_valid_record(), _valid_record(), _valid_record(category={"name": "Nope", "subname": "Nothing"})],
-         "record 2: unknown category"),
+        (
+            [_valid_record(), {"question": "q", "category": {"name": "Answerable", "subname": "Answerable"}}],
+            "record 1: missing field 'db_id'",
+        ),
+        (
+            [_valid_record(), _valid_record(), _valid_record(category={"name": "Nope", "subname": "Nothing"})],
+            "record 2: unknown category",
+        ),
         ([_valid_record(category="Answerable")], "record 0: malformed"),
         ([_valid_record(), 7], "record 1: malformed"),
         ([_valid_record(question=None)], "record 0"),
@@ -286,8 +346,10 @@ def test_abiss_malformed_input_names_the_record(records, message):
         from_abiss_records(records)
 
 
-@pytest.mark.parametrize("text, message", [("[{]", "not valid JSON at byte 2 in record 0"),
-                                           ("[{", "truncated: the file ends at byte 2 inside record 0")])
+@pytest.mark.parametrize(
+    "text, message",
+    [("[{]", "not valid JSON at byte 2 in record 0"), ("[{", "truncated: the file ends at byte 2 inside record 0")],
+)
 def test_read_abiss_json_rejects_invalid_json(tmp_path, text, message):
     p = tmp_path / "bad.json"
     p.write_text(text)
@@ -298,13 +360,29 @@ def test_read_abiss_json_rejects_invalid_json(tmp_path, text, message):
 # --- fuzz: only AbissFormatError may escape ------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=6) | st.sampled_from(["Answerable", "answerable", "Missing Entity", "Scope Ambiguity"]),
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["Answerable", "answerable", "Missing Entity", "Scope Ambiguity"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=8,
 )
-FIELDS = ("db_id", "question", "evidence", "sql", "category", "question_style", "question_difficulty",
-          "hidden_knowledge", "is_solvable", "subcategory_id", "group_id", "generator")
+FIELDS = (
+    "db_id",
+    "question",
+    "evidence",
+    "sql",
+    "category",
+    "question_style",
+    "question_difficulty",
+    "hidden_knowledge",
+    "is_solvable",
+    "subcategory_id",
+    "group_id",
+    "generator",
+)
 
 
 @st.composite
@@ -312,8 +390,10 @@ def mutated_records(draw):
     """A valid record with some fields deleted or replaced by arbitrary JSON values."""
     sub = draw(st.sampled_from(["answerable", "missing_entity", "scope_ambiguity", "lexical_vagueness"]))
     s = subcategory(sub)
-    rec = _valid_record(category={"name": s.category, "subname": s.name, "answerable": True, "solvable": s.solvable},
-                        subcategory_id=draw(st.sampled_from([sub, "", None])))
+    rec = _valid_record(
+        category={"name": s.category, "subname": s.name, "answerable": True, "solvable": s.solvable},
+        subcategory_id=draw(st.sampled_from([sub, "", None])),
+    )
     for key in draw(st.lists(st.sampled_from(FIELDS), max_size=4, unique=True)):
         if draw(st.booleans()):
             rec.pop(key, None)
@@ -348,10 +428,21 @@ def test_vote_ids_do_not_depend_on_other_decisions():
     from pipelines.abiss.outputs import council_votes_frame, decisions_frame
 
     def decision(cid, n):
-        votes = [{"member": m, "comparison": None, "vote": "yes", "parsed_ok": True, "llm_call_id": f"{cid}{m}"}
-                 for m in "abc"[:n]]
-        return {"candidate_id": cid, "stage": "s03_category_conformance", "stage_no": 3, "applies": True,
-                "passed": True, "reason": "", "n_votes": n, "calls_saved": 0, "votes": votes}
+        votes = [
+            {"member": m, "comparison": None, "vote": "yes", "parsed_ok": True, "llm_call_id": f"{cid}{m}"}
+            for m in "abc"[:n]
+        ]
+        return {
+            "candidate_id": cid,
+            "stage": "s03_category_conformance",
+            "stage_no": 3,
+            "applies": True,
+            "passed": True,
+            "reason": "",
+            "n_votes": n,
+            "calls_saved": 0,
+            "votes": votes,
+        }
 
     small = council_votes_frame([decisions_frame([decision("x", 2), decision("y", 2)])])
     large = council_votes_frame([decisions_frame([decision("x", 3), decision("y", 2)])])

@@ -18,11 +18,24 @@ from resources.llm.failures import ProviderUnavailable
 from pipelines.taxonomy import subcategories_in, subcategory
 from resources.llm import call_log
 from tests.abiss.cascade_helpers import (  # noqa: F401
-    GARBAGE, MARKERS, SOLVING_SQL, STAGE_KIND, Script, amb_pair, ans_row, by_id, cand, council, evid_row, field_of, kind_of,
-    una_row, verdicts, _NAME_TO_ID,
+    GARBAGE,
+    MARKERS,
+    SOLVING_SQL,
+    STAGE_KIND,
+    Script,
+    amb_pair,
+    ans_row,
+    by_id,
+    cand,
+    council,
+    evid_row,
+    field_of,
+    kind_of,
+    una_row,
+    verdicts,
+    _NAME_TO_ID,
 )
 from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
-
 
 
 # ------------------------------------------------------------------------------ stage 1
@@ -31,8 +44,13 @@ from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member
 def test_stage1_exact_duplicates_keep_the_first():
     rows = [
         cand("c1", "answerable", "How many students are there?", "SELECT COUNT(*) FROM students", request_id="r1"),
-        cand("c2", "answerable", "  how many STUDENTS   are there? ", "SELECT COUNT(student_id) FROM students",
-             request_id="r2"),
+        cand(
+            "c2",
+            "answerable",
+            "  how many STUDENTS   are there? ",
+            "SELECT COUNT(student_id) FROM students",
+            request_id="r2",
+        ),
         # same text, other subcategory: not an exact duplicate (and no SQL to mask)
         cand("c3", "missing_entity", "How many students are there?", feedback="x", request_id="r3"),
     ]
@@ -43,14 +61,34 @@ def test_stage1_exact_duplicates_keep_the_first():
 
 def test_stage1_value_masked_duplicates_across_literal_only_variants():
     rows = [
-        cand("c1", "answerable", "Which courses are worth 12 credits?",
-             "SELECT title FROM courses WHERE credits = 12", request_id="r1"),
-        cand("c2", "answerable", "Which courses are worth 6 credits?",
-             "select TITLE from Courses where credits=6", request_id="r2"),
-        cand("c3", "answerable", "Which courses start in 2025?",
-             "SELECT title FROM courses WHERE year = 2025", request_id="r3"),
-        cand("c4", "answerable", "Which courses are worth at least 6 credits?",
-             "SELECT title FROM courses WHERE credits >= 6", request_id="r4"),
+        cand(
+            "c1",
+            "answerable",
+            "Which courses are worth 12 credits?",
+            "SELECT title FROM courses WHERE credits = 12",
+            request_id="r1",
+        ),
+        cand(
+            "c2",
+            "answerable",
+            "Which courses are worth 6 credits?",
+            "select TITLE from Courses where credits=6",
+            request_id="r2",
+        ),
+        cand(
+            "c3",
+            "answerable",
+            "Which courses start in 2025?",
+            "SELECT title FROM courses WHERE year = 2025",
+            request_id="r3",
+        ),
+        cand(
+            "c4",
+            "answerable",
+            "Which courses are worth at least 6 credits?",
+            "SELECT title FROM courses WHERE credits >= 6",
+            request_id="r4",
+        ),
     ]
     d = by_id(run_stage(1, rows, None))
     assert d["c1"]["passed"] and d["c3"]["passed"] and d["c4"]["passed"]  # other column / operator
@@ -60,8 +98,14 @@ def test_stage1_value_masked_duplicates_across_literal_only_variants():
 def test_stage1_literal_variants_within_an_ambiguous_group_are_kept():
     pair = amb_pair()
     pair[1]["sql"] = "SELECT title FROM courses WHERE year = 2025"  # differs from interpretation 0 in a value
-    other_group = cand("c_other", "lexical_vagueness", "Show the titles of the new courses.",
-                       "SELECT title FROM courses WHERE year = 2024", group_id="g_other", request_id="req_z")
+    other_group = cand(
+        "c_other",
+        "lexical_vagueness",
+        "Show the titles of the new courses.",
+        "SELECT title FROM courses WHERE year = 2024",
+        group_id="g_other",
+        request_id="req_z",
+    )
     d = by_id(run_stage(1, [*pair, other_group], None))
     assert d[pair[0]["candidate_id"]]["passed"] and d[pair[1]["candidate_id"]]["passed"]
     assert not d["c_other"]["passed"]  # the same masked SQL in another group is a duplicate
@@ -69,8 +113,10 @@ def test_stage1_literal_variants_within_an_ambiguous_group_are_kept():
 
 
 def test_stage1_unanswerable_rows_are_not_masked_and_all_groups_apply():
-    rows = [una_row("u1", request_id="r1"),
-            cand("u2", "missing_entity", "What is the shoe size of each professor?", feedback="no", request_id="r2")]
+    rows = [
+        una_row("u1", request_id="r1"),
+        cand("u2", "missing_entity", "What is the shoe size of each professor?", feedback="no", request_id="r2"),
+    ]
     d = run_stage(1, rows, None)
     assert all(x["passed"] and x["applies"] for x in d)
 
@@ -79,8 +125,7 @@ def test_stage1_unanswerable_rows_are_not_masked_and_all_groups_apply():
 
 
 def test_stage2_executability(make_ctx):
-    runaway = ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
-               "SELECT COUNT(*) FROM r")
+    runaway = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r"
     rows = [
         ans_row("ok"),
         cand("none", "answerable", "q none", None),
@@ -108,8 +153,9 @@ def _row_for(stage_no):
 
 def _yes_no_handler(stage_no, row, table):
     if stage_no == 10:
-        return lambda m, t: (GARBAGE if table.get(m) is None
-                             else {"style": row["style"] if table[m] == "yes" else "colloquial"})
+        return lambda m, t: (
+            GARBAGE if table.get(m) is None else {"style": row["style"] if table[m] == "yes" else "colloquial"}
+        )
     return verdicts(table)
 
 
@@ -143,8 +189,9 @@ def test_yes_no_stages_strict_majority(stage_no, votes, passed, asked, expected_
 
 
 @pytest.mark.parametrize("stage_no", [3, 4, 8, 10])
-@pytest.mark.parametrize("votes, passed", [(("yes", "no"), False), (("no", "yes"), False),
-                                           (("yes", None), False), (("yes", "yes"), True)])
+@pytest.mark.parametrize(
+    "votes, passed", [(("yes", "no"), False), (("no", "yes"), False), (("yes", None), False), (("yes", "yes"), True)]
+)
 def test_yes_no_stages_tie_rejects_with_two_members(stage_no, votes, passed, scripted, make_ctx):
     row = _row_for(stage_no)
     scripted.responder = Script(**{STAGE_KIND[stage_no]: _yes_no_handler(stage_no, row, dict(zip("ab", votes)))})
@@ -163,10 +210,17 @@ def test_ground_truth_prompt_shows_result_rows_and_hidden_knowledge(scripted, ma
 
 @pytest.mark.parametrize(
     "stage_no, applicable",
-    [(2, {"ans", "evid", "g_recent_0", "g_recent_1"}), (3, {"ans", "evid", "g_recent_0", "g_recent_1", "una"}),
-     (4, {"ans", "evid", "g_recent_0", "g_recent_1"}), (5, {"evid"}), (6, {"g_recent_0", "g_recent_1"}),
-     (7, {"una"}), (8, {"una"}), (9, {"g_recent_0", "g_recent_1", "una"}),
-     (10, {"ans", "evid", "g_recent_0", "g_recent_1", "una"})],
+    [
+        (2, {"ans", "evid", "g_recent_0", "g_recent_1"}),
+        (3, {"ans", "evid", "g_recent_0", "g_recent_1", "una"}),
+        (4, {"ans", "evid", "g_recent_0", "g_recent_1"}),
+        (5, {"evid"}),
+        (6, {"g_recent_0", "g_recent_1"}),
+        (7, {"una"}),
+        (8, {"una"}),
+        (9, {"g_recent_0", "g_recent_1", "una"}),
+        (10, {"ans", "evid", "g_recent_0", "g_recent_1", "una"}),
+    ],
 )
 def test_group_applicability(stage_no, applicable, scripted, make_ctx):
     """Non-applicable survivors pass through untouched; no LLM call is made for them."""
@@ -220,8 +274,12 @@ def test_stage5_evidence_necessity(writes, passed, asked, scripted, make_ctx):
     assert script.count("write_sql") == asked
     assert d["calls_saved"] == 3 - asked
     assert len(d["votes"]) == asked and all(v["llm_call_id"] for v in d["votes"])
-    label = {EQUIV_NO_EVIDENCE: "equivalent", OTHER_SQL: "not_equivalent",
-             BROKEN_SQL: "not_equivalent (fails to run)", None: "abstain"}
+    label = {
+        EQUIV_NO_EVIDENCE: "equivalent",
+        OTHER_SQL: "not_equivalent",
+        BROKEN_SQL: "not_equivalent (fails to run)",
+        None: "abstain",
+    }
     expected = [label[w] for w in writes[:asked]]
     assert [v["vote"] for v in d["votes"]] == expected
 
@@ -273,8 +331,11 @@ def test_stage6_prompt_has_no_hidden_knowledge(scripted, make_ctx):
 
 
 def test_stage6_split_or_other_readings_keep_both(scripted, make_ctx):
-    table = {"a": "SELECT title FROM courses WHERE year = 2026", "b": "SELECT title FROM courses WHERE year >= 2025",
-             "c": "SELECT title FROM courses"}
+    table = {
+        "a": "SELECT title FROM courses WHERE year = 2026",
+        "b": "SELECT title FROM courses WHERE year >= 2025",
+        "c": "SELECT title FROM courses",
+    }
     script = Script(write_sql=lambda m, t: {"sql": table[m]})
     scripted.responder = script
     d = run_stage(6, amb_pair(), make_ctx())
@@ -293,8 +354,10 @@ def test_stage6_single_surviving_interpretation(scripted, make_ctx):
 
 
 def test_stage7_any_member_solving_rejects_and_stops(scripted, make_ctx):
-    script = Script(solve=lambda m, t: {"answerable": True, "sql": SOLVING_SQL},
-                    ground_truth=verdicts({"a": "yes", "b": "yes", "c": "yes"}))
+    script = Script(
+        solve=lambda m, t: {"answerable": True, "sql": SOLVING_SQL},
+        ground_truth=verdicts({"a": "yes", "b": "yes", "c": "yes"}),
+    )
     scripted.responder = script
     [d] = run_stage(7, [una_row()], make_ctx())
     assert not d["passed"] and d["reason"].startswith("solved by a")
@@ -307,8 +370,11 @@ def test_stage7_any_member_solving_rejects_and_stops(scripted, make_ctx):
 
 
 def test_stage7_a_later_member_solves(scripted, make_ctx):
-    solve = {"a": {"answerable": False, "sql": ""}, "b": {"answerable": True, "sql": BROKEN_SQL},
-             "c": {"answerable": True, "sql": SOLVING_SQL}}
+    solve = {
+        "a": {"answerable": False, "sql": ""},
+        "b": {"answerable": True, "sql": BROKEN_SQL},
+        "c": {"answerable": True, "sql": SOLVING_SQL},
+    }
     script = Script(solve=lambda m, t: solve[m], ground_truth=verdicts({"a": "yes", "b": "no", "c": "yes"}))
     scripted.responder = script
     [d] = run_stage(7, [una_row()], make_ctx())
@@ -319,9 +385,11 @@ def test_stage7_a_later_member_solves(scripted, make_ctx):
 
 
 def test_stage7_all_unanswerable_or_wrong_passes(scripted, make_ctx):
-    solve = {"a": {"answerable": False, "sql": ""},
-             "b": {"answerable": True, "sql": "SELECT title FROM courses WHERE credits = 999"},  # empty result
-             "c": {"answerable": True, "sql": SOLVING_SQL}}
+    solve = {
+        "a": {"answerable": False, "sql": ""},
+        "b": {"answerable": True, "sql": "SELECT title FROM courses WHERE credits = 999"},  # empty result
+        "c": {"answerable": True, "sql": SOLVING_SQL},
+    }
     script = Script(solve=lambda m, t: solve[m], ground_truth=verdicts({"a": "no", "b": "no", "c": "no"}))
     scripted.responder = script
     [d] = run_stage(7, [una_row()], make_ctx())
@@ -352,11 +420,13 @@ def test_stage7_unparseable_attempt_is_an_abstention_not_a_solution(scripted, ma
 
 def prefer(*ranking: str):
     """Consistency handler choosing the option ranked best in ``ranking`` (subcategory ids)."""
+
     def handler(member, text):
         a = _NAME_TO_ID[re.search(r"^A: (.*?) — ", text, re.MULTILINE).group(1)]
         b = _NAME_TO_ID[re.search(r"^B: (.*?) — ", text, re.MULTILINE).group(1)]
         rank = {s: i for i, s in enumerate(ranking)}
         return {"choice": "A" if rank.get(a, 99) <= rank.get(b, 99) else "B"}
+
     return handler
 
 
@@ -402,8 +472,11 @@ def test_stage9_strict_majority_per_comparison(scripted, make_ctx):
 
 def test_stage9_positions_are_flipped_and_handled(scripted, make_ctx):
     # a candidate whose comparisons put the assigned category first in some and second in others
-    cid = next(f"c{i}" for i in range(200)
-               if not _flip(f"c{i}", UNA_COMPETITORS[0]) and any(_flip(f"c{i}", o) for o in UNA_COMPETITORS))
+    cid = next(
+        f"c{i}"
+        for i in range(200)
+        if not _flip(f"c{i}", UNA_COMPETITORS[0]) and any(_flip(f"c{i}", o) for o in UNA_COMPETITORS)
+    )
     first_flip = next(i for i, o in enumerate(UNA_COMPETITORS) if _flip(cid, o))
 
     prompts = []

@@ -7,10 +7,15 @@ from pipelines.abiss.groups import drop_incomplete_groups, group_integrity, inco
 
 
 def cands():
-    rows = [("g1", "g1_0", "scope_ambiguity", "ambiguous"), ("g1", "g1_1", "scope_ambiguity", "ambiguous"),
-            ("g2", "g2_0", "scope_ambiguity", "ambiguous"), ("g2", "g2_1", "scope_ambiguity", "ambiguous"),
-            ("g3", "g3_0", "lexical_vagueness", "ambiguous"), ("g3", "g3_1", "lexical_vagueness", "ambiguous"),
-            ("a1", "a1", "answerable", "answerable")]
+    rows = [
+        ("g1", "g1_0", "scope_ambiguity", "ambiguous"),
+        ("g1", "g1_1", "scope_ambiguity", "ambiguous"),
+        ("g2", "g2_0", "scope_ambiguity", "ambiguous"),
+        ("g2", "g2_1", "scope_ambiguity", "ambiguous"),
+        ("g3", "g3_0", "lexical_vagueness", "ambiguous"),
+        ("g3", "g3_1", "lexical_vagueness", "ambiguous"),
+        ("a1", "a1", "answerable", "answerable"),
+    ]
     return pl.DataFrame(rows, schema=["group_id", "candidate_id", "subcategory", "group"], orient="row")
 
 
@@ -18,8 +23,14 @@ def test_counts_orphans_complete_and_lost_groups():
     c = cands()
     kept = c.filter(pl.col("candidate_id").is_in(["g1_0", "g1_1", "g2_0", "a1"]))
     t = {r["subcategory"]: r for r in group_integrity(c, kept).iter_rows(named=True)}
-    assert t["scope_ambiguity"] == {"subcategory": "scope_ambiguity", "groups": 2, "complete": 1, "incomplete": 1,
-                                    "lost": 0, "orphan_readings": 1}
+    assert t["scope_ambiguity"] == {
+        "subcategory": "scope_ambiguity",
+        "groups": 2,
+        "complete": 1,
+        "incomplete": 1,
+        "lost": 0,
+        "orphan_readings": 1,
+    }
     assert t["lexical_vagueness"]["lost"] == 1 and t["lexical_vagueness"]["orphan_readings"] == 0
     assert "answerable" not in t
     assert incomplete_group_ids(c, kept) == {"g2"}

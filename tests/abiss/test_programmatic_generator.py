@@ -37,7 +37,12 @@ def _multiset(rows):
 def _fk_edges(db_path) -> list[tuple[str, str]]:
     info = inspect_database(db_path)
     names = {t.name.lower(): t.name for t in info.tables}
-    return [(t.name, names[fk.ref_table.lower()]) for t in info.tables for fk in t.foreign_keys if fk.ref_table.lower() in names]
+    return [
+        (t.name, names[fk.ref_table.lower()])
+        for t in info.tables
+        for fk in t.foreign_keys
+        if fk.ref_table.lower() in names
+    ]
 
 
 def _relationship_path(db_path, a: str, b: str) -> bool:
@@ -154,8 +159,10 @@ def test_demo_has_paper_examples(demo_db):
     """The paper's own examples are within reach on its database."""
     report = generate_candidates(demo_db, per_subcategory=6, seed=0)
     sqls = " ".join(c.sql or "" for c in report.candidates)
-    assert "personal_email" in sqls or "institutional_email" in sqls or any(
-        c.subcategory == "lexical_overlap" for c in report.candidates
+    assert (
+        "personal_email" in sqls
+        or "institutional_email" in sqls
+        or any(c.subcategory == "lexical_overlap" for c in report.candidates)
     )
     ent = [c for c in report.candidates if c.subcategory == "entity_ambiguity"]
     assert any("student_courses" in c.sql and "enrollment_date" in c.sql for c in ent)
@@ -167,7 +174,9 @@ def test_same_seed_same_output(demo_db, demo_report):
     again = generate_candidates(demo_db, per_subcategory=2, seed=0)
     assert [c.to_dict() for c in again.candidates] == [c.to_dict() for c in demo_report.candidates]
     assert again.skipped == demo_report.skipped
-    assert json.dumps(again.to_dict(), sort_keys=True, default=str) == json.dumps(demo_report.to_dict(), sort_keys=True, default=str)
+    assert json.dumps(again.to_dict(), sort_keys=True, default=str) == json.dumps(
+        demo_report.to_dict(), sort_keys=True, default=str
+    )
 
 
 def test_other_seed_changes_output(demo_db, demo_report):
@@ -177,7 +186,9 @@ def test_other_seed_changes_output(demo_db, demo_report):
 
 
 def test_styles_and_subcategory_filters(demo_db):
-    report = generate_candidates(demo_db, per_subcategory=3, seed=5, styles=["colloquial"], subcategories=["answerable", "lexical_vagueness"])
+    report = generate_candidates(
+        demo_db, per_subcategory=3, seed=5, styles=["colloquial"], subcategories=["answerable", "lexical_vagueness"]
+    )
     assert {c.subcategory for c in report.candidates} == {"answerable", "lexical_vagueness"}
     assert {c.style for c in report.candidates} == {"colloquial"}
     with pytest.raises(ValueError):
@@ -203,8 +214,22 @@ def test_candidate_ids_are_stable_hashes(demo_db, demo_report):
     assert len(c.candidate_id) == 16 and int(c.candidate_id, 16) >= 0
     d = c.to_dict()
     for key in (
-        "candidate_id", "group_id", "db_id", "subcategory", "group", "style", "difficulty", "question", "evidence",
-        "sql", "hidden_knowledge", "feedback", "interpretation_index", "generator", "builder", "seed",
+        "candidate_id",
+        "group_id",
+        "db_id",
+        "subcategory",
+        "group",
+        "style",
+        "difficulty",
+        "question",
+        "evidence",
+        "sql",
+        "hidden_knowledge",
+        "feedback",
+        "interpretation_index",
+        "generator",
+        "builder",
+        "seed",
     ):
         assert key in d
 
@@ -222,13 +247,25 @@ def test_verifier_rejects_false_absence_claims(demo_db):
     from pipelines.abiss.programmatic.generator import _verify
 
     ctx = _ctx(demo_db)
-    draft = Draft("missing_entity", "t", "What is the email of student 3?", "formal",
-                  feedback="No column stores an email of students; ask the administrator.", absence=Absence("terms", terms=("email",)))
+    draft = Draft(
+        "missing_entity",
+        "t",
+        "What is the email of student 3?",
+        "formal",
+        feedback="No column stores an email of students; ask the administrator.",
+        absence=Absence("terms", terms=("email",)),
+    )
     assert _verify(draft, ctx) is not None
     draft.absence = Absence("terms", terms=("shoe",))
     assert _verify(draft, ctx) is None
-    rel = Draft("missing_relationship", "t", "Which courses does professor Anna teach?", "formal",
-                feedback="No table links professors to courses.", absence=Absence("relationship", tables=("students", "courses")))
+    rel = Draft(
+        "missing_relationship",
+        "t",
+        "Which courses does professor Anna teach?",
+        "formal",
+        feedback="No table links professors to courses.",
+        absence=Absence("relationship", tables=("students", "courses")),
+    )
     assert _verify(rel, _ctx(demo_db, "missing_relationship")) == "tables are related"
     rel.absence = Absence("relationship", tables=("professors", "courses"))
     assert _verify(rel, _ctx(demo_db, "missing_relationship")) is None
@@ -239,11 +276,24 @@ def test_verifier_rejects_equal_or_empty_readings(demo_db):
     from pipelines.abiss.programmatic.builders.base import Reading
 
     ctx = _ctx(demo_db, "lexical_vagueness")
-    same = Draft("lexical_vagueness", "t", "q", "formal", readings=[
-        Reading("SELECT name FROM departments ORDER BY name", "a"), Reading("SELECT name FROM departments ORDER BY name DESC", "b")])
+    same = Draft(
+        "lexical_vagueness",
+        "t",
+        "q",
+        "formal",
+        readings=[
+            Reading("SELECT name FROM departments ORDER BY name", "a"),
+            Reading("SELECT name FROM departments ORDER BY name DESC", "b"),
+        ],
+    )
     assert _verify(same, ctx) == "readings return the same result"
-    empty = Draft("lexical_vagueness", "t", "q", "formal", readings=[
-        Reading("SELECT name FROM departments", "a"), Reading("SELECT name FROM departments WHERE 0", "b")])
+    empty = Draft(
+        "lexical_vagueness",
+        "t",
+        "q",
+        "formal",
+        readings=[Reading("SELECT name FROM departments", "a"), Reading("SELECT name FROM departments WHERE 0", "b")],
+    )
     assert _verify(empty, ctx) is not None
     broken = Draft("answerable", "t", "q", "formal", sql="SELECT nope FROM nowhere")
     assert _verify(broken, _ctx(demo_db, "answerable")).startswith("sql failed")
@@ -255,12 +305,12 @@ def test_difficulty_rule():
     assert difficulty_of("") is None
     assert difficulty_of('SELECT "a" FROM "t" WHERE "b" = 1') == "simple"
     assert difficulty_of('SELECT T1."a" FROM "t" AS T1 JOIN "u" AS T2 ON T1.x = T2.y') == "moderate"
-    assert difficulty_of('SELECT a, COUNT(*) FROM t GROUP BY a') == "moderate"
-    assert difficulty_of('SELECT a FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)') == "complex"
+    assert difficulty_of("SELECT a, COUNT(*) FROM t GROUP BY a") == "moderate"
+    assert difficulty_of("SELECT a FROM t GROUP BY a HAVING COUNT(*) > (SELECT 1)") == "complex"
     for sql in (
-        'SELECT a FROM t UNION ALL SELECT b FROM u',
-        'SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.x = T2.y JOIN v AS T3 ON T2.z = T3.w WHERE T3.k > 1 ORDER BY 1 LIMIT 3',
-        'SELECT a FROM t WHERE (',  # unparsable: keyword counting, as the relabeller does
+        "SELECT a FROM t UNION ALL SELECT b FROM u",
+        "SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.x = T2.y JOIN v AS T3 ON T2.z = T3.w WHERE T3.k > 1 ORDER BY 1 LIMIT 3",
+        "SELECT a FROM t WHERE (",  # unparsable: keyword counting, as the relabeller does
     ):
         assert difficulty_of(sql) == relabel_difficulty(sql)
 
@@ -313,7 +363,11 @@ def shared_reports():
 
 
 @pytest.mark.shared_data
-@pytest.mark.parametrize("db_path", SHARED_DBS or [pytest.param(None, marks=pytest.mark.skip(reason=f"no Spider/BIRD data under {SHARED}"))], ids=lambda p: p.stem if p else "none")
+@pytest.mark.parametrize(
+    "db_path",
+    SHARED_DBS or [pytest.param(None, marks=pytest.mark.skip(reason=f"no Spider/BIRD data under {SHARED}"))],
+    ids=lambda p: p.stem if p else "none",
+)
 def test_shared_database_candidates_verify(db_path, shared_reports):
     report = shared_reports[db_path]
     assert report.candidates, report.skipped
@@ -321,7 +375,11 @@ def test_shared_database_candidates_verify(db_path, shared_reports):
 
 
 @pytest.mark.shared_data
-@pytest.mark.parametrize("db_path", SHARED_DBS or [pytest.param(None, marks=pytest.mark.skip(reason=f"no Spider/BIRD data under {SHARED}"))], ids=lambda p: p.stem if p else "none")
+@pytest.mark.parametrize(
+    "db_path",
+    SHARED_DBS or [pytest.param(None, marks=pytest.mark.skip(reason=f"no Spider/BIRD data under {SHARED}"))],
+    ids=lambda p: p.stem if p else "none",
+)
 def test_shared_database_deterministic(db_path, shared_reports):
     again = generate_candidates(db_path, per_subcategory=2, seed=0)
     assert [c.to_dict() for c in again.candidates] == [c.to_dict() for c in shared_reports[db_path].candidates]

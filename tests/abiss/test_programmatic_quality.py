@@ -24,18 +24,33 @@ def test_identifiers_become_words():
     assert article("average") == "an" and article("unit price") == "a" and article("hour") == "an"
 
 
-@pytest.mark.parametrize("db, banned", [
-    ("pets_1", [r"\bhas pets?\b", r"\bl names?\b", r"\bstu id\b", r"whose major is greater", r"\bhigh advisor\b",
-                r"(marital status|blood type|shoe size|nickname|favourite colour|phone number) of (each|the) pet"]),
-    ("concert_singer", [r"\bis male is\b", r"high-end singers"]),
-    ("car_1", [r"\bmpgs\b", r"\bcars data\b", r"\bedispl\b", r"\ba cylinders\b", r"heavyweight"]),
-    ("college", [r"\btakes\b", r"department is '(Brodhead|Bronfman|Taylor|Watson)'"]),
-])
+@pytest.mark.parametrize(
+    "db, banned",
+    [
+        (
+            "pets_1",
+            [
+                r"\bhas pets?\b",
+                r"\bl names?\b",
+                r"\bstu id\b",
+                r"whose major is greater",
+                r"\bhigh advisor\b",
+                r"(marital status|blood type|shoe size|nickname|favourite colour|phone number) of (each|the) pet",
+            ],
+        ),
+        ("concert_singer", [r"\bis male is\b", r"high-end singers"]),
+        ("car_1", [r"\bmpgs\b", r"\bcars data\b", r"\bedispl\b", r"\ba cylinders\b", r"heavyweight"]),
+        ("college", [r"\btakes\b", r"department is '(Brodhead|Bronfman|Taylor|Watson)'"]),
+    ],
+)
 def test_issue_phrasing_examples_are_no_longer_generated(generated, db, banned):
     _, report = generated(db)
     assert report.candidates
-    texts = [c.question for c in report.candidates] + [c.evidence or "" for c in report.candidates] + \
-        [c.hidden_knowledge or "" for c in report.candidates]
+    texts = (
+        [c.question for c in report.candidates]
+        + [c.evidence or "" for c in report.candidates]
+        + [c.hidden_knowledge or "" for c in report.candidates]
+    )
     for pattern in banned:
         hits = [t for t in texts if re.search(pattern, t, re.IGNORECASE)]
         assert not hits, (pattern, hits[:3])
@@ -46,8 +61,12 @@ def test_no_article_errors_or_raw_identifiers(generated, db):
     path, report = generated(db)
     from resources.catalog import inspect_database
 
-    idents = {c.name for t in inspect_database(path).tables for c in t.columns if "_" in c.name or
-              re.search(r"[a-z][A-Z]", c.name)} | {t.name for t in inspect_database(path).tables if "_" in t.name}
+    idents = {
+        c.name
+        for t in inspect_database(path).tables
+        for c in t.columns
+        if "_" in c.name or re.search(r"[a-z][A-Z]", c.name)
+    } | {t.name for t in inspect_database(path).tables if "_" in t.name}
     for c in report.candidates:
         q = c.question
         assert not re.search(r"\ba [aeiou]\w", q, re.IGNORECASE) or re.search(r"\ba (uni|use|one|eu)", q, re.I), q
@@ -75,7 +94,9 @@ def test_evidence_adjectives_fit_their_column(generated, db):
     for c in report.candidates:
         if c.subcategory != "answerable_with_evidence":
             continue
-        m = re.match(r"^([\w-]+(?: [\w-]+)?) .+? are .+? whose (.+?) (?:is|are) (greater than|before|on or after)", c.evidence)
+        m = re.match(
+            r"^([\w-]+(?: [\w-]+)?) .+? are .+? whose (.+?) (?:is|are) (greater than|before|on or after)", c.evidence
+        )
         assert m, c.evidence
         adj, col = m.group(1).lower(), m.group(2)
         seen += 1
@@ -139,8 +160,11 @@ def test_scope_distributive_reading_groups_on_a_unique_key(generated, db):
             first = cols.split(",")[0].strip()
             alias, col = first.split(".", 1)
             col = col.strip('"')
-            table = next(t for t in a.tables if t.column(col) is not None and
-                         re.search(rf'"{re.escape(t.name)}" AS {alias}\b', c.sql))
+            table = next(
+                t
+                for t in a.tables
+                if t.column(col) is not None and re.search(rf'"{re.escape(t.name)}" AS {alias}\b', c.sql)
+            )
             prof = table.column(col)
             assert prof.distinct >= table.row_count or prof.primary_key, (c.sql, col)
 
@@ -167,12 +191,24 @@ def test_generator_drops_drafts_the_filter_would_reject(demo_db_path):
     from pipelines.abiss.programmatic.schema_analysis import analyze
 
     ctx = BuildContext(analyze(demo_db_path), random.Random(0), ["formal"], "answerable")
-    long_q = "List the titles of the courses whose description is '" + " ".join(random.Random(1).sample(sorted(set(
-        "alpha bravo cedar delta ember fjord grove harbor island jasper kettle lantern meadow nectar orchid pepper "
-        "quartz river saddle timber umber velvet willow xenon yarrow zephyr amber birch cobalt dune elm fern garnet "
-        "hazel iris jade kelp lilac maple nickel olive pine quill rose sage thyme ultra vine wheat yew zinc acorn "
-        "basil clover daisy eagle falcon gull heron ibis jay kite lark magpie newt otter puffin quail raven swan "
-        "tern urchin vole wren".split())), 70)) + "'."
+    long_q = (
+        "List the titles of the courses whose description is '"
+        + " ".join(
+            random.Random(1).sample(
+                sorted(
+                    set(
+                        "alpha bravo cedar delta ember fjord grove harbor island jasper kettle lantern meadow nectar orchid pepper "
+                        "quartz river saddle timber umber velvet willow xenon yarrow zephyr amber birch cobalt dune elm fern garnet "
+                        "hazel iris jade kelp lilac maple nickel olive pine quill rose sage thyme ultra vine wheat yew zinc acorn "
+                        "basil clover daisy eagle falcon gull heron ibis jay kite lark magpie newt otter puffin quail raven swan "
+                        "tern urchin vole wren".split()
+                    )
+                ),
+                70,
+            )
+        )
+        + "'."
+    )
     draft = Draft("answerable", "t", long_q, "formal", sql="SELECT title FROM courses")
     assert _verify(draft, ctx) == "not well-formed (length)"
     ok = Draft("answerable", "t", "List the titles of the courses.", "formal", sql="SELECT title FROM courses")

@@ -77,9 +77,19 @@ def test_cli_json_lines(demo, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     records = [json.loads(line) for line in lines]
     assert {r["subcategory"] for r in records} == {
-        "answerable", "answerable_with_evidence", "scope_ambiguity", "attachment_ambiguity", "lexical_overlap",
-        "entity_ambiguity", "lexical_vagueness", "missing_user_knowledge", "conflicting_knowledge",
-        "missing_entity", "missing_relationship", "missing_external_knowledge", "improper_question",
+        "answerable",
+        "answerable_with_evidence",
+        "scope_ambiguity",
+        "attachment_ambiguity",
+        "lexical_overlap",
+        "entity_ambiguity",
+        "lexical_vagueness",
+        "missing_user_knowledge",
+        "conflicting_knowledge",
+        "missing_entity",
+        "missing_relationship",
+        "missing_external_knowledge",
+        "improper_question",
     }
     for r in records:
         assert r["generator"] == "programmatic" and r["seed"] == 7

@@ -5,10 +5,21 @@ from quality.gx_suite import run_contract
 
 
 def _dataset_row(**over):
-    row = {"question_id": "q1", "candidate_id": "c1", "db_id": "university", "question": "How many students?",
-           "subcategory": "answerable", "group": "answerable", "style": "formal", "difficulty": "simple",
-           "is_solvable": True, "sql": "SELECT count(*) FROM students", "evidence": None,
-           "hidden_knowledge": None, "feedback": None}
+    row = {
+        "question_id": "q1",
+        "candidate_id": "c1",
+        "db_id": "university",
+        "question": "How many students?",
+        "subcategory": "answerable",
+        "group": "answerable",
+        "style": "formal",
+        "difficulty": "simple",
+        "is_solvable": True,
+        "sql": "SELECT count(*) FROM students",
+        "evidence": None,
+        "hidden_knowledge": None,
+        "feedback": None,
+    }
     return {**row, **over}
 
 

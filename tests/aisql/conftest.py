@@ -46,8 +46,9 @@ def oracle_runtime(movie_labels):
     made = []
 
     def make(p: float = 0.0, seed: int = 0, budget: int = 5000) -> AIRuntime:
-        rt = AIRuntime(LabelOracle(movie_labels, MOVIE.vocabulary, p=p, seed=seed, score_of=MOVIE.score_of),
-                       budget=budget)
+        rt = AIRuntime(
+            LabelOracle(movie_labels, MOVIE.vocabulary, p=p, seed=seed, score_of=MOVIE.score_of), budget=budget
+        )
         made.append(rt)
         return rt
 
@@ -61,16 +62,28 @@ def movie_query(root: Path, dialect: str, qid: str) -> str:
     return (root / "sembench" / "files" / "movie" / "query" / folder / f"{qid}.sql").read_text()
 
 
-JUDGE_ACCEPT = {"scores": {"overall_similarity": 5, "relational_similarity": 5, "ai_similarity": 4},
-                "analysis": {"primary_error_source": "none", "justification": "paraphrase"}}
+JUDGE_ACCEPT = {
+    "scores": {"overall_similarity": 5, "relational_similarity": 5, "ai_similarity": 4},
+    "analysis": {"primary_error_source": "none", "justification": "paraphrase"},
+}
 
 
 def scripted_config(tmp_path: Path, names=("fake",)) -> Path:
     """A council config whose every role is the scripted provider."""
     import yaml
 
-    members = {n: {"model": f"scripted/{n}", "max_tokens": 64, "max_in_flight": 8, "timeout_s": 5,
-                   "max_retries": 0, "backoff_base_s": 0.001, "repair": False} for n in names}
+    members = {
+        n: {
+            "model": f"scripted/{n}",
+            "max_tokens": 64,
+            "max_in_flight": 8,
+            "timeout_s": 5,
+            "max_retries": 0,
+            "backoff_base_s": 0.001,
+            "repair": False,
+        }
+        for n in names
+    }
     cfg = tmp_path / "council.yaml"
     cfg.write_text(yaml.safe_dump({"members": members, "councils": {"default": list(names)}}))
     return cfg

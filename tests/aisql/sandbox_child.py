@@ -36,8 +36,19 @@ def main(db: str, sql: str, timeout_s: str, backend: str) -> int:
         return 130
     finally:
         rt.close()
-    print(json.dumps({"status": rec.status, "error": rec.error, "rows": rec.rows, "calls": rec.calls,
-                      "elapsed_s": time.monotonic() - start, "rss_growth": proc_status_bytes("VmHWM") - before}), flush=True)
+    print(
+        json.dumps(
+            {
+                "status": rec.status,
+                "error": rec.error,
+                "rows": rec.rows,
+                "calls": rec.calls,
+                "elapsed_s": time.monotonic() - start,
+                "rss_growth": proc_status_bytes("VmHWM") - before,
+            }
+        ),
+        flush=True,
+    )
     return 0
 
 

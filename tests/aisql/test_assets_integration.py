@@ -14,9 +14,9 @@ pytestmark = pytest.mark.integration
 
 GENERATED = {  # what the scripted generator writes for movie Q3, per dialect
     "Write BigQuery": "SELECT COUNT(*) AS positive_review_cnt FROM movie.reviews AS r WHERE r.id = 'taken_3' AND "
-                      "AI.IF(('Is this review positive? Review: ', r.reviewText), connection_id => 'c')",
+    "AI.IF(('Is this review positive? Review: ', r.reviewText), connection_id => 'c')",
     "Write ThalamusDB": "SELECT COUNT(*) AS positive_review_cnt FROM Reviews WHERE NLfilter(reviewText, "
-                        "'the review is positive')",  # forgets the movie filter
+    "'the review is positive')",  # forgets the movie filter
 }
 
 
@@ -43,13 +43,23 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     from assets.definitions import defs
 
     job = defs.resolve_job_def("aisql_job")
-    cfg = {"data_root": str(sembench_root), "question_ids": ["Q3"], "sweep_rates": [0.0, 0.3], "flip_rate": 0.2,
-           "variant_types": ["paraphrase", "count_key", "conjunct_order", "wrong_column", "dropped_filter"],
-           "correct_share": None, "generator_samples": 1}
+    cfg = {
+        "data_root": str(sembench_root),
+        "question_ids": ["Q3"],
+        "sweep_rates": [0.0, 0.3],
+        "flip_rate": 0.2,
+        "variant_types": ["paraphrase", "count_key", "conjunct_order", "wrong_column", "dropped_filter"],
+        "correct_share": None,
+        "generator_samples": 1,
+    }
     (tmp_path / "dh").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
-        result = job.execute_in_process(instance=instance, partition_key="movie", raise_on_error=False,
-                                        run_config={"resources": {"aisql": {"config": cfg}}})
+        result = job.execute_in_process(
+            instance=instance,
+            partition_key="movie",
+            raise_on_error=False,
+            run_config={"resources": {"aisql": {"config": cfg}}},
+        )
         assert result.success
         checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
         assert checks["no_hidden_label_column"] and checks["every_pair_every_method"]

@@ -11,19 +11,57 @@ def test_run_prints_rows_and_calls(sembench_root, capsys):
     assert main(["aisql", "run", "movie", sql, "--data", str(sembench_root), "--flip-rate", "0"]) == 0
     out = capsys.readouterr().out
     assert "14" in out and "AI-operator calls: 119 distinct (made 119, cached 0, failed 0)" in out
-    assert main(["aisql", "run", "movie", movie_query(sembench_root, "bigquery", "Q3"), "--data",
-                 str(sembench_root), "--flip-rate", "0", "--json"]) == 0
+    assert (
+        main(
+            [
+                "aisql",
+                "run",
+                "movie",
+                movie_query(sembench_root, "bigquery", "Q3"),
+                "--data",
+                str(sembench_root),
+                "--flip-rate",
+                "0",
+                "--json",
+            ]
+        )
+        == 0
+    )
     rec = json.loads(capsys.readouterr().out)
     assert rec["dialect"] == "bigquery" and rec["rows"] == [[14]] and rec["status"] == "ok"
 
 
 def test_run_errors_are_one_line(sembench_root, capsys):
-    assert main(["aisql", "run", "movie", "SELECT AI.FROBNICATE(('x', reviewText)) FROM movie.reviews",
-                 "--data", str(sembench_root)]) == 1
+    assert (
+        main(
+            [
+                "aisql",
+                "run",
+                "movie",
+                "SELECT AI.FROBNICATE(('x', reviewText)) FROM movie.reviews",
+                "--data",
+                str(sembench_root),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: AI.FROBNICATE: unknown AI operator") and "Traceback" not in err
-    assert main(["aisql", "run", "movie", movie_query(sembench_root, "bigquery", "Q1"), "--data",
-                 str(sembench_root), "--budget", "50"]) == 1
+    assert (
+        main(
+            [
+                "aisql",
+                "run",
+                "movie",
+                movie_query(sembench_root, "bigquery", "Q1"),
+                "--data",
+                str(sembench_root),
+                "--budget",
+                "50",
+            ]
+        )
+        == 1
+    )
     assert "budget_exceeded: AI-operator call budget of 50 exceeded" in capsys.readouterr().err
     assert main(["aisql", "run", "cinema", "SELECT 1", "--data", str(sembench_root)]) == 2
     assert "unknown scenario 'cinema'" in capsys.readouterr().err
@@ -63,8 +101,13 @@ def test_the_per_variant_table_shows_every_row_and_method():
     types = [f"variant_{i:02d}" for i in range(13)]
     methods = ["ex", "ours", "judge", "solver", "autorater", "llm_sql_solver"]
     pairs = pl.DataFrame({"pair_id": types, "variant_type": types, "label": [True] * 13})
-    verdicts = pl.DataFrame([{"pair_id": t, "method": m, "accepted": i % 2 == 0, "status": "ok"}
-                             for i, t in enumerate(types) for m in methods])
+    verdicts = pl.DataFrame(
+        [
+            {"pair_id": t, "method": m, "accepted": i % 2 == 0, "status": "ok"}
+            for i, t in enumerate(types)
+            for m in methods
+        ]
+    )
     text = per_variant_table(pairs, verdicts)
     lines = text.splitlines()
     assert len(lines) == 2 + 13 and "…" not in text

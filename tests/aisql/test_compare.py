@@ -28,8 +28,7 @@ def test_compare_prints_every_layer_and_exits_by_the_final_verdict(sembench_root
     assert code == 1 and layers["structural"] == "accept" and layers["ai"] == "reject"
 
 
-def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_path, monkeypatch,
-                                                    quandary_home):  # noqa: F811
+def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_path, monkeypatch, quandary_home):  # noqa: F811
     from resources.llm import reset_councils
 
     gold = movie_query(sembench_root, "thalamusdb", "Q3")
@@ -63,9 +62,17 @@ def test_llm_split_fallback_is_wired(sembench_root, tmp_path, monkeypatch, quand
     install(ScriptedLLM(responder))
     settings = AisqlResource(data_root=str(sembench_root), llm_split_fallback=True).settings()
     db = prepare_db("movie", sembench_root, quandary_home)
-    pairs = pl.DataFrame([{"pair_id": "p", "dialect": "thalamusdb", "question": "q",
-                           "gold_sql": movie_query(sembench_root, "thalamusdb", "Q3"),
-                           "candidate_sql": "SELECT FROM WHERE NLfilter(reviewText, 'positive')"}])
+    pairs = pl.DataFrame(
+        [
+            {
+                "pair_id": "p",
+                "dialect": "thalamusdb",
+                "question": "q",
+                "gold_sql": movie_query(sembench_root, "thalamusdb", "Q3"),
+                "candidate_sql": "SELECT FROM WHERE NLfilter(reviewText, 'positive')",
+            }
+        ]
+    )
     rt = make_runtime(settings, db)
     try:
         _, evidence = run_executions(pairs, db, rt, settings, getter=get_council)

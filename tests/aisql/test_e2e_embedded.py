@@ -40,16 +40,31 @@ def test_aisql_job_with_embedded_operator_and_judge(sembench_root, tmp_path, mon
     from storage.artifacts import read_latest
     from storage.audit import open_audit
 
-    cfg = {"data_root": str(sembench_root), "backend": "council", "sample": 2, "sample_groups": ["taken_3"],
-           "question_ids": ["Q2", "Q3"], "dialects": ["bigquery"], "methods": ["ex", "ours"],
-           "variant_types": ["paraphrase"], "correct_share": None, "probe_n": 10, "compact_judge": True}
+    cfg = {
+        "data_root": str(sembench_root),
+        "backend": "council",
+        "sample": 2,
+        "sample_groups": ["taken_3"],
+        "question_ids": ["Q2", "Q3"],
+        "dialects": ["bigquery"],
+        "methods": ["ex", "ours"],
+        "variant_types": ["paraphrase"],
+        "correct_share": None,
+        "probe_n": 10,
+        "compact_judge": True,
+    }
     keys = [a.key for a in AISQL_ASSETS if a.key != AssetKey("aisql_sweep")]
     job = defs.resolve_job_def("aisql_job")
     (tmp_path / "dh").mkdir()
     with instance_for_test(temp_dir=str(tmp_path / "dh")) as instance:
+
         def run():
-            return job.execute_in_process(instance=instance, partition_key="movie", asset_selection=keys,
-                                          run_config={"resources": {"aisql": {"config": cfg}}})
+            return job.execute_in_process(
+                instance=instance,
+                partition_key="movie",
+                asset_selection=keys,
+                run_config={"resources": {"aisql": {"config": cfg}}},
+            )
 
         assert run().success
         pairs = read_latest("aisql_pairs", "movie")

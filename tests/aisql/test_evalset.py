@@ -33,8 +33,12 @@ def test_generator_candidates_are_unlabelled_until_a_person_labels_them(sembench
 
     examples = few_shot_examples(sembench_root, "movie", "thalamusdb")
     assert examples and all("NLfilter" in sql or "NLjoin" in sql for _, sql in examples)
-    scripted.responder = lambda req: json.dumps({"sql": "SELECT count(*) AS positive_review_cnt FROM Reviews "
-                                                        "WHERE id = 'taken_3' AND NLfilter(reviewText, 'positive')"})
+    scripted.responder = lambda req: json.dumps(
+        {
+            "sql": "SELECT count(*) AS positive_review_cnt FROM Reviews "
+            "WHERE id = 'taken_3' AND NLfilter(reviewText, 'positive')"
+        }
+    )
     council = Council("generators", [scripted_member("gen")], call_log())
     golds = [g for g in load_queries("movie", sembench_root, dialects=("thalamusdb",)) if g.question_id == "Q3"]
     rows = generator_pairs(council, sembench_root, MOVIE, golds, lambda d: "TABLE Reviews (...)", samples=2)

@@ -18,8 +18,14 @@ def _write(path, rows):
 
 
 def _row(i, gold, pred, **extra):
-    return {"id": i, "scenario": "movie", "question": "Count of positive reviews for taken_3",
-            "gold_sql": gold, "predicted_sql": pred, **extra}
+    return {
+        "id": i,
+        "scenario": "movie",
+        "question": "Count of positive reviews for taken_3",
+        "gold_sql": gold,
+        "predicted_sql": pred,
+        **extra,
+    }
 
 
 def _runs() -> int:
@@ -34,20 +40,29 @@ def _runs() -> int:
     return len(DagsterInstance.get().get_runs())
 
 
-@pytest.mark.parametrize("lines, needle", [
-    ([{"id": 1, "scenario": "movie", "question": "q", "gold_sql": "SELECT 1"}],
-     ":1: missing key 'predicted_sql'"),
-    (['{"id": 1, "scenario": "movie", "question": "q", "gold_sql": "SELECT 1", "predicted_sql": "SELECT 1"}',
-      '{"id": 2, "scenario": "movie", "question": "q", "gold_sql": "SEL'], ":2: not valid JSON"),
-    (["[1, 2]"], ":1: expected a JSON object"),
-    ([{"id": 1, "scenario": "cinema", "question": "q", "gold_sql": "SELECT 1", "predicted_sql": "SELECT 1"}],
-     ":1: unknown scenario 'cinema'"),
-    ([_row(1, "SELECT 1", "SELECT 1"), _row(1, "SELECT 2", "SELECT 2")], ":2: duplicate id '1' (first on line 1)"),
-    ([_row(1, "SELECT 1", "SELECT 1", label="maybe")], ":1: label 'maybe' is not true/false"),
-    ([_row(1, "", "SELECT 1")], ":1: gold_sql is empty"),
-    ([_row(1, "SELECT 1", 7)], ":1: predicted_sql must be a string"),
-    ([], ": no predictions"),
-])
+@pytest.mark.parametrize(
+    "lines, needle",
+    [
+        ([{"id": 1, "scenario": "movie", "question": "q", "gold_sql": "SELECT 1"}], ":1: missing key 'predicted_sql'"),
+        (
+            [
+                '{"id": 1, "scenario": "movie", "question": "q", "gold_sql": "SELECT 1", "predicted_sql": "SELECT 1"}',
+                '{"id": 2, "scenario": "movie", "question": "q", "gold_sql": "SEL',
+            ],
+            ":2: not valid JSON",
+        ),
+        (["[1, 2]"], ":1: expected a JSON object"),
+        (
+            [{"id": 1, "scenario": "cinema", "question": "q", "gold_sql": "SELECT 1", "predicted_sql": "SELECT 1"}],
+            ":1: unknown scenario 'cinema'",
+        ),
+        ([_row(1, "SELECT 1", "SELECT 1"), _row(1, "SELECT 2", "SELECT 2")], ":2: duplicate id '1' (first on line 1)"),
+        ([_row(1, "SELECT 1", "SELECT 1", label="maybe")], ":1: label 'maybe' is not true/false"),
+        ([_row(1, "", "SELECT 1")], ":1: gold_sql is empty"),
+        ([_row(1, "SELECT 1", 7)], ":1: predicted_sql must be a string"),
+        ([], ": no predictions"),
+    ],
+)
 def test_bad_input_is_one_line_naming_file_and_line_before_any_run(tmp_path, capsys, lines, needle):
     path = _write(tmp_path / "preds.jsonl", lines)
     assert main(["aisql", "evaluate", str(path)]) == 2
@@ -69,14 +84,26 @@ def test_missing_file_and_bad_methods(tmp_path, capsys):
 def test_read_predictions_accepts_labels_and_dialects(tmp_path):
     from pipelines.aisql.predictions import read_predictions
 
-    path = _write(tmp_path / "p.jsonl", [_row(7, "SELECT AI.IF(('x', a)) FROM t", "SELECT 1", label="yes"), "",
-                                         _row("b", "select NLfilter(a, 'x') from t", "SELECT 1", label=False)])
+    path = _write(
+        tmp_path / "p.jsonl",
+        [
+            _row(7, "SELECT AI.IF(('x', a)) FROM t", "SELECT 1", label="yes"),
+            "",
+            _row("b", "select NLfilter(a, 'x') from t", "SELECT 1", label=False),
+        ],
+    )
     preds, digest = read_predictions(path)
-    assert [(p.id, p.label, p.dialect, p.line) for p in preds] == [("7", True, "bigquery", 1),
-                                                                   ("b", False, "thalamusdb", 3)]
+    assert [(p.id, p.label, p.dialect, p.line) for p in preds] == [
+        ("7", True, "bigquery", 1),
+        ("b", False, "thalamusdb", 3),
+    ]
     assert len(digest) == 64
-    same, digest2 = read_predictions(_write(tmp_path / "q.jsonl", [json.loads(path.read_text().splitlines()[0]), "",
-                                                                   json.loads(path.read_text().splitlines()[2])]))
+    same, digest2 = read_predictions(
+        _write(
+            tmp_path / "q.jsonl",
+            [json.loads(path.read_text().splitlines()[0]), "", json.loads(path.read_text().splitlines()[2])],
+        )
+    )
     assert digest2 == digest  # the content, not the file name, keys stored results
 
 
@@ -86,12 +113,15 @@ def test_evaluate_two_files_keeps_both_and_exports(sembench_root, tmp_path, caps
 
     gold = movie_query(sembench_root, "bigquery", "Q3")
     tgold = movie_query(sembench_root, "thalamusdb", "Q3")
-    a = _write(tmp_path / "a.jsonl", [
-        _row("para", gold, gold.replace("clearly positive, review: ", "positive? Review: "), label=True),
-        _row("lit", gold, gold.replace("taken_3", "taken_4"), label=False),
-        _row("neg", gold, gold.replace("clearly positive", "negative"), label=False),
-        _row("t1", tgold, tgold, label=True),
-    ])
+    a = _write(
+        tmp_path / "a.jsonl",
+        [
+            _row("para", gold, gold.replace("clearly positive, review: ", "positive? Review: "), label=True),
+            _row("lit", gold, gold.replace("taken_3", "taken_4"), label=False),
+            _row("neg", gold, gold.replace("clearly positive", "negative"), label=False),
+            _row("t1", tgold, tgold, label=True),
+        ],
+    )
     b = _write(tmp_path / "b.jsonl", [_row("para", gold, gold)])  # same id as in a: another file, another key
     out_csv = tmp_path / "a.csv"
     assert main(["aisql", "evaluate", str(a), "--data", str(sembench_root), "--export", str(out_csv)]) == 0

@@ -46,8 +46,9 @@ def test_budget_is_enforced_per_call(movie_db):
     backend = CountingBackend()
     rt = AIRuntime(backend, budget=1000)
     try:
-        rec = run_query(movie_db.path, "SELECT count(*) FROM Reviews WHERE NLfilter(reviewText, 'positive')",
-                        "thalamusdb", rt)
+        rec = run_query(
+            movie_db.path, "SELECT count(*) FROM Reviews WHERE NLfilter(reviewText, 'positive')", "thalamusdb", rt
+        )
     finally:
         rt.close()
     assert rec.status == "budget_exceeded" and "budget of 1000" in rec.error
@@ -59,8 +60,13 @@ def test_timeout_cancels_in_flight_operator_calls(movie_db):
     rt = AIRuntime(backend, budget=5000)
     start = time.perf_counter()
     try:
-        rec = run_query(movie_db.path, "SELECT count(*) FROM Reviews WHERE NLfilter(reviewText, 'positive')",
-                        "thalamusdb", rt, timeout_s=1.0)
+        rec = run_query(
+            movie_db.path,
+            "SELECT count(*) FROM Reviews WHERE NLfilter(reviewText, 'positive')",
+            "thalamusdb",
+            rt,
+            timeout_s=1.0,
+        )
     finally:
         rt.close()
     assert backend.started.is_set() and backend.cancelled.is_set()
@@ -68,8 +74,17 @@ def test_timeout_cancels_in_flight_operator_calls(movie_db):
     assert not rec.error.startswith("timeout:") and "cancelled" in rec.error
 
 
-@pytest.mark.parametrize("flag,value", [("--budget", "-5"), ("--budget", "0"), ("--flip-rate", "1.5"),
-                                        ("--flip-rate", "-0.1"), ("--timeout", "0"), ("--sample", "-1")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--budget", "-5"),
+        ("--budget", "0"),
+        ("--flip-rate", "1.5"),
+        ("--flip-rate", "-0.1"),
+        ("--timeout", "0"),
+        ("--sample", "-1"),
+    ],
+)
 def test_cli_refuses_nonsense_values(flag, value, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["aisql", "run", "movie", "SELECT 1", flag, value])
@@ -95,9 +110,14 @@ def test_bad_ai_calls_are_one_line_errors_naming_the_argument(sql, named):
     assert "\n" not in msg and named in msg and "Binder" not in msg
 
 
-@pytest.mark.parametrize("sql,named", [("SELECT * FROM Reviews WHERE NLfilter(reviewText)", "NLfilter"),
-                                       ("SELECT * FROM Reviews WHERE NLfilter(reviewText, 3)", "3"),
-                                       ("SELECT * FROM Reviews WHERE NLjoin(reviewText, 'same')", "NLjoin")])
+@pytest.mark.parametrize(
+    "sql,named",
+    [
+        ("SELECT * FROM Reviews WHERE NLfilter(reviewText)", "NLfilter"),
+        ("SELECT * FROM Reviews WHERE NLfilter(reviewText, 3)", "3"),
+        ("SELECT * FROM Reviews WHERE NLjoin(reviewText, 'same')", "NLjoin"),
+    ],
+)
 def test_bad_thalamus_calls_are_one_line_errors(sql, named):
     with pytest.raises(SqlRewriteError) as exc:
         to_duckdb(sql, "thalamusdb")

@@ -94,8 +94,10 @@ def test_gold_candidate_and_split_parts_share_calls(sembench_root, movie_db, ora
 def test_distinct_dropped_shows_a_relational_diff_on_duplicated_rows(movie_db, oracle_runtime):
     rt = oracle_runtime(p=0.0)
     ctx = EvalContext(movie_db.path, rt, MOVIE.key_columns(), table_columns_of(visible_columns(movie_db.path)))
-    gold = ("SELECT DISTINCT reviewId FROM Reviews WHERE id = 'ant_man_and_the_wasp_quantumania' "
-            "AND NLfilter(reviewText, 'the review sentiment is positive')")
+    gold = (
+        "SELECT DISTINCT reviewId FROM Reviews WHERE id = 'ant_man_and_the_wasp_quantumania' "
+        "AND NLfilter(reviewText, 'the review sentiment is positive')"
+    )
     ev = execute_pair(ctx, gold, gold.replace("DISTINCT ", ""), "thalamusdb")
     assert ev.relational_diff["set_equal"] and not ev.relational_diff["multiset_equal"]
     assert ev.structural.verdict == "differ"
@@ -144,8 +146,9 @@ def test_oracle_cannot_decide_a_value_operator_asking_another_concept(sembench_r
 
 
 @pytest.mark.parametrize("dialect", ["bigquery", "thalamusdb"])
-def test_oracle_cannot_decide_a_boolean_operator_naming_no_labelled_concept(sembench_root, movie_db, oracle_runtime,
-                                                                           dialect):
+def test_oracle_cannot_decide_a_boolean_operator_naming_no_labelled_concept(
+    sembench_root, movie_db, oracle_runtime, dialect
+):
     """Issue 19 item 4 (rest): AI.IF / NLfilter with an instruction naming no labelled concept is
     'cannot decide', never a seeded coin flip; the same holds for a pair predicate it cannot read."""
     from pipelines.aisql.operators import OracleCannotDecide
@@ -161,8 +164,9 @@ def test_oracle_cannot_decide_a_boolean_operator_naming_no_labelled_concept(semb
     assert oracle.answer(OpRequest("ai_if", "Is this review not positive? \x1efine\x1f")) is False
     gold = movie_query(sembench_root, dialect, "Q3")
     prompt = GOLD_PROMPT if dialect == "bigquery" else "the review sentiment is positive"
-    rec = run_query(movie_db.path, gold.replace(prompt, "the review mentions the director"), dialect,
-                    oracle_runtime(p=0.0))
+    rec = run_query(
+        movie_db.path, gold.replace(prompt, "the review mentions the director"), dialect, oracle_runtime(p=0.0)
+    )
     assert rec.status == "undecided" and "names no concept the labels cover" in rec.error
 
 
@@ -178,8 +182,9 @@ def test_changed_concept_variants_stay_measured_from_their_construction(sembench
     golds = [g for g in load_queries("movie", sembench_root) if g.question_id == "Q3"]
     rows = variant_pairs(MOVIE, golds, correct_share=None, variant_types=("changed_concept",))
     assert len(rows) == 2 and all(r["label"] is False and r["label_source"] == "constructed" for r in rows)
-    ctx = EvalContext(movie_db.path, oracle_runtime(p=0.0), MOVIE.key_columns(),
-                      table_columns_of(visible_columns(movie_db.path)))
+    ctx = EvalContext(
+        movie_db.path, oracle_runtime(p=0.0), MOVIE.key_columns(), table_columns_of(visible_columns(movie_db.path))
+    )
     verdicts = []
     for r in rows:
         j = judge_pair(ctx, r["gold_sql"], r["candidate_sql"], r["dialect"])

@@ -43,8 +43,10 @@ def test_every_text_scenario_bigquery_file_rewrites_to_duckdb(sembench_root, sce
 
 def test_prompt_tuple_is_concatenated_and_format_becomes_printf(sembench_root):
     tree = to_duckdb_tree(movie_query(sembench_root, "bigquery", "Q3"), "bigquery")
-    assert "AI_IF('Determine if the following movie review is clearly positive, review: ' || r.reviewText)" in \
-        unmark_data(tree).sql("duckdb")
+    assert (
+        "AI_IF('Determine if the following movie review is clearly positive, review: ' || r.reviewText)"
+        in unmark_data(tree).sql("duckdb")
+    )
     # the data value is delimited inside the prompt (issue 19 item 6)
     assert "CHR(30) || REPLACE(REPLACE(CAST(r.reviewText AS TEXT)" in tree.sql("duckdb")
     medical = to_duckdb((SEMBENCH / "medical" / "query" / "bigquery" / "Q1.sql").read_text(), "bigquery")

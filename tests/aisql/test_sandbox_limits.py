@@ -24,9 +24,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _child(db: Path, sql: str, timeout_s: float, backend: str = "keyword") -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tests.aisql.sandbox_child", str(db), sql, str(timeout_s), backend],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.aisql.sandbox_child", str(db), sql, str(timeout_s), backend],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def _result(proc: subprocess.Popen, timeout_s: float) -> dict:
@@ -41,7 +46,7 @@ def _stat(pid: int | str) -> list[str] | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat[stat.rindex(")") + 2:].split()
+    return stat[stat.rindex(")") + 2 :].split()
 
 
 def _gone(pid: int) -> bool:
@@ -51,8 +56,11 @@ def _gone(pid: int) -> bool:
 
 def _children(pid: int) -> list[int]:
     """Live child processes of ``pid``."""
-    return [int(d.name) for d in Path("/proc").iterdir()
-            if d.name.isdigit() and (s := _stat(d.name)) is not None and int(s[1]) == pid and s[0] != "Z"]
+    return [
+        int(d.name)
+        for d in Path("/proc").iterdir()
+        if d.name.isdigit() and (s := _stat(d.name)) is not None and int(s[1]) == pid and s[0] != "Z"
+    ]
 
 
 def _cpu_s(pid: int) -> float:
@@ -74,8 +82,9 @@ def test_runaway_query_times_out_at_its_budget_in_the_worker(movie_db, oracle_ru
     rt = oracle_runtime()
     rt.session(movie_db.path).execute("SELECT 1", timeout_s=60)  # the worker is up: time the query only
     start = time.monotonic()
-    rec = run_duckdb_sql(movie_db.path, "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3",
-                         rt, timeout_s=1.0)
+    rec = run_duckdb_sql(
+        movie_db.path, "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3", rt, timeout_s=1.0
+    )
     took = time.monotonic() - start
     assert rec.status == "timeout", rec
     assert took < 1.25 * 1.0 + 5.0, took  # kill at 1.25x; slack for a loaded 2-core machine
@@ -86,8 +95,7 @@ def test_runaway_query_times_out_at_its_budget_in_the_worker(movie_db, oracle_ru
 QUERIES = [("bigquery", q) for q in ("Q2", "Q3", "Q4", "Q8")] + [("thalamusdb", q) for q in ("Q3", "Q8")]
 
 
-def test_ai_queries_return_the_same_rows_and_calls_as_in_process(movie_db, sembench_root, oracle_runtime,
-                                                                monkeypatch):
+def test_ai_queries_return_the_same_rows_and_calls_as_in_process(movie_db, sembench_root, oracle_runtime, monkeypatch):
     """The UDFs run in the worker and their calls come back to the runtime: same rows, same calls,
     same memo behaviour as the in-process session (the reference, QUANDARY_SQL_IN_PROCESS=1)."""
     sandboxed = oracle_runtime(p=0.1, seed=3)
@@ -113,8 +121,12 @@ def test_ai_queries_return_the_same_rows_and_calls_as_in_process(movie_db, sembe
 def test_ctrl_c_of_the_caller_stops_the_worker(movie_db):
     proc = _child(movie_db.path, "SELECT count(*) FROM Reviews WHERE nlfilter(reviewText, 'good')", 600, "blocking")
     try:
-        wait_until(lambda: proc.stdout.readline().strip() == "calling", 300, "the first AI-operator call",
-                   alive=lambda: proc.poll() is None)
+        wait_until(
+            lambda: proc.stdout.readline().strip() == "calling",
+            300,
+            "the first AI-operator call",
+            alive=lambda: proc.poll() is None,
+        )
         workers = _children(proc.pid)
         assert workers, "the query did not run in a worker process"
         proc.send_signal(signal.SIGINT)
@@ -132,11 +144,11 @@ def test_a_killed_caller_leaves_no_worker_running(movie_db):
     worker = None
     try:
         assert proc.stdout.readline().strip() == "running"
-        worker = wait_until(lambda: _children(proc.pid), 300, "the sandbox worker",
-                            alive=lambda: proc.poll() is None)[0]
+        worker = wait_until(lambda: _children(proc.pid), 300, "the sandbox worker", alive=lambda: proc.poll() is None)[
+            0
+        ]
         # well into the query: its start (imports, warm-up) takes far less CPU than this
-        wait_until(lambda: _cpu_s(worker) > 3.0, 300, "the worker running the query",
-                   alive=lambda: proc.poll() is None)
+        wait_until(lambda: _cpu_s(worker) > 3.0, 300, "the worker running the query", alive=lambda: proc.poll() is None)
         proc.kill()
         proc.wait(timeout=60)
         wait_until(lambda: _gone(worker), 60, "the orphaned worker's exit")

@@ -1,4 +1,5 @@
 """The deterministic splitter on every SemBench BigQuery and ThalamusDB query of the text scenarios."""
+
 from tests.llm_fakes import quandary_home, scripted  # noqa: F401 - fixtures
 
 import pytest
@@ -33,15 +34,21 @@ def test_split_every_query_ai_part_reads_only_the_operator_input_tables(sembench
         res = split(f.read_text(), dialect, sc.key_columns())
         assert res.ok, f"{dialect}/{f.name}: {res.error}"
         structural = to_duckdb_tree(res.structural_sql, "thalamusdb")
-        assert not [n for n in structural.walk() if isinstance(n, exp.Anonymous)
-                    and str(n.this).lower() in ("ai_if", "nlfilter", "nljoin", "ai_score", "ai_generate")], f.name
+        assert not [
+            n
+            for n in structural.walk()
+            if isinstance(n, exp.Anonymous)
+            and str(n.this).lower() in ("ai_if", "nlfilter", "nljoin", "ai_score", "ai_generate")
+        ], f.name
         assert len(res.ai_parts) >= 1
         for part in res.ai_parts:
             tree = to_duckdb_tree(part.sql, "thalamusdb")
             # the outer SELECT (a CTE the input comes from keeps its own body)
             tables = {t.alias_or_name.lower() for t in tree.find_all(exp.Table) if t.find_ancestor(exp.CTE) is None}
             assert tables == {a.lower() for a in part.aliases}, f"{f.name}: AI part reads {tables}"
-            qualifiers = {c.table.lower() for c in tree.find_all(exp.Column) if c.table and c.find_ancestor(exp.CTE) is None}
+            qualifiers = {
+                c.table.lower() for c in tree.find_all(exp.Column) if c.table and c.find_ancestor(exp.CTE) is None
+            }
             assert qualifiers <= tables, f"{f.name}: AI part references {qualifiers - tables}"
 
 
@@ -72,8 +79,10 @@ def test_paper_cars_q8_split(sembench_root):
 
 
 def test_figure1_example_and_value_operators():
-    res = split("SELECT car_id FROM cars WHERE make = 'TOYOTA' AND NLfilter(image, 'Is the color of this car red?')",
-                "thalamusdb")
+    res = split(
+        "SELECT car_id FROM cars WHERE make = 'TOYOTA' AND NLfilter(image, 'Is the color of this car red?')",
+        "thalamusdb",
+    )
     assert res.structural_sql == "SELECT car_id FROM cars WHERE make = 'TOYOTA' AND TRUE"
     assert res.ai_parts[0].sql == "SELECT cars.image FROM cars WHERE NLFILTER(image, 'Is the color of this car red?')"
     res = split("SELECT id, AI.SCORE(('Rate: ', txt)) AS s FROM movie.reviews", "bigquery", MOVIE.key_columns())
@@ -97,8 +106,32 @@ def test_bad_sql_is_a_recorded_split_error():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-_TOKENS = ["SELECT", "a", "FROM", "t", "WHERE", "AND", "NLfilter(", "AI.IF((", "'p'", ",", ")", "x", "=", "1",
-           "LIMIT", "5", "JOIN", "ON", "(", "CASE", "WHEN", "THEN", "END", "||"]
+_TOKENS = [
+    "SELECT",
+    "a",
+    "FROM",
+    "t",
+    "WHERE",
+    "AND",
+    "NLfilter(",
+    "AI.IF((",
+    "'p'",
+    ",",
+    ")",
+    "x",
+    "=",
+    "1",
+    "LIMIT",
+    "5",
+    "JOIN",
+    "ON",
+    "(",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "END",
+    "||",
+]
 
 
 @settings(max_examples=80, deadline=None)
@@ -117,8 +150,9 @@ def test_llm_splitter_is_the_fallback_when_parsing_fails(scripted):
     from resources.llm.registry import call_log
     from tests.llm_fakes import scripted_member
 
-    scripted.responder = lambda req: json.dumps({"structural_sql": "SELECT a FROM t WHERE TRUE",
-                                                 "ai_parts": ["SELECT x FROM t WHERE NLfilter(x, 'p')"]})
+    scripted.responder = lambda req: json.dumps(
+        {"structural_sql": "SELECT a FROM t WHERE TRUE", "ai_parts": ["SELECT x FROM t WHERE NLfilter(x, 'p')"]}
+    )
     council = Council("generators", [scripted_member("splitter")], call_log())
     broken = "SELECT a FROM t WHERE NLfilter(x, 'p') AND ((("
     assert not split(broken, "thalamusdb").ok
@@ -130,6 +164,7 @@ def test_llm_splitter_is_the_fallback_when_parsing_fails(scripted):
 
 # ----------------------------------------------------------------------------- issue 19 item 2
 
+
 def _parts(sql, dialect="bigquery"):
     res = split(sql, dialect)
     assert res.ok, res.error
@@ -139,8 +174,10 @@ def _parts(sql, dialect="bigquery"):
 def test_ai_part_of_a_correlated_subquery_reads_the_outer_table(movie_db, oracle_runtime):
     from pipelines.aisql.execute import run_duckdb_sql
 
-    sql = ("SELECT m.title FROM Movies AS m WHERE EXISTS (SELECT 1 FROM Reviews AS r WHERE r.id = m.id "
-           "AND NLfilter(m.title, 'the movie title names a person'))")
+    sql = (
+        "SELECT m.title FROM Movies AS m WHERE EXISTS (SELECT 1 FROM Reviews AS r WHERE r.id = m.id "
+        "AND NLfilter(m.title, 'the movie title names a person'))"
+    )
     (part,) = _parts(sql, "thalamusdb")
     assert part.aliases == ["m"] and "Movies AS m" in part.sql
     rec = run_duckdb_sql(movie_db.path, part.sql, oracle_runtime(p=0.0))
@@ -154,14 +191,17 @@ def test_ai_parts_are_one_call_each_deduplicated_in_document_order(sembench_root
     assert all(len(ai_calls(parse_duckdb(p.sql))) == 1 for p in q2b)  # the CTE's own call became TRUE
     q8 = _parts((root / "movie" / "query" / "thalamusdb_extracted" / "Q8.sql").read_text(), "thalamusdb")
     assert len(q8) == 1  # the SELECT and GROUP BY copies of one call
-    two = _parts("SELECT id FROM (SELECT id FROM movie.reviews AS a WHERE AI.IF(('first ', a.reviewText))) AS s "
-                 "WHERE AI.IF(('second ', s.id))")
+    two = _parts(
+        "SELECT id FROM (SELECT id FROM movie.reviews AS a WHERE AI.IF(('first ', a.reviewText))) AS s "
+        "WHERE AI.IF(('second ', s.id))"
+    )
     assert [p.prompt for p in two] == ["first", "second"]  # document order, not breadth-first
 
 
 def test_order_by_is_kept_with_its_limit_and_dashed_projects_keep_quotes(sembench_root):
-    (part,) = _parts("SELECT reviewId FROM movie.reviews AS r ORDER BY AI.SCORE(('How positive? ', r.reviewText)) "
-                     "DESC LIMIT 5")
+    (part,) = _parts(
+        "SELECT reviewId FROM movie.reviews AS r ORDER BY AI.SCORE(('How positive? ', r.reviewText)) DESC LIMIT 5"
+    )
     assert "ORDER BY" in part.sql and part.sql.endswith("LIMIT 5")
     q6c = (sembench_root / "sembench" / "files" / "mmqa" / "query" / "bigquery" / "q6c.sql").read_text()
     (part,) = _parts(q6c)
@@ -176,8 +216,10 @@ def test_unqualified_input_with_two_tables_is_resolved_by_the_schema_or_refused(
     from pipelines.aisql.split_execution import table_columns_of
     from pipelines.aisql.splitter import split
 
-    sql = ("SELECT COUNT(*) FROM Reviews AS r JOIN Movies AS m ON r.id = m.id "
-           "WHERE m.title <> '' AND NLfilter(reviewText, 'the review is positive')")
+    sql = (
+        "SELECT COUNT(*) FROM Reviews AS r JOIN Movies AS m ON r.id = m.id "
+        "WHERE m.title <> '' AND NLfilter(reviewText, 'the review is positive')"
+    )
     res = split(sql, "thalamusdb")
     assert not res.ok and "reviewText is unqualified" in res.error and "r, m" in res.error
     assert "CROSS" not in res.error

@@ -66,13 +66,15 @@ def decide(db_path, gold: str, cand: str, dialect: str = "thalamusdb", **kw):
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         tables = {"t": ["id", "grp", "txt", "note"]} if "table_columns" not in kw else kw.pop("table_columns")
-        return compare_structures(con, g, c, pair_calls(g, c), ordered=g.args.get("order") is not None,
-                                  table_columns=tables, **kw)
+        return compare_structures(
+            con, g, c, pair_calls(g, c), ordered=g.args.get("order") is not None, table_columns=tables, **kw
+        )
     finally:
         con.close()
 
 
 # ----------------------------------------------------------------------------- predicate grammar
+
 
 @st.composite
 def predicates(draw, depth=2):
@@ -98,8 +100,13 @@ def render(p: str, side: str, flip: bool) -> str:
     return p.replace("AI", call).replace("NOTE", f"nlfilter(note, 'note {side}')")
 
 
-MUTATIONS = [lambda s: s, lambda s: s.replace("id = 2", "id = 3"), lambda s: s.replace(" OR ", " AND ", 1),
-             lambda s: s.replace("grp = 'a'", "grp = 'b'"), lambda s: s.replace("NOT (", "(", 1)]
+MUTATIONS = [
+    lambda s: s,
+    lambda s: s.replace("id = 2", "id = 3"),
+    lambda s: s.replace(" OR ", " AND ", 1),
+    lambda s: s.replace("grp = 'a'", "grp = 'b'"),
+    lambda s: s.replace("NOT (", "(", 1),
+]
 SHAPES = [
     "SELECT id FROM t WHERE {p}",
     "SELECT grp FROM t WHERE {p}",
@@ -113,8 +120,13 @@ SHAPES = [
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pred=predicates(), shape=st.sampled_from(SHAPES), mutation=st.sampled_from(range(len(MUTATIONS))),
-       flip=st.booleans(), cand_shape=st.sampled_from([None, *SHAPES[:2]]))
+@given(
+    pred=predicates(),
+    shape=st.sampled_from(SHAPES),
+    mutation=st.sampled_from(range(len(MUTATIONS))),
+    flip=st.booleans(),
+    cand_shape=st.sampled_from([None, *SHAPES[:2]]),
+)
 def test_verdicts_agree_with_every_valuation(small_db, pred, shape, mutation, flip, cand_shape):
     g_pred, c_pred = pred
     gold = shape.format(p=render(g_pred, "gold", False))
@@ -144,8 +156,14 @@ def movie_decide(movie_db, gold, cand):
 
     con = open_duckdb_readonly(movie_db.path, threads=1)
     try:
-        return compare_structures(con, g, c, pair_calls(g, c), ordered=g.args.get("order") is not None,
-                                  table_columns={k: v for k, v in visible_columns(movie_db.path).items()})
+        return compare_structures(
+            con,
+            g,
+            c,
+            pair_calls(g, c),
+            ordered=g.args.get("order") is not None,
+            table_columns={k: v for k, v in visible_columns(movie_db.path).items()},
+        )
     finally:
         con.close()
 
@@ -199,8 +217,9 @@ def animals_db(tmp_path_factory):
     con.execute("CREATE SCHEMA animals_dataset")
     con.execute("CREATE TABLE animals_dataset.image_data_mm (City VARCHAR, image VARCHAR)")
     con.execute("CREATE TABLE animals_dataset.audio_data_mm (City VARCHAR, audio VARCHAR)")
-    con.executemany("INSERT INTO animals_dataset.image_data_mm VALUES (?, ?)",
-                    [("Paris", "i1"), ("Rome", "i2"), ("Oslo", "i1")])
+    con.executemany(
+        "INSERT INTO animals_dataset.image_data_mm VALUES (?, ?)", [("Paris", "i1"), ("Rome", "i2"), ("Oslo", "i1")]
+    )
     con.executemany("INSERT INTO animals_dataset.audio_data_mm VALUES (?, ?)", [("Paris", "a1"), ("Oslo", "a2")])
     con.close()
     return path
@@ -208,13 +227,19 @@ def animals_db(tmp_path_factory):
 
 def test_not_exists_keeps_its_meaning(animals_db):
     tables = {"animals_dataset.image_data_mm": ["City", "image"], "animals_dataset.audio_data_mm": ["City", "audio"]}
-    v = decide(animals_db, ANIMALS_Q6, ANIMALS_Q6.replace("monkey sound", "monkey call"), "bigquery",
-               table_columns=tables)
+    v = decide(
+        animals_db, ANIMALS_Q6, ANIMALS_Q6.replace("monkey sound", "monkey call"), "bigquery", table_columns=tables
+    )
     assert v.verdict == EQUAL
     v = decide(animals_db, ANIMALS_Q6, ANIMALS_Q6.replace("NOT EXISTS", "EXISTS"), "bigquery", table_columns=tables)
     assert v.verdict == DIFFER
-    v = decide(animals_db, ANIMALS_Q6, ANIMALS_Q6.replace("A.City = I.City", "A.City <> I.City"), "bigquery",
-               table_columns=tables)
+    v = decide(
+        animals_db,
+        ANIMALS_Q6,
+        ANIMALS_Q6.replace("A.City = I.City", "A.City <> I.City"),
+        "bigquery",
+        table_columns=tables,
+    )
     assert v.verdict == DIFFER
 
 

@@ -29,8 +29,16 @@ def test_variants_change_the_oracle_result_as_labelled(sembench_root, movie_db, 
     for vtype in EQUIVALENT:
         assert changed[vtype] and not any(changed[vtype]), vtype
     errors = [t for t in changed if t not in EQUIVALENT]
-    assert {"distinct_added", "wrong_literal", "dropped_filter", "wrong_limit", "negated_intent",
-            "changed_concept", "wrong_column", "ai_removed"} <= set(errors)
+    assert {
+        "distinct_added",
+        "wrong_literal",
+        "dropped_filter",
+        "wrong_limit",
+        "negated_intent",
+        "changed_concept",
+        "wrong_column",
+        "ai_removed",
+    } <= set(errors)
     for vtype in errors:  # an error may hide on this data (e.g. DISTINCT on a LIMIT 5), but not always
         if vtype != "distinct_added":
             assert any(changed[vtype]), vtype

@@ -46,7 +46,10 @@ def test_both_readings_execute_and_differ(built):
         pairs[rec.avt_id + rec.interpretation_id.rsplit(":", 1)[0]].append(rec)
     assert all(len(p) == 2 for p in pairs.values())
     for a, b in list(pairs.values())[::25]:  # a spread sample keeps the test lean
-        ra, rb = execute_sql(a.db_path, a.verifier.reference_sql[0]), execute_sql(b.db_path, b.verifier.reference_sql[0])
+        ra, rb = (
+            execute_sql(a.db_path, a.verifier.reference_sql[0]),
+            execute_sql(b.db_path, b.verifier.reference_sql[0]),
+        )
         assert ra.ok and rb.ok and not results_match(ra, rb)
         assert a.db_path == b.db_path and a.ambiguities[0].term == b.ambiguities[0].term
         assert a.ambiguities[0].resolution != b.ambiguities[0].resolution
@@ -56,7 +59,8 @@ def test_unit_databases_are_content_addressed_and_read_only(built):
     res, out = built
     files = sorted(out.glob("*.sqlite"))
     assert len(files) == res.stats["candidate_units"] - sum(  # every buildable unit got a file
-        1 for r in res.rejects if r.stage == "database" and "build failed" in r.reason)
+        1 for r in res.rejects if r.stage == "database" and "build failed" in r.reason
+    )
     for f in files[:10]:
         assert f.name.split(".")[-2] == hashlib.sha256(f.read_bytes()).hexdigest()[:16]
         assert not os.access(f, os.W_OK) or os.geteuid() == 0
@@ -80,17 +84,23 @@ def test_same_seed_rebuild_is_byte_identical_and_seed_matters(shared_data, tmp_p
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
         out = tmp_path / name
         res = ambiqt.build(shared_data, seed=seed, out_dir=out, limit_units=4)
-        runs[name] = (sorted((f.name, f.read_bytes()) for f in out.glob("*.sqlite")), [r.model_copy(update={"db_path": os.path.basename(r.db_path)}).to_json_line() for r in res.records])
+        runs[name] = (
+            sorted((f.name, f.read_bytes()) for f in out.glob("*.sqlite")),
+            [r.model_copy(update={"db_path": os.path.basename(r.db_path)}).to_json_line() for r in res.records],
+        )
     assert runs["a"] == runs["b"] and runs["a"][0]
     assert [b for _, b in runs["a"][0]] != [b for _, b in runs["c"][0]]
 
 
-@pytest.mark.parametrize("sql,expected", [
-    ("SELECT name ,  country FROM singer", [("country", "singer"), ("name", "singer")]),
-    ("SELECT T1.Name FROM stadium AS T1 JOIN concert AS T2 ON T1.id = T2.sid", [("name", "stadium")]),
-    ("SELECT count(*) FROM singer", []),
-    ("select max(capacity), avg(capacity) from stadium", [("capacity", "stadium")]),
-])
+@pytest.mark.parametrize(
+    "sql,expected",
+    [
+        ("SELECT name ,  country FROM singer", [("country", "singer"), ("name", "singer")]),
+        ("SELECT T1.Name FROM stadium AS T1 JOIN concert AS T2 ON T1.id = T2.sid", [("name", "stadium")]),
+        ("SELECT count(*) FROM singer", []),
+        ("select max(capacity), avg(capacity) from stadium", [("capacity", "stadium")]),
+    ],
+)
 def test_select_columns(sql, expected):
     assert ambiqt.select_columns(sql) == expected
 
@@ -98,7 +108,8 @@ def test_select_columns(sql, expected):
 def test_replace_column_keeps_literals_and_other_tables():
     sql = "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.id = T2.sid WHERE T2.name = 'Rock Fest'"
     assert ambiqt.replace_column(sql, "singer", "name", "artist_name") == (
-        "select t1.artist_name from singer as t1 join concert as t2 on t1.id = t2.sid where t2.name = 'Rock Fest'")
+        "select t1.artist_name from singer as t1 join concert as t2 on t1.id = t2.sid where t2.name = 'Rock Fest'"
+    )
 
 
 def test_a_unit_that_cannot_be_built_is_rejected_and_leaves_nothing_behind(shared_data, tmp_path):

@@ -17,11 +17,16 @@ def built(shared_data):
 def test_303_records_with_native_intents(built, shared_data):
     assert len(built.records) == 303
     rows = [json.loads(l) for l in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
-    unambiguous = {(r["db_file"], ambrosia.normalize_sql(r["gold_queries"][0])): r["question"]
-                   for r in rows if not r["is_ambiguous"]}
+    unambiguous = {
+        (r["db_file"], ambrosia.normalize_sql(r["gold_queries"][0])): r["question"]
+        for r in rows
+        if not r["is_ambiguous"]
+    }
     for rec in built.records:
         (amb,) = rec.ambiguities
-        native = unambiguous[(rec.provenance.source_ids["db_file"], ambrosia.normalize_sql(rec.verifier.reference_sql[0]))]
+        native = unambiguous[
+            (rec.provenance.source_ids["db_file"], ambrosia.normalize_sql(rec.verifier.reference_sql[0]))
+        ]
         assert amb.frozen_intent == amb.resolution == native != rec.spec.user_query
         assert rec.n_ambiguities == 1 and amb.kind == "critical"
 
@@ -70,15 +75,36 @@ def test_agent_view_hides_intent_and_sql_on_real_records(built):
         assert TaskRecord.from_json_line(rec.to_json_line()) == rec
 
 
-@pytest.mark.parametrize("question,kind,readings,term", [
-    ("What instruments are associated with each lab technician?", "scope", ["select 1", "select 2"], "each lab technician"),
-    ("List all chemists and geoscientists from MIT. Show them in one table.", "attachment",
-     ["SELECT n FROM t WHERE (p = 'Chemist' OR p = 'Geo') AND org = 'MIT'", "x"], "from MIT"),
-    ("Show Spanish-speaking servers and chefs.", "attachment",
-     ["SELECT n FROM s WHERE (p = 'Chef' OR p = 'Server') AND l = 'Spanish'", "x"], "Spanish-speaking"),
-    ("What experience do I need for the job?", "vague", ["SELECT Min_Years FROM j", "SELECT Pref_Years FROM j"], "experience"),
-    ("Who staged the shows?", "vague", ["SELECT a FROM t", "SELECT b FROM t"], "who"),
-])
+@pytest.mark.parametrize(
+    "question,kind,readings,term",
+    [
+        (
+            "What instruments are associated with each lab technician?",
+            "scope",
+            ["select 1", "select 2"],
+            "each lab technician",
+        ),
+        (
+            "List all chemists and geoscientists from MIT. Show them in one table.",
+            "attachment",
+            ["SELECT n FROM t WHERE (p = 'Chemist' OR p = 'Geo') AND org = 'MIT'", "x"],
+            "from MIT",
+        ),
+        (
+            "Show Spanish-speaking servers and chefs.",
+            "attachment",
+            ["SELECT n FROM s WHERE (p = 'Chef' OR p = 'Server') AND l = 'Spanish'", "x"],
+            "Spanish-speaking",
+        ),
+        (
+            "What experience do I need for the job?",
+            "vague",
+            ["SELECT Min_Years FROM j", "SELECT Pref_Years FROM j"],
+            "experience",
+        ),
+        ("Who staged the shows?", "vague", ["SELECT a FROM t", "SELECT b FROM t"], "who"),
+    ],
+)
 def test_derive_term(question, kind, readings, term):
     assert ambrosia.derive_term(question, kind, readings)[0] == term
 

@@ -29,12 +29,23 @@ def _responder(rows):
         if "List up to 3 OTHER" in prompt:
             q = prompt.split("## Question:\n", 1)[1].split("\n\n", 1)[0]
             sql = by_question[q]["sql"] if q == no_alt_q else "SELECT 'other reading'"
-            return json_reply({"readings": [{"description": "alt", "sql": sql}, {"description": "bad", "sql": "SELEC"}]})
+            return json_reply(
+                {"readings": [{"description": "alt", "sql": sql}, {"description": "bad", "sql": "SELEC"}]}
+            )
         if "Rewrite the question" in prompt:
             q = prompt.split("## Question:\n", 1)[1].split("\n\n", 1)[0]
             qid = by_question[q]["question_id"]
-            ambs = [] if q == control_q else [{"term": "the hero", "kind": "knowledge",
-                                               "resolution": f"I mean the one in the evidence [QID={qid}]"}]
+            ambs = (
+                []
+                if q == control_q
+                else [
+                    {
+                        "term": "the hero",
+                        "kind": "knowledge",
+                        "resolution": f"I mean the one in the evidence [QID={qid}]",
+                    }
+                ]
+            )
             return json_reply({"user_query": f"Tell me about the hero ({qid})", "ambiguities": ambs})
         if "Generate the final SQLite statement" in prompt:
             qid = int(re.search(r"\((\d+)\)", prompt.split("## Text-to-SQL Question:\n", 1)[1]).group(1))
@@ -58,12 +69,15 @@ def factory(scripted, superhero_rows):
 
     scripted.responder = _responder(superhero_rows)
     members = [scripted_member(n, max_tokens=600) for n in ("a", "b", "c")]
-    councils = {"generators": Council("generators", members[:1], call_log()),
-                "solvers": Council("solvers", members[:1], call_log()),
-                "judges": Council("judges", members, call_log())}
+    councils = {
+        "generators": Council("generators", members[:1], call_log()),
+        "solvers": Council("solvers", members[:1], call_log()),
+        "judges": Council("judges", members, call_log()),
+    }
 
     def get(role):
         return councils[role]
+
     return get
 
 
@@ -76,7 +90,10 @@ def test_scripted_build_applies_every_filter(shared_data, factory, superhero_row
     assert set(by_id) == {qid[0], qid[1], qid[5]}
     kept = by_id[qid[0]]
     assert kept.n_ambiguities == 1 and kept.spec.user_query.startswith("Tell me about the hero")
-    assert kept.provenance.filter_outcomes["probes"] == {"miss_without_clarification": True, "match_with_resolutions": True}
+    assert kept.provenance.filter_outcomes["probes"] == {
+        "miss_without_clarification": True,
+        "match_with_resolutions": True,
+    }
     assert kept.oracle_context.withheld_evidence and kept.spec.external_knowledge is None
     assert [a["differs"] for a in kept.provenance.alternatives] == [True, False]
     control = by_id[qid[1]]

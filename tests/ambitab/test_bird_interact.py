@@ -27,8 +27,10 @@ def test_14_records_structurally_with_verification_skipped(built):
 
 
 def test_only_critical_and_knowledge_count(built, shared_data):
-    rows = {json.loads(l)["instance_id"]: json.loads(l) for l in
-            (shared_data / bird_interact.TASKS).read_text().splitlines()}
+    rows = {
+        json.loads(l)["instance_id"]: json.loads(l)
+        for l in (shared_data / bird_interact.TASKS).read_text().splitlines()
+    }
     for rec in built.records:
         row = rows[rec.interpretation_id]
         n_crit = len(row["user_query_ambiguity"]["critical_ambiguity"])

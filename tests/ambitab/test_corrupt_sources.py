@@ -50,7 +50,7 @@ def cut_point(data: bytes, fraction: float) -> int:
     cut = int(len(data) * fraction)
     if cut == 0:
         return 0
-    while cut < len(data) - 1 and (data[cut:cut + 1] in (b"\n", b"\r", b" ") or data[cut - 1:cut] == b"\n"):
+    while cut < len(data) - 1 and (data[cut : cut + 1] in (b"\n", b"\r", b" ") or data[cut - 1 : cut] == b"\n"):
         cut += 1
     return cut
 
@@ -68,7 +68,7 @@ def test_a_truncated_source_fails_the_build_naming_file_and_position(shared_data
             build_corpus(corpus, root)
         msg = str(err.value)
         assert Path(rel).name in msg, msg
-        assert (re.search(r"line \d+|byte \d+", msg) or "empty file" in msg), msg
+        assert re.search(r"line \d+|byte \d+", msg) or "empty file" in msg, msg
         assert "\n" not in msg
 
 
@@ -79,7 +79,7 @@ def test_the_cli_build_fails_in_one_line_and_keeps_the_stored_records(shared_dat
     good = latest_path("ambitab_records", "ambrosia")
     rel = "ambrosia/ambrosia_resplit_test.jsonl"
     data = (shared_data / rel).read_bytes()
-    root = mirror(shared_data, tmp_path / "cut", rel, data[:cut_point(data, 0.6)])
+    root = mirror(shared_data, tmp_path / "cut", rel, data[: cut_point(data, 0.6)])
     capsys.readouterr()
     assert main(["ambitab", "build", "--corpus", "ambrosia", "--data", str(root)]) == 1
     err = capsys.readouterr().err

@@ -56,9 +56,19 @@ def test_a_single_database_corpus_gets_no_donor():
 
 
 def _ep(record, seed, asker, oracle, verdict, recall=None, rnr=None, donor=""):
-    return {"record_id": record, "avt_id": f"avt-{record}", "seed": seed, "asker": asker, "oracle": oracle,
-            "prompt": "", "corpus": "ambrosia", "spec_donor": donor, "verdict": verdict, "recall": recall,
-            "recall_no_response": rnr}
+    return {
+        "record_id": record,
+        "avt_id": f"avt-{record}",
+        "seed": seed,
+        "asker": asker,
+        "oracle": oracle,
+        "prompt": "",
+        "corpus": "ambrosia",
+        "spec_donor": donor,
+        "verdict": verdict,
+        "recall": recall,
+        "recall_no_response": rnr,
+    }
 
 
 def test_leakage_diagnostics_on_hand_built_runs():

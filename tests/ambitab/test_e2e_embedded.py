@@ -33,10 +33,20 @@ def test_ew_bird_filter_on_embedded_model(tmp_path, monkeypatch):
     con.commit()
     con.close()
     (root / ewbird.DEV).parent.mkdir(parents=True)
-    (root / ewbird.DEV).write_text(json.dumps([{
-        "question_id": 1, "db_id": "pets", "question": "How many felines are there?",
-        "evidence": "felines refers to kind = 'cat'", "difficulty": "simple",
-        "sql": "SELECT COUNT(*) FROM pet WHERE kind = 'cat'"}]))
+    (root / ewbird.DEV).write_text(
+        json.dumps(
+            [
+                {
+                    "question_id": 1,
+                    "db_id": "pets",
+                    "question": "How many felines are there?",
+                    "evidence": "felines refers to kind = 'cat'",
+                    "difficulty": "simple",
+                    "sql": "SELECT COUNT(*) FROM pet WHERE kind = 'cat'",
+                }
+            ]
+        )
+    )
     cfg = tmp_path / "council.yaml"
     cfg.write_text(CONFIG)
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
@@ -46,8 +56,7 @@ def test_ew_bird_filter_on_embedded_model(tmp_path, monkeypatch):
     try:
         res = ewbird.build(root, council_factory=get_council)
         assert res.stats["executable_rows"] == 1 and res.stats["filter_calls"] == 2
-        verdicts = [r.provenance.filter_outcomes["llm_filter"] for r in res.records] + [
-            r.stage for r in res.rejects]
+        verdicts = [r.provenance.filter_outcomes["llm_filter"] for r in res.records] + [r.stage for r in res.rejects]
         assert verdicts in (["kept"], ["llm_filter"])  # kept with a benefit, or rejected with the reason
         again = ewbird.build(root, council_factory=get_council)
         assert again.stats["filter_cached"] == 2

@@ -38,8 +38,16 @@ class SpecEcho:
 
 
 def run(t, asker, solver_sql="SELECT 1", **kw):
-    return asyncio.run(arun_episode(t, make_asker(asker) if isinstance(asker, str) else asker,
-                                    DeterministicIntentOracle(), ScriptedSolver(solver_sql), Verifier(), **kw))
+    return asyncio.run(
+        arun_episode(
+            t,
+            make_asker(asker) if isinstance(asker, str) else asker,
+            DeterministicIntentOracle(),
+            ScriptedSolver(solver_sql),
+            Verifier(),
+            **kw,
+        )
+    )
 
 
 TWO = [amb("age", "Age in years."), amb("salary", "Gross salary.")]
@@ -67,11 +75,14 @@ def test_unparseable_asker_output_is_a_fallback_stop():
 
 
 def test_full_asker_asks_each_distinct_term_once_in_annotation_order():
-    t = task([amb("salary", "Gross salary."), amb("age", "Age in years."),
-              amb("order", "By date.", kind="non_critical")])
+    t = task(
+        [amb("salary", "Gross salary."), amb("age", "Age in years."), amb("order", "By date.", kind="non_critical")]
+    )
     row = run(t, "full")
     assert [x["question"] for x in json.loads(row["turns_json"])] == [
-        "Could you clarify what exactly you mean by salary?", "Could you clarify what exactly you mean by age?"]
+        "Could you clarify what exactly you mean by salary?",
+        "Could you clarify what exactly you mean by age?",
+    ]
     assert row["recall"] == row["precision"] == 1.0 and row["n_amb"] == 2
 
 
@@ -88,9 +99,17 @@ def test_spec_randomisation_changes_only_what_the_asker_reads():
     donor = Spec(user_query="A donor question on another database.", sql_engine_name="SQLite", db_name="", db_schema="")
     seen_by_solver = []
     t = task(TWO, query="The real question.")
-    row = asyncio.run(arun_episode(t, make_asker(f"{__name__}:SpecEcho"), DeterministicIntentOracle(),
-                                   ScriptedSolver(lambda spec, h: seen_by_solver.append(spec.user_query) or "SELECT 1"),
-                                   Verifier(), asker_spec=donor, spec_donor="donor-id"))
+    row = asyncio.run(
+        arun_episode(
+            t,
+            make_asker(f"{__name__}:SpecEcho"),
+            DeterministicIntentOracle(),
+            ScriptedSolver(lambda spec, h: seen_by_solver.append(spec.user_query) or "SELECT 1"),
+            Verifier(),
+            asker_spec=donor,
+            spec_donor="donor-id",
+        )
+    )
     assert SpecEcho.seen == ["A donor question on another database."]
     assert seen_by_solver == ["The real question."] and row["spec_donor"] == "donor-id"
 
@@ -106,15 +125,18 @@ def db(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("sql, verdict, reason", [
-    ("SELECT x FROM t", 1, "same row set"),
-    ("SELECT DISTINCT x FROM t ORDER BY x DESC", 1, "same row set"),  # BIRD set comparison
-    ("SELECT x, y FROM t", 0, "results differ"),  # column order and count matter
-    ("SELECT x FROM t WHERE x > 1", 0, "results differ"),
-    ("DELETE FROM t", 0, "forbidden"),
-    ("SELECT nope FROM t", 0, "solver SQL failed"),
-    ("", 0, "no SQL submitted"),
-])
+@pytest.mark.parametrize(
+    "sql, verdict, reason",
+    [
+        ("SELECT x FROM t", 1, "same row set"),
+        ("SELECT DISTINCT x FROM t ORDER BY x DESC", 1, "same row set"),  # BIRD set comparison
+        ("SELECT x, y FROM t", 0, "results differ"),  # column order and count matter
+        ("SELECT x FROM t WHERE x > 1", 0, "results differ"),
+        ("DELETE FROM t", 0, "forbidden"),
+        ("SELECT nope FROM t", 0, "solver SQL failed"),
+        ("", 0, "no SQL submitted"),
+    ],
+)
 def test_verifier_scores_with_the_record_policy(db, sql, verdict, reason):
     t = task(TWO, db_path=str(db), reference_sql="SELECT x FROM t")
     v = Verifier().score(t, sql)
@@ -131,13 +153,26 @@ def test_structural_records_are_not_scored(db):
 def test_batch_run_skips_stored_episodes_and_reports_progress(db):
     tasks = [task(TWO, db_path=str(db), reference_sql="SELECT x FROM t", interp=f"i{i}") for i in range(3)]
     seen = []
-    rows = run_episodes(tasks, lambda: make_asker("full"), DeterministicIntentOracle(),
-                        ScriptedSolver("SELECT x FROM t"), Verifier(), [0, 1], progress=lambda d, n: seen.append((d, n)))
+    rows = run_episodes(
+        tasks,
+        lambda: make_asker("full"),
+        DeterministicIntentOracle(),
+        ScriptedSolver("SELECT x FROM t"),
+        Verifier(),
+        [0, 1],
+        progress=lambda d, n: seen.append((d, n)),
+    )
     assert len(rows) == 6 and all(r["verdict"] == 1 for r in rows) and seen[-1] == (6, 6)
     assert len({r["episode_id"] for r in rows}) == 6
-    again = run_episodes(tasks, lambda: make_asker("full"), DeterministicIntentOracle(),
-                         ScriptedSolver("SELECT x FROM t"), Verifier(), [0, 1, 2],
-                         skip={r["episode_id"] for r in rows})
+    again = run_episodes(
+        tasks,
+        lambda: make_asker("full"),
+        DeterministicIntentOracle(),
+        ScriptedSolver("SELECT x FROM t"),
+        Verifier(),
+        [0, 1, 2],
+        skip={r["episode_id"] for r in rows},
+    )
     assert len(again) == 3 and {r["seed"] for r in again} == {2}
 
 

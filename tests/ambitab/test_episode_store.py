@@ -46,8 +46,15 @@ def scripted_solver(corpus, tmp_path, monkeypatch):
     """The LLM solver writes a reading's gold SQL when an answer in the summary is its intent."""
     gold = {a.frozen_intent: r.verifier.reference_sql[0] for r in corpus for a in r.ambiguities}
     cfg = tmp_path / "council.yaml"
-    member = {"model": "scripted/m", "temperature": 0.0, "max_tokens": 256, "seed": 0, "max_in_flight": 8,
-              "timeout_s": 5.0, "max_retries": 0}
+    member = {
+        "model": "scripted/m",
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": 0,
+        "max_in_flight": 8,
+        "timeout_s": 5.0,
+        "max_retries": 0,
+    }
     cfg.write_text(json.dumps({"members": {"m": member}, "councils": {"default": ["m"]}}))
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     from resources.llm import reset_councils
@@ -111,7 +118,9 @@ def test_the_empty_solver_is_its_own_condition_and_prints_dashes(corpus, scripte
     assert main(_eval("--asker", f"none,full,{CUSTOM}", "--solver", "empty")) == 0, capsys.readouterr().err
     both = read_latest("ambitab_episodes", "ambrosia")
     assert both.height == 2 * llm.height
-    assert both.filter(pl.col("solver") == "llm:m").sort("episode_id").equals(llm.sort("episode_id").select(both.columns))
+    assert (
+        both.filter(pl.col("solver") == "llm:m").sort("episode_id").equals(llm.sort("episode_id").select(both.columns))
+    )
     empty = both.filter(pl.col("solver") == "empty")
     assert empty["verdict"].null_count() == empty.height  # no SQL: cannot decide, never 0
 
@@ -132,10 +141,15 @@ def test_the_empty_solver_is_its_own_condition_and_prints_dashes(corpus, scripte
     assert "aggregates" in md and "solver" in names
 
 
-@pytest.mark.parametrize("flag,value,valid", [
-    ("--oracle", "nonsense", "det_intent"), ("--asker", "smart", "full_adv"), ("--prompt", "chatty", "checklist_ledger"),
-    ("--asker", "no.such.module:Asker", "dotted path"),
-])
+@pytest.mark.parametrize(
+    "flag,value,valid",
+    [
+        ("--oracle", "nonsense", "det_intent"),
+        ("--asker", "smart", "full_adv"),
+        ("--prompt", "chatty", "checklist_ledger"),
+        ("--asker", "no.such.module:Asker", "dotted path"),
+    ],
+)
 def test_unknown_names_are_refused_before_a_run_exists(corpus, capsys, flag, value, valid):
     from storage.artifacts import latest_path
 
@@ -150,6 +164,25 @@ def test_unknown_names_are_refused_before_a_run_exists(corpus, capsys, flag, val
 def test_deterministic_is_the_long_form_of_det(corpus, capsys):
     from storage.artifacts import read_latest
 
-    assert main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "full", "--oracle", "deterministic",
-                 "--solver", "empty", "--seeds", "1", "--limit", "1"]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "ambitab",
+                "eval",
+                "--corpus",
+                "ambrosia",
+                "--asker",
+                "full",
+                "--oracle",
+                "deterministic",
+                "--solver",
+                "empty",
+                "--seeds",
+                "1",
+                "--limit",
+                "1",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     assert set(read_latest("ambitab_episodes", "ambrosia")["oracle"]) == {"det_intent"}

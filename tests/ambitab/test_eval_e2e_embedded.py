@@ -27,14 +27,43 @@ def test_embedded_asker_and_solver_on_an_ambrosia_slice(shared_data, capsys, tmp
     # the embedded model in every role (a `default` council fills askers / solvers); generous
     # timeouts because the shared 2-core machine can be heavily loaded
     cfg = tmp_path / "council.yaml"
-    cfg.write_text(json.dumps({"members": {"smollm2": {
-        "model": "openai/smollm2", "api_base": "embedded", "temperature": 0.0, "max_tokens": 256, "seed": 0,
-        "max_in_flight": 2, "timeout_s": 900, "max_retries": 1}}, "councils": {"default": ["smollm2"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {
+                    "smollm2": {
+                        "model": "openai/smollm2",
+                        "api_base": "embedded",
+                        "temperature": 0.0,
+                        "max_tokens": 256,
+                        "seed": 0,
+                        "max_in_flight": 2,
+                        "timeout_s": 900,
+                        "max_retries": 1,
+                    }
+                },
+                "councils": {"default": ["smollm2"]},
+            }
+        )
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     reset_councils()
     write_version(records_frame(ambrosia.build(shared_data).records), "ambitab_records", "ambrosia")
-    args = ["ambitab", "eval", "--corpus", "ambrosia", "--asker", "llm", "--seeds", "1", "--limit", "2",
-            "--no-diagnostics", "--concurrency", "2"]
+    args = [
+        "ambitab",
+        "eval",
+        "--corpus",
+        "ambrosia",
+        "--asker",
+        "llm",
+        "--seeds",
+        "1",
+        "--limit",
+        "2",
+        "--no-diagnostics",
+        "--concurrency",
+        "2",
+    ]
     assert main(args) == 0, capsys.readouterr().err
     # Table 8 rows lead with corpus | solver | oracle | asker (the solver is part of the condition)
     assert re.search(r"\| ambrosia \| [^|]+ \| det_intent \| llm \(checklist_ledger\) \|", capsys.readouterr().out)

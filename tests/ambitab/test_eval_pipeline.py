@@ -58,14 +58,22 @@ def _responder(gold_by_intent):
         if "### Turn 1 " in text:  # asker: one generic question, then done
             return json.dumps({"type": "clarification", "output": "What exactly do you want?"})
         return json.dumps({"type": "done", "output": None})
+
     return respond
 
 
 @pytest.fixture
 def scripted_roles(built, tmp_path, monkeypatch):
     cfg = tmp_path / "council.yaml"
-    member = {"model": "scripted/m", "temperature": 0.0, "max_tokens": 256, "seed": 0, "max_in_flight": 8,
-              "timeout_s": 5.0, "max_retries": 0}
+    member = {
+        "model": "scripted/m",
+        "temperature": 0.0,
+        "max_tokens": 256,
+        "seed": 0,
+        "max_in_flight": 8,
+        "timeout_s": 5.0,
+        "max_retries": 0,
+    }
     cfg.write_text(json.dumps({"members": {"m": member}, "councils": {"default": ["m"]}}))
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     from resources.llm import reset_councils
@@ -88,8 +96,23 @@ def test_eval_job_metrics_reruns_and_commands(built, scripted_roles, capsys, tmp
     from storage.artifacts import read_latest
 
     def args(seeds):
-        return ["ambitab", "eval", "--corpus", "ambrosia", "--asker", "none,full,generic,llm", "--oracle", "det",
-                "--oracle", "llm", "--seeds", str(seeds), "--limit", str(LIMIT), "--spec-randomisation"]
+        return [
+            "ambitab",
+            "eval",
+            "--corpus",
+            "ambrosia",
+            "--asker",
+            "none,full,generic,llm",
+            "--oracle",
+            "det",
+            "--oracle",
+            "llm",
+            "--seeds",
+            str(seeds),
+            "--limit",
+            str(LIMIT),
+            "--spec-randomisation",
+        ]
 
     assert main(args(2)) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
@@ -150,8 +173,23 @@ def test_provider_failure_fails_the_step_and_a_rerun_resumes(built, scripted_rol
 
     healthy = scripted_roles.responder
     scripted_roles.responder = lambda req: http_error(500, "upstream down")
-    args = ["ambitab", "eval", "--corpus", "ambrosia", "--asker", "full", "--oracle", "llm", "--seeds", "1",
-            "--limit", "2", "--no-diagnostics", "--solver", "empty"]
+    args = [
+        "ambitab",
+        "eval",
+        "--corpus",
+        "ambrosia",
+        "--asker",
+        "full",
+        "--oracle",
+        "llm",
+        "--seeds",
+        "1",
+        "--limit",
+        "2",
+        "--no-diagnostics",
+        "--solver",
+        "empty",
+    ]
     assert main(args) == 1
     err = capsys.readouterr().err
     assert "failed" in err and "upstream down" in err
@@ -174,9 +212,14 @@ def test_eval_errors_are_one_line(isolated_home, capsys):
 
 def test_a_council_config_without_the_roles_is_a_clear_error(built, tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "council.yaml"
-    cfg.write_text(json.dumps({"members": {"m": {"model": "scripted/m"}},
-                               "councils": {r: ["m"] for r in ("generators", "validators", "user_simulator",
-                                                               "system_agents")}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {"m": {"model": "scripted/m"}},
+                "councils": {r: ["m"] for r in ("generators", "validators", "user_simulator", "system_agents")},
+            }
+        )
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     from resources.llm import reset_councils
 
@@ -189,8 +232,25 @@ def test_a_council_config_without_the_roles_is_a_clear_error(built, tmp_path, mo
 
 def test_table8_prints_every_baseline_asker_asked_for(built, scripted_roles, capsys):
     """#24 item 7: `--asker none,full,full_adv,generic` prints a Table 8 row per asker, not only `full`."""
-    assert main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "none,full,full_adv,generic", "--oracle", "det",
-                 "--seeds", "1", "--limit", str(LIMIT)]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "ambitab",
+                "eval",
+                "--corpus",
+                "ambrosia",
+                "--asker",
+                "none,full,full_adv,generic",
+                "--oracle",
+                "det",
+                "--seeds",
+                "1",
+                "--limit",
+                str(LIMIT),
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     # Table 8 columns: corpus | solver | oracle | asker | ... (the run key of issue 20)
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ambrosia | ")]
     rows = [r for r in rows if r[2] == "det_intent"]

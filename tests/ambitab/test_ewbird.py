@@ -37,19 +37,23 @@ def test_hints_are_withheld_from_the_visible_spec(built):
         assert len(terms) == len(set(terms))  # one ambiguity per distinct term
         assert all(a.kind == "knowledge" for a in rec.ambiguities)
         assert sorted(h for a in rec.ambiguities for h in a.resolution.split("; ")) == sorted(
-            p for h in hints for p in h.split("; "))  # every hint in exactly one resolution
+            p for h in hints for p in h.split("; ")
+        )  # every hint in exactly one resolution
         view = rec.agent_view().model_dump_json()
         for hint in rec.oracle_context.withheld_evidence:
             assert json.dumps(hint)[1:-1] not in view
     assert built.records[0].oracle_view().reference_sql  # the unfiltered oracle sees the SQL by default
 
 
-@pytest.mark.parametrize("hint,term,kind,concepts", [
-    ("3-D Man refers to superhero_name = '3-D Man'", "3-D Man", "refers_to", ["3-D Man", "superhero_name"]),
-    ("percentage = MULTIPLY(DIVIDE(SUM(gender = 'Female'), COUNT(id)), 100)", "percentage", "equals", ["Female"]),
-    ("blue eyes means eye_colour_id = 7", "blue eyes", "means", ["eye_colour_id"]),
-    ("heaviest superhero", "heaviest superhero", "other", []),
-])
+@pytest.mark.parametrize(
+    "hint,term,kind,concepts",
+    [
+        ("3-D Man refers to superhero_name = '3-D Man'", "3-D Man", "refers_to", ["3-D Man", "superhero_name"]),
+        ("percentage = MULTIPLY(DIVIDE(SUM(gender = 'Female'), COUNT(id)), 100)", "percentage", "equals", ["Female"]),
+        ("blue eyes means eye_colour_id = 7", "blue eyes", "means", ["eye_colour_id"]),
+        ("heaviest superhero", "heaviest superhero", "other", []),
+    ],
+)
 def test_parse_hint(hint, term, kind, concepts):
     idents = {"superhero_name", "eye_colour_id", "gender", "id"}
     t, k, c = ewbird.parse_hint(hint, idents)
@@ -78,7 +82,9 @@ def test_llm_filter_keeps_rows_the_evidence_helps(shared_data, scripted):
         return json_reply({"reasoning": "r", "output": "SELECT 'nope'"})
 
     scripted.responder = responder
-    council = Council("solvers", [scripted_member("a", max_tokens=400), scripted_member("b", max_tokens=400)], call_log())
+    council = Council(
+        "solvers", [scripted_member("a", max_tokens=400), scripted_member("b", max_tokens=400)], call_log()
+    )
 
     def factory(role):
         if role != "solvers":

@@ -40,8 +40,9 @@ def ambiqt_tasks(shared_data, tmp_path_factory):
 
 def _rates(tasks, asker):
     corpus = tasks[0].corpus
-    rows = run_episodes(tasks, lambda: make_asker(asker), make_oracle("det", corpus), ScriptedSolver("SELECT 1"),
-                        Verifier(), [0])
+    rows = run_episodes(
+        tasks, lambda: make_asker(asker), make_oracle("det", corpus), ScriptedSolver("SELECT 1"), Verifier(), [0]
+    )
     rec = [r["recall"] for r in rows if r["recall"] is not None]
     prec = [r["precision"] for r in rows if r["precision"] is not None]
     assert not any(r["fallback_stop"] for r in rows)

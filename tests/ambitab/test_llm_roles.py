@@ -17,8 +17,11 @@ from tests.ambitab.records import amb, task
 from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
 
 REF = "SELECT name FROM people WHERE age > 30"
-T = task([amb("age", "Age in whole years.", frozen_intent="List people older than 30 years."), amb("salary")],
-         query="List the senior people.", reference_sql=REF)
+T = task(
+    [amb("age", "Age in whole years.", frozen_intent="List people older than 30 years."), amb("salary")],
+    query="List the senior people.",
+    reference_sql=REF,
+)
 
 
 def kind_of(text: str) -> str:
@@ -84,8 +87,10 @@ def test_stress_test_shows_the_sql_to_the_responder_only(scripted):
 
 
 def test_credit_scorer_scans_the_response_but_not_for_rec_none(scripted):
-    script = Script(matcher=lambda t: {"action": "unlabeled(\"x\")", "cot": "hm"},
-                    responder=lambda t: {"type": "unlabeled", "output": "I mean the salary before tax."})
+    script = Script(
+        matcher=lambda t: {"action": 'unlabeled("x")', "cot": "hm"},
+        responder=lambda t: {"type": "unlabeled", "output": "I mean the salary before tax."},
+    )
     r, _ = reply("llm", script, scripted, question="Please elaborate.")
     assert r.credited == ("amb-salary",)  # the responder volunteered a resolution
     assert r.credited_no_response == ()  # ΔRecnone credits come from action, question and cot only
@@ -104,17 +109,24 @@ def test_hybrid_oracle_returns_the_stored_resolution(scripted):
 def test_provider_failure_fails_the_step_never_a_refusal(scripted):
     scripted.responder = lambda req: http_error(500, "upstream down")
     with pytest.raises(ProviderUnavailable, match="upstream down|failed"):
-        asyncio.run(arun_episode(T, make_asker("full"), make_oracle("llm", "ambrosia", council()),
-                                 ScriptedSolver("SELECT 1"), Verifier()))
+        asyncio.run(
+            arun_episode(
+                T, make_asker("full"), make_oracle("llm", "ambrosia", council()), ScriptedSolver("SELECT 1"), Verifier()
+            )
+        )
 
 
 def test_ledger_prompt_splits_resolved_and_unanswered_and_stops_on_the_last_turn(scripted):
     script = Script(asker=lambda t: {"type": "clarification", "output": "What do you mean by senior?"})
     scripted.responder = script
     asker = LLMAsker(council("askers"), "checklist_ledger")
-    inp = AskerInput(spec=T.spec, history=(("Which age?", "Older than 30.", False),
-                                           ("Which salary?", "Sorry, I can't help with that.", True)),
-                     turn=3, max_turns=5, seed=7)
+    inp = AskerInput(
+        spec=T.spec,
+        history=(("Which age?", "Older than 30.", False), ("Which salary?", "Sorry, I can't help with that.", True)),
+        turn=3,
+        max_turns=5,
+        seed=7,
+    )
     d = asyncio.run(asker.decide(inp))
     assert d.kind == "question" and d.question == "What do you mean by senior?"
     prompt = script.prompts["asker"][0]
@@ -131,8 +143,11 @@ def test_chat_prompt_sends_history_as_turns(scripted):
     scripted.responder = script
     captured = []
     scripted.responder = lambda req: captured.append(req.messages) or json.dumps({"type": "done", "output": None})
-    d = asyncio.run(LLMAsker(council("askers"), "checklist_chat").decide(
-        AskerInput(spec=T.spec, history=(("Which age?", "Older than 30.", False),), turn=2, max_turns=5)))
+    d = asyncio.run(
+        LLMAsker(council("askers"), "checklist_chat").decide(
+            AskerInput(spec=T.spec, history=(("Which age?", "Older than 30.", False),), turn=2, max_turns=5)
+        )
+    )
     assert d.kind == "stop"
     roles = [m["role"] for m in captured[0]]
     assert roles == ["user", "assistant", "user"] and "Older than 30." in captured[0][2]["content"]
@@ -140,16 +155,21 @@ def test_chat_prompt_sends_history_as_turns(scripted):
 
 def test_unparseable_asker_answer_is_a_fallback_stop(scripted):
     scripted.responder = lambda req: "I would like to ask about age"
-    row = asyncio.run(arun_episode(T, LLMAsker(council("askers")), make_oracle("det", "ambrosia"),
-                                   ScriptedSolver("SELECT 1"), Verifier()))
+    row = asyncio.run(
+        arun_episode(
+            T, LLMAsker(council("askers")), make_oracle("det", "ambrosia"), ScriptedSolver("SELECT 1"), Verifier()
+        )
+    )
     assert row["fallback_stop"] and row["n_questions"] == 0 and row["recall"] is None
     assert row["asker_call_ids"]  # the call behind the fallback is kept for the audit
 
 
 def test_llm_solver_reads_the_clarification_summary(scripted):
     seen = []
-    scripted.responder = lambda req: seen.append(req.messages[0]["content"]) or json.dumps(
-        {"reasoning": "r", "type": "final_sql", "output": "SELECT 2"})
+    scripted.responder = lambda req: (
+        seen.append(req.messages[0]["content"])
+        or json.dumps({"reasoning": "r", "type": "final_sql", "output": "SELECT 2"})
+    )
     s = asyncio.run(LLMSolver(council("solvers")).solve(T.spec, [("Which age?", "Older than 30.", False)], seed=3))
     assert s.sql == "SELECT 2" and s.call_id
     assert "Q1: Which age?" in seen[0] and "A1: Older than 30." in seen[0] and "single SQLite statement" in seen[0]
@@ -175,9 +195,11 @@ def test_episode_ids_change_with_the_model_behind_a_role(scripted):
 
     def eid(model):
         c = Council("askers", [scripted_member("m", model=f"scripted/{model}", max_retries=0)], call_log())
-        row = asyncio.run(arun_episode(T, LLMAsker(c), make_oracle("det", "ambrosia"), ScriptedSolver("SELECT 1"),
-                                       Verifier()))
+        row = asyncio.run(
+            arun_episode(T, LLMAsker(c), make_oracle("det", "ambrosia"), ScriptedSolver("SELECT 1"), Verifier())
+        )
         return row["episode_id"], row["asker"]
+
     (a, name_a), (b, name_b) = eid("one"), eid("two")
     assert a != b and name_a == name_b == "llm"
 
@@ -193,7 +215,9 @@ def test_an_oracle_member_can_be_named_so_two_models_are_two_oracles(scripted):
     assert oracle.name == "llm_scoped@gemma" and make_oracle("llm", "ambrosia", two).name == "llm_scoped"
     asyncio.run(make_oracle("hybrid@gemma", "ambrosia", two).reply(T, "Which age?", frozenset()))
     assert seen and all("gemma" in m for m in seen)
-    hybrids = {c.oracle for c in plan_conditions(["llm"], ["llm@gemma"], diagnostics=True) if c.oracle.startswith("hybrid")}
+    hybrids = {
+        c.oracle for c in plan_conditions(["llm"], ["llm@gemma"], diagnostics=True) if c.oracle.startswith("hybrid")
+    }
     assert hybrids == {"hybrid@gemma"}
     assert make_oracle("hybrid@gemma", "ambrosia", two).name == hybrid_name(oracle.name) == "hybrid_scoped@gemma"
     with pytest.raises(KeyError, match="no member 'llama'"):

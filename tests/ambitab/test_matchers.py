@@ -113,6 +113,7 @@ def test_repeat_variant_answers_already_answered():
         first = await o.reply(t, "age?", frozenset())
         second = await o.reply(t, "age?", frozenset(first.credited))
         return first, second
+
     first, second = asyncio.run(go())
     assert first.response == "Age in whole years." and second.response == "That ambiguity was already answered."
 
@@ -148,12 +149,14 @@ def test_credit_scorer():
     assert score_credit("unanswerable()", ["what about age?"], ambs).ambiguity is None
     # no exact label: earliest substring hit in the question, then the later texts
     assert score_credit('labeled("pay")', ["salary or age?"], ambs).ambiguity is SALARY
-    assert score_credit("unlabeled(\"x\")", ["please elaborate", "It is the age in years"], ambs).ambiguity is AGE
+    assert score_credit('unlabeled("x")', ["please elaborate", "It is the age in years"], ambs).ambiguity is AGE
     assert score_credit('labeled("order")', ["in which order?"], ambs).ambiguity is None
 
 
 def test_refusal_detection():
-    assert is_refusal(REFUSAL) and is_refusal("Sorry, this question is out of scope, so I can not answer your question.")
+    assert is_refusal(REFUSAL) and is_refusal(
+        "Sorry, this question is out of scope, so I can not answer your question."
+    )
     assert not is_refusal("Age in whole years.")
 
 

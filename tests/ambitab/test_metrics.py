@@ -43,24 +43,62 @@ def test_mean_sd_is_the_sample_sd():
     assert mean_sd([None, None]) == (None, None)
 
 
-def _ep(record, seed, asker, verdict, recall, precision, f1=None, oracle="det_intent", corpus="ambrosia", fallback=False,
-        n_amb=1):
-    return {"record_id": record, "corpus": corpus, "seed": seed, "asker": asker, "prompt": "", "oracle": oracle,
-            "spec_donor": "", "verdict": verdict, "recall": recall, "precision": precision, "f1": f1,
-            "recall_no_response": recall, "fallback_stop": fallback, "n_amb": n_amb, "avt_id": record}
+def _ep(
+    record,
+    seed,
+    asker,
+    verdict,
+    recall,
+    precision,
+    f1=None,
+    oracle="det_intent",
+    corpus="ambrosia",
+    fallback=False,
+    n_amb=1,
+):
+    return {
+        "record_id": record,
+        "corpus": corpus,
+        "seed": seed,
+        "asker": asker,
+        "prompt": "",
+        "oracle": oracle,
+        "spec_donor": "",
+        "verdict": verdict,
+        "recall": recall,
+        "precision": precision,
+        "f1": f1,
+        "recall_no_response": recall,
+        "fallback_stop": fallback,
+        "n_amb": n_amb,
+        "avt_id": record,
+    }
 
 
-EPISODES = pl.DataFrame([
-    # seed 0: ask solves r1 (|Amb|=1) and control r0; seed 1 only r0
-    _ep("r0", 0, "llm", 1, None, None, n_amb=0), _ep("r1", 0, "llm", 1, 1.0, 0.5, 2 / 3),
-    _ep("r2", 0, "llm", 0, None, 1.0, fallback=True),
-    _ep("r0", 1, "llm", 1, None, None, n_amb=0), _ep("r1", 1, "llm", 0, 0.0, 0.0, 0.0),
-    _ep("r2", 1, "llm", 0, 1.0, 1.0, 1.0),
-    _ep("r0", 0, "none", 1, None, None, n_amb=0), _ep("r1", 0, "none", 0, 0.0, None, 0.0), _ep("r2", 0, "none", 0, 0.0, None, 0.0),
-    _ep("r0", 1, "none", 0, None, None, n_amb=0), _ep("r1", 1, "none", 0, 0.0, None, 0.0), _ep("r2", 1, "none", 0, 0.0, None, 0.0),
-    _ep("r0", 0, "full", 1, None, None, n_amb=0), _ep("r1", 0, "full", 1, 1.0, 1.0, 1.0), _ep("r2", 0, "full", 1, 1.0, 1.0, 1.0),
-    _ep("r0", 1, "full", 1, None, None, n_amb=0), _ep("r1", 1, "full", 1, 1.0, 1.0, 1.0), _ep("r2", 1, "full", 0, 1.0, 1.0, 1.0),
-], infer_schema_length=None)
+EPISODES = pl.DataFrame(
+    [
+        # seed 0: ask solves r1 (|Amb|=1) and control r0; seed 1 only r0
+        _ep("r0", 0, "llm", 1, None, None, n_amb=0),
+        _ep("r1", 0, "llm", 1, 1.0, 0.5, 2 / 3),
+        _ep("r2", 0, "llm", 0, None, 1.0, fallback=True),
+        _ep("r0", 1, "llm", 1, None, None, n_amb=0),
+        _ep("r1", 1, "llm", 0, 0.0, 0.0, 0.0),
+        _ep("r2", 1, "llm", 0, 1.0, 1.0, 1.0),
+        _ep("r0", 0, "none", 1, None, None, n_amb=0),
+        _ep("r1", 0, "none", 0, 0.0, None, 0.0),
+        _ep("r2", 0, "none", 0, 0.0, None, 0.0),
+        _ep("r0", 1, "none", 0, None, None, n_amb=0),
+        _ep("r1", 1, "none", 0, 0.0, None, 0.0),
+        _ep("r2", 1, "none", 0, 0.0, None, 0.0),
+        _ep("r0", 0, "full", 1, None, None, n_amb=0),
+        _ep("r1", 0, "full", 1, 1.0, 1.0, 1.0),
+        _ep("r2", 0, "full", 1, 1.0, 1.0, 1.0),
+        _ep("r0", 1, "full", 1, None, None, n_amb=0),
+        _ep("r1", 1, "full", 1, 1.0, 1.0, 1.0),
+        _ep("r2", 1, "full", 0, 1.0, 1.0, 1.0),
+    ],
+    infer_schema_length=None,
+)
 
 
 def test_per_seed_macro_over_records_with_eligible_denominators():
@@ -88,7 +126,8 @@ def test_gain_and_gap_are_per_seed_differences_and_signed():
 
 def test_gap_is_not_truncated_when_the_asker_beats_full():
     eps = EPISODES.with_columns(
-        pl.when(pl.col("asker") == "full").then(0).otherwise(pl.col("verdict")).alias("verdict"))
+        pl.when(pl.col("asker") == "full").then(0).otherwise(pl.col("verdict")).alias("verdict")
+    )
     assert gain_and_gap(eps, "ambrosia", "det_intent")["gap"] < 0
 
 
@@ -115,8 +154,19 @@ def test_rollouts_carry_the_trajectory_advantage_on_every_decision():
 
     def ep(seed, credits):
         turns = [{"turn": i + 1, "question": f"q{i}", "credited": c, "response": "r"} for i, c in enumerate(credits)]
-        return {"episode_id": f"e{seed}", "record_id": "r1", "asker": "llm", "prompt": "p", "oracle": "det",
-                "seed": seed, "n_amb": 1, "turns_json": json.dumps(turns), "verdict": 1, "skipped_clarification": False}
+        return {
+            "episode_id": f"e{seed}",
+            "record_id": "r1",
+            "asker": "llm",
+            "prompt": "p",
+            "oracle": "det",
+            "seed": seed,
+            "n_amb": 1,
+            "turns_json": json.dumps(turns),
+            "verdict": 1,
+            "skipped_clarification": False,
+        }
+
     rows = rollouts([ep(0, [["a"]]), ep(1, [[]])])
     assert [r["reward"] for r in rows] == [1.0, 0.0]
     assert rows[0]["advantage"] > 0 > rows[1]["advantage"]

@@ -47,18 +47,43 @@ SENTINELS = {
 def sentinel_record(frozen_intent: bool = True) -> TaskRecord:
     s = SENTINELS
     return TaskRecord(
-        record_id=s["record_id"], corpus="ambrosia", avt_id="a1", interpretation_id="i0", db_id=s["db_id"],
-        db_path=s["db_path"], engine="sqlite",
-        spec=Spec(user_query=s["user_query"], sql_engine_name=s["sql_engine_name"], db_name=s["db_name"],
-                  db_schema=s["schema"],
-                  column_meanings={"c": s["column_meanings"]}, external_knowledge=[s["external_knowledge"]]),
-        ambiguities=[Ambiguity(amb_id="amb1", term=s["term"], kind="critical", aliases=[s["aliases"]],
-                               resolution=s["resolution"], frozen_intent=s["frozen_intent"] if frozen_intent else None,
-                               sql_snippet=s["sql_snippet"], concepts=[s["concepts"]], type=s["type"])],
-        oracle_context=OracleContext(clear_query=s["clear_query"], withheld_evidence=[s["withheld_evidence"]],
-                                     sql_segments=[s["sql_segments"]]),
-        verifier=VerifierAssets(reference_sql=[s["reference_sql"]], preprocess_sql=[s["preprocess_sql"]],
-                                clean_up_sql=[s["clean_up_sql"]], test_cases=[s["test_cases"]]),
+        record_id=s["record_id"],
+        corpus="ambrosia",
+        avt_id="a1",
+        interpretation_id="i0",
+        db_id=s["db_id"],
+        db_path=s["db_path"],
+        engine="sqlite",
+        spec=Spec(
+            user_query=s["user_query"],
+            sql_engine_name=s["sql_engine_name"],
+            db_name=s["db_name"],
+            db_schema=s["schema"],
+            column_meanings={"c": s["column_meanings"]},
+            external_knowledge=[s["external_knowledge"]],
+        ),
+        ambiguities=[
+            Ambiguity(
+                amb_id="amb1",
+                term=s["term"],
+                kind="critical",
+                aliases=[s["aliases"]],
+                resolution=s["resolution"],
+                frozen_intent=s["frozen_intent"] if frozen_intent else None,
+                sql_snippet=s["sql_snippet"],
+                concepts=[s["concepts"]],
+                type=s["type"],
+            )
+        ],
+        oracle_context=OracleContext(
+            clear_query=s["clear_query"], withheld_evidence=[s["withheld_evidence"]], sql_segments=[s["sql_segments"]]
+        ),
+        verifier=VerifierAssets(
+            reference_sql=[s["reference_sql"]],
+            preprocess_sql=[s["preprocess_sql"]],
+            clean_up_sql=[s["clean_up_sql"]],
+            test_cases=[s["test_cases"]],
+        ),
     )
 
 
@@ -90,14 +115,17 @@ def _fields(text: str) -> set[str]:
 QUESTION = "What do you mean?"
 
 
-@pytest.mark.parametrize("name,kind,grounding,corpus", [
-    ("llm_scoped", "llm_scoped", False, "ambrosia"),
-    ("llm_scoped+sql", "llm_scoped", True, "ambrosia"),
-    ("llm_unfiltered", "llm_unfiltered", False, "ew_bird"),
-    ("hybrid_scoped", "hybrid_scoped", False, "ambrosia"),
-    ("hybrid_unfiltered", "hybrid_unfiltered", False, "ew_bird"),
-    ("stress", "stress", False, "ambrosia"),
-])
+@pytest.mark.parametrize(
+    "name,kind,grounding,corpus",
+    [
+        ("llm_scoped", "llm_scoped", False, "ambrosia"),
+        ("llm_scoped+sql", "llm_scoped", True, "ambrosia"),
+        ("llm_unfiltered", "llm_unfiltered", False, "ew_bird"),
+        ("hybrid_scoped", "hybrid_scoped", False, "ambrosia"),
+        ("hybrid_unfiltered", "hybrid_unfiltered", False, "ew_bird"),
+        ("stress", "stress", False, "ambrosia"),
+    ],
+)
 def test_every_llm_oracle_prompt_holds_exactly_its_table6_fields(scripted, name, kind, grounding, corpus):
     capture = Capture()
     scripted.responder = capture
@@ -128,14 +156,19 @@ def test_deterministic_oracles_depend_only_on_their_fields(name, corpus):
     record = sentinel_record()
     base = Task.from_record(record)
     allowed = set(ORACLE_ACCESS[name]["matcher"]) | set(ORACLE_ACCESS[name]["responder"])
-    questions = [QUESTION, f"What is {SENTINELS['term']}?", f"Do you mean {SENTINELS['aliases']}?",
-                 f"Is it {SENTINELS['concepts']}?"]
+    questions = [
+        QUESTION,
+        f"What is {SENTINELS['term']}?",
+        f"Do you mean {SENTINELS['aliases']}?",
+        f"Is it {SENTINELS['concepts']}?",
+    ]
     changed = {  # each changes one field of the record; the task is rebuilt from it
         "user_query": lambda r: _with(r, spec=_with(r.spec, user_query="other")),
         "schema": lambda r: _with(r, spec=_with(r.spec, db_schema="other")),
         "clear_query": lambda r: _with(r, oracle_context=_with(r.oracle_context, clear_query="zeta7")),
-        "withheld_evidence": lambda r: _with(r, oracle_context=_with(r.oracle_context,
-                                                                     withheld_evidence=["zeta7 means x"])),
+        "withheld_evidence": lambda r: _with(
+            r, oracle_context=_with(r.oracle_context, withheld_evidence=["zeta7 means x"])
+        ),
         "reference_sql": lambda r: _with(r, verifier=_with(r.verifier, reference_sql=["SELECT zeta7"])),
         "frozen_intent": lambda r: _with(r, ambiguities=[_with(r.ambiguities[0], frozen_intent="other")]),
     }

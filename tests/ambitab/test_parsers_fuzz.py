@@ -7,11 +7,14 @@ from pipelines.ambitab import ambiqt, ambrosia, ewbird, taco
 from pipelines.ambitab.sources import sql_segments
 
 texty = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
-sqlish = st.builds(lambda *p: " ".join(p), st.sampled_from(["SELECT", "select", "SELECT DISTINCT", "WITH x AS"]),
-                   st.sampled_from(["a", "t.a", "count(*)", "max(b)", "*", "a, b", "'x'"]),
-                   st.sampled_from(["FROM t", "from t as t1", "FROM t JOIN u ON t.id = u.id", ""]),
-                   st.sampled_from(["", "WHERE a = 1", "where b > 'q'", "WHERE a = 1 OR b = 2", "LIMIT 3"]),
-                   texty)
+sqlish = st.builds(
+    lambda *p: " ".join(p),
+    st.sampled_from(["SELECT", "select", "SELECT DISTINCT", "WITH x AS"]),
+    st.sampled_from(["a", "t.a", "count(*)", "max(b)", "*", "a, b", "'x'"]),
+    st.sampled_from(["FROM t", "from t as t1", "FROM t JOIN u ON t.id = u.id", ""]),
+    st.sampled_from(["", "WHERE a = 1", "where b > 'q'", "WHERE a = 1 OR b = 2", "LIMIT 3"]),
+    texty,
+)
 
 
 @settings(max_examples=150, deadline=None)

@@ -33,31 +33,53 @@ def records(draw):
     n = draw(st.integers(0, 4))
     ambs = [
         Ambiguity(
-            amb_id=f"a{i}", term=draw(visible), aliases=draw(st.lists(visible, max_size=2)),
+            amb_id=f"a{i}",
+            term=draw(visible),
+            aliases=draw(st.lists(visible, max_size=2)),
             kind=draw(st.sampled_from(["critical", "knowledge", "non_critical"])),
-            resolution="RES" + draw(secret), frozen_intent=draw(st.none() | secret.map(lambda s: "INT" + s)),
+            resolution="RES" + draw(secret),
+            frozen_intent=draw(st.none() | secret.map(lambda s: "INT" + s)),
             sql_snippet=draw(st.none() | secret.map(lambda s: "SNIP" + s)),
         )
         for i in range(n)
     ]
-    spec = Spec(user_query=draw(visible), sql_engine_name="SQLite", db_name="db", db_schema=draw(visible),
-                column_meanings=draw(st.none() | st.dictionaries(visible, visible, max_size=2)),
-                external_knowledge=draw(st.none() | st.lists(visible, max_size=2)))
+    spec = Spec(
+        user_query=draw(visible),
+        sql_engine_name="SQLite",
+        db_name="db",
+        db_schema=draw(visible),
+        column_meanings=draw(st.none() | st.dictionaries(visible, visible, max_size=2)),
+        external_knowledge=draw(st.none() | st.lists(visible, max_size=2)),
+    )
     avt = make_avt_id("ambrosia", spec.user_query, "db", [a.term for a in ambs])
     return TaskRecord(
-        record_id=make_record_id("ambrosia", avt, "0"), corpus="ambrosia", avt_id=avt,
-        interpretation_id="0", db_id="db", spec=spec, ambiguities=ambs,
-        oracle_context=OracleContext(clear_query="CLR" + draw(secret),
-                                     withheld_evidence=["EVD" + s for s in draw(st.lists(secret, max_size=3))],
-                                     sql_segments=["SEG" + s for s in draw(st.lists(secret, max_size=3))]),
-        verifier=VerifierAssets(reference_sql=["SQL" + s for s in draw(st.lists(secret, min_size=1, max_size=2))],
-                                test_cases=["TST" + s for s in draw(st.lists(secret, max_size=2))]),
+        record_id=make_record_id("ambrosia", avt, "0"),
+        corpus="ambrosia",
+        avt_id=avt,
+        interpretation_id="0",
+        db_id="db",
+        spec=spec,
+        ambiguities=ambs,
+        oracle_context=OracleContext(
+            clear_query="CLR" + draw(secret),
+            withheld_evidence=["EVD" + s for s in draw(st.lists(secret, max_size=3))],
+            sql_segments=["SEG" + s for s in draw(st.lists(secret, max_size=3))],
+        ),
+        verifier=VerifierAssets(
+            reference_sql=["SQL" + s for s in draw(st.lists(secret, min_size=1, max_size=2))],
+            test_cases=["TST" + s for s in draw(st.lists(secret, max_size=2))],
+        ),
     )
 
 
 def secrets_of(r: TaskRecord) -> list[str]:
-    out = [*r.verifier.reference_sql, *r.verifier.test_cases, *r.oracle_context.withheld_evidence,
-           *r.oracle_context.sql_segments, r.oracle_context.clear_query]
+    out = [
+        *r.verifier.reference_sql,
+        *r.verifier.test_cases,
+        *r.oracle_context.withheld_evidence,
+        *r.oracle_context.sql_segments,
+        r.oracle_context.clear_query,
+    ]
     for a in r.ambiguities:
         out += [a.resolution, a.frozen_intent, a.sql_snippet]
     return [s for s in out if s]
@@ -106,17 +128,36 @@ def test_round_trips_exactly(record):
 def test_agent_view_rejects_extra_fields():
     spec = Spec(user_query="q", sql_engine_name="SQLite", db_name="d", db_schema="s")
     with pytest.raises(ValidationError):
-        AgentView(record_id="r", corpus="ambrosia", split="all", engine="sqlite", db_id="d", spec=spec,
-                  max_questions=3, reference_sql=["select 1"])
-    assert not {"ambiguities", "verifier", "oracle_context", "provenance", "interpretation_id"} & set(AgentView.model_fields)
+        AgentView(
+            record_id="r",
+            corpus="ambrosia",
+            split="all",
+            engine="sqlite",
+            db_id="d",
+            spec=spec,
+            max_questions=3,
+            reference_sql=["select 1"],
+        )
+    assert not {"ambiguities", "verifier", "oracle_context", "provenance", "interpretation_id"} & set(
+        AgentView.model_fields
+    )
 
 
 def test_only_critical_and_knowledge_count_and_budget():
     spec = Spec(user_query="q", sql_engine_name="SQLite", db_name="d", db_schema="s")
     kinds = ["critical", "knowledge", "non_critical", "non_critical"]
     ambs = [Ambiguity(amb_id=str(i), term=f"t{i}", kind=k, resolution="r") for i, k in enumerate(kinds)]
-    r = TaskRecord(record_id="r", corpus="bird_interact", avt_id="a", interpretation_id="0", db_id="d",
-                   engine="postgresql", spec=spec, ambiguities=ambs, verifier=VerifierAssets(reference_sql="x"))
+    r = TaskRecord(
+        record_id="r",
+        corpus="bird_interact",
+        avt_id="a",
+        interpretation_id="0",
+        db_id="d",
+        engine="postgresql",
+        spec=spec,
+        ambiguities=ambs,
+        verifier=VerifierAssets(reference_sql="x"),
+    )
     assert r.n_ambiguities == 2 and r.max_questions == 4 and not r.is_control
     control = r.model_copy(update={"ambiguities": ambs[2:]})
     assert control.is_control and control.max_questions == 0
@@ -125,17 +166,39 @@ def test_only_critical_and_knowledge_count_and_budget():
 def test_bad_corpus_and_engine_are_refused():
     spec = Spec(user_query="q", sql_engine_name="SQLite", db_name="d", db_schema="s")
     with pytest.raises(ValidationError, match="unknown corpus"):
-        TaskRecord(record_id="r", corpus="spider", avt_id="a", interpretation_id="0", db_id="d", spec=spec,
-                   verifier=VerifierAssets(reference_sql="x"))
+        TaskRecord(
+            record_id="r",
+            corpus="spider",
+            avt_id="a",
+            interpretation_id="0",
+            db_id="d",
+            spec=spec,
+            verifier=VerifierAssets(reference_sql="x"),
+        )
     with pytest.raises(ValidationError, match="unknown engine"):
-        TaskRecord(record_id="r", corpus="taco", engine="mysql", avt_id="a", interpretation_id="0", db_id="d",
-                   spec=spec, verifier=VerifierAssets(reference_sql="x"))
+        TaskRecord(
+            record_id="r",
+            corpus="taco",
+            engine="mysql",
+            avt_id="a",
+            interpretation_id="0",
+            db_id="d",
+            spec=spec,
+            verifier=VerifierAssets(reference_sql="x"),
+        )
 
 
 def test_jsonl_round_trip_and_bad_line_names_the_line(tmp_path):
     spec = Spec(user_query="q", sql_engine_name="SQLite", db_name="d", db_schema="s")
-    r = TaskRecord(record_id="r", corpus="taco", avt_id="a", interpretation_id="0", db_id="d", spec=spec,
-                   verifier=VerifierAssets(reference_sql="select 1"))
+    r = TaskRecord(
+        record_id="r",
+        corpus="taco",
+        avt_id="a",
+        interpretation_id="0",
+        db_id="d",
+        spec=spec,
+        verifier=VerifierAssets(reference_sql="select 1"),
+    )
     path = tmp_path / "out.jsonl"
     assert write_jsonl([r, r], path) == 2
     assert read_jsonl(path) == [r, r]

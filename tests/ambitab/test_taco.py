@@ -8,39 +8,53 @@ from pipelines.ambitab import taco
 from resources.sql import execute_sql
 
 
-@pytest.mark.parametrize("sql,text,withheld", [
-    ("SELECT public_water_sources.X, public_water_sources.Y FROM public_water_sources "
-     "WHERE public_water_sources.SystemStatus = 'Operational';",
-     "Show the x, y for records where systemstatus is a specific value from the relevant table.",
-     [{"column": "SystemStatus", "op": "EQ", "literal": "Operational"}]),
-    ("SELECT HID, HNAME FROM t1516", "Show the hid, hname from the relevant table.", []),
-    ("SELECT DISTINCT site_name FROM parks WHERE acres > 10 AND town IS NOT NULL ORDER BY acres DESC LIMIT 5",
-     "Show the distinct site name for records where acres is greater than a specific value and town is present "
-     "from the relevant table, sorted by acres in descending order (first 5 rows).",
-     [{"column": "acres", "op": "GT", "literal": "10"}]),
-    ("SELECT COUNT(*), AVG(price) FROM rooms", "Show the the number of records, the average price from the relevant table.", []),
-])
+@pytest.mark.parametrize(
+    "sql,text,withheld",
+    [
+        (
+            "SELECT public_water_sources.X, public_water_sources.Y FROM public_water_sources "
+            "WHERE public_water_sources.SystemStatus = 'Operational';",
+            "Show the x, y for records where systemstatus is a specific value from the relevant table.",
+            [{"column": "SystemStatus", "op": "EQ", "literal": "Operational"}],
+        ),
+        ("SELECT HID, HNAME FROM t1516", "Show the hid, hname from the relevant table.", []),
+        (
+            "SELECT DISTINCT site_name FROM parks WHERE acres > 10 AND town IS NOT NULL ORDER BY acres DESC LIMIT 5",
+            "Show the distinct site name for records where acres is greater than a specific value and town is present "
+            "from the relevant table, sorted by acres in descending order (first 5 rows).",
+            [{"column": "acres", "op": "GT", "literal": "10"}],
+        ),
+        (
+            "SELECT COUNT(*), AVG(price) FROM rooms",
+            "Show the the number of records, the average price from the relevant table.",
+            [],
+        ),
+    ],
+)
 def test_verbalise(sql, text, withheld):
     out, table, lits = taco.verbalise(sql)
     assert out == text and lits == withheld
     assert table not in out and all(w["literal"] not in out for w in withheld)
 
 
-@pytest.mark.parametrize("sql,why", [
-    ("SELECT a.x FROM a JOIN b ON a.id = b.id", "JOIN"),
-    ("SELECT x FROM a WHERE y IN (SELECT y FROM a)", "subquery"),
-    ("SELECT x FROM a WHERE y = 1 OR z = 2", "no template"),
-    ("SELECT a.x FROM a WHERE a.id = b.id", "other tables"),
-    ("UPDATE a SET x = 1", "not a SELECT"),
-    ("SELEC x FRM", "does not parse"),
-])
+@pytest.mark.parametrize(
+    "sql,why",
+    [
+        ("SELECT a.x FROM a JOIN b ON a.id = b.id", "JOIN"),
+        ("SELECT x FROM a WHERE y IN (SELECT y FROM a)", "subquery"),
+        ("SELECT x FROM a WHERE y = 1 OR z = 2", "no template"),
+        ("SELECT a.x FROM a WHERE a.id = b.id", "other tables"),
+        ("UPDATE a SET x = 1", "not a SELECT"),
+        ("SELEC x FRM", "does not parse"),
+    ],
+)
 def test_unverbalisable_sql_is_refused_with_a_reason(sql, why):
     with pytest.raises(taco.Unverbalisable, match=why):
         taco.verbalise(sql)
 
 
 def test_retarget_renames_table_and_qualifiers():
-    sql = taco.retarget('SELECT t1.x FROM t1 WHERE t1.y = 3', "t1", "t2")
+    sql = taco.retarget("SELECT t1.x FROM t1 WHERE t1.y = 3", "t1", "t2")
     assert sql == 'SELECT "t2".x FROM "t2" WHERE "t2".y = 3'
 
 
@@ -95,6 +109,7 @@ def test_build_is_deterministic(built, shared_data):
 
 # ---- issue 20 items 3 and 8: duplicate readings, user-held literals
 
+
 def test_readings_with_identical_sql_are_merged_before_the_blocking_check(built):
     from collections import defaultdict
 
@@ -120,8 +135,10 @@ def test_the_blocking_readings_differ_check_passes_on_the_build(built):
 
 
 def test_a_literal_the_user_states_is_user_held_and_stays_visible():
-    sql = ("SELECT public_water_sources.X FROM public_water_sources WHERE public_water_sources.SystemStatus = "
-           "'Operational' AND public_water_sources.Depth > 30")
+    sql = (
+        "SELECT public_water_sources.X FROM public_water_sources WHERE public_water_sources.SystemStatus = "
+        "'Operational' AND public_water_sources.Depth > 30"
+    )
     text, _, withheld = taco.verbalise(sql, request="Which operational water sources do we have?")
     assert "systemstatus is 'Operational'" in text
     assert withheld == [{"column": "Depth", "op": "GT", "literal": "30"}]  # never said: a value choice

@@ -18,8 +18,14 @@ pytestmark = pytest.mark.unit
 
 def _lint(cwd: Path, config: Path | None = None) -> subprocess.CompletedProcess:
     args = [str(LINT_IMPORTS), "--no-cache"] + (["--config", str(config)] if config else [])
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cwd)})
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cwd)},
+    )
 
 
 def test_every_import_contract_is_kept():
@@ -46,9 +52,11 @@ def test_the_layer_contract_catches_an_upward_import(tmp_path):
         _write(tmp_path, f"{top}.base")
     _write(tmp_path, "pipelines.report", "import assets.base\n")
     (tmp_path / "setup.cfg").write_text(
-        "[importlinter]\nroot_packages =\n" + "".join(f"    {p}\n" for p in config["root_packages"])
+        "[importlinter]\nroot_packages =\n"
+        + "".join(f"    {p}\n" for p in config["root_packages"])
         + "\n[importlinter:contract:layers]\nname = layers\ntype = layers\nlayers =\n"
-        + "".join(f"    {layer}\n" for layer in layers["layers"]))
+        + "".join(f"    {layer}\n" for layer in layers["layers"])
+    )
     result = _lint(tmp_path, tmp_path / "setup.cfg")
     assert result.returncode != 0
     assert "pipelines.report -> assets.base" in result.stdout

@@ -46,7 +46,7 @@ def test_discover_spider_layout_and_reports_broken(tmp_path):
     root = tmp_path / "dbs"
     make_sqlite(root / "good_one" / "good_one.sqlite")
     make_sqlite(root / "other" / "other.sqlite", "CREATE TABLE b(y INT);")
-    (root / "text" ).mkdir()
+    (root / "text").mkdir()
     (root / "text" / "text.sqlite").write_text("this is not a database")
     (root / "empty").mkdir()
     (root / "empty" / "empty.sqlite").write_bytes(b"")

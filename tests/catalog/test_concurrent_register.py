@@ -38,9 +38,17 @@ def _release_all(procs):
 
 
 def _spawn(paths, env):
-    return [subprocess.Popen([sys.executable, "-c", CHILD, str(p), f"db{i}"], stdin=subprocess.PIPE,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO_ROOT, env=env)
-            for i, p in enumerate(paths)]
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(p), f"db{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=REPO_ROOT,
+            env=env,
+        )
+        for i, p in enumerate(paths)
+    ]
 
 
 def test_concurrent_registrations_are_all_kept(tmp_path, isolated_home):

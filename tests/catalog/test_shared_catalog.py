@@ -73,8 +73,7 @@ def test_a_node_without_the_file_fetches_it_by_hash(shared, demo_db_path, tmp_pa
     assert local_seed(path, info.sha256, "uni") == fetched
 
 
-def test_damaged_or_missing_shared_seed_is_refused_before_a_step_reads_it(shared, demo_db_path, tmp_path,
-                                                                          monkeypatch):
+def test_damaged_or_missing_shared_seed_is_refused_before_a_step_reads_it(shared, demo_db_path, tmp_path, monkeypatch):
     _node(monkeypatch, tmp_path, "node_a")
     path = _seed(demo_db_path, tmp_path / "a_files")
     info = Catalog().register(path, "uni")
@@ -129,8 +128,7 @@ def test_steps_on_another_node_read_the_fetched_seed(shared, demo_db_path, tmp_p
 # -- PostgreSQL ------------------------------------------------------------------------------------
 
 REGISTER = (
-    "import sys; sys.stdin.read(1); from resources.catalog import Catalog; "
-    "Catalog().register(sys.argv[1], sys.argv[2])"
+    "import sys; sys.stdin.read(1); from resources.catalog import Catalog; Catalog().register(sys.argv[1], sys.argv[2])"
 )
 
 
@@ -152,8 +150,15 @@ def test_concurrent_registrations_on_two_nodes_share_one_postgres_catalog(tmp_pa
         for i, p in enumerate(paths):  # two "nodes", two registrations each, released at once
             env = {**os.environ, "QUANDARY_DAGSTER_PG_URL": url, "QUANDARY_HOME": str(tmp_path / f"node{i % 2}")}
             env.pop(STATE_URL_ENV, None)
-            procs.append(subprocess.Popen([sys.executable, "-c", REGISTER, str(p), f"db{i}"], cwd=REPO_ROOT, env=env,
-                                          stdin=subprocess.PIPE, stderr=subprocess.PIPE))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", REGISTER, str(p), f"db{i}"],
+                    cwd=REPO_ROOT,
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
         for p in procs:
             p.stdin.write(b"g")
             p.stdin.flush()

@@ -17,11 +17,21 @@ from tests.llm_fakes import LoopbackStub, StubHandler, chat_completion
 REPO = Path(__file__).resolve().parents[2]
 QUANDARY = str(Path(sys.executable).parent / "quandary")
 # One JSON object every ABISS output model accepts (models ignore keys they do not declare).
-UNIVERSAL_ANSWER = json.dumps({"verdict": "yes", "reason": "ok", "sql": "SELECT COUNT(*) FROM departments",
-                               "answerable": False, "choice": "A", "style": "formal",
-                               "question": "How many departments are there?"})
-SMALL_GRID = "generators: [programmatic]\nsubcategories: [answerable, lexical_overlap, missing_entity]\n" \
-             "styles: [formal]\ndifficulties: [moderate]\nn: 1\nseed: 7\n"
+UNIVERSAL_ANSWER = json.dumps(
+    {
+        "verdict": "yes",
+        "reason": "ok",
+        "sql": "SELECT COUNT(*) FROM departments",
+        "answerable": False,
+        "choice": "A",
+        "style": "formal",
+        "question": "How many departments are there?",
+    }
+)
+SMALL_GRID = (
+    "generators: [programmatic]\nsubcategories: [answerable, lexical_overlap, missing_entity]\n"
+    "styles: [formal]\ndifficulties: [moderate]\nn: 1\nseed: 7\n"
+)
 
 
 class GatedStub(LoopbackStub):
@@ -46,8 +56,9 @@ class GatedStub(LoopbackStub):
         class Handler(StubHandler):
             def do_POST(self):
                 req = self.read_json()
-                key = hashlib.sha256(json.dumps([req.get("messages"), req.get("seed")], sort_keys=True)
-                                     .encode()).hexdigest()
+                key = hashlib.sha256(
+                    json.dumps([req.get("messages"), req.get("seed")], sort_keys=True).encode()
+                ).hexdigest()
                 with outer._lock:
                     hold = len(outer.answered) >= outer.answer_first and not outer._gate.is_set()
                     outer.requests.append(key)
@@ -84,9 +95,19 @@ class GatedStub(LoopbackStub):
 
 
 def council_file(path: Path, api_base: str, timeout_s: float = 120.0) -> Path:
-    member = {"model": "openai/stub", "api_base": api_base, "api_key_env": "QUANDARY_KEY_STUB", "temperature": 0.0,
-              "max_tokens": 64, "seed": 0, "max_in_flight": 1, "timeout_s": timeout_s, "max_retries": 0,
-              "backoff_base_s": 0.0, "backoff_max_s": 0.0}
+    member = {
+        "model": "openai/stub",
+        "api_base": api_base,
+        "api_key_env": "QUANDARY_KEY_STUB",
+        "temperature": 0.0,
+        "max_tokens": 64,
+        "seed": 0,
+        "max_in_flight": 1,
+        "timeout_s": timeout_s,
+        "max_retries": 0,
+        "backoff_base_s": 0.0,
+        "backoff_max_s": 0.0,
+    }
     path.write_text(json.dumps({"members": {"stub": member}, "councils": {"default": ["stub"]}}))
     return path
 
@@ -97,16 +118,20 @@ def cli_env(tmp_path, isolated_home, demo_db_path):
     from resources.catalog import Catalog
 
     Catalog().register(demo_db_path, "university")
-    env = {**os.environ, "QUANDARY_HOME": str(isolated_home), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-           "QUANDARY_KEY_STUB": "none", "QUANDARY_PROGRESS": "1"}
+    env = {
+        **os.environ,
+        "QUANDARY_HOME": str(isolated_home),
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "QUANDARY_KEY_STUB": "none",
+        "QUANDARY_PROGRESS": "1",
+    }
     env.pop("QUANDARY_COUNCIL_CONFIG", None)
     (tmp_path / "grid.yaml").write_text(SMALL_GRID)
     return env
 
 
 def quandary(*args, env, cwd=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([QUANDARY, *args], env=env, cwd=cwd or REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run([QUANDARY, *args], env=env, cwd=cwd or REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def runs_in(dagster_home: Path) -> list:

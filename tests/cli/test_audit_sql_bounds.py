@@ -41,8 +41,7 @@ def test_runaway_query_stops_at_the_deadline(home):
     from resources.sql.audit_runner import run_audit_query
 
     start = time.monotonic()
-    out = run_audit_query("SELECT sum(a % 7) FROM range(1000000000000) t(a)",
-                          timeout_s=1.0)
+    out = run_audit_query("SELECT sum(a % 7) FROM range(1000000000000) t(a)", timeout_s=1.0)
     assert not out.ok and out.kind == "timeout", out
     assert out.elapsed_s <= 1.25 + 0.5, out.elapsed_s  # the query's own wall time, kill at 1.25x
     assert time.monotonic() - start < 120
@@ -51,8 +50,11 @@ def test_runaway_query_stops_at_the_deadline(home):
 def test_string_functions_cannot_take_the_machine(home):
     from resources.sql.audit_runner import run_audit_query
 
-    out = run_audit_query("SELECT length(a) + length(b) + length(c) FROM "
-                          "(SELECT repeat('x', 1000000000) a, repeat('y', 1000000000) b, repeat('z', 1000000000) c)", timeout_s=30.0)
+    out = run_audit_query(
+        "SELECT length(a) + length(b) + length(c) FROM "
+        "(SELECT repeat('x', 1000000000) a, repeat('y', 1000000000) b, repeat('z', 1000000000) c)",
+        timeout_s=30.0,
+    )
     assert not out.ok and out.kind == "too_large", out
     assert "memory" in out.message
 
@@ -65,8 +67,7 @@ def test_plain_query_still_answers(home):
 
 
 def test_cli_timeout_is_one_line(home):
-    r = _cli("audit", "sql", "SELECT sum(a % 7) FROM range(1000000000000) t(a)",
-             "--timeout", "1")
+    r = _cli("audit", "sql", "SELECT sum(a % 7) FROM range(1000000000000) t(a)", "--timeout", "1")
     assert r.returncode == 1
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and "timeout" in lines[0] and "--timeout" in lines[0], r.stderr
@@ -94,13 +95,27 @@ def _busy_worker(pid: int) -> int | None:
 
 
 def test_ctrl_c_stops_at_once_with_one_line(home):
-    proc = subprocess.Popen([sys.executable, "-c", CLI, "audit", "sql",
-                             "SELECT sum(a % 7) FROM range(1000000000000) t(a)",
-                             "--timeout", "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "audit",
+            "sql",
+            "SELECT sum(a % 7) FROM range(1000000000000) t(a)",
+            "--timeout",
+            "600",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=REPO,
+    )
     try:
-        worker = wait_until(lambda: _busy_worker(proc.pid), 180, "the audit worker running the query",
-                            alive=lambda: proc.poll() is None)
+        worker = wait_until(
+            lambda: _busy_worker(proc.pid), 180, "the audit worker running the query", alive=lambda: proc.poll() is None
+        )
         sent = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends on Ctrl-C
         _, err = proc.communicate(timeout=60)

@@ -17,13 +17,16 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("grid, needle", [
-    ("n: -1\n", "n: must be at least 1 (got -1)"),
-    ("n: lots\n", "n: expected a whole number (got 'lots')"),
-    ("styles: [formal, shouty]\n", "styles: unknown value 'shouty'; allowed: formal, "),
-    ("subcategories: [answerable, nonsense]\n", "subcategories: unknown value 'nonsense'; allowed: answerable, "),
-    ("generators: [programmatic, gpt9]\n", "generators: unknown generator(s) ['gpt9']"),
-])
+@pytest.mark.parametrize(
+    "grid, needle",
+    [
+        ("n: -1\n", "n: must be at least 1 (got -1)"),
+        ("n: lots\n", "n: expected a whole number (got 'lots')"),
+        ("styles: [formal, shouty]\n", "styles: unknown value 'shouty'; allowed: formal, "),
+        ("subcategories: [answerable, nonsense]\n", "subcategories: unknown value 'nonsense'; allowed: answerable, "),
+        ("generators: [programmatic, gpt9]\n", "generators: unknown generator(s) ['gpt9']"),
+    ],
+)
 def test_bad_grid_values_refused_before_a_run(grid, needle, tmp_path, demo_db_path, capsys):
     from resources.catalog import Catalog
 
@@ -38,12 +41,18 @@ def test_bad_grid_values_refused_before_a_run(grid, needle, tmp_path, demo_db_pa
 
 COUNCILS = {
     "syntax.yaml": ("members: {a: {model: x}\ncouncils: [\n", "YAML syntax error at line"),
-    "typo.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}    temprature: 0.1\ncouncils:\n  default: [a]\n",
-                  "members.a.temprature: unknown key"),
-    "unknown_member.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}councils:\n  default: [a, b]\n",
-                            "names unknown members ['b']"),
-    "missing_role.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}councils:\n  generators: [a]\n",
-                          "role 'validators' missing"),
+    "typo.yaml": (
+        f"members:\n  a:\n    {GOOD_MEMBER}    temprature: 0.1\ncouncils:\n  default: [a]\n",
+        "members.a.temprature: unknown key",
+    ),
+    "unknown_member.yaml": (
+        f"members:\n  a:\n    {GOOD_MEMBER}councils:\n  default: [a, b]\n",
+        "names unknown members ['b']",
+    ),
+    "missing_role.yaml": (
+        f"members:\n  a:\n    {GOOD_MEMBER}councils:\n  generators: [a]\n",
+        "role 'validators' missing",
+    ),
     "top_typo.yaml": (f"members:\n  a:\n    {GOOD_MEMBER}council:\n  default: [a]\n", "council: unknown key"),
 }
 
@@ -111,8 +120,14 @@ def test_export_refuses_unknown_db_and_creates_folders(tmp_path, demo_db_path, c
     good = tmp_path / "in.json"
     from pipelines.abiss.outputs import to_abiss_records
 
-    row = {"db_id": ["university"], "question": ["How many departments?"], "sql": ["SELECT COUNT(*) FROM departments"],
-           "subcategory": ["answerable"], "style": ["formal"], "difficulty": ["simple"]}
+    row = {
+        "db_id": ["university"],
+        "question": ["How many departments?"],
+        "sql": ["SELECT COUNT(*) FROM departments"],
+        "subcategory": ["answerable"],
+        "style": ["formal"],
+        "difficulty": ["simple"],
+    }
     good.write_text(json.dumps(to_abiss_records(pl.DataFrame(row))))
     write_version(pl.DataFrame({**row, "question": ["pipeline's own"]}), "dataset", "university")
     assert main(["import", str(good), "--asset", "dataset"]) == 2
@@ -139,14 +154,26 @@ def test_council_calls_takes_a_database_id(tmp_path, demo_db_path, capsys):
     assert "no call log at" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("job, op, config, needle", [
-    ("abiss_dataset_job", "generation_requests", {"n": 0}, "n: must be at least 1 (got 0)"),
-    ("abiss_dataset_job", "generation_requests", {"generators": ["gpt9"]}, "unknown generator(s) ['gpt9']"),
-    ("abiss_interaction_job", "interaction_conversations", {"modes": ["shouting"]}, "unknown mode 'shouting'"),
-    ("abiss_interaction_job", "interaction_conversations", {"agents": ["nobody"]},
-     "agents: 'nobody' is neither a system_agents council member"),
-    ("abiss_interaction_job", "interaction_conversations", {"agents": ["nopkg.mod:Agent"]}, "cannot import 'Agent'"),
-])
+@pytest.mark.parametrize(
+    "job, op, config, needle",
+    [
+        ("abiss_dataset_job", "generation_requests", {"n": 0}, "n: must be at least 1 (got 0)"),
+        ("abiss_dataset_job", "generation_requests", {"generators": ["gpt9"]}, "unknown generator(s) ['gpt9']"),
+        ("abiss_interaction_job", "interaction_conversations", {"modes": ["shouting"]}, "unknown mode 'shouting'"),
+        (
+            "abiss_interaction_job",
+            "interaction_conversations",
+            {"agents": ["nobody"]},
+            "agents: 'nobody' is neither a system_agents council member",
+        ),
+        (
+            "abiss_interaction_job",
+            "interaction_conversations",
+            {"agents": ["nopkg.mod:Agent"]},
+            "cannot import 'Agent'",
+        ),
+    ],
+)
 def test_launch_refuses_values_the_schema_cannot_express(job, op, config, needle, tmp_path, demo_db_path):
     """What the UI's launch does (the execution plan, built before the run is created) refuses
     these values with the CLI's message, and no run is created."""

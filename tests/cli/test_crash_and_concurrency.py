@@ -23,9 +23,15 @@ pytestmark = pytest.mark.integration  # real processes, servers or files under s
 
 
 def _spawn(code: str, *args, env=None):
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], cwd=REPO_ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env or dict(os.environ))
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        cwd=REPO_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or dict(os.environ),
+    )
 
 
 def _wait_for_line(proc, marker: str) -> None:

@@ -11,11 +11,15 @@ import pytest
 from cli import main
 from storage.artifacts import read_latest, write_version
 
-ROWS = {"candidate_id": ["c1", "c2", "c3"], "db_id": ["university"] * 3,
-        "question": ["How many departments?", "Which courses?", "Who teaches most?"],
-        "sql": ["SELECT COUNT(*) FROM departments", "SELECT name FROM courses", None],
-        "subcategory": ["answerable", "answerable", "missing_entity"], "style": ["formal"] * 3,
-        "difficulty": ["simple"] * 3}
+ROWS = {
+    "candidate_id": ["c1", "c2", "c3"],
+    "db_id": ["university"] * 3,
+    "question": ["How many departments?", "Which courses?", "Who teaches most?"],
+    "sql": ["SELECT COUNT(*) FROM departments", "SELECT name FROM courses", None],
+    "subcategory": ["answerable", "answerable", "missing_entity"],
+    "style": ["formal"] * 3,
+    "difficulty": ["simple"] * 3,
+}
 
 
 @pytest.fixture
@@ -34,6 +38,7 @@ def test_export_names_the_asset(stored, tmp_path, capsys):
     assert main(["import", str(out)]) == 0
     again = tmp_path / "again.json"
     assert main(["export", str(again), "--asset", "imported_dataset"]) == 0
+
     def key(records):
         return sorted((r["db_id"], r["question"], r["sql"], json.dumps(r["category"], sort_keys=True)) for r in records)
 
@@ -72,8 +77,14 @@ def test_hf_layout_loads_back_row_for_row_with_a_dataset_card(stored, tmp_path, 
 
 
 def test_hf_layout_writes_one_file_per_split(stored, tmp_path):
-    records = pl.DataFrame({"record_id": ["a", "b", "c"], "corpus": ["ambrosia"] * 3,
-                            "split": ["slice_test", "slice_test", "dev"], "question": ["q1", "q2", "q3"]})
+    records = pl.DataFrame(
+        {
+            "record_id": ["a", "b", "c"],
+            "corpus": ["ambrosia"] * 3,
+            "split": ["slice_test", "slice_test", "dev"],
+            "question": ["q1", "q2", "q3"],
+        }
+    )
     write_version(records, "ambitab_records", "ambrosia")
     out = tmp_path / "ambrosia"
     assert main(["export", str(out), "--asset", "ambitab_records", "--format", "hf"]) == 0
@@ -99,11 +110,25 @@ def test_load_returns_the_latest_version_as_polars(stored):
 
 def test_audit_sql_writes_parquet(stored, tmp_path, capsys):
     out = tmp_path / "q" / "answerable.parquet"
-    assert main(["audit", "sql", "SELECT candidate_id, question FROM dataset WHERE subcategory = 'answerable'",
-                 "--format", "parquet", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "sql",
+                "SELECT candidate_id, question FROM dataset WHERE subcategory = 'answerable'",
+                "--format",
+                "parquet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "wrote 2 rows × 2 columns" in capsys.readouterr().out
-    assert pq.read_table(out).to_pylist() == [{"candidate_id": "c1", "question": "How many departments?"},
-                                              {"candidate_id": "c2", "question": "Which courses?"}]
+    assert pq.read_table(out).to_pylist() == [
+        {"candidate_id": "c1", "question": "How many departments?"},
+        {"candidate_id": "c2", "question": "Which courses?"},
+    ]
     assert main(["audit", "sql", "SELECT 1 AS one", str(tmp_path / "one.parquet"), "--format", "parquet"]) == 0
     assert pq.read_table(tmp_path / "one.parquet").to_pylist() == [{"one": 1}]
     assert main(["audit", "sql", "SELECT 1", "--format", "parquet"]) == 2

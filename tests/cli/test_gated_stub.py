@@ -34,8 +34,10 @@ def test_a_held_request_of_a_client_that_went_away_is_not_answered():
     with GatedStub(answer_first=0) as stub:
         body = json.dumps({"messages": [{"role": "user", "content": "q"}]}).encode()
         with socket.create_connection(("127.0.0.1", stub.port)) as s:
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
             assert stub.held.wait(30)
         stub.release()  # the client closed its socket while its request was held
         wait_until(lambda: stub.in_flight == 0, 30, "the held handler returned")

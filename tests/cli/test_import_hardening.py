@@ -7,8 +7,12 @@ import pytest
 
 from cli import main
 
-GOOD = {"db_id": "university", "question": "How many departments?", "sql": "SELECT 1",
-        "category": {"name": "Answerable", "subname": "Without Evidence"}}
+GOOD = {
+    "db_id": "university",
+    "question": "How many departments?",
+    "sql": "SELECT 1",
+    "category": {"name": "Answerable", "subname": "Without Evidence"},
+}
 
 
 def _files(home):
@@ -51,12 +55,18 @@ def _records(n: int) -> list[dict]:
     out = []
     for i in range(n):
         name, subname = REFERENCE_CATEGORY[subs[(i // 2) % len(subs)]]
-        out.append({"db_id": f"db{(i // 2) % 7}", "question": f"Which rows have value {i // 2}? ünïcode €",
-                    "evidence": f"value means column v{i}" if i % 3 else None,
-                    "sql": f"SELECT a, b FROM t{i % 5} WHERE v = {i} AND name LIKE '%x{i}%' ORDER BY a",
-                    "category": {"name": name, "subname": subname}, "question_style": "formal",
-                    "question_difficulty": "highly_complex" if i % 4 == 0 else "simple",
-                    "hidden_knowledge": f"reading {i % 2}"})
+        out.append(
+            {
+                "db_id": f"db{(i // 2) % 7}",
+                "question": f"Which rows have value {i // 2}? ünïcode €",
+                "evidence": f"value means column v{i}" if i % 3 else None,
+                "sql": f"SELECT a, b FROM t{i % 5} WHERE v = {i} AND name LIKE '%x{i}%' ORDER BY a",
+                "category": {"name": name, "subname": subname},
+                "question_style": "formal",
+                "question_difficulty": "highly_complex" if i % 4 == 0 else "simple",
+                "hidden_knowledge": f"reading {i % 2}",
+            }
+        )
     return out
 
 
@@ -77,8 +87,9 @@ def small_batches(monkeypatch):
     monkeypatch.setattr(jsonstream, "CHUNK", 4099)
 
 
-def test_large_file_imports_the_same_rows_as_the_records_split_over_files(tmp_path, isolated_home, monkeypatch,
-                                                                          capsys, small_batches):
+def test_large_file_imports_the_same_rows_as_the_records_split_over_files(
+    tmp_path, isolated_home, monkeypatch, capsys, small_batches
+):
     import polars as pl
 
     from pipelines.abiss.outputs import from_abiss_records
@@ -89,7 +100,7 @@ def test_large_file_imports_the_same_rows_as_the_records_split_over_files(tmp_pa
     assert big.stat().st_size > 2_000_000
     splits = [tmp_path / f"part{k}.json" for k in range(3)]
     for k, path in enumerate(splits):  # contiguous thirds: each file holds part of every database
-        path.write_text(json.dumps(records[k * 2000:(k + 1) * 2000], ensure_ascii=False))
+        path.write_text(json.dumps(records[k * 2000 : (k + 1) * 2000], ensure_ascii=False))
 
     assert main(["import", str(big)]) == 0
     whole = _stored(isolated_home)
@@ -108,8 +119,9 @@ def test_large_file_imports_the_same_rows_as_the_records_split_over_files(tmp_pa
     assert amb.height and amb["interpretation_index"].to_list()[:4] == [0, 1, 0, 1]
 
 
-def test_truncated_file_fails_naming_file_byte_and_record_and_writes_nothing(tmp_path, isolated_home, capsys,
-                                                                             small_batches):
+def test_truncated_file_fails_naming_file_byte_and_record_and_writes_nothing(
+    tmp_path, isolated_home, capsys, small_batches
+):
     good = tmp_path / "good.json"
     good.write_text(json.dumps(_records(500)))
     text = json.dumps(_records(3000), indent=2).encode()
@@ -126,13 +138,16 @@ def test_truncated_file_fails_naming_file_byte_and_record_and_writes_nothing(tmp
     assert not [p for p in isolated_home.iterdir() if p.name.startswith(".import")]  # no staging left behind
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[" + json.dumps(GOOD) + " " + json.dumps(GOOD) + "]", f"byte {len(json.dumps(GOOD)) + 2} after record 0"),
-    ("[" + json.dumps(GOOD) + ",]", "a ',' before the closing ']'"),
-    (json.dumps(GOOD), "expected a JSON list of records"),
-    ("[" + json.dumps(GOOD) + "] trailing", "after the list's closing ']'"),
-    (b"[\xff]", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[" + json.dumps(GOOD) + " " + json.dumps(GOOD) + "]", f"byte {len(json.dumps(GOOD)) + 2} after record 0"),
+        ("[" + json.dumps(GOOD) + ",]", "a ',' before the closing ']'"),
+        (json.dumps(GOOD), "expected a JSON list of records"),
+        ("[" + json.dumps(GOOD) + "] trailing", "after the list's closing ']'"),
+        (b"[\xff]", "not UTF-8"),
+    ],
+)
 def test_damaged_file_names_where_it_breaks(tmp_path, isolated_home, capsys, text, message):
     path = tmp_path / "bad.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
@@ -146,8 +161,14 @@ def test_stream_reader_matches_json_loads_at_every_chunk_size(tmp_path):
     """Any chunk size gives json.loads's elements; any cut of the file is refused, never shortened."""
     from pipelines.jsonstream import JsonStreamError, iter_json_list
 
-    data = [{"a": [1, -2.5e-3, None, True, False], "s": "é€😀 \"q\" \\ \u2028", "n": {"x": {}}}, 12345678, "x",
-            [], -0.0, 1e300]
+    data = [
+        {"a": [1, -2.5e-3, None, True, False], "s": 'é€😀 "q" \\ \u2028', "n": {"x": {}}},
+        12345678,
+        "x",
+        [],
+        -0.0,
+        1e300,
+    ]
     for ensure_ascii in (True, False):
         raw = json.dumps(data, indent=1, ensure_ascii=ensure_ascii).encode()
         path = tmp_path / "x.json"

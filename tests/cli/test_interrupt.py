@@ -35,14 +35,22 @@ def test_sigterm_during_llm_calls_exits(tmp_path, isolated_home):
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "quandary"), "demo"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "quandary"), "demo"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         log = isolated_home / "llm_calls.sqlite"
         # the first generation call has finished: the embedded server is up and the next
         # generation requests (16, two in flight) are being served
-        wait_until(lambda: _finished_calls(log) >= 1, 900, "the demo's first LLM call",
-                   alive=lambda: proc.poll() is None)
+        wait_until(
+            lambda: _finished_calls(log) >= 1, 900, "the demo's first LLM call", alive=lambda: proc.poll() is None
+        )
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=300)  # hangs forever without cancelling in-flight calls at exit
     finally:

@@ -29,9 +29,11 @@ def test_plain_lines_are_throttled_and_end_with_the_totals():
         clock.t = 20
         p.advance(1)
     lines = out.getvalue().splitlines()
-    assert lines == ["s03: 0/4 items  0s",  # the start line; updates within 10 s of it are not printed
-                     "s03: 3/4 items  LLM calls 3 (cached 1, failed 1)  12s, ~4s left",
-                     "s03: 4/4 items  LLM calls 3 (cached 1, failed 1)  20s"]
+    assert lines == [
+        "s03: 0/4 items  0s",  # the start line; updates within 10 s of it are not printed
+        "s03: 3/4 items  LLM calls 3 (cached 1, failed 1)  12s, ~4s left",
+        "s03: 4/4 items  LLM calls 3 (cached 1, failed 1)  20s",
+    ]
     assert sink == lines
 
 

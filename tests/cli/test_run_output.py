@@ -32,11 +32,16 @@ def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path
     grid.write_text(json.dumps(GRID))
     assert main(["run", "--db", "university", "--grid", str(grid)]) == 0
     out = capsys.readouterr().out
-    progress = re.findall(r"^s03_category_conformance: (\d+)/(\d+) items  LLM calls (\d+) \(cached (\d+), failed 0\)",
-                          out, re.M)
+    progress = re.findall(
+        r"^s03_category_conformance: (\d+)/(\d+) items  LLM calls (\d+) \(cached (\d+), failed 0\)", out, re.M
+    )
     assert progress and progress[-1][0] == progress[-1][1] and int(progress[-1][2]) >= int(progress[-1][1])
-    m = re.search(r"^  warning rejection_report\.rejection_rates_within_bounds: s03_category_conformance rejected "
-                  r"(\d+)/(\d+) = 100%, 5 points above the 95% maximum", out, re.M)
+    m = re.search(
+        r"^  warning rejection_report\.rejection_rates_within_bounds: s03_category_conformance rejected "
+        r"(\d+)/(\d+) = 100%, 5 points above the 95% maximum",
+        out,
+        re.M,
+    )
     assert m and m.group(1) == m.group(2), out
     assert "FAILED" not in out
 
@@ -53,16 +58,20 @@ def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path
     funnel = report["funnel_table"]
     assert isinstance(funnel, TableMetadataValue)
     s03 = next(r.data for r in funnel.records if r.data["stage"] == "s03_category_conformance")
-    assert s03["applicable"] == s03["rejected"] == int(m.group(2)) and s03["survivors"] == s03["entered"] - s03["rejected"]
+    assert (
+        s03["applicable"] == s03["rejected"] == int(m.group(2)) and s03["survivors"] == s03["entered"] - s03["rejected"]
+    )
     assert report["survivors s03_category_conformance"].value == s03["survivors"]
     decisions = instance.get_latest_materialization_event(
-        AssetKey("s03_category_conformance")).asset_materialization.metadata["decisions"]
+        AssetKey("s03_category_conformance")
+    ).asset_materialization.metadata["decisions"]
     assert len(decisions.records) == s03["applicable"]
     assert all(r.data["question"] and r.data["reason"] and r.data["passed"] is False for r in decisions.records)
 
     con = open_audit()
-    cid = con.execute("SELECT candidate_id FROM council_votes WHERE stage = 's03_category_conformance' "
-                      "LIMIT 1").fetchall()[0][0]
+    cid = con.execute(
+        "SELECT candidate_id FROM council_votes WHERE stage = 's03_category_conformance' LIMIT 1"
+    ).fetchall()[0][0]
     con.close()
     assert main(["audit", "question", cid, "--prompts"]) == 0
     trail = capsys.readouterr().out

@@ -21,8 +21,17 @@ def home(tmp_path, monkeypatch):
 
 
 def _record(log: CallLog, i: int, latency_ms: float, stage: str = "s03", item: str = "c") -> None:
-    log.record(CallRecord(call_id=f"k{i}-{stage}-{item}", status="ok", member="smollm2", model="openai/smollm2",
-                          request={}, latency_ms=latency_ms, tag={"stage": stage, "candidate_id": item}))
+    log.record(
+        CallRecord(
+            call_id=f"k{i}-{stage}-{item}",
+            status="ok",
+            member="smollm2",
+            model="openai/smollm2",
+            request={},
+            latency_ms=latency_ms,
+            tag={"stage": stage, "candidate_id": item},
+        )
+    )
 
 
 def test_the_demo_plan_counts_its_calls_and_fits_in_minutes(home):
@@ -38,8 +47,15 @@ def test_the_estimate_uses_measured_latency_and_counts_cached_calls(home):
     log = CallLog(llm_calls_path())
     for i in range(5):
         _record(log, i, 2000.0)
-    spec = GridSpec((PROGRAMMATIC, "smollm2"), ("answerable", "lexical_overlap", "missing_entity"), ("formal",),
-                    ("moderate",), 1, 42, ("answerable", "lexical_overlap", "missing_entity"))
+    spec = GridSpec(
+        (PROGRAMMATIC, "smollm2"),
+        ("answerable", "lexical_overlap", "missing_entity"),
+        ("formal",),
+        ("moderate",),
+        1,
+        42,
+        ("answerable", "lexical_overlap", "missing_entity"),
+    )
     llm_requests = [r for r in expand_grid(spec, "university") if r["generator"] != PROGRAMMATIC]
     for i, r in enumerate(llm_requests[:2]):
         _record(log, 100 + i, 2000.0, stage="generation", item=r["request_id"])
@@ -50,7 +66,10 @@ def test_the_estimate_uses_measured_latency_and_counts_cached_calls(home):
 
 def test_a_long_run_on_the_embedded_model_names_the_option_that_shrinks_it(home):
     lines = plan_lines(MAIN_JOB, "university", None)  # the paper's grid
-    assert lines[-1] == "  on the embedded model, to shrink it: --grid configs/grid-small.yaml (one style, one difficulty, n: 1)"
+    assert (
+        lines[-1]
+        == "  on the embedded model, to shrink it: --grid configs/grid-small.yaml (one style, one difficulty, n: 1)"
+    )
     assert "up to " in lines[2] and "h" in lines[2].split("up to ")[1].split()[0]  # hours, said up front
 
 

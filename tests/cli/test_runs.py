@@ -55,12 +55,19 @@ def test_failed_run_prints_summary_and_rerun_finds_it(cli_env, tmp_path):
     assert len(runs_in(tmp_path / "dagster_home")) == 2
 
     verbose = quandary("rerun", "--db", "university", "--verbose", env=env)
-    assert "Traceback" in verbose.stderr or "Stack Trace" in verbose.stderr or "File \"" in verbose.stderr
+    assert "Traceback" in verbose.stderr or "Stack Trace" in verbose.stderr or 'File "' in verbose.stderr
 
 
 def _start(*args, env) -> subprocess.Popen:
-    return subprocess.Popen([QUANDARY, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    return subprocess.Popen(
+        [QUANDARY, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _start_run(env, tmp_path) -> subprocess.Popen:
@@ -124,9 +131,15 @@ def test_kill_9_leaves_no_stuck_run(cli_env, tmp_path):
 
 
 def _answerable(question: str, sql: str) -> dict:
-    return {"db_id": "university", "question": question, "evidence": None, "sql": sql,
-            "category": {"name": "Answerable", "subname": "Without Evidence", "answerable": True, "solvable": True},
-            "question_style": "formal", "question_difficulty": "simple"}
+    return {
+        "db_id": "university",
+        "question": question,
+        "evidence": None,
+        "sql": sql,
+        "category": {"name": "Answerable", "subname": "Without Evidence", "answerable": True, "solvable": True},
+        "question_style": "formal",
+        "question_difficulty": "simple",
+    }
 
 
 def test_sigterm_stops_an_interaction_run_with_calls_in_flight(cli_env, tmp_path):
@@ -134,15 +147,25 @@ def test_sigterm_stops_an_interaction_run_with_calls_in_flight(cli_env, tmp_path
     calls (one in flight, the others queued; 600 s timeouts) ends the process at once with one line
     naming the job's resume command, and that command finishes the run."""
     records = tmp_path / "questions.json"
-    records.write_text(json.dumps([_answerable("How many departments are there?", "SELECT COUNT(*) FROM departments"),
-                                   _answerable("How many students are there?", "SELECT COUNT(*) FROM students")]))
+    records.write_text(
+        json.dumps(
+            [
+                _answerable("How many departments are there?", "SELECT COUNT(*) FROM departments"),
+                _answerable("How many students are there?", "SELECT COUNT(*) FROM students"),
+            ]
+        )
+    )
     with GatedStub(answer_first=0) as stub:
         env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
         imported = quandary("import", str(records), env=env)
         assert imported.returncode == 0, imported.stderr
         # without the stop the dialogue threads wait out the 600 s calls
-        code, out, err = _interrupt_when_held(stub, _start("interact", "--db", "university", "--max-steps", "1",
-                                                           env=env), signal.SIGTERM, "the interaction run")
+        code, out, err = _interrupt_when_held(
+            stub,
+            _start("interact", "--db", "university", "--max-steps", "1", env=env),
+            signal.SIGTERM,
+            "the interaction run",
+        )
         assert code == 130, out[-2000:] + err[-2000:]
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1, err
@@ -168,8 +191,21 @@ def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):
         pytest.skip(f"SemBench data not found at {SHARED_DATA / 'sembench'} (only in the workplace checkout)")
     with GatedStub(answer_first=0) as stub:
         env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
-        proc = _start("aisql", "judge", "--scenario", "movie", "--backend", "council", "--questions", "Q1",
-                      "--methods", "ex", "--data", str(SHARED_DATA), env=env)
+        proc = _start(
+            "aisql",
+            "judge",
+            "--scenario",
+            "movie",
+            "--backend",
+            "council",
+            "--questions",
+            "Q1",
+            "--methods",
+            "ex",
+            "--data",
+            str(SHARED_DATA),
+            env=env,
+        )
         code, out, err = _interrupt_when_held(stub, proc, signal.SIGTERM, "the aisql run")
     assert code == 130, out[-2000:] + err[-2000:]
     last = [line for line in err.splitlines() if line.strip()][-1]
@@ -206,8 +242,14 @@ def test_rerun_resumes_with_the_runs_council_and_prints_the_runs_summary(cli_env
     `quandary run` (funnel, dataset size)."""
     with _SwitchableStub() as stub:
         council = council_file(tmp_path / "c.json", stub.url)
-        run = quandary("run", "--db", "university", "--grid", str(tmp_path / "grid.yaml"),
-                       env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council)})
+        run = quandary(
+            "run",
+            "--db",
+            "university",
+            "--grid",
+            str(tmp_path / "grid.yaml"),
+            env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council)},
+        )
         assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
         stub.broken = False
         rerun = quandary("rerun", "--db", "university", env=cli_env)  # no QUANDARY_COUNCIL_CONFIG here
@@ -258,8 +300,12 @@ def test_failing_a_killed_run_frees_its_pool_slots(tmp_path):
     with DagsterInstance.local_temp(tempdir=str(tmp_path / "dagster_home")) as instance:
         storage = instance.event_log_storage
         storage.set_concurrency_slots("llm-test", 1)
-        dead = DagsterRun(job_name="abiss_dataset_job", run_id="dead-run", status=DagsterRunStatus.STARTED,
-                          tags={PID_TAG: str(gone.pid), HOST_TAG: socket.gethostname()})
+        dead = DagsterRun(
+            job_name="abiss_dataset_job",
+            run_id="dead-run",
+            status=DagsterRunStatus.STARTED,
+            tags={PID_TAG: str(gone.pid), HOST_TAG: socket.gethostname()},
+        )
         instance.add_run(dead)
         assert storage.claim_concurrency_slot("llm-test", "dead-run", "s03", 0).is_claimed
         assert not storage.claim_concurrency_slot("llm-test", "next-run", "s03", 0).is_claimed  # the pool is full

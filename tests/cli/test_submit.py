@@ -26,7 +26,8 @@ def test_submit_refuses_an_instance_without_a_queue(demo_db_path, capsys, isolat
     (tmp_path / "dagster_home").mkdir(exist_ok=True)
     (tmp_path / "dagster_home" / "dagster.yaml").write_text(
         "telemetry: {enabled: false}\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
-        "  class: DefaultRunCoordinator\n")
+        "  class: DefaultRunCoordinator\n"
+    )
     assert os.environ["DAGSTER_HOME"] == str(tmp_path / "dagster_home")
     assert main(["db", "register", str(demo_db_path), "--db-id", "uni"]) == 0
     assert main(["submit", "--job", "seed_databases_job", "--db", "uni"]) == 2
@@ -56,8 +57,10 @@ def test_pool_name_is_keyed_by_endpoint(tmp_path, monkeypatch):
     from assets.shared import pools
 
     cfg = tmp_path / "council.yaml"
-    cfg.write_text("members:\n  a: {model: openai/x, api_base: 'http://gpu1:8000/v1'}\n"
-                   "  b: {model: openai/y, api_base: 'http://gpu2:8001/v1'}\n"
-                   "councils: {default: [a, b], generators: [a], validators: [a, b], user_simulator: [a], system_agents: [b]}\n")
+    cfg.write_text(
+        "members:\n  a: {model: openai/x, api_base: 'http://gpu1:8000/v1'}\n"
+        "  b: {model: openai/y, api_base: 'http://gpu2:8001/v1'}\n"
+        "councils: {default: [a, b], generators: [a], validators: [a, b], user_simulator: [a], system_agents: [b]}\n"
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     assert pools.llm_pool() == "llm-gpu1_8000+gpu2_8001"

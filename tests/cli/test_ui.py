@@ -22,9 +22,11 @@ BIN = Path(sys.executable).parent
 
 
 def _graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql",
-                                 data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=120) as resp:
             return json.loads(resp.read())
@@ -65,18 +67,25 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
 
     port = _free_port()
-    proc = subprocess.Popen([str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-                            cwd=REPO, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
+
         def code_location():  # the server, then the code location, come up
             try:
                 return _graphql(port, REPOS)["data"]["repositoriesOrError"].get("nodes")
             except (OSError, KeyError, TypeError):
                 return None
 
-        repos = wait_until(code_location, 300, "dagster-webserver with the code location",
-                           alive=lambda: proc.poll() is None)
+        repos = wait_until(
+            code_location, 300, "dagster-webserver with the code location", alive=lambda: proc.poll() is None
+        )
         entries, markdown = {}, {}
         for key in ("rejection_report", "s03_category_conformance"):
             mats = _graphql(port, METADATA, {"key": [key]})["data"]["assetOrError"]["assetMaterializations"]
@@ -89,8 +98,11 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
         assert entries["rejection_report"]["survivors s03_category_conformance"] == "IntMetadataEntry"
         assert entries["s03_category_conformance"]["decisions"] == "TableMetadataEntry"
 
-        selector = {"pipelineName": "abiss_dataset_job", "repositoryName": repos[0]["name"],
-                    "repositoryLocationName": repos[0]["location"]["name"]}
+        selector = {
+            "pipelineName": "abiss_dataset_job",
+            "repositoryName": repos[0]["name"],
+            "repositoryLocationName": repos[0]["location"]["name"],
+        }
         bad = {"ops": {"generation_requests": {"config": {"styles": ["shouty"]}}}}
         answer = _graphql(port, VALID, {"selector": selector, "config": bad})["data"]["isPipelineConfigValid"]
         assert answer["__typename"] == "RunConfigValidationInvalid"
@@ -100,11 +112,16 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
         assert answer["__typename"] == "PipelineConfigValidationValid", answer
 
         runs_before = len(runs_in(tmp_path / "dagster_home"))
-        for grid, needle in (({"n": -1}, "n: must be at least 1 (got -1)"),
-                             ({"generators": ["gpt9"]}, "generators: unknown generator(s) ['gpt9']")):
-            params = {"selector": {k if k != "pipelineName" else "jobName": v for k, v in selector.items()},
-                      "runConfigData": {"ops": {"generation_requests": {"config": grid}}}, "mode": "default",
-                      "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "university"}]}}
+        for grid, needle in (
+            ({"n": -1}, "n: must be at least 1 (got -1)"),
+            ({"generators": ["gpt9"]}, "generators: unknown generator(s) ['gpt9']"),
+        ):
+            params = {
+                "selector": {k if k != "pipelineName" else "jobName": v for k, v in selector.items()},
+                "runConfigData": {"ops": {"generation_requests": {"config": grid}}},
+                "mode": "default",
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "university"}]},
+            }
             launched = _graphql(port, LAUNCH, {"params": params})["data"]["launchRun"]
             assert launched["__typename"] != "LaunchRunSuccess", launched
             assert needle in json.dumps(launched), launched

@@ -30,8 +30,10 @@ def test_materialize_demo_partition(instance, demo_db_path):
     Catalog().register(demo_db_path, "university")
     result = run_job_for_partition("seed_databases_job", "university", instance=instance)
     assert result.success
-    mats = {e.asset_key.to_user_string(): e.event_specific_data.materialization
-            for e in result.get_asset_materialization_events()}
+    mats = {
+        e.asset_key.to_user_string(): e.event_specific_data.materialization
+        for e in result.get_asset_materialization_events()
+    }
     assert set(mats) == {"seed_databases", "schema_context"}
     md = mats["seed_databases"].metadata
     assert md["dagster/row_count"].value == 1
@@ -40,9 +42,7 @@ def test_materialize_demo_partition(instance, demo_db_path):
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"seed_databases_contract": True, "schema_context_contract": True}
     # data version = content hash, so the UI shows content lineage
-    record = instance.get_latest_materialization_event(
-        __import__("dagster").AssetKey("seed_databases")
-    )
+    record = instance.get_latest_materialization_event(__import__("dagster").AssetKey("seed_databases"))
     assert record.asset_materialization.tags["dagster/data_version"] == md["content_hash"].value
     con = open_audit()
     assert con.execute("SELECT n_tables FROM seed_databases").fetchall() == [(5,)]

@@ -10,8 +10,11 @@ from assets.shared.resources import CouncilResource, SeedCatalogResource
 
 pytestmark = pytest.mark.integration
 
-RESOURCES = {"io_manager": VersionedParquetIOManager(), "council": CouncilResource(),
-             "seed_catalog": SeedCatalogResource()}
+RESOURCES = {
+    "io_manager": VersionedParquetIOManager(),
+    "council": CouncilResource(),
+    "seed_catalog": SeedCatalogResource(),
+}
 ran = []
 
 
@@ -24,12 +27,13 @@ def probe(council: CouncilResource, seed_catalog: SeedCatalogResource):
 
 
 def _launch(resource, field, value):
-    return materialize([probe], resources=RESOURCES,
-                       run_config={"resources": {resource: {"config": {field: value}}}})
+    return materialize([probe], resources=RESOURCES, run_config={"resources": {resource: {"config": {field: value}}}})
 
 
-@pytest.mark.parametrize("resource,field", [("io_manager", "base_dir"), ("council", "config_path"),
-                                            ("council", "log_path"), ("seed_catalog", "catalog_path")])
+@pytest.mark.parametrize(
+    "resource,field",
+    [("io_manager", "base_dir"), ("council", "config_path"), ("council", "log_path"), ("seed_catalog", "catalog_path")],
+)
 def test_resource_paths_outside_home_are_refused_at_launch(tmp_path, resource, field):
     ran.clear()
     outside = tmp_path / "outside" / "x"
@@ -65,8 +69,10 @@ def test_api_key_env_must_be_allow_listed(isolated_home, monkeypatch):
     cfg = isolated_home / "council.yaml"
 
     def write(env):
-        cfg.write_text("members:\n  m:\n    model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
-                       f"    api_key_env: {env}\ncouncils:\n  default: [m]\n")
+        cfg.write_text(
+            "members:\n  m:\n    model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
+            f"    api_key_env: {env}\ncouncils:\n  default: [m]\n"
+        )
 
     write("HOME")
     with pytest.raises(ValueError) as exc:

@@ -45,8 +45,14 @@ def dagster_home(tmp_path, monkeypatch):
 
 def test_demo_then_webserver_shows_materializations(dagster_home, isolated_home):
     env = dict(os.environ)
-    demo = subprocess.run([str(BIN / "quandary"), "demo", "--job", "seed_databases_job"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    demo = subprocess.run(
+        [str(BIN / "quandary"), "demo", "--job", "seed_databases_job"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert demo.returncode == 0, demo.stderr[-2000:]
     assert "materialized seed_databases" in demo.stdout
 
@@ -54,10 +60,14 @@ def test_demo_then_webserver_shows_materializations(dagster_home, isolated_home)
     # start_new_session: `dagster-webserver` spawns a code server; kill the whole group.
     proc = subprocess.Popen(
         [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
+
         def up():
             try:
                 return urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)

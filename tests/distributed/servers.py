@@ -27,8 +27,9 @@ def pg_bindir() -> str | None:
     candidates = []
     if shutil.which("pg_config"):
         try:
-            candidates.append(subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
-                                             timeout=30).stdout.strip())
+            candidates.append(
+                subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=30).stdout.strip()
+            )
         except (OSError, subprocess.SubprocessError):
             pass
     if shutil.which("initdb"):
@@ -43,8 +44,10 @@ def pg_bindir() -> str | None:
 def require_pg_bindir() -> str:
     d = pg_bindir()
     if d is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: `make test` installs "
-                    "Debian's postgresql package where apt is available")
+        pytest.skip(
+            "PostgreSQL server binaries (initdb, pg_ctl) not found: `make test` installs "
+            "Debian's postgresql package where apt is available"
+        )
     return d
 
 
@@ -94,15 +97,49 @@ def postgres_server():
     data, log = os.path.join(base, "data"), os.path.join(base, "server.log")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     try:
-        subprocess.run([*prefix, f"{bindir}/initdb", "-D", data, "-U", PG_USER, "--auth=trust", "-E", "UTF8",
-                        "--no-sync", "--no-instructions"], check=True, capture_output=True, env=env, timeout=300,
-                       cwd=base)
+        subprocess.run(
+            [
+                *prefix,
+                f"{bindir}/initdb",
+                "-D",
+                data,
+                "-U",
+                PG_USER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            check=True,
+            capture_output=True,
+            env=env,
+            timeout=300,
+            cwd=base,
+        )
         for attempt in range(3):
             port = free_port()
             started = subprocess.run(
-                [*prefix, f"{bindir}/pg_ctl", "-D", data, "-l", log, "-w", "-t", "120", "-o",
-                 f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-                capture_output=True, text=True, env=env, timeout=300, cwd=base)
+                [
+                    *prefix,
+                    f"{bindir}/pg_ctl",
+                    "-D",
+                    data,
+                    "-l",
+                    log,
+                    "-w",
+                    "-t",
+                    "120",
+                    "-o",
+                    f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off",
+                    "start",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+                cwd=base,
+            )
             if started.returncode == 0:
                 break
         else:
@@ -111,8 +148,13 @@ def postgres_server():
         yield Postgres(port, base)
     finally:
         if os.path.isdir(data):
-            subprocess.run([*prefix, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"],
-                           capture_output=True, env=env, timeout=120, cwd=base)
+            subprocess.run(
+                [*prefix, f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"],
+                capture_output=True,
+                env=env,
+                timeout=120,
+                cwd=base,
+            )
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -126,9 +168,15 @@ class S3Server:
     def client(self):
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, **{
-            "aws_access_key_id": S3_KEYS["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": S3_KEYS["AWS_SECRET_ACCESS_KEY"],
-            "region_name": S3_KEYS["AWS_DEFAULT_REGION"]})
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            **{
+                "aws_access_key_id": S3_KEYS["AWS_ACCESS_KEY_ID"],
+                "aws_secret_access_key": S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+                "region_name": S3_KEYS["AWS_DEFAULT_REGION"],
+            },
+        )
 
     def create_bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
@@ -147,12 +195,17 @@ def _responds(url: str) -> bool:
 def s3_server():
     pytest.importorskip("moto.server", reason="moto[server] is not installed (the test extras install it)")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _responds(endpoint + "/moto-api/"), 120, "moto S3 server ready",
-                   alive=lambda: proc.poll() is None)
+        wait_until(
+            lambda: _responds(endpoint + "/moto-api/"), 120, "moto S3 server ready", alive=lambda: proc.poll() is None
+        )
         yield S3Server(endpoint)
     finally:
         proc.terminate()

@@ -48,10 +48,13 @@ def servers():
 def deployment(servers, tmp_path, demo_db_path):
     pg, s3 = servers
     name = f"q{os.getpid()}_{tmp_path.name}".lower().replace("-", "_")[:60]
-    env = {**os.environ, **s3.env(),
-           "QUANDARY_DAGSTER_PG_URL": pg.create_database(name),
-           "QUANDARY_ARTIFACTS_URL": s3.create_bucket(name.replace("_", "-")) + "/artifacts",
-           "DAGSTER_CLI_API_GRPC_STARTUP_TIMEOUT": "300"}
+    env = {
+        **os.environ,
+        **s3.env(),
+        "QUANDARY_DAGSTER_PG_URL": pg.create_database(name),
+        "QUANDARY_ARTIFACTS_URL": s3.create_bucket(name.replace("_", "-")) + "/artifacts",
+        "DAGSTER_CLI_API_GRPC_STARTUP_TIMEOUT": "300",
+    }
     seed = tmp_path / "shared" / "university.sqlite"  # one path on both nodes (seed shipping is not built)
     seed.parent.mkdir()
     shutil.copyfile(demo_db_path, seed)
@@ -64,14 +67,20 @@ def deployment(servers, tmp_path, demo_db_path):
     # create the instance's tables once, as a deployment does (`dagster instance migrate`), before the nodes
     _run(nodes[0], "-c", "from dagster import DagsterInstance; DagsterInstance.get().dispose()")
     for node in nodes:  # one process per node (each start imports Dagster: seconds on a loaded machine)
-        _run(node, "-c", "import sys; from resources.catalog import Catalog; c = Catalog(); "
-                         "[c.register(sys.argv[1], d) for d in ('uni', 'uni2', 'uni3')]", str(seed))
+        _run(
+            node,
+            "-c",
+            "import sys; from resources.catalog import Catalog; c = Catalog(); "
+            "[c.register(sys.argv[1], d) for d in ('uni', 'uni2', 'uni3')]",
+            str(seed),
+        )
     return nodes
 
 
 def _run(env, *args, timeout=600):
-    done = subprocess.run([sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -121,6 +130,7 @@ def _status_of(b, monkeypatch, partition: str):
         assert len(runs) == 1
         assert runs[0].status.name not in ("FAILURE", "CANCELED"), runs[0].status
         return runs[0].status.name
+
     return instance, status
 
 
@@ -147,12 +157,28 @@ def test_two_nodes_share_runs_and_artifacts_and_the_queue(deployment, monkeypatc
     assert "queued" in out
     instance, status = _status_of(b, monkeypatch, "uni3")
     assert status() in ("QUEUED", "NOT_STARTED")  # nothing launches it until a daemon runs
-    daemon = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dagster-daemon"), "run",
-                               "-w", str(REPO_ROOT / "workspace.yaml")], cwd=REPO_ROOT, env=b,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    daemon = subprocess.Popen(
+        [
+            os.path.join(os.path.dirname(sys.executable), "dagster-daemon"),
+            "run",
+            "-w",
+            str(REPO_ROOT / "workspace.yaml"),
+        ],
+        cwd=REPO_ROOT,
+        env=b,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        wait_until(lambda: status() == "SUCCESS", 480, "the daemon on node B launched node A's queued run",
-                   alive=lambda: daemon.poll() is None, interval_s=3)
+        wait_until(
+            lambda: status() == "SUCCESS",
+            480,
+            "the daemon on node B launched node A's queued run",
+            alive=lambda: daemon.poll() is None,
+            interval_s=3,
+        )
     finally:
         instance.dispose()
         os.killpg(daemon.pid, signal.SIGTERM)
@@ -177,12 +203,18 @@ def _host_renaming() -> list[str]:
     """A command prefix that runs a program under its own host name (a UTS namespace), or []."""
     unshare = shutil.which("unshare")
     for prefix in ([unshare, "--uts"], [unshare, "--user", "--map-root-user", "--uts"]) if unshare else ():
-        probe = subprocess.run([*prefix, "--", "sh", "-c", "hostname quandary-probe && hostname"],
-                               capture_output=True, text=True, timeout=60)
+        probe = subprocess.run(
+            [*prefix, "--", "sh", "-c", "hostname quandary-probe && hostname"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if probe.returncode == 0 and probe.stdout.strip() == "quandary-probe":
             return prefix
-    warnings.warn("cannot give the test nodes their own host names (unshare --uts refused): they share this "
-                  "machine's, which the PostgreSQL call log does not use anyway")
+    warnings.warn(
+        "cannot give the test nodes their own host names (unshare --uts refused): they share this "
+        "machine's, which the PostgreSQL call log does not use anyway"
+    )
     return []
 
 
@@ -195,8 +227,15 @@ def _node(env, host: str, *args) -> subprocess.Popen:
     """`quandary ARGS` on node ``env`` under host name ``host`` (its own process group); its output
     goes to a file beside the node's folders (read by :func:`_finish`, kept for a failed test)."""
     log = open(os.path.join(os.path.dirname(env["QUANDARY_HOME"]), f"{host}-{args[0]}-{args[2]}.log"), "w+")
-    proc = subprocess.Popen(_on_host(host, QUANDARY, *map(str, args)), cwd=REPO_ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        _on_host(host, QUANDARY, *map(str, args)),
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     proc.output = log
     return proc
 
@@ -261,8 +300,13 @@ def test_two_nodes_send_each_llm_request_once_within_the_pool(deployment, tmp_pa
         runs = {host: _node(env, host, "run", "--db", db, "--grid", grid) for host, (env, db) in nodes.items()}
         started = list(runs.values())
         try:
-            wait_until(stub.held.is_set, 420, "a node's 7th LLM request at the stub",
-                       alive=lambda: all(p.poll() is None for p in runs.values()), interval_s=1)
+            wait_until(
+                stub.held.is_set,
+                420,
+                "a node's 7th LLM request at the stub",
+                alive=lambda: all(p.poll() is None for p in runs.values()),
+                interval_s=1,
+            )
             [(host, pid)] = _claim_owners(log)  # the node whose run sends the held request
             [victim] = [h for h, p in runs.items() if p.pid == pid]
             assert host == victim or not _host_renaming()
@@ -287,10 +331,21 @@ def test_two_nodes_send_each_llm_request_once_within_the_pool(deployment, tmp_pa
         assert _runs(env, monkeypatch, nodes[other][1]) == ["SUCCESS"]
 
     sent = Counter(stub.requests)
-    print("llm counts:", json.dumps({
-        "requests_at_stub": len(stub.requests), "distinct_requests": len(sent), "sent_twice": len(held),
-        "answered": len(stub.answered), "peak_in_flight": stub.peak, "pool_limit": POOL_LIMIT,
-        "repeated_completed_calls": len(stub.answered) - len(set(stub.answered)), "victim": victim}))
+    print(
+        "llm counts:",
+        json.dumps(
+            {
+                "requests_at_stub": len(stub.requests),
+                "distinct_requests": len(sent),
+                "sent_twice": len(held),
+                "answered": len(stub.answered),
+                "peak_in_flight": stub.peak,
+                "pool_limit": POOL_LIMIT,
+                "repeated_completed_calls": len(stub.answered) - len(set(stub.answered)),
+                "victim": victim,
+            }
+        ),
+    )
     # every distinct request reached the stub once across the nodes, but the one the dead run never got
     assert {k for k, n in sent.items() if n > 1} == held and max(sent.values()) == 2
     assert len(stub.answered) == len(set(stub.answered)) == len(sent)  # no completed call asked again

@@ -40,8 +40,11 @@ def state(tmp_path, monkeypatch):
 def _age(engine, run_id: str, seconds: float) -> None:
     """Make the run's last heartbeat ``seconds`` old (as if its worker stopped then)."""
     with engine.begin() as con:
-        con.execute(update(hb.HEARTBEATS).where(hb.HEARTBEATS.c.run_id == run_id)
-                    .values(beat_at=hb.HEARTBEATS.c.beat_at - seconds))
+        con.execute(
+            update(hb.HEARTBEATS)
+            .where(hb.HEARTBEATS.c.run_id == run_id)
+            .values(beat_at=hb.HEARTBEATS.c.beat_at - seconds)
+        )
 
 
 BEATER = """
@@ -58,8 +61,14 @@ def test_a_killed_worker_is_dead_by_its_heartbeat_a_stopped_one_has_none(state, 
     from tests.sql.hostile_sql import REPO_ROOT
 
     env = {**os.environ, hb.HEARTBEAT_ENV: "0.2"}
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(BEATER), str(state.url), "run-a"], cwd=REPO_ROOT,
-                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(BEATER), str(state.url), "run-a"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "beating"
         beat = hb.liveness(state, "run-a", timeout=60)
@@ -70,7 +79,9 @@ def test_a_killed_worker_is_dead_by_its_heartbeat_a_stopped_one_has_none(state, 
         if proc.poll() is None:
             proc.kill()
     # no heartbeat arrives any more: dead once the timeout passes
-    wait_until(lambda: hb.liveness(state, "run-a", timeout=1.0).alive is False, 60, "the killed worker's heartbeat aged")
+    wait_until(
+        lambda: hb.liveness(state, "run-a", timeout=1.0).alive is False, 60, "the killed worker's heartbeat aged"
+    )
     assert "pid" in hb.liveness(state, "run-a", timeout=1.0).describe()
     # a worker that stopped normally removed its heartbeat: nothing to judge by
     monkeypatch.setenv(hb.HEARTBEAT_ENV, "30")
@@ -83,8 +94,12 @@ def test_a_killed_worker_is_dead_by_its_heartbeat_a_stopped_one_has_none(state, 
 def _started_run(instance, tags):
     from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
-    run = DagsterRun(job_name="abiss_dataset_job", run_id=str(uuid.uuid4()), status=DagsterRunStatus.STARTED,
-                     tags={"dagster/partition": "uni", **tags})
+    run = DagsterRun(
+        job_name="abiss_dataset_job",
+        run_id=str(uuid.uuid4()),
+        status=DagsterRunStatus.STARTED,
+        tags={"dagster/partition": "uni", **tags},
+    )
     return instance.add_run(run)
 
 
@@ -172,21 +187,43 @@ def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, de
         seed.parent.mkdir()
         shutil.copyfile(demo_db_path, seed)
         (tmp_path / "grid.yaml").write_text(SMALL_GRID)
-        base = {**os.environ, "QUANDARY_DAGSTER_PG_URL": url, "QUANDARY_LLM_POOL": POOL, "QUANDARY_KEY_STUB": "none",
-                "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "council.json", stub.url, 600)),
-                hb.HEARTBEAT_ENV: "0.5", hb.HEARTBEAT_TIMEOUT_ENV: "4", "DAGSTER_CLI_API_GRPC_STARTUP_TIMEOUT": "300"}
+        base = {
+            **os.environ,
+            "QUANDARY_DAGSTER_PG_URL": url,
+            "QUANDARY_LLM_POOL": POOL,
+            "QUANDARY_KEY_STUB": "none",
+            "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "council.json", stub.url, 600)),
+            hb.HEARTBEAT_ENV: "0.5",
+            hb.HEARTBEAT_TIMEOUT_ENV: "4",
+            "DAGSTER_CLI_API_GRPC_STARTUP_TIMEOUT": "300",
+        }
         for k in (STATE_URL_ENV, "QUANDARY_ARTIFACTS_URL"):
             base.pop(k, None)
         nodes = []
         for i in range(2):
             _instance_file(tmp_path / f"node{i}" / "dagster_home")
-            nodes.append({**base, "QUANDARY_HOME": str(tmp_path / f"node{i}" / "quandary"),
-                          "DAGSTER_HOME": str(tmp_path / f"node{i}" / "dagster_home")})
+            nodes.append(
+                {
+                    **base,
+                    "QUANDARY_HOME": str(tmp_path / f"node{i}" / "quandary"),
+                    "DAGSTER_HOME": str(tmp_path / f"node{i}" / "dagster_home"),
+                }
+            )
         a, b = nodes
         setup = subprocess.run(  # the instance's tables, and the shared catalog (one table for both nodes)
-            [sys.executable, "-c", "import sys; from dagster import DagsterInstance; DagsterInstance.get().dispose(); "
-             "from resources.catalog import Catalog; [Catalog().register(sys.argv[1], d) for d in ('uni', 'uni2')]",
-             str(seed)], cwd=REPO_ROOT, env=a, capture_output=True, text=True, timeout=600)
+            [
+                sys.executable,
+                "-c",
+                "import sys; from dagster import DagsterInstance; DagsterInstance.get().dispose(); "
+                "from resources.catalog import Catalog; [Catalog().register(sys.argv[1], d) for d in ('uni', 'uni2')]",
+                str(seed),
+            ],
+            cwd=REPO_ROOT,
+            env=a,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert setup.returncode == 0, setup.stderr[-3000:]
 
         monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", url)
@@ -195,8 +232,16 @@ def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, de
 
         def start(env, *args):  # stderr to a file: an unread pipe can fill up and stall the run
             with open(tmp_path / f"stderr{len(procs)}", "w") as err:  # the child keeps its own copy
-                procs.append(subprocess.Popen([QUANDARY, *args], cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
-                                              stderr=err, start_new_session=True))
+                procs.append(
+                    subprocess.Popen(
+                        [QUANDARY, *args],
+                        cwd=REPO_ROOT,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        start_new_session=True,
+                    )
+                )
             return procs[-1]
 
         def run_of(partition):
@@ -204,35 +249,62 @@ def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, de
             return runs[0] if runs else None
 
         try:
-            daemon = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "dagster-daemon"), "run", "-w",
-                                       str(REPO_ROOT / "workspace.yaml")], cwd=REPO_ROOT, env=b,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            daemon = subprocess.Popen(
+                [
+                    os.path.join(os.path.dirname(sys.executable), "dagster-daemon"),
+                    "run",
+                    "-w",
+                    str(REPO_ROOT / "workspace.yaml"),
+                ],
+                cwd=REPO_ROOT,
+                env=b,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             procs.append(daemon)
             victim = start(a, "run", "--db", "uni", "--grid", str(tmp_path / "grid.yaml"))
             assert stub.held.wait(600), "run 1 never sent an LLM request"
             run1 = run_of("uni")
             wait_until(lambda: _pool_info(instance)[0] == {run1.run_id}, 120, "run 1 holds the pool's one slot")
             waiting = start(b, "run", "--db", "uni2", "--grid", str(tmp_path / "grid.yaml"))
-            wait_until(lambda: run_of("uni2") is not None and run_of("uni2").run_id in _pool_info(instance)[1], 600,
-                       "run 2 waits for the pool slot", alive=lambda: waiting.poll() is None)
+            wait_until(
+                lambda: run_of("uni2") is not None and run_of("uni2").run_id in _pool_info(instance)[1],
+                600,
+                "run 2 waits for the pool slot",
+                alive=lambda: waiting.poll() is None,
+            )
 
             os.killpg(victim.pid, signal.SIGKILL)  # the worker dies holding the slot
             victim.wait(60)
             run2 = run_of("uni2")
-            wait_until(lambda: run_of("uni").status.name == "FAILURE", 300,
-                       "run monitoring failed the killed run", alive=lambda: daemon.poll() is None, interval_s=1)
-            wait_until(lambda: _pool_info(instance)[0] == {run2.run_id}, 300,
-                       "the killed step's slot was freed and run 2 took it", alive=lambda: daemon.poll() is None,
-                       interval_s=1)
+            wait_until(
+                lambda: run_of("uni").status.name == "FAILURE",
+                300,
+                "run monitoring failed the killed run",
+                alive=lambda: daemon.poll() is None,
+                interval_s=1,
+            )
+            wait_until(
+                lambda: _pool_info(instance)[0] == {run2.run_id},
+                300,
+                "the killed step's slot was freed and run 2 took it",
+                alive=lambda: daemon.poll() is None,
+                interval_s=1,
+            )
             stub.release()
             assert waiting.wait(600) == 0, (tmp_path / f"stderr{procs.index(waiting)}").read_text()[-3000:]
-            failure = [e.message for e in instance.all_logs(run1.run_id)
-                       if e.is_dagster_event and e.dagster_event.is_run_failure]
+            failure = [
+                e.message
+                for e in instance.all_logs(run1.run_id)
+                if e.is_dagster_event and e.dagster_event.is_run_failure
+            ]
             # failed by Dagster's run monitoring (the daemon), from the launcher's heartbeat check
             assert any("run worker status FAILED" in m and "heartbeat" in m for m in failure), failure
 
-            rerun = subprocess.run([QUANDARY, "rerun", "--db", "uni"], cwd=REPO_ROOT, env=a, capture_output=True,
-                                   text=True, timeout=600)
+            rerun = subprocess.run(
+                [QUANDARY, "rerun", "--db", "uni"], cwd=REPO_ROOT, env=a, capture_output=True, text=True, timeout=600
+            )
             assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-3000:]
             assert "re-executed run" in rerun.stdout
             runs = instance.get_runs(RunsFilter(tags={"dagster/partition": "uni"}))

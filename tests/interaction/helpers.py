@@ -36,14 +36,36 @@ class Script:
         return sum(1 for k, _ in self.seen if k == kind)
 
 
-def question_row(sub: str, question: str, sql: str | None = None, hidden_knowledge: str | None = None,
-                 feedback: str | None = None, qid: str | None = None, evidence: str | None = None,
-                 db_id: str = "university", style: str = "formal") -> dict:
+def question_row(
+    sub: str,
+    question: str,
+    sql: str | None = None,
+    hidden_knowledge: str | None = None,
+    feedback: str | None = None,
+    qid: str | None = None,
+    evidence: str | None = None,
+    db_id: str = "university",
+    style: str = "formal",
+) -> dict:
     from pipelines.taxonomy import subcategory
 
     s = subcategory(sub)
-    return {"question_id": qid or f"q-{sub}-{abs(hash(question)) % 10_000}", "candidate_id": "c", "group_id": "g",
-            "db_id": db_id, "question": question, "evidence": evidence, "sql": sql, "hidden_knowledge": hidden_knowledge,
-            "feedback": feedback, "subcategory": sub, "category": s.category, "group": s.group.value,
-            "is_solvable": s.solvable, "style": style, "difficulty": "simple", "generator": "test",
-            "interpretation_index": None}
+    return {
+        "question_id": qid or f"q-{sub}-{abs(hash(question)) % 10_000}",
+        "candidate_id": "c",
+        "group_id": "g",
+        "db_id": db_id,
+        "question": question,
+        "evidence": evidence,
+        "sql": sql,
+        "hidden_knowledge": hidden_knowledge,
+        "feedback": feedback,
+        "subcategory": sub,
+        "category": s.category,
+        "group": s.group.value,
+        "is_solvable": s.solvable,
+        "style": style,
+        "difficulty": "simple",
+        "generator": "test",
+        "interpretation_index": None,
+    }

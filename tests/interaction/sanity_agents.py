@@ -14,6 +14,7 @@ def _readings(q) -> list[dict]:
 class Perfect:
     """Right label, asks exactly when the question is ambiguous, then the SQL of the reading the
     user meant; feedback naming what is missing on an unanswerable question."""
+
     name = "perfect"
 
     def classify(self, q):
@@ -35,6 +36,7 @@ class Perfect:
 
 class Naive:
     """Calls everything answerable and answers with the same query."""
+
     name = "naive"
 
     def classify(self, q):

@@ -44,8 +44,12 @@ def test_a_cap_on_a_balanced_set_stays_balanced(per_sub, n, seed):
 
 
 def test_balance_is_pooled_over_every_database():
-    counts = {("a", "answerable"): 3, ("a", "lexical_vagueness"): 1, ("b", "lexical_vagueness"): 3,
-              ("b", "answerable"): 0}
+    counts = {
+        ("a", "answerable"): 3,
+        ("a", "lexical_vagueness"): 1,
+        ("b", "lexical_vagueness"): 3,
+        ("b", "answerable"): 0,
+    }
     rows = rows_from(counts)
     pooled = Counter(r["subcategory"] for r in balance(rows, "subcategory", 42))
     assert pooled == {"answerable": 3, "lexical_vagueness": 3}  # per database it would be 1+0 / 1+3

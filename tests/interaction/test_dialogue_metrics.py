@@ -22,14 +22,18 @@ from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F4
 
 # ------------------------------------------------------------------ system response normalisation
 
-@pytest.mark.parametrize("fields, final, status, kind", [
-    ({"system_question": "Which?", "system_sql": "SELECT 1"}, False, "multiple", "question"),
-    ({"system_question": "  ", "system_sql": "SELECT 1"}, False, "ok", "sql"),  # blanks are not answers
-    ({"system_question": "", "system_sql": "", "system_feedback": ""}, False, "empty", None),
-    ({"system_sql": "SELECT 1", "system_feedback": "x"}, True, "multiple", "sql"),
-    ({"question": "Which?"}, True, "question_on_final_turn", None),
-    ({"feedback": "missing"}, False, "ok", "feedback"),
-])
+
+@pytest.mark.parametrize(
+    "fields, final, status, kind",
+    [
+        ({"system_question": "Which?", "system_sql": "SELECT 1"}, False, "multiple", "question"),
+        ({"system_question": "  ", "system_sql": "SELECT 1"}, False, "ok", "sql"),  # blanks are not answers
+        ({"system_question": "", "system_sql": "", "system_feedback": ""}, False, "empty", None),
+        ({"system_sql": "SELECT 1", "system_feedback": "x"}, True, "multiple", "sql"),
+        ({"question": "Which?"}, True, "question_on_final_turn", None),
+        ({"feedback": "missing"}, False, "ok", "feedback"),
+    ],
+)
 def test_normalise(fields, final, status, kind):
     r = normalise(fields, final)
     assert (r.status, r.kind) == (status, kind)
@@ -37,6 +41,7 @@ def test_normalise(fields, final, status, kind):
 
 class AskingAgent:
     """A custom agent that always asks (and tries to ask on the final turn too)."""
+
     name = "asker"
 
     def classify(self, q):
@@ -60,12 +65,22 @@ def user_council():
 
 
 def test_final_turn_restriction_and_predicted_mode_skipped_without_classification(scripted, demo_db_path):
-    scripted.responder = Script(user_classify=lambda m, t, r: {"relevancy": "Irrelevant", "node_ids": []},
-                                user_answer=lambda m, t, r: {"answer": "no idea"})
+    scripted.responder = Script(
+        user_classify=lambda m, t, r: {"relevancy": "Irrelevant", "node_ids": []},
+        user_answer=lambda m, t, r: {"answer": "no idea"},
+    )
     rows = [question_row("lexical_overlap", "List the emails.", sql="SELECT 1", hidden_knowledge="personal")]
     agent = AgentHandle(AskingAgent(), "asker", "custom", "x")
-    convs, skipped = run_benchmark([agent], rows, ["predicted", "taxonomy_free"], SimulatedUser(user_council()),
-                                   "schema", str(demo_db_path), max_steps=3, workers=2)
+    convs, skipped = run_benchmark(
+        [agent],
+        rows,
+        ["predicted", "taxonomy_free"],
+        SimulatedUser(user_council()),
+        "schema",
+        str(demo_db_path),
+        max_steps=3,
+        workers=2,
+    )
     assert [s["mode"] for s in skipped] == ["predicted"]
     (c,) = convs
     assert c["n_turns"] == 4 and c["end"] == "give_up"  # 3 clarifications + a final turn that may not ask
@@ -80,14 +95,21 @@ def test_council_agent_dialogue_sql_after_clarification(scripted, demo_db_path):
         return {"system_question": None, "system_sql": "SELECT 1", "system_feedback": None}
 
     scripted.responder = Script(
-        classify=lambda m, t, r: {"category": "lexical_overlap"}, respond=respond,
+        classify=lambda m, t, r: {"category": "lexical_overlap"},
+        respond=respond,
         user_classify=lambda m, t, r: {"relevancy": "Relevant", "node_ids": []},
-        user_answer=lambda m, t, r: {"answer": "institutional"})
+        user_answer=lambda m, t, r: {"answer": "institutional"},
+    )
     system = Council("system_agents", [scripted_member("sys")], call_log())
     rows = [question_row("lexical_overlap", "List the emails.", sql="SELECT 1", hidden_knowledge="institutional")]
-    convs, skipped = run_benchmark([load_agent("sys", system)], rows, ["ground_truth", "predicted", "taxonomy_only",
-                                                                       "taxonomy_free"],
-                                   SimulatedUser(user_council()), "schema", str(demo_db_path))
+    convs, skipped = run_benchmark(
+        [load_agent("sys", system)],
+        rows,
+        ["ground_truth", "predicted", "taxonomy_only", "taxonomy_free"],
+        SimulatedUser(user_council()),
+        "schema",
+        str(demo_db_path),
+    )
     assert not skipped and len(convs) == 4
     assert all(c["end"] == "sql" and c["n_turns"] == 2 for c in convs)
     # history reaches the second turn; the diagnosed category only in GT / predicted modes
@@ -104,6 +126,7 @@ def test_council_agent_dialogue_sql_after_clarification(scripted, demo_db_path):
 
 # ------------------------------------------------------------------ metrics on hand-built conversations
 
+
 def turn(q=None, sql=None, fb=None, rel=None):
     return {"system_question": q, "system_sql": sql, "system_feedback": fb, "relevance": rel}
 
@@ -111,26 +134,47 @@ def turn(q=None, sql=None, fb=None, rel=None):
 def conv(mode, turns, sub, agent="a", pred=None):
     last = turns[-1]
     end = "sql" if last["system_sql"] else "feedback" if last["system_feedback"] else "give_up"
-    return {"conversation_id": f"{agent}-{mode}-{sub}-{len(turns)}-{id(turns)}", "question_id": sub, "db_id": "d",
-            "agent": agent, "mode": mode, "end": end, "n_turns": len(turns), "predicted_subcategory": pred,
-            "predicted_sql": last["system_sql"], "predicted_feedback": last["system_feedback"], "turns": turns}
+    return {
+        "conversation_id": f"{agent}-{mode}-{sub}-{len(turns)}-{id(turns)}",
+        "question_id": sub,
+        "db_id": "d",
+        "agent": agent,
+        "mode": mode,
+        "end": end,
+        "n_turns": len(turns),
+        "predicted_subcategory": pred,
+        "predicted_sql": last["system_sql"],
+        "predicted_feedback": last["system_feedback"],
+        "turns": turns,
+    }
 
 
 def test_ex_fb_denominators_and_air(demo_db_path):
     gold = "SELECT COUNT(*) FROM students"
-    qs = {"answerable": question_row("answerable", "n?", sql=gold, qid="answerable"),
-          "lexical_overlap": question_row("lexical_overlap", "e?", sql=gold, hidden_knowledge="h", qid="lexical_overlap"),
-          "missing_entity": question_row("missing_entity", "s?", feedback="no staff", qid="missing_entity")}
-    judge = lambda q, fb: (fb == "good", [{"member": "j", "vote": "Yes" if fb == "good" else "No",  # noqa: E731
-                                           "parsed_ok": True, "llm_call_id": "c"}])
+    qs = {
+        "answerable": question_row("answerable", "n?", sql=gold, qid="answerable"),
+        "lexical_overlap": question_row("lexical_overlap", "e?", sql=gold, hidden_knowledge="h", qid="lexical_overlap"),
+        "missing_entity": question_row("missing_entity", "s?", feedback="no staff", qid="missing_entity"),
+    }
+    judge = lambda q, fb: (
+        fb == "good",
+        [
+            {
+                "member": "j",
+                "vote": "Yes" if fb == "good" else "No",  # noqa: E731
+                "parsed_ok": True,
+                "llm_call_id": "c",
+            }
+        ],
+    )
     convs = [
-        conv("ground_truth", [turn(sql=gold)], "answerable"),                               # EX True
-        conv("ground_truth", [turn(fb="cannot")], "answerable"),                            # EX False, FB False
+        conv("ground_truth", [turn(sql=gold)], "answerable"),  # EX True
+        conv("ground_truth", [turn(fb="cannot")], "answerable"),  # EX False, FB False
         conv("ground_truth", [turn(q="?", rel="Relevant"), turn(sql=gold)], "lexical_overlap"),  # EX True, AIR 1/1
         conv("ground_truth", [turn(q="?", rel="Relevant"), turn(q="?", rel="Technical"), turn()], "lexical_overlap"),
-        conv("ground_truth", [turn(fb="good")], "missing_entity"),                           # FB True
-        conv("ground_truth", [turn(sql=gold)], "missing_entity"),                            # EX False, FB False
-        conv("ground_truth", [turn(q="?", rel="Irrelevant"), turn()], "missing_entity"),     # FB False (no feedback)
+        conv("ground_truth", [turn(fb="good")], "missing_entity"),  # FB True
+        conv("ground_truth", [turn(sql=gold)], "missing_entity"),  # EX False, FB False
+        conv("ground_truth", [turn(q="?", rel="Irrelevant"), turn()], "missing_entity"),  # FB False (no feedback)
     ]
     scores = [score_conversation(c, qs[c["question_id"]], str(demo_db_path), judge) for c in convs]
     # EX over answerable + ambiguous (4) + unanswerable with SQL (1) = 5; 2 solved
@@ -152,8 +196,10 @@ def test_ex_fb_denominators_and_air(demo_db_path):
 
 def test_rec_and_cls_count_failed_classifications_as_wrong(demo_db_path):
     q = question_row("scope_ambiguity", "x?", sql="SELECT 1", hidden_knowledge="h", qid="scope_ambiguity")
-    cs = [conv("predicted", [turn(sql="SELECT 1")], "scope_ambiguity", pred=p)
-          for p in ("scope_ambiguity", "lexical_vagueness", "answerable", None)]
+    cs = [
+        conv("predicted", [turn(sql="SELECT 1")], "scope_ambiguity", pred=p)
+        for p in ("scope_ambiguity", "lexical_vagueness", "answerable", None)
+    ]
     scores = [score_conversation(c, q, str(demo_db_path)) for c in cs]
     assert [s["recognition"] for s in scores] == [True, True, False, False]
     assert [s["classification"] for s in scores] == [True, False, False, False]
@@ -163,6 +209,7 @@ def test_rec_and_cls_count_failed_classifications_as_wrong(demo_db_path):
 
 # ------------------------------------------------------------------ balancing
 
+
 def test_balance_per_subcategory_and_group_is_reproducible():
     rows = []
     for i, s in enumerate(SUBCATEGORIES):
@@ -170,7 +217,9 @@ def test_balance_per_subcategory_and_group_is_reproducible():
             rows.append({"question_id": f"{s.id}-{j:02d}", "subcategory": s.id, "group": s.group.value})
     out = balance(rows, "subcategory", seed=42)
     assert Counter(r["subcategory"] for r in out) == {s.id: 5 for s in SUBCATEGORIES}
-    assert [r["question_id"] for r in balance(list(reversed(rows)), "subcategory", 42)] == [r["question_id"] for r in out]
+    assert [r["question_id"] for r in balance(list(reversed(rows)), "subcategory", 42)] == [
+        r["question_id"] for r in out
+    ]
     assert [r["question_id"] for r in balance(rows, "subcategory", 7)] != [r["question_id"] for r in out]
     by_group = Counter(r["group"] for r in balance(rows, "group", 42))
     assert set(by_group.values()) == {min(Counter(r["group"] for r in rows).values())}
@@ -178,13 +227,26 @@ def test_balance_per_subcategory_and_group_is_reproducible():
 
 # ------------------------------------------------------------------ fragments on real gold SQL
 
+
 def test_fragment_order_and_types():
     frags = extract_fragments(
         "SELECT DISTINCT T1.name, COUNT(*) AS n FROM students AS T1 INNER JOIN enrolls AS T2 ON T1.id = T2.sid "
         "WHERE T1.age > 20 AND T1.dept = T2.dept AND (T1.x = 1 OR T1.y = 2) GROUP BY T1.name HAVING COUNT(*) > 1 "
-        "ORDER BY n DESC LIMIT 3")
-    assert [f.clause for f in frags] == ["DISTINCT", "SELECT", "SELECT", "FROM", "JOIN", "WHERE", "WHERE",
-                                         "GROUP_BY", "HAVING", "ORDER_BY", "LIMIT"]
+        "ORDER BY n DESC LIMIT 3"
+    )
+    assert [f.clause for f in frags] == [
+        "DISTINCT",
+        "SELECT",
+        "SELECT",
+        "FROM",
+        "JOIN",
+        "WHERE",
+        "WHERE",
+        "GROUP_BY",
+        "HAVING",
+        "ORDER_BY",
+        "LIMIT",
+    ]
     assert [f.id for f in frags] == list(range(1, 12))
     assert frags[2].sql == "COUNT(*) AS n" and frags[-1].sql == "3" and frags[-2].sql == "n DESC"
     assert "T1.dept = T2.dept" not in [f.sql for f in frags]  # implicit join dropped
@@ -206,8 +268,12 @@ def test_fragments_on_real_spider_and_bird_gold_sql(shared_data):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.one_of(st.text(max_size=80), st.builds(lambda a, b: f"SELECT {a} FROM t WHERE {b}",
-                                                  st.text(max_size=20), st.text(max_size=20))))
+@given(
+    st.one_of(
+        st.text(max_size=80),
+        st.builds(lambda a, b: f"SELECT {a} FROM t WHERE {b}", st.text(max_size=20), st.text(max_size=20)),
+    )
+)
 def test_fragment_extractor_never_raises_and_numbers_consecutively(sql):
     frags = extract_fragments(sql)
     assert [f.id for f in frags] == list(range(1, len(frags) + 1))

@@ -14,9 +14,13 @@ from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, kind_of, question_row
 from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
 
-AMB = question_row("lexical_vagueness", "List the tall students.",
-                   sql="SELECT name FROM students WHERE height_cm > 200", hidden_knowledge="tall means over 200 cm",
-                   qid="q-amb")
+AMB = question_row(
+    "lexical_vagueness",
+    "List the tall students.",
+    sql="SELECT name FROM students WHERE height_cm > 200",
+    hidden_knowledge="tall means over 200 cm",
+    qid="q-amb",
+)
 
 
 def council(role="user_simulator", n=3, prefix="u"):
@@ -25,6 +29,7 @@ def council(role="user_simulator", n=3, prefix="u"):
 
 class AskThenSql:
     """A custom agent: one clarification, then SQL."""
+
     name = "ask-then-sql"
 
     def respond(self, turn):
@@ -33,27 +38,34 @@ class AskThenSql:
 
 def failing(script: Script, fail: set):
     """Wrap a Script: (kind, member) pairs in ``fail`` answer a non-retryable HTTP error."""
+
     def responder(req):
         kind = kind_of([m for m in req.messages if m["role"] == "user"][-1]["content"])
         if (kind, req.model.split("/")[-1]) in fail:
             script.seen.append((kind, req.model.split("/")[-1]))
             return http_error(400, "scripted transport failure")
         return script(req)
+
     return responder
 
 
 def script(labels=("Relevant", "Relevant", "Relevant")):
-    return Script(user_classify=lambda m, t, r: {"reasoning": "", "relevancy": labels[int(m[-1])], "node_ids": []},
-                  user_answer=lambda m, t, r: {"answer": "over 200 cm"},
-                  tournament=lambda m, t, r: {"analysis": "", "answer": "A"})
+    return Script(
+        user_classify=lambda m, t, r: {"reasoning": "", "relevancy": labels[int(m[-1])], "node_ids": []},
+        user_answer=lambda m, t, r: {"answer": "over 200 cm"},
+        tournament=lambda m, t, r: {"analysis": "", "answer": "A"},
+    )
 
 
-@pytest.mark.parametrize("fail", [
-    {("user_classify", "u1"), ("user_classify", "u2")},  # 1 valid vote + 2 failed: was labelled Relevant
-    {("user_classify", "u0"), ("user_classify", "u1"), ("user_classify", "u2")},  # no vote: was Irrelevant
-    {("user_answer", "u0"), ("user_answer", "u1"), ("user_answer", "u2")},  # no answer: was the refusal text
-    {("user_classify", "u2")},  # one failed voter could have changed the candidates: not the reference turn
-])
+@pytest.mark.parametrize(
+    "fail",
+    [
+        {("user_classify", "u1"), ("user_classify", "u2")},  # 1 valid vote + 2 failed: was labelled Relevant
+        {("user_classify", "u0"), ("user_classify", "u1"), ("user_classify", "u2")},  # no vote: was Irrelevant
+        {("user_answer", "u0"), ("user_answer", "u1"), ("user_answer", "u2")},  # no answer: was the refusal text
+        {("user_classify", "u2")},  # one failed voter could have changed the candidates: not the reference turn
+    ],
+)
 def test_failed_user_calls_never_become_a_label(scripted, fail):
     s = script()
     scripted.responder = failing(s, fail)
@@ -64,8 +76,9 @@ def test_failed_user_calls_never_become_a_label(scripted, fail):
 
 def test_parse_failures_are_abstentions_but_no_readable_vote_is_no_label(scripted):
     scripted.responder = script(labels=(None, None, "Relevant"))  # None → unparseable after repair
-    scripted.responder.handlers["user_classify"] = (
-        lambda m, t, r: "garbage" if m != "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []})
+    scripted.responder.handlers["user_classify"] = lambda m, t, r: (
+        "garbage" if m != "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []}
+    )
     u = SimulatedUser(council()).answer(AMB, "schema", [], "Tall?", "conv", 0)
     assert not u.failed and u.relevance == "Relevant"  # the models answered: unreadable = abstention
     scripted.responder.handlers["user_classify"] = lambda m, t, r: "garbage"

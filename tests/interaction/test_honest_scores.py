@@ -23,22 +23,35 @@ UNANS = question_row("missing_entity", "List the staff.", feedback="There is no 
 
 
 def _conv(end="feedback", sql=None, feedback="No staff table exists.", mode="taxonomy_free"):
-    return {"conversation_id": "c1", "question_id": "q", "db_id": "d", "agent": "a", "mode": mode, "end": end,
-            "n_turns": 1, "predicted_subcategory": None, "predicted_sql": sql, "predicted_feedback": feedback,
-            "turns": [{"system_question": None, "system_sql": sql, "system_feedback": feedback, "relevance": None}]}
+    return {
+        "conversation_id": "c1",
+        "question_id": "q",
+        "db_id": "d",
+        "agent": "a",
+        "mode": mode,
+        "end": end,
+        "n_turns": 1,
+        "predicted_subcategory": None,
+        "predicted_sql": sql,
+        "predicted_feedback": feedback,
+        "turns": [{"system_question": None, "system_sql": sql, "system_feedback": feedback, "relevance": None}],
+    }
 
 
 # ----------------------------------------------------------------------------- item 2: FB votes
 
 
-@pytest.mark.parametrize("votes, decision", [
-    ("YFF", None),  # 1 yes + 2 failed judges: was "explained"
-    ("YNF", None),  # the failed judge could have broken the tie either way
-    ("YYF", True),  # 2 of 3 configured judges agree: decided whatever the third said
-    ("NNF", False),
-    ("FFF", None),
-    ("YNN", False),
-])
+@pytest.mark.parametrize(
+    "votes, decision",
+    [
+        ("YFF", None),  # 1 yes + 2 failed judges: was "explained"
+        ("YNF", None),  # the failed judge could have broken the tie either way
+        ("YYF", True),  # 2 of 3 configured judges agree: decided whatever the third said
+        ("NNF", False),
+        ("FFF", None),
+        ("YNN", False),
+    ],
+)
 def test_feedback_needs_a_majority_of_the_configured_judges(scripted, votes, decision):
     def feedback(req):
         v = votes[int(req.model[-1])]
@@ -95,8 +108,10 @@ def big_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("big") / "big.sqlite"
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
-    con.execute(f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {DEFAULT_MAX_ROWS + 5}) "
-                "INSERT INTO t SELECT i, i % 7 FROM n")
+    con.execute(
+        f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {DEFAULT_MAX_ROWS + 5}) "
+        "INSERT INTO t SELECT i, i % 7 FROM n"
+    )
     con.commit()
     con.close()
     return path
@@ -135,32 +150,40 @@ def test_a_gold_query_that_fails_cannot_judge(big_db):
 # ----------------------------------------------------------------------------- item 5: fragment ids
 
 
-SIX = ("SELECT s.name, s.email FROM students s WHERE s.city = 'Alameda' AND s.age > 20 ORDER BY s.name")
+SIX = "SELECT s.name, s.email FROM students s WHERE s.city = 'Alameda' AND s.age > 20 ORDER BY s.name"
 
 
 def test_hallucinated_ids_are_dropped_logged_and_the_selection_is_capped(scripted):
     frags = extract_fragments(SIX)
     n = len(frags)
-    row = question_row("missing_user_knowledge", "List the students of my city.", sql=SIX,
-                       hidden_knowledge="The user lives in Alameda.", qid="q-six")
+    row = question_row(
+        "missing_user_knowledge",
+        "List the students of my city.",
+        sql=SIX,
+        hidden_knowledge="The user lives in Alameda.",
+        qid="q-six",
+    )
     scripted.responder = Script(
         user_classify=lambda m, t, r: {"reasoning": "", "relevancy": "Technical", "node_ids": list(range(1, 21))},
-        user_answer=lambda m, t, r: {"answer": "sorted by name"})
+        user_answer=lambda m, t, r: {"answer": "sorted by name"},
+    )
     warnings = []
 
     class Log:
         def warning(self, msg):
             warnings.append(msg)
 
-    user = SimulatedUser(Council("user_simulator", [scripted_member(f"u{i}") for i in range(3)], call_log()),
-                         max_fragments=2, log=Log())
+    user = SimulatedUser(
+        Council("user_simulator", [scripted_member(f"u{i}") for i in range(3)], call_log()), max_fragments=2, log=Log()
+    )
     u = user.answer(row, "schema", [], "How should the list be sorted?", "conv", 0)
     assert u.relevance == "Technical"
     assert sorted(set(u.invalid_node_ids)) == list(range(n + 1, 21))
     assert warnings and "not among the query's" in warnings[0]
     assert len(u.fragments) == 2
-    answer_prompts = [r.messages[-1]["content"] for r in scripted.requests
-                      if "What You Want (Reference)" in r.messages[-1]["content"]]
+    answer_prompts = [
+        r.messages[-1]["content"] for r in scripted.requests if "What You Want (Reference)" in r.messages[-1]["content"]
+    ]
     assert answer_prompts and not any("Alameda" in p for p in answer_prompts)
 
 

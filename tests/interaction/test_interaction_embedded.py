@@ -22,29 +22,72 @@ from storage.audit import open_audit
 pytestmark = pytest.mark.e2e
 
 RECORDS = [
-    {"db_id": "university", "question": "How many departments are there?", "evidence": None,
-     "sql": "SELECT COUNT(*) FROM departments", "question_style": "formal", "question_difficulty": "simple",
-     "category": {"name": "Answerable", "subname": "Without Evidence", "answerable": True, "solvable": True}},
-    {"db_id": "university", "question": "List the emails of the students.", "evidence": None,
-     "sql": "SELECT personal_email FROM students", "question_style": "formal", "question_difficulty": "simple",
-     "category": {"name": "Semantic Mapping Ambiguity", "subname": "Lexical Overlap", "answerable": False,
-                  "solvable": True}, "hidden_knowledge": "emails means the personal email", "is_solvable": True},
-    {"db_id": "university", "question": "List the phone numbers of the professors.", "evidence": None, "sql": None,
-     "question_style": "formal", "question_difficulty": "simple",
-     "category": {"name": "Missing Schema Elements", "subname": "Missing Entities or Attributes",
-                  "answerable": False, "solvable": False},
-     "hidden_knowledge": "There is no phone number column.", "is_solvable": False},
+    {
+        "db_id": "university",
+        "question": "How many departments are there?",
+        "evidence": None,
+        "sql": "SELECT COUNT(*) FROM departments",
+        "question_style": "formal",
+        "question_difficulty": "simple",
+        "category": {"name": "Answerable", "subname": "Without Evidence", "answerable": True, "solvable": True},
+    },
+    {
+        "db_id": "university",
+        "question": "List the emails of the students.",
+        "evidence": None,
+        "sql": "SELECT personal_email FROM students",
+        "question_style": "formal",
+        "question_difficulty": "simple",
+        "category": {
+            "name": "Semantic Mapping Ambiguity",
+            "subname": "Lexical Overlap",
+            "answerable": False,
+            "solvable": True,
+        },
+        "hidden_knowledge": "emails means the personal email",
+        "is_solvable": True,
+    },
+    {
+        "db_id": "university",
+        "question": "List the phone numbers of the professors.",
+        "evidence": None,
+        "sql": None,
+        "question_style": "formal",
+        "question_difficulty": "simple",
+        "category": {
+            "name": "Missing Schema Elements",
+            "subname": "Missing Entities or Attributes",
+            "answerable": False,
+            "solvable": False,
+        },
+        "hidden_knowledge": "There is no phone number column.",
+        "is_solvable": False,
+    },
 ]
 
 
 @pytest.mark.timeout(1500)  # minutes only on a heavily loaded machine; ~1 min when idle
 def test_interaction_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
     cfg_path = tmp_path / "council.yaml"
-    cfg_path.write_text(json.dumps({
-        "members": {"smollm2": {"model": "openai/smollm2", "api_base": "embedded", "temperature": 0.0,
-                                "max_tokens": 256, "seed": 0, "max_in_flight": 2, "timeout_s": 1200,
-                                "max_retries": 1}},
-        "councils": {"default": ["smollm2"]}}))
+    cfg_path.write_text(
+        json.dumps(
+            {
+                "members": {
+                    "smollm2": {
+                        "model": "openai/smollm2",
+                        "api_base": "embedded",
+                        "temperature": 0.0,
+                        "max_tokens": 256,
+                        "seed": 0,
+                        "max_in_flight": 2,
+                        "timeout_s": 1200,
+                        "max_retries": 1,
+                    }
+                },
+                "councils": {"default": ["smollm2"]},
+            }
+        )
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg_path))
     from resources.llm import reset_councils
 

@@ -20,22 +20,32 @@ from tests.llm_fakes import ScriptedLLM, install
 pytestmark = pytest.mark.integration
 
 # The spec's real v16 example, verbatim in the reference layout.
-SPEC_EXAMPLE = {"db_id": "california_schools",
-                "question": "List the schools in my county where the enrollment is greater than 200 students.",
-                "evidence": None,
-                "sql": "SELECT \"School Name\" AS school_name FROM schools WHERE \"County Name\" = 'Alameda';",
-                "category": {"name": "Missing User Knowledge", "subname": None, "answerable": False, "solvable": True},
-                "question_style": "formal", "question_difficulty": "simple",
-                "hidden_knowledge": "The user is from the Alameda county.", "is_solvable": True}
+SPEC_EXAMPLE = {
+    "db_id": "california_schools",
+    "question": "List the schools in my county where the enrollment is greater than 200 students.",
+    "evidence": None,
+    "sql": 'SELECT "School Name" AS school_name FROM schools WHERE "County Name" = \'Alameda\';',
+    "category": {"name": "Missing User Knowledge", "subname": None, "answerable": False, "solvable": True},
+    "question_style": "formal",
+    "question_difficulty": "simple",
+    "hidden_knowledge": "The user is from the Alameda county.",
+    "is_solvable": True,
+}
 
 TALL = "SELECT superhero_name FROM superhero WHERE height_cm > 200"
 TALLER = "SELECT superhero_name FROM superhero WHERE height_cm > 180"
 
 
 def ref(name, subname, q, sql=None, hk=None, ev=None, answerable=False, solvable=True, difficulty="simple"):
-    rec = {"db_id": "superhero", "question": q, "evidence": ev, "sql": sql,
-           "category": {"name": name, "subname": subname, "answerable": answerable, "solvable": solvable},
-           "question_style": "formal", "question_difficulty": difficulty}
+    rec = {
+        "db_id": "superhero",
+        "question": q,
+        "evidence": ev,
+        "sql": sql,
+        "category": {"name": name, "subname": subname, "answerable": answerable, "solvable": solvable},
+        "question_style": "formal",
+        "question_difficulty": difficulty,
+    }
     if not answerable:
         rec.update(hidden_knowledge=hk, is_solvable=solvable)
     return rec
@@ -43,33 +53,89 @@ def ref(name, subname, q, sql=None, hk=None, ev=None, answerable=False, solvable
 
 # One record per subcategory, in the reference vocabulary (answerable ones omit hidden_knowledge).
 REFERENCE_RECORDS = [
-    ref("Answerable", "Without Evidence", "How many superheroes are there?", "SELECT COUNT(*) FROM superhero",
-        answerable=True),
-    ref("Answerable", "With Evidence", "How many heavy superheroes are there?",
-        "SELECT COUNT(*) FROM superhero WHERE weight_kg > 100", ev="heavy means weight_kg > 100", answerable=True,
-        difficulty="highly_complex"),
-    ref("Structure Ambiguity", "Scope Ambiguity", "Which publisher does each hero have?",
+    ref(
+        "Answerable",
+        "Without Evidence",
+        "How many superheroes are there?",
+        "SELECT COUNT(*) FROM superhero",
+        answerable=True,
+    ),
+    ref(
+        "Answerable",
+        "With Evidence",
+        "How many heavy superheroes are there?",
+        "SELECT COUNT(*) FROM superhero WHERE weight_kg > 100",
+        ev="heavy means weight_kg > 100",
+        answerable=True,
+        difficulty="highly_complex",
+    ),
+    ref(
+        "Structure Ambiguity",
+        "Scope Ambiguity",
+        "Which publisher does each hero have?",
         "SELECT s.superhero_name, p.publisher_name FROM superhero s JOIN publisher p ON s.publisher_id = p.id",
-        hk="for every hero"),
-    ref("Structure Ambiguity", "Attachment Ambiguity", "List heroes and publishers from Marvel.",
-        "SELECT publisher_name FROM publisher WHERE publisher_name = 'Marvel Comics'", hk="only publishers"),
-    ref("Semantic Mapping Ambiguity", "Lexical Overlap", "List the names of heroes.",
-        "SELECT full_name FROM superhero", hk="name means full name"),
-    ref("Semantic Mapping Ambiguity", "Entity Ambiguity", "Show the colour of heroes.",
-        "SELECT c.colour FROM superhero s JOIN colour c ON s.eye_colour_id = c.id", hk="eye colour"),
+        hk="for every hero",
+    ),
+    ref(
+        "Structure Ambiguity",
+        "Attachment Ambiguity",
+        "List heroes and publishers from Marvel.",
+        "SELECT publisher_name FROM publisher WHERE publisher_name = 'Marvel Comics'",
+        hk="only publishers",
+    ),
+    ref(
+        "Semantic Mapping Ambiguity",
+        "Lexical Overlap",
+        "List the names of heroes.",
+        "SELECT full_name FROM superhero",
+        hk="name means full name",
+    ),
+    ref(
+        "Semantic Mapping Ambiguity",
+        "Entity Ambiguity",
+        "Show the colour of heroes.",
+        "SELECT c.colour FROM superhero s JOIN colour c ON s.eye_colour_id = c.id",
+        hk="eye colour",
+    ),
     ref("Lexical Vagueness", None, "List the tall superheroes.", TALL, hk="tall means over 200 cm"),
     ref("Lexical Vagueness", None, "List the tall superheroes.", TALLER, hk="tall means over 180 cm"),
-    ref("Missing User Knowledge", None, "List heroes of my publisher.",
+    ref(
+        "Missing User Knowledge",
+        None,
+        "List heroes of my publisher.",
         "SELECT s.superhero_name FROM superhero s JOIN publisher p ON s.publisher_id = p.id "
-        "WHERE p.publisher_name = 'DC Comics'", hk="The user works for DC Comics."),
-    ref("Conflicting Knowledge", None, "How many heavy heroes?", "SELECT COUNT(*) FROM superhero WHERE weight_kg > 100",
-        ev="Evidence 1: heavy means > 100 kg\nEvidence 2: heavy means > 150 kg", hk="Evidence 1 applies"),
-    ref("Missing Schema Elements", "Missing Entities or Attributes", "What is each hero's salary?",
-        hk="There is no salary column.", solvable=False),
-    ref("Missing Schema Elements", "Missing Relationships", "Which hero is the sidekick of Batman?",
-        hk="No sidekick relationship exists.", solvable=False),
-    ref("Missing External Knowledge", None, "Which heroes appear in the top box-office films?",
-        hk="Box-office data is external.", solvable=False),
+        "WHERE p.publisher_name = 'DC Comics'",
+        hk="The user works for DC Comics.",
+    ),
+    ref(
+        "Conflicting Knowledge",
+        None,
+        "How many heavy heroes?",
+        "SELECT COUNT(*) FROM superhero WHERE weight_kg > 100",
+        ev="Evidence 1: heavy means > 100 kg\nEvidence 2: heavy means > 150 kg",
+        hk="Evidence 1 applies",
+    ),
+    ref(
+        "Missing Schema Elements",
+        "Missing Entities or Attributes",
+        "What is each hero's salary?",
+        hk="There is no salary column.",
+        solvable=False,
+    ),
+    ref(
+        "Missing Schema Elements",
+        "Missing Relationships",
+        "Which hero is the sidekick of Batman?",
+        hk="No sidekick relationship exists.",
+        solvable=False,
+    ),
+    ref(
+        "Missing External Knowledge",
+        None,
+        "Which heroes appear in the top box-office films?",
+        hk="Box-office data is external.",
+        solvable=False,
+    ),
     ref("Improper Question", None, "Tell me a joke.", hk="Not a database question.", solvable=False),
 ]
 
@@ -112,9 +178,14 @@ def responder(req):
 def scripted_council(tmp_path, monkeypatch):
     cfg = tmp_path / "council.yaml"
     member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0, "max_retries": 0}
-    cfg.write_text(json.dumps({
-        "members": {n: {"model": f"scripted/{n}", **member} for n in ("sys", "u1", "u2", "u3")},
-        "councils": {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {n: {"model": f"scripted/{n}", **member} for n in ("sys", "u1", "u2", "u3")},
+                "councils": {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]},
+            }
+        )
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     from resources.llm import reset_councils
 
@@ -138,12 +209,20 @@ def test_reference_records_import_and_round_trip():
         assert back["sql"] == rec["sql"] and back["evidence"] == rec["evidence"]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({**SPEC_EXAMPLE, "sql": "SELEC name FROM (("}, "record 1: 'sql' does not parse"),
-    ({**SPEC_EXAMPLE, "category": {"name": "Structure Ambiguity", "subname": "Nope"}}, "record 1: unknown category"),
-    ({k: v for k, v in SPEC_EXAMPLE.items() if k != "sql"}, "record 1: Missing User Knowledge / Missing User "
-                                                           "Knowledge is solvable but has no 'sql'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({**SPEC_EXAMPLE, "sql": "SELEC name FROM (("}, "record 1: 'sql' does not parse"),
+        (
+            {**SPEC_EXAMPLE, "category": {"name": "Structure Ambiguity", "subname": "Nope"}},
+            "record 1: unknown category",
+        ),
+        (
+            {k: v for k, v in SPEC_EXAMPLE.items() if k != "sql"},
+            "record 1: Missing User Knowledge / Missing User Knowledge is solvable but has no 'sql'",
+        ),
+    ],
+)
 def test_malformed_records_are_refused_with_record_number(bad, message):
     with pytest.raises(AbissFormatError, match=message.replace("(", r"\(")):
         from_abiss_records([SPEC_EXAMPLE, bad])
@@ -175,8 +254,12 @@ def test_interaction_job_on_imported_superhero_questions(scripted_council, tmp_p
     turns = _frame(con, "SELECT * FROM interaction_conversations")
     scores = _frame(con, "SELECT * FROM interaction_scores")
     con.close()
-    assert scores.height == 14 * 4 and set(scores["mode"]) == {"ground_truth", "predicted", "taxonomy_only",
-                                                                  "taxonomy_free"}
+    assert scores.height == 14 * 4 and set(scores["mode"]) == {
+        "ground_truth",
+        "predicted",
+        "taxonomy_only",
+        "taxonomy_free",
+    }
     # the vague question: clarification → Relevant (3 voters) → SQL of the right reading
     tall = turns.filter(pl.col("system_question").is_not_null())
     assert tall.height == 8 and set(tall["relevance"]) == {"Relevant"}
@@ -204,9 +287,12 @@ def test_interaction_job_on_imported_superhero_questions(scripted_council, tmp_p
     conv = next(c for c in doc["conversations"] if c["interactions"][0]["system_response"]["system_question"])
     assert conv["category_use"] in ("ground_truth", "predicted", "no_category", "taxonomy_free")
     assert conv["interactions"][-1]["user_response"] is None and conv["interactions"][0]["relevance"] == "Relevant"
-    assert conv["question"]["category"] == {"name": "Lexical Vagueness", "subname": None, "answerable": False,
-                                            "solvable": True}
-
+    assert conv["question"]["category"] == {
+        "name": "Lexical Vagueness",
+        "subname": None,
+        "answerable": False,
+        "solvable": True,
+    }
 
 
 def test_interact_cli_refuses_bad_input(tmp_path, capsys, demo_db_path):

@@ -32,19 +32,33 @@ REFERENCE_CASES = [
     ("SELECT e1.name, e2.name FROM employees e1 JOIN employees e2 ON e1.manager_id = e2.id", {C}),
     ("SELECT name, SUM(amount) OVER (PARTITION BY category ORDER BY date) FROM transactions", {C}),
     ("WITH RECURSIVE cte AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM cte WHERE n < 10) SELECT * FROM cte", {H}),
-    ("WITH cte1 AS (SELECT id FROM users WHERE active = 1), cte2 AS (SELECT id FROM users WHERE role = 'admin') "
-     "SELECT * FROM cte1 UNION SELECT * FROM cte2", {H}),
-    ("WITH ranked AS (SELECT name, ROW_NUMBER() OVER (ORDER BY salary DESC) as rn FROM employees) "
-     "SELECT * FROM ranked WHERE rn IN (SELECT MIN(rn) FROM ranked)", {H}),
-    ("WITH dept_stats AS (SELECT department, AVG(salary) as avg_sal FROM employees GROUP BY department), "
-     "ranked AS (SELECT *, RANK() OVER (ORDER BY avg_sal DESC) as rk FROM dept_stats) SELECT * FROM ranked WHERE rk <= 3", {H}),
-    ("WITH t AS (SELECT *, ROW_NUMBER() OVER (ORDER BY id) as rn, LAG(val) OVER (ORDER BY id) as prev FROM data) "
-     "SELECT * FROM t UNION SELECT * FROM t WHERE rn = 1", {H}),
+    (
+        "WITH cte1 AS (SELECT id FROM users WHERE active = 1), cte2 AS (SELECT id FROM users WHERE role = 'admin') "
+        "SELECT * FROM cte1 UNION SELECT * FROM cte2",
+        {H},
+    ),
+    (
+        "WITH ranked AS (SELECT name, ROW_NUMBER() OVER (ORDER BY salary DESC) as rn FROM employees) "
+        "SELECT * FROM ranked WHERE rn IN (SELECT MIN(rn) FROM ranked)",
+        {H},
+    ),
+    (
+        "WITH dept_stats AS (SELECT department, AVG(salary) as avg_sal FROM employees GROUP BY department), "
+        "ranked AS (SELECT *, RANK() OVER (ORDER BY avg_sal DESC) as rk FROM dept_stats) SELECT * FROM ranked WHERE rk <= 3",
+        {H},
+    ),
+    (
+        "WITH t AS (SELECT *, ROW_NUMBER() OVER (ORDER BY id) as rn, LAG(val) OVER (ORDER BY id) as prev FROM data) "
+        "SELECT * FROM t UNION SELECT * FROM t WHERE rn = 1",
+        {H},
+    ),
     ("WITH cte AS (SELECT * FROM t) SELECT * FROM cte", {C}),
     ("WITH cte AS (SELECT * FROM (SELECT id FROM t) sub) SELECT * FROM cte", {C}),
     ("WITH cte AS (SELECT * FROM t) SELECT * FROM cte WHERE id IN (SELECT MAX(id) FROM t)", {C}),
-    ("WITH cte1 AS (SELECT id FROM t1), cte2 AS (SELECT id FROM t2) SELECT * FROM cte1 JOIN cte2 ON cte1.id = cte2.id",
-     {C, H}),
+    (
+        "WITH cte1 AS (SELECT id FROM t1), cte2 AS (SELECT id FROM t2) SELECT * FROM cte1 JOIN cte2 ON cte1.id = cte2.id",
+        {C, H},
+    ),
     ("WITH cte AS (SELECT * FROM t) SELECT * FROM cte", {C}),
     ("WITH cte AS (SELECT CAST(x AS INTEGER) FROM t) SELECT * FROM cte", {C}),
     ("SELECT * FROM (SELECT * FROM t) AS subq WHERE id = 1", {M}),

@@ -22,31 +22,58 @@ from tests.llm_fakes import ScriptedLLM, install
 pytestmark = pytest.mark.integration
 
 PERFECT, NAIVE = "tests.interaction.sanity_agents:Perfect", "tests.interaction.sanity_agents:Naive"
-CATEGORY = {"answerable": ("Answerable", "Without Evidence", True, True),
-            "lexical_overlap": ("Semantic Mapping Ambiguity", "Lexical Overlap", False, True),
-            "missing_entity": ("Missing Schema Elements", "Missing Entities or Attributes", False, False)}
+CATEGORY = {
+    "answerable": ("Answerable", "Without Evidence", True, True),
+    "lexical_overlap": ("Semantic Mapping Ambiguity", "Lexical Overlap", False, True),
+    "missing_entity": ("Missing Schema Elements", "Missing Entities or Attributes", False, False),
+}
 
 
 def gold(db):
     q = "List the emails of the students."
     return [
-        {"db_id": db, "question": "How many departments are there?", "subcategory": "answerable",
-         "sql": "SELECT COUNT(*) FROM departments", "hidden_knowledge": None},
-        {"db_id": db, "question": q, "subcategory": "lexical_overlap", "sql": "SELECT personal_email FROM students",
-         "hidden_knowledge": "emails means the personal email address"},
-        {"db_id": db, "question": q, "subcategory": "lexical_overlap",
-         "sql": "SELECT institutional_email FROM students",
-         "hidden_knowledge": "emails means the institutional email address"},
-        {"db_id": db, "question": "What is each professor's salary?", "subcategory": "missing_entity", "sql": None,
-         "hidden_knowledge": "There is no salary information for professors."},
+        {
+            "db_id": db,
+            "question": "How many departments are there?",
+            "subcategory": "answerable",
+            "sql": "SELECT COUNT(*) FROM departments",
+            "hidden_knowledge": None,
+        },
+        {
+            "db_id": db,
+            "question": q,
+            "subcategory": "lexical_overlap",
+            "sql": "SELECT personal_email FROM students",
+            "hidden_knowledge": "emails means the personal email address",
+        },
+        {
+            "db_id": db,
+            "question": q,
+            "subcategory": "lexical_overlap",
+            "sql": "SELECT institutional_email FROM students",
+            "hidden_knowledge": "emails means the institutional email address",
+        },
+        {
+            "db_id": db,
+            "question": "What is each professor's salary?",
+            "subcategory": "missing_entity",
+            "sql": None,
+            "hidden_knowledge": "There is no salary information for professors.",
+        },
     ]
 
 
 def reference_record(g):
     name, subname, answerable, solvable = CATEGORY[g["subcategory"]]
-    rec = {"db_id": g["db_id"], "question": g["question"], "evidence": None, "sql": g["sql"],
-           "category": {"name": name, "subname": subname, "answerable": answerable, "solvable": solvable},
-           "question_style": "formal", "question_difficulty": "simple"}
+    rec = {
+        "db_id": g["db_id"],
+        "question": g["question"],
+        "evidence": None,
+        "sql": g["sql"],
+        "category": {"name": name, "subname": subname, "answerable": answerable, "solvable": solvable},
+        "question_style": "formal",
+        "question_difficulty": "simple",
+    }
     if not answerable:
         rec.update(hidden_knowledge=g["hidden_knowledge"], is_solvable=solvable)
     return rec
@@ -73,10 +100,18 @@ def council_reply(req):
 def scripted_council(tmp_path, monkeypatch):
     cfg = tmp_path / "council.yaml"
     member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0, "max_retries": 0}
-    cfg.write_text(json.dumps({
-        "members": {n: {"model": f"scripted/{n}", **member} for n in ("u1", "u2", "u3")},
-        "councils": {"default": ["u1"], "user_simulator": ["u1", "u2", "u3"],
-                     "feedback_judges": ["u1", "u2", "u3"]}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {n: {"model": f"scripted/{n}", **member} for n in ("u1", "u2", "u3")},
+                "councils": {
+                    "default": ["u1"],
+                    "user_simulator": ["u1", "u2", "u3"],
+                    "feedback_judges": ["u1", "u2", "u3"],
+                },
+            }
+        )
+    )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     from resources.llm import reset_councils
 
@@ -87,8 +122,9 @@ def scripted_council(tmp_path, monkeypatch):
     reset_councils()
 
 
-def test_perfect_agent_scores_100_and_naive_0_on_the_hard_questions(scripted_council, demo_db_path, tmp_path,
-                                                                     capsys, monkeypatch):
+def test_perfect_agent_scores_100_and_naive_0_on_the_hard_questions(
+    scripted_council, demo_db_path, tmp_path, capsys, monkeypatch
+):
     college = tmp_path / "college.sqlite"
     shutil.copy(demo_db_path, college)
     Catalog().register(demo_db_path, "university")

@@ -15,8 +15,9 @@ ANS = question_row("answerable", "How many students are there?", sql="SELECT COU
 
 
 def test_multiple_status_survives_for_the_council_agent(scripted):
-    scripted.responder = lambda req: json_reply({"system_question": None, "system_sql": "SELECT 1",
-                                                 "system_feedback": "also feedback"})
+    scripted.responder = lambda req: json_reply(
+        {"system_question": None, "system_sql": "SELECT 1", "system_feedback": "also feedback"}
+    )
     system = Council("system_agents", [scripted_member("sys")], call_log())
     agent = load_agent("sys", system)
     assert isinstance(agent.agent, CouncilSystemAgent)
@@ -34,14 +35,14 @@ class NoClassifier:
 
 def test_agent_without_classification_runs_only_the_label_free_modes():
     agent = AgentHandle(NoClassifier(), "e2e", "custom", "tests:NoClassifier")
-    convs, skipped = run_benchmark([agent], [ANS], list(MODES), user=None, schema_context="s", db_path="db",
-                                   workers=1)
+    convs, skipped = run_benchmark([agent], [ANS], list(MODES), user=None, schema_context="s", db_path="db", workers=1)
     assert sorted(c["mode"] for c in convs) == ["taxonomy_free", "taxonomy_only"]
     assert sorted(s["mode"] for s in skipped) == ["ground_truth", "predicted"]
 
 
 class Blocking:
     """q0's conversation waits until progress has reported another conversation as done."""
+
     name = "blocking"
 
     def __init__(self):
@@ -67,8 +68,9 @@ def test_progress_counts_conversations_as_they_finish():
         seen.append(done)
         agent_obj.progressed.set()
 
-    convs, _ = run_benchmark([agent], rows, ["taxonomy_free"], user=None, schema_context="s", db_path="db",
-                             workers=2, progress=progress)
+    convs, _ = run_benchmark(
+        [agent], rows, ["taxonomy_free"], user=None, schema_context="s", db_path="db", workers=2, progress=progress
+    )
     assert agent_obj.released_by_progress is True  # job order would have held every report behind q0
     assert seen == [1, 2, 3] and [c["question_id"] for c in convs] == ["q0", "q1", "q2"]
 

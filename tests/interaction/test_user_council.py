@@ -9,10 +9,14 @@ from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, question_row
 from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
 
-AMB = question_row("lexical_overlap", "List the emails of the students of the 'Database' course.",
-                   sql="SELECT s.institutional_email FROM students s JOIN student_courses sc ON s.id = sc.student_id "
-                       "WHERE sc.course = 'Database' ORDER BY s.institutional_email LIMIT 5",
-                   hidden_knowledge="'emails' means the institutional email.", style="colloquial")
+AMB = question_row(
+    "lexical_overlap",
+    "List the emails of the students of the 'Database' course.",
+    sql="SELECT s.institutional_email FROM students s JOIN student_courses sc ON s.id = sc.student_id "
+    "WHERE sc.course = 'Database' ORDER BY s.institutional_email LIMIT 5",
+    hidden_knowledge="'emails' means the institutional email.",
+    style="colloquial",
+)
 ANS = question_row("answerable", "How many students are there?", sql="SELECT COUNT(*) FROM students")
 UNANS = question_row("missing_entity", "List the staff.", feedback="No staff table.")
 
@@ -29,27 +33,35 @@ def labels_script(labels, node_ids=None, answers=None, judge=None):
         lab = labels[member]
         return {"reasoning": "r", "relevancy": lab, "node_ids": node_ids.get(member, [])} if lab else "garbage"
 
-    return Script(user_classify=label,
-                  user_answer=lambda m, t, r: {"answer": answers.get(m, f"answer from {m}")},
-                  tournament=judge or (lambda m, t, r: {"analysis": "", "answer": "A"}))
+    return Script(
+        user_classify=label,
+        user_answer=lambda m, t, r: {"answer": answers.get(m, f"answer from {m}")},
+        tournament=judge or (lambda m, t, r: {"analysis": "", "answer": "A"}),
+    )
 
 
-@pytest.mark.parametrize("labels, winner", [
-    (["Relevant", "Relevant", "Technical"], "Relevant"),
-    (["Technical", "Irrelevant", "Technical"], "Technical"),
-    (["Relevant", "Technical", "Irrelevant"], "Irrelevant"),  # 1-1-1 tie
-    (["Relevant", "Technical"], "Irrelevant"),  # even tie, nobody voted Irrelevant
-    (["Relevant", None, None], "Relevant"),  # abstentions do not count
-    ([None, None, None], "Irrelevant"),
-])
+@pytest.mark.parametrize(
+    "labels, winner",
+    [
+        (["Relevant", "Relevant", "Technical"], "Relevant"),
+        (["Technical", "Irrelevant", "Technical"], "Technical"),
+        (["Relevant", "Technical", "Irrelevant"], "Irrelevant"),  # 1-1-1 tie
+        (["Relevant", "Technical"], "Irrelevant"),  # even tie, nobody voted Irrelevant
+        (["Relevant", None, None], "Relevant"),  # abstentions do not count
+        ([None, None, None], "Irrelevant"),
+    ],
+)
 def test_vote_rule(labels, winner):
     assert winning_label(labels) == winner
 
 
 def test_technical_union_only_from_technical_voters_and_invalid_ids_dropped():
     frags = [Fragment(i, "WHERE", f"f{i}") for i in range(1, 6)]
-    votes = [{"label": "Technical", "node_ids": [3, 1]}, {"label": "Technical", "node_ids": [3, 99]},
-             {"label": "Relevant", "node_ids": [5]}]
+    votes = [
+        {"label": "Technical", "node_ids": [3, 1]},
+        {"label": "Technical", "node_ids": [3, 99]},
+        {"label": "Relevant", "node_ids": [5]},
+    ]
     chosen, invalid = technical_fragments(votes, frags)
     assert [f.id for f in chosen] == [1, 3] and invalid == [99]
 
@@ -67,8 +79,7 @@ def test_short_circuit_makes_no_call(scripted):
 
 
 def test_relevant_majority_only_matching_voters_answer_then_tournament(scripted):
-    s = labels_script({"m0": "Relevant", "m1": "Relevant", "m2": "Technical"},
-                      judge=lambda m, t, r: {"answer": "B"})
+    s = labels_script({"m0": "Relevant", "m1": "Relevant", "m2": "Technical"}, judge=lambda m, t, r: {"answer": "B"})
     scripted.responder = s
     u = SimulatedUser(council()).answer(AMB, "schema", [], "Personal or institutional email?", "conv", 0)
     assert u.relevance == "Relevant" and u.unanimous is False
@@ -77,16 +88,21 @@ def test_relevant_majority_only_matching_voters_answer_then_tournament(scripted)
     assert u.answer in ("answer from m0", "answer from m1") and u.margin == 3
     assert all(v["llm_call_id"] for v in u.label_votes + u.candidates + u.tournament)
     # the judge sees the clarification question being answered (the reference judge does not)
-    judge_prompts = [r.messages[-1]["content"] for r in scripted.requests if "expert evaluator" in r.messages[-1]["content"]]
+    judge_prompts = [
+        r.messages[-1]["content"] for r in scripted.requests if "expert evaluator" in r.messages[-1]["content"]
+    ]
     assert all("Personal or institutional email?" in p for p in judge_prompts)
     # hidden knowledge goes to the Relevant answer prompt
-    answer_prompts = [r.messages[-1]["content"] for r in scripted.requests if "non-technical user who" in r.messages[-1]["content"]]
+    answer_prompts = [
+        r.messages[-1]["content"] for r in scripted.requests if "non-technical user who" in r.messages[-1]["content"]
+    ]
     assert all("institutional email." in p and "colloquial" in p for p in answer_prompts)
 
 
 def test_candidate_filter_all_asks_everyone(scripted):
-    scripted.responder = labels_script({"m0": "Relevant", "m1": "Relevant", "m2": "Technical"},
-                                       answers={"m0": "same", "m1": "same", "m2": "same"})
+    scripted.responder = labels_script(
+        {"m0": "Relevant", "m1": "Relevant", "m2": "Technical"}, answers={"m0": "same", "m1": "same", "m2": "same"}
+    )
     u = SimulatedUser(council(), candidate_filter="all").answer(AMB, "schema", [], "Which email?", "conv", 0)
     assert len(u.candidates) == 3 and u.answer == "same" and not u.tournament  # identical answers skip the tournament
 
@@ -101,18 +117,25 @@ def test_tie_becomes_irrelevant_and_everyone_answers_the_refusal_prompt(scripted
     scripted.responder = s2
     u2 = SimulatedUser(council(2)).answer(AMB, "schema", [], "Sort?", "conv2", 0)
     assert u2.relevance == "Irrelevant" and len(u2.candidates) == 2  # nobody voted Irrelevant: all answer
-    refusal_prompts = [r.messages[-1]["content"] for r in scripted.requests if "Politely but firmly refuse" in r.messages[-1]["content"]]
+    refusal_prompts = [
+        r.messages[-1]["content"]
+        for r in scripted.requests
+        if "Politely but firmly refuse" in r.messages[-1]["content"]
+    ]
     assert refusal_prompts and all("**Evidence:**" not in p for p in refusal_prompts)
 
 
 def test_technical_answer_grounded_on_voters_fragments(scripted):
-    s = labels_script({"m0": "Technical", "m1": "Technical", "m2": "Irrelevant"},
-                      node_ids={"m0": [5], "m1": [4, 5], "m2": [1]})
+    s = labels_script(
+        {"m0": "Technical", "m1": "Technical", "m2": "Irrelevant"}, node_ids={"m0": [5], "m1": [4, 5], "m2": [1]}
+    )
     scripted.responder = s
     u = SimulatedUser(council()).answer(AMB, "schema", [], "How should I sort and how many?", "conv", 0)
     assert u.relevance == "Technical"
     assert u.fragments == ["sc.course = 'Database'", "s.institutional_email"]  # ids 4 and 5, by id
-    prompts = [r.messages[-1]["content"] for r in scripted.requests if "What You Want (Reference)" in r.messages[-1]["content"]]
+    prompts = [
+        r.messages[-1]["content"] for r in scripted.requests if "What You Want (Reference)" in r.messages[-1]["content"]
+    ]
     assert prompts and all("- sc.course = 'Database'" in p for p in prompts)
 
 
@@ -123,6 +146,7 @@ def test_answerable_questions_cannot_be_labelled_relevant(scripted):
     u = SimulatedUser(council()).answer(ANS, "schema", [], "Which table?", "conv", 0)
     assert [v["label"] for v in u.label_votes] == [None, None, "Technical"]
     assert u.relevance == "Technical"
-    classify_prompt = next(r.messages[-1]["content"] for r in scripted.requests
-                           if "classification engine" in r.messages[-1]["content"])
+    classify_prompt = next(
+        r.messages[-1]["content"] for r in scripted.requests if "classification engine" in r.messages[-1]["content"]
+    )
     assert "Hidden Knowledge" not in classify_prompt and "\nRELEVANT:" not in classify_prompt

@@ -28,8 +28,7 @@ from tests.llm_fakes import LoopbackStub, StubHandler, chat_completion
 
 
 class FaultStub(LoopbackStub):
-    def __init__(self, modes=(), default: str = "ok", content: str = '{"verdict": "yes"}',
-                 huge_bytes: int = 50 << 20):
+    def __init__(self, modes=(), default: str = "ok", content: str = '{"verdict": "yes"}', huge_bytes: int = 50 << 20):
         self.modes = list(modes)
         self.huge_bytes = huge_bytes
         self.times: list[float] = []  # time.monotonic() of each request
@@ -60,10 +59,17 @@ class FaultStub(LoopbackStub):
                     self.close_connection = True
                     return
                 if mode == "context":
-                    self.send_json(400, {"error": {
-                        "message": "This model's maximum context length is 2048 tokens. However, you requested "
-                                   "9000 tokens. Please reduce the length of the messages.",
-                        "type": "invalid_request_error", "code": "context_length_exceeded"}})
+                    self.send_json(
+                        400,
+                        {
+                            "error": {
+                                "message": "This model's maximum context length is 2048 tokens. However, you requested "
+                                "9000 tokens. Please reduce the length of the messages.",
+                                "type": "invalid_request_error",
+                                "code": "context_length_exceeded",
+                            }
+                        },
+                    )
                     return
                 if mode.startswith("429-after:"):
                     data = json.dumps({"error": {"message": "slow down", "type": "rate_limit", "code": 429}}).encode()
@@ -75,9 +81,11 @@ class FaultStub(LoopbackStub):
                     self.wfile.write(data)
                     return
                 if mode in ("badjson", "nochoices", "truncated"):
-                    data = {"badjson": b"<html>502 bad gateway (but sent as 200)</html>",
-                            "nochoices": json.dumps({"id": "x", "object": "chat.completion", "model": "stub"}).encode(),
-                            "truncated": json.dumps(chat_completion(outer.content)).encode()}[mode]
+                    data = {
+                        "badjson": b"<html>502 bad gateway (but sent as 200)</html>",
+                        "nochoices": json.dumps({"id": "x", "object": "chat.completion", "model": "stub"}).encode(),
+                        "truncated": json.dumps(chat_completion(outer.content)).encode(),
+                    }[mode]
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data) + (500 if mode == "truncated" else 0)))

@@ -24,8 +24,18 @@ class Verdict(BaseModel):
 
 
 def member(base_url, **kw):
-    base = dict(name="stub", model="openai/stub", api_base=base_url, max_retries=0, backoff_base_s=0.001,
-                backoff_max_s=0.01, timeout_s=20.0, structured_output="prompt", repair=False, max_tokens=256)
+    base = dict(
+        name="stub",
+        model="openai/stub",
+        api_base=base_url,
+        max_retries=0,
+        backoff_base_s=0.001,
+        backoff_max_s=0.01,
+        timeout_s=20.0,
+        structured_output="prompt",
+        repair=False,
+        max_tokens=256,
+    )
     return Member(**{**base, **kw})
 
 
@@ -47,11 +57,14 @@ def test_oversized_answer_is_refused_and_not_cached(quandary_home):
 
 
 @pytest.mark.usefixtures("transport")
-@pytest.mark.parametrize("mode, failure, must", [
-    ("badjson", "malformed_answer", "not JSON"),
-    ("nochoices", "malformed_answer", "choices"),
-    ("truncated", "truncated_answer", "cut off"),
-])
+@pytest.mark.parametrize(
+    "mode, failure, must",
+    [
+        ("badjson", "malformed_answer", "not JSON"),
+        ("nochoices", "malformed_answer", "choices"),
+        ("truncated", "truncated_answer", "cut off"),
+    ],
+)
 def test_broken_200_bodies_are_named_for_what_they_are(quandary_home, mode, failure, must):
     with FaultStub(default=mode) as stub:
         r = ask(member(stub.base_url))
@@ -90,10 +103,14 @@ def test_council_calls_on_a_corrupt_log_is_one_line(quandary_home):
     data = bytearray(path.read_bytes())
     page = 4096
     for offset in range(2 * page, len(data) - page, 3 * page):  # scribble over every third page
-        data[offset:offset + page] = b"\xa5" * page
+        data[offset : offset + page] = b"\xa5" * page
     path.write_bytes(bytes(data))
-    r = subprocess.run([sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))",
-                        "council", "calls"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))", "council", "calls"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode != 0
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr

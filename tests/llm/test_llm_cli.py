@@ -21,7 +21,9 @@ def write_config(tmp_path):
 
 
 def test_check_reports_each_member_and_fails_if_one_fails(scripted, tmp_path, capsys):
-    scripted.responder = lambda req: json_reply({"status": "ok", "answer": 5}) if "good" in req.model else http_error(503)
+    scripted.responder = lambda req: (
+        json_reply({"status": "ok", "answer": 5}) if "good" in req.model else http_error(503)
+    )
     code = main(["council", "check", "--config", write_config(tmp_path)])
     out = capsys.readouterr().out
     assert code == 1

@@ -122,12 +122,21 @@ CHILD = textwrap.dedent(
 def test_process_killed_mid_run_resumes_with_zero_repeated_calls(scripted):
     m_total, kill_after = 12, 4
     env = dict(os.environ)
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(repo=str(REPO), m=m_total)], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD.format(repo=str(REPO), m=m_total)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     log = call_log()
     try:  # the child imports litellm first: slow on a loaded machine
-        wait_until(lambda: log.count() >= kill_after, 300, f"the child's first {kill_after} calls",
-                   alive=lambda: child.poll() is None, interval_s=0.02)
+        wait_until(
+            lambda: log.count() >= kill_after,
+            300,
+            f"the child's first {kill_after} calls",
+            alive=lambda: child.poll() is None,
+            interval_s=0.02,
+        )
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(10)
@@ -143,8 +152,11 @@ def test_retries_on_429_500_timeout_then_succeeds(scripted):
     import litellm
 
     scripted.responder = sequence(
-        http_error(429, "slow down"), http_error(500, "oops"),
-        litellm.Timeout("provider timed out", model="a", llm_provider="scripted"), http_error(503), YES,
+        http_error(429, "slow down"),
+        http_error(500, "oops"),
+        litellm.Timeout("provider timed out", model="a", llm_provider="scripted"),
+        http_error(503),
+        YES,
     )
     r = council(scripted_member("a", max_retries=5)).ask("a", msgs(), Verdict)
     assert r.ok and r.attempts == 5 and scripted.count == 5
@@ -220,8 +232,16 @@ _counter = itertools.count()
 @given(
     first=st.one_of(
         st.text(max_size=80),
-        st.sampled_from(['{"verdict": "YES"', '<think>hmm</think>{"verdict": "No"}', "```json\n{}\n```",
-                         '{"reason": "no verdict"}', "", '{"verdict": "yes",}']),
+        st.sampled_from(
+            [
+                '{"verdict": "YES"',
+                '<think>hmm</think>{"verdict": "No"}',
+                "```json\n{}\n```",
+                '{"reason": "no verdict"}',
+                "",
+                '{"verdict": "yes",}',
+            ]
+        ),
     ),
     second=st.one_of(st.text(max_size=40), st.just(YES)),
 )

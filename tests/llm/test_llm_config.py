@@ -60,8 +60,13 @@ def test_yaml_via_env(tmp_path, monkeypatch):
     cfg = load_council_config()
     qwen = cfg.members["qwen"]
     assert qwen.name == "qwen" and qwen.max_in_flight == 16 and qwen.api_key_env == "VLLM_API_KEY"
-    assert qwen.sampling_params() == {"temperature": 0.2, "top_p": 0.9, "max_tokens": 300, "seed": 7,
-                                      "frequency_penalty": 0.1}
+    assert qwen.sampling_params() == {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_tokens": 300,
+        "seed": 7,
+        "frequency_penalty": 0.1,
+    }
     assert [m.name for m in cfg.council_members("validators")] == ["qwen", "llama"]
     assert cfg.members["llama"].is_local and not qwen.is_local
 

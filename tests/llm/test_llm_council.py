@@ -29,15 +29,18 @@ def three(**kw):
 
 def by_model(table):
     """Responder: reply per model name (``scripted/<name>`` → table[name])."""
+
     def responder(req):
         out = table[req.model.split("/")[-1]]
         return out(req) if callable(out) else out
+
     return responder
 
 
 def test_ask_all_isolates_a_failing_member(scripted):
-    scripted.responder = by_model({"a": json_reply({"verdict": "yes"}), "b": http_error(500),
-                                   "c": json_reply({"verdict": "no"})})
+    scripted.responder = by_model(
+        {"a": json_reply({"verdict": "yes"}), "b": http_error(500), "c": json_reply({"verdict": "no"})}
+    )
     results = three(max_retries=1).ask_all(msgs(), Verdict, tag={"stage": "s1", "candidate_id": "c1"})
     assert [r.member for r in results] == ["a", "b", "c"]
     assert [r.ok for r in results] == [True, False, True]
@@ -45,11 +48,16 @@ def test_ask_all_isolates_a_failing_member(scripted):
     assert "500" in results[1].error
     rows = call_log().rows()
     assert {(r["member"], r["tag_stage"], r["tag_candidate_id"]) for r in rows} == {
-        ("a", "s1", "c1"), ("b", "s1", "c1"), ("c", "s1", "c1")}
+        ("a", "s1", "c1"),
+        ("b", "s1", "c1"),
+        ("c", "s1", "c1"),
+    }
 
 
 def test_ask_many_keeps_order_and_tags(scripted):
-    scripted.responder = lambda req: json_reply({"verdict": "yes" if req.messages[-1]["content"].endswith(("0", "2", "4")) else "no"})
+    scripted.responder = lambda req: json_reply(
+        {"verdict": "yes" if req.messages[-1]["content"].endswith(("0", "2", "4")) else "no"}
+    )
     c = three()
     tags = [{"stage": "s3", "candidate_id": f"c{i}"} for i in range(5)]
     results = c.ask_many("b", [msgs(i) for i in range(5)], Verdict, tags=tags)
@@ -80,8 +88,9 @@ def test_vote_short_circuits_when_two_agree(scripted):
 
 
 def test_vote_split_asks_everyone_and_tie_rejects(scripted):
-    scripted.responder = by_model({"a": json_reply({"verdict": "yes"}), "b": json_reply({"verdict": "no"}),
-                                   "c": "garbage"})
+    scripted.responder = by_model(
+        {"a": json_reply({"verdict": "yes"}), "b": json_reply({"verdict": "no"}), "c": "garbage"}
+    )
     c = three()
     c.members[2] = scripted_member("c", seed=2, repair=False)
     c._by_name["c"] = c.members[2]
@@ -98,8 +107,13 @@ def test_unanimous_vote_stops_at_first_no(scripted):
 
 
 def test_plurality_vote_with_labels(scripted):
-    scripted.responder = by_model({"a": json_reply({"category": "ambiguous"}), "b": json_reply({"category": "AMBIGUOUS"}),
-                                   "c": json_reply({"category": "answerable"})})
+    scripted.responder = by_model(
+        {
+            "a": json_reply({"category": "ambiguous"}),
+            "b": json_reply({"category": "AMBIGUOUS"}),
+            "c": json_reply({"category": "answerable"}),
+        }
+    )
     out = three().vote(msgs(), Label, extract=lambda p: p.category, rule="plurality")
     assert out.decision == "ambiguous" and out.calls_made == 2
 

@@ -27,8 +27,17 @@ MSGS = [{"role": "user", "content": "Is this answerable?"}]
 
 
 def member(base_url, name="stub", **kw):
-    base = dict(name=name, model=f"openai/{name}", api_base=base_url, max_retries=1, backoff_base_s=0.001,
-                backoff_max_s=0.01, timeout_s=5.0, structured_output="prompt", repair=False)
+    base = dict(
+        name=name,
+        model=f"openai/{name}",
+        api_base=base_url,
+        max_retries=1,
+        backoff_base_s=0.001,
+        backoff_max_s=0.01,
+        timeout_s=5.0,
+        structured_output="prompt",
+        repair=False,
+    )
     return Member(**{**base, **kw})
 
 
@@ -37,14 +46,17 @@ def ask(m):
 
 
 @pytest.mark.usefixtures("transport")
-@pytest.mark.parametrize("mode, failure, must, must_not", [
-    ("429", "rate_limited", ["rate limited (HTTP 429)"], []),
-    ("500", "server_error", ["server error (HTTP 500)"], []),
-    ("503", "server_error", ["server error (HTTP 503)"], []),
-    ("context", "context_too_long", ["context too long (HTTP 400)", "maximum context length"], []),
-    ("reset", "unreachable", ["provider unreachable", "reset"], ["HTTP 500", "InternalServerError"]),
-    ("garbage", "unparseable", ["unparseable output"], []),
-])
+@pytest.mark.parametrize(
+    "mode, failure, must, must_not",
+    [
+        ("429", "rate_limited", ["rate limited (HTTP 429)"], []),
+        ("500", "server_error", ["server error (HTTP 500)"], []),
+        ("503", "server_error", ["server error (HTTP 503)"], []),
+        ("context", "context_too_long", ["context too long (HTTP 400)", "maximum context length"], []),
+        ("reset", "unreachable", ["provider unreachable", "reset"], ["HTTP 500", "InternalServerError"]),
+        ("garbage", "unparseable", ["unparseable output"], []),
+    ],
+)
 def test_each_fault_is_named_for_what_it_is(quandary_home, mode, failure, must, must_not):
     with FaultStub(default=mode) as stub:
         r = ask(member(stub.base_url))
@@ -91,6 +103,7 @@ def stage_ctx(demo_db_path):
 
     def make(members, **kw):
         return StageContext(str(demo_db_path), ctx_schema, Council("validators", members, call_log()), **kw)
+
     return make
 
 
@@ -102,12 +115,15 @@ def _rows(n):
 
 
 @pytest.mark.usefixtures("transport")
-@pytest.mark.parametrize("mode, remedy", [
-    ("refused", "start the server or fix api_base"),
-    ("context", "context window"),
-    ("429", "lower max_in_flight"),
-    ("500", "check its logs"),
-])
+@pytest.mark.parametrize(
+    "mode, remedy",
+    [
+        ("refused", "start the server or fix api_base"),
+        ("context", "context window"),
+        ("429", "lower max_in_flight"),
+        ("500", "check its logs"),
+    ],
+)
 def test_stage_failure_gives_the_right_remedy(quandary_home, stage_ctx, mode, remedy):
     if mode == "refused":
         base, stub = f"http://127.0.0.1:{free_port()}/v1", None

@@ -22,8 +22,15 @@ MSGS = [{"role": "user", "content": "Is this answerable?"}]
 
 
 def member(base_url, **kw):
-    base = dict(name="stub", model="openai/stub", api_base=base_url, max_retries=3, backoff_base_s=0.01,
-                backoff_max_s=0.05, timeout_s=5.0)
+    base = dict(
+        name="stub",
+        model="openai/stub",
+        api_base=base_url,
+        max_retries=3,
+        backoff_base_s=0.01,
+        backoff_max_s=0.05,
+        timeout_s=5.0,
+    )
     return Member(**{**base, **kw})
 
 

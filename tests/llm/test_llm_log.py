@@ -9,8 +9,15 @@ from tests.waiting import wait_until
 
 
 def _rec(call_id, status="ok", **kw):
-    base = dict(member="m", model="openai/x", request={"messages": []}, parsed={"a": 1} if status == "ok" else None,
-                raw_response='{"a": 1}', attempts=1, tag={"stage": "s1", "candidate_id": "c1"})
+    base = dict(
+        member="m",
+        model="openai/x",
+        request={"messages": []},
+        parsed={"a": 1} if status == "ok" else None,
+        raw_response='{"a": 1}',
+        attempts=1,
+        tag={"stage": "s1", "candidate_id": "c1"},
+    )
     return CallRecord(call_id=call_id, status=status, **{**base, **kw})
 
 
@@ -33,8 +40,21 @@ def test_lives_in_quandary_home_as_plain_wal_table():
     pk = [r[1] for r in conn.execute("PRAGMA table_info(llm_calls)") if r[5]]
     assert pk == ["call_id"]
     assert set(cols.values()) <= {"TEXT", "INTEGER", "REAL"}
-    for c in ("request_json", "raw_response", "parsed_json", "prompt_tokens", "completion_tokens", "latency_ms",
-              "cost", "error", "tag_stage", "tag_candidate_id", "member", "created_at", "attempts"):
+    for c in (
+        "request_json",
+        "raw_response",
+        "parsed_json",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_ms",
+        "cost",
+        "error",
+        "tag_stage",
+        "tag_candidate_id",
+        "member",
+        "created_at",
+        "attempts",
+    ):
         assert c in cols
     row = conn.execute("SELECT tag_stage, tag_candidate_id, ok FROM llm_calls").fetchone()
     assert row == ("s1", "c1", 1)
@@ -86,9 +106,12 @@ def test_concurrent_processes_write_safely(tmp_path):
 
 # --- leases (single flight across processes and machines) ----------------------------------------
 
+
 def _set_claim(log, call_id, owner, lease_from_now_s):
-    log._execute(f"UPDATE llm_calls SET owner = :o, lease_until = {log.NOW} + :s WHERE call_id = :k",
-                 {"o": owner, "s": lease_from_now_s, "k": call_id})
+    log._execute(
+        f"UPDATE llm_calls SET owner = :o, lease_until = {log.NOW} + :s WHERE call_id = :k",
+        {"o": owner, "s": lease_from_now_s, "k": call_id},
+    )
 
 
 def test_another_hosts_claim_waits_for_its_lease(tmp_path):

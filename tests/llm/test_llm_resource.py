@@ -23,8 +23,11 @@ def test_resource_serves_councils_to_assets(scripted, tmp_path):
     @asset
     def judged(council: CouncilResource) -> dict:
         out = council.get_council("validators").vote(
-            [{"role": "user", "content": "q"}], Verdict, extract=lambda v: v.verdict == "yes",
-            tag={"stage": "judged", "candidate_id": "c1"})
+            [{"role": "user", "content": "q"}],
+            Verdict,
+            extract=lambda v: v.verdict == "yes",
+            tag={"stage": "judged", "candidate_id": "c1"},
+        )
         return {"decision": out.decision, "saved": out.calls_saved}
 
     result = materialize([judged], resources={"council": CouncilResource(config_path=str(cfg))})

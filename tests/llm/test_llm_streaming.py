@@ -64,7 +64,7 @@ class StreamingStub(LoopbackStub):
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                pieces = [ANSWER[i:i + 3] for i in range(0, len(ANSWER), 3)]
+                pieces = [ANSWER[i : i + 3] for i in range(0, len(ANSWER), 3)]
                 try:
                     for i, piece in enumerate(pieces):
                         if outer.stall_after is not None and i >= outer.stall_after:
@@ -72,8 +72,16 @@ class StreamingStub(LoopbackStub):
                             return
                         self._event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
                         outer._stop.wait(outer.gap_s)  # the stub's token rate
-                    self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                                 "usage": {"prompt_tokens": 20, "completion_tokens": len(pieces), "total_tokens": 20 + len(pieces)}})
+                    self._event(
+                        {
+                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                            "usage": {
+                                "prompt_tokens": 20,
+                                "completion_tokens": len(pieces),
+                                "total_tokens": 20 + len(pieces),
+                            },
+                        }
+                    )
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except OSError:
@@ -92,8 +100,16 @@ class StreamingStub(LoopbackStub):
 
 
 def _member(url: str, **kw) -> Member:
-    base = dict(name="m", model="openai/stub", api_base=url, api_key_env="QUANDARY_KEY_STUB", max_tokens=512,
-                max_retries=0, backoff_base_s=0.0, backoff_max_s=0.0)
+    base = dict(
+        name="m",
+        model="openai/stub",
+        api_base=url,
+        api_key_env="QUANDARY_KEY_STUB",
+        max_tokens=512,
+        max_retries=0,
+        backoff_base_s=0.0,
+        backoff_max_s=0.0,
+    )
     return Member(**{**base, **kw})
 
 
@@ -169,13 +185,24 @@ def test_embedded_requests_never_exceed_the_servers_slots(quandary_home, monkeyp
     monkeypatch.delenv("QUANDARY_EMBEDDED_DETERMINISTIC", raising=False)
     with StreamingStub(hold=True) as stub:
         monkeypatch.setenv("QUANDARY_EMBEDDED_BASE_URL", stub.url)
-        members = [Member(name=f"e{i}", model="openai/smollm2", api_base="embedded", max_tokens=512, seed=i,
-                          max_in_flight=2, max_retries=0) for i in range(3)]
+        members = [
+            Member(
+                name=f"e{i}",
+                model="openai/smollm2",
+                api_base="embedded",
+                max_tokens=512,
+                seed=i,
+                max_in_flight=2,
+                max_retries=0,
+            )
+            for i in range(3)
+        ]
         council = Council("validators", members, CallLog(tmp_path / "calls.sqlite"))
 
         async def all_calls():
-            return await asyncio.gather(*[council.aask(f"e{i % 3}", [{"role": "user", "content": f"q{i}"}], Verdict)
-                                          for i in range(6)])
+            return await asyncio.gather(
+                *[council.aask(f"e{i % 3}", [{"role": "user", "content": f"q{i}"}], Verdict) for i in range(6)]
+            )
 
         results = []
         worker = threading.Thread(target=lambda: results.extend(asyncio.run(all_calls())))

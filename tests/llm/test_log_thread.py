@@ -13,8 +13,15 @@ from storage.llm_log import CallLog, CallRecord
 
 
 def _record(i: int) -> CallRecord:
-    return CallRecord(call_id=f"k{i}", status="ok", member="m", model="openai/stub", request={"i": i},
-                      raw_response='{"verdict": "yes"}', parsed={"verdict": "yes"})
+    return CallRecord(
+        call_id=f"k{i}",
+        status="ok",
+        member="m",
+        model="openai/stub",
+        request={"i": i},
+        raw_response='{"verdict": "yes"}',
+        parsed={"verdict": "yes"},
+    )
 
 
 def _fail():
@@ -59,7 +66,9 @@ def counted_log(tmp_path):
 
 def test_operations_queued_together_share_one_transaction(counted_log):
     log = counted_log
-    ops = [(log.claim, f"k{i}", "m", "openai/stub", 60.0) for i in range(5)] + [(log.record, _record(i)) for i in range(5)]
+    ops = [(log.claim, f"k{i}", "m", "openai/stub", 60.0) for i in range(5)] + [
+        (log.record, _record(i)) for i in range(5)
+    ]
     outcomes = _run_batch(log, ops)
     assert outcomes[:5] == ["claimed"] * 5 and outcomes[5:] == [None] * 5
     assert log.transactions == 1

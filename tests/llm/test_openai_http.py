@@ -30,18 +30,28 @@ YES = '{"verdict": "yes"}'
 
 def _ask(member: Member, text: str = "Is this answerable?", **kw):
     return Council("validators", [member], call_log()).ask(
-        member.name, [{"role": "system", "content": "You judge."}, {"role": "user", "content": text}], Verdict, **kw)
+        member.name, [{"role": "system", "content": "You judge."}, {"role": "user", "content": text}], Verdict, **kw
+    )
 
 
-@pytest.mark.parametrize("model, structured", [("openai/Qwen/Qwen2.5-7B-Instruct", "json_schema"),
-                                               ("hosted_vllm/llama", "json_object")])
+@pytest.mark.parametrize(
+    "model, structured", [("openai/Qwen/Qwen2.5-7B-Instruct", "json_schema"), ("hosted_vllm/llama", "json_object")]
+)
 def test_the_direct_path_sends_what_litellm_sends(quandary_home, monkeypatch, model, structured):
     """Same JSON body (served model name, sampling parameters, response_format) on both paths."""
     bodies = {}
     for transport in ("auto", "litellm"):
         with StubOpenAIServer(StubScript(content=YES)) as stub:
-            m = Member(name=f"m-{transport}", model=model, api_base=stub.base_url, seed=3, top_p=0.9,
-                       frequency_penalty=0.1, structured_output=structured, transport=transport)
+            m = Member(
+                name=f"m-{transport}",
+                model=model,
+                api_base=stub.base_url,
+                seed=3,
+                top_p=0.9,
+                frequency_penalty=0.1,
+                structured_output=structured,
+                transport=transport,
+            )
             assert _ask(m, use_cache=False).ok
             bodies[transport] = stub.bodies[0]
     assert uses_direct_http(Member(name="x", model=model, api_base="http://h/v1"))
@@ -102,5 +112,7 @@ def test_a_priced_model_on_the_direct_path_is_costed_from_its_tokens():
     priced = Member(name="g", model="openai/gpt-4o-mini", api_base="https://api.openai.com/v1")
     cost = _cost(priced, _Reply("{}", prompt_tokens=1000, completion_tokens=100))
     assert 0 < cost < 0.01
-    assert _cost(Member(name="q", model="openai/my-own-finetune", api_base="http://gpu:8000/v1"),
-                 _Reply("{}", 1000, 100)) == 0.0
+    assert (
+        _cost(Member(name="q", model="openai/my-own-finetune", api_base="http://gpu:8000/v1"), _Reply("{}", 1000, 100))
+        == 0.0
+    )

@@ -19,8 +19,9 @@ def _wide_db(path, n_tables=120, n_cols=12):
         cols = ", ".join(f"col_{j} TEXT" for j in range(n_cols))
         ref = f", parent_id INTEGER REFERENCES t{i - 1}(id)" if i % 10 else ""
         con.execute(f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, {cols}{ref})")
-        con.executemany(f"INSERT INTO t{i} (id, col_0, col_1) VALUES (?, ?, ?)",
-                        [(k, "v" * 300, f"value {k}") for k in range(6)])
+        con.executemany(
+            f"INSERT INTO t{i} (id, col_0, col_1) VALUES (?, ?, ?)", [(k, "v" * 300, f"value {k}") for k in range(6)]
+        )
     con.commit()
     con.close()
     return path
@@ -69,8 +70,8 @@ def test_database_values_cannot_close_the_sample_comment(tmp_path, value):
     con.commit()
     con.close()
     text = render_schema_context(inspect_database(path))
-    comment = text[text.index("/* 1 sample rows"):]
-    body = comment[2:comment.rindex("*/")]
+    comment = text[text.index("/* 1 sample rows") :]
+    body = comment[2 : comment.rindex("*/")]
     assert "*/" not in body and "/*" not in body  # the only closer is the renderer's own
     assert "IGNORE ALL PREVIOUS" in text or "DROP TABLE" in text or "/ *" in text  # still shown, escaped
 
@@ -88,11 +89,14 @@ def test_hostile_database_registers_with_bounded_memory(tmp_path, isolated_home)
     from tests.sql.hostile_sql import REPO_ROOT
 
     # In a child capped at 2 GB of address space: unbounded sampling (5 x 1 GB) fails there, not here.
-    child = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
-             "from resources.catalog import Catalog; info = Catalog().register(sys.argv[1], 'hostile'); "
-             "t = info.table('t'); print(t.row_count, len(t.sample_rows))")
-    proc = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=300)
+    child = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)); "
+        "from resources.catalog import Catalog; info = Catalog().register(sys.argv[1], 'hostile'); "
+        "t = info.table('t'); print(t.row_count, len(t.sample_rows))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child, str(path)], capture_output=True, text=True, cwd=REPO_ROOT, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-500:]
     assert proc.stdout.split() == ["5", "0"]
     assert Catalog().get("hostile").engine == "sqlite"

@@ -22,11 +22,20 @@ CORPUS = [
     ("sqlite_zeroblob_x3", "sqlite", "SELECT zeroblob(999999999) FROM (VALUES(1),(2),(3))", ("too_large",)),
     ("sqlite_zeroblob_cte20", "sqlite", f"{_C20} SELECT zeroblob(999999999) FROM c", ("too_large",)),
     ("sqlite_group_concat", "sqlite", f"{_C1000} SELECT group_concat(zeroblob(10000000)) FROM c", BOUNDED),
-    ("sqlite_printf_huge", "sqlite", "SELECT printf('%.*c', 2000000000, 'x')", BOUNDED),  # no check inside printf: killed
+    (
+        "sqlite_printf_huge",
+        "sqlite",
+        "SELECT printf('%.*c', 2000000000, 'x')",
+        BOUNDED,
+    ),  # no check inside printf: killed
     ("sqlite_many_blobs", "sqlite", f"{_C1000} SELECT zeroblob(10000000) FROM c", BOUNDED),
     ("sqlite_sort_blobs", "sqlite", f"{_C1000} SELECT randomblob(1000000) AS b FROM c ORDER BY b", BOUNDED),
-    ("sqlite_endless_cte", "sqlite", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
-     ("timeout",)),
+    (
+        "sqlite_endless_cte",
+        "sqlite",
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
+        ("timeout",),
+    ),
     ("duckdb_repeat_x10", "duckdb", "SELECT " + ", ".join(["length(repeat('x', 1000000000))"] * 10), ("too_large",)),
     ("duckdb_string_agg", "duckdb", "SELECT string_agg(repeat('x', 10000000), '') FROM range(1000)", BOUNDED),
     ("duckdb_many_strings", "duckdb", "SELECT repeat('x', 10000000) FROM range(1000)", BOUNDED),
@@ -90,7 +99,10 @@ def run_in_child(db: Path, sql: str, budget_s: float, address_cap: int = 3 << 30
     try:
         proc = subprocess.run(
             [sys.executable, "-c", CHILD, str(db), sql, str(budget_s), str(address_cap)],
-            capture_output=True, text=True, cwd=REPO_ROOT, timeout=wall_limit_s,
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            timeout=wall_limit_s,
         )
     except subprocess.TimeoutExpired:
         return {"kind": "hung", "message": f"no answer within {wall_limit_s} s", "elapsed_s": wall_limit_s}

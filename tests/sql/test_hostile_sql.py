@@ -65,7 +65,12 @@ def test_non_finite_timeouts_are_refused(hostile_dbs, bad):
 def test_cli_refuses_nan_and_inf_timeout(hostile_dbs, cmd, value):
     db = str(hostile_dbs["sqlite"])
     args = [db, "SELECT 1"] + (["SELECT 1"] if cmd == "equiv" else [])
-    proc = subprocess.run([sys.executable, "-c", "import sys; from cli import main; sys.exit(main())", cmd, *args, "--timeout", value],
-                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from cli import main; sys.exit(main())", cmd, *args, "--timeout", value],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "finite" in proc.stderr and "Traceback" not in proc.stderr

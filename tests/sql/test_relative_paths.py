@@ -34,12 +34,19 @@ def test_cli_sql_and_generate_from_another_folder(demo_db_path, tmp_path, monkey
     env = dict(os.environ)
     env.pop("QUANDARY_SQL_IN_PROCESS", None)
     cli = [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))"]
-    r = subprocess.run(cli + ["sql", rel, "SELECT COUNT(*) FROM departments"], capture_output=True, text=True,
-                       env=env, timeout=120)
+    r = subprocess.run(
+        cli + ["sql", rel, "SELECT COUNT(*) FROM departments"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
-    here = subprocess.run(cli + ["generate", "programmatic", rel, "--json"], capture_output=True, text=True,
-                          env=env, timeout=300)
-    absolute = subprocess.run(cli + ["generate", "programmatic", os.path.abspath(rel), "--json"],
-                              capture_output=True, text=True, env=env, timeout=300)
+    here = subprocess.run(
+        cli + ["generate", "programmatic", rel, "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
+    absolute = subprocess.run(
+        cli + ["generate", "programmatic", os.path.abspath(rel), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert here.returncode == 0 and absolute.returncode == 0, here.stderr + absolute.stderr
     assert len(here.stdout.splitlines()) == len(absolute.stdout.splitlines()) > 3

@@ -33,6 +33,7 @@ def _answer(calls: list):
         if name == "twice":
             return [w * 2 for w in columns[0]]
         return [len(w) > n for w, n in zip(*columns)]
+
     return answer
 
 
@@ -100,7 +101,12 @@ def test_an_interrupt_in_the_caller_kills_the_worker(duck):
 @pytest.mark.parametrize("bad", ["nan", "inf", "0", "-1"])
 def test_aisql_run_refuses_bad_timeout_at_the_command_line(bad):
     cli = [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))"]
-    r = subprocess.run(cli + ["aisql", "run", "movie", "SELECT 1", "--timeout", bad], capture_output=True,
-                       text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    r = subprocess.run(
+        cli + ["aisql", "run", "movie", "SELECT 1", "--timeout", bad],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert r.returncode == 2 and "timeout must be a finite number" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr

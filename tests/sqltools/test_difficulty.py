@@ -85,16 +85,37 @@ def test_aggregates_used_as_window_functions_are_not_aggregation():
 
 
 def test_points_follow_the_documented_weights():
-    f = SqlFeatures(parsed=True, joins=1, subqueries=1, set_operations=1, ctes=1, recursive_cte=True,
-                    window_functions=1, aggregates=2, group_bys=1, havings=1, conditions=3,
-                    case_expressions=1, order_bys=1, top_k=1)
+    f = SqlFeatures(
+        parsed=True,
+        joins=1,
+        subqueries=1,
+        set_operations=1,
+        ctes=1,
+        recursive_cte=True,
+        window_functions=1,
+        aggregates=2,
+        group_bys=1,
+        havings=1,
+        conditions=3,
+        case_expressions=1,
+        order_bys=1,
+        top_k=1,
+    )
     assert f.points == 2 + 3 + 2 + 2 + 2 + 3 + 1 + 1 + 0 + 2 + 1 + 1 + 1
 
 
 @pytest.mark.parametrize(
     ("points", "label"),
-    [(0, "simple"), (1, "simple"), (2, "moderate"), (3, "moderate"), (4, "complex"), (5, "complex"),
-     (6, "highly complex"), (20, "highly complex")],
+    [
+        (0, "simple"),
+        (1, "simple"),
+        (2, "moderate"),
+        (3, "moderate"),
+        (4, "complex"),
+        (5, "complex"),
+        (6, "highly complex"),
+        (20, "highly complex"),
+    ],
 )
 def test_thresholds(points, label):
     assert label_for(SqlFeatures(parsed=True, case_expressions=points)) == label
@@ -218,8 +239,10 @@ def spider_hardness(sql):
         return "easy"
     if (others <= 2 and c1 <= 1 and c2 == 0) or (c1 <= 2 and others < 2 and c2 == 0):
         return "medium"
-    if (others > 2 and c1 <= 2 and c2 == 0) or (2 < c1 <= 3 and others <= 2 and c2 == 0) or (
-        c1 <= 1 and others == 0 and c2 <= 1
+    if (
+        (others > 2 and c1 <= 2 and c2 == 0)
+        or (2 < c1 <= 3 and others <= 2 and c2 == 0)
+        or (c1 <= 1 and others == 0 and c2 <= 1)
     ):
         return "hard"
     return "extra"
@@ -230,7 +253,9 @@ def spider_dev():
     if not SPIDER_DEV.is_file():
         pytest.skip(f"Spider dev set not found at {SPIDER_DEV} (needs ../shared/data/spider)")
     entries = json.loads(SPIDER_DEV.read_text())
-    return [(e["query"], relabel_difficulty(e["query"]), spider_hardness(e["sql"]), len(e["query_toks"])) for e in entries]
+    return [
+        (e["query"], relabel_difficulty(e["query"]), spider_hardness(e["sql"]), len(e["query_toks"])) for e in entries
+    ]
 
 
 @pytest.mark.shared_data

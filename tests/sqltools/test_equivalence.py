@@ -159,8 +159,17 @@ def test_null_inclusion_disagreement_is_not_equivalent():
 
 @pytest.mark.parametrize(
     ("gold_value", "pred_value"),
-    [(1, 1.0), (6, 6.0), (0.1 + 0.2, 0.3), (1.0, 1.0000001), (2.5, Decimal("2.50")), (True, 1), (-0.0, 0),
-     (float("nan"), float("nan")), (37.166666666666664, 37.16666666666667)],
+    [
+        (1, 1.0),
+        (6, 6.0),
+        (0.1 + 0.2, 0.3),
+        (1.0, 1.0000001),
+        (2.5, Decimal("2.50")),
+        (True, 1),
+        (-0.0, 0),
+        (float("nan"), float("nan")),
+        (37.166666666666664, 37.16666666666667),
+    ],
 )
 def test_numbers_compare_by_value_within_tolerance(gold_value, pred_value):
     assert results_equivalent(result(["v"], [(gold_value,)]), result(["v"], [(pred_value,)])).equivalent
@@ -349,12 +358,16 @@ def test_has_top_level_order_by(sql, expected):
 
 
 def test_sql_equivalent_on_a_database(tiny_db):
-    verdict = sql_equivalent(tiny_db, "SELECT name FROM person WHERE age > 28", "SELECT age, name AS n FROM person WHERE age >= 30")
+    verdict = sql_equivalent(
+        tiny_db, "SELECT name FROM person WHERE age > 28", "SELECT age, name AS n FROM person WHERE age >= 30"
+    )
     assert verdict.equivalent and verdict.failed is None
 
 
 def test_sql_equivalent_null_filter_disagreement(tiny_db):
-    verdict = sql_equivalent(tiny_db, "SELECT name FROM person WHERE city IS NULL", "SELECT name FROM person WHERE city = ''")
+    verdict = sql_equivalent(
+        tiny_db, "SELECT name FROM person WHERE city IS NULL", "SELECT name FROM person WHERE city = ''"
+    )
     assert not verdict.equivalent and verdict.failed is None
 
 

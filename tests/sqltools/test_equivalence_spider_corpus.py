@@ -33,8 +33,16 @@ def test_corpus_covers_every_required_case():
     assert len({p["id"] for p in CORPUS}) == len(CORPUS)
     covers = Counter(p["covers"] for p in CORPUS)
     required = {
-        "reordered rows", "reordered columns", "aliases", "extra columns", "missing columns",
-        "DISTINCT dropped", "order direction", "NULL handling", "LIMIT changes", "different filters",
+        "reordered rows",
+        "reordered columns",
+        "aliases",
+        "extra columns",
+        "missing columns",
+        "DISTINCT dropped",
+        "order direction",
+        "NULL handling",
+        "LIMIT changes",
+        "different filters",
     }
     assert required <= set(covers), required - set(covers)
     labels = Counter(p["equivalent"] for p in CORPUS)

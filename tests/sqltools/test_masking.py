@@ -131,8 +131,36 @@ def test_unknown_dialect_falls_back_instead_of_raising():
 SQLISH = st.lists(
     st.one_of(
         st.sampled_from(
-            ["SELECT", "FROM", "WHERE", "AND", "OR", "LIMIT", "OFFSET", "ORDER BY", "GROUP BY", "(", ")",
-             ",", "'", '"', "=", "-", "*", ";", "--", "/*", "*/", "IN", "NULL", "t", "a", "1", "2.5", "'x'"]
+            [
+                "SELECT",
+                "FROM",
+                "WHERE",
+                "AND",
+                "OR",
+                "LIMIT",
+                "OFFSET",
+                "ORDER BY",
+                "GROUP BY",
+                "(",
+                ")",
+                ",",
+                "'",
+                '"',
+                "=",
+                "-",
+                "*",
+                ";",
+                "--",
+                "/*",
+                "*/",
+                "IN",
+                "NULL",
+                "t",
+                "a",
+                "1",
+                "2.5",
+                "'x'",
+            ]
         ),
         st.text(max_size=6),
     ),
@@ -152,8 +180,8 @@ def test_property_never_raises_on_sql_ish_strings(sql):
 @given(
     st.sampled_from(["age", "name", "city"]),
     st.sampled_from(["=", ">", "<", "<>", "LIKE"]),
-    st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12)),
-    st.one_of(st.integers(-10**6, 10**6), st.text(max_size=12)),
+    st.one_of(st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12)),
+    st.one_of(st.integers(-(10**6), 10**6), st.text(max_size=12)),
 )
 def test_property_literal_only_variants_share_a_key(column, op, v1, v2):
     def render(v):

@@ -16,13 +16,16 @@ from pipelines.sqltools.results import (
 GOLD = [(1, "a"), (1, "a"), (2, "b")]
 
 
-@pytest.mark.parametrize("pred, set_eq, bag_eq, ordered_eq", [
-    ([(1, "a"), (1, "a"), (2, "b")], True, True, True),
-    ([(2, "b"), (1, "a"), (1, "a")], True, True, False),
-    ([(1, "a"), (2, "b")], True, False, False),
-    ([(1, "a"), (2, "b"), (2, "b")], True, False, False),
-    ([("a", 1), ("a", 1), ("b", 2)], False, False, False),  # column order is significant
-])
+@pytest.mark.parametrize(
+    "pred, set_eq, bag_eq, ordered_eq",
+    [
+        ([(1, "a"), (1, "a"), (2, "b")], True, True, True),
+        ([(2, "b"), (1, "a"), (1, "a")], True, True, False),
+        ([(1, "a"), (2, "b")], True, False, False),
+        ([(1, "a"), (2, "b"), (2, "b")], True, False, False),
+        ([("a", 1), ("a", 1), ("b", 2)], False, False, False),  # column order is significant
+    ],
+)
 def test_the_three_modes(pred, set_eq, bag_eq, ordered_eq):
     assert results_match(GOLD, pred, "set") is set_eq
     assert results_match(GOLD, pred, "bag") is bag_eq
@@ -60,12 +63,15 @@ def test_values_compare_by_value():
     assert normalize_value("1") != normalize_value(1)
 
 
-@pytest.mark.parametrize("sql, expected", [
-    ("SELECT a FROM t ORDER BY a", True),
-    ("(SELECT a FROM t ORDER BY a)", True),
-    ("SELECT a FROM (SELECT a FROM t ORDER BY a) AS s", False),
-    ("SELECT a FROM t", False),
-    ("not sql at all (", False),
-])
+@pytest.mark.parametrize(
+    "sql, expected",
+    [
+        ("SELECT a FROM t ORDER BY a", True),
+        ("(SELECT a FROM t ORDER BY a)", True),
+        ("SELECT a FROM (SELECT a FROM t ORDER BY a) AS s", False),
+        ("SELECT a FROM t", False),
+        ("not sql at all (", False),
+    ],
+)
 def test_top_level_order_by(sql, expected):
     assert has_top_level_order_by(sql) is expected

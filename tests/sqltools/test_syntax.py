@@ -11,19 +11,33 @@ from pipelines.sqltools.syntax import sqlite_parses
 SPIDER = Path(__file__).resolve().parents[3] / "shared" / "data" / "spider" / "dev.json"
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT count(*) FROM singer", "SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.id = T2.id WHERE T2.x > 3",
-    "WITH c AS (SELECT 1 AS x) SELECT x FROM c", "SELECT a FROM t EXCEPT SELECT b FROM u;",
-    "SELECT upper(name) FROM t -- a comment", "SELECT no_such_function(1)",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) FROM singer",
+        "SELECT T1.a FROM t AS T1 JOIN u AS T2 ON T1.id = T2.id WHERE T2.x > 3",
+        "WITH c AS (SELECT 1 AS x) SELECT x FROM c",
+        "SELECT a FROM t EXCEPT SELECT b FROM u;",
+        "SELECT upper(name) FROM t -- a comment",
+        "SELECT no_such_function(1)",
+    ],
+)
 def test_valid_statements_parse_whatever_their_names(sql):
     assert sqlite_parses(sql)
 
 
-@pytest.mark.parametrize("sql", [
-    "SELEC name FROM t", "SELECT a FROM t WHERE", "SELECT (SELECT x FROM t) FROM u WHERE ((",
-    "SELECT * FROM t WHERE a = 'x", "SELECT 1; SELECT 2", "", "SELECT 1\x00",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELEC name FROM t",
+        "SELECT a FROM t WHERE",
+        "SELECT (SELECT x FROM t) FROM u WHERE ((",
+        "SELECT * FROM t WHERE a = 'x",
+        "SELECT 1; SELECT 2",
+        "",
+        "SELECT 1\x00",
+    ],
+)
 def test_broken_or_several_statements_do_not(sql):
     assert not sqlite_parses(sql)
 

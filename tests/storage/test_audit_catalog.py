@@ -44,15 +44,18 @@ def test_damaged_call_log_is_skipped(catalog, isolated_home, capsys):
     assert "llm_calls.sqlite" in captured.err and "Traceback" not in captured.err
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "COPY seed_databases TO '{home}/leak.csv'",
-    "COPY (SELECT 1) TO '{artifact}' (FORMAT parquet, USE_TMP_FILE false)",
-    "ATTACH '{home}/x.duckdb' AS x",
-    "CREATE TABLE t AS SELECT 1",
-    "SET enable_external_access = true",
-    "INSTALL httpfs",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "COPY seed_databases TO '{home}/leak.csv'",
+        "COPY (SELECT 1) TO '{artifact}' (FORMAT parquet, USE_TMP_FILE false)",
+        "ATTACH '{home}/x.duckdb' AS x",
+        "CREATE TABLE t AS SELECT 1",
+        "SET enable_external_access = true",
+        "INSTALL httpfs",
+    ],
+)
 def test_audit_sql_cannot_touch_files(catalog, isolated_home, sql, capsys):
     good = catalog[0]
     before = good.path.read_bytes()

@@ -44,8 +44,15 @@ def url(pg, request, monkeypatch):
 
 
 def _spawn(code: str, env: dict, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], cwd=REPO_ROOT, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _until_line(proc, prefix: str) -> str:
@@ -127,8 +134,11 @@ def _asker(stub, url, lease_s):
 
 
 def _lease_until(log, key_like="%") -> float | None:
-    rows = log._fetch("SELECT extract(epoch FROM lease_until) AS t FROM quandary_llm_calls "
-                      "WHERE status = 'in_flight' AND call_id LIKE :k", {"k": key_like})
+    rows = log._fetch(
+        "SELECT extract(epoch FROM lease_until) AS t FROM quandary_llm_calls "
+        "WHERE status = 'in_flight' AND call_id LIKE :k",
+        {"k": key_like},
+    )
     return float(rows[0]["t"]) if rows and rows[0]["t"] is not None else None
 
 
@@ -187,9 +197,16 @@ def test_a_killed_owners_key_is_taken_over_when_its_lease_lapses(url):
 
 
 def _rec(call_id, status="ok", **kw):
-    base = dict(member="m", model="openai/x", request={"messages": [call_id]}, attempts=1,
-                parsed={"a": 1} if status == "ok" else None, raw_response='{"a": 1}' if status == "ok" else "prose",
-                error=None if status == "ok" else "unparseable output", tag={"stage": "s1", "candidate_id": call_id})
+    base = dict(
+        member="m",
+        model="openai/x",
+        request={"messages": [call_id]},
+        attempts=1,
+        parsed={"a": 1} if status == "ok" else None,
+        raw_response='{"a": 1}' if status == "ok" else "prose",
+        error=None if status == "ok" else "unparseable output",
+        tag={"stage": "s1", "candidate_id": call_id},
+    )
     return CallRecord(call_id=call_id, status=status, **{**base, **kw})
 
 
@@ -235,10 +252,14 @@ def test_same_calls_give_the_same_rows_and_audit_view_as_sqlite(url, tmp_path, m
     pg_log, lite = open_call_log(), CallLog(tmp_path / "llm_calls.sqlite")
     for log in (pg_log, lite):
         _same_calls(log)
-    assert _untimed(sorted(pg_log.rows(), key=lambda r: r["call_id"])) == \
-        _untimed(sorted(lite.rows(), key=lambda r: r["call_id"]))
-    assert pg_log.count("status = ? AND cache_hits > ?", ("ok", 0)) == lite.count(
-        "status = ? AND cache_hits > ?", ("ok", 0)) == 2
+    assert _untimed(sorted(pg_log.rows(), key=lambda r: r["call_id"])) == _untimed(
+        sorted(lite.rows(), key=lambda r: r["call_id"])
+    )
+    assert (
+        pg_log.count("status = ? AND cache_hits > ?", ("ok", 0))
+        == lite.count("status = ? AND cache_hits > ?", ("ok", 0))
+        == 2
+    )
 
     query = "SELECT * EXCLUDE (created_at, updated_at) FROM llm_calls ORDER BY call_id"
     from_pg = open_audit(tmp_path / "artifacts")  # distributed mode: the database's calls

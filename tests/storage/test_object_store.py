@@ -157,8 +157,16 @@ def race_writer_processes(env: dict, tmp_path) -> None:
     procs = []
     for i in range(2):
         env_i = {**os.environ, **env, "QUANDARY_HOME": str(tmp_path / f"node{i}")}
-        procs.append(subprocess.Popen([sys.executable, "-c", textwrap.dedent(WRITER), str(i), "5"], cwd=REPO_ROOT,
-                                      env=env_i, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", textwrap.dedent(WRITER), str(i), "5"],
+                cwd=REPO_ROOT,
+                env=env_i,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+        )
     for p in procs:
         assert p.stdout.readline().strip() == "ready"
     for p in procs:
@@ -209,8 +217,10 @@ def test_audit_reads_the_bucket_and_stays_locked(s3_env, monkeypatch, tmp_path):
     probe = duckdb.connect()
     store.register_duckdb(probe)  # the same read works on a connection without the lockdown
     assert probe.execute(f"SELECT s FROM read_parquet('{secret}')").fetchall() == [("hidden",)]
-    for sql in (f"SELECT * FROM read_parquet('{store.backend.uri('secret/x/data.parquet')}')",
-                f"SELECT * FROM read_csv('{outside}')"):
+    for sql in (
+        f"SELECT * FROM read_parquet('{store.backend.uri('secret/x/data.parquet')}')",
+        f"SELECT * FROM read_csv('{outside}')",
+    ):
         with pytest.raises(duckdb.Error):
             audit_query(con, sql).fetchall()
     with pytest.raises(duckdb.Error):

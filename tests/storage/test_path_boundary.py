@@ -44,9 +44,12 @@ def test_io_manager_uses_the_same_check(tmp_path):
 
     from assets.shared.io_manager import VersionedParquetIOManager
 
-    ctx = SimpleNamespace(asset_key=SimpleNamespace(path=["dataset"], to_user_string=lambda: "dataset"),
-                          has_partition_key=True, partition_key="../../escape",
-                          add_output_metadata=lambda m: None)
+    ctx = SimpleNamespace(
+        asset_key=SimpleNamespace(path=["dataset"], to_user_string=lambda: "dataset"),
+        has_partition_key=True,
+        partition_key="../../escape",
+        add_output_metadata=lambda m: None,
+    )
     with pytest.raises(UnsafePathError):
         VersionedParquetIOManager(base_dir=str(tmp_path / "a")).handle_output(ctx, pl.DataFrame({"a": [1]}))
     assert not (tmp_path / "escape").exists()

@@ -22,15 +22,18 @@ class Verdict(BaseModel):
     verdict: Literal["yes", "no"]
 
 
-@pytest.mark.parametrize("exc, cause", [
-    (OSError(errno.ENOSPC, "No space left on device"), NO_SPACE),
-    (OSError(errno.EDQUOT, "Disk quota exceeded"), NO_SPACE),
-    (OSError(errno.EROFS, "Read-only file system"), READ_ONLY),
-    (PermissionError(errno.EACCES, "Permission denied"), PERMISSION),
-    (sqlite3.OperationalError("database or disk is full"), NO_SPACE),
-    (sqlite3.DatabaseError("database disk image is malformed"), CORRUPT),
-    (sqlite3.DatabaseError("file is not a database"), CORRUPT),
-])
+@pytest.mark.parametrize(
+    "exc, cause",
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), NO_SPACE),
+        (OSError(errno.EDQUOT, "Disk quota exceeded"), NO_SPACE),
+        (OSError(errno.EROFS, "Read-only file system"), READ_ONLY),
+        (PermissionError(errno.EACCES, "Permission denied"), PERMISSION),
+        (sqlite3.OperationalError("database or disk is full"), NO_SPACE),
+        (sqlite3.DatabaseError("database disk image is malformed"), CORRUPT),
+        (sqlite3.DatabaseError("file is not a database"), CORRUPT),
+    ],
+)
 def test_causes(exc, cause):
     assert storage_cause(exc) == cause
 
@@ -46,8 +49,11 @@ class _FaultyConn:
         self._conn, self._fault = conn, fault
 
     def execute(self, sql, *args):
-        if self._fault["on"] and sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE", "DELETE") \
-                and self._fault.get("match", "") in sql:
+        if (
+            self._fault["on"]
+            and sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE", "DELETE")
+            and self._fault.get("match", "") in sql
+        ):
             raise self._fault["exc"]
         return self._conn.execute(sql, *args)
 
@@ -67,15 +73,26 @@ def faulty_log(monkeypatch, tmp_path):
 def _rec(call_id, status="ok"):
     from storage.llm_log import CallRecord
 
-    return CallRecord(call_id=call_id, status=status, member="m", model="openai/m", request={"x": call_id},
-                      raw_response='{"verdict": "yes"}', parsed={"verdict": "yes"}, attempts=1)
+    return CallRecord(
+        call_id=call_id,
+        status=status,
+        member="m",
+        model="openai/m",
+        request={"x": call_id},
+        raw_response='{"verdict": "yes"}',
+        parsed={"verdict": "yes"},
+        attempts=1,
+    )
 
 
-@pytest.mark.parametrize("exc, must", [
-    (sqlite3.OperationalError("database or disk is full"), "ENOSPC"),
-    (OSError(errno.EROFS, "Read-only file system"), "EROFS"),
-    (PermissionError(errno.EACCES, "Permission denied"), "EACCES"),
-])
+@pytest.mark.parametrize(
+    "exc, must",
+    [
+        (sqlite3.OperationalError("database or disk is full"), "ENOSPC"),
+        (OSError(errno.EROFS, "Read-only file system"), "EROFS"),
+        (PermissionError(errno.EACCES, "Permission denied"), "EACCES"),
+    ],
+)
 def test_call_log_write_failure_names_the_cause_not_damage(tmp_path, faulty_log, exc, must):
     path = tmp_path / "llm_calls.sqlite"
     log = CallLog(path)
@@ -143,8 +160,15 @@ def test_council_does_not_rerequest_answers_after_space_is_freed(quandary_home, 
     from tests.llm.fault_stub import FaultStub
 
     with FaultStub(default="ok") as stub:
-        m = Member(name="stub", model="openai/stub", api_base=stub.base_url, max_retries=0, timeout_s=5.0,
-                   structured_output="prompt", repair=False)
+        m = Member(
+            name="stub",
+            model="openai/stub",
+            api_base=stub.base_url,
+            max_retries=0,
+            timeout_s=5.0,
+            structured_output="prompt",
+            repair=False,
+        )
         council = Council("validators", [m], call_log())
         # the claim fits in the log's free pages, the answer does not (as in the probe)
         faulty_log.update(on=True, match="excluded.")
@@ -166,8 +190,15 @@ def test_no_request_is_sent_when_the_call_cannot_be_logged(quandary_home, faulty
     from tests.llm.fault_stub import FaultStub
 
     with FaultStub(default="ok") as stub:
-        m = Member(name="stub", model="openai/stub", api_base=stub.base_url, max_retries=0, timeout_s=5.0,
-                   structured_output="prompt", repair=False)
+        m = Member(
+            name="stub",
+            model="openai/stub",
+            api_base=stub.base_url,
+            max_retries=0,
+            timeout_s=5.0,
+            structured_output="prompt",
+            repair=False,
+        )
         faulty_log["on"] = True
         r = Council("validators", [m], call_log()).ask("stub", [{"role": "user", "content": "q"}], Verdict)
     assert not r.ok and r.failure == "storage_full", r.error
@@ -194,8 +225,10 @@ def _inject_enospc_on_tmp_write(monkeypatch, code=errno.ENOSPC):
     def faulty_open(file, mode="r", *a, **kw):
         fh = real_open(file, mode, *a, **kw)
         if str(file).endswith(".tmp") and "w" in mode:
+
             def write(data):
                 raise OSError(code, os.strerror(code))
+
             fh.write = write
         return fh
 
@@ -225,8 +258,9 @@ def test_read_only_artifact_folder_is_named_in_the_run_failure(tmp_path, monkeyp
         return pl.DataFrame({"a": [1]})
 
     _inject_enospc_on_tmp_write(monkeypatch, errno.EROFS)
-    result = materialize([small], resources={"io_manager": VersionedParquetIOManager(base_dir=str(tmp_path))},
-                         raise_on_error=False)
+    result = materialize(
+        [small], resources={"io_manager": VersionedParquetIOManager(base_dir=str(tmp_path))}, raise_on_error=False
+    )
     assert not result.success
     line = first_failure(result)
     assert "EROFS" in line and str(tmp_path) in line, line
@@ -326,7 +360,11 @@ def test_merger_killed_mid_merge_loses_no_answer(tmp_path, faulty_log):
     _spilled_log(tmp_path, faulty_log, "a").close()
     faulty_log["on"] = False
     marker = tmp_path / "merging"
-    child = subprocess.Popen([sys.executable, "-c", f"""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"""
 import pathlib, threading
 import storage.llm_log as ll
 def stall(self, rec):
@@ -334,7 +372,11 @@ def stall(self, rec):
     threading.Event().wait()
 ll.CallLog._write_unless_cached = stall
 ll.CallLog({str(tmp_path / "llm_calls.sqlite")!r})
-"""], env={**os.environ, "QUANDARY_SPILL_DIR": str(tmp_path / "spill")}, cwd=os.getcwd())
+""",
+        ],
+        env={**os.environ, "QUANDARY_SPILL_DIR": str(tmp_path / "spill")},
+        cwd=os.getcwd(),
+    )
     try:
         wait_until(marker.exists, 120, "the child process merging the spill file", alive=lambda: child.poll() is None)
     finally:

@@ -12,9 +12,15 @@ import pytest
 from storage.backends import ARTIFACTS_URL_ENV
 from storage.stores import ObjectArtifactStore, artifact_store, latest_frame, latest_partitions
 
-ROWS = {"candidate_id": ["c1", "c2"], "db_id": ["university"] * 2, "question": ["How many?", "Which?"],
-        "sql": ["SELECT 1", None], "subcategory": ["answerable", "missing_entity"], "style": ["formal"] * 2,
-        "difficulty": ["simple"] * 2}
+ROWS = {
+    "candidate_id": ["c1", "c2"],
+    "db_id": ["university"] * 2,
+    "question": ["How many?", "Which?"],
+    "sql": ["SELECT 1", None],
+    "subcategory": ["answerable", "missing_entity"],
+    "style": ["formal"] * 2,
+    "difficulty": ["simple"] * 2,
+}
 
 
 @pytest.fixture
@@ -69,8 +75,10 @@ def test_cross_partition_and_report_readers_see_the_shared_store(bucket):
     assert dataset_source("university") == "imported_dataset"
     bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
     assert dataset_source("university") == "dataset"
-    plan = interaction_plan("university", {"ops": {"interaction_conversations": {"config": {
-        "agents": ["a"], "modes": ["m"], "max_steps": 0}}}})
+    plan = interaction_plan(
+        "university",
+        {"ops": {"interaction_conversations": {"config": {"agents": ["a"], "modes": ["m"], "max_steps": 0}}}},
+    )
     assert plan.items.startswith("2 conversations")
     assert materialized_corpora() == []
 

@@ -49,10 +49,14 @@ def test_history_is_rows_of_the_state_table_not_bucket_objects(table_store, sqli
     assert (v2.seq, v3.seq) == (2, 3)
     rows = _rows(sqlite_engine)
     assert [(r["seq"], r["hash"], r["run_id"], r["rows"]) for r in rows] == [
-        (1, v1.content_hash, "run-1", 1), (2, v2.content_hash, None, 1), (3, v1.content_hash, "run-3", 1)]
+        (1, v1.content_hash, "run-1", 1),
+        (2, v2.content_hash, None, 1),
+        (3, v1.content_hash, "run-3", 1),
+    ]
     assert {r["store"] for r in rows} == {table_store.url} and {r["partition"] for r in rows} == {"p"}
-    assert table_store.versions("thing", "p") == [{k: r[k] for k in ("seq", "hash", "file", "size", "rows", "at",
-                                                                     "run_id")} for r in rows]
+    assert table_store.versions("thing", "p") == [
+        {k: r[k] for k in ("seq", "hash", "file", "size", "rows", "at", "run_id")} for r in rows
+    ]
     assert not table_store.backend.list("thing/p/versions")  # the bucket holds no history objects
     assert _latest(table_store)["seq"] == 3 and table_store.read_latest("thing", "p")["a"].to_list() == [1]
 
@@ -127,6 +131,7 @@ def test_the_local_store_lists_versions_jsonl(isolated_home):
 
 # -- PostgreSQL + S3 (real servers) ----------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def servers():
     from tests.distributed.servers import postgres_server, s3_server
@@ -142,8 +147,11 @@ _names = iter(range(10**6))
 def deployment(servers, monkeypatch):
     pg, s3 = servers
     name = f"h{next(_names)}x{os.getpid()}"
-    env = {**s3.env(), "QUANDARY_DAGSTER_PG_URL": pg.create_database(name),
-           ARTIFACTS_URL_ENV: s3.create_bucket(name) + "/arts"}
+    env = {
+        **s3.env(),
+        "QUANDARY_DAGSTER_PG_URL": pg.create_database(name),
+        ARTIFACTS_URL_ENV: s3.create_bucket(name) + "/arts",
+    }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv(STATE_URL_ENV, raising=False)
@@ -165,8 +173,7 @@ def test_threads_on_postgres_claim_distinct_seqs(deployment):
     assert [v["seq"] for v in versions] == list(range(1, n + 1))
     assert sorted(v["run_id"] for v in versions) == sorted(f"r{i}" for i in range(n))
     assert json.loads(store.backend.get("race/p/LATEST").data)["seq"] == n  # LATEST ended at the newest
-    assert store.read_latest("race", "p")["writer"].to_list() == [
-        int(versions[-1]["run_id"][1:])]
+    assert store.read_latest("race", "p")["writer"].to_list() == [int(versions[-1]["run_id"][1:])]
     assert len(store.versions("same", "p")) == 1
     assert not store.backend.list("race/p/versions")
 

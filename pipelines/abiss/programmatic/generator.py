@@ -165,8 +165,16 @@ def _not_wellformed(draft: Draft, ctx: BuildContext) -> str | None:
     the generator never emits what the filter would reject (over-long values, ...)."""
     from pipelines.abiss import wellformed
 
-    rows = [{"subcategory": draft.subcategory, "style": draft.style, "question": draft.question,
-             "evidence": draft.evidence, "feedback": draft.feedback, "sql": draft.sql}]
+    rows = [
+        {
+            "subcategory": draft.subcategory,
+            "style": draft.style,
+            "question": draft.question,
+            "evidence": draft.evidence,
+            "feedback": draft.feedback,
+            "sql": draft.sql,
+        }
+    ]
     if draft.readings:
         rows = [{**rows[0], "sql": r.sql, "hidden_knowledge": r.hidden_knowledge} for r in draft.readings]
     for row in rows:
@@ -360,13 +368,17 @@ def generate_candidates(
             if d.absence is not None:
                 for r in records:
                     report.absence_claims[r.candidate_id] = {
-                        "kind": d.absence.kind, "terms": list(d.absence.terms), "tables": list(d.absence.tables)
+                        "kind": d.absence.kind,
+                        "terms": list(d.absence.terms),
+                        "tables": list(d.absence.tables),
                     }
         if not accepted:
             if not BUILDERS.get(sid):
                 report.skipped[sid] = "no builder for this subcategory"
             elif failures:
-                top = "; ".join(f"{why} ×{n}" for why, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+                top = "; ".join(
+                    f"{why} ×{n}" for why, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+                )
                 report.skipped[sid] = f"all {attempts} drafts failed verification: {top}"
             else:
                 report.skipped[sid] = "; ".join(ctx.reasons) or "the database offers nothing to build on"

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from pipelines.sqltools.identifiers import ABBREVIATIONS, identifier_words  # noqa: F401  (re-exported for callers)
 
+
 def humanize(name: str) -> str:
     """Identifier → readable words: ``personal_email`` → "personal email"."""
     words = identifier_words(name)
@@ -62,13 +63,42 @@ def head_noun(name: str) -> str | None:
 
 
 _IRREGULAR_PLURAL = {
-    "person": "people", "man": "men", "woman": "women", "child": "children", "staff": "staff",
-    "series": "series", "data": "data", "info": "info", "information": "information",
-    "media": "media", "criteria": "criteria", "news": "news", "species": "species",
+    "person": "people",
+    "man": "men",
+    "woman": "women",
+    "child": "children",
+    "staff": "staff",
+    "series": "series",
+    "data": "data",
+    "info": "info",
+    "information": "information",
+    "media": "media",
+    "criteria": "criteria",
+    "news": "news",
+    "species": "species",
 }
 _IRREGULAR_SINGULAR = {v: k for k, v in _IRREGULAR_PLURAL.items()}
-_IE_WORDS = ("movies", "cookies", "zombies", "calories", "rookies", "pies", "ties", "lies", "brownies", "selfies",
-             "goalies", "hippies", "prairies", "aunties", "budgies", "newbies", "freebies", "smoothies", "sorties")
+_IE_WORDS = (
+    "movies",
+    "cookies",
+    "zombies",
+    "calories",
+    "rookies",
+    "pies",
+    "ties",
+    "lies",
+    "brownies",
+    "selfies",
+    "goalies",
+    "hippies",
+    "prairies",
+    "aunties",
+    "budgies",
+    "newbies",
+    "freebies",
+    "smoothies",
+    "sorties",
+)
 _NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media"}
 
 
@@ -129,9 +159,39 @@ def singular(phrase: str) -> str:
 
 
 _TABLE_FILLER = {"data", "info", "information", "list", "details", "detail", "table", "tbl", "records", "record"}
-_VERBS = {"has", "have", "takes", "take", "teaches", "teach", "advises", "advise", "plays", "play", "works", "work",
-          "is", "in", "of", "belongs", "wrote", "writes", "owns", "visits", "visit", "member", "appears", "hosts",
-          "attends", "enrolled", "enrolls", "performs", "likes", "includes", "contains"}
+_VERBS = {
+    "has",
+    "have",
+    "takes",
+    "take",
+    "teaches",
+    "teach",
+    "advises",
+    "advise",
+    "plays",
+    "play",
+    "works",
+    "work",
+    "is",
+    "in",
+    "of",
+    "belongs",
+    "wrote",
+    "writes",
+    "owns",
+    "visits",
+    "visit",
+    "member",
+    "appears",
+    "hosts",
+    "attends",
+    "enrolled",
+    "enrolls",
+    "performs",
+    "likes",
+    "includes",
+    "contains",
+}
 
 
 def table_words(name: str) -> str:
@@ -174,7 +234,7 @@ def be(phrase: str) -> str:
 
 
 def with_article_or_plural(phrase: str) -> str:
-    """"a weight", "an age", but "cylinders" (plural nouns take no indefinite article)."""
+    """ "a weight", "an age", but "cylinders" (plural nouns take no indefinite article)."""
     return phrase if is_plural(phrase) else with_article(phrase)
 
 
@@ -261,12 +321,23 @@ def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
             "imperative": [f"Give me {np}.", f"Find {np}.", f"Return {np}.", f"Show {np}."],
             "interrogative": [f"What is {np}?", f"Can you tell me {np}?", f"Could you tell me {np}?"],
             "formal": [f"Please provide {np}.", f"Kindly report {np}.", f"Could you please provide {np}?"],
-            "colloquial": [f"hey, what's {_lower_first(np)}?", f"need {_lower_first(np)}, thanks", f"so what's {_lower_first(np)}?"],
+            "colloquial": [
+                f"hey, what's {_lower_first(np)}?",
+                f"need {_lower_first(np)}, thanks",
+                f"so what's {_lower_first(np)}?",
+            ],
             "descriptive": [f"I need {np}.", f"I am looking for {np}.", f"I would like to know {np}."],
         }
         return t1.get(style, t1["imperative"])
     t = {
-        "imperative": [f"List {np}.", f"Show {np}.", f"Give me {np}.", f"Find {np}.", f"Return {np}.", f"Display {np}."],
+        "imperative": [
+            f"List {np}.",
+            f"Show {np}.",
+            f"Give me {np}.",
+            f"Find {np}.",
+            f"Return {np}.",
+            f"Display {np}.",
+        ],
         "interrogative": [f"What are {np}?", f"Can you tell me {np}?", f"Could you list {np}?"],
         "formal": [
             f"Please provide {np}.",
@@ -293,11 +364,29 @@ def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
 
 def _count_templates(style: str, subj: str) -> list[str]:
     t = {
-        "imperative": [f"Count the {subj}.", f"Give me the number of {subj}.", f"Show how many {subj} there are.", f"Return the number of {subj}."],
+        "imperative": [
+            f"Count the {subj}.",
+            f"Give me the number of {subj}.",
+            f"Show how many {subj} there are.",
+            f"Return the number of {subj}.",
+        ],
         "interrogative": [f"How many {subj} are there?", f"What is the number of {subj}?", f"How many {subj} exist?"],
-        "formal": [f"Please provide the total number of {subj}.", f"Could you please state how many {subj} there are?", f"Kindly report the number of {subj}."],
-        "colloquial": [f"how many {subj} are there?", f"hey, how many {subj} are there?", f"quick one: number of {subj}?", f"so how many {subj} are there?"],
-        "descriptive": [f"I need the number of {subj}.", f"I am looking for the count of {subj}.", f"I would like to know how many {subj} there are."],
+        "formal": [
+            f"Please provide the total number of {subj}.",
+            f"Could you please state how many {subj} there are?",
+            f"Kindly report the number of {subj}.",
+        ],
+        "colloquial": [
+            f"how many {subj} are there?",
+            f"hey, how many {subj} are there?",
+            f"quick one: number of {subj}?",
+            f"so how many {subj} are there?",
+        ],
+        "descriptive": [
+            f"I need the number of {subj}.",
+            f"I am looking for the count of {subj}.",
+            f"I would like to know how many {subj} there are.",
+        ],
     }
     return t.get(style, t["imperative"])
 
@@ -307,7 +396,12 @@ def _which_templates(style: str, subj: str) -> list[str]:
         "imperative": [f"List the {subj}.", f"Show the {subj}.", f"Find the {subj}.", f"Give me the {subj}."],
         "interrogative": [f"Which are the {subj}?", f"What are the {subj}?"],
         "formal": [f"Please list the {subj}.", f"Kindly identify the {subj}.", f"Could you please provide the {subj}?"],
-        "colloquial": [f"which ones are the {subj}?", f"hey, which are the {subj}?", f"show me the {subj} real quick", f"gimme the {subj}"],
+        "colloquial": [
+            f"which ones are the {subj}?",
+            f"hey, which are the {subj}?",
+            f"show me the {subj} real quick",
+            f"gimme the {subj}",
+        ],
         "descriptive": [f"I need the {subj}.", f"I am looking for the {subj}.", f"I would like a list of the {subj}."],
     }
     return t.get(style, t["imperative"])
@@ -315,12 +409,22 @@ def _which_templates(style: str, subj: str) -> list[str]:
 
 def render(ask: Ask, style: str, rng: random.Random) -> str:
     """The question text for ``ask`` in ``style``; the template is drawn from ``rng``."""
-    style = style if style in {"formal", "colloquial", "imperative", "interrogative", "descriptive", "concise"} else "imperative"
+    style = (
+        style
+        if style in {"formal", "colloquial", "imperative", "interrogative", "descriptive", "concise"}
+        else "imperative"
+    )
     if style == "concise":
         if ask.bare:
             return ask.bare
         if ask.kind == "count":
-            return rng.choice([f"number of {_strip_articles(ask.subject)}", f"count of {_strip_articles(ask.subject)}", f"{_strip_articles(ask.subject)}: count"])
+            return rng.choice(
+                [
+                    f"number of {_strip_articles(ask.subject)}",
+                    f"count of {_strip_articles(ask.subject)}",
+                    f"{_strip_articles(ask.subject)}: count",
+                ]
+            )
         if ask.kind == "which":
             return _strip_articles(ask.subject)
         return _strip_articles(ask.target)

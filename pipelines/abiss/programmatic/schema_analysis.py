@@ -58,8 +58,6 @@ _LABEL_WORDS = ("name", "title", "label")
 _NUMBER_TEXT = re.compile(r"^-?\d{1,15}(\.\d+)?$")
 
 
-
-
 def sql_literal(value) -> str:
     """A SQL literal for a data value taken from the database itself."""
     if value is None:
@@ -73,7 +71,9 @@ def sql_literal(value) -> str:
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, (_dt.datetime, _dt.date)):
-        return "'" + value.isoformat(sep=" ") + "'" if isinstance(value, _dt.datetime) else "'" + value.isoformat() + "'"
+        return (
+            "'" + value.isoformat(sep=" ") + "'" if isinstance(value, _dt.datetime) else "'" + value.isoformat() + "'"
+        )
     return "'" + str(value).replace("'", "''") + "'"
 
 
@@ -113,8 +113,11 @@ class ColumnProfile:
 
     @property
     def is_year(self) -> bool:
-        return self.role == NUMERIC and "year" in self.words.lower().split() and bool(self.sample) and all(
-            1000 <= float(v) <= 2200 for v in (self.sample[0], self.sample[-1])
+        return (
+            self.role == NUMERIC
+            and "year" in self.words.lower().split()
+            and bool(self.sample)
+            and all(1000 <= float(v) <= 2200 for v in (self.sample[0], self.sample[-1]))
         )
 
     @property
@@ -220,8 +223,11 @@ class SchemaAnalysis:
 
     @cached_property
     def _squashed_names(self) -> str:
-        return "\x00".join(n for t in self.tables for n in
-                            [t.name.lower().replace("_", "")] + [c.name.lower().replace("_", "") for c in t.columns])
+        return "\x00".join(
+            n
+            for t in self.tables
+            for n in [t.name.lower().replace("_", "")] + [c.name.lower().replace("_", "") for c in t.columns]
+        )
 
     def mentions(self, term: str) -> bool:
         """Whether any table or column name contains ``term`` (as a word or a substring)."""
@@ -515,7 +521,9 @@ class SchemaAnalysis:
 # ------------------------------------------------------------------------------ profiling
 
 
-def _infer_role(col_name: str, decl_type: str, pk: bool, fk: bool, values: list, distinct: int, non_null: int, rows: int) -> str:
+def _infer_role(
+    col_name: str, decl_type: str, pk: bool, fk: bool, values: list, distinct: int, non_null: int, rows: int
+) -> str:
     if not values:
         return OTHER
     if any(isinstance(v, (bytes, bytearray, memoryview)) for v in values[:50]):
@@ -535,16 +543,32 @@ def _infer_role(col_name: str, decl_type: str, pk: bool, fk: bool, values: list,
     if all(isinstance(v, str) and _NUMBER_TEXT.match(v) for v in values) and distinct >= 3:
         return NUMERIC  # numbers stored as text; ColumnProfile.text_number is set
     if all(isinstance(v, str) for v in values):
-        if 2 <= distinct <= CATEGORICAL_MAX_DISTINCT and distinct < non_null and (
-            distinct <= 0.5 * non_null or (non_null <= 12 and distinct <= 0.75 * non_null)
+        if (
+            2 <= distinct <= CATEGORICAL_MAX_DISTINCT
+            and distinct < non_null
+            and (distinct <= 0.5 * non_null or (non_null <= 12 and distinct <= 0.75 * non_null))
         ):
             return CATEGORICAL
         return TEXT
     return OTHER
 
 
-_PLACE_WORDS = {"building", "room", "city", "address", "street", "country", "state", "location", "region",
-                "hometown", "nationality", "campus", "venue", "place"}
+_PLACE_WORDS = {
+    "building",
+    "room",
+    "city",
+    "address",
+    "street",
+    "country",
+    "state",
+    "location",
+    "region",
+    "hometown",
+    "nationality",
+    "campus",
+    "venue",
+    "place",
+}
 
 
 def _label_score(table: TableProfile, c: ColumnProfile) -> float | None:
@@ -648,8 +672,10 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
             # one statement per table: the sample rows carry the (uncorrelated, computed once) column
             # statistics as extra columns. Every executor call opens a connection that parses the whole
             # schema, so halving the calls matters on wide databases.
-            agg = ", ".join(f"(SELECT COUNT({quote_ident(c)}) FROM {q}), (SELECT COUNT(DISTINCT {quote_ident(c)}) FROM {q})"
-                            for c in columns)
+            agg = ", ".join(
+                f"(SELECT COUNT({quote_ident(c)}) FROM {q}), (SELECT COUNT(DISTINCT {quote_ident(c)}) FROM {q})"
+                for c in columns
+            )
             res = execute_sql(db_path, f"SELECT *, {agg} FROM {q} LIMIT {SAMPLE_LIMIT}", timeout_s=PROFILE_TIMEOUT_S)
             n = len(columns)
             if res.ok and res.rows and len(res.rows[0]) == 3 * n:
@@ -696,7 +722,7 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
                 vals = [float(v) for v in vals]
             if role in (NUMERIC, TEMPORAL):
                 try:
-                    prof.sample = sorted(vals, key=lambda v: (float(v) if _is_number(v) else str(v)))
+                    prof.sample = sorted(vals, key=lambda v: float(v) if _is_number(v) else str(v))
                 except (TypeError, ValueError):
                     prof.sample = []
             profiles.append(prof)

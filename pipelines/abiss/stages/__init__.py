@@ -47,8 +47,17 @@ from pipelines.abiss.stages.s10_style import STAGE as STYLE
 
 # The cascade, in order: each stage sees only the survivors of the ones before it.
 STAGES: tuple[StageSpec, ...] = (
-    WELLFORMEDNESS, DUPLICATES, EXECUTABILITY, CONFORMANCE, GROUND_TRUTH, EVIDENCE_NECESSITY, AMBIGUITY,
-    UNSOLVABILITY, FEEDBACK, CONSISTENCY, STYLE,
+    WELLFORMEDNESS,
+    DUPLICATES,
+    EXECUTABILITY,
+    CONFORMANCE,
+    GROUND_TRUTH,
+    EVIDENCE_NECESSITY,
+    AMBIGUITY,
+    UNSOLVABILITY,
+    FEEDBACK,
+    CONSISTENCY,
+    STYLE,
 )
 STAGE_BY_NO = {s.no: s for s in STAGES}
 
@@ -63,8 +72,7 @@ def run_stage(stage_no: int, survivors: list[dict], ctx: StageContext | None) ->
 
     stage = STAGE_BY_NO[stage_no]
     applicable = [r for r in survivors if stage.applies(r)]
-    passthrough = [decision(r, stage, True, "not applicable", applies=False) for r in survivors
-                   if not stage.applies(r)]
+    passthrough = [decision(r, stage, True, "not applicable", applies=False) for r in survivors if not stage.applies(r)]
     if not stage.uses_council:
         decided = stage.decide(applicable, stage, ctx)
     elif applicable:

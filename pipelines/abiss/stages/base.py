@@ -115,14 +115,27 @@ def vote_record(member, comparison, vote, parsed_ok, call_id) -> dict:
         text = "yes" if vote else "no"
     else:
         text = str(vote)
-    return {"member": member, "comparison": comparison, "vote": text, "parsed_ok": bool(parsed_ok),
-            "llm_call_id": call_id}
+    return {
+        "member": member,
+        "comparison": comparison,
+        "vote": text,
+        "parsed_ok": bool(parsed_ok),
+        "llm_call_id": call_id,
+    }
 
 
 def decision(row, stage: StageSpec, passed: bool, reason: str, votes=(), applies=True, calls_saved=0) -> dict:
-    return {"candidate_id": row["candidate_id"], "stage": stage.key, "stage_no": stage.no, "applies": applies,
-            "passed": bool(passed), "reason": reason, "n_votes": len(votes), "calls_saved": int(calls_saved),
-            "votes": list(votes)}
+    return {
+        "candidate_id": row["candidate_id"],
+        "stage": stage.key,
+        "stage_no": stage.no,
+        "applies": applies,
+        "passed": bool(passed),
+        "reason": reason,
+        "n_votes": len(votes),
+        "calls_saved": int(calls_saved),
+        "votes": list(votes),
+    }
 
 
 def tag(stage: StageSpec, row: dict, extra: str | None = None) -> dict:

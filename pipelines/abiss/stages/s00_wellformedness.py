@@ -22,6 +22,12 @@ def decide(rows: list[dict], stage: StageSpec, ctx: StageContext | None) -> list
     return out
 
 
-STAGE = StageSpec(0, "wellformedness", ALL_GROUPS, False,
-                  "Deterministic well-formedness filter: placeholders, prompt echoes and copies, repetition, "
-                  "length, SQL in the question, no schema mention, feedback naming nothing.", decide=decide)
+STAGE = StageSpec(
+    0,
+    "wellformedness",
+    ALL_GROUPS,
+    False,
+    "Deterministic well-formedness filter: placeholders, prompt echoes and copies, repetition, "
+    "length, SQL in the question, no schema mention, feedback naming nothing.",
+    decide=decide,
+)

@@ -11,14 +11,19 @@ from pipelines.sqltools.masking import dedup_key
 
 
 def decide(rows: list[dict], stage: StageSpec, ctx=None) -> list[dict]:
-    ordered = sorted(rows, key=lambda r: (r["generator"], r["request_id"], r.get("interpretation_index") or 0,
-                                          r["candidate_id"]))
+    ordered = sorted(
+        rows, key=lambda r: (r["generator"], r["request_id"], r.get("interpretation_index") or 0, r["candidate_id"])
+    )
     seen_exact: dict[tuple, str] = {}
     seen_masked: dict[str, tuple[str, str]] = {}  # key -> (group_id, candidate_id)
     out = []
     for row in ordered:
-        exact = (" ".join(row["question"].lower().split()), row.get("evidence") or "",
-                 row.get("hidden_knowledge") or "", row["subcategory"])
+        exact = (
+            " ".join(row["question"].lower().split()),
+            row.get("evidence") or "",
+            row.get("hidden_knowledge") or "",
+            row["subcategory"],
+        )
         if exact in seen_exact:
             out.append(decision(row, stage, False, f"exact duplicate of {seen_exact[exact]}"))
             continue
@@ -34,5 +39,11 @@ def decide(rows: list[dict], stage: StageSpec, ctx=None) -> list[dict]:
     return out
 
 
-STAGE = StageSpec(1, "duplicate_removal", ALL_GROUPS, False,
-                  "Exact duplicates, then value-masked SQL duplicates (answerable and ambiguous).", decide=decide)
+STAGE = StageSpec(
+    1,
+    "duplicate_removal",
+    ALL_GROUPS,
+    False,
+    "Exact duplicates, then value-masked SQL duplicates (answerable and ambiguous).",
+    decide=decide,
+)

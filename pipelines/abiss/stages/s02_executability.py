@@ -23,5 +23,11 @@ def decide(rows: list[dict], stage: StageSpec, ctx: StageContext) -> list[dict]:
     return out
 
 
-STAGE = StageSpec(2, "sql_executability", frozenset({ANS, AMB}), False,
-                  "Ground-truth SQL executes, returns rows, within the time limit.", decide=decide)
+STAGE = StageSpec(
+    2,
+    "sql_executability",
+    frozenset({ANS, AMB}),
+    False,
+    "Ground-truth SQL executes, returns rows, within the time limit.",
+    decide=decide,
+)

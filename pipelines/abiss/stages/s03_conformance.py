@@ -11,5 +11,11 @@ async def decide(rows, stage, ctx):
     return await yes_no_stage(rows, stage, ctx, lambda r: conformance_messages(ctx.schema_for(r), r), "conforms")
 
 
-STAGE = StageSpec(3, "category_conformance", ALL_GROUPS, True,
-                  "Council: the question clearly conforms to its category.", decide=decide)
+STAGE = StageSpec(
+    3,
+    "category_conformance",
+    ALL_GROUPS,
+    True,
+    "Council: the question clearly conforms to its category.",
+    decide=decide,
+)

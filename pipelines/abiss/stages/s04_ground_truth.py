@@ -17,5 +17,11 @@ async def decide(rows, stage, ctx):
     return await yes_no_stage(rows, stage, ctx, build, "answers the question")
 
 
-STAGE = StageSpec(4, "ground_truth_satisfaction", frozenset({ANS, AMB}), True,
-                  "Council: the SQL and its result answer the question (with hidden knowledge).", decide=decide)
+STAGE = StageSpec(
+    4,
+    "ground_truth_satisfaction",
+    frozenset({ANS, AMB}),
+    True,
+    "Council: the SQL and its result answer the question (with hidden knowledge).",
+    decide=decide,
+)

@@ -27,8 +27,16 @@ async def decide(rows, stage, ctx):
             mine = [v for v in votes if v["comparison"] == label]
             mine_saved = saved if r is members[0] else 0  # the group's savings, counted once
             if majority[label]:
-                out.append(decision(r, stage, False, "dominant reading: majority wrote it without hidden knowledge",
-                                    mine, calls_saved=mine_saved))
+                out.append(
+                    decision(
+                        r,
+                        stage,
+                        False,
+                        "dominant reading: majority wrote it without hidden knowledge",
+                        mine,
+                        calls_saved=mine_saved,
+                    )
+                )
             else:
                 out.append(decision(r, stage, True, "not the majority reading", mine, calls_saved=mine_saved))
         return out
@@ -37,6 +45,11 @@ async def decide(rows, stage, ctx):
     return [d for batch in results for d in batch]
 
 
-STAGE = StageSpec(6, "ambiguity_verification", frozenset({AMB}), True,
-                  "Council writes SQL without hidden knowledge; a majority-equivalent interpretation is removed.",
-                  decide=decide)
+STAGE = StageSpec(
+    6,
+    "ambiguity_verification",
+    frozenset({AMB}),
+    True,
+    "Council writes SQL without hidden knowledge; a majority-equivalent interpretation is removed.",
+    decide=decide,
+)

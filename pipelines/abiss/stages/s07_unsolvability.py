@@ -27,20 +27,30 @@ async def decide(rows, stage, ctx):
             judged = {**row, "sql": res.parsed.sql}
             ok, gt_votes, gt_outcome = await ctx.vote(
                 ground_truth_messages(ctx.schema_for(row), judged, preview(result, ctx.result_preview_rows)),
-                YesNoVerdict, lambda p: p.verdict, tag(stage, row, f"gt_check:{member}"),
-                comparison=f"gt_check:{member}")
+                YesNoVerdict,
+                lambda p: p.verdict,
+                tag(stage, row, f"gt_check:{member}"),
+                comparison=f"gt_check:{member}",
+            )
             votes.append(vote_record(member, "solve", "solved" if ok else "unsolved (judged wrong)", True, res.call_id))
             votes.extend(gt_votes)
             gt_saved += gt_outcome.calls_saved
             if ok:
                 saved = len(ctx.council.member_names) - sum(v["comparison"] == "solve" for v in votes)
                 ctx.stats["calls_saved"] += saved
-                return decision(row, stage, False, f"solved by {member}: {res.parsed.sql}", votes,
-                                calls_saved=saved + gt_saved)
+                return decision(
+                    row, stage, False, f"solved by {member}: {res.parsed.sql}", votes, calls_saved=saved + gt_saved
+                )
         return decision(row, stage, True, "no council member found a correct SQL", votes, calls_saved=gt_saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
 
-STAGE = StageSpec(7, "unsolvability_verification", frozenset({UNA}), True,
-                  "Council tries to solve; any executable SQL judged correct rejects.", decide=decide)
+STAGE = StageSpec(
+    7,
+    "unsolvability_verification",
+    frozenset({UNA}),
+    True,
+    "Council tries to solve; any executable SQL judged correct rejects.",
+    decide=decide,
+)

@@ -11,5 +11,11 @@ async def decide(rows, stage, ctx):
     return await yes_no_stage(rows, stage, ctx, lambda r: feedback_messages(ctx.schema_for(r), r), "good feedback")
 
 
-STAGE = StageSpec(8, "feedback_quality", frozenset({UNA}), True,
-                  "Council: the feedback is accurate, specific and actionable.", decide=decide)
+STAGE = StageSpec(
+    8,
+    "feedback_quality",
+    frozenset({UNA}),
+    True,
+    "Council: the feedback is accurate, specific and actionable.",
+    decide=decide,
+)

@@ -22,9 +22,13 @@ async def decide(rows, stage, ctx):
             a, b = (other, assigned) if flip else (assigned, other)
             letter = "B" if flip else "A"
 
-            ok, v, outcome = await ctx.vote(consistency_messages(ctx.schema_for(row), row, a, b), CategoryChoice,
-                                            lambda p, letter=letter: p.choice == letter,
-                                            tag(stage, row, f"vs:{other.id}"), comparison=f"vs:{other.id}")
+            ok, v, outcome = await ctx.vote(
+                consistency_messages(ctx.schema_for(row), row, a, b),
+                CategoryChoice,
+                lambda p, letter=letter: p.choice == letter,
+                tag(stage, row, f"vs:{other.id}"),
+                comparison=f"vs:{other.id}",
+            )
             votes.extend(v)
             saved += outcome.calls_saved
             if not ok:
@@ -37,5 +41,11 @@ async def decide(rows, stage, ctx):
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
 
-STAGE = StageSpec(9, "category_consistency", frozenset({AMB, UNA}), True,
-                  "Assigned subcategory wins a strict majority against every other of its group.", decide=decide)
+STAGE = StageSpec(
+    9,
+    "category_consistency",
+    frozenset({AMB, UNA}),
+    True,
+    "Assigned subcategory wins a strict majority against every other of its group.",
+    decide=decide,
+)

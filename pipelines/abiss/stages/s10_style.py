@@ -18,14 +18,20 @@ async def decide(rows, stage, ctx):
     model = style_label_model(tuple(labels))
 
     async def one(row):
-        ok, votes, outcome = await ctx.vote(style_messages(ctx.schema_for(row), row["question"], labels), model,
-                                            lambda p, s=row["style"]: p.style == s, tag(stage, row),
-                                            comparison=f"is {row['style']}")
-        return decision(row, stage, ok, f"style {row['style']}: {count_text(votes)}", votes,
-                        calls_saved=outcome.calls_saved)
+        ok, votes, outcome = await ctx.vote(
+            style_messages(ctx.schema_for(row), row["question"], labels),
+            model,
+            lambda p, s=row["style"]: p.style == s,
+            tag(stage, row),
+            comparison=f"is {row['style']}",
+        )
+        return decision(
+            row, stage, ok, f"style {row['style']}: {count_text(votes)}", votes, calls_saved=outcome.calls_saved
+        )
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
 
 
-STAGE = StageSpec(10, "style_conformance", ALL_GROUPS, True,
-                  "Council: the question matches its intended style.", decide=decide)
+STAGE = StageSpec(
+    10, "style_conformance", ALL_GROUPS, True, "Council: the question matches its intended style.", decide=decide
+)

@@ -14,6 +14,7 @@ from resources.llm.votes import decide, is_decided, min_more_votes
 
 async def yes_no_stage(rows, stage, ctx, build_messages, label) -> list[dict]:
     """A strict-majority yes/no vote per row; ``build_messages(row)`` may be a coroutine function."""
+
     async def one(row):
         messages = build_messages(row)
         if asyncio.iscoroutine(messages):
@@ -46,7 +47,7 @@ async def members_write_sql(ctx, stage, row, messages, golds: dict[str, str]):
             break
         k = max(min_more_votes(per_gold[g], n - asked, "strict_majority", abstain_as_no=True) for g in pending)
         k = max(1, min(k, n - asked))
-        wave = names[asked: asked + k]
+        wave = names[asked : asked + k]
         results = await asyncio.gather(*(ctx.ask(m, messages, SqlAttempt, tag(stage, row)) for m in wave))
         for member, res in zip(wave, results):
             pred = res.parsed.sql if res.ok else None
@@ -54,8 +55,15 @@ async def members_write_sql(ctx, stage, row, messages, golds: dict[str, str]):
                 eq = await equivalent(ctx, gold_sql, pred) if pred else None
                 # a member that writes no runnable SQL did not reproduce the gold: count as "not equivalent"
                 per_gold[g].append(bool(eq))
-                label = ("equivalent" if eq else "not_equivalent" if eq is False
-                         else "not_equivalent (fails to run)" if pred else "abstain")
+                label = (
+                    "equivalent"
+                    if eq
+                    else "not_equivalent"
+                    if eq is False
+                    else "not_equivalent (fails to run)"
+                    if pred
+                    else "abstain"
+                )
                 records.append(vote_record(member, g, label, res.ok, res.call_id))
         asked += k
     majority = {g: decide(v + [False] * (n - len(v)), "strict_majority").decision for g, v in per_gold.items()}

@@ -130,11 +130,17 @@ def decision_from_output(obj, raw: str | None = None, call_id: str | None = None
         try:
             obj = json.loads(obj)
         except json.JSONDecodeError:
-            return AskerDecision("question", obj.strip(), raw=raw) if obj.strip() else AskerDecision("fallback", raw=raw, reason="empty output")
+            return (
+                AskerDecision("question", obj.strip(), raw=raw)
+                if obj.strip()
+                else AskerDecision("fallback", raw=raw, reason="empty output")
+            )
     if isinstance(obj, BaseModel):
         obj = obj.model_dump()
     if not isinstance(obj, dict):
-        return AskerDecision("fallback", raw=raw, reason=f"unexpected output type {type(obj).__name__}", call_id=call_id)
+        return AskerDecision(
+            "fallback", raw=raw, reason=f"unexpected output type {type(obj).__name__}", call_id=call_id
+        )
     kind = str(obj.get("type") or "").strip().lower()
     if kind == "done":
         return AskerDecision.stop(raw=raw, call_id=call_id)
@@ -160,8 +166,9 @@ class LLMAsker(Asker):
 
     async def decide(self, inp):
         messages = asker_messages(self.prompt, inp.spec, list(inp.history), inp.turn, inp.max_turns)
-        r = await self.council.aask(self.member, messages, AskerOutput, {**inp.tag, "stage": "ambitab_asker"},
-                                    overrides={"seed": inp.seed})
+        r = await self.council.aask(
+            self.member, messages, AskerOutput, {**inp.tag, "stage": "ambitab_asker"}, overrides={"seed": inp.seed}
+        )
         if r.status == "call_failed":
             raise ProviderUnavailable(f"asker member {self.member!r} failed: {r.error}")
         if not r.ok:

@@ -66,6 +66,7 @@ def donor_clusters(tasks: Sequence[Task], donors: dict[str, str]) -> dict[str, s
 
 # ------------------------------------------------------------------------------ estimates
 
+
 def _runs(episodes: pl.DataFrame, corpus: str, asker: str, oracle: str, donor_run: bool = False) -> pl.DataFrame:
     f = episodes.filter((pl.col("corpus") == corpus) & (pl.col("asker") == asker) & (pl.col("oracle") == oracle))
     return f.filter((pl.col("spec_donor") != "") if donor_run else (pl.col("spec_donor") == ""))
@@ -89,19 +90,35 @@ def _seed_diffs(a: pl.DataFrame, b: pl.DataFrame | None, col: str, scale: float)
     return mean_sd(vals)
 
 
-def diagnostic(a: pl.DataFrame, b: pl.DataFrame | None, col: str, *, clusters: dict[str, str] | None = None,
-               n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, scale: float = 100.0) -> dict:
+def diagnostic(
+    a: pl.DataFrame,
+    b: pl.DataFrame | None,
+    col: str,
+    *,
+    clusters: dict[str, str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    scale: float = 100.0,
+) -> dict:
     """mean ± SD over seeds and the bootstrap interval of mean_a(col) − mean_b(col) (in points)."""
     if a.height == 0 or (b is not None and b.height == 0):
         return {"value": None, "sd": None, "ci": Interval(None, None, None, 0, 0)}
     if b is not None:
         a, b = _paired(a, b, col)
     mu, sd = _seed_diffs(a, b, col, scale)
-    cl = (lambda df: [clusters.get(x, x) for x in df["avt_id"].to_list()]) if clusters else (lambda df: df["avt_id"].to_list())
-    ci = cluster_bootstrap(cl(a), a[col].cast(pl.Float64).to_list(),
-                           cl(b) if b is not None else None,
-                           b[col].cast(pl.Float64).to_list() if b is not None else None,
-                           n_resamples=n_resamples, seed=seed).scaled(scale)
+    cl = (
+        (lambda df: [clusters.get(x, x) for x in df["avt_id"].to_list()])
+        if clusters
+        else (lambda df: df["avt_id"].to_list())
+    )
+    ci = cluster_bootstrap(
+        cl(a),
+        a[col].cast(pl.Float64).to_list(),
+        cl(b) if b is not None else None,
+        b[col].cast(pl.Float64).to_list() if b is not None else None,
+        n_resamples=n_resamples,
+        seed=seed,
+    ).scaled(scale)
     return {"value": mu, "sd": sd, "ci": ci}
 
 
@@ -110,32 +127,62 @@ def hybrid_name(oracle: str) -> str:
     return base.replace("llm_", "hybrid_", 1)
 
 
-def leakage_diagnostics(episodes: pl.DataFrame, corpus: str, oracle: str, reference: str, *,
-                        deterministic: bool, asker: str = "llm", prompt: str | None = None,
-                        donor_clusters_map: dict[str, str] | None = None,
-                        n_resamples: int = DEFAULT_RESAMPLES) -> dict:
+def leakage_diagnostics(
+    episodes: pl.DataFrame,
+    corpus: str,
+    oracle: str,
+    reference: str,
+    *,
+    deterministic: bool,
+    asker: str = "llm",
+    prompt: str | None = None,
+    donor_clusters_map: dict[str, str] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+) -> dict:
     """The four diagnostics for one corpus × oracle. ``reference`` names the deterministic oracle's
     runs; for a deterministic ``oracle`` ΔJresp, ΔJfull and ΔRecnone are None (printed "–")."""
     eps = episodes if prompt is None else episodes.filter((pl.col("asker") != asker) | (pl.col("prompt") == prompt))
     out = {}
     spec_oracle = oracle if deterministic else hybrid_name(oracle)
-    out["d_rec_spec"] = diagnostic(_runs(eps, corpus, asker, spec_oracle, donor_run=True), None, "recall",
-                                   clusters=donor_clusters_map, n_resamples=n_resamples)
+    out["d_rec_spec"] = diagnostic(
+        _runs(eps, corpus, asker, spec_oracle, donor_run=True),
+        None,
+        "recall",
+        clusters=donor_clusters_map,
+        n_resamples=n_resamples,
+    )
     if deterministic:
         for k in ("d_j_resp", "d_j_full", "d_rec_none"):
             out[k] = None
         return out
-    out["d_j_resp"] = diagnostic(_runs(eps, corpus, asker, oracle), _runs(eps, corpus, asker, hybrid_name(oracle)),
-                                 "verdict", n_resamples=n_resamples)
-    out["d_j_full"] = diagnostic(_runs(eps, corpus, "full_adv", oracle), _runs(eps, corpus, "full_adv", reference),
-                                 "verdict", n_resamples=n_resamples)
-    out["d_rec_none"] = diagnostic(_runs(eps, corpus, "generic", oracle), None, "recall_no_response",
-                                   n_resamples=n_resamples)
+    out["d_j_resp"] = diagnostic(
+        _runs(eps, corpus, asker, oracle),
+        _runs(eps, corpus, asker, hybrid_name(oracle)),
+        "verdict",
+        n_resamples=n_resamples,
+    )
+    out["d_j_full"] = diagnostic(
+        _runs(eps, corpus, "full_adv", oracle),
+        _runs(eps, corpus, "full_adv", reference),
+        "verdict",
+        n_resamples=n_resamples,
+    )
+    out["d_rec_none"] = diagnostic(
+        _runs(eps, corpus, "generic", oracle), None, "recall_no_response", n_resamples=n_resamples
+    )
     return out
 
 
-def paired_difference(episodes: pl.DataFrame, corpus: str, asker: str, oracle_a: str, oracle_b: str, col: str,
-                      n_resamples: int = DEFAULT_RESAMPLES) -> dict:
+def paired_difference(
+    episodes: pl.DataFrame,
+    corpus: str,
+    asker: str,
+    oracle_a: str,
+    oracle_b: str,
+    col: str,
+    n_resamples: int = DEFAULT_RESAMPLES,
+) -> dict:
     """A − B for two runs of one asker (e.g. the E.1 stress test, SQL shown − hidden)."""
-    return diagnostic(_runs(episodes, corpus, asker, oracle_a), _runs(episodes, corpus, asker, oracle_b), col,
-                      n_resamples=n_resamples)
+    return diagnostic(
+        _runs(episodes, corpus, asker, oracle_a), _runs(episodes, corpus, asker, oracle_b), col, n_resamples=n_resamples
+    )

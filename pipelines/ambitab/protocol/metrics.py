@@ -68,8 +68,14 @@ NOT_RECORDED = "(not recorded)"
 def with_key_columns(episodes: pl.DataFrame) -> pl.DataFrame:
     """Episodes stored before the key columns existed get them as "(not recorded)" (budget 2, the
     only budget those runs had), so old rows stay apart from every run that records its keys."""
-    fill = {"asker_model": NOT_RECORDED, "oracle_model": NOT_RECORDED, "solver_model": NOT_RECORDED,
-            "solver": NOT_RECORDED, "budget": 2, "options": NOT_RECORDED}
+    fill = {
+        "asker_model": NOT_RECORDED,
+        "oracle_model": NOT_RECORDED,
+        "solver_model": NOT_RECORDED,
+        "solver": NOT_RECORDED,
+        "budget": 2,
+        "options": NOT_RECORDED,
+    }
     missing = [pl.lit(v).alias(c) for c, v in fill.items() if c not in episodes.columns]
     return episodes.with_columns(missing) if missing else episodes
 
@@ -86,7 +92,8 @@ def per_seed(episodes: pl.DataFrame, keys: Sequence[str] = RUN_KEYS) -> pl.DataF
     eligible denominator."""
     df = with_run_keys(episodes)
     return (
-        df.group_by([*keys, "seed"]).agg(
+        df.group_by([*keys, "seed"])
+        .agg(
             pl.col("verdict").cast(pl.Float64).mean().alias("sr"),
             pl.col("recall").mean().alias("rec"),
             pl.col("precision").mean().alias("prec"),
@@ -97,7 +104,8 @@ def per_seed(episodes: pl.DataFrame, keys: Sequence[str] = RUN_KEYS) -> pl.DataF
             pl.col("recall").is_not_null().sum().alias("n_recall"),
             pl.col("precision").is_not_null().sum().alias("n_precision"),
             pl.col("fallback_stop").sum().alias("fallback_stops"),
-        ).sort([*keys, "seed"])
+        )
+        .sort([*keys, "seed"])
     )
 
 
@@ -132,8 +140,9 @@ def _seed_sr(seeds: pl.DataFrame, corpus: str, asker: str, oracle: str | None = 
     return {s: statistics.fmean(v) for s, v in out.items()}
 
 
-def gain_and_gap(episodes: pl.DataFrame, corpus: str, oracle: str, asker: str = "llm",
-                 prompt: str | None = None) -> dict:
+def gain_and_gap(
+    episodes: pl.DataFrame, corpus: str, oracle: str, asker: str = "llm", prompt: str | None = None
+) -> dict:
     """Asking gain (SR_ask − SR_none) and gap (SR_full − SR_ask, signed, never truncated), each
     computed within a seed, then mean ± SD over seeds, in SR points. SR_none does not depend on the
     oracle, so it is taken once per seed from any oracle's no-disambiguation run (spec §9.13)."""

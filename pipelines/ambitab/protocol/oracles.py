@@ -33,8 +33,18 @@ from pipelines.ambitab.sources import sql_segments
 from resources.llm.failures import ProviderUnavailable
 
 LLM_REFUSAL = "Sorry, this question is out of scope, so I can not answer your question."
-ORACLE_KINDS = ("det", "det_intent", "det_knowledge", "llm", "llm_unfiltered", "llm_scoped", "hybrid",
-                "hybrid_scoped", "hybrid_unfiltered", "stress")
+ORACLE_KINDS = (
+    "det",
+    "det_intent",
+    "det_knowledge",
+    "llm",
+    "llm_unfiltered",
+    "llm_scoped",
+    "hybrid",
+    "hybrid_scoped",
+    "hybrid_unfiltered",
+    "stress",
+)
 ORACLE_CONTEXT_TOKENS = 16384  # [P] the LLM oracles' context; an episode that overflows it fails
 CHARS_PER_TOKEN = 4  # [I] a conservative estimate, no tokenizer of the oracle model is available
 KNOWLEDGE_CORPORA = ("bird", "ew_bird")  # [P] deterministic knowledge oracle; the others: intent
@@ -58,14 +68,15 @@ ORACLE_ACCESS: dict[str, dict[str, tuple[str, ...]]] = {
     "llm_scoped": {"matcher": _LABELED, "responder": (*_LABELED, "frozen_intent")},
     "llm_scoped+sql": {"matcher": (*_LABELED, "sql_segments"), "responder": (*_LABELED, "frozen_intent", *_SQL)},
     # unfiltered (Bird, EW-Bird): task context, withheld evidence and reference SQL available
-    "llm_unfiltered": {"matcher": (*_LABELED, "sql_segments", "withheld_evidence"),
-                       "responder": (*_LABELED, "clear_query", *_SQL, "withheld_evidence")},
+    "llm_unfiltered": {
+        "matcher": (*_LABELED, "sql_segments", "withheld_evidence"),
+        "responder": (*_LABELED, "clear_query", *_SQL, "withheld_evidence"),
+    },
     "hybrid_scoped": {"matcher": _LABELED, "responder": ()},
     "hybrid_unfiltered": {"matcher": (*_LABELED, "sql_segments", "withheld_evidence"), "responder": ()},
     # E.1 stress test on a scoped oracle: only the responder also reads the reference SQL
     "stress": {"matcher": _LABELED, "responder": (*_LABELED, "frozen_intent", "reference_sql", "sql_segments")},
 }
-
 
 
 @dataclass
@@ -96,8 +107,9 @@ class Oracle:
         """True when the task cannot fit the oracle's context (only LLM oracles have one)."""
         return False
 
-    async def reply(self, task: Task, question: str, resolved: frozenset[str], *, seed: int = 0,
-                    tag: dict | None = None) -> OracleReply:
+    async def reply(
+        self, task: Task, question: str, resolved: frozenset[str], *, seed: int = 0, tag: dict | None = None
+    ) -> OracleReply:
         raise NotImplementedError
 
 
@@ -141,6 +153,7 @@ def deterministic_oracle_for(corpus: str, **kw) -> _DeterministicOracle:
 
 # ------------------------------------------------------------------------------- LLM oracle
 
+
 class MatcherOutput(BaseModel):
     action: str
     cot: str = ""
@@ -169,9 +182,16 @@ class LLMOracle(Oracle):
 
     deterministic = False
 
-    def __init__(self, council, *, scope: str = "scoped", sql_grounding: bool = False,
-                 responder_sees_sql: bool | None = None, member: str | None = None,
-                 context_tokens: int | None = ORACLE_CONTEXT_TOKENS):
+    def __init__(
+        self,
+        council,
+        *,
+        scope: str = "scoped",
+        sql_grounding: bool = False,
+        responder_sees_sql: bool | None = None,
+        member: str | None = None,
+        context_tokens: int | None = ORACLE_CONTEXT_TOKENS,
+    ):
         if scope not in ("scoped", "unfiltered"):
             raise ValueError(f"LLM oracle scope must be 'scoped' or 'unfiltered', got {scope!r}")
         self.council = council
@@ -183,7 +203,9 @@ class LLMOracle(Oracle):
         self.context_tokens = context_tokens
         # None = what the scope gives; True/False = the E.1 stress test (only the responder changes)
         self.responder_sees_sql = responder_sees_sql
-        stress = "" if responder_sees_sql is None else ("+stress_sql_shown" if responder_sees_sql else "+stress_sql_hidden")
+        stress = (
+            "" if responder_sees_sql is None else ("+stress_sql_shown" if responder_sees_sql else "+stress_sql_hidden")
+        )
         at = f"@{member}" if member else ""  # an explicitly chosen member is part of the name
         self.name = f"llm_{scope}" + ("+sql" if sql_grounding else "") + at + stress
 
@@ -214,9 +236,16 @@ class LLMOracle(Oracle):
             return False
         sees = self._sees_sql() or bool(self.responder_sees_sql)
         ref = "\n".join(task.oracle.reference_sql) if sees else None
-        msgs = responder_messages("", "", labeled_points(task), task.oracle_context.clear_query or "",
-                                  schema=task.spec.db_schema if self._sees_sql() else None, gt_sql=ref,
-                                  sql_segments=self._segments(task), withheld_evidence=self._evidence(task))
+        msgs = responder_messages(
+            "",
+            "",
+            labeled_points(task),
+            task.oracle_context.clear_query or "",
+            schema=task.spec.db_schema if self._sees_sql() else None,
+            gt_sql=ref,
+            sql_segments=self._segments(task),
+            withheld_evidence=self._evidence(task),
+        )
         chars = sum(len(m["content"]) for m in msgs)
         return chars / CHARS_PER_TOKEN > self.context_tokens
 
@@ -227,9 +256,12 @@ class LLMOracle(Oracle):
         return r
 
     async def match(self, task: Task, question: str, *, seed: int, tag: dict) -> tuple[str, str, list[str]]:
-        r = await self._ask(matcher_messages(question, labeled_points(task), self._segments(task),
-                                             self._evidence(task)),
-                            MatcherOutput, {**tag, "stage": "ambitab_oracle_matcher"}, seed)
+        r = await self._ask(
+            matcher_messages(question, labeled_points(task), self._segments(task), self._evidence(task)),
+            MatcherOutput,
+            {**tag, "stage": "ambitab_oracle_matcher"},
+            seed,
+        )
         if r.ok:
             return r.parsed.action, r.parsed.cot, [r.call_id]
         return (r.raw_text or ""), "", [r.call_id]  # unparseable: the raw text is scanned for credit
@@ -253,16 +285,30 @@ class LLMOracle(Oracle):
         if shown and segments is None:  # the stress test: the stored segments, else those of the reference
             segments = list(task.oracle_context.sql_segments) or (sql_segments(ref[0]) if ref else [])
         messages = responder_messages(
-            question, action, labeled_points(task), self._query_text(task, pre.credited),
-            schema=task.spec.db_schema if sees else None, gt_sql=gt_sql, sql_segments=segments,
-            withheld_evidence=self._evidence(task))
+            question,
+            action,
+            labeled_points(task),
+            self._query_text(task, pre.credited),
+            schema=task.spec.db_schema if sees else None,
+            gt_sql=gt_sql,
+            sql_segments=segments,
+            withheld_evidence=self._evidence(task),
+        )
         r = await self._ask(messages, ResponderOutput, {**tag, "stage": "ambitab_oracle_responder"}, seed)
         calls.append(r.call_id)
         response = r.parsed.output if r.ok else (r.raw_text or "")
         final = score_credit(action, [question, response, cot], task.ambiguities)
         refused = parse_action(action)[0] == "unanswerable" or is_refusal(response)
-        return OracleReply(final.credited, response, refused, final.reason, action=action, cot=cot,
-                           call_ids=calls, credited_no_response=pre.credited)
+        return OracleReply(
+            final.credited,
+            response,
+            refused,
+            final.reason,
+            action=action,
+            cot=cot,
+            call_ids=calls,
+            credited_no_response=pre.credited,
+        )
 
 
 class HybridOracle(LLMOracle):
@@ -277,10 +323,19 @@ class HybridOracle(LLMOracle):
         action, cot, calls = await self.match(task, question, seed=seed, tag=dict(tag or {}))
         m = score_credit(action, [question, cot], task.ambiguities)
         if m.ambiguity is None:
-            return OracleReply((), REFUSAL, True, m.reason, action=action, cot=cot, call_ids=calls,
-                               credited_no_response=())
-        return OracleReply(m.credited, m.ambiguity.resolution, False, m.reason, action=action, cot=cot,
-                           call_ids=calls, credited_no_response=m.credited)
+            return OracleReply(
+                (), REFUSAL, True, m.reason, action=action, cot=cot, call_ids=calls, credited_no_response=()
+            )
+        return OracleReply(
+            m.credited,
+            m.ambiguity.resolution,
+            False,
+            m.reason,
+            action=action,
+            cot=cot,
+            call_ids=calls,
+            credited_no_response=m.credited,
+        )
 
 
 def canonical_oracle(name: str) -> str:
@@ -289,7 +344,7 @@ def canonical_oracle(name: str) -> str:
     kind, at, member = name.strip().partition("@")
     kind = kind.strip().lower()
     if kind.startswith("deterministic"):
-        kind = "det" + kind[len("deterministic"):]
+        kind = "det" + kind[len("deterministic") :]
     return kind + at + member
 
 

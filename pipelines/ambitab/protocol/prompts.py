@@ -13,8 +13,10 @@ from pipelines.prompting import messages, prompt_version
 ASKER_PROMPTS = ("direct", "checklist_chat", "checklist_ledger")
 DEFAULT_ASKER_PROMPT = "checklist_ledger"  # [P] the paper's default
 
-_OPENING = ('You are a good data scientist with great {engine} writing ability. You have a DB called "{db}". '
-            "You are given a Text-to-SQL task whose user query is under-specified.")
+_OPENING = (
+    'You are a good data scientist with great {engine} writing ability. You have a DB called "{db}". '
+    "You are given a Text-to-SQL task whose user query is under-specified."
+)
 
 _INPUT_INFO = """## Input Information:
 You will be provided with:
@@ -45,23 +47,39 @@ Do NOT deviate from these formats. Do NOT generate SQL here."""
 
 
 def _json_block(value) -> str:
-    return "```json\n" + json.dumps(value if value is not None else {}, ensure_ascii=False, indent=1, default=str) + "\n```"
+    return (
+        "```json\n"
+        + json.dumps(value if value is not None else {}, ensure_ascii=False, indent=1, default=str)
+        + "\n```"
+    )
 
 
 def spec_blocks(spec: Spec, knowledge_title: str = "External Knowledge") -> str:
-    return "\n".join([
-        "<|The Start of DB Schema Information|>", spec.db_schema, "<|The End of DB Schema Information|>",
-        "<|The Start of DB Column Meanings|>", _json_block(spec.column_meanings), "<|The End of DB Column Meanings|>",
-        f"<|The Start of {knowledge_title}|>", _json_block(spec.external_knowledge), f"<|The End of {knowledge_title}|>",
-        "<|The Start of Text-to-SQL Question|>", spec.user_query, "<|The End of Text-to-SQL Question|>",
-    ])
+    return "\n".join(
+        [
+            "<|The Start of DB Schema Information|>",
+            spec.db_schema,
+            "<|The End of DB Schema Information|>",
+            "<|The Start of DB Column Meanings|>",
+            _json_block(spec.column_meanings),
+            "<|The End of DB Column Meanings|>",
+            f"<|The Start of {knowledge_title}|>",
+            _json_block(spec.external_knowledge),
+            f"<|The End of {knowledge_title}|>",
+            "<|The Start of Text-to-SQL Question|>",
+            spec.user_query,
+            "<|The End of Text-to-SQL Question|>",
+        ]
+    )
 
 
 def _qa_lines(pairs) -> str:
     return "\n".join(f"- You asked: {q} User answered: {a}" for q, a in pairs) or "- (none)"
 
 
-def asker_messages(prompt: str, spec: Spec, history: list[tuple[str, str, bool]], turn: int, max_turn: int) -> list[dict]:
+def asker_messages(
+    prompt: str, spec: Spec, history: list[tuple[str, str, bool]], turn: int, max_turn: int
+) -> list[dict]:
     """``history``: (question, answer, was_refused) per earlier turn. ``turn`` is 1-based; on the
     last turn (turn == max_turn) the prompt tells the asker to stop."""
     if prompt not in ASKER_PROMPTS:
@@ -72,27 +90,41 @@ def asker_messages(prompt: str, spec: Spec, history: list[tuple[str, str, bool]]
     else:
         stop_rule = "or no distinct unasked item remains, " if prompt == "checklist_chat" else ""
         method = _CHECKLIST_METHOD.format(max_turn=max_turn, stop_rule=stop_rule)
-    head = "\n".join([
-        _OPENING.format(engine=spec.sql_engine_name, db=spec.db_name), _INPUT_INFO, "Inputs:",
-        "<|The Start of Task Description|>", method, "<|The End of Task Description|>", spec_blocks(spec),
-    ])
+    head = "\n".join(
+        [
+            _OPENING.format(engine=spec.sql_engine_name, db=spec.db_name),
+            _INPUT_INFO,
+            "Inputs:",
+            "<|The Start of Task Description|>",
+            method,
+            "<|The End of Task Description|>",
+            spec_blocks(spec),
+        ]
+    )
     if turn >= max_turn:
-        instruction = (f"### Turn {turn} (this is your LAST turn): you have no turns left, so you must signal done: "
-                       '{"type": "done", "output": null}')
+        instruction = (
+            f"### Turn {turn} (this is your LAST turn): you have no turns left, so you must signal done: "
+            '{"type": "done", "output": null}'
+        )
     elif prompt == "checklist_ledger":
-        instruction = (f"### Turn {turn} ({left} turns left): Ask about a checklist item that is still OPEN (not in either "
-                       "list above). Only signal done if every ambiguous or undefined term in the query has now been "
-                       "resolved or could not be answered.")
+        instruction = (
+            f"### Turn {turn} ({left} turns left): Ask about a checklist item that is still OPEN (not in either "
+            "list above). Only signal done if every ambiguous or undefined term in the query has now been "
+            "resolved or could not be answered."
+        )
     else:
         instruction = f"### Turn {turn} ({left} turns left): ask ONE question or signal done."
     if prompt == "checklist_ledger":
         resolved = [(q, a) for q, a, refused in history if not refused]
         open_ = [(q, a) for q, a, refused in history if refused]
-        ledger = "\n".join([
-            "### Already asked and RESOLVED (do NOT ask about any of these again):", _qa_lines(resolved),
-            "### Already asked but NOT answered (the user could not answer these; do NOT ask about any of them again):",
-            _qa_lines(open_),
-        ])
+        ledger = "\n".join(
+            [
+                "### Already asked and RESOLVED (do NOT ask about any of these again):",
+                _qa_lines(resolved),
+                "### Already asked but NOT answered (the user could not answer these; do NOT ask about any of them again):",
+                _qa_lines(open_),
+            ]
+        )
         return messages(None, "\n".join([head, ledger, instruction, _OUTPUT_FORMAT]))
     # Direct and Checklist (chat): earlier turns arrive as chat messages.
     chat = messages(None, head + "\n" + _OUTPUT_FORMAT)
@@ -145,21 +177,31 @@ def clarification_summary(user_query: str, history) -> str:
 
 
 def solver_messages(spec: Spec, history) -> list[dict]:
-    single = (" The answer must be a single SQLite statement (exactly one SELECT; no semicolon-separated statements)."
-              if spec.sql_engine_name.lower() == "sqlite" else "")
+    single = (
+        " The answer must be a single SQLite statement (exactly one SELECT; no semicolon-separated statements)."
+        if spec.sql_engine_name.lower() == "sqlite"
+        else ""
+    )
     content = _SOLVER.format(
-        engine=spec.sql_engine_name, db=spec.db_name, single=single, schema=spec.db_schema,
-        meanings=_json_block(spec.column_meanings), knowledge=_json_block(spec.external_knowledge),
-        query=spec.user_query, summary=clarification_summary(spec.user_query, history),
+        engine=spec.sql_engine_name,
+        db=spec.db_name,
+        single=single,
+        schema=spec.db_schema,
+        meanings=_json_block(spec.column_meanings),
+        knowledge=_json_block(spec.external_knowledge),
+        query=spec.user_query,
+        summary=clarification_summary(spec.user_query, history),
     )
     return messages(None, content)
 
 
 # ------------------------------------------------------------------------------- oracle
 
-_USER_OPENING = ("You are role-playing as a human USER interacting with an AI collaborator to complete a Text-to-SQL task. "
-                 "The AI collaborator may ask one question about this task. Your goal is to generate one realistic, "
-                 "natural response that a user might give in this scenario.")
+_USER_OPENING = (
+    "You are role-playing as a human USER interacting with an AI collaborator to complete a Text-to-SQL task. "
+    "The AI collaborator may ask one question about this task. Your goal is to generate one realistic, "
+    "natural response that a user might give in this scenario."
+)
 
 _ACTIONS = """1. **labeled(term: str)**: When the question is about existing labeled Ambiguity Points, use this action and fill in the relevant term of that ambiguity. Format: **labeled("Amb")**.
 2. **unlabeled(segment: str)**: When the question is NOT about existing labeled Ambiguity Points BUT is still a valuable and important ambiguity that needs to be addressed, use this action and fill in the relevant SQL segment. Format: **unlabeled("[RELEVANT_SQL_CLAUSE]")**.
@@ -176,20 +218,25 @@ def _ambiguity_json(labeled: dict) -> str:
 
 
 _EVIDENCE_TITLE = "Withheld Evidence"
-_EVIDENCE_INFO = ("- Withheld Evidence: The external knowledge (evidence) of this Text-to-SQL task that was removed "
-                  "from what the AI collaborator sees.")
+_EVIDENCE_INFO = (
+    "- Withheld Evidence: The external knowledge (evidence) of this Text-to-SQL task that was removed "
+    "from what the AI collaborator sees."
+)
 
 
 def _evidence_block(evidence: list[str]) -> str:
     return _block(_EVIDENCE_TITLE, "\n".join(evidence) or "(none)")
 
 
-def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | None,
-                     withheld_evidence: list[str] | None = None) -> list[dict]:
+def matcher_messages(
+    question: str, labeled: dict, sql_segments: list[str] | None, withheld_evidence: list[str] | None = None
+) -> list[dict]:
     """Stage 1: the action for the current question only (no earlier turns). ``None`` fields are
     omitted; the unfiltered oracle also gets the withheld evidence ([P] Table 6)."""
     parts = [
-        _USER_OPENING, "## Input Information:", "You will be provided with:",
+        _USER_OPENING,
+        "## Input Information:",
+        "You will be provided with:",
         "- Task Description: The type of task you are trying to accomplish.",
         "- Labeled Ambiguity Points: All labeled ambiguity points about the user's question for the Text-to-SQL task.",
     ]
@@ -200,9 +247,12 @@ def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | Non
     parts += [
         "- Question from AI Collaborator: The question from AI collaborator to ask for clarification on the ambiguity in the Text-to-SQL task.",
         "Inputs:",
-        _block("Task Description", "The question from AI collaborator maybe related to existing Labeled Ambiguity Points or "
-               "related to unlabeled ambiguity or even irrelevant. So, you should choose one action at this turn.\n"
-               "Action Choices:\n" + _ACTIONS),
+        _block(
+            "Task Description",
+            "The question from AI collaborator maybe related to existing Labeled Ambiguity Points or "
+            "related to unlabeled ambiguity or even irrelevant. So, you should choose one action at this turn.\n"
+            "Action Choices:\n" + _ACTIONS,
+        ),
         _block("All Labeled Ambiguity Points", _ambiguity_json(labeled)),
     ]
     if sql_segments is not None:
@@ -221,18 +271,32 @@ def matcher_messages(question: str, labeled: dict, sql_segments: list[str] | Non
     return messages(None, "\n".join(parts))
 
 
-def responder_messages(question: str, action: str, labeled: dict, query_text: str, *, schema: str | None,
-                       gt_sql: str | None, sql_segments: list[str] | None,
-                       withheld_evidence: list[str] | None = None) -> list[dict]:
+def responder_messages(
+    question: str,
+    action: str,
+    labeled: dict,
+    query_text: str,
+    *,
+    schema: str | None,
+    gt_sql: str | None,
+    sql_segments: list[str] | None,
+    withheld_evidence: list[str] | None = None,
+) -> list[dict]:
     """Stage 2: the response for the chosen action. ``query_text`` is the clear query (unfiltered)
     or the matched frozen intent (scoped); ``None`` fields are omitted from the prompt."""
-    parts = [_USER_OPENING, "Inputs:",
-             _block("Task Description", "The question from AI collaborator maybe related to existing Labeled Ambiguity "
-                    "Points or related to unlabeled ambiguity or even irrelevant. So, one action was chosen at previous "
-                    "turn.\nAction Space:\n" + _ACTIONS + "\nYour Task: You should generate response to answer the AI "
-                    "Collaborator's question based on the action used and original clear text-to-SQL question below. "
-                    "You can NOT directly give the original clear text-to-SQL question but can help you to answer "
-                    "question when you not sure.")]
+    parts = [
+        _USER_OPENING,
+        "Inputs:",
+        _block(
+            "Task Description",
+            "The question from AI collaborator maybe related to existing Labeled Ambiguity "
+            "Points or related to unlabeled ambiguity or even irrelevant. So, one action was chosen at previous "
+            "turn.\nAction Space:\n" + _ACTIONS + "\nYour Task: You should generate response to answer the AI "
+            "Collaborator's question based on the action used and original clear text-to-SQL question below. "
+            "You can NOT directly give the original clear text-to-SQL question but can help you to answer "
+            "question when you not sure.",
+        ),
+    ]
     if schema is not None:
         parts.append(_block("DB Schema Information", schema, hidden=False))
     parts.append(_block("All Labeled Ambiguity Points", _ambiguity_json(labeled)))

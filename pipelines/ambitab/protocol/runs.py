@@ -50,8 +50,14 @@ def _is_det(kind: str) -> bool:
     return kind.startswith("det")
 
 
-def plan_conditions(askers: Sequence[str], oracles: Sequence[str], prompts: Sequence[str] = (DEFAULT_ASKER_PROMPT,),
-                    *, diagnostics: bool = False, spec_randomisation: bool = False) -> list[Condition]:
+def plan_conditions(
+    askers: Sequence[str],
+    oracles: Sequence[str],
+    prompts: Sequence[str] = (DEFAULT_ASKER_PROMPT,),
+    *,
+    diagnostics: bool = False,
+    spec_randomisation: bool = False,
+) -> list[Condition]:
     out: list[Condition] = []
 
     def add(c: Condition):
@@ -61,20 +67,22 @@ def plan_conditions(askers: Sequence[str], oracles: Sequence[str], prompts: Sequ
     evaluated = [a for a in askers if a not in BASELINES]
     for oracle in oracles:
         for a in askers:
-            for p in (prompts if a == "llm" else [""]):
+            for p in prompts if a == "llm" else [""]:
                 add(Condition(a, p, oracle))
         kind, at, member = oracle.partition("@")
-        hybrid = {"llm_scoped": "hybrid_scoped", "llm_unfiltered": "hybrid_unfiltered"}.get(kind, "hybrid") + at + member
+        hybrid = (
+            {"llm_scoped": "hybrid_scoped", "llm_unfiltered": "hybrid_unfiltered"}.get(kind, "hybrid") + at + member
+        )
         if diagnostics and not _is_det(oracle):
             for a in evaluated:
-                for p in (prompts if a == "llm" else [""]):
+                for p in prompts if a == "llm" else [""]:
                     add(Condition(a, p, hybrid))
             add(Condition("full_adv", "", oracle))
             add(Condition("full_adv", "", "det"))
             add(Condition("generic", "", oracle))
         if spec_randomisation:
             for a in evaluated:
-                for p in (prompts if a == "llm" else [""]):
+                for p in prompts if a == "llm" else [""]:
                     add(Condition(a, p, oracle if _is_det(oracle) else hybrid, donors=True))
     return out
 
@@ -82,8 +90,9 @@ def plan_conditions(askers: Sequence[str], oracles: Sequence[str], prompts: Sequ
 ASKERS = (*BASELINES, "llm")
 
 
-def check_names(askers: Sequence[str], oracles: Sequence[str], prompts: Sequence[str],
-                solver: str) -> tuple[list[str], list[str], list[str]]:
+def check_names(
+    askers: Sequence[str], oracles: Sequence[str], prompts: Sequence[str], solver: str
+) -> tuple[list[str], list[str], list[str]]:
     """The askers, oracles and prompts in canonical form (``deterministic`` -> ``det``), checked
     before a run exists; ValueError names the bad value and lists the valid ones. A dotted-path
     asker must import; an oracle's ``@member`` is checked by the council when the run starts."""
@@ -102,11 +111,16 @@ def check_names(askers: Sequence[str], oracles: Sequence[str], prompts: Sequence
     for o in oracles:
         c = canonical_oracle(o)
         if c.partition("@")[0] not in ORACLE_KINDS:
-            bad.append(f"unknown oracle {o!r}; choose one of {', '.join(ORACLE_KINDS)} ('deterministic' = det; "
-                       "an LLM kind may name a member: llm@MEMBER)")
+            bad.append(
+                f"unknown oracle {o!r}; choose one of {', '.join(ORACLE_KINDS)} ('deterministic' = det; "
+                "an LLM kind may name a member: llm@MEMBER)"
+            )
         canon.append(c)
-    bad += [f"unknown asker prompt {p!r}; choose one of {', '.join(ASKER_PROMPTS)}" for p in prompts
-            if p not in ASKER_PROMPTS]
+    bad += [
+        f"unknown asker prompt {p!r}; choose one of {', '.join(ASKER_PROMPTS)}"
+        for p in prompts
+        if p not in ASKER_PROMPTS
+    ]
     if solver not in SOLVERS:
         bad.append(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if bad:
@@ -130,12 +144,21 @@ def _needs(conditions: Sequence[Condition], role: str) -> bool:
     return any(not _is_det(c.oracle) for c in conditions)
 
 
-async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition], seeds: Sequence[int], *,
-                          council_factory: Callable[[str], object] | None, solver: Solver, verifier: Verifier,
-                          settings: RunSettings | None = None, sql_grounding: bool | None = None,
-                          skip: set[str] | None = None, concurrency: int = 8,
-                          progress: Sink | None = None,
-                          on_episode: Callable[[], None] | None = None) -> list[dict]:
+async def arun_conditions(
+    tasks: Sequence[Task],
+    conditions: Sequence[Condition],
+    seeds: Sequence[int],
+    *,
+    council_factory: Callable[[str], object] | None,
+    solver: Solver,
+    verifier: Verifier,
+    settings: RunSettings | None = None,
+    sql_grounding: bool | None = None,
+    skip: set[str] | None = None,
+    concurrency: int = 8,
+    progress: Sink | None = None,
+    on_episode: Callable[[], None] | None = None,
+) -> list[dict]:
     """Every condition's episodes; ``progress`` gets a line now and then, ``on_episode`` is called
     once per episode run (for a progress bar)."""
     if not tasks:
@@ -159,10 +182,19 @@ async def arun_conditions(tasks: Sequence[Task], conditions: Sequence[Condition]
                 progress(f"{label}: {done}/{total} episodes")
 
         rows += await arun_episodes(
-            run_tasks, lambda c=c: make_asker(c.asker, askers_council, c.prompt or DEFAULT_ASKER_PROMPT),
-            oracle, solver, verifier, seeds, settings=settings,
-            donors=donor_specs if c.donors else None, donor_ids=donor_ids if c.donors else None,
-            concurrency=concurrency, progress=report, skip=skip)
+            run_tasks,
+            lambda c=c: make_asker(c.asker, askers_council, c.prompt or DEFAULT_ASKER_PROMPT),
+            oracle,
+            solver,
+            verifier,
+            seeds,
+            settings=settings,
+            donors=donor_specs if c.donors else None,
+            donor_ids=donor_ids if c.donors else None,
+            concurrency=concurrency,
+            progress=report,
+            skip=skip,
+        )
     return rows
 
 

@@ -49,8 +49,13 @@ class LLMSolver(Solver):
         self.model_key = f"{m.name}={m.model}"
 
     async def solve(self, spec, history, *, seed=0, tag=None):
-        r = await self.council.aask(self.member, solver_messages(spec, list(history)), SolverOutput,
-                                    {**(tag or {}), "stage": "ambitab_solver"}, overrides={"seed": seed})
+        r = await self.council.aask(
+            self.member,
+            solver_messages(spec, list(history)),
+            SolverOutput,
+            {**(tag or {}), "stage": "ambitab_solver"},
+            overrides={"seed": seed},
+        )
         if r.status == "call_failed":
             raise ProviderUnavailable(f"solver member {self.member!r} failed: {r.error}")
         if not r.ok:  # unparseable: the verifier scores it 0 with this reason

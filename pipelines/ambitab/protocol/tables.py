@@ -50,7 +50,9 @@ def _covers(run: pl.DataFrame, wanted: pl.DataFrame) -> int:
     return wanted.join(run.select("record_id", "seed").unique(), on=["record_id", "seed"], how="semi").height
 
 
-def metrics_rows(episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: int = DEFAULT_RESAMPLES) -> pl.DataFrame:
+def metrics_rows(
+    episodes: pl.DataFrame, tasks: Sequence[Task], *, n_resamples: int = DEFAULT_RESAMPLES
+) -> pl.DataFrame:
     """One row per run key (:data:`~pipelines.ambitab.protocol.metrics.RUN_KEYS` less the baselines):
     runs of different solvers, models, budgets or options never pool. NoDis, Full, gain and gap of a
     row are over the records and seeds of the row's own asker run; when the baseline runs do not
@@ -69,34 +71,65 @@ def _setting_rows(episodes: pl.DataFrame, setting: dict, tasks: Sequence[Task], 
     reference = reference_oracle_name(corpus)
     donors = assign_donors(tasks) if tasks else {}
     clusters = donor_clusters(tasks, donors) if donors else None
-    evaluated = (episodes.filter(~pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
-                 .select("asker", "prompt", "asker_model").unique().sort("asker", "prompt", "asker_model").rows())
+    evaluated = (
+        episodes.filter(~pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
+        .select("asker", "prompt", "asker_model")
+        .unique()
+        .sort("asker", "prompt", "asker_model")
+        .rows()
+    )
     # without an evaluated asker, a row per baseline asked for (none, full, full_adv, generic; #24 item 7)
-    baselines = sorted(set(episodes.filter(pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
-                           .select("asker", "prompt", "asker_model").rows()),
-                       key=lambda apm: (BASELINES.index(apm[0]), apm[1], apm[2]))
+    baselines = sorted(
+        set(
+            episodes.filter(pl.col("asker").is_in(list(BASELINES)) & (pl.col("spec_donor") == ""))
+            .select("asker", "prompt", "asker_model")
+            .rows()
+        ),
+        key=lambda apm: (BASELINES.index(apm[0]), apm[1], apm[2]),
+    )
     rows = []
     for oracle, oracle_model in _main_oracles(episodes):
         for asker, prompt, asker_model in evaluated or baselines or [("full", "", "")]:
             # one model per role: the deterministic parts ("") and this row's LLMs
-            sub = episodes.filter(pl.col("oracle_model").is_in([oracle_model, ""])
-                                  & pl.col("asker_model").is_in([asker_model, ""]))
-            run = sub.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle) & (pl.col("prompt") == prompt)
-                             & (pl.col("asker_model") == asker_model) & (pl.col("spec_donor") == ""))
+            sub = episodes.filter(
+                pl.col("oracle_model").is_in([oracle_model, ""]) & pl.col("asker_model").is_in([asker_model, ""])
+            )
+            run = sub.filter(
+                (pl.col("asker") == asker)
+                & (pl.col("oracle") == oracle)
+                & (pl.col("prompt") == prompt)
+                & (pl.col("asker_model") == asker_model)
+                & (pl.col("spec_donor") == "")
+            )
             if run.height == 0:
                 continue
             wanted = run.select("record_id", "seed").unique()
             sub = sub.join(run.select("record_id").unique(), on="record_id", how="semi")
             seeds = per_seed(sub)
-            run_seeds = seeds.filter((pl.col("asker") == asker) & (pl.col("oracle") == oracle)
-                                     & (pl.col("prompt") == prompt) & ~pl.col("spec_donor_run"))
-            row = {"kind": "main", **setting, "oracle": oracle, "oracle_model": oracle_model, "asker": asker,
-                   "prompt": prompt, "asker_model": asker_model, "seeds": run_seeds.height,
-                   "records": run["record_id"].n_unique(), "episodes": run.height}
+            run_seeds = seeds.filter(
+                (pl.col("asker") == asker)
+                & (pl.col("oracle") == oracle)
+                & (pl.col("prompt") == prompt)
+                & ~pl.col("spec_donor_run")
+            )
+            row = {
+                "kind": "main",
+                **setting,
+                "oracle": oracle,
+                "oracle_model": oracle_model,
+                "asker": asker,
+                "prompt": prompt,
+                "asker_model": asker_model,
+                "seeds": run_seeds.height,
+                "records": run["record_id"].n_unique(),
+                "episodes": run.height,
+            }
             notes = []
             n_none = _covers(sub.filter((pl.col("asker") == "none") & (pl.col("spec_donor") == "")), wanted)
-            n_full = _covers(sub.filter((pl.col("asker") == "full") & (pl.col("oracle") == oracle)
-                                        & (pl.col("spec_donor") == "")), wanted)
+            n_full = _covers(
+                sub.filter((pl.col("asker") == "full") & (pl.col("oracle") == oracle) & (pl.col("spec_donor") == "")),
+                wanted,
+            )
             none_ok, full_ok = n_none == wanted.height, n_full == wanted.height
             if not none_ok:
                 notes.append(f"NoDis/gain: the none run covers {n_none} of {wanted.height} (record, seed) pairs")
@@ -113,9 +146,17 @@ def _setting_rows(episodes: pl.DataFrame, setting: dict, tasks: Sequence[Task], 
             if not full_ok:
                 gg["gap"] = gg["gap_sd"] = None
             row.update(gg)
-            diag = leakage_diagnostics(sub, corpus, oracle, reference, deterministic=oracle.startswith("det_"),
-                                       asker=asker, prompt=prompt, donor_clusters_map=clusters,
-                                       n_resamples=n_resamples)
+            diag = leakage_diagnostics(
+                sub,
+                corpus,
+                oracle,
+                reference,
+                deterministic=oracle.startswith("det_"),
+                asker=asker,
+                prompt=prompt,
+                donor_clusters_map=clusters,
+                n_resamples=n_resamples,
+            )
             for k in DIAGNOSTICS:
                 d = diag.get(k)
                 row[k] = d["value"] if d else None
@@ -149,10 +190,19 @@ def stress_rows(episodes: pl.DataFrame, evaluated, *, n_resamples: int = DEFAULT
         if base not in names:
             continue
         for asker, prompt in evaluated or [("", "")]:
-            row = {"kind": "stress", "corpus": episodes["corpus"][0], "oracle": stressed, "asker": asker,
-                   "prompt": prompt, "seeds": None}
-            parts = {"d_j_resp": (asker, "verdict", prompt), "d_j_full": ("full_adv", "verdict", None),
-                     "d_rec_none": ("generic", "recall_no_response", None)}
+            row = {
+                "kind": "stress",
+                "corpus": episodes["corpus"][0],
+                "oracle": stressed,
+                "asker": asker,
+                "prompt": prompt,
+                "seeds": None,
+            }
+            parts = {
+                "d_j_resp": (asker, "verdict", prompt),
+                "d_j_full": ("full_adv", "verdict", None),
+                "d_rec_none": ("generic", "recall_no_response", None),
+            }
             for k, (a, col, p) in parts.items():
                 d = diagnostic(_eps(episodes, a, stressed, p), _eps(episodes, a, base, p), col, n_resamples=n_resamples)
                 row[k], row[f"{k}_sd"] = d["value"], d["sd"]
@@ -162,6 +212,7 @@ def stress_rows(episodes: pl.DataFrame, evaluated, *, n_resamples: int = DEFAULT
 
 
 # ------------------------------------------------------------------------------ rendering
+
 
 def _pm(v, sd, digits=1) -> str:
     if v is None:
@@ -176,10 +227,12 @@ def _diag(row: dict, k: str) -> str:
     return _pm(row[k], row.get(f"{k}_sd")) + ci
 
 
-AGGREGATION = ("Each row aggregates the episodes of one key: corpus · solver (+ its model) · budget (C in "
-               "|Amb| + C) · options · oracle (+ model) · asker (+ prompt, + model); mean ± SD over the row's "
-               "seeds. `records` and `episodes` count the row's own asker run; NoDis, Full, gain and gap are over "
-               "the same records and seeds (\"–\" when those runs do not cover them, or no solver wrote SQL).")
+AGGREGATION = (
+    "Each row aggregates the episodes of one key: corpus · solver (+ its model) · budget (C in "
+    "|Amb| + C) · options · oracle (+ model) · asker (+ prompt, + model); mean ± SD over the row's "
+    "seeds. `records` and `episodes` count the row's own asker run; NoDis, Full, gain and gap are over "
+    'the same records and seeds ("–" when those runs do not cover them, or no solver wrote SQL).'
+)
 
 
 def _models(r: dict) -> str:
@@ -192,23 +245,58 @@ def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
     diagnostics, with the run key (solver, models, budget, options) and the row's counts."""
     if metrics.height == 0:
         return "_no episodes yet_"
-    head = ["corpus", "solver", "oracle", "asker", "models", "budget", "options", "records", "episodes", "NoDis",
-            "Asker", "Full", "Prec", "Rec", "F1", "gain", "gap", *DIAG_TITLES.values()]
+    head = [
+        "corpus",
+        "solver",
+        "oracle",
+        "asker",
+        "models",
+        "budget",
+        "options",
+        "records",
+        "episodes",
+        "NoDis",
+        "Asker",
+        "Full",
+        "Prec",
+        "Rec",
+        "F1",
+        "gain",
+        "gap",
+        *DIAG_TITLES.values(),
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in metrics.iter_rows(named=True):
         if r.get("kind", "main") != "main" or (prompt is not None and r["prompt"] not in (prompt, "")):
             continue
         asker = r["asker"] + (f" ({r['prompt']})" if r["prompt"] else "")
         budget = "–" if r.get("budget") is None else f"+{r['budget']}"
-        cells = [r["corpus"], str(r.get("solver") or "–"), r["oracle"], asker, _models(r), budget,
-                 str(r.get("options") or "–"), str(r.get("records", "–")), str(r.get("episodes", "–")),
-                 _pm(r["nodis"], r["nodis_sd"]), _pm(r["asker_sr"], r["asker_sr_sd"]),
-                 _pm(r["full_sr"], r["full_sr_sd"]), _pm(r["prec"], r["prec_sd"]), _pm(r["rec"], r["rec_sd"]),
-                 _pm(r["f1"], r["f1_sd"]), _pm(r["gain"], r["gain_sd"]), _pm(r["gap"], r["gap_sd"]),
-                 *(_diag(r, k) for k in DIAG_TITLES)]
+        cells = [
+            r["corpus"],
+            str(r.get("solver") or "–"),
+            r["oracle"],
+            asker,
+            _models(r),
+            budget,
+            str(r.get("options") or "–"),
+            str(r.get("records", "–")),
+            str(r.get("episodes", "–")),
+            _pm(r["nodis"], r["nodis_sd"]),
+            _pm(r["asker_sr"], r["asker_sr_sd"]),
+            _pm(r["full_sr"], r["full_sr_sd"]),
+            _pm(r["prec"], r["prec_sd"]),
+            _pm(r["rec"], r["rec_sd"]),
+            _pm(r["f1"], r["f1_sd"]),
+            _pm(r["gain"], r["gain_sd"]),
+            _pm(r["gap"], r["gap_sd"]),
+            *(_diag(r, k) for k in DIAG_TITLES),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [f"- {r['corpus']} · {r.get('solver')} · {r['oracle']} · {r['asker']}: {r['notes']}"
-             for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main" and r.get("notes")]
+    notes = [
+        f"- {r['corpus']} · {r.get('solver')} · {r['oracle']} · {r['asker']}: {r['notes']}"
+        for r in metrics.iter_rows(named=True)
+        if r.get("kind", "main") == "main" and r.get("notes")
+    ]
     return "\n".join(lines + (["", "Notes:", *notes] if notes else []))
 
 
@@ -221,8 +309,11 @@ def table15_markdown(metrics: pl.DataFrame) -> str:
         return "_no stress-test runs_"
     lines = ["| corpus | oracle (changed) | asker | ΔJresp | ΔJfull | ΔRecnone |", "|---|---|---|---|---|---|"]
     for r in f.iter_rows(named=True):
-        lines.append(f"| {r['corpus']} | {r['oracle']} | {r['asker']} | " + " | ".join(
-            _diag(r, k) for k in ("d_j_resp", "d_j_full", "d_rec_none")) + " |")
+        lines.append(
+            f"| {r['corpus']} | {r['oracle']} | {r['asker']} | "
+            + " | ".join(_diag(r, k) for k in ("d_j_resp", "d_j_full", "d_rec_none"))
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -257,7 +348,10 @@ def table10_markdown(metrics: pl.DataFrame, oracle_prefix: str = "det_") -> str:
 def chart_png(metrics: pl.DataFrame, path: Path) -> Path:
     """Grouped bars per (corpus, oracle, asker): NoDis, Asker and Full SR with seed-SD error bars."""
     rows = [r for r in metrics.iter_rows(named=True) if r.get("kind", "main") == "main"] if metrics.height else []
-    labels = [f"{r['corpus']} · {r.get('solver') or ''}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}" for r in rows]
+    labels = [
+        f"{r['corpus']} · {r.get('solver') or ''}\n{r['oracle']}\n{r['asker']}{'/' + r['prompt'] if r['prompt'] else ''}"
+        for r in rows
+    ]
     with png_chart(path, figsize=(max(5.0, 1.6 * len(rows) + 1), 3.6)) as ax:
         width = 0.26
         for j, (key, name) in enumerate((("nodis", "NoDis"), ("asker_sr", "Asker"), ("full_sr", "Full"))):

@@ -50,8 +50,13 @@ class Task:
             rec = TaskRecord.from_row(rec) if "spec_json" in rec else TaskRecord.model_validate(rec)
         if not isinstance(rec, TaskRecord):
             raise TypeError(f"not an AmbiTab task record: {type(rec).__name__}")
-        return cls(agent=rec.agent_view(), oracle=rec.oracle_view(sql_grounding=True),
-                   verifier_view=rec.verifier_view(), avt_id=rec.avt_id, interpretation_id=rec.interpretation_id)
+        return cls(
+            agent=rec.agent_view(),
+            oracle=rec.oracle_view(sql_grounding=True),
+            verifier_view=rec.verifier_view(),
+            avt_id=rec.avt_id,
+            interpretation_id=rec.interpretation_id,
+        )
 
     # identity (the agent view carries it; every view agrees)
 

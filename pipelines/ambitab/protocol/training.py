@@ -54,8 +54,9 @@ def group_advantages(groups: dict[str, Sequence[float]]) -> dict[str, list[float
     return out
 
 
-def rollouts(episodes: Sequence[dict], reward: str = "f1", tasks: dict | None = None,
-             extra_questions: int = 2) -> list[dict]:
+def rollouts(
+    episodes: Sequence[dict], reward: str = "f1", tasks: dict | None = None, extra_questions: int = 2
+) -> list[dict]:
     """One rollout per episode, grouped by record (K trajectories = the seeds of one record), each
     decision with its trajectory's advantage. ``reward``: ``f1`` (question F1) or ``sr``.
 
@@ -72,8 +73,9 @@ def rollouts(episodes: Sequence[dict], reward: str = "f1", tasks: dict | None = 
         vals = []
         for ep in eps:
             turns = json.loads(ep["turns_json"])
-            vals.append(reward_f1(ep["n_amb"], [t["credited"] for t in turns]) if reward == "f1"
-                        else reward_sr(ep["verdict"]))
+            vals.append(
+                reward_f1(ep["n_amb"], [t["credited"] for t in turns]) if reward == "f1" else reward_sr(ep["verdict"])
+            )
         rewards[gid] = vals
     adv = group_advantages(rewards)
     out = []
@@ -82,15 +84,37 @@ def rollouts(episodes: Sequence[dict], reward: str = "f1", tasks: dict | None = 
             continue
         for ep, r, a in zip(eps, rewards[gid], adv[gid]):
             turns = json.loads(ep["turns_json"])
-            decisions = [{"turn": t["turn"], "output": json.dumps({"type": "clarification", "output": t["question"]}),
-                          "context_after": t["response"], "advantage": a} for t in turns]
+            decisions = [
+                {
+                    "turn": t["turn"],
+                    "output": json.dumps({"type": "clarification", "output": t["question"]}),
+                    "context_after": t["response"],
+                    "advantage": a,
+                }
+                for t in turns
+            ]
             if not ep["skipped_clarification"]:
-                decisions.append({"turn": len(turns) + 1, "output": json.dumps({"type": "done", "output": None}),
-                                  "context_after": None, "advantage": a})
+                decisions.append(
+                    {
+                        "turn": len(turns) + 1,
+                        "output": json.dumps({"type": "done", "output": None}),
+                        "context_after": None,
+                        "advantage": a,
+                    }
+                )
             if tasks:
                 _attach_prompts(ep, turns, decisions, tasks, extra_questions)
-            out.append({"trajectory_id": ep["episode_id"], "group_id": gid, "record_id": ep["record_id"],
-                        "seed": ep["seed"], "reward": r, "advantage": a, "decisions": decisions})
+            out.append(
+                {
+                    "trajectory_id": ep["episode_id"],
+                    "group_id": gid,
+                    "record_id": ep["record_id"],
+                    "seed": ep["seed"],
+                    "reward": r,
+                    "advantage": a,
+                    "decisions": decisions,
+                }
+            )
     return out
 
 

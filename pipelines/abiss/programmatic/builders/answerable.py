@@ -58,10 +58,38 @@ RECENT_CONCEPTS = ["recent", "latest", "newer"]
 EARLY_CONCEPTS = ["early", "earlier", "older"]
 # Dates whose meaning fits "recent" / "early" (when something began or appeared); a birth date
 # takes "younger" / "older"; any other date (``date_left``, ``last_login``) defines no concept.
-_ONSET_WORDS = {"release", "released", "publication", "published", "founded", "opened", "built", "start",
-                "started", "created", "creation", "established", "launch", "launched", "hire", "hired", "joined",
-                "join", "enrollment", "registration", "registered", "premiere", "debut", "year", "first", "issue",
-                "issued", "made", "introduced", "since"}
+_ONSET_WORDS = {
+    "release",
+    "released",
+    "publication",
+    "published",
+    "founded",
+    "opened",
+    "built",
+    "start",
+    "started",
+    "created",
+    "creation",
+    "established",
+    "launch",
+    "launched",
+    "hire",
+    "hired",
+    "joined",
+    "join",
+    "enrollment",
+    "registration",
+    "registered",
+    "premiere",
+    "debut",
+    "year",
+    "first",
+    "issue",
+    "issued",
+    "made",
+    "introduced",
+    "since",
+}
 
 
 def date_concepts(words: str) -> tuple[list[str], list[str]] | None:
@@ -128,7 +156,9 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             ask = Ask("count", subject=f"{tn} whose {c.words} {be(c.words)} {value_text(extra)}")
         elif kind == "top":
             sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} IS NOT NULL ORDER BY {c.expr()} DESC LIMIT 3"
-            ask = Ask("list", target=f"{label_np(t).replace('the ' + tn, 'the three ' + tn, 1)} with the highest {c.words}")
+            ask = Ask(
+                "list", target=f"{label_np(t).replace('the ' + tn, 'the three ' + tn, 1)} with the highest {c.words}"
+            )
         elif kind == "group_avg":
             g = extra
             sql = f"SELECT {q(g.name)}, AVG({c.expr()}) FROM {tq} GROUP BY {q(g.name)}"
@@ -151,7 +181,11 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                 continue  # "the number of has pets / farms animals for each ..." is no English
             frm, al = join_sql([(child.name, edge, parent.name)], child.name)
             sql = f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {al[parent.name]}.{q(parent.label)}"
-            ask = Ask("list", target=f"the number of {table_plural(child.name)} for each {table_singular(parent.name)}", singular=True)
+            ask = Ask(
+                "list",
+                target=f"the number of {table_plural(child.name)} for each {table_singular(parent.name)}",
+                singular=True,
+            )
         elif kind == "lookup":
             rows = ctx.rows(
                 f"SELECT {q(t.label)} FROM {tq} WHERE {q(t.label)} IS NOT NULL AND {q(c.name)} IS NOT NULL "
@@ -161,7 +195,11 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                 continue
             v = ctx.rng.choice(rows)[0]
             sql = f"SELECT {q(c.name)} FROM {tq} WHERE {q(t.label)} = {lit(v)}"
-            ask = Ask("list", target=f"the {c.words} of the {table_singular(t.name)} {value_text(v)}", singular=not is_plural(c.words))
+            ask = Ask(
+                "list",
+                target=f"the {c.words} of the {table_singular(t.name)} {value_text(v)}",
+                singular=not is_plural(c.words),
+            )
         elif kind == "list_all":
             sql = f"SELECT {q(t.label)} FROM {tq}"
             ask = Ask("list", target=f"{label_np(t).replace('the ' + tn, 'all the ' + tn, 1)}")

@@ -45,13 +45,50 @@ from pipelines.abiss.programmatic.schema_analysis import (
 from resources.sql import QueryFailure, QueryResult, execute_sql
 
 __all__ = [
-    "Absence", "Ask", "BuildContext", "Draft", "Reading", "BUILDERS", "register",
-    "q", "lit", "col_ref", "entity_np", "label_np", "plural", "singular", "humanize", "quote_value",
-    "CATEGORICAL", "IDENTIFIER", "NUMERIC", "TEMPORAL", "TEXT", "ColumnProfile", "Edge",
-    "SchemaAnalysis", "TableProfile", "join_sql", "bridge_join_sql", "labelled_bridges", "thresholds",
-    "numeric_columns", "temporal_columns", "categorical_columns", "labelled_tables", "value_text",
-    "be", "is_plural", "is_relation_name", "table_plural", "table_singular", "table_words", "with_article_or_plural",
-    "is_measure", "is_flag", "noun_tables",
+    "Absence",
+    "Ask",
+    "BuildContext",
+    "Draft",
+    "Reading",
+    "BUILDERS",
+    "register",
+    "q",
+    "lit",
+    "col_ref",
+    "entity_np",
+    "label_np",
+    "plural",
+    "singular",
+    "humanize",
+    "quote_value",
+    "CATEGORICAL",
+    "IDENTIFIER",
+    "NUMERIC",
+    "TEMPORAL",
+    "TEXT",
+    "ColumnProfile",
+    "Edge",
+    "SchemaAnalysis",
+    "TableProfile",
+    "join_sql",
+    "bridge_join_sql",
+    "labelled_bridges",
+    "thresholds",
+    "numeric_columns",
+    "temporal_columns",
+    "categorical_columns",
+    "labelled_tables",
+    "value_text",
+    "be",
+    "is_plural",
+    "is_relation_name",
+    "table_plural",
+    "table_singular",
+    "table_words",
+    "with_article_or_plural",
+    "is_measure",
+    "is_flag",
+    "noun_tables",
 ]
 
 q = quote_ident
@@ -248,14 +285,16 @@ def _gt(x, y) -> bool:
 
 # Words naming a quantity: a numeric column named by none of them (``Major``, ``Advisor``,
 # ``city_code``) holds codes, and "students whose major is greater than 550" means nothing.
-MEASURE_WORDS = frozenset("""
+MEASURE_WORDS = frozenset(
+    """
 age weight height length width depth area size capacity population price cost fee charge amount budget salary
 income wage pay earnings revenue sales profit worth value gnp gdp score rating grade points credits credit year
 years duration time hours minutes seconds days speed horsepower MPG acceleration displacement cylinders
 count number total share percentage percent rate ratio attendance seats votes rank ranking place position
 expectancy surface distance mileage volume temperature balance quantity stock goals wins losses money bonus
 tax budgeted level floors rooms beds employees staff members students passengers enrollment pages copies
-""".split())
+""".split()
+)
 
 
 def is_measure(col) -> bool:
@@ -349,5 +388,15 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
         words = table_singular(parent.name)
         if words.lower() in {w.lower() for w in [x.words for x in out]}:
             words = humanize(e.src_col).removesuffix(" id")
-        out.append(Attr(f"{alias}.{q(parent.label)}", words, CATEGORICAL, tuple(pl.values), (), join, f"{parent.name}.{parent.label}"))
+        out.append(
+            Attr(
+                f"{alias}.{q(parent.label)}",
+                words,
+                CATEGORICAL,
+                tuple(pl.values),
+                (),
+                join,
+                f"{parent.name}.{parent.label}",
+            )
+        )
     return out

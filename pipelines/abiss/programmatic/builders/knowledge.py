@@ -29,8 +29,23 @@ from pipelines.abiss.programmatic.builders.base import (
 )
 from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
 
-_PLACE_LIKE = {"region", "city", "country", "state", "department", "district", "area", "town", "province",
-               "neighbourhood", "neighborhood", "county", "continent", "location", "zone"}
+_PLACE_LIKE = {
+    "region",
+    "city",
+    "country",
+    "state",
+    "department",
+    "district",
+    "area",
+    "town",
+    "province",
+    "neighbourhood",
+    "neighborhood",
+    "county",
+    "continent",
+    "location",
+    "zone",
+}
 VAGUE_HIGH = ["high", "large", "considerable"]
 VAGUE_LOW = ["low", "small", "modest"]
 # quantiles of the two readings: far apart, so the readings differ by a real share of rows
@@ -51,6 +66,8 @@ def _vague_word(words: str, kind: str, rng) -> tuple[str, bool]:
         if ws & set(keys) and " " not in hi and "-" not in hi:
             return (lo if kind == "low" else hi), True
     return rng.choice(VAGUE_LOW if kind == "low" else VAGUE_HIGH), False
+
+
 VAGUE_RECENT = ["recent", "latest", "new"]
 CONFLICT_CONCEPTS = ["notable", "standout", "important", "outstanding"]
 
@@ -163,11 +180,19 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
             for qn in (0.6, 0.85):
                 th = thresholds(c, (qn,))
                 if th:
-                    conds.append((f"{c.expr()} > {lit(th[0])}", f"{c.words} {be(c.words)} greater than {value_text(th[0])}", c.name))
+                    conds.append(
+                        (
+                            f"{c.expr()} > {lit(th[0])}",
+                            f"{c.words} {be(c.words)} greater than {value_text(th[0])}",
+                            c.name,
+                        )
+                    )
         for c in temporal_columns(t):
             th = thresholds(c, (0.6,))
             if th:
-                conds.append((f"{q(c.name)} >= {lit(th[0])}", f"{c.words} {be(c.words)} on or after {value_text(th[0])}", c.name))
+                conds.append(
+                    (f"{q(c.name)} >= {lit(th[0])}", f"{c.words} {be(c.words)} on or after {value_text(th[0])}", c.name)
+                )
         for i, c1 in enumerate(conds):
             for c2 in conds[i + 1 :]:
                 if c1[0] != c2[0] and c1[2] != c2[2]:  # two different columns, not two thresholds of one
@@ -184,9 +209,14 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
         count = ctx.rng.random() < 0.4
         sel = "COUNT(*)" if count else q(t.label)
         readings = [
-            Reading(f"SELECT {sel} FROM {q(t.name)} WHERE {c[0]}", f"Use the definition: {d}") for c, d in zip((c1, c2), defs)
+            Reading(f"SELECT {sel} FROM {q(t.name)} WHERE {c[0]}", f"Use the definition: {d}")
+            for c, d in zip((c1, c2), defs)
         ]
-        ask = Ask("count", subject=f"{adj} {tn}") if count else Ask("list", target=label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1))
+        ask = (
+            Ask("count", subject=f"{adj} {tn}")
+            if count
+            else Ask("list", target=label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1))
+        )
         yield Draft(
             "conflicting_knowledge",
             "conflicting_knowledge.two_definitions",

@@ -55,7 +55,9 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
         for c in categorical_columns(t, text_only=True):
             if c.name not in (c1.name, c2.name):
                 for v in c.values[:2]:
-                    filters.append((f" WHERE T1.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}"))
+                    filters.append(
+                        (f" WHERE T1.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}")
+                    )
         where, phrase = ctx.rng.choice(filters)
         if e1 is not None:
             ref = a.table(e1.dst)
@@ -72,7 +74,13 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
             Reading(s, f"'{plural(head)}' means the {c.words.removesuffix(' id')} ({t.name}.{c.name}).")
             for s, c in zip(sqls, (c1, c2))
         ]
-        yield Draft("lexical_overlap", "lexical_overlap.head_noun", ctx.say(Ask("list", target=np), style), style, readings=readings)
+        yield Draft(
+            "lexical_overlap",
+            "lexical_overlap.head_noun",
+            ctx.say(Ask("list", target=np), style),
+            style,
+            readings=readings,
+        )
 
 
 @register("entity_ambiguity", "entity_ambiguity.same_named_column")
@@ -131,4 +139,10 @@ def build_entity_ambiguity(ctx: BuildContext) -> Iterator[Draft]:
             Reading(s, f"'{col}' refers to the {table_singular(c.table)}'s {col} ({c.table}.{c.name}).")
             for s, c in zip(sqls, (ca, cb))
         ]
-        yield Draft("entity_ambiguity", "entity_ambiguity.same_named_column", ctx.say(Ask("list", target=np), style), style, readings=readings)
+        yield Draft(
+            "entity_ambiguity",
+            "entity_ambiguity.same_named_column",
+            ctx.say(Ask("list", target=np), style),
+            style,
+            readings=readings,
+        )

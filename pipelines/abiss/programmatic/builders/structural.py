@@ -51,21 +51,36 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             if c.name == e.src_col or c.is_key:
                 continue
             frm, al = join_sql([(child.name, e, parent.name)], child.name)
-            plans.append(dict(
-                kind="one_to_many", frm=frm, value=f"{al[child.name]}.{q(c.name)}",
-                key=f"{al[parent.name]}.{q(parent.primary_key[0] if len(parent.primary_key) == 1 else e.dst_col)}", alabel=f"{al[parent.name]}.{q(parent.label)}",
-                atable=parent, aalias=al[parent.name],
-                np=lambda quant, parent=parent, child=child, c=c: f"the {plural(c.words)} of the {table_plural(child.name)} of {quant} {table_singular(parent.name)}",
-                what=plural(c.words),
-            ))
+            plans.append(
+                dict(
+                    kind="one_to_many",
+                    frm=frm,
+                    value=f"{al[child.name]}.{q(c.name)}",
+                    key=f"{al[parent.name]}.{q(parent.primary_key[0] if len(parent.primary_key) == 1 else e.dst_col)}",
+                    alabel=f"{al[parent.name]}.{q(parent.label)}",
+                    atable=parent,
+                    aalias=al[parent.name],
+                    np=lambda quant, parent=parent, child=child, c=c: (
+                        f"the {plural(c.words)} of the {table_plural(child.name)} of {quant} {table_singular(parent.name)}"
+                    ),
+                    what=plural(c.words),
+                )
+            )
     # many-to-many through a bridge table: A ← bridge → B, B's label
     for bridge, ea, ta, eb, tb in labelled_bridges(a):
-        plans.append(dict(
-            kind="many_to_many", frm=bridge_join_sql(bridge, ta, ea, tb, eb), value=f"T3.{q(tb.label)}",
-            key=f"T2.{q(ea.dst_col)}", alabel=f"T2.{q(ta.label)}", atable=ta, aalias="T2",
-            np=lambda quant, ta=ta, tb=tb: f"the {table_plural(tb.name)} of {quant} {table_singular(ta.name)}",
-            what=table_plural(tb.name),
-        ))
+        plans.append(
+            dict(
+                kind="many_to_many",
+                frm=bridge_join_sql(bridge, ta, ea, tb, eb),
+                value=f"T3.{q(tb.label)}",
+                key=f"T2.{q(ea.dst_col)}",
+                alabel=f"T2.{q(ta.label)}",
+                atable=ta,
+                aalias="T2",
+                np=lambda quant, ta=ta, tb=tb: f"the {table_plural(tb.name)} of {quant} {table_singular(ta.name)}",
+                what=table_plural(tb.name),
+            )
+        )
     if not plans:
         ctx.unsupported("no one-to-many or many-to-many relationship with a categorical or labelled side")
         return
@@ -75,7 +90,12 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
         filters = [("", "")]
         for c in categorical_columns(plan["atable"], text_only=True)[:2]:
             for v in c.values[:3]:
-                filters.append((f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}"))
+                filters.append(
+                    (
+                        f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}",
+                        f" whose {c.words} {be(c.words)} {value_text(v)}",
+                    )
+                )
         for where, phrase in filters:
             collective = (
                 f"SELECT {plan['value']} {plan['frm']}{where} GROUP BY {plan['value']} "
@@ -93,11 +113,23 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             aname = table_singular(plan["atable"].name)
             np = plan["np"](quant) + phrase
             readings = [
-                Reading(collective, f"Collective reading: the {plan['what']} shared by all the {plural(aname)}{phrase} together (common to every one of them)."),
-                Reading(distributive, f"Distributive reading: for every {aname}{phrase} separately, list its {plan['what']}."),
+                Reading(
+                    collective,
+                    f"Collective reading: the {plan['what']} shared by all the {plural(aname)}{phrase} together (common to every one of them).",
+                ),
+                Reading(
+                    distributive,
+                    f"Distributive reading: for every {aname}{phrase} separately, list its {plan['what']}.",
+                ),
             ]
             yielded += 1
-            yield Draft("scope_ambiguity", f"scope_ambiguity.{plan['kind']}", ctx.say(Ask("list", target=np), style), style, readings=readings)
+            yield Draft(
+                "scope_ambiguity",
+                f"scope_ambiguity.{plan['kind']}",
+                ctx.say(Ask("list", target=np), style),
+                style,
+                readings=readings,
+            )
             break
     if not yielded:
         ctx.unsupported(f"the collective reading is empty for all {len(plans)} relationship(s) and filters tried")
@@ -132,16 +164,37 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
     for t in labelled_tables(a):
         attrs = attributes(a, t)
         # conjuncts a person would list: categories, years, small counts/ratings (not "population 8982000")
-        conj = [x for x in attrs if 2 <= len(x.values) <= 25 and (x.role == CATEGORICAL or (
-            x.role == NUMERIC and all(isinstance(v, (int, float)) and float(v).is_integer() and 0 <= v <= 20
-                                      or 1000 <= float(v) <= 2200 for v in x.values)))]
-        mods = [x for x in attrs if (x.role in (NUMERIC, TEMPORAL) and len(x.sample) >= 3) or (x.role == CATEGORICAL and len(x.values) >= 2)]
+        conj = [
+            x
+            for x in attrs
+            if 2 <= len(x.values) <= 25
+            and (
+                x.role == CATEGORICAL
+                or (
+                    x.role == NUMERIC
+                    and all(
+                        isinstance(v, (int, float))
+                        and float(v).is_integer()
+                        and 0 <= v <= 20
+                        or 1000 <= float(v) <= 2200
+                        for v in x.values
+                    )
+                )
+            )
+        ]
+        mods = [
+            x
+            for x in attrs
+            if (x.role in (NUMERIC, TEMPORAL) and len(x.sample) >= 3) or (x.role == CATEGORICAL and len(x.values) >= 2)
+        ]
         for c in conj:
             for m in mods:
                 if m.expr != c.expr:
                     plans.append(("coordination", t, c, m, None, None))
     if not plans:
-        ctx.unsupported("no two tables sharing a parent and no table with a categorical attribute plus a second condition")
+        ctx.unsupported(
+            "no two tables sharing a parent and no table with a categorical attribute plus a second condition"
+        )
         return
     for plan in ctx.shuffled(plans):
         style = ctx.next_style()
@@ -192,4 +245,10 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
                 ),
             ]
             kind = "coordination"
-        yield Draft("attachment_ambiguity", f"attachment_ambiguity.{kind}", ctx.say(Ask("list", target=np), style), style, readings=readings)
+        yield Draft(
+            "attachment_ambiguity",
+            f"attachment_ambiguity.{kind}",
+            ctx.say(Ask("list", target=np), style),
+            style,
+            readings=readings,
+        )

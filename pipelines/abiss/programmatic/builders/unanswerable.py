@@ -63,14 +63,71 @@ MISSING_ENTITIES = [
 ]
 
 # which missing attributes make sense for which kind of row ("the marital status of each pet" does not)
-PERSON_ONLY = {"phone number", "email address", "nickname", "social media handle", "favourite colour",
-               "marital status", "blood type", "shoe size", "tax identification number", "loyalty points", "manager"}
+PERSON_ONLY = {
+    "phone number",
+    "email address",
+    "nickname",
+    "social media handle",
+    "favourite colour",
+    "marital status",
+    "blood type",
+    "shoe size",
+    "tax identification number",
+    "loyalty points",
+    "manager",
+}
 THING_ONLY = {"customer rating", "annual revenue", "opening hours", "website"}
-PEOPLE = {"student", "person", "people", "employee", "singer", "teacher", "player", "customer", "user", "member",
-          "visitor", "owner", "professor", "instructor", "staff", "driver", "artist", "author", "actor", "director",
-          "conductor", "candidate", "voter", "host", "friend", "pilot", "manager", "musician", "writer", "poker",
-          "people", "hero", "superhero", "patient", "doctor", "physician", "nurse", "client", "guest", "passenger",
-          "worker", "coach", "editor", "journalist", "head", "participant", "competitor", "contestant", "winner"}
+PEOPLE = {
+    "student",
+    "person",
+    "people",
+    "employee",
+    "singer",
+    "teacher",
+    "player",
+    "customer",
+    "user",
+    "member",
+    "visitor",
+    "owner",
+    "professor",
+    "instructor",
+    "staff",
+    "driver",
+    "artist",
+    "author",
+    "actor",
+    "director",
+    "conductor",
+    "candidate",
+    "voter",
+    "host",
+    "friend",
+    "pilot",
+    "manager",
+    "musician",
+    "writer",
+    "poker",
+    "people",
+    "hero",
+    "superhero",
+    "patient",
+    "doctor",
+    "physician",
+    "nurse",
+    "client",
+    "guest",
+    "passenger",
+    "worker",
+    "coach",
+    "editor",
+    "journalist",
+    "head",
+    "participant",
+    "competitor",
+    "contestant",
+    "winner",
+}
 
 
 def _is_person_table(t) -> bool:
@@ -82,12 +139,61 @@ def _is_person_table(t) -> bool:
     return bool(cols & {"first name", "last name", "full name", "surname", "given name"})
 
 
-ORGANISATIONS = {"company", "business", "restaurant", "hotel", "shop", "store", "museum", "bank", "agency", "school",
-                 "university", "college", "club", "airline", "stadium", "library", "hospital", "studio", "publisher",
-                 "manufacturer", "brand", "maker", "festival", "channel", "network", "firm", "organization",
-                 "organisation", "institution", "theater", "theatre", "cinema", "gym", "clinic", "farm", "facility",
-                 "kennel", "venue", "gallery", "vendor", "supplier", "dealer", "orchestra", "band", "team", "airport",
-                 "office", "branch", "house", "guesthouse", "center", "centre", "department"}
+ORGANISATIONS = {
+    "company",
+    "business",
+    "restaurant",
+    "hotel",
+    "shop",
+    "store",
+    "museum",
+    "bank",
+    "agency",
+    "school",
+    "university",
+    "college",
+    "club",
+    "airline",
+    "stadium",
+    "library",
+    "hospital",
+    "studio",
+    "publisher",
+    "manufacturer",
+    "brand",
+    "maker",
+    "festival",
+    "channel",
+    "network",
+    "firm",
+    "organization",
+    "organisation",
+    "institution",
+    "theater",
+    "theatre",
+    "cinema",
+    "gym",
+    "clinic",
+    "farm",
+    "facility",
+    "kennel",
+    "venue",
+    "gallery",
+    "vendor",
+    "supplier",
+    "dealer",
+    "orchestra",
+    "band",
+    "team",
+    "airport",
+    "office",
+    "branch",
+    "house",
+    "guesthouse",
+    "center",
+    "centre",
+    "department",
+}
 
 
 def _is_organisation_table(t) -> bool:
@@ -106,8 +212,35 @@ def _attribute_fits(phrase: str, t) -> bool:
     return True
 
 
-_MONEY = {"price", "cost", "amount", "budget", "salary", "earnings", "sales", "spent", "bonus", "worth", "gnp", "revenue", "fee", "charge", "money"}
-_PLACE = {"country", "city", "nationality", "location", "hometown", "citizenship", "state", "district", "region", "address"}
+_MONEY = {
+    "price",
+    "cost",
+    "amount",
+    "budget",
+    "salary",
+    "earnings",
+    "sales",
+    "spent",
+    "bonus",
+    "worth",
+    "gnp",
+    "revenue",
+    "fee",
+    "charge",
+    "money",
+}
+_PLACE = {
+    "country",
+    "city",
+    "nationality",
+    "location",
+    "hometown",
+    "citizenship",
+    "state",
+    "district",
+    "region",
+    "address",
+}
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
 
 
@@ -148,7 +281,12 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
             )
         else:
             if ctx.rng.random() < 0.5:
-                ask = Ask("count", subject=f"{phrase} of each {ts}" if example is None else f"{phrase} of the {ts} {value_text(example)}")
+                ask = Ask(
+                    "count",
+                    subject=f"{phrase} of each {ts}"
+                    if example is None
+                    else f"{phrase} of the {ts} {value_text(example)}",
+                )
             else:
                 ask = Ask("list", target=f"the {phrase} associated with each {ts}")
             feedback = (
@@ -157,8 +295,12 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
                 f"database. If such data exists elsewhere, {ADMIN} to add it."
             )
         yield Draft(
-            "missing_entity", f"missing_entity.{kind}", ctx.say(ask, style), style,
-            feedback=feedback, absence=Absence("terms", terms=terms),
+            "missing_entity",
+            f"missing_entity.{kind}",
+            ctx.say(ask, style),
+            style,
+            feedback=feedback,
+            absence=Absence("terms", terms=terms),
         )
 
 
@@ -181,9 +323,14 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
     for ta, tb in unrelated_pairs():
         found = True
         lab = next((c for c in tb.columns if c.name == tb.label), None)
-        vals = lab.values[:5] if lab and lab.values else [r[0] for r in ctx.rows(
-            f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5"
-        )]
+        vals = (
+            lab.values[:5]
+            if lab and lab.values
+            else [
+                r[0]
+                for r in ctx.rows(f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5")
+            ]
+        )
         if not vals:
             continue
         v = ctx.rng.choice(vals)
@@ -207,8 +354,12 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             f"{plural(bs)}.{via} {ADMIN[0].upper() + ADMIN[1:]} to add a table recording this relationship."
         )
         yield Draft(
-            "missing_relationship", "missing_relationship.unlinked_tables", ctx.say(ask, style), style,
-            feedback=feedback, absence=Absence("relationship", tables=(ta.name, tb.name)),
+            "missing_relationship",
+            "missing_relationship.unlinked_tables",
+            ctx.say(ask, style),
+            style,
+            feedback=feedback,
+            absence=Absence("relationship", tables=(ta.name, tb.name)),
         )
     if not found:
         ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
@@ -225,58 +376,90 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
             col = c.words
             if c.role == NUMERIC and words & _MONEY:
                 cur = ctx.rng.choice(["Japanese yen", "Swiss francs", "Indian rupees", "Brazilian reais"])
-                plans.append((
-                    Ask("list", target=f"the {col} of the {tn} converted to {cur} at today's exchange rate"),
-                    f"Converting {col} to {cur} needs today's exchange rate, an external, time-dependent fact that neither the database nor the knowledge base holds.",
-                    ("exchange", "currency", "rate"),
-                ))
+                plans.append(
+                    (
+                        Ask("list", target=f"the {col} of the {tn} converted to {cur} at today's exchange rate"),
+                        f"Converting {col} to {cur} needs today's exchange rate, an external, time-dependent fact that neither the database nor the knowledge base holds.",
+                        ("exchange", "currency", "rate"),
+                    )
+                )
             if c.role == NUMERIC and words & _GRADE:
-                plans.append((
-                    Ask("list", target=f"the {col} of the {tn} in letter-grade notation (A-F)"),
-                    f"The mapping from numeric {col} values to letter grades (A-F) is an external convention not stored in the database or knowledge base.",
-                    ("letter", "mapping"),
-                ))
+                plans.append(
+                    (
+                        Ask("list", target=f"the {col} of the {tn} in letter-grade notation (A-F)"),
+                        f"The mapping from numeric {col} values to letter grades (A-F) is an external convention not stored in the database or knowledge base.",
+                        ("letter", "mapping"),
+                    )
+                )
             if c.role == TEMPORAL:
                 country = ctx.rng.choice(["Italy", "Japan", "the United States", "Germany"])
-                plans.append((
-                    Ask("which", subject=f"{tn} whose {col} fell on a public holiday in {country}"),
-                    f"The calendar of public holidays in {country} is external knowledge that is not in the database or the knowledge base.",
-                    ("holiday", "calendar"),
-                ))
+                plans.append(
+                    (
+                        Ask("which", subject=f"{tn} whose {col} fell on a public holiday in {country}"),
+                        f"The calendar of public holidays in {country} is external knowledge that is not in the database or the knowledge base.",
+                        ("holiday", "calendar"),
+                    )
+                )
             if c.role in ("categorical", "text") and words & _PLACE:
-                plans.append((
-                    Ask("which", subject=f"{tn} whose {col} is in a European Union member state"),
-                    f"Which places belong to European Union member states is external geopolitical knowledge not stored in the database or the knowledge base.",
-                    ("europeanunion", "memberstate", "eumember"),
-                ))
-                plans.append((
-                    Ask("list", target=f"the time zone of each of the {tn}, based on their {col}"),
-                    f"Time zones of places are external knowledge; the database stores no time-zone mapping for {col}.",
-                    ("timezone", "zone", "utc"),
-                ))
-        plans.append((
-            Ask("which", subject=f"{tn} that comply with the current industry regulations"),
-            f"The current industry regulations and the criteria for compliance are external policies that are neither in the database nor in the knowledge base.",
-            ("regulation", "compliance", "compliant", "policy"),
-        ))
+                plans.append(
+                    (
+                        Ask("which", subject=f"{tn} whose {col} is in a European Union member state"),
+                        f"Which places belong to European Union member states is external geopolitical knowledge not stored in the database or the knowledge base.",
+                        ("europeanunion", "memberstate", "eumember"),
+                    )
+                )
+                plans.append(
+                    (
+                        Ask("list", target=f"the time zone of each of the {tn}, based on their {col}"),
+                        f"Time zones of places are external knowledge; the database stores no time-zone mapping for {col}.",
+                        ("timezone", "zone", "utc"),
+                    )
+                )
+        plans.append(
+            (
+                Ask("which", subject=f"{tn} that comply with the current industry regulations"),
+                f"The current industry regulations and the criteria for compliance are external policies that are neither in the database nor in the knowledge base.",
+                ("regulation", "compliance", "compliant", "policy"),
+            )
+        )
     if not plans:
         ctx.unsupported("no table to ask about")
         return
     for ask, feedback, terms in ctx.shuffled(plans):
         style = ctx.next_style()
         yield Draft(
-            "missing_external_knowledge", "missing_external_knowledge.mapping", ctx.say(ask, style), style,
-            feedback=feedback + " The user would need to supply it (or the administrator add it to the knowledge base).",
+            "missing_external_knowledge",
+            "missing_external_knowledge.mapping",
+            ctx.say(ask, style),
+            style,
+            feedback=feedback
+            + " The user would need to supply it (or the administrator add it to the knowledge base).",
             absence=Absence("terms", terms=terms),
         )
 
 
 _CHITCHAT = {
-    "formal": ["Good morning. I hope you are well today.", "Thank you very much for your assistance earlier.", "Could you please tell me what the meaning of life is?"],
+    "formal": [
+        "Good morning. I hope you are well today.",
+        "Thank you very much for your assistance earlier.",
+        "Could you please tell me what the meaning of life is?",
+    ],
     "colloquial": ["hey there! how's it going?", "lol what's your favourite movie?", "ugh, mondays, right?"],
-    "imperative": ["Tell me a joke.", "Write a short poem about the ocean.", "Recommend a good book to read this weekend."],
-    "interrogative": ["What do you think happiness is?", "Who will win the next football world cup?", "What's the weather like tomorrow in Paris?"],
-    "descriptive": ["I am looking for a good recipe for lasagna.", "I would like some advice on learning to play the guitar.", "I need help planning a weekend trip to the mountains."],
+    "imperative": [
+        "Tell me a joke.",
+        "Write a short poem about the ocean.",
+        "Recommend a good book to read this weekend.",
+    ],
+    "interrogative": [
+        "What do you think happiness is?",
+        "Who will win the next football world cup?",
+        "What's the weather like tomorrow in Paris?",
+    ],
+    "descriptive": [
+        "I am looking for a good recipe for lasagna.",
+        "I would like some advice on learning to play the guitar.",
+        "I need help planning a weekend trip to the mountains.",
+    ],
     "concise": ["hello", "weather tomorrow?", "joke please"],
 }
 
@@ -298,15 +481,29 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
             tn, ts = table_plural(t.name), table_singular(t.name)
             lab = t.column(t.label) if t.label else None
             col = lab.words if lab is not None else "details"
-            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {w.rstrip("s") for w in tn.lower().split()}:
+            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {
+                w.rstrip("s") for w in tn.lower().split()
+            }:
                 col = "name"  # "change the continent of all the continents" → "the name of ..."
             if kind == "write":
                 variants = {
-                    "formal": [f"Please update the {col} of every {ts} to the new value I sent you.", f"Kindly register a new {ts} in the system."],
-                    "colloquial": [f"hey, can you add a new {ts} for me?", f"just change the {col} of all the {tn}, thx"],
+                    "formal": [
+                        f"Please update the {col} of every {ts} to the new value I sent you.",
+                        f"Kindly register a new {ts} in the system.",
+                    ],
+                    "colloquial": [
+                        f"hey, can you add a new {ts} for me?",
+                        f"just change the {col} of all the {tn}, thx",
+                    ],
                     "imperative": [f"Insert a new {ts} with default values.", f"Update the {col} of all {tn}."],
-                    "interrogative": [f"Can you add a new {ts} to the database?", f"Could you rename all the {tn} for me?"],
-                    "descriptive": [f"I need you to change the {col} of the {tn}.", f"I would like to add a new {ts} to the records."],
+                    "interrogative": [
+                        f"Can you add a new {ts} to the database?",
+                        f"Could you rename all the {tn} for me?",
+                    ],
+                    "descriptive": [
+                        f"I need you to change the {col} of the {tn}.",
+                        f"I would like to add a new {ts} to the records.",
+                    ],
                     "concise": [f"add new {ts}", f"update {tn} {col}"],
                 }
             else:
@@ -325,6 +522,10 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
                 f"Changes must go through the application or {ADMIN}."
             )
         yield Draft(
-            "improper_question", f"improper_question.{kind}", question, style,
-            feedback=feedback, absence=Absence("improper"),
+            "improper_question",
+            f"improper_question.{kind}",
+            question,
+            style,
+            feedback=feedback,
+            absence=Absence("improper"),
         )
