@@ -12,7 +12,7 @@ partitions, checks, jobs and job-specific resources, exported as ``defs`` from i
     aisql/       job 4: judge AI-operator SQL by splitting it (The Stochastic Shift)
 """
 
-from dagster import Definitions, in_process_executor
+from dagster import Definitions
 
 from assets.abiss import definitions as abiss
 from assets.aisql import definitions as aisql
@@ -20,9 +20,7 @@ from assets.ambitab import definitions as ambitab
 from assets.databases import definitions as databases
 from assets.interaction import definitions as interaction
 from assets.shared import definitions as shared
-from assets.shared import pool_wait
-
-pool_wait.install()  # a run waiting for a pool slot sleeps instead of spinning (see the module)
+from assets.shared.pool_wait import pool_aware_in_process_executor
 
 MAIN_JOB = abiss.abiss_job.name
 
@@ -35,5 +33,6 @@ defs = Definitions.merge(
     aisql.defs,
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
-    Definitions(executor=in_process_executor),
+    # The executor installs the pool-wait fix when a run starts (never on import; see pool_wait.py).
+    Definitions(executor=pool_aware_in_process_executor),
 )

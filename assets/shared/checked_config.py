@@ -59,16 +59,33 @@ def check_resource_config_on_launch(resource, check: Callable[[dict], None]) -> 
     Values bound in code (``Definitions``) are trusted: ``check`` gets only the keys whose value
     differs from them. Pythonic resources build their config schema in ``__init__``; this wraps its
     shape in :class:`_CheckedShape` (same fields, defaults and descriptions)."""
-    from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
-
-    state = resource._state__internal__
-    field = state.config_schema.as_field()
-    bound = dict(state.resolved_config_dict or {})
+    field, bound = resource_config_schema(resource)
 
     def launched(values: dict) -> None:
         check({k: v for k, v in values.items() if k not in bound or bound[k] != v})
 
     shape = _CheckedShape(field.config_type.fields, launched, description=field.config_type.description)
     kwargs = {"default_value": field.default_value} if field.default_provided else {}
-    new = Field(shape, is_required=field.is_required, description=field.description, **kwargs)
-    resource._state__internal__ = state._replace(config_schema=DefinitionConfigSchema(new))
+    replace_resource_config_schema(
+        resource, Field(shape, is_required=field.is_required, description=field.description, **kwargs)
+    )
+
+
+# Dagster has no public API to wrap a Pythonic resource's config schema, so the two functions
+# below are the only place that touches its private ``_state__internal__`` (Dagster 1.13).
+# tests/dagster/test_checked_config.py fails loudly, naming these functions, when an upgrade
+# changes that state; remove them when Dagster offers a public hook (e.g. a config post-processor).
+
+
+def resource_config_schema(resource) -> tuple[Field, dict]:
+    """``resource``'s config schema as a Field, and the config values bound in code."""
+    state = resource._state__internal__
+    return state.config_schema.as_field(), dict(state.resolved_config_dict or {})
+
+
+def replace_resource_config_schema(resource, field: Field) -> None:
+    """Make ``field`` the config schema that Dagster validates ``resource``'s run config against."""
+    from dagster._core.definitions.definition_config_schema import DefinitionConfigSchema
+
+    state = resource._state__internal__
+    resource._state__internal__ = state._replace(config_schema=DefinitionConfigSchema(field))

@@ -6,11 +6,19 @@ Dagster 1.13 that is ``min([0, *(ready_at - now)])``: never positive, so the loo
 a run waiting for an LLM endpoint's slot burns a core (measured: a waiting `quandary run` used 75 %
 of one; upstream's fix, dagster-io/dagster#20367, was closed unmerged). A pending claim is only
 re-tried at its own ``ready_at`` anyway, so sleeping until the earliest one changes no claim time:
-this is the same schedule without the spin. Applied when the Definitions are imported
-(:mod:`assets.definitions`), for CLI runs and daemon-launched runs alike."""
+this is the same schedule without the spin.
+
+Installed explicitly, never on import: the job's executor (:data:`pool_aware_in_process_executor`,
+set in :mod:`assets.definitions`) installs it when a run's execution starts, in the process that
+runs the steps, for CLI runs and daemon-launched runs alike.
+
+Remove when: Dagster's ``interval_to_next_pending_claim_check`` returns a positive interval while
+every pending claim waits (check on each Dagster upgrade; ``tests/dagster/test_pool_wait.py`` pins
+the behaviour we rely on), then use ``in_process_executor`` again."""
 
 import time
 
+from dagster import executor, in_process_executor
 from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
 
 
@@ -24,3 +32,11 @@ def interval_to_next_pending_claim_check(self) -> float:
 
 def install() -> None:
     InstanceConcurrencyContext.interval_to_next_pending_claim_check = interval_to_next_pending_claim_check
+
+
+@executor(name="in_process", config_schema=in_process_executor.config_schema.as_field())
+def pool_aware_in_process_executor(init_context):
+    """Dagster's in-process executor (same name and config) with the sleeping interval installed
+    when a run starts executing."""
+    install()
+    return in_process_executor.executor_creation_fn(init_context)
