@@ -190,12 +190,16 @@ def run_cli_job(
     from cli.runs import run_job_for_partition
     from resources.llm.config import CouncilFileNotFound, resolve_council_path
 
-    try:  # the council is resolved here, at the edge, and handed to the run as a value
-        council_path = str(resolve_council_path(council_path) or "") or None
+    try:  # a missing council file is one line before a run exists
+        resolved = resolve_council_path(council_path)
     except CouncilFileNotFound as exc:
         print(str(exc), file=sys.stderr)
         return 2
     if council_path is not None:
+        # a council the command chose (the demo's) goes to the run as a value, in its run config;
+        # one from $QUANDARY_COUNCIL_CONFIG is the run's default (the resource resolves it the same
+        # way), and the launch check keeps config_path values under the project
+        council_path = str(resolved)
         run_config = merge_configs(run_config or {}, council_config(council_path))
 
     def start(run_id, level):

@@ -21,13 +21,7 @@ def _submit(args) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     print(describe_instance())
-    from assets.shared.cards import council_config, merge_configs
-    from resources.llm.config import resolve_council_path
-
-    council = resolve_council_path()  # checked by check_run_request above; handed to the run as a value
-    run_config = merge_configs(
-        card.config(grid=grid) if card is MAIN else card.config(), council_config(str(council) if council else None)
-    )
+    run_config = card.config(grid=grid) if card is MAIN else card.config()
     for db in args.db:
         try:
             run = submit_job_for_partition(job, db, run_config=run_config)
