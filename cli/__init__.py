@@ -29,8 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Paths the CLI hands to other processes (Dagster run workers, the SQL worker) through the
-# environment: a relative one means the caller's working directory (issue 23 item 3).
-PATH_ENV = ("QUANDARY_COUNCIL_CONFIG", "QUANDARY_HOME", "DAGSTER_HOME")
+# environment: a relative one means the caller's working directory (issue 23 item 3). The council
+# file is not among them: it is resolved once (resources.llm.config.resolve_council_path, absolute)
+# and handed to runs in their run config (#28 item 2).
+PATH_ENV = ("QUANDARY_HOME", "DAGSTER_HOME")
 
 
 def _absolute_path_env() -> None:

@@ -5,23 +5,6 @@ import os
 import sys
 
 
-def grid_run_config(grid: dict | None) -> dict:
-    return {"ops": {"generation_requests": {"config": grid}}} if grid else {}
-
-
-def _print_funnel(result) -> None:
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization
-        if mat.asset_key.to_user_string() == "rejection_report" and "funnel" in mat.metadata:
-            print("\nvalidation funnel (kept/entered per stage):")
-            print(mat.metadata["funnel"].value.strip("`\n"))
-            if "group_integrity_summary" in mat.metadata:
-                print(mat.metadata["group_integrity_summary"].value)
-        if mat.asset_key.to_user_string() == "dataset":
-            q = mat.metadata.get("questions")
-            print(f"\nvalidated questions in dataset: {q.value if q is not None else '?'}")
-
-
 def check_lines(result) -> list[str]:
     """Checks as results: a failed WARN check is a warning with its summary (which stage left which
     bound, by how much); a failed ERROR check is a failure."""
@@ -42,8 +25,9 @@ def check_lines(result) -> list[str]:
 
 def print_run_summary(result, db_id: str, verbose: bool = False) -> None:
     """What `quandary run` prints after a run of the main job (and `quandary rerun` after resuming
-    one): materializations, checks, the funnel, the dataset size, or the failure and resume line."""
-    from storage.audit import open_audit
+    one): materializations, checks, then the job card's summary (funnel, dataset size), or the
+    failure and resume line."""
+    from assets.cards import MAIN
 
     status = "succeeded" if result.success else "FAILED"
     print(f"run {result.run_id[:8]} for partition '{db_id}': {status}")
@@ -55,23 +39,10 @@ def print_run_summary(result, db_id: str, verbose: bool = False) -> None:
     for line in check_lines(result):
         print(line)
     if not result.success:
-        print_failure(result, resume_command(main_job_name(), db_id), verbose)
+        print_failure(result, resume_command(MAIN.name, db_id), verbose)
         return
-    _print_funnel(result)
-    import duckdb
-
-    con = open_audit()
-    try:
-        try:  # a damaged artifact was skipped (and named) by open_audit: the summary goes on
-            row = con.execute(
-                "SELECT n_tables, total_rows, n_foreign_keys FROM seed_databases WHERE db_id = ?", [db_id]
-            ).fetchall()
-        except duckdb.Error:
-            row = []
-        if row:
-            print(f"  database {db_id}: {row[0][0]} tables, {row[0][1]} rows, {row[0][2]} foreign keys")
-    finally:
-        con.close()
+    for line in MAIN.summary(result, db_id):
+        print(line)
 
 
 def _error_message(error) -> str:
@@ -97,18 +68,18 @@ def _error_message(error) -> str:
 
 def resume_command(job_name: str, partition: str) -> str:
     """What a user types to resume a failed or interrupted run of ``job_name`` for ``partition``."""
-    from cli.runs import uses_database_partitions
+    from assets.cards import MAIN, card_for
 
-    if job_name == main_job_name():
+    if job_name == MAIN.name:
         return f"quandary rerun --db {partition}"
-    flag = "--db" if uses_database_partitions(job_name) else "--partition"
+    flag = "--db" if card_for(job_name).database_partitions else "--partition"
     return f"quandary rerun --job {job_name} {flag} {partition}"
 
 
 def main_job_name() -> str:
-    from assets.definitions import MAIN_JOB
+    from assets.cards import MAIN
 
-    return MAIN_JOB
+    return MAIN.name
 
 
 def first_failure(result) -> str:
@@ -208,14 +179,32 @@ def run_cli_job(
     asset_selection=None,
     name_instance: bool = True,
     tags: dict | None = None,
+    council_path: str | None = None,
 ):
     """Run ``job_name`` for one partition from a CLI command (see :func:`execute_cli_run`); every job's
-    command goes through here. Returns the result, or 130 when interrupted."""
+    command goes through here. ``council_path``: the council file resolved at the command's edge,
+    handed to the run as its council resource's config (None: the run config's, else the default).
+    Returns the result, or 130 when interrupted."""
+    from assets.shared.cards import council_config, merge_configs
     from cli.run_plan import print_plan
     from cli.runs import run_job_for_partition
+    from resources.llm.config import CouncilFileNotFound, resolve_council_path
+
+    try:  # a missing council file is one line before a run exists
+        resolved = resolve_council_path(council_path)
+    except CouncilFileNotFound as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if council_path is not None:
+        # a council the command chose (the demo's) goes to the run as a value, in its run config;
+        # one from $QUANDARY_COUNCIL_CONFIG is the run's default (the resource resolves it the same
+        # way), and the launch check keeps config_path values under the project
+        council_path = str(resolved)
+        run_config = merge_configs(run_config or {}, council_config(council_path))
 
     def start(run_id, level):
-        print_plan(job_name, partition, run_config)  # what it will cost, before the first step (#24 item 4)
+        # what it will cost, before the first step (#24 item 4)
+        print_plan(job_name, partition, run_config, council_path)
         return run_job_for_partition(
             job_name,
             partition,
@@ -224,6 +213,7 @@ def run_cli_job(
             log_level=level,
             asset_selection=asset_selection,
             tags=tags,
+            council_path=council_path,
         )
 
     return execute_cli_run(start, resume_command(job_name, partition), verbose, name_instance)
@@ -258,10 +248,20 @@ def was_interrupted(result) -> bool:
     return False
 
 
-def run_job(job: str, db_id: str, grid: dict | None = None, verbose: bool = False, tags: dict | None = None) -> int:
-    from assets.definitions import MAIN_JOB
+def run_job(
+    job: str,
+    db_id: str,
+    grid: dict | None = None,
+    verbose: bool = False,
+    tags: dict | None = None,
+    council_path: str | None = None,
+) -> int:
+    """`quandary run` / `demo`: the job's card builds the run config (the grid is the main job's)."""
+    from assets.cards import MAIN, card_for
 
-    result = run_cli_job(job, db_id, grid_run_config(grid) if job == MAIN_JOB else {}, verbose, tags=tags)
+    card = card_for(job)
+    run_config = card.config(grid=grid) if card is MAIN else card.config()
+    result = run_cli_job(job, db_id, run_config, verbose, tags=tags, council_path=council_path)
     if isinstance(result, int):
         return result
     print_run_summary(result, db_id, verbose)

@@ -140,13 +140,14 @@ def recorded_env() -> dict[str, str]:
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith("QUANDARY_") and k not in _ENV_NOT_RECORDED}
 
 
-def council_snapshot() -> dict | None:
-    """The council this process would use now (members with every parameter, roles), or ``None``
-    when the council file cannot be read (preflight says why)."""
+def council_snapshot(council_path: str | None = None) -> dict | None:
+    """The council a run would use now (``council_path``, resolved by the command; None: the
+    environment's or the default): members with every parameter, roles; ``None`` when the council
+    file cannot be read (preflight says why)."""
     from resources.llm.config import load_council_config
 
     try:
-        cfg = load_council_config()
+        cfg = load_council_config(council_path)
     except Exception:  # noqa: BLE001 - a bad council file is reported by preflight / the run itself
         return None
     return {
@@ -156,12 +157,12 @@ def council_snapshot() -> dict | None:
     }
 
 
-def configuration_tags(command: str | None = None) -> dict[str, str]:
+def configuration_tags(command: str | None = None, council_path: str | None = None) -> dict[str, str]:
     """Tags that record the configuration a run was started with (see :func:`rerun_environment`)."""
     import json
 
     tags = {ENV_TAG: json.dumps(recorded_env(), sort_keys=True)}
-    council = council_snapshot()
+    council = council_snapshot(council_path)
     if council is not None:
         tags[COUNCIL_TAG] = json.dumps(council, sort_keys=True, separators=(",", ":"))
     if command:
@@ -193,9 +194,10 @@ def council_differences(recorded: dict, current: dict) -> list[str]:
     return lines
 
 
-def rerun_environment(tags) -> tuple[dict[str, str], str]:
+def rerun_environment(tags, council_path: str | None = None) -> tuple[dict[str, str], str]:
     """The environment a rerun of the run with ``tags`` needs: the recorded variables this process
-    does not set (adopted), and a one-line description of the configuration reused. Raises
+    does not set (adopted), and a one-line description (``council_path``: the council file the run's
+    config names, if any) of the configuration reused. Raises
     :class:`ConfigurationMismatch` naming every difference when this process sets a variable to
     another value or the council (file) changed since the run."""
     import json
@@ -216,7 +218,7 @@ def rerun_environment(tags) -> tuple[dict[str, str], str]:
         saved = {k: os.environ.get(k) for k in adopt}
         os.environ.update(adopt)
         try:
-            now = council_snapshot()
+            now = council_snapshot(council_path)
         finally:
             _restore_env(saved)
         if now is None:
@@ -251,10 +253,9 @@ def ensure_partitions(instance: DagsterInstance, db_ids: list[str]) -> list[str]
 def uses_database_partitions(job_name: str) -> bool:
     """Whether the job is partitioned by registered database (dynamic) rather than by a fixed list
     (AI-operator scenarios, AmbiTab corpora)."""
-    from assets.definitions import defs
+    from assets.cards import card_for
 
-    parts = defs.resolve_job_def(job_name).partitions_def
-    return getattr(parts, "name", None) == databases_partitions.name
+    return card_for(job_name).database_partitions
 
 
 def run_job_for_partition(
@@ -267,9 +268,11 @@ def run_job_for_partition(
     run_config: dict | None = None,
     run_id: str | None = None,
     asset_selection=None,
+    council_path: str | None = None,
 ):
     """Execute ``job_name`` for one partition (a database id, a scenario or a corpus) in this
-    process; returns the result."""
+    process; returns the result. ``council_path``: the council file the run config names (recorded
+    in the run's tags)."""
     from assets.definitions import defs
 
     instance = instance or get_instance()
@@ -280,7 +283,7 @@ def run_job_for_partition(
         instance=instance,
         partition_key=db_id,
         raise_on_error=raise_on_error,
-        tags={**process_tags(), **configuration_tags(), **(tags or {})},
+        tags={**process_tags(), **configuration_tags(council_path=council_path), **(tags or {})},
         run_id=run_id,
         asset_selection=asset_selection,
         run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
@@ -342,13 +345,11 @@ def reexecute_from_failure(
     """
     from dagster import ReexecutionOptions, build_reconstructable_job, execute_job
 
-    from assets.definitions import MAIN_JOB, defs
+    from assets.cards import card_for
+    from assets.shared.cards import council_path_of
 
     instance = instance or get_instance()
-    job_name = job_name or MAIN_JOB
-    known = [j.name for j in defs.jobs]
-    if job_name not in known:
-        raise LookupError(f"unknown job {job_name!r}; jobs: {', '.join(known)}")
+    job_name = card_for(job_name).name  # None: the main job; an unknown name: UnknownJob (a LookupError)
     fail_orphaned_runs(instance, job_name, db_id)  # killed runs become re-executable
     run_id = run_id or latest_failed_run_id(instance, job_name, db_id)
     parent = instance.get_run_by_id(run_id)
@@ -358,7 +359,7 @@ def reexecute_from_failure(
         raise LookupError(f"run {run_id} is a run of {parent.job_name}, not {job_name} (add --job {parent.job_name})")
     if parent.status.name not in _RERUNNABLE:
         raise LookupError(f"run {run_id} is {parent.status.name.lower()}, not failed: nothing to re-execute")
-    adopt, line = rerun_environment(parent.tags)
+    adopt, line = rerun_environment(parent.tags, council_path_of(parent.run_config))
     if announce is not None:
         announce(line)
     options = ReexecutionOptions.from_failure(run_id, instance)

@@ -3,7 +3,6 @@ name the file, the key and what is allowed. The CLI calls them before it starts 
 launchpad's run config reaches the same checks when a run is launched from the UI
 (``assets/shared/checked_config.py``), so both refuse the same things in the same words."""
 
-import os
 from pathlib import Path
 
 
@@ -58,14 +57,15 @@ def check_council(path: str | None = None):
     import yaml
     from pydantic import ValidationError
 
-    from resources.llm.config import CONFIG_ENV, Member, load_council_config
+    from resources.llm.config import CONFIG_ENV, CouncilFileNotFound, Member, load_council_config, resolve_council_path
 
-    source = path or os.environ.get(CONFIG_ENV)
-    where = f"council file {source}" + ("" if path else f" (from ${CONFIG_ENV})")
     try:
-        return load_council_config(path)
-    except FileNotFoundError:
-        raise PreflightError(f"{where} not found; fix the path or unset {CONFIG_ENV} for the embedded model") from None
+        resolved = resolve_council_path(path)
+    except CouncilFileNotFound as exc:
+        raise PreflightError(str(exc)) from None
+    where = f"council file {resolved}" + ("" if path else f" (from ${CONFIG_ENV})")
+    try:
+        return load_council_config(resolved)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -16,20 +16,24 @@ from pathlib import Path
 import polars as pl
 from dagster import (
     AssetCheckResult,
-    Config,
-    Failure,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    Config,
     ConfigurableResource,
+    Failure,
     MetadataValue,
     StaticPartitionsDefinition,
     asset,
 )
 from pydantic import Field
 
+from assets.shared.charts import chart_metadata
 from assets.shared.checks import contract_check_result, contract_check_spec
+from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
+from assets.shared.resources import CouncilResource
 from pipelines.aisql.evalset import (
     balance_table,
     build_pairs,
@@ -56,7 +60,6 @@ from pipelines.aisql.pipeline import (
 from pipelines.aisql.prompts import PROMPT_VERSION
 from pipelines.aisql.scenarios import SCENARIOS, ScenarioDB, get_scenario, leaked_label_columns, load_queries
 from pipelines.aisql.splitter import split
-from storage.paths import artifacts_dir, quandary_home
 from quality.aisql import (
     AISQL_EXECUTIONS,
     AISQL_METRICS,
@@ -67,10 +70,7 @@ from quality.aisql import (
     AISQL_SPLITS,
     AISQL_VERDICTS,
 )
-from assets.shared.resources import CouncilResource
-from assets.shared.charts import chart_metadata
-from assets.shared.pools import LLM_POOL
-from assets.shared.io_manager import artifact_output, preview_markdown
+from storage.paths import artifacts_dir, quandary_home
 
 GROUP = "aisql"
 scenario_partitions = StaticPartitionsDefinition(sorted(SCENARIOS))
@@ -481,6 +481,7 @@ PREDICTION_VERDICTS = "aisql_prediction_verdicts"
 def aisql_prediction_verdicts(
     context: AssetExecutionContext, config: EvaluateConfig, aisql: AisqlResource, council: CouncilResource
 ):
+    from pipelines.aisql.judging import open_judging
     from pipelines.aisql.predictions import (
         Engine,
         PredictionsError,
@@ -490,8 +491,6 @@ def aisql_prediction_verdicts(
         read_predictions,
         settings_key,
     )
-    from pipelines.aisql.scenarios import visible_columns
-    from pipelines.aisql.split_execution import EvalContext, table_columns_of
     from storage.stores import latest_frame
 
     try:
@@ -502,18 +501,7 @@ def aisql_prediction_verdicts(
     settings = aisql.settings()
 
     def context_for(scenario: str):
-        db = _db(aisql, scenario)
-        runtime = make_runtime(settings, db, getter=council.get_council)
-        ctx = EvalContext(
-            db.path,
-            runtime,
-            get_scenario(scenario).key_columns(),
-            table_columns_of(visible_columns(db.path)),
-            budget=settings.budget,
-            probe_n=settings.probe_n,
-            seed=settings.seed,
-        )
-        return ctx, _schema_of(db), runtime.close
+        return open_judging(settings, _db(aisql, scenario), getter=council.get_council)
 
     judges = council_for("judges", council.get_council) if "ours" in methods else None
     stored = latest_frame(PREDICTION_VERDICTS)

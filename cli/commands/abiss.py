@@ -9,9 +9,9 @@ ABISS_RECORD_ASSETS = ("dataset", IMPORTED_ASSET)
 
 
 def _export(args) -> int:
-    import polars as pl
-
     from pathlib import Path
+
+    import polars as pl
 
     from resources.catalog import Catalog
     from storage.audit import list_views, open_audit
@@ -153,8 +153,8 @@ def _import(args) -> int:
 
 
 def _rerun(args) -> int:
+    from cli.run_output import check_lines, execute_cli_run, print_failure, resume_command
     from cli.runs import COMMAND_TAG, reexecute_from_failure
-    from cli.run_output import check_lines, main_job_name, execute_cli_run, print_failure, resume_command
 
     lookup_error = []
 
@@ -167,9 +167,14 @@ def _rerun(args) -> int:
             lookup_error.append(str(exc))
             return None
 
-    from cli.interaction_runs import JOB as INTERACTION_JOB
+    from assets.cards import MAIN, UnknownJob, card_for
 
-    job = args.job or main_job_name()
+    try:
+        card = card_for(args.job)
+    except UnknownJob as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    job = card.name
     resume = resume_command(job, args.db or "ID")
     result = execute_cli_run(start, resume, args.verbose)
     if isinstance(result, int):
@@ -179,15 +184,16 @@ def _rerun(args) -> int:
         return 1
     partition = result.dagster_run.tags.get("dagster/partition", args.db or "?")
     print(f"re-executed run {result.run_id[:8]} from failure: {'succeeded' if result.success else 'FAILED'}")
-    if job == main_job_name():
+    if card is MAIN:
         # the summary the command that started the run prints: funnel, dataset size (and the demo's Table 4)
         from cli.run_output import print_run_summary
 
         print_run_summary(result, partition, args.verbose)
         if result.success and result.dagster_run.tags.get(COMMAND_TAG) == "demo":
+            from assets.shared.cards import council_path_of
             from cli.interaction_runs import demo_interaction
 
-            return demo_interaction(partition, args.verbose)
+            return demo_interaction(partition, args.verbose, council_path_of(result.dagster_run.run_config))
         return 0 if result.success else 1
     steps = sorted({e.step_key for e in result.all_events if e.is_step_success and e.step_key})
     print(render_table(["step"], [[s] for s in steps]) if steps else "(no steps ran)")
@@ -195,11 +201,9 @@ def _rerun(args) -> int:
         print(line)
     if not result.success:
         print_failure(result, resume_command(job, partition), args.verbose)
-    elif job == INTERACTION_JOB:
-        from cli.interaction_runs import stored_metric_rows
-        from pipelines.interaction.metrics import table4_lines
-
-        print("\n".join(table4_lines(stored_metric_rows(partition) or [])))
+    else:
+        for line in card.summary(result, partition):
+            print(line)
     return 0 if result.success else 1
 
 
@@ -254,7 +258,7 @@ def register(sub) -> None:
     r.add_argument(
         "--job",
         default=None,
-        help="job name (default: the main job): abiss_interaction_job, aisql_job, ambitab_corpus_job, ambitab_eval_job, ...",
+        help="job name (default: the main job; an unknown name lists the jobs)",
     )
     r.add_argument("--verbose", action="store_true", help="print Dagster's log and stack traces on failure")
     r.set_defaults(func=_rerun)

@@ -17,7 +17,6 @@ from cli.output import render_table
 from resources.sql import timeout_arg
 
 DEFAULT_DATA = "../shared/data"
-JOB = "aisql_job"
 
 
 def _groups(args) -> tuple[str, ...] | None:
@@ -124,10 +123,10 @@ def _sql_arg(text: str) -> str:
 
 
 def _compare(args) -> int:
-    from pipelines.aisql.compare import ACCEPT, autorater_layer, judge_pair
-    from pipelines.aisql.pipeline import AisqlSettings, council_for, make_runtime, prepare_db, schema_text
-    from pipelines.aisql.scenarios import ScenarioError, get_scenario, visible_columns
-    from pipelines.aisql.split_execution import EvalContext, table_columns_of
+    from pipelines.aisql.compare import ACCEPT
+    from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings, open_judging
+    from pipelines.aisql.pipeline import AisqlSettings, council_for, prepare_db
+    from pipelines.aisql.scenarios import ScenarioError
     from storage.paths import quandary_home
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -142,6 +141,7 @@ def _compare(args) -> int:
         settings = AisqlSettings(
             backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget, sample=args.sample
         )
+        judges = council_for("judges") if "ours" in methods else None
         db = prepare_db(
             args.scenario,
             Path(args.data),
@@ -150,40 +150,15 @@ def _compare(args) -> int:
             seed=args.seed,
             sample_groups=_groups(args),
         )
-        runtime = make_runtime(settings, db)
+        judging = open_judging(settings, db)
     except (ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
     dialect = _dialect(gold, args.dialect)
-    sc = get_scenario(db.scenario)
-    ctx = EvalContext(
-        db.path,
-        runtime,
-        sc.key_columns(),
-        table_columns_of(visible_columns(db.path)),
-        budget=args.budget,
-        seed=args.seed,
-    )
     try:
-        result = judge_pair(ctx, gold, cand, dialect)
+        pair = PairToJudge("compare", gold, cand, dialect, args.question or "")
+        [(result, _)] = judge_pairs(judging, [pair], methods, judges, judge_settings(settings))
     finally:
-        runtime.close()
-    if "ours" in methods:
-        from pipelines.aisql.methods import JudgeSettings, autorate
-
-        evidence = result.evidence.to_dict()
-        try:
-            judges = council_for("judges")
-        except KeyError as exc:
-            return _err(str(exc).strip("'\""))
-        v = autorate(
-            judges,
-            [("compare", dialect, args.question or "", evidence)],
-            schema_of=lambda d: schema_text(db.path, db.scenario, d),
-            settings=JudgeSettings(),
-        )[0]
-        layer = autorater_layer(v)
-        result.layers.append(layer)
-        result.final, result.final_method = layer.verdict, "ours"
+        judging.close()
     shown = [v for v in result.layers if v.layer in ("structural", "ai") or v.layer in methods]
     if args.json:
         print(
@@ -202,9 +177,6 @@ def _compare(args) -> int:
             print(f"{v.layer:<11} {v.verdict:<14} {v.reason}")
         print(f"final ({result.final_method}): {result.final}")
     return 0 if result.final == ACCEPT else 1
-
-
-EVALUATE_JOB = "aisql_evaluate_job"
 
 
 def _evaluate(args) -> int:
@@ -231,58 +203,47 @@ def _evaluate(args) -> int:
     return _run_evaluate(args, preds, digest, methods)
 
 
-def _aisql_config(args) -> dict:
-    """The ``aisql`` resource config shared by `evaluate` and `judge`: data, operator backend, sample."""
-    cfg = {
+def _aisql_values(args) -> dict:
+    """The ``aisql`` resource values shared by `evaluate` and `judge` (data, operator backend,
+    sample), for the job card's config builder."""
+    return {
         "data_root": str(Path(args.data).resolve()),
         "backend": args.backend,
         "flip_rate": args.flip_rate,
         "seed": args.seed,
         "budget": args.budget,
+        "sample": args.sample or None,
+        "sample_groups": list(_groups(args)) if _groups(args) else None,
     }
-    if args.sample:
-        cfg["sample"] = args.sample
-    if _groups(args):
-        cfg["sample_groups"] = list(_groups(args))
-    return cfg
 
 
 def _run_evaluate(args, preds, digest: str, methods) -> int:
-    import polars as pl
-
+    from assets.aisql.assets import PREDICTION_VERDICTS
+    from assets.aisql.card import EVALUATE_CARD
     from cli.run_output import execute_cli_run, report_job_result
     from cli.runs import run_job_for_partition
-    from pipelines.aisql.predictions import export, summary_markdown
+    from pipelines.aisql.predictions import export, file_results, summary_markdown
     from storage.stores import artifact_store
 
-    cfg = _aisql_config(args)
-    run_config = {
-        "resources": {"aisql": {"config": cfg}},
-        "ops": {
-            "aisql_prediction_verdicts": {
-                "config": {"predictions_path": str(Path(args.predictions).resolve()), "methods": list(methods)}
-            }
-        },
-    }
+    run_config = EVALUATE_CARD.config(
+        predictions_path=str(Path(args.predictions).resolve()), methods=list(methods), **_aisql_values(args)
+    )
     resume = f"quandary aisql evaluate {args.predictions} (stored verdicts are reused)"
     print(f"evaluating {len(preds)} predictions from {args.predictions} (sha256 {digest[:12]}) ...", file=sys.stderr)
     result = execute_cli_run(
         lambda run_id, level: run_job_for_partition(
-            EVALUATE_JOB, None, run_config=run_config, run_id=run_id, log_level=level
+            EVALUATE_CARD.name, None, run_config=run_config, run_id=run_id, log_level=level
         ),
         resume,
         args.verbose,
     )
-    code = report_job_result(result, EVALUATE_JOB, "", args.verbose)
+    code = report_job_result(result, EVALUATE_CARD.name, "", args.verbose)
     if code:
         return code
-    store = artifact_store()
-    verdicts = store.read_latest("aisql_prediction_verdicts")
-    event = result.asset_materializations_for_node("aisql_prediction_verdicts")[-1]
+    results = file_results(artifact_store(), digest)
+    event = result.asset_materializations_for_node(PREDICTION_VERDICTS)[-1]
     meta = {k: v.value for k, v in event.metadata.items()}
-    mine = verdicts.filter((pl.col("predictions_sha256") == digest))
-    mine = mine.filter(pl.col("settings_key") == mine["settings_key"][-1]) if mine.height else mine  # this run's
-    counts = {v: int((mine["final"] == v).sum()) for v in ("accept", "reject", "cannot decide")}
+    counts = results.counts
     print(
         f"run {result.run_id[:8]} succeeded: {len(preds)} predictions; reused {meta.get('reused', 0)} stored "
         f"verdicts, judged {meta.get('judged', 0)}"
@@ -290,48 +251,41 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     print(
         f"final verdicts: {counts['accept']} accept, {counts['reject']} reject, {counts['cannot decide']} cannot decide"
     )
-    metrics = store.read_latest("aisql_prediction_metrics")
-    mine_metrics = metrics.filter(
-        (pl.col("predictions_sha256") == digest)
-        & (pl.col("settings_key") == (mine["settings_key"][-1] if mine.height else ""))
-    )
-    if mine_metrics.height:
+    if results.metrics.height:
         print("\nlabelled predictions (TPR / TNR / accuracy, counts in brackets; 'cannot decide' counts as reject):\n")
-        print(summary_markdown(mine_metrics))
+        print(summary_markdown(results.metrics))
     else:
         print('no labels in the file: verdicts only (add "label": true/false for Table 1)')
     print(f"\nexports: {meta.get('export_jsonl')}  {meta.get('export_csv')}")
     if args.export:
-        print(f"wrote {export(mine, Path(args.export))}")
+        print(f"wrote {export(results.verdicts, Path(args.export))}")
     return 0
 
 
 def _judge(args) -> int:
     from assets.aisql.assets import AISQL_ASSETS
+    from assets.aisql.card import CARD
     from cli.run_output import report_job_result, run_cli_job
 
-    cfg = _aisql_config(args)
-    if args.variants:
-        cfg["variant_types"] = [v.strip() for v in args.variants.split(",") if v.strip()]
-    if args.questions:
-        cfg["question_ids"] = [q.strip() for q in args.questions.split(",") if q.strip()]
-    if args.methods:
-        cfg["methods"] = [m.strip() for m in args.methods.split(",") if m.strip()]
-        cfg["sweep_methods"] = [m for m in cfg["methods"] if m in ("ex", "ours")] or ["ex"]
-    if args.compact_judge:
-        cfg["compact_judge"] = True
-    if args.llm_split_fallback:
-        cfg["llm_split_fallback"] = True
-    if args.dialects:
-        cfg["dialects"] = [d.strip() for d in args.dialects.split(",") if d.strip()]
-    if args.generate:
-        cfg["generator_samples"] = args.generate
+    def listed(text):
+        return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+    methods = listed(args.methods)
+    run_config = CARD.config(
+        **_aisql_values(args),
+        variant_types=listed(args.variants),
+        question_ids=listed(args.questions),
+        methods=methods,
+        sweep_methods=([m for m in methods if m in ("ex", "ours")] or ["ex"]) if methods else None,
+        compact_judge=True if args.compact_judge else None,
+        llm_split_fallback=True if args.llm_split_fallback else None,
+        dialects=listed(args.dialects),
+        generator_samples=args.generate or None,
+    )
     keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key.to_user_string() != "aisql_sweep"]
     print(f"materializing {len(keys)} aisql assets for scenario {args.scenario} ...", file=sys.stderr)
-    result = run_cli_job(
-        JOB, args.scenario, {"resources": {"aisql": {"config": cfg}}}, args.verbose, asset_selection=keys
-    )
-    code = report_job_result(result, JOB, args.scenario, args.verbose)
+    result = run_cli_job(CARD.name, args.scenario, run_config, args.verbose, asset_selection=keys)
+    code = report_job_result(result, CARD.name, args.scenario, args.verbose)
     if code:
         return code
     print(f"run {result.run_id[:8]} succeeded")
@@ -339,9 +293,7 @@ def _judge(args) -> int:
 
 
 def _report_text(scenario: str | None) -> int:
-    import polars as pl
-
-    from pipelines.aisql.metrics import table1_markdown
+    from pipelines.aisql.metrics import error_counts, table1_sections
     from pipelines.aisql.scenarios import SCENARIOS
     from storage.stores import artifact_store, latest_frame
 
@@ -352,19 +304,14 @@ def _report_text(scenario: str | None) -> int:
         if metrics is None:
             continue
         shown += 1
-        sets = metrics["set"].unique(maintain_order=True).to_list() if "set" in metrics.columns else [None]
-        for set_name in sets:
-            shown_metrics = metrics if set_name is None else metrics.filter(pl.col("set") == set_name)
-            label = f" [{set_name} set]" if set_name else ""
-            print(f"\n## {sc}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)\n")
-            print(table1_markdown(shown_metrics))
+        print("\n".join(table1_sections(metrics, sc)))
         pairs, verdicts = latest_frame("aisql_pairs", sc, store), latest_frame("aisql_verdicts", sc, store)
         if pairs is not None and verdicts is not None:
             from pipelines.aisql.evalset import balance_table
 
             print(f"\nlabel balance (ours per set, and the paper's):\n{balance_table(pairs)}")
             print(f"\nper variant type (share judged right):\n{per_variant_table(pairs, verdicts)}")
-            errs = verdicts.filter(pl.col("status") == "error").group_by("method").len().sort("method")
+            errs = error_counts(verdicts)
             if errs.height:
                 print(f"\nerror verdicts (counted as rejections):\n{render_table(errs.columns, errs.rows())}")
         sweep = store.latest_location("aisql_sweep", sc)
@@ -403,17 +350,9 @@ def sweep_chart(scenario: str) -> str | None:
 def per_variant_table(pairs, verdicts) -> str:
     """Share of labelled pairs each method judged right, per variant type: every row and column
     (an aligned table, not a truncated frame repr; #24 item 7)."""
-    import polars as pl
+    from pipelines.aisql.metrics import per_variant_accuracy
 
-    by_type = (
-        verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
-        .filter(pl.col("label").is_not_null())
-        .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
-        .group_by("variant_type", "method")
-        .agg(pl.col("right").mean().round(3).alias("acc"))
-        .pivot(on="method", index="variant_type", values="acc")
-        .sort("variant_type")
-    )
+    by_type = per_variant_accuracy(pairs, verdicts)
     return render_table(by_type.columns, by_type.rows())
 
 
@@ -422,9 +361,7 @@ def _report(args) -> int:
 
 
 def _label(args) -> int:
-    import polars as pl
-
-    from pipelines.aisql.evalset import import_label_csv, manual_labels_path
+    from pipelines.aisql.evalset import export_label_csv, import_label_csv, manual_labels_path
     from storage.paths import quandary_home
     from storage.stores import latest_frame
 
@@ -435,18 +372,9 @@ def _label(args) -> int:
             return _err(
                 f"no aisql_pairs for {args.scenario}: run `quandary aisql judge --scenario {args.scenario}` first"
             )
-        todo = pairs.filter(pl.col("label").is_null()) if not args.all else pairs
-        todo.select(
-            "pair_id",
-            "dialect",
-            "question",
-            "gold_sql",
-            "candidate_sql",
-            pl.lit("").alias("label"),
-            pl.lit("").alias("rationale"),
-        ).write_csv(args.export)
+        n = export_label_csv(pairs, Path(args.export), all_pairs=args.all)
         print(
-            f"wrote {todo.height} pairs to {args.export}; fill `label` (yes/no) and import with "
+            f"wrote {n} pairs to {args.export}; fill `label` (yes/no) and import with "
             f"`quandary aisql label {args.export}`"
         )
         return 0

@@ -7,13 +7,13 @@ from pathlib import Path
 from cli.output import render_table
 
 VIEWS = ("asker", "solver", "oracle", "verifier")
-JOB = "ambitab_corpus_job"
 
 
 def _build(args) -> int:
+    from assets.ambitab.card import CORPUS_CARD, corpus_metadata
+    from cli.run_output import first_failure, resume_command, run_cli_job
     from pipelines.ambitab.corpora import available, default_data_root
     from pipelines.ambitab.record import CORPORA
-    from cli.run_output import first_failure, resume_command, run_cli_job
 
     corpora = [args.corpus] if args.corpus else available()
     if args.corpus and args.corpus not in CORPORA:
@@ -23,25 +23,23 @@ def _build(args) -> int:
     if not data_root.is_dir():
         print(f"data folder {data_root} not found; pass --data or set QUANDARY_AMBITAB_DATA", file=sys.stderr)
         return 2
-    op_config = {"data_root": str(data_root), "seed": args.seed, "llm_steps": "off" if args.no_llm else args.llm}
-    if args.max_rows is not None:
-        op_config["max_rows"] = args.max_rows
+    run_config = CORPUS_CARD.config(
+        data_root=str(data_root), seed=args.seed, llm_steps="off" if args.no_llm else args.llm, max_rows=args.max_rows
+    )
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
         print(f"[{i}/{len(corpora)}] building {corpus} ...", flush=True)
-        result = run_cli_job(
-            JOB, corpus, {"ops": {"ambitab_corpus": {"config": op_config}}}, args.verbose, name_instance=i == 1
-        )
+        result = run_cli_job(CORPUS_CARD.name, corpus, run_config, args.verbose, name_instance=i == 1)
         if isinstance(result, int):
             return result  # interrupted: the corpora built so far are kept
         if not result.success:
             failed += 1
             msg = first_failure(result)
             print(f"  {corpus}: FAILED — {msg}", file=sys.stderr)
-            print(f"  resume with: {resume_command(JOB, corpus)}", file=sys.stderr)
+            print(f"  resume with: {resume_command(CORPUS_CARD.name, corpus)}", file=sys.stderr)
             rows.append((corpus, "failed", "", "", "", msg[:60]))
             continue
-        meta = _metadata(result, "ambitab_records")
+        meta = corpus_metadata(result)
         checks = _check_summary(result)
         skipped = meta.get("skipped_steps") or []
         rows.append((corpus, meta.get("records"), meta.get("avts"), meta.get("rejects"), len(skipped), checks))
@@ -49,13 +47,6 @@ def _build(args) -> int:
             print(f"  WARN {corpus}: skipped {s['step']} ({s['affected']} affected): {s['reason']}")
     print(render_table(["corpus", "records", "avts", "rejects", "skipped steps", "checks"], rows))
     return 1 if failed else 0
-
-
-def _metadata(result, asset: str) -> dict:
-    for mat in result.asset_materializations_for_node("ambitab_corpus"):
-        if mat.asset_key.to_user_string() == asset:
-            return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-    return {}
 
 
 def _check_summary(result) -> str:

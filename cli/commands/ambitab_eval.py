@@ -19,7 +19,6 @@ from cli.groups import subgroup
 from cli.output import render
 
 EPISODES = "ambitab_episodes"
-JOB = "ambitab_eval_job"
 METRICS = "ambitab_metrics"
 
 
@@ -30,9 +29,10 @@ def _split_list(values: list[str] | None, default: list[str]) -> list[str]:
 
 
 def _eval(args) -> int:
+    from assets.ambitab.card import EVAL_CARD
     from assets.ambitab.evaluation import AmbitabEvalConfig
-    from pipelines.ambitab.record import CORPORA
     from cli.run_output import report_job_result, run_cli_job
+    from pipelines.ambitab.record import CORPORA
     from storage.stores import artifact_store
 
     if args.corpus not in CORPORA:
@@ -45,55 +45,42 @@ def _eval(args) -> int:
         )
         return 1
     defaults = AmbitabEvalConfig()
-    config = {
-        "askers": _split_list(args.asker, defaults.askers),
-        "oracles": _split_list(args.oracle, defaults.oracles),
-        "prompts": _split_list(args.prompt, defaults.prompts),
-        "seeds": list(range(args.seeds)),
-        "solver": args.solver,
-        "diagnostics": not args.no_diagnostics,
-        "spec_randomisation": args.spec_randomisation,
-        "skip_clear": not args.no_skip_clear,
-        "concurrency": args.concurrency,
-    }
     from pipelines.ambitab.protocol.runs import check_names
 
     try:  # names are checked before a run exists
-        config["askers"], config["oracles"], config["prompts"] = check_names(
-            config["askers"], config["oracles"], config["prompts"], config["solver"]
+        askers, oracles, prompts = check_names(
+            _split_list(args.asker, defaults.askers),
+            _split_list(args.oracle, defaults.oracles),
+            _split_list(args.prompt, defaults.prompts),
+            args.solver,
         )
     except ValueError as exc:
         print(f"ambitab eval: {exc}", file=sys.stderr)
         return 2
-    for key in ("split", "limit"):
-        if getattr(args, key) is not None:
-            config[key] = getattr(args, key)
-    if args.sql_grounding is not None:
-        config["sql_grounding"] = args.sql_grounding == "on"
+    run_config = EVAL_CARD.config(
+        askers=askers,
+        oracles=oracles,
+        prompts=prompts,
+        seeds=list(range(args.seeds)),
+        solver=args.solver,
+        diagnostics=not args.no_diagnostics,
+        spec_randomisation=args.spec_randomisation,
+        skip_clear=not args.no_skip_clear,
+        concurrency=args.concurrency,
+        split=args.split,
+        limit=args.limit,
+        sql_grounding=None if args.sql_grounding is None else args.sql_grounding == "on",
+    )
     print(
-        f"evaluating {args.corpus}: askers {', '.join(config['askers'])} · oracles {', '.join(config['oracles'])} "
-        f"· seeds {args.seeds}",
+        f"evaluating {args.corpus}: askers {', '.join(askers)} · oracles {', '.join(oracles)} · seeds {args.seeds}",
         flush=True,
     )
-    result = run_cli_job(JOB, args.corpus, {"ops": {EPISODES: {"config": config}}}, args.verbose)
-    code = report_job_result(result, JOB, args.corpus, args.verbose)
+    result = run_cli_job(EVAL_CARD.name, args.corpus, run_config, args.verbose)
+    code = report_job_result(result, EVAL_CARD.name, args.corpus, args.verbose)
     if code:
         return code  # stored episodes and LLM calls are reused on resume
-    from pipelines.ambitab.protocol.tables import table8_markdown
-
-    meta = {}
-    for mat in result.asset_materializations_for_node(EPISODES):
-        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-    calls = ", ".join(
-        f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items()) if k.startswith("llm_calls_")
-    )
-    print(
-        f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
-        f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
-        f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
-        f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else "")
-    )
-    print(table8_markdown(artifact_store().read_latest(METRICS, args.corpus)))
+    for line in EVAL_CARD.summary(result, args.corpus):
+        print(line)
     return 0
 
 

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from cli.groups import subgroup
-from cli.interaction_runs import JOB, execute, run_config, stored_metric_rows
+from cli.interaction_runs import execute, job_name, run_config, stored_metric_rows
 from cli.run_output import materialization_metadata, report_job_result
 from storage.audit import query_frame
 
@@ -51,7 +51,7 @@ def _interact(args) -> int:
                 f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a "
                 "council call failed; they are not scored. Run the same command again to retry exactly those calls."
             )
-        if report_job_result(result, JOB, db, args.verbose):
+        if report_job_result(result, job_name(), db, args.verbose):
             code = 1
     if code:
         return code

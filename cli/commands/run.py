@@ -1,14 +1,12 @@
 """`quandary demo` and `quandary run`: execute jobs headless on the project's Dagster instance."""
 
-import os
 import sys
 from pathlib import Path
 
-from pipelines.demo_db import DEMO_DB_ID, write_demo_db
-from storage.paths import databases_dir
-from resources.catalog import Catalog
 from cli.run_output import run_job
-
+from pipelines.demo_db import DEMO_DB_ID, write_demo_db
+from resources.catalog import Catalog
+from storage.paths import databases_dir
 
 # A small grid so the demo finishes in minutes on 2 cores with the embedded model: every
 # subcategory once from the programmatic builder, three from the embedded LLM generator.
@@ -23,33 +21,41 @@ DEMO_COUNCIL = Path(__file__).resolve().parents[2] / "configs" / "demo-council.y
 
 
 def _demo(args) -> int:
-    from assets.definitions import MAIN_JOB
+    from resources.llm.config import CONFIG_ENV, CouncilFileNotFound, resolve_council_path
 
-    if not os.environ.get("QUANDARY_COUNCIL_CONFIG") and DEMO_COUNCIL.is_file():
+    try:
         # one embedded validator instead of three: the demo stays within minutes on 2 cores
-        os.environ["QUANDARY_COUNCIL_CONFIG"] = str(DEMO_COUNCIL)
-        print(f"council: {DEMO_COUNCIL.name} (embedded SmolLM2; set QUANDARY_COUNCIL_CONFIG to change)")
+        council = resolve_council_path(None, default=DEMO_COUNCIL if DEMO_COUNCIL.is_file() else None)
+    except CouncilFileNotFound as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if council == DEMO_COUNCIL:
+        print(f"council: {DEMO_COUNCIL.name} (embedded SmolLM2; set {CONFIG_ENV} to change)")
+    council_path = str(council) if council else None
     path = write_demo_db(databases_dir() / f"{DEMO_DB_ID}.sqlite")
     info = Catalog().register(path, DEMO_DB_ID)
     print(f"demo database '{info.db_id}' registered: {len(info.tables)} tables, {info.total_rows} rows ({path})")
+    from assets.cards import card_for
     from cli.runs import COMMAND_TAG
 
-    code = run_job(args.job or MAIN_JOB, DEMO_DB_ID, DEMO_GRID, args.verbose, tags={COMMAND_TAG: "demo"})
+    job = card_for(args.job).name
+    code = run_job(job, DEMO_DB_ID, DEMO_GRID, args.verbose, tags={COMMAND_TAG: "demo"}, council_path=council_path)
     from cli.interaction_runs import demo_interaction  # ABISS §5 step of the demo
 
-    return code or (demo_interaction(DEMO_DB_ID, args.verbose) if not args.job else 0)
+    return code or (demo_interaction(DEMO_DB_ID, args.verbose, council_path) if not args.job else 0)
 
 
 def _run(args) -> int:
+    from assets.cards import UnknownJob, card_for
     from pipelines.preflight import PreflightError, check_run_request
-    from assets.definitions import MAIN_JOB
 
     try:
+        job = card_for(args.job).name
         grid = check_run_request([args.db], args.grid)
-    except PreflightError as exc:
+    except (PreflightError, UnknownJob) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    return run_job(args.job or MAIN_JOB, args.db, grid, args.verbose)
+    return run_job(job, args.db, grid, args.verbose)
 
 
 def register(sub) -> None:

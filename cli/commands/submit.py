@@ -4,24 +4,24 @@ import sys
 
 
 def _submit(args) -> int:
-    from pipelines.preflight import PreflightError, check_run_request
-    from assets.definitions import MAIN_JOB, defs
+    from assets.cards import MAIN, UnknownJob, card_for
     from cli.queued_runs import NoRunQueueError, submit_job_for_partition
-    from cli.run_output import grid_run_config
     from cli.runs import describe_instance
+    from pipelines.preflight import PreflightError, check_run_request
 
-    job = args.job or MAIN_JOB
-    known = [j.name for j in defs.jobs]
-    if job not in known:
-        print(f"unknown job {job!r}; jobs: {', '.join(known)}", file=sys.stderr)
+    try:
+        card = card_for(args.job)
+    except UnknownJob as exc:
+        print(str(exc), file=sys.stderr)
         return 2
+    job = card.name
     try:
         grid = check_run_request(args.db, args.grid)
     except PreflightError as exc:
         print(str(exc), file=sys.stderr)
         return 2
     print(describe_instance())
-    run_config = grid_run_config(grid) if job == MAIN_JOB else {}
+    run_config = card.config(grid=grid) if card is MAIN else card.config()
     for db in args.db:
         try:
             run = submit_job_for_partition(job, db, run_config=run_config)

@@ -383,7 +383,7 @@ def balance_table(pairs: pl.DataFrame) -> pl.DataFrame:
     rows = []
     df = with_set(pairs)
     for (s, d), g in sorted(df.group_by(["set", "dialect"]), key=lambda kv: kv[0]):
-        correct, wrong = int((g["label"] == True).sum()), int((g["label"] == False).sum())  # noqa: E712
+        correct, wrong = int((g["label"] == True).sum()), int((g["label"] == False).sum())
         rows.append(
             {
                 "set": s,
@@ -419,3 +419,19 @@ def balance_table(pairs: pl.DataFrame) -> pl.DataFrame:
             "correct_share": pl.Float64,
         },
     )
+
+
+def export_label_csv(pairs: pl.DataFrame, path: Path, all_pairs: bool = False) -> int:
+    """Write the pairs to label (every pair with ``all_pairs``) as a CSV with empty ``label`` and
+    ``rationale`` columns for :func:`import_label_csv`; returns how many were written."""
+    todo = pairs if all_pairs else pairs.filter(pl.col("label").is_null())
+    todo.select(
+        "pair_id",
+        "dialect",
+        "question",
+        "gold_sql",
+        "candidate_sql",
+        pl.lit("").alias("label"),
+        pl.lit("").alias("rationale"),
+    ).write_csv(path)
+    return todo.height

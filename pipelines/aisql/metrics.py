@@ -121,3 +121,34 @@ def table1_markdown(metrics: pl.DataFrame, dialects=("bigquery", "thalamusdb")) 
         if seen:
             lines.append(f"| {METHOD_LABELS[method]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def per_variant_accuracy(pairs: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
+    """Share of labelled pairs each method judged right, one row per variant type, one column per method."""
+    return (
+        verdicts.join(pairs.select("pair_id", "variant_type", "label"), on="pair_id")
+        .filter(pl.col("label").is_not_null())
+        .with_columns((pl.col("accepted") == pl.col("label")).alias("right"))
+        .group_by("variant_type", "method")
+        .agg(pl.col("right").mean().round(3).alias("acc"))
+        .pivot(on="method", index="variant_type", values="acc")
+        .sort("variant_type")
+    )
+
+
+def error_counts(verdicts: pl.DataFrame) -> pl.DataFrame:
+    """Verdicts whose call failed, per method (they count as rejections)."""
+    return verdicts.filter(pl.col("status") == "error").group_by("method").len().sort("method")
+
+
+def table1_sections(metrics: pl.DataFrame, scenario: str) -> list[str]:
+    """Table 1 of a scenario, one section per evaluation set (the lines `aisql judge` and
+    `report aisql` print)."""
+    lines = []
+    sets = metrics["set"].unique(maintain_order=True).to_list() if "set" in metrics.columns else [None]
+    for set_name in sets:
+        shown = metrics if set_name is None else metrics.filter(pl.col("set") == set_name)
+        label = f" [{set_name} set]" if set_name else ""
+        lines += ["", f"## {scenario}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)", ""]
+        lines.append(table1_markdown(shown))
+    return lines

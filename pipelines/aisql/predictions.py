@@ -13,14 +13,14 @@ anything runs.
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED, autorater_layer, judge_pair
+from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED
+from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings
 from pipelines.aisql.metrics import confusion
 from pipelines.aisql.scenarios import SCENARIOS
 
@@ -199,7 +199,7 @@ def verdicts_frame(rows: list[dict]) -> pl.DataFrame:
 class Engine:
     """What judging needs, built once per scenario by the caller (Dagster asset or test)."""
 
-    context_for: Callable  # scenario -> (EvalContext, schema_of(dialect) -> str, close())
+    context_for: Callable  # scenario -> pipelines.aisql.judging.Judging
     judges: object | None = None  # the ``judges`` council, when ``ours`` is asked for
 
 
@@ -215,8 +215,6 @@ def evaluate(
 ) -> tuple[pl.DataFrame, int, int]:
     """(every stored row plus this file's rows, reused, judged). Rows of other files or settings are
     kept as they are; this file's rows under these settings are reused when stored, else judged."""
-    from pipelines.aisql.methods import JudgeSettings, autorate
-
     skey = settings_key(settings, methods)
     stored = stored if stored is not None and stored.height else verdicts_frame([])
     mine = stored.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
@@ -231,35 +229,14 @@ def evaluate(
         advance(len(reused))
     fresh: list[dict] = []
     for scenario in dict.fromkeys(p.scenario for p in todo):
-        ctx, schema_of, close = engine.context_for(scenario)
-        batch = []
+        judging = engine.context_for(scenario)
+        mine_todo = [q for q in todo if q.scenario == scenario]
+        pairs = [PairToJudge(p.id, p.gold_sql, p.predicted_sql, p.dialect, p.question) for p in mine_todo]
         try:
-            for p in (q for q in todo if q.scenario == scenario):
-                start = time.perf_counter()
-                result = judge_pair(ctx, p.gold_sql, p.predicted_sql, p.dialect)
-                batch.append((p, result, time.perf_counter() - start))
-                if advance and "ours" not in methods:
-                    advance(1)
+            judged = judge_pairs(judging, pairs, methods, engine.judges, judge_settings(settings), advance)
         finally:
-            close()
-        if "ours" in methods:
-            items = [
-                (p.id, p.dialect, p.question, {**r.evidence.to_dict(), "question": p.question}) for p, r, _ in batch
-            ]
-            js = JudgeSettings(
-                settings.threshold,
-                settings.decision,
-                settings.relational_gate,
-                settings.judge_member,
-                settings.compact_judge,
-            )
-            for (p, r, _), v in zip(batch, autorate(engine.judges, items, schema_of=schema_of, settings=js)):
-                layer = autorater_layer(v)
-                r.layers.append(layer)
-                r.final, r.final_method = layer.verdict, "ours"
-            if advance:
-                advance(len(batch))
-        fresh += [_row(p, r, t, digest, source, skey, methods) for p, r, t in batch]
+            judging.close()
+        fresh += [_row(p, r, t, digest, source, skey, methods) for p, (r, t) in zip(mine_todo, judged)]
     others = stored.filter(~((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey)))
     df = pl.concat([others, verdicts_frame(reused + fresh)], how="vertical_relaxed")
     order = {p.id: i for i, p in enumerate(preds)}
@@ -423,9 +400,31 @@ __all__ = [
     "UNDECIDED",
     "Prediction",
     "PredictionsError",
-    "read_predictions",
     "evaluate",
-    "summary_table",
-    "summary_markdown",
     "export",
+    "read_predictions",
+    "summary_markdown",
+    "summary_table",
 ]
+
+
+@dataclass
+class FileResults:
+    """One predictions file's verdicts under the latest settings it was judged with, and its Table 1."""
+
+    verdicts: pl.DataFrame
+    counts: dict[str, int]  # final verdict -> count (accept, reject, cannot decide)
+    metrics: pl.DataFrame
+
+
+def file_results(store, digest: str) -> FileResults:
+    """The stored verdicts and metrics of the file with content hash ``digest``, for the settings
+    of its latest judgement (``store``: the artifact store)."""
+    verdicts = store.read_latest("aisql_prediction_verdicts")
+    mine = verdicts.filter(pl.col("predictions_sha256") == digest)
+    skey = mine["settings_key"][-1] if mine.height else ""
+    mine = mine.filter(pl.col("settings_key") == skey) if mine.height else mine  # this run's
+    counts = {v: int((mine["final"] == v).sum()) for v in (ACCEPT, REJECT, UNDECIDED)}
+    metrics = store.read_latest("aisql_prediction_metrics")
+    mine_metrics = metrics.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
+    return FileResults(mine, counts, mine_metrics)

@@ -220,14 +220,44 @@ DEFAULT_CONFIG: dict = {
 }
 
 
+class CouncilFileNotFound(FileNotFoundError):
+    """The council file a path, ``$QUANDARY_COUNCIL_CONFIG`` or a default names does not exist."""
+
+
+def resolve_council_path(
+    explicit: str | os.PathLike | None = None, default: str | os.PathLike | None = None
+) -> Path | None:
+    """The one place the council file is chosen (#28 item 2): ``explicit`` (an option, a resource's
+    ``config_path``), else ``$QUANDARY_COUNCIL_CONFIG``, else ``default`` (None: the embedded default
+    council, no file). Returns an absolute path (a relative one is the caller's working directory),
+    checked to exist; a missing file raises :class:`CouncilFileNotFound` in one line naming the path
+    and where it came from. Callers resolve once at their edge and pass the path down as a value."""
+    env = os.environ.get(CONFIG_ENV) or None
+    chosen, origin = (
+        (explicit, "given path")
+        if explicit
+        else (env, f"${CONFIG_ENV}")
+        if env
+        else (default, "default")
+        if default
+        else (None, "")
+    )
+    if chosen is None:
+        return None
+    path = Path(os.path.abspath(os.path.expanduser(os.fspath(chosen))))
+    if not path.is_file():
+        raise CouncilFileNotFound(
+            f"council config {path} not found ({origin}); fix the path or unset {CONFIG_ENV} for the embedded model"
+        )
+    return path
+
+
 def load_council_config(path: str | os.PathLike | None = None) -> CouncilConfig:
-    """Load the council config from ``path``, else ``$QUANDARY_COUNCIL_CONFIG``, else the default."""
-    path = path or os.environ.get(CONFIG_ENV) or None
-    if path is None:
+    """Load the council config from ``path``, else ``$QUANDARY_COUNCIL_CONFIG``, else the default
+    (:func:`resolve_council_path`)."""
+    p = resolve_council_path(path)
+    if p is None:
         return CouncilConfig.model_validate(DEFAULT_CONFIG)
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"council config {p} not found (from {CONFIG_ENV} or config_path)")
     text = p.read_text()
     data = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
     if not isinstance(data, dict):

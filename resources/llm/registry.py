@@ -8,11 +8,10 @@ cache and one single-flight table. Tests and config edits start over with :func:
     log = call_log()                             # $QUANDARY_HOME/llm_calls.sqlite, or PostgreSQL (distributed)
 """
 
-import os
 import threading
 from pathlib import Path
 
-from resources.llm.config import CONFIG_ENV, load_council_config
+from resources.llm.config import load_council_config, resolve_council_path
 from resources.llm.council import Council
 from storage.llm_log import CallLogRules, call_log_location, open_call_log
 
@@ -33,7 +32,7 @@ def call_log(path: str | Path | None = None) -> CallLogRules:
 
 def get_council(role: str, config_path: str | None = None, *, log_path: str | Path | None = None) -> Council:
     """The council for ``role`` from the configured file (or the embedded default), cached per process."""
-    src = config_path or os.environ.get(CONFIG_ENV) or ""
+    src = str(resolve_council_path(config_path) or "")
     log = call_log(log_path)
     key = (src, role, str(log.path))
     with _factory_lock:

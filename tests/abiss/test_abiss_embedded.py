@@ -9,7 +9,7 @@ from dagster import instance_for_test
 
 from cli.runs import run_job_for_partition
 from cli.commands.run import DEMO_COUNCIL
-from cli.run_output import grid_run_config
+from assets.abiss.card import config as abiss_config
 from assets.definitions import MAIN_JOB
 from resources.catalog import Catalog
 from storage.audit import open_audit
@@ -36,7 +36,7 @@ def test_abiss_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
     home = tmp_path / "dh"
     home.mkdir()
     with instance_for_test(temp_dir=str(home)) as instance:
-        result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+        result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID))
         assert result.success
         con = open_audit()
         calls = dict(con.execute("SELECT tag_stage, count(*) FROM llm_calls GROUP BY 1").fetchall())
@@ -54,7 +54,7 @@ def test_abiss_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
         before = con.execute("SELECT sum(cache_hits) FROM llm_calls").fetchall()[0][0] or 0
         n_calls = con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0]
         assert run_job_for_partition(
-            MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID)
+            MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID)
         ).success
         con = open_audit()
         assert con.execute("SELECT count(*) FROM llm_calls").fetchall()[0][0] == n_calls

@@ -13,7 +13,7 @@ from dagster import instance_for_test
 from cli.runs import run_job_for_partition
 from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from cli import main
-from cli.run_output import grid_run_config
+from assets.abiss.card import config as abiss_config
 from assets.definitions import MAIN_JOB
 from resources.catalog import Catalog
 from storage.audit import list_views, open_audit
@@ -44,7 +44,7 @@ def _run_with_outage(handler, instance, prompt_prefix: str):
         return healthy(req)
 
     handler.responder = outage
-    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+    failed = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID))
     assert not failed.success
     handler.responder = healthy
     return failed
@@ -52,7 +52,7 @@ def _run_with_outage(handler, instance, prompt_prefix: str):
 
 def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance, demo_db_path):
     _register(demo_db_path)
-    result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID))
+    result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID))
     assert result.success
     con = open_audit()
     assert {"dataset", "council_votes", "rejection_report", "llm_calls", "candidates"} <= set(list_views(con))
@@ -122,7 +122,7 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
 
 def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_path, capsys):
     _register(demo_db_path)
-    assert run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=grid_run_config(GRID)).success
+    assert run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID)).success
     out = tmp_path / "abiss.json"
     assert main(["export", "--format", "abiss-json", str(out)]) == 0
     records = json.loads(out.read_text())
@@ -194,7 +194,7 @@ def test_partition_with_no_candidates_still_completes(scripted_council, instance
         "difficulties": ["simple"],
         "n": 1,
     }
-    result = run_job_for_partition(MAIN_JOB, "tiny", instance=instance, run_config=grid_run_config(grid))
+    result = run_job_for_partition(MAIN_JOB, "tiny", instance=instance, run_config=abiss_config(grid=grid))
     assert result.success
     assert not scripted_council.requests
     con = open_audit()

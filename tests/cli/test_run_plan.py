@@ -6,8 +6,8 @@ import pytest
 
 from assets.definitions import MAIN_JOB
 from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
-from cli.run_output import grid_run_config
-from cli.run_plan import abiss_plan, plan_lines
+from assets.cards import ABISS
+from cli.run_plan import plan_lines
 from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
 from storage.llm_log import CallLog, CallRecord
 from storage.paths import llm_calls_path
@@ -35,9 +35,9 @@ def _record(log: CallLog, i: int, latency_ms: float, stage: str = "s03", item: s
 
 
 def test_the_demo_plan_counts_its_calls_and_fits_in_minutes(home):
-    lines = plan_lines(MAIN_JOB, "university", grid_run_config(DEMO_GRID))
+    lines = plan_lines(MAIN_JOB, "university", ABISS.config(grid=DEMO_GRID))
     assert lines[0].startswith(f"plan for {MAIN_JOB} on university: ")
-    plan = abiss_plan("university", grid_run_config(DEMO_GRID))
+    plan = ABISS.estimate("university", ABISS.config(grid=DEMO_GRID))
     assert f"LLM calls: up to {plan.calls}" in lines[1] and "generation 3," in lines[1]
     assert "no calls measured yet" in lines[2]
     assert not any("to shrink it" in line for line in lines)  # the demo is already small
@@ -59,7 +59,7 @@ def test_the_estimate_uses_measured_latency_and_counts_cached_calls(home):
     llm_requests = [r for r in expand_grid(spec, "university") if r["generator"] != PROGRAMMATIC]
     for i, r in enumerate(llm_requests[:2]):
         _record(log, 100 + i, 2000.0, stage="generation", item=r["request_id"])
-    lines = plan_lines(MAIN_JOB, "university", grid_run_config(DEMO_GRID))
+    lines = plan_lines(MAIN_JOB, "university", ABISS.config(grid=DEMO_GRID))
     assert "2 already in the call log" in lines[1], lines
     assert "median of the council's last 7 calls: 2.0 s" in lines[2], lines
 

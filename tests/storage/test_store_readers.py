@@ -67,7 +67,7 @@ def test_import_writes_to_the_shared_store(bucket, isolated_home, tmp_path, caps
 
 def test_cross_partition_and_report_readers_see_the_shared_store(bucket):
     from assets.interaction.assets import dataset_source
-    from cli.run_plan import interaction_plan
+    from assets.cards import INTERACTION
     from pipelines.ambitab.export import materialized_corpora
 
     assert dataset_source("university") is None
@@ -75,10 +75,7 @@ def test_cross_partition_and_report_readers_see_the_shared_store(bucket):
     assert dataset_source("university") == "imported_dataset"
     bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
     assert dataset_source("university") == "dataset"
-    plan = interaction_plan(
-        "university",
-        {"ops": {"interaction_conversations": {"config": {"agents": ["a"], "modes": ["m"], "max_steps": 0}}}},
-    )
+    plan = INTERACTION.estimate("university", INTERACTION.config(agents=["a"], modes=["m"], max_steps=0))
     assert plan.items.startswith("2 conversations")
     assert materialized_corpora() == []
 

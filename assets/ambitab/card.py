@@ -1,0 +1,91 @@
+"""The AmbiTab jobs' cards (#28 item 1): the corpus conversion and the evaluation of asking policies."""
+
+import polars as pl
+
+from assets.ambitab.corpus import AmbitabBuildConfig
+from assets.ambitab.definitions import ambitab_corpus_job, ambitab_eval_job
+from assets.ambitab.evaluation import EPISODES, METRICS, AmbitabEvalConfig
+from assets.shared.cards import JobCard, Plan, op_config, op_values
+from pipelines.ambitab.protocol.runs import plan_conditions
+from pipelines.ambitab.protocol.tables import table8_markdown
+from storage.stores import artifact_store, latest_frame
+
+CORPUS_OP = "ambitab_corpus"
+
+
+def _metadata(result, node: str, asset: str | None = None) -> dict:
+    meta = {}
+    for mat in result.asset_materializations_for_node(node):
+        if asset is None or mat.asset_key.to_user_string() == asset:
+            meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    return meta
+
+
+def corpus_config(**values) -> dict:
+    """Run config of one conversion (AmbitabBuildConfig fields; None = the default)."""
+    return op_config(CORPUS_OP, AmbitabBuildConfig, values)
+
+
+def corpus_metadata(result) -> dict:
+    """What the conversion's ``ambitab_records`` materialization recorded (records, avts, rejects, skipped steps)."""
+    return _metadata(result, CORPUS_OP, "ambitab_records")
+
+
+def corpus_summary(result, partition: str) -> list[str]:
+    meta = corpus_metadata(result)
+    return [f"{partition}: {meta.get('records')} records, {meta.get('avts')} AVTs, {meta.get('rejects')} rejects"]
+
+
+def eval_config(**values) -> dict:
+    """Run config of one evaluation (AmbitabEvalConfig fields; None = the default)."""
+    return op_config(EPISODES, AmbitabEvalConfig, values)
+
+
+def eval_estimate(partition: str, run_config: dict | None, council_path: str | None = None) -> Plan:
+    cfg = AmbitabEvalConfig(**op_values(run_config, EPISODES))
+    frame = latest_frame("ambitab_records", partition)
+    n = 0
+    if frame is not None:
+        if cfg.split is not None and "split" in frame.columns:
+            frame = frame.filter(pl.col("split") == cfg.split)
+        n = frame.height if cfg.limit is None else min(frame.height, cfg.limit)
+    conditions = plan_conditions(
+        cfg.askers, cfg.oracles, cfg.prompts, diagnostics=cfg.diagnostics, spec_randomisation=cfg.spec_randomisation
+    )
+    episodes = n * len(conditions) * len(cfg.seeds)
+    llm_askers = sum(1 for c in conditions if c.asker == "llm")
+    calls = len(cfg.seeds) * n * (len(conditions) * (1 if cfg.solver else 0) + llm_askers)
+    return Plan(
+        items=f"{episodes} episodes ({n} records × {len(conditions)} conditions × {len(cfg.seeds)} seeds)",
+        calls=calls,
+        role="solvers",
+        detail="a solver call per episode, plus the LLM asker's",
+        shrink="--limit 5 --seeds 1 (five records, one seed)",
+    )
+
+
+def eval_summary(result, partition: str) -> list[str]:
+    """Episodes new / reused / replaced, the LLM calls, and the corpus's Table 8 rows."""
+    meta = _metadata(result, EPISODES)
+    calls = ", ".join(
+        f"{k.removeprefix('llm_calls_')} {v}" for k, v in sorted(meta.items()) if k.startswith("llm_calls_")
+    )
+    return [
+        f"episodes: {meta.get('new_episodes', 0)} new, {meta.get('reused_episodes', 0)} reused, "
+        f"{meta.get('replaced_episodes', 0)} replaced, {meta.get('kept_episodes', 0)} other stored kept, "
+        f"{meta.get('fallback_stops', 0)} fallback stops, {meta.get('unverifiable', 0)} not verifiable here; "
+        f"LLM calls: {meta.get('llm_calls', 0)}" + (f" ({calls})" if calls else ""),
+        table8_markdown(artifact_store().read_latest(METRICS, partition)),
+    ]
+
+
+CORPUS_CARD = JobCard(
+    job=ambitab_corpus_job, partitions="a source corpus", config=corpus_config, summary=corpus_summary
+)
+EVAL_CARD = JobCard(
+    job=ambitab_eval_job,
+    partitions="a source corpus with built records",
+    config=eval_config,
+    estimate=eval_estimate,
+    summary=eval_summary,
+)

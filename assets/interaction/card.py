@@ -1,0 +1,80 @@
+"""The interaction job's card (ABISS §5, #28 item 1)."""
+
+from assets.interaction.assets import ConversationConfig, ScoreConfig, SubsetConfig
+from assets.interaction.definitions import interaction_job
+from assets.shared.cards import JobCard, Plan, council, op_values, ops_config
+from pipelines.interaction.leakage import leakage_rows, observations
+from pipelines.interaction.metrics import metric_rows, table4_lines
+from pipelines.interaction.modes import MODES
+from storage.audit import list_views, open_audit, query_frame
+from storage.stores import latest_frame
+
+SUBSET, CONVERSATIONS, SCORES = "interaction_subset", "interaction_conversations", "interaction_scores"
+OPS = {SUBSET: SubsetConfig, CONVERSATIONS: ConversationConfig, SCORES: ScoreConfig}
+
+
+def config(**values) -> dict:
+    """Run config from plain values: each goes to the op whose config has that field (None = its default)."""
+    return ops_config(OPS, values)
+
+
+def estimate(partition: str, run_config: dict | None, council_path: str | None = None) -> Plan:
+    subset = SubsetConfig(**op_values(run_config, SUBSET))
+    conv = ConversationConfig(**op_values(run_config, CONVERSATIONS))
+    stored = latest_frame("dataset", partition)
+    n_questions = stored.height if stored is not None else 0
+    if subset.max_questions is not None:
+        n_questions = min(n_questions, int(subset.max_questions))
+    modes = conv.modes or list(MODES)
+    agents = conv.agents or council(council_path).councils["system_agents"]
+    steps = int(conv.max_steps)
+    conversations = n_questions * len(modes) * len(agents)
+    # per turn: a system-agent call and a simulated-user answer; a final turn; a category prediction
+    calls = conversations * (2 * steps + 2)
+    return Plan(
+        items=f"{conversations} conversations ({n_questions} questions × {len(modes)} modes × "
+        f"{len(agents)} agent{'s' if len(agents) != 1 else ''}, up to {steps} clarification turns)",
+        calls=calls,
+        bound=True,
+        detail="",
+        role="system_agents",
+        shrink="--max-questions 1 --max-steps 0 (one question, the final turn only)",
+    )
+
+
+def stored_metric_rows(db_id: str | list[str] | None = None):
+    """The metric rows of the stored scores (and the leakage rows of the stored conversations)."""
+    con = open_audit()
+    try:
+        views = set(list_views(con))
+        if "interaction_scores" not in views:
+            return None
+        dbs = [db_id] if isinstance(db_id, str) else list(db_id or [])
+        where = f" WHERE db_id IN ({', '.join('?' * len(dbs))})" if dbs else ""
+        scores = query_frame(con, "SELECT * FROM interaction_scores" + where, dbs)
+        turns = subset = None
+        if {"interaction_conversations", "interaction_subset"} <= views:
+            turns = query_frame(con, "SELECT * FROM interaction_conversations" + where, dbs)
+            subset = query_frame(con, "SELECT * FROM interaction_subset" + where, dbs)
+    finally:
+        con.close()
+    rows = metric_rows(scores.drop("fb_votes").to_dicts()) if scores.height else []
+    if turns is not None and turns.height and "user_status" in turns.columns:
+        questions = {r["question_id"]: r for r in subset.iter_rows(named=True)}
+        rows += leakage_rows(observations(turns.to_dicts(), questions))
+    return rows
+
+
+def summary(result, partition: str) -> list[str]:
+    """Table 4 over the partition's stored scores."""
+    return table4_lines(stored_metric_rows(partition) or [])
+
+
+CARD = JobCard(
+    job=interaction_job,
+    partitions="a registered database with a dataset",
+    config=config,
+    estimate=estimate,
+    summary=summary,
+    database_partitions=True,
+)

@@ -1,0 +1,98 @@
+"""Pair judging, one entry point (#28 item 1): `quandary aisql compare` (one pair), `quandary aisql
+evaluate` and its asset (a file of predictions) assemble the judge layers here, and nowhere else.
+
+:func:`open_judging` builds what judging a scenario needs (the evaluation context, the schema the
+autorater sees, the operator runtime to close); :func:`judge_pairs` runs every deterministic layer
+(:func:`pipelines.aisql.compare.judge_pair`) and, when ``ours`` is asked for, adds the LLM
+autorater's layer, which then decides.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.aisql.compare import PairJudgement, autorater_layer, judge_pair
+from pipelines.aisql.methods import JudgeSettings, autorate
+from pipelines.aisql.pipeline import AisqlSettings, make_runtime, schema_text
+from pipelines.aisql.scenarios import ScenarioDB, get_scenario, visible_columns
+from pipelines.aisql.split_execution import EvalContext, table_columns_of
+
+
+@dataclass(frozen=True)
+class PairToJudge:
+    id: str
+    gold_sql: str
+    candidate_sql: str
+    dialect: str
+    question: str = ""
+
+
+@dataclass
+class Judging:
+    """What judging one scenario's pairs needs; ``close()`` stops the AI operators' runtime."""
+
+    ctx: EvalContext
+    schema_of: Callable[[str], str]
+    close: Callable[[], None]
+
+
+def open_judging(settings: AisqlSettings, db: ScenarioDB, getter: Callable | None = None) -> Judging:
+    """The evaluation context for ``db`` under ``settings`` (``getter``: the council factory, e.g.
+    the Dagster council resource's; None: the process's registry)."""
+    runtime = make_runtime(settings, db, getter=getter)
+    ctx = EvalContext(
+        db.path,
+        runtime,
+        get_scenario(db.scenario).key_columns(),
+        table_columns_of(visible_columns(Path(db.path))),
+        budget=settings.budget,
+        probe_n=settings.probe_n,
+        seed=settings.seed,
+    )
+    cache: dict[str, str] = {}
+
+    def schema_of(dialect: str) -> str:
+        if dialect not in cache:
+            cache[dialect] = schema_text(db.path, db.scenario, dialect)
+        return cache[dialect]
+
+    return Judging(ctx, schema_of, runtime.close)
+
+
+def judge_settings(settings: AisqlSettings) -> JudgeSettings:
+    return JudgeSettings(
+        settings.threshold, settings.decision, settings.relational_gate, settings.judge_member, settings.compact_judge
+    )
+
+
+def judge_pairs(
+    judging: Judging,
+    pairs: list[PairToJudge],
+    methods,
+    judges=None,
+    settings: JudgeSettings | None = None,
+    advance: Callable[[int], None] | None = None,
+) -> list[tuple[PairJudgement, float]]:
+    """Every layer for each pair, with the seconds its deterministic layers took. With ``ours`` in
+    ``methods`` the autorater (``judges``: the judges council) adds its layer and decides; a failed
+    judge call is a layer that cannot decide, never a verdict."""
+    done = []
+    for p in pairs:
+        start = time.perf_counter()
+        done.append((judge_pair(judging.ctx, p.gold_sql, p.candidate_sql, p.dialect), time.perf_counter() - start))
+        if advance and "ours" not in methods:
+            advance(1)
+    if "ours" in methods and pairs:
+        items = [
+            (p.id, p.dialect, p.question, {**r.evidence.to_dict(), "question": p.question})
+            for p, (r, _) in zip(pairs, done)
+        ]
+        verdicts = autorate(judges, items, schema_of=judging.schema_of, settings=settings or JudgeSettings())
+        for (r, _), v in zip(done, verdicts):
+            layer = autorater_layer(v)
+            r.layers.append(layer)
+            r.final, r.final_method = layer.verdict, "ours"
+        if advance:
+            advance(len(pairs))
+    return done
