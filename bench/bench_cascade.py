@@ -60,7 +60,7 @@ class Responder:
     """Answers every stage's prompt from (member, prompt) alone, knowing the candidates by question."""
 
     def __init__(self, candidates: list[dict]):
-        from pipelines.taxonomy import SUBCATEGORY_BY_ID
+        from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
 
         self.by_question: dict[str, dict] = {}
         for c in sorted(candidates, key=lambda r: r.get("interpretation_index") or 0, reverse=True):
@@ -214,7 +214,7 @@ def main() -> int:
 
     from pipelines.abiss.generation import generate_nlq_objects, ground_sql
     from pipelines.abiss.grid import GridSpec, expand_grid
-    from pipelines.demo_db import write_demo_db
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.sqltools.schema_context import render_schema_context
     from resources.catalog import inspect_database
     from resources.llm import Council

@@ -150,7 +150,7 @@ def lines(text: str) -> list[str]:
 
 
 def demo_db(path: Path) -> Path:
-    from pipelines.demo_db import write_demo_db
+    from pipelines.abiss.demo_db import write_demo_db
 
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():

@@ -44,7 +44,7 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="quandary-bench-"))
     os.environ["QUANDARY_HOME"] = str(home)
 
-    from pipelines.demo_db import write_demo_db
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.interaction.agents import load_agent
     from pipelines.interaction.dialogue import run_benchmark
     from pipelines.interaction.metrics import score_conversation

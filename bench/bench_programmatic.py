@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.demo_db import write_demo_db  # noqa: E402
+from pipelines.abiss.demo_db import write_demo_db  # noqa: E402
 from pipelines.abiss.programmatic import generate_candidates  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"

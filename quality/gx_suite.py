@@ -1,4 +1,4 @@
-"""Run a :class:`~quality.contracts.Contract` as a Great Expectations (1.x) suite.
+"""Run a :class:`~quality.base.Contract` as a Great Expectations (1.x) suite.
 
 GX is imported lazily (its import costs seconds) and run in an ephemeral context on a pandas
 copy of the frame. The result is plain data the asset checks turn into ``AssetCheckResult``.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from quality.contracts import Contract
+from quality.base import Contract
 
 
 @dataclass(frozen=True)

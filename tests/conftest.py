@@ -70,7 +70,7 @@ def isolated_home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def demo_db_path(tmp_path_factory) -> Path:
-    from pipelines.demo_db import write_demo_db
+    from pipelines.abiss.demo_db import write_demo_db
 
     path = write_demo_db(tmp_path_factory.mktemp("demo") / "university.sqlite")
     path.chmod(0o444)  # the seed file must never be written by anything under test

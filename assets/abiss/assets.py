@@ -47,8 +47,8 @@ from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expa
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, StageContext, run_stage
 from resources.llm.failures import ProviderUnavailable
-from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
-from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
+from pipelines.abiss.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
+from quality.abiss import CANDIDATES, COUNCIL_VOTES, DATASET
 from assets.shared.resources import SafeSqlResource, seed_row
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
@@ -121,7 +121,7 @@ _db = seed_row  # the seed database row, its path the file to read on this node
 
 def check_grid_on_launch(values: dict) -> None:
     """The CLI's checks of the grid and the council file, on every launch (UI included)."""
-    from pipelines.preflight import check_council, check_grid
+    from assets.shared.preflight import check_council, check_grid
 
     check_grid(values, check_council())
 

@@ -34,7 +34,7 @@ from pipelines.ambitab.protocol.tables import (
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
-from quality.ambitab_eval import AMBITAB_EPISODES
+from quality.ambitab import AMBITAB_EPISODES
 from resources.llm.failures import ProviderUnavailable
 from assets.shared.resources import CouncilResource
 from storage.artifacts import upsert_rows

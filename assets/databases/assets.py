@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.partitions import databases_partitions
-from quality.contracts import SCHEMA_CONTEXT, SEED_DATABASES
+from quality.databases import SCHEMA_CONTEXT, SEED_DATABASES
 from pipelines.sqltools.schema_context import fit_schema_context
 from resources.catalog import inspect_database
 from assets.shared.resources import SeedCatalogResource

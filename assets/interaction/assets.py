@@ -28,7 +28,7 @@ from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
-from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
+from quality.interaction import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 from assets.shared.resources import SafeSqlResource, seed_row
 from assets.shared.resources import CouncilResource
 from assets.shared.charts import chart_metadata, chart_path
@@ -82,7 +82,7 @@ class ConversationConfig(Config):
 def check_conversations_on_launch(values: dict) -> None:
     """Modes, bounds, agents and the council file, checked on every launch (UI included)."""
     from pipelines.interaction.agents import load_agent
-    from pipelines.preflight import check_council
+    from assets.shared.preflight import check_council
 
     parse_modes(values.get("modes"))
     for key, low in (("max_steps", 0), ("workers", 1), ("max_fragments", 1)):

@@ -96,7 +96,7 @@ def _check_council_on_launch(values: dict) -> None:
     one is checked before a run), so a bad file or a disallowed api_key_env refuses the launch."""
     check_paths_on_launch("config_path", "log_path")(values)
     if values.get("config_path"):
-        from pipelines.preflight import check_council
+        from assets.shared.preflight import check_council
 
         check_council(values["config_path"])
 

@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from pipelines.demo_db import DEMO_DB_ID, write_demo_db
+from pipelines.abiss.demo_db import DEMO_DB_ID, write_demo_db
 from storage.paths import databases_dir
 from resources.catalog import Catalog
 from cli.run_output import run_job
@@ -41,7 +41,7 @@ def _demo(args) -> int:
 
 
 def _run(args) -> int:
-    from pipelines.preflight import PreflightError, check_run_request
+    from assets.shared.preflight import PreflightError, check_run_request
     from assets.definitions import MAIN_JOB
 
     try:

@@ -4,7 +4,7 @@ import sys
 
 
 def _submit(args) -> int:
-    from pipelines.preflight import PreflightError, check_run_request
+    from assets.shared.preflight import PreflightError, check_run_request
     from assets.definitions import MAIN_JOB, defs
     from cli.queued_runs import NoRunQueueError, submit_job_for_partition
     from cli.run_output import grid_run_config

@@ -21,7 +21,7 @@ from collections import defaultdict
 from pipelines.abiss.grid import PROGRAMMATIC
 from pipelines.abiss.ids import stable_id
 from pipelines.abiss.prompts import SqlGrounding, question_generation_messages, sql_grounding_messages
-from pipelines.taxonomy import Group, subcategory
+from pipelines.abiss.taxonomy import Group, subcategory
 from resources.llm.failures import ProviderUnavailable
 
 # Sampling for generation as in the paper (§4.3): temperature 0.7, frequency penalty 0.2, fixed seed.

@@ -13,8 +13,8 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.abiss.ids import stable_id
-from pipelines.jsonstream import JsonStreamError, iter_json_list
-from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
+from pipelines.core.jsonstream import JsonStreamError, iter_json_list
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
 from storage.paths import UnsafePathError, path_segment
 from storage.charts import png_chart
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cache
 
-from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory
+from pipelines.abiss.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory
 
 
 def _source_version() -> str:

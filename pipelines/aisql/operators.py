@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipelines.aisql.rewrite import AI_OPERATORS, DATA_CLOSE, DATA_OPEN
-from pipelines.prompting import messages
+from pipelines.core.prompting import messages
 
 
 class BudgetExceeded(RuntimeError):

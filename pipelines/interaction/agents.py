@@ -24,7 +24,7 @@ import importlib
 from dataclasses import dataclass, field, replace
 
 from pipelines.interaction import prompts
-from pipelines.taxonomy import SUBCATEGORY_BY_ID
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
 
 
 @dataclass(frozen=True)

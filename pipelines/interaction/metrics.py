@@ -49,7 +49,7 @@ from collections import defaultdict
 
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
-from pipelines.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
+from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
 from resources.llm.votes import decide, is_decided
 
 INCOMPLETE_END = "user_failed"

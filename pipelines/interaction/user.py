@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from pipelines.interaction import prompts
 from pipelines.interaction.fragments import Fragment, extract_fragments, render_fragments
-from pipelines.taxonomy import Group, subcategory
+from pipelines.abiss.taxonomy import Group, subcategory
 from resources.llm.votes import decide
 
 REFUSAL = "That's not relevant to my question."

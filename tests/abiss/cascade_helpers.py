@@ -5,7 +5,7 @@ import json
 import re
 
 from pipelines.abiss.prompts import PROMPT_OPENINGS
-from pipelines.taxonomy import SUBCATEGORY_BY_ID, subcategory
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID, subcategory
 from resources.llm import Council, call_log
 from tests.llm_fakes import scripted_member
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
-from pipelines.taxonomy import SUBCATEGORIES
+from pipelines.abiss.taxonomy import SUBCATEGORIES
 from tests.llm_fakes import ScriptedLLM, install, json_reply
 
 

@@ -31,7 +31,7 @@ from pipelines.abiss.outputs import (
 )
 from pipelines.abiss.stages import STAGE_BY_NO, run_stage
 from pipelines.abiss.stages import decision as _decision
-from pipelines.taxonomy import subcategory
+from pipelines.abiss.taxonomy import subcategory
 from resources.llm import call_log
 from tests.llm_fakes import quandary_home, scripted  # noqa: F401
 from tests.abiss.cascade_helpers import (

@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.abiss.stages import STAGE_BY_NO, run_stage
 from resources.llm.failures import ProviderUnavailable
-from pipelines.taxonomy import subcategories_in, subcategory
+from pipelines.abiss.taxonomy import subcategories_in, subcategory
 from resources.llm import call_log
 from tests.abiss.cascade_helpers import (  # noqa: F401
     GARBAGE,

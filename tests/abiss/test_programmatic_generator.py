@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.demo_db import write_demo_db
+from pipelines.abiss.demo_db import write_demo_db
 from pipelines.abiss.programmatic import GENERATOR, Candidate, difficulty_of, generate_candidates
 from pipelines.abiss.programmatic.builders.base import Absence, BuildContext, Draft
 from pipelines.abiss.programmatic.schema_analysis import analyze
 from pipelines.sqltools.difficulty import relabel_difficulty
-from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORIES, SUBCATEGORY_BY_ID
+from pipelines.abiss.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORIES, SUBCATEGORY_BY_ID
 from resources.catalog import inspect_database
 from resources.sql import execute_sql
 
@@ -339,7 +339,7 @@ def test_database_without_rows_or_links(tmp_path):
 def test_duckdb_database(tmp_path, demo_db):
     """The same generator works on a DuckDB copy of the demo (SQL valid for both engines)."""
     duckdb = pytest.importorskip("duckdb")
-    from pipelines.demo_db import DDL, build_rows
+    from pipelines.abiss.demo_db import DDL, build_rows
 
     path = tmp_path / "university.duckdb"
     con = duckdb.connect(str(path))

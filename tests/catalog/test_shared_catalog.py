@@ -109,7 +109,7 @@ def test_steps_on_another_node_read_the_fetched_seed(shared, demo_db_path, tmp_p
     stored row keeps the registered path (one table for every node), schema_context reads the copy;
     preflight accepts the missing file because the store has it."""
     from cli import main
-    from pipelines.preflight import check_database
+    from assets.shared.preflight import check_database
     from storage.stores import artifact_store
 
     _node(monkeypatch, tmp_path, "node_a")

@@ -1,7 +1,7 @@
 """CLI commands refuse bad input with a one-line reason and a non-zero exit, never a traceback."""
 
 from cli import main
-from pipelines.preflight import check_grid, load_grid
+from assets.shared.preflight import check_grid, load_grid
 
 
 def test_bad_grid_files(tmp_path, demo_db_path, capsys):

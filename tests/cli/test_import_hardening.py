@@ -80,7 +80,7 @@ def _stored(home) -> dict:
 @pytest.fixture
 def small_batches(monkeypatch):
     """Batches and read chunks far smaller than the file, cut at odd places (inside records, tokens)."""
-    from pipelines import jsonstream
+    from pipelines.core import jsonstream
     from pipelines.abiss import outputs
 
     monkeypatch.setattr(outputs, "BATCH_ROWS", 701)
@@ -159,7 +159,7 @@ def test_damaged_file_names_where_it_breaks(tmp_path, isolated_home, capsys, tex
 
 def test_stream_reader_matches_json_loads_at_every_chunk_size(tmp_path):
     """Any chunk size gives json.loads's elements; any cut of the file is refused, never shortened."""
-    from pipelines.jsonstream import JsonStreamError, iter_json_list
+    from pipelines.core.jsonstream import JsonStreamError, iter_json_list
 
     data = [
         {"a": [1, -2.5e-3, None, True, False], "s": 'é€😀 "q" \\ \u2028', "n": {"x": {}}},

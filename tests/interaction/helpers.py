@@ -47,7 +47,7 @@ def question_row(
     db_id: str = "university",
     style: str = "formal",
 ) -> dict:
-    from pipelines.taxonomy import subcategory
+    from pipelines.abiss.taxonomy import subcategory
 
     s = subcategory(sub)
     return {

@@ -14,7 +14,7 @@ from pipelines.interaction.dialogue import run_benchmark
 from pipelines.interaction.fragments import extract_fragments
 from pipelines.interaction.metrics import metric_rows, rate, score_conversation
 from pipelines.interaction.user import SimulatedUser
-from pipelines.taxonomy import SUBCATEGORIES
+from pipelines.abiss.taxonomy import SUBCATEGORIES
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, question_row
 from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401

@@ -148,7 +148,7 @@ def test_rerun_retries_exactly_the_failed_calls(scripted):
 
 def test_incomplete_conversations_fit_the_stored_contracts(scripted):
     from pipelines.interaction import tables as T
-    from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
+    from quality.interaction import INTERACTION_SCORES, INTERACTION_TURNS
 
     scripted.responder = failing(script(), {("user_classify", "u1")})
     conv = _conversation(SimulatedUser(council()))

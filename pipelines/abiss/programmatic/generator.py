@@ -38,7 +38,7 @@ from pipelines.abiss.programmatic import builders as _builders  # noqa: F401  (r
 from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft
 from pipelines.abiss.programmatic.schema_analysis import SchemaAnalysis, analyze
 from pipelines.sqltools.difficulty import relabel_difficulty
-from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory as _subcategory
+from pipelines.abiss.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory as _subcategory
 
 GENERATOR = "programmatic"
 MAX_DRAFTS_PER_SUBCATEGORY = 60  # verification attempts per subcategory before giving up

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipelines.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap, connected_components
+from pipelines.core.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap, connected_components
 from pipelines.ambitab.protocol.metrics import mean_sd
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.text import norm

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ambitab.protocol.askers import BASELINES
-from pipelines.stats import DEFAULT_RESAMPLES
+from pipelines.core.stats import DEFAULT_RESAMPLES
 from pipelines.ambitab.protocol.diagnostics import (
     assign_donors,
     diagnostic,
