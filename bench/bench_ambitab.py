@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
         out = Path(tmp) / "units-bench"
         t0 = time.perf_counter()
-        cold = ambiqt.build(data, out_dir=out)
+        ambiqt.build(data, out_dir=out)
         cold_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         ambiqt.build(data, out_dir=out)

@@ -23,12 +23,12 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from pipelines.ambitab.protocol.askers import make_asker  # noqa: E402
-from pipelines.core.stats import cluster_bootstrap  # noqa: E402
 from pipelines.ambitab.protocol.episode import run_episodes  # noqa: E402
 from pipelines.ambitab.protocol.oracles import make_oracle  # noqa: E402
 from pipelines.ambitab.protocol.solver import ScriptedSolver  # noqa: E402
 from pipelines.ambitab.protocol.task import Task  # noqa: E402
 from pipelines.ambitab.protocol.verifier import Verifier  # noqa: E402
+from pipelines.core.stats import cluster_bootstrap  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 

@@ -92,8 +92,8 @@ class Responder:
 
 
 def _make_full_council_cls():
-    from resources.llm.votes import decide
     from resources.llm.council import Council, MemberVote, VoteOutcome, _as_yes_no
+    from resources.llm.votes import decide
 
     class FullCouncil(Council):
         """Short-circuit off: every vote asks every member at once."""
@@ -212,9 +212,9 @@ def main() -> int:
     os.environ["QUANDARY_HOME"] = str(home)
     os.environ.pop("QUANDARY_COUNCIL_CONFIG", None)
 
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.abiss.generation import generate_nlq_objects, ground_sql
     from pipelines.abiss.grid import GridSpec, expand_grid
-    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.sqltools.schema_context import render_schema_context
     from resources.catalog import inspect_database
     from resources.llm import Council

@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     for d in (*DEFECTS, "any"):
         cells = []
-        for name, (counts, total, _, _) in results.items():
+        for counts, total, _, _ in results.values():
             cells.append(f"{counts[d]:>6} {100 * counts[d] / total if total else 0:>6.1f} %   ")
         print(f"{d:<22}" + "".join(f"{c:>18}" for c in cells))
     print("-" * len(head))

@@ -22,10 +22,10 @@ sys.path.insert(0, str(REPO))
 def run(mode: str, tmp: str) -> dict:
     import resources.llm.client as client
     from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.abiss.generation import generate_nlq_objects, ground_sql
     from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
     from pipelines.abiss.stages import StageContext, run_stage
-    from pipelines.abiss.demo_db import write_demo_db
     from resources.catalog import fit_schema_context, inspect_database
     from resources.llm import get_council, reset_councils
     from resources.llm.config import load_council_config, schema_token_budget

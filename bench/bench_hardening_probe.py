@@ -827,7 +827,7 @@ def main() -> int:
             for t in tries:
                 print(f"  [{'held' if t.held else 'FAIL'}] {n}: {t.name} — {t.note}", flush=True)
         print(f"item {n}: {len(tries) - len(failed)}/{len(tries)} held", file=sys.stderr, flush=True)
-    print(f"\n| item | tries | held | failed | note |\n|---|---|---|---|---|")
+    print("\n| item | tries | held | failed | note |\n|---|---|---|---|---|")
     for item, tries, held, failed, note in rows:
         print(f"| {item} | {tries} | {held} | {failed} | {note.replace('|', '/')} |")
     total = sum(r[1] for r in rows)

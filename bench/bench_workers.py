@@ -46,9 +46,9 @@ REPLY = json.dumps(
 
 def make_candidates(home: Path, n: int) -> Path:
     """The demo database and its programmatic candidates (generated once, read by every worker)."""
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.abiss.generation import generate_nlq_objects, ground_sql
     from pipelines.abiss.grid import GridSpec, expand_grid
-    from pipelines.abiss.demo_db import write_demo_db
 
     db_path = str(write_demo_db(home / "university.sqlite"))
     grid = expand_grid(

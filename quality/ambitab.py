@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ambitab.record import COUNTED_KINDS, CORPORA, ENGINES
+from pipelines.ambitab.record import CORPORA, COUNTED_KINDS, ENGINES
 from quality.base import ColumnRule, Contract
 
 # corpora whose build requires the readings of an AVT to differ on the data [P]

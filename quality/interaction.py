@@ -2,8 +2,8 @@
 
 import polars as pl
 
-from pipelines.interaction.modes import MODES
 from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
+from pipelines.interaction.modes import MODES
 from quality.base import ColumnRule, Contract
 
 # How a conversation ends; `user_failed` = a user turn could not be produced (incomplete, not scored)

@@ -12,6 +12,9 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 import pytest  # noqa: E402
 
+# The LLM fakes' fixtures, for every test folder (a test names them as arguments, never imports them).
+from tests.llm_fakes import quandary_home, scripted, transport  # noqa: E402, F401
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "integration", "e2e")
 

@@ -280,7 +280,7 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     verdicts = store.read_latest("aisql_prediction_verdicts")
     event = result.asset_materializations_for_node("aisql_prediction_verdicts")[-1]
     meta = {k: v.value for k, v in event.metadata.items()}
-    mine = verdicts.filter((pl.col("predictions_sha256") == digest))
+    mine = verdicts.filter(pl.col("predictions_sha256") == digest)
     mine = mine.filter(pl.col("settings_key") == mine["settings_key"][-1]) if mine.height else mine  # this run's
     counts = {v: int((mine["final"] == v).sum()) for v in ("accept", "reject", "cannot decide")}
     print(

@@ -13,10 +13,10 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.abiss.ids import stable_id
-from pipelines.core.jsonstream import JsonStreamError, iter_json_list
 from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
-from storage.paths import UnsafePathError, path_segment
+from pipelines.core.jsonstream import JsonStreamError, iter_json_list
 from storage.charts import png_chart
+from storage.paths import UnsafePathError, path_segment
 
 DATASET_COLUMNS = (
     "question_id",

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from pipelines.core.prompting import messages, prompt_version
 from pipelines.abiss.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, STYLES, Subcategory, subcategory
+from pipelines.core.prompting import messages, prompt_version
 
 SYSTEM = (
     "You are an expert in relational databases, SQL and natural-language questions over data. "

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cache
 
-from pipelines.abiss.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory
+from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group, subcategory
 
 
 def _source_version() -> str:
@@ -188,7 +188,7 @@ class Vocabulary:
     stems: frozenset[str]
 
     @classmethod
-    def build(cls, names: list[str] = (), texts: list[str] = ()) -> "Vocabulary":
+    def build(cls, names: list[str] = (), texts: list[str] = ()) -> Vocabulary:
         out: set[str] = set()
         for n in names:
             out.update(v for w in _split_identifier(n) if len(w) >= 3 for v in stem_variants(w))
@@ -200,7 +200,7 @@ class Vocabulary:
         return cls(frozenset(s for s in out if len(s) >= 3))
 
     @classmethod
-    def of_database(cls, db_path: str | None, schema_context: str | None = None) -> "Vocabulary":
+    def of_database(cls, db_path: str | None, schema_context: str | None = None) -> Vocabulary:
         """Names from the database itself (complete even when the prompt's context was trimmed) and
         every word of the schema context (its DDL and sample rows)."""
         names: list[str] = []

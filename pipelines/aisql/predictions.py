@@ -253,7 +253,7 @@ def evaluate(
                 settings.judge_member,
                 settings.compact_judge,
             )
-            for (p, r, _), v in zip(batch, autorate(engine.judges, items, schema_of=schema_of, settings=js)):
+            for (_p, r, _), v in zip(batch, autorate(engine.judges, items, schema_of=schema_of, settings=js)):
                 layer = autorater_layer(v)
                 r.layers.append(layer)
                 r.final, r.final_method = layer.verdict, "ours"

@@ -341,7 +341,7 @@ def _convert(sid, row, schemas: _DevSchemas, result: BuildResult, seed: int, hin
         return None, None
     idents = schemas.identifiers(db_id) or None
     ambs, terms, merged, seen = [], [], [], {}
-    for i, hint in enumerate(hints):
+    for hint in hints:
         term, kind, concepts = parse_hint(hint, idents)
         hint_kinds[kind] += 1
         key = " ".join(term.casefold().split())

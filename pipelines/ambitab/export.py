@@ -53,6 +53,7 @@ def export_jsonl(corpora: list[str], out: Path) -> int:
 def find_record(record_id: str, corpora: list[str] | None = None) -> TaskRecord | None:
     """The record with this id (or unique id prefix) among the materialised corpora."""
     import polars as pl
+
     from storage.stores import artifact_store
 
     store = artifact_store()

@@ -47,15 +47,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
-from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
 from resources.llm.votes import decide, is_decided
+from storage.charts import png_chart
 
 INCOMPLETE_END = "user_failed"
 FEEDBACK_ROLE = "feedback_judges"
-from storage.charts import png_chart
-
 
 # ----------------------------------------------------------------------------- per conversation
 

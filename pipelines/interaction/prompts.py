@@ -17,8 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from pipelines.abiss.prompts import schema_messages
+from pipelines.abiss.taxonomy import STYLE_BY_ID, SUBCATEGORIES, Group, Subcategory, subcategory
 from pipelines.core.prompting import source_version
-from pipelines.abiss.taxonomy import SUBCATEGORIES, STYLE_BY_ID, Group, Subcategory, subcategory
 
 PROMPT_OPENINGS = {
     "classify": "You are an expert in analyzing natural language questions for text-to-SQL systems.",

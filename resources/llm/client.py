@@ -29,6 +29,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from resources import progress
+from resources.llm import openai_http
 from resources.llm.config import Member
 from resources.llm.failures import (
     STORAGE_CLASSES,
@@ -38,10 +40,8 @@ from resources.llm.failures import (
     classify_text,
     describe,
 )
-from resources.llm import openai_http
 from resources.llm.log_thread import run_in_log_thread
 from resources.llm.parsing import output_schema, parse_structured
-from resources import progress
 from storage.llm_log import CallLogRules, CallRecord, call_key
 
 # Before litellm is ever imported: no remote cost map fetch, no network at import.

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resources.sql.results import (
+    _DUCKDB_THREADS,
     DUCKDB_MAX_TEMP,
     DUCKDB_MEMORY_LIMIT,
     SQLITE_HEAP_LIMIT_BYTES,
     SQLITE_MAX_VALUE_BYTES,
-    _DUCKDB_THREADS,
     FailureKind,
     Outcome,
     QueryFailure,
@@ -284,7 +284,7 @@ def register_forwarding_udfs(con, udfs) -> None:
 
     arrow = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(), "BIGINT": pa.int64()}
 
-    def forward(name: str, returns: str, cols) -> "pa.Array":
+    def forward(name: str, returns: str, cols) -> pa.Array:
         if not _udf_answerer:
             raise RuntimeError(f"{name} called outside a session query")
         return pa.array(_udf_answerer[0](name, [c.to_pylist() for c in cols]), type=arrow[returns])

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-
 DEFAULT_TIMEOUT_S = 3.0  # as in the ABISS reference code
 
 

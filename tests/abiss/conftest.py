@@ -8,6 +8,7 @@ import pytest
 
 from pipelines.abiss.stages import StageContext
 from tests.abiss.cascade_helpers import council
+from tests.abiss.pipeline_helpers import scripted_council  # noqa: F401 - the fixture of the folder's pipeline tests
 
 
 def _college(path: Path) -> Path:

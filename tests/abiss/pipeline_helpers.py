@@ -10,7 +10,6 @@ from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from pipelines.abiss.taxonomy import SUBCATEGORIES
 from tests.llm_fakes import ScriptedLLM, install, json_reply
 
-
 SUBS = ["answerable", "lexical_overlap", "missing_entity"]
 
 

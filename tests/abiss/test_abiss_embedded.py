@@ -7,10 +7,10 @@ through (HTTP, structured output, parsing, cache, votes, artifacts), not the ans
 import pytest
 from dagster import instance_for_test
 
-from cli.runs import run_job_for_partition
+from assets.definitions import MAIN_JOB
 from cli.commands.run import DEMO_COUNCIL
 from cli.run_output import grid_run_config
-from assets.definitions import MAIN_JOB
+from cli.runs import run_job_for_partition
 from resources.catalog import Catalog
 from storage.audit import open_audit
 

@@ -10,14 +10,14 @@ import json
 import pytest
 from dagster import instance_for_test
 
-from cli.runs import run_job_for_partition
-from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
+from assets.definitions import MAIN_JOB
 from cli import main
 from cli.run_output import grid_run_config
-from assets.definitions import MAIN_JOB
+from cli.runs import run_job_for_partition
+from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from resources.catalog import Catalog
 from storage.audit import list_views, open_audit
-from tests.abiss.pipeline_helpers import GRID, NAME_TO_ID, SUBS, _last_user, healthy, scripted_council  # noqa: F401
+from tests.abiss.pipeline_helpers import GRID, _last_user, healthy
 from tests.llm_fakes import http_error
 
 pytestmark = pytest.mark.integration
@@ -156,8 +156,8 @@ def test_stage_code_versions_are_prompt_hashes():
     """Editing a stage's prompt changes its code version, so the UI marks it and downstream stale."""
     from dagster import AssetKey
 
-    from pipelines.abiss import prompts
     from assets.definitions import defs
+    from pipelines.abiss import prompts
 
     for stage, name in (("s03", "s03_category_conformance"), ("s09", "s09_category_consistency")):
         key = AssetKey(name)

@@ -14,13 +14,13 @@ from pipelines.abiss import outputs
 from pipelines.abiss.outputs import (
     DATASET_COLUMNS,
     DECISION_SCHEMA,
+    UI_INLINE_MARKDOWN_CHARS,
     AbissFormatError,
     council_votes_frame,
     dataset_frame,
     decisions_frame,
     from_abiss_records,
     funnel,
-    UI_INLINE_MARKDOWN_CHARS,
     funnel_chart_md,
     funnel_text,
     read_abiss_json,
@@ -33,7 +33,6 @@ from pipelines.abiss.stages import STAGE_BY_NO, run_stage
 from pipelines.abiss.stages import decision as _decision
 from pipelines.abiss.taxonomy import subcategory
 from resources.llm import call_log
-from tests.llm_fakes import quandary_home, scripted  # noqa: F401
 from tests.abiss.cascade_helpers import (
     SOLVING_SQL,
     Script,

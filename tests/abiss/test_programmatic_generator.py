@@ -18,8 +18,8 @@ from pipelines.abiss.demo_db import write_demo_db
 from pipelines.abiss.programmatic import GENERATOR, Candidate, difficulty_of, generate_candidates
 from pipelines.abiss.programmatic.builders.base import Absence, BuildContext, Draft
 from pipelines.abiss.programmatic.schema_analysis import analyze
-from pipelines.sqltools.difficulty import relabel_difficulty
 from pipelines.abiss.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORIES, SUBCATEGORY_BY_ID
+from pipelines.sqltools.difficulty import relabel_difficulty
 from resources.catalog import inspect_database
 from resources.sql import execute_sql
 
@@ -272,8 +272,8 @@ def test_verifier_rejects_false_absence_claims(demo_db):
 
 
 def test_verifier_rejects_equal_or_empty_readings(demo_db):
-    from pipelines.abiss.programmatic.generator import _verify
     from pipelines.abiss.programmatic.builders.base import Reading
+    from pipelines.abiss.programmatic.generator import _verify
 
     ctx = _ctx(demo_db, "lexical_vagueness")
     same = Draft(

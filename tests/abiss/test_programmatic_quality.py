@@ -7,8 +7,8 @@ import re
 import pytest
 
 from pipelines.abiss import wellformed
-from pipelines.abiss.programmatic.generator import reading_gap
 from pipelines.abiss.programmatic.builders.answerable import date_concepts, fitting_adjective
+from pipelines.abiss.programmatic.generator import reading_gap
 from pipelines.abiss.programmatic.phrasing import article, humanize, table_words
 from resources.sql import execute_sql
 
@@ -186,8 +186,8 @@ def test_demo_candidates_all_pass_the_filter(generated, seed, styles):
 def test_generator_drops_drafts_the_filter_would_reject(demo_db_path):
     import random
 
-    from pipelines.abiss.programmatic.generator import _verify
     from pipelines.abiss.programmatic.builders.base import BuildContext, Draft
+    from pipelines.abiss.programmatic.generator import _verify
     from pipelines.abiss.programmatic.schema_analysis import analyze
 
     ctx = BuildContext(analyze(demo_db_path), random.Random(0), ["formal"], "answerable")

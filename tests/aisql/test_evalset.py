@@ -12,7 +12,6 @@ from pipelines.aisql.evalset import (
     read_manual_labels,
 )
 from pipelines.aisql.scenarios import MOVIE, load_queries
-from tests.llm_fakes import quandary_home, scripted  # noqa: F401 - fixtures
 
 
 def test_pairs_are_balanced_per_dialect(sembench_root):

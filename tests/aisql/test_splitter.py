@@ -1,7 +1,5 @@
 """The deterministic splitter on every SemBench BigQuery and ThalamusDB query of the text scenarios."""
 
-from tests.llm_fakes import quandary_home, scripted  # noqa: F401 - fixtures
-
 import pytest
 from sqlglot import exp
 

@@ -245,6 +245,6 @@ def test_not_exists_keeps_its_meaning(animals_db):
 
 def test_extra_ai_condition_is_left_to_the_ai_layer(movie_db):
     gold = f"SELECT COUNT(*) FROM movie.reviews AS r WHERE r.id = 'taken_3' AND AI.IF({PROMPT})"
-    cand = f"SELECT COUNT(*) FROM movie.reviews AS r WHERE r.id = 'taken_3'"
+    cand = "SELECT COUNT(*) FROM movie.reviews AS r WHERE r.id = 'taken_3'"
     v = movie_decide(movie_db, gold, cand)
     assert v.verdict == CANNOT and "no counterpart" in v.reason

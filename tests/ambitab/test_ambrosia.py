@@ -16,7 +16,7 @@ def built(shared_data):
 
 def test_303_records_with_native_intents(built, shared_data):
     assert len(built.records) == 303
-    rows = [json.loads(l) for l in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
+    rows = [json.loads(line) for line in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
     unambiguous = {
         (r["db_file"], ambrosia.normalize_sql(r["gold_queries"][0])): r["question"]
         for r in rows
@@ -128,7 +128,7 @@ def test_bad_rows_are_rejected_and_the_build_goes_on(tmp_path, shared_data):
 
 
 def test_a_database_that_fails_to_open_is_a_reject(tmp_path, shared_data):
-    rows = [json.loads(l) for l in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
+    rows = [json.loads(line) for line in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
     amb = next(r for r in rows if r["is_ambiguous"])
     root = tmp_path / "data"
     (root / "ambrosia").mkdir(parents=True)

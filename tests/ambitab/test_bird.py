@@ -6,7 +6,7 @@ import re
 import pytest
 
 from pipelines.ambitab import bird
-from tests.llm_fakes import json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import json_reply, scripted_member
 
 N = 6
 

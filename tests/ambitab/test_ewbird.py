@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pipelines.ambitab import ewbird
-from tests.llm_fakes import json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import json_reply, scripted_member
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from pipelines.ambitab.protocol.oracles import make_oracle
 from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver
 from pipelines.ambitab.protocol.verifier import Verifier
 from resources.llm.council import Council
-from resources.llm.registry import call_log
 from resources.llm.failures import ProviderUnavailable
+from resources.llm.registry import call_log
 from tests.ambitab.records import amb, task
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import http_error, scripted_member
 
 REF = "SELECT name FROM people WHERE age > 30"
 T = task(

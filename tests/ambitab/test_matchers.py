@@ -10,8 +10,8 @@ from pipelines.ambitab.protocol.matchers import (
     parse_action,
     score_credit,
 )
-from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle, is_refusal
 from pipelines.ambitab.protocol.metrics import episode_scores
+from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle, is_refusal
 from pipelines.ambitab.protocol.text import norm, quoted_spans
 from pipelines.ambitab.record import Ambiguity
 from tests.ambitab.records import amb, task

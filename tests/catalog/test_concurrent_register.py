@@ -1,10 +1,11 @@
 """Item 7: concurrent `db register` keeps every entry; a fresh DAGSTER_HOME survives concurrent first use."""
 
-import pytest
 import os
 import sqlite3
 import subprocess
 import sys
+
+import pytest
 
 from tests.sql.hostile_sql import REPO_ROOT
 

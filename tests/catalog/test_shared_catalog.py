@@ -108,8 +108,8 @@ def test_steps_on_another_node_read_the_fetched_seed(shared, demo_db_path, tmp_p
     """The seed job on node B, whose registered path does not exist: the seed is fetched by hash, the
     stored row keeps the registered path (one table for every node), schema_context reads the copy;
     preflight accepts the missing file because the store has it."""
-    from cli import main
     from assets.shared.preflight import check_database
+    from cli import main
     from storage.stores import artifact_store
 
     _node(monkeypatch, tmp_path, "node_a")

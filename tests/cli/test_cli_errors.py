@@ -1,7 +1,7 @@
 """CLI commands refuse bad input with a one-line reason and a non-zero exit, never a traceback."""
 
-from cli import main
 from assets.shared.preflight import check_grid, load_grid
+from cli import main
 
 
 def test_bad_grid_files(tmp_path, demo_db_path, capsys):

@@ -80,8 +80,8 @@ def _stored(home) -> dict:
 @pytest.fixture
 def small_batches(monkeypatch):
     """Batches and read chunks far smaller than the file, cut at odd places (inside records, tokens)."""
-    from pipelines.core import jsonstream
     from pipelines.abiss import outputs
+    from pipelines.core import jsonstream
 
     monkeypatch.setattr(outputs, "BATCH_ROWS", 701)
     monkeypatch.setattr(jsonstream, "CHUNK", 4099)

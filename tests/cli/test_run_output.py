@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from cli import main
+from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from tests.abiss.pipeline_helpers import GRID, _last_user, healthy, scripted_council  # noqa: F401
 
 pytestmark = pytest.mark.integration

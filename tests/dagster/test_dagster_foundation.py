@@ -5,8 +5,8 @@ import hashlib
 import pytest
 from dagster import DagsterInstance
 
-from cli.runs import ensure_partitions, run_job_for_partition
 from assets.definitions import defs
+from cli.runs import ensure_partitions, run_job_for_partition
 from resources.catalog import Catalog
 from storage.audit import open_audit
 

@@ -117,7 +117,7 @@ def postgres_server():
             timeout=300,
             cwd=base,
         )
-        for attempt in range(3):
+        for _attempt in range(3):
             port = free_port()
             started = subprocess.run(
                 [

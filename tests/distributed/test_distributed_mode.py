@@ -213,7 +213,8 @@ def _host_renaming() -> list[str]:
             return prefix
     warnings.warn(
         "cannot give the test nodes their own host names (unshare --uts refused): they share this "
-        "machine's, which the PostgreSQL call log does not use anyway"
+        "machine's, which the PostgreSQL call log does not use anyway",
+        stacklevel=2,
     )
     return []
 

@@ -12,7 +12,7 @@ from pipelines.interaction.dialogue import run_conversation
 from pipelines.interaction.user import SimulatedUser
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, kind_of, question_row
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import http_error, scripted_member
 
 AMB = question_row(
     "lexical_vagueness",

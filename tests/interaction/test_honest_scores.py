@@ -16,7 +16,7 @@ from resources.llm import Council, call_log, load_council_config
 from resources.llm.votes import decide
 from resources.sql.results import DEFAULT_MAX_ROWS
 from tests.interaction.helpers import Script, question_row
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import http_error, scripted_member
 
 REPO = Path(__file__).resolve().parents[2]
 UNANS = question_row("missing_entity", "List the staff.", feedback="There is no staff table.", qid="q-unans")

@@ -9,7 +9,7 @@ from pipelines.interaction.dialogue import run_benchmark, to_question
 from pipelines.interaction.modes import MODES
 from resources.llm import Council, call_log
 from tests.interaction.helpers import question_row
-from tests.llm_fakes import json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import json_reply, scripted_member
 
 ANS = question_row("answerable", "How many students are there?", sql="SELECT COUNT(*) FROM students", qid="q1")
 

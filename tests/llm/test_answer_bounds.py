@@ -14,7 +14,6 @@ from pydantic import BaseModel
 from resources.llm import Council, call_log
 from resources.llm.config import Member
 from tests.llm.fault_stub import FaultStub
-from tests.llm_fakes import quandary_home, transport  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from resources.llm import Council, get_council
 from resources.llm.registry import call_log
-from tests.llm_fakes import Reply, http_error, json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import Reply, http_error, json_reply, scripted_member
 
 
 class Verdict(BaseModel):

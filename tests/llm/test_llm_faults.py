@@ -8,13 +8,12 @@ import pytest
 from pydantic import BaseModel
 
 from pipelines.abiss.stages import StageContext, run_stage
-from resources.llm.failures import ProviderUnavailable
 from resources.llm import Council, call_log
 from resources.llm.config import Member
+from resources.llm.failures import ProviderUnavailable
 from storage.llm_log import CallLog, CallLogDamaged
-from tests.llm.fault_stub import FaultStub, free_port
-from tests.llm_fakes import quandary_home, transport  # noqa: F401 - fixtures
 from tests.abiss.cascade_helpers import ans_row
+from tests.llm.fault_stub import FaultStub, free_port
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
 

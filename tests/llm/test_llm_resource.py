@@ -6,7 +6,7 @@ from dagster import asset, materialize
 from pydantic import BaseModel
 
 from assets.shared.resources import CouncilResource
-from tests.llm_fakes import json_reply, quandary_home, scripted  # noqa: F401
+from tests.llm_fakes import json_reply
 
 CONFIG = "members:\n  a: {model: scripted/a}\n  b: {model: scripted/b, seed: 1}\n  c: {model: scripted/c, seed: 2}\ncouncils:\n  default: [a, b, c]\n"
 

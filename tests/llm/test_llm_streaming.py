@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from resources.llm import Council
 from resources.llm.config import Member
 from storage.llm_log import CallLog
-from tests.llm_fakes import LoopbackStub, StubHandler, quandary_home, transport  # noqa: F401 - fixtures
+from tests.llm_fakes import LoopbackStub, StubHandler
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 from storage import artifacts
 from storage.faults import CORRUPT, NO_SPACE, PERMISSION, READ_ONLY, storage_cause
 from storage.llm_log import CallLog, CallLogDamaged, CallLogError
-from tests.llm_fakes import quandary_home  # noqa: F401
 
 
 class Verdict(BaseModel):

@@ -66,8 +66,9 @@ def test_latest_never_moves_back_and_a_writer_dead_before_latest_is_repaired(tab
 
     table_store.write_version(pl.DataFrame({"a": [1]}), "thing", "p")
     new = pl.DataFrame({"a": [2]})
-    from storage.artifacts import parquet_bytes
     import hashlib
+
+    from storage.artifacts import parquet_bytes
 
     data = parquet_bytes(new)
     digest = hashlib.sha256(data).hexdigest()

@@ -37,8 +37,9 @@ from pathlib import Path
 from pipelines.abiss.programmatic import builders as _builders  # noqa: F401  (registers builders)
 from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft
 from pipelines.abiss.programmatic.schema_analysis import SchemaAnalysis, analyze
+from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group
+from pipelines.abiss.taxonomy import subcategory as _subcategory
 from pipelines.sqltools.difficulty import relabel_difficulty
-from pipelines.abiss.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory as _subcategory
 
 GENERATOR = "programmatic"
 MAX_DRAFTS_PER_SUBCATEGORY = 60  # verification attempts per subcategory before giving up

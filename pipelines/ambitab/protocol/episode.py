@@ -30,8 +30,8 @@ from pipelines.ambitab.protocol.oracles import Oracle
 from pipelines.ambitab.protocol.prompts import EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.solver import Solver
 from pipelines.ambitab.protocol.task import Task
-from pipelines.ambitab.record import Spec
 from pipelines.ambitab.protocol.verifier import Verifier
+from pipelines.ambitab.record import Spec
 
 EPISODE_COLUMNS = {
     "episode_id": str,
