@@ -20,8 +20,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ambitab.record import CORPORA, COUNTED_KINDS, ENGINES
+from pipelines.ambitab.comparison import results_match
+from pipelines.ambitab.record import CORPORA, COUNTED_KINDS, ENGINES, ComparisonPolicy
 from quality.base import ColumnRule, Contract
+from resources.sql import execute_sql
 
 # corpora whose build requires the readings of an AVT to differ on the data [P]
 READINGS_MUST_DIFFER = frozenset({"ambiqt", "taco"})
@@ -120,7 +122,6 @@ def _rows_of(df: pl.DataFrame):
 
 def reference_executes_rule(df: pl.DataFrame, timeout_s: float = 30.0) -> tuple[RuleOutcome, dict]:
     """Execute every executable record's reference SQL; returns (outcome, record_id -> result)."""
-    from resources.sql import execute_sql
 
     out = RuleOutcome("ambitab_reference_sql_executes", True)
     results: dict = {}
@@ -153,8 +154,6 @@ def reference_executes_rule(df: pl.DataFrame, timeout_s: float = 30.0) -> tuple[
 
 def readings_differ_rule(df: pl.DataFrame, results: dict) -> RuleOutcome:
     """Pairwise-different results within each AVT (required for AmbiQT / TACO)."""
-    from pipelines.ambitab.comparison import results_match
-    from pipelines.ambitab.record import ComparisonPolicy
 
     out = RuleOutcome("ambitab_readings_differ", True)
     groups: dict[str, list[str]] = defaultdict(list)

@@ -40,18 +40,19 @@ turns it off for paper-exact runs (every candidate then passes with ``applies = 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zlib
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cache
+from pathlib import Path
 
 from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group, subcategory
+from pipelines.sqltools.identifiers import identifier_words
 
 
 def _source_version() -> str:
-    import hashlib
-    from pathlib import Path
 
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
 
@@ -176,7 +177,6 @@ def content_stems(text: str | None) -> set[str]:
 
 
 def _split_identifier(name: str) -> list[str]:
-    from pipelines.sqltools.identifiers import identifier_words
 
     return [w.lower() for w in identifier_words(name) if w.isalpha()]
 
@@ -206,7 +206,7 @@ class Vocabulary:
         names: list[str] = []
         if db_path:
             try:
-                from resources.catalog import inspect_database
+                from resources.catalog import inspect_database  # lazy: only with a database file
 
                 info = inspect_database(db_path)
                 for t in info.tables:

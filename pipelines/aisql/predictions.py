@@ -21,7 +21,10 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED, autorater_layer, judge_pair
+from pipelines.aisql.evalset import parse_label
+from pipelines.aisql.methods import JudgeSettings, autorate
 from pipelines.aisql.metrics import confusion
+from pipelines.aisql.rewrite import find_operator_names
 from pipelines.aisql.scenarios import SCENARIOS
 
 REQUIRED = ("id", "scenario", "question", "gold_sql", "predicted_sql")
@@ -53,13 +56,11 @@ class Prediction:
 
 
 def detect_dialect(sql: str) -> str:
-    from pipelines.aisql.rewrite import find_operator_names
 
     return "bigquery" if any(n.startswith("AI.") for n in find_operator_names(sql)) else "thalamusdb"
 
 
 def _label(value, where: str) -> bool | None:
-    from pipelines.aisql.evalset import parse_label
 
     if value is None or isinstance(value, bool):
         return value
@@ -215,7 +216,6 @@ def evaluate(
 ) -> tuple[pl.DataFrame, int, int]:
     """(every stored row plus this file's rows, reused, judged). Rows of other files or settings are
     kept as they are; this file's rows under these settings are reused when stored, else judged."""
-    from pipelines.aisql.methods import JudgeSettings, autorate
 
     skey = settings_key(settings, methods)
     stored = stored if stored is not None and stored.height else verdicts_frame([])

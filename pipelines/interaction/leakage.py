@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
+from sqlglot import exp
+
 from pipelines.core.stats import DEFAULT_RESAMPLES, cluster_bootstrap
 
 FLAGS = ("leak", "leak_value", "leak_hidden")
@@ -38,8 +41,6 @@ def gold_only_values(sql: str | None, question: str | None, evidence: str | None
     """The gold SQL's literals that the question and evidence do not mention (lower-cased, sorted)."""
     if not sql:
         return []
-    import sqlglot
-    from sqlglot import exp
 
     try:
         tree = sqlglot.parse_one(sql, read="sqlite")

@@ -14,15 +14,19 @@ import signal
 import sys
 import threading
 
+import duckdb
+
 from resources.sql.protocol import read_msg, write_msg
+from resources.sql.results import value_bytes
 from resources.sql.worker import _limit_memory, proc_status_bytes
+from storage.audit import AuditQueryError, audit_query, list_views, open_audit
 
 DEFAULT_MEMORY_MB = 1024
 
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
+        import ctypes  # lazy: Linux only (prctl)
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -30,10 +34,6 @@ def _die_with_parent() -> None:
 
 
 def _run(con, req: dict) -> dict:
-    import duckdb
-
-    from resources.sql.results import value_bytes
-    from storage.audit import AuditQueryError, audit_query, list_views
 
     timer = threading.Timer(req["timeout_s"], con.interrupt)
     timer.daemon = True
@@ -76,7 +76,6 @@ def main() -> int:
     _die_with_parent()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol messages on the pipe; catalog warnings to stderr
-    from storage.audit import open_audit
 
     warnings: list[str] = []  # the catalog's warnings (a damaged file ...) go to the parent's stderr
     con = open_audit(warn=warnings.append)
