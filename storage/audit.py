@@ -72,7 +72,6 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path | None, warn=_std
 
 
 def _calls_from_database(warn) -> tuple[list, list] | None:
-
     try:
         log = open_call_log()
         try:

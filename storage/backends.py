@@ -115,7 +115,6 @@ class LocalBackend(ObjectBackend):
         return tmp
 
     def put(self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None) -> None:
-
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp(path, data)

@@ -35,7 +35,6 @@ def seed_backend() -> ObjectBackend | None:
 
 
 def seed_key(sha256: str, suffix: str) -> str:
-
     return f"{SEEDS_PREFIX}/{path_segment(sha256 + suffix.lower(), 'seed file name')}"
 
 
@@ -94,5 +93,4 @@ def fetch_seed(sha256: str, suffix: str, backend: ObjectBackend | None = None, *
 
 
 def _sha256_file(path: Path) -> str:
-
     return file_sha256(path)

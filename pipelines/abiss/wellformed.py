@@ -53,7 +53,6 @@ from pipelines.sqltools.identifiers import identifier_words
 
 
 def _source_version() -> str:
-
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
 
 
@@ -177,7 +176,6 @@ def content_stems(text: str | None) -> set[str]:
 
 
 def _split_identifier(name: str) -> list[str]:
-
     return [w.lower() for w in identifier_words(name) if w.isalpha()]
 
 

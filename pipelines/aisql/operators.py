@@ -465,7 +465,6 @@ class AIRuntime:
 
     # --- per-query accounting ------------------------------------------------------------
     def begin(self, budget: int | None = None, timeout_s: float | None = None) -> QueryStats:
-
         self._query_lock.acquire()  # one query at a time per runtime (released by end)
         self._current = QueryStats(
             budget=self.budget if budget is None else budget,
@@ -506,7 +505,6 @@ class AIRuntime:
         return self._evaluate(reqs, stats)
 
     def _evaluate(self, reqs: list[OpRequest], stats: QueryStats) -> list[Any]:
-
         keys = [r.key() for r in reqs]
         new_keys = {k for k in keys if k not in stats.keys}
         stats.keys |= new_keys

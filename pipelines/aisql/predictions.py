@@ -56,12 +56,10 @@ class Prediction:
 
 
 def detect_dialect(sql: str) -> str:
-
     return "bigquery" if any(n.startswith("AI.") for n in find_operator_names(sql)) else "thalamusdb"
 
 
 def _label(value, where: str) -> bool | None:
-
     if value is None or isinstance(value, bool):
         return value
     parsed = parse_label(str(value)) if isinstance(value, (str, int)) else None

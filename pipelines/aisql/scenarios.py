@@ -248,7 +248,6 @@ def build_scenario_db(
 
 
 def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
-
     con = open_duckdb_readonly(Path(path), threads=1)
     try:
         return {t.name: con.execute(f"SELECT count(*) FROM main.{_q(t.name)}").fetchall()[0][0] for t in sc.tables}
@@ -280,7 +279,6 @@ def leaked_label_columns(db_path: Path, scenario: Scenario) -> list[str]:
 
 
 def load_labels(labels_path: Path) -> dict[str, str]:
-
     con = duckdb.connect(str(labels_path), read_only=True)
     try:
         return dict(con.execute("SELECT text, label FROM text_labels").fetchall())

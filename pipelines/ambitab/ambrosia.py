@@ -218,7 +218,6 @@ def _attachment_term(question: str, readings: list[str]) -> tuple[str | None, li
 
 
 def _columns(sql: str) -> set[str]:
-
     try:
         return {c.name.lower() for c in sqlglot.parse_one(sql, read="sqlite").find_all(exp.Column)}
     except Exception:  # noqa: BLE001 - unparseable: no column evidence

@@ -77,7 +77,6 @@ REJECT_COLUMNS = ("corpus", "source_id", "stage", "reason", "raw")
 
 
 def rejects_frame(rejects: list[Reject]):
-
     schema = {c: pl.String for c in REJECT_COLUMNS}
     return (
         pl.DataFrame([asdict(r) for r in rejects], schema=schema, orient="row")

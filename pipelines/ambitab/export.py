@@ -29,18 +29,15 @@ def export_path(corpus: str) -> Path:
 
 
 def materialized_corpora() -> list[str]:
-
     store = artifact_store()
     return [c for c in CORPORA if store.latest_location(RECORDS_ASSET, c) is not None]
 
 
 def load_records(corpus: str) -> list[TaskRecord]:
-
     return records_from_frame(artifact_store().read_latest(RECORDS_ASSET, corpus))
 
 
 def load_rejects(corpus: str):
-
     return artifact_store().read_latest(REJECTS_ASSET, corpus)
 
 

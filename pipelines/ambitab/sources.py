@@ -128,7 +128,6 @@ def iter_json_rows(
 
 @lru_cache(maxsize=512)
 def _schema_text_cached(path: str, mtime: float) -> str:
-
     return render_schema_context(inspect_database(path), sample_rows=SCHEMA_SAMPLE_ROWS)
 
 

@@ -84,7 +84,6 @@ def human(name: str) -> str:
 
 
 def _parse(sql: str):
-
     log = logging.getLogger("sqlglot")
     level = log.level
     log.setLevel(logging.ERROR)
@@ -118,7 +117,6 @@ def single_table(sql: str) -> tuple[object, str]:
 
 
 def _select_phrase(e) -> str:
-
     if isinstance(e, exp.Alias):
         e = e.this
     if isinstance(e, exp.Column):
@@ -141,7 +139,6 @@ def _select_phrase(e) -> str:
 
 
 def _conditions(where) -> list:
-
     if where is None:
         return []
     node = where.this
@@ -168,7 +165,6 @@ def states_literal(request: str | None, literal: str) -> bool:
 
 
 def _literal_text(right) -> str:
-
     if isinstance(right, exp.Literal) and right.is_string:
         return "'" + right.this + "'"
     return right.sql()
@@ -222,7 +218,6 @@ def verbalise(sql: str, request: str | None = None) -> tuple[str, str, list[dict
 
 
 def referenced_columns(sql: str) -> set[str]:
-
     return {c.name.lower() for c in _parse(sql).find_all(exp.Column) if not isinstance(c.this, exp.Star)}
 
 

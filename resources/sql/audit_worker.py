@@ -34,7 +34,6 @@ def _die_with_parent() -> None:
 
 
 def _run(con, req: dict) -> dict:
-
     timer = threading.Timer(req["timeout_s"], con.interrupt)
     timer.daemon = True
     timer.start()

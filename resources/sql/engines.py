@@ -203,7 +203,6 @@ def _duckdb_spill_dir() -> str:
 
 
 def open_duckdb_readonly(path: Path, *, threads: int | None = None):
-
     config = {
         "enable_external_access": False,
         "autoinstall_known_extensions": False,
@@ -222,7 +221,6 @@ def open_duckdb_readonly(path: Path, *, threads: int | None = None):
 
 
 def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
-
     start = time.perf_counter()
     try:
         con = open_duckdb_readonly(path, threads=_DUCKDB_THREADS)

@@ -61,7 +61,6 @@ _WORKER_START_TIMEOUT_S = 120.0  # a loaded machine can take long to start Pytho
 
 class _Worker:
     def __init__(self, module: str = "resources.sql.worker", extra_env: dict | None = None):
-
         repo_root = str(Path(__file__).resolve().parents[2])
         env = dict(
             os.environ,
@@ -95,7 +94,6 @@ class _Worker:
         self.pid = self.proc.pid
 
     def _read(self, timeout_s: float, limit: int | None = None):
-
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
         buf = b""

@@ -90,7 +90,6 @@ class _Session:
         self.key = self.con = None
 
     def query(self, req: dict):
-
         path, threads, udfs = req["session"]
         if self.key != req["session"]:
             self.close()

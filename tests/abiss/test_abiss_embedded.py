@@ -29,7 +29,7 @@ GRID = {
 
 def test_abiss_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(DEMO_COUNCIL))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     Catalog().register(demo_db_path, "university")

@@ -7,6 +7,7 @@ import pytest
 
 from pipelines.ambitab import ambrosia
 from pipelines.ambitab.record import TaskRecord
+from pipelines.ambitab.sources import SourceCorrupt
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,6 @@ def test_bad_rows_are_rejected_and_the_build_goes_on(tmp_path, shared_data):
     assert any("missing key" in r.reason for r in res.rejects)  # a row problem stays a row reject
     # a line that is not JSON means the file is damaged: the build fails, naming file and line (issue 20)
     (root / ambrosia.SOURCE).write_text("\n".join([*good, "{not json"]) + "\n")
-    from pipelines.ambitab.sources import SourceCorrupt
 
     with pytest.raises(SourceCorrupt, match=r"ambrosia_resplit_test.jsonl: line 4 is not valid JSON"):
         ambrosia.build(root)

@@ -2,11 +2,10 @@
 
 from assets.shared.preflight import check_grid, load_grid
 from cli import main
+from resources.catalog import Catalog
 
 
 def test_bad_grid_files(tmp_path, demo_db_path, capsys):
-    from resources.catalog import Catalog
-
     Catalog().register(demo_db_path, "university")
     cases = {
         "missing.yaml": None,

@@ -1,6 +1,7 @@
 """Materialize the foundation assets with a real (temporary) Dagster instance."""
 
 import hashlib
+import sqlite3
 
 import pytest
 from dagster import DagsterInstance
@@ -60,7 +61,6 @@ def test_rematerialize_same_content_reuses_version(instance, demo_db_path, isola
 
 def test_broken_check_blocks(instance, tmp_path, isolated_home):
     """A database that disappears after registration fails the run with a clear error."""
-    import sqlite3
 
     db = tmp_path / "gone.sqlite"
     con = sqlite3.connect(db)

@@ -13,12 +13,15 @@ def _context(pending, timeouts):
 
 def test_the_definitions_install_the_sleeping_interval():
     import assets.definitions  # noqa: F401 - installs it
+
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.pool_wait import interval_to_next_pending_claim_check
 
     assert InstanceConcurrencyContext.interval_to_next_pending_claim_check is interval_to_next_pending_claim_check
 
 
 def test_it_sleeps_until_the_earliest_pending_claim_and_never_past_a_due_one():
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.pool_wait import interval_to_next_pending_claim_check as interval
 
     now = time.time()

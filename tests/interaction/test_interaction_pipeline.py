@@ -186,7 +186,7 @@ def scripted_council(tmp_path, monkeypatch):
         )
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     handler = ScriptedLLM(responder)

@@ -5,6 +5,8 @@ cluster-bootstrap intervals from the shared core AmbiTab uses (pipelines.core.st
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pipelines.core.stats as stats
+from pipelines.ambitab.protocol import diagnostics
 from pipelines.interaction import leakage as L
 from pipelines.interaction import metrics as M
 
@@ -95,9 +97,6 @@ def test_rates_are_the_counts_and_the_interval_brackets_them(items):
 
 
 def test_bootstrap_is_the_shared_core_ambitab_uses():
-    import pipelines.core.stats as stats
-    from pipelines.ambitab.protocol import diagnostics
-
     assert L.cluster_bootstrap is stats.cluster_bootstrap is diagnostics.cluster_bootstrap
 
 

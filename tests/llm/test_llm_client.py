@@ -139,7 +139,7 @@ def test_process_killed_mid_run_resumes_with_zero_repeated_calls(scripted):
 
 
 def test_retries_on_429_500_timeout_then_succeeds(scripted):
-    import litellm
+    import litellm  # lazy: litellm is slow to import
 
     scripted.responder = sequence(
         http_error(429, "slow down"),

@@ -153,7 +153,6 @@ def _too_close(rows_a, rows_b, ma=None, mb=None) -> str | None:
 
 
 def _vocabulary(a: SchemaAnalysis):
-
     cached = a.__dict__.get("_wellformed_vocabulary")
     if cached is None:
         names = [t.name for t in a.tables] + [c.name for t in a.tables for c in t.columns]

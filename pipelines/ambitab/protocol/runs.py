@@ -200,7 +200,6 @@ async def arun_conditions(
 
 
 def run_conditions(*args, **kwargs) -> list[dict]:
-
     return run_sync(arun_conditions(*args, **kwargs))
 
 

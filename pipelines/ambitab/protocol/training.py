@@ -120,7 +120,6 @@ def rollouts(
 
 
 def _attach_prompts(ep: dict, turns: list[dict], decisions: list[dict], tasks: dict, extra_questions: int) -> None:
-
     task = tasks.get(ep.get("spec_donor") or ep["record_id"])
     if task is None:
         return
