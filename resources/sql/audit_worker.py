@@ -14,12 +14,8 @@ import signal
 import sys
 import threading
 
-import duckdb
-
 from resources.sql.protocol import read_msg, write_msg
-from resources.sql.results import value_bytes
 from resources.sql.worker import _limit_memory, proc_status_bytes
-from storage.audit import AuditQueryError, audit_query, list_views, open_audit
 
 DEFAULT_MEMORY_MB = 1024
 
@@ -34,6 +30,13 @@ def _die_with_parent() -> None:
 
 
 def _run(con, req: dict) -> dict:
+    # lazy: duckdb (also via storage.audit) loads only after main() points sys.stdout at stderr;
+    # loaded before, its output would land in the protocol pipe (see resources/sql/engines.py)
+    import duckdb
+
+    from resources.sql.results import value_bytes
+    from storage.audit import AuditQueryError, audit_query, list_views
+
     timer = threading.Timer(req["timeout_s"], con.interrupt)
     timer.daemon = True
     timer.start()
@@ -75,6 +78,7 @@ def main() -> int:
     _die_with_parent()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol messages on the pipe; catalog warnings to stderr
+    from storage.audit import open_audit  # lazy: after the stdout redirect, as in _run
 
     warnings: list[str] = []  # the catalog's warnings (a damaged file ...) go to the parent's stderr
     con = open_audit(warn=warnings.append)

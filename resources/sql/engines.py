@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
-
 from resources.sql.results import (
     _DUCKDB_THREADS,
     DUCKDB_MAX_TEMP,
@@ -203,6 +201,10 @@ def _duckdb_spill_dir() -> str:
 
 
 def open_duckdb_readonly(path: Path, *, threads: int | None = None):
+    # lazy: duckdb loaded before the SQL worker redirects sys.stdout writes into the protocol pipe
+    # (a long query then fails as a corrupt 'too large' message); a lazy import keeps it after.
+    import duckdb
+
     config = {
         "enable_external_access": False,
         "autoinstall_known_extensions": False,
@@ -221,6 +223,8 @@ def open_duckdb_readonly(path: Path, *, threads: int | None = None):
 
 
 def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
+    import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
+
     start = time.perf_counter()
     try:
         con = open_duckdb_readonly(path, threads=_DUCKDB_THREADS)
@@ -278,7 +282,7 @@ def register_forwarding_udfs(con, udfs) -> None:
     """Register each ``(name, params, returns)`` as a vectorised (arrow) UDF whose values come from
     the answerer set with :func:`set_udf_answerer`: one call per DuckDB vector, with its columns as
     Python lists."""
-    import pyarrow as pa  # lazy: pyarrow, only for DuckDB results; keeps `quandary` start-up light
+    import pyarrow as pa  # lazy: as duckdb; keeps `quandary` start-up light
 
     arrow = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(), "BIGINT": pa.int64()}
 
@@ -310,6 +314,7 @@ def run_duckdb_statement(
 ) -> Outcome:
     """One untrusted statement on an open locked read-only connection (see open_duckdb_readonly):
     exactly one SELECT, the watchdog deadline, the row and byte caps, typed failures."""
+    import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
 
     start = time.perf_counter() if start is None else start
     if not isinstance(sql, str) or not sql.strip():
@@ -368,6 +373,7 @@ def run_duckdb_statement(
 
 def warm_up() -> None:
     """Load both engines and their allocators (the worker measures its baseline after this)."""
+    import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
 
     con = duckdb.connect(":memory:", config={"threads": _DUCKDB_THREADS})
     con.execute("SELECT sum(range) FROM range(100000)").fetchall()

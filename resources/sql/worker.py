@@ -23,8 +23,6 @@ import threading
 import time
 from pathlib import Path
 
-import duckdb
-
 from resources.sql import engines
 from resources.sql.protocol import MessageTooLarge, read_msg, write_msg
 from resources.sql.results import FailureKind, QueryFailure
@@ -93,6 +91,8 @@ class _Session:
         path, threads, udfs = req["session"]
         if self.key != req["session"]:
             self.close()
+            import duckdb  # lazy: only after main() points sys.stdout at stderr (see engines.py)
+
             try:
                 self.con = engines.open_duckdb_readonly(Path(path), threads=threads)
                 engines.register_forwarding_udfs(self.con, udfs)
