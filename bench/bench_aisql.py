@@ -19,16 +19,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from pipelines.aisql.evalset import build_pairs  # noqa: E402
+from pipelines.aisql.execute import run_query  # noqa: E402
+from pipelines.aisql.operators import AIRuntime, CouncilOperator, LabelOracle  # noqa: E402
+from pipelines.aisql.pipeline import prepare_db  # noqa: E402
+from pipelines.aisql.scenarios import MOVIE, load_labels, load_queries, visible_columns  # noqa: E402
+from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of  # noqa: E402
+from resources.llm import Council  # noqa: E402
+from resources.llm.config import Member  # noqa: E402
+from resources.llm.registry import call_log  # noqa: E402
+from tests.llm_fakes import StubOpenAIServer, StubScript  # noqa: E402
+
 DATA = REPO.parent / "shared" / "data"
 
 
 def calls_per_pair(n_pairs: int) -> tuple[float, float, int]:
-    from pipelines.aisql.evalset import build_pairs
-    from pipelines.aisql.operators import AIRuntime, LabelOracle
-    from pipelines.aisql.pipeline import prepare_db
-    from pipelines.aisql.scenarios import MOVIE, load_labels, load_queries, visible_columns
-    from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
-
     db = prepare_db("movie", DATA, Path(os.environ["QUANDARY_HOME"]))
     golds = [g for g in load_queries("movie", DATA) if g.question_id in ("Q2", "Q3", "Q4", "Q8")]
     pairs = build_pairs("movie", DATA, golds).head(n_pairs)
@@ -51,14 +57,6 @@ def calls_per_pair(n_pairs: int) -> tuple[float, float, int]:
 
 
 def q3_wall(latency: float, in_flight: int) -> tuple[float, int]:
-    from pipelines.aisql.execute import run_query
-    from pipelines.aisql.operators import AIRuntime, CouncilOperator
-    from pipelines.aisql.pipeline import prepare_db
-    from resources.llm import Council
-    from resources.llm.config import Member
-    from resources.llm.registry import call_log
-    from tests.llm_fakes import StubOpenAIServer, StubScript
-
     db = prepare_db("movie", DATA, Path(os.environ["QUANDARY_HOME"]))
     sql = (DATA / "sembench" / "files" / "movie" / "query" / "bigquery" / "Q3.sql").read_text()
     with StubOpenAIServer(StubScript(latency_s=latency, content='{"answer": true}')) as stub:

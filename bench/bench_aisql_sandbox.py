@@ -32,6 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DATA = REPO.parent / "shared" / "data"
 
+from pipelines.aisql.execute import run_duckdb_sql, run_query  # noqa: E402
+from pipelines.aisql.operators import AIRuntime, KeywordOperator, LabelOracle  # noqa: E402
+from pipelines.aisql.pipeline import prepare_db  # noqa: E402
+from pipelines.aisql.scenarios import MOVIE, load_labels  # noqa: E402
 from resources.sql.worker import proc_status_bytes  # noqa: E402
 
 HOSTILE = [
@@ -43,15 +47,11 @@ DESIGNS = ("worker", "in process")
 
 
 def _db():
-    from pipelines.aisql.pipeline import prepare_db
-
     return prepare_db("movie", DATA, Path(os.environ["QUANDARY_HOME"]))
 
 
 def child(sql: str, budget: float) -> None:
     """One query, then one JSON line (runs in a fresh process: its memory figures are its own)."""
-    from pipelines.aisql.execute import run_duckdb_sql
-    from pipelines.aisql.operators import AIRuntime, KeywordOperator
 
     db = _db()
     rt = AIRuntime(KeywordOperator())
@@ -114,10 +114,6 @@ def hostile(design: str, sql: str, budget: float, cap: int) -> dict:
 
 
 def normal_query(design: str) -> dict:
-    from pipelines.aisql.execute import run_query
-    from pipelines.aisql.operators import AIRuntime, LabelOracle
-    from pipelines.aisql.scenarios import MOVIE, load_labels
-
     os.environ["QUANDARY_SQL_IN_PROCESS"] = "1" if design == "in process" else "0"
     db = _db()
     sql = (DATA / "sembench" / "files" / "movie" / "query" / "bigquery" / "Q3.sql").read_text()
@@ -137,9 +133,6 @@ def normal_query(design: str) -> dict:
 
 
 def per_call(design: str, vectors: int) -> tuple[float, int]:
-    from pipelines.aisql.execute import run_duckdb_sql
-    from pipelines.aisql.operators import AIRuntime, KeywordOperator
-
     os.environ["QUANDARY_SQL_IN_PROCESS"] = "1" if design == "in process" else "0"
     db = _db()
     sql = (

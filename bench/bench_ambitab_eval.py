@@ -22,13 +22,14 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from pipelines.ambitab import ambrosia  # noqa: E402
 from pipelines.ambitab.protocol.askers import make_asker  # noqa: E402
-from pipelines.stats import cluster_bootstrap  # noqa: E402
 from pipelines.ambitab.protocol.episode import run_episodes  # noqa: E402
 from pipelines.ambitab.protocol.oracles import make_oracle  # noqa: E402
 from pipelines.ambitab.protocol.solver import ScriptedSolver  # noqa: E402
 from pipelines.ambitab.protocol.task import Task  # noqa: E402
 from pipelines.ambitab.protocol.verifier import Verifier  # noqa: E402
+from pipelines.core.stats import cluster_bootstrap  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 
@@ -37,7 +38,6 @@ def bench_episodes(seeds: int) -> None:
     if not (SHARED / "ambrosia").is_dir():
         print(f"episodes: skipped ({SHARED / 'ambrosia'} not found)")
         return
-    from pipelines.ambitab import ambrosia
 
     tasks = [Task.from_record(r) for r in ambrosia.build(SHARED).records]
     sql_of = {t.spec.user_query: t.verifier.reference_sql[0] for t in tasks}

@@ -27,6 +27,7 @@ positive, b less so, c is a coin flip, so some votes need the third member.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -36,10 +37,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import polars as pl
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+
+from pipelines.abiss import outputs  # noqa: E402
 from pipelines.abiss.prompts import PROMPT_OPENINGS  # noqa: E402
+from pipelines.abiss.stages import STAGES, StageContext, run_stage, voting  # noqa: E402
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID  # noqa: E402
+from resources.llm.votes import decide  # noqa: E402
 
 MARKERS = {k: v for k, v in PROMPT_OPENINGS.items() if k not in ("generate_question", "ground_sql")}
 # share of "positive" answers per member (yes / writes the gold reading / prefers the assigned category)
@@ -60,8 +68,6 @@ class Responder:
     """Answers every stage's prompt from (member, prompt) alone, knowing the candidates by question."""
 
     def __init__(self, candidates: list[dict]):
-        from pipelines.taxonomy import SUBCATEGORY_BY_ID
-
         self.by_question: dict[str, dict] = {}
         for c in sorted(candidates, key=lambda r: r.get("interpretation_index") or 0, reverse=True):
             self.by_question[c["question"]] = c  # interpretation 0 wins for a shared question
@@ -92,7 +98,7 @@ class Responder:
 
 
 def _make_full_council_cls():
-    from resources.llm.votes import decide
+    # lazy: the name means something else at module level
     from resources.llm.council import Council, MemberVote, VoteOutcome, _as_yes_no
 
     class FullCouncil(Council):
@@ -110,7 +116,6 @@ def _make_full_council_cls():
             tie="reject",
             overrides=None,
         ):
-            import asyncio
 
             yes_no = rule in ("strict_majority", "unanimous")
             results = await asyncio.gather(
@@ -147,25 +152,16 @@ class _NoWaveShortCircuit:
     """Patch the SQL-writing waves of stages 5/6 to ask every member (restored on exit)."""
 
     def __enter__(self):
-        from pipelines.abiss.stages import voting
-
         self._saved = (voting.is_decided, voting.min_more_votes)
         voting.is_decided = lambda votes, n_remaining, *a, **k: n_remaining == 0
         voting.min_more_votes = lambda votes, n_remaining, *a, **k: n_remaining
         return self
 
     def __exit__(self, *exc):
-        from pipelines.abiss.stages import voting
-
         voting.is_decided, voting.min_more_votes = self._saved
 
 
 def run_cascade(candidates, db_path: str, schema_context: str, council, handler) -> dict:
-    import polars as pl
-
-    from pipelines.abiss import outputs
-    from pipelines.abiss.stages import STAGES, StageContext, run_stage
-
     cands = pl.DataFrame(candidates, infer_schema_length=None)
     previous = None
     totals = {"calls": 0, "cached": 0, "calls_saved": 0}
@@ -212,9 +208,10 @@ def main() -> int:
     os.environ["QUANDARY_HOME"] = str(home)
     os.environ.pop("QUANDARY_COUNCIL_CONFIG", None)
 
+    # lazy: after the setup above it (environment, monkeypatch or sys.path)
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.abiss.generation import generate_nlq_objects, ground_sql
     from pipelines.abiss.grid import GridSpec, expand_grid
-    from pipelines.demo_db import write_demo_db
     from pipelines.sqltools.schema_context import render_schema_context
     from resources.catalog import inspect_database
     from resources.llm import Council

@@ -17,6 +17,7 @@ machine and the stub allow; on a shared, busy machine read the ratio against it.
 """
 
 import argparse
+import asyncio
 import os
 import statistics
 import subprocess
@@ -29,7 +30,10 @@ from typing import Literal
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+
 from pydantic import BaseModel  # noqa: E402
+
+from resources.llm import openai_http  # noqa: E402
 
 
 class Verdict(BaseModel):
@@ -38,9 +42,6 @@ class Verdict(BaseModel):
 
 async def _bare_http(api_base: str, prompts: list, level: int) -> float:
     """Wall time of the same requests through the bare pooled HTTP client, ``level`` at a time."""
-    import asyncio
-
-    from resources.llm import openai_http
 
     gate = asyncio.Semaphore(level)
     url = api_base + "/chat/completions"
@@ -74,7 +75,7 @@ def main() -> int:
         ap.error("--latency 0 needs --requests")
 
     os.environ["QUANDARY_HOME"] = tempfile.mkdtemp(prefix="quandary-bench-")
-    from resources.llm import Council
+    from resources.llm import Council  # lazy: after the setup above it (environment, monkeypatch or sys.path)
     from resources.llm.config import Member
     from resources.llm.registry import call_log
     from resources.llm.runtime import run_sync

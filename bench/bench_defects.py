@@ -80,7 +80,6 @@ def _db_id(path: Path) -> str:
 
 def dump(paths: list[Path], per_subcategory: int, seed: int) -> dict:
     """Candidates of the generator importable from sys.path (this tree or --baseline-src)."""
-    from pipelines.abiss.programmatic import generate_candidates
 
     out, t0 = {}, time.perf_counter()
     for p in paths:
@@ -90,6 +89,15 @@ def dump(paths: list[Path], per_subcategory: int, seed: int) -> dict:
         except Exception as exc:  # a database the generator cannot read is reported, not fatal
             out[str(p)] = {"error": f"{type(exc).__name__}: {exc}"}
     return {"candidates": out, "seconds": time.perf_counter() - t0}
+
+
+from pipelines.abiss import wellformed  # noqa: E402
+from pipelines.abiss.programmatic import generate_candidates  # noqa: E402
+from pipelines.abiss.programmatic.builders.answerable import fitting_adjective  # noqa: E402
+from pipelines.abiss.programmatic.builders.base import is_measure  # noqa: E402
+from pipelines.abiss.programmatic.phrasing import is_relation_name, table_words  # noqa: E402
+from pipelines.abiss.programmatic.schema_analysis import analyze  # noqa: E402
+from resources.sql import execute_sql  # noqa: E402
 
 
 def generate_with(src: str | None, paths: list[Path], per_subcategory: int, seed: int) -> dict:
@@ -121,9 +129,6 @@ class Judge:
     """Detectors over one database, built from the *current* analysis (same for both columns)."""
 
     def __init__(self, path: Path):
-        from pipelines.abiss import wellformed
-        from pipelines.abiss.programmatic.schema_analysis import analyze
-
         self.path = path
         self.a = analyze(path)
         self.vocab = wellformed.Vocabulary.of_database(str(path))
@@ -142,12 +147,6 @@ class Judge:
         return None, None
 
     def defects(self, group: list[dict]) -> set[str]:
-        from pipelines.abiss import wellformed
-        from pipelines.abiss.programmatic.builders.answerable import fitting_adjective
-        from pipelines.abiss.programmatic.builders.base import is_measure
-        from pipelines.abiss.programmatic.phrasing import is_relation_name, table_words
-        from resources.sql import execute_sql
-
         c = group[0]
         q = c["question"]
         # articles and agreement are judged on everything a person reads: question, evidence, readings
@@ -199,7 +198,7 @@ class Judge:
                     if adj != fit and not adj.startswith("high-"):
                         out.add("unfit_definition")
         if c["subcategory"] == "lexical_vagueness" and len(group) == 2:
-            from pipelines.abiss.programmatic.generator import _multiset
+            from pipelines.abiss.programmatic.generator import _multiset  # lazy: only on this branch
 
             res = [execute_sql(str(self.path), r["sql"]) for r in group]
             if all(x.ok for x in res):
@@ -323,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(head))
     for d in (*DEFECTS, "any"):
         cells = []
-        for name, (counts, total, _, _) in results.items():
+        for counts, total, _, _ in results.values():
             cells.append(f"{counts[d]:>6} {100 * counts[d] / total if total else 0:>6.1f} %   ")
         print(f"{d:<22}" + "".join(f"{c:>18}" for c in cells))
     print("-" * len(head))

@@ -18,18 +18,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import resources.llm.client as client  # noqa: E402
+from cli.commands.run import DEMO_COUNCIL, DEMO_GRID  # noqa: E402
+from pipelines.abiss.demo_db import write_demo_db  # noqa: E402
+from pipelines.abiss.generation import generate_nlq_objects, ground_sql  # noqa: E402
+from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid  # noqa: E402
+from pipelines.abiss.stages import StageContext, run_stage  # noqa: E402
+from pipelines.sqltools.schema_context import fit_schema_context  # noqa: E402
+from resources.catalog import inspect_database  # noqa: E402
+from resources.llm import get_council, reset_councils  # noqa: E402
+from resources.llm.config import load_council_config, schema_token_budget  # noqa: E402
+
 
 def run(mode: str, tmp: str) -> dict:
-    import resources.llm.client as client
-    from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
-    from pipelines.abiss.generation import generate_nlq_objects, ground_sql
-    from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
-    from pipelines.abiss.stages import StageContext, run_stage
-    from pipelines.demo_db import write_demo_db
-    from resources.catalog import fit_schema_context, inspect_database
-    from resources.llm import get_council, reset_councils
-    from resources.llm.config import load_council_config, schema_token_budget
-
     originals = (client.bounded_schema, client.embedded_max_tokens)
     if mode == "before":
         client.bounded_schema = lambda schema: schema
@@ -59,7 +60,7 @@ def run(mode: str, tmp: str) -> dict:
         wall = time.monotonic() - t0
     finally:
         client.bounded_schema, client.embedded_max_tokens = originals
-    import sqlite3
+    import sqlite3  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     con = sqlite3.connect(f"{tmp}/{mode}/llm_calls.sqlite")
     calls = con.execute(

@@ -30,7 +30,12 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from email.utils import formatdate
 from pathlib import Path
+
+import polars as pl
+import pytest
+from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -56,7 +61,7 @@ class Try:
 
 def cli(*args: str) -> tuple[int, str, str]:
     """`quandary ARGS` in this process: (exit code, stdout, stderr)."""
-    from cli import main
+    from cli import main  # lazy: the name means something else at module level
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -150,8 +155,6 @@ def lines(text: str) -> list[str]:
 
 
 def demo_db(path: Path) -> Path:
-    from pipelines.demo_db import write_demo_db
-
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         write_demo_db(path)
@@ -162,11 +165,6 @@ def demo_db(path: Path) -> Path:
 
 
 def item1() -> list[Try]:
-    import polars as pl
-
-    from storage import artifacts
-    from storage.paths import UnsafePathError, artifacts_dir
-
     good = {
         "db_id": "university",
         "question": "How many departments?",
@@ -295,8 +293,6 @@ def item3() -> list[Try]:
         rc, _, err = cli("db", "register", rel, "--db-id", "rel_uni")
     finally:
         os.chdir(cwd)
-    from resources.catalog import Catalog
-
     stored = Catalog().get("rel_uni").path if rc == 0 else None
     tries.append(Try("db register seeds/uni.sqlite", stored == str(db.resolve()), f"stored {stored}"))
     return tries
@@ -318,9 +314,6 @@ def patched(obj, name, value):
 @contextlib.contextmanager
 def _tmp_write_fails(code):
     """Writes to temp files fail with ``code`` (the storage fault tests' injection)."""
-    import pytest
-
-    from tests.storage.test_storage_faults import _inject_enospc_on_tmp_write
 
     with pytest.MonkeyPatch.context() as mp:
         _inject_enospc_on_tmp_write(mp, code)
@@ -328,10 +321,6 @@ def _tmp_write_fails(code):
 
 
 def item4() -> list[Try]:
-    import polars as pl
-
-    from storage import artifacts
-    from storage.llm_log import CallLog, CallLogDamaged, CallLogError, CallRecord
     from tests.storage.test_storage_faults import _FaultyConn  # writes fail like a full or read-only disk
 
     tries = []
@@ -395,11 +384,6 @@ def item4() -> list[Try]:
 
 def _council_on_full_disk(fault) -> Try:
     """Two answered calls while the log is full are not requested again once space is freed."""
-    from pydantic import BaseModel
-
-    from resources.llm import Council, call_log
-    from resources.llm.config import Member
-    from tests.llm.fault_stub import FaultStub
 
     class Verdict(BaseModel):
         verdict: str
@@ -429,11 +413,10 @@ def _council_on_full_disk(fault) -> Try:
 
 
 def _run_failure_on_read_only_folder() -> Try:
-    import polars as pl
-    from dagster import asset, materialize
+    from dagster import asset, materialize  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.io_manager import VersionedParquetIOManager
-    from cli.run_output import first_failure
 
     @asset  # no return annotation: this module's annotations are strings Dagster cannot resolve
     def small():
@@ -453,11 +436,6 @@ def _run_failure_on_read_only_folder() -> Try:
 
 
 def item5() -> list[Try]:
-    import polars as pl
-
-    from storage import artifacts
-    from storage.audit import open_audit
-
     tries = []
     cases = {
         "LATEST and versions.jsonl lost": ("LATEST", "versions.jsonl"),
@@ -494,11 +472,8 @@ def item5() -> list[Try]:
 
 
 def item6() -> list[Try]:
-    import polars as pl
-
-    from assets.abiss.assets import _db
+    from assets.abiss.assets import _db  # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.resources import SeedCatalogResource
-    from resources.catalog import Catalog, SeedChangedError, check_seed_unchanged
 
     tries = []
     db = demo_db(WORK / "seed6" / "uni6" / "uni6.sqlite")
@@ -544,9 +519,10 @@ def item6() -> list[Try]:
 
 
 def item7() -> list[Try]:
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInvalidConfigError, validate_run_config
 
-    from assets.definitions import MAIN_JOB, defs
+    from assets.definitions import MAIN_JOB, defs  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     job = defs.resolve_job_def(MAIN_JOB)
     HOME.mkdir(parents=True, exist_ok=True)
@@ -585,8 +561,6 @@ def item7() -> list[Try]:
 
 
 def item8() -> list[Try]:
-    from resources.sql.audit_runner import run_audit_query
-
     tries = []
     for value in ("nan", "inf", "0", "-1"):
         rc, _, err = cli("audit", "sql", "SELECT 1", f"--timeout={value}")
@@ -639,14 +613,6 @@ def item8() -> list[Try]:
 
 
 def item9() -> list[Try]:
-    from email.utils import formatdate
-
-    from pydantic import BaseModel
-
-    from resources.llm import Council, call_log
-    from resources.llm.config import Member
-    from tests.llm.fault_stub import FaultStub
-
     class Verdict(BaseModel):
         verdict: str
 
@@ -711,9 +677,6 @@ def item9() -> list[Try]:
 
 
 def _corrupt_log_calls(member, ask) -> Try:
-    from resources.llm import call_log
-    from tests.llm.fault_stub import FaultStub
-
     path = HOME / "llm_calls.sqlite"
     with FaultStub(default="ok") as stub:
         for i in range(30):
@@ -753,7 +716,7 @@ def _import_tries() -> list[Try]:
     tries.append(Try("import []", rc == 1 and "no records" in err, err.strip()[:80]))
     # memory must not grow with the file: the same records in a 2 MB and in a 20 MB file
     sys.path.insert(0, str(ROOT / "bench"))
-    from bench_import import make_records
+    from bench_import import make_records  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     big = make_records(20.0)
     for n, name in ((len(big) // 10, "small.json"), (len(big), "large.json")):
@@ -791,6 +754,19 @@ def _import_tries() -> list[Try]:
     return tries
 
 
+from cli.run_output import first_failure  # noqa: E402
+from pipelines.abiss.demo_db import write_demo_db  # noqa: E402
+from resources.catalog import Catalog, SeedChangedError, check_seed_unchanged  # noqa: E402
+from resources.llm import Council, call_log  # noqa: E402
+from resources.llm.config import Member  # noqa: E402
+from resources.sql.audit_runner import run_audit_query  # noqa: E402
+from storage import artifacts  # noqa: E402
+from storage.audit import open_audit  # noqa: E402
+from storage.llm_log import CallLog, CallLogDamaged, CallLogError, CallRecord  # noqa: E402
+from storage.paths import UnsafePathError, artifacts_dir  # noqa: E402
+from tests.llm.fault_stub import FaultStub  # noqa: E402
+from tests.storage.test_storage_faults import _inject_enospc_on_tmp_write  # noqa: E402
+
 ITEMS = {
     1: ("import writes outside its asset", item1),
     2: ("AI-operator SQL outside the sandbox", item2),
@@ -827,7 +803,7 @@ def main() -> int:
             for t in tries:
                 print(f"  [{'held' if t.held else 'FAIL'}] {n}: {t.name} — {t.note}", flush=True)
         print(f"item {n}: {len(tries) - len(failed)}/{len(tries)} held", file=sys.stderr, flush=True)
-    print(f"\n| item | tries | held | failed | note |\n|---|---|---|---|---|")
+    print("\n| item | tries | held | failed | note |\n|---|---|---|---|---|")
     for item, tries, held, failed, note in rows:
         print(f"| {item} | {tries} | {held} | {failed} | {note.replace('|', '/')} |")
     total = sum(r[1] for r in rows)

@@ -25,9 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import polars as pl
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT))
+
+from pipelines.abiss.outputs import REFERENCE_CATEGORY  # noqa: E402
 
 
 def _base_records() -> list[tuple[str, str, str | None, str]]:
@@ -40,7 +44,6 @@ def _base_records() -> list[tuple[str, str, str | None, str]]:
 
 def make_records(megabytes: float) -> list[dict]:
     """ABISS JSON records totalling about ``megabytes`` MB (indented as `quandary export` writes)."""
-    from pipelines.abiss.outputs import REFERENCE_CATEGORY
 
     base, subs = _base_records(), list(REFERENCE_CATEGORY)
     out, size = [], 0
@@ -111,8 +114,6 @@ def run_import(src: Path, paths: list[Path], home: Path) -> tuple[float, float]:
 
 
 def stored_rows(home: Path) -> dict[str, int]:
-    import polars as pl
-
     root = home / "q" / "artifacts" / "imported_dataset"
     return {d.name: pl.read_parquet(d / (d / "LATEST").read_text().strip()).height for d in sorted(root.iterdir())}
 

@@ -44,7 +44,8 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="quandary-bench-"))
     os.environ["QUANDARY_HOME"] = str(home)
 
-    from pipelines.demo_db import write_demo_db
+    # lazy: after the setup above it (environment, monkeypatch or sys.path)
+    from pipelines.abiss.demo_db import write_demo_db
     from pipelines.interaction.agents import load_agent
     from pipelines.interaction.dialogue import run_benchmark
     from pipelines.interaction.metrics import score_conversation
@@ -91,7 +92,7 @@ def main() -> int:
         system = Council("system_agents", [member("sys")], call_log())
         user = SimulatedUser(Council("user_simulator", [member("u1"), member("u2"), member("u3")], call_log()))
         judges = Council("judges", [member("u1"), member("u2"), member("u3")], call_log())
-        from pipelines.interaction.metrics import council_feedback_judge
+        from pipelines.interaction.metrics import council_feedback_judge  # lazy: only on this branch
 
         judge = council_feedback_judge(judges, schema)
         out = []

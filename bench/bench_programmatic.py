@@ -17,6 +17,8 @@ median wall time and candidates (NLQ records) per second.
 from __future__ import annotations
 
 import argparse
+import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -26,16 +28,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.demo_db import write_demo_db  # noqa: E402
+
+from pipelines.abiss.demo_db import write_demo_db  # noqa: E402
 from pipelines.abiss.programmatic import generate_candidates  # noqa: E402
+from pipelines.abiss.programmatic.schema_analysis import analyze  # noqa: E402
+from resources.catalog import inspect_database  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 
 
 def wide_db(path: Path, n_tables: int, rows: int = 20) -> Path:
-    import random
-    import sqlite3
-
     rng = random.Random(n_tables)
     con = sqlite3.connect(path)
     for i in range(n_tables):
@@ -52,8 +54,6 @@ def wide_db(path: Path, n_tables: int, rows: int = 20) -> Path:
 
 
 def scaling(sizes: list[int], per_subcategory: int, seed: int) -> int:
-    from pipelines.abiss.programmatic.schema_analysis import analyze
-
     print(f"{'tables':>7} {'analyze s':>10} {'generate s':>11} {'total s':>8} {'records':>8} {'s / table':>10}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
@@ -124,8 +124,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _tables(db: Path) -> list[str]:
-    from resources.catalog import inspect_database
-
     return [t.name for t in inspect_database(db).tables]
 
 

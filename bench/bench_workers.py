@@ -30,6 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from pipelines.abiss.demo_db import write_demo_db  # noqa: E402
+from pipelines.abiss.generation import generate_nlq_objects, ground_sql  # noqa: E402
+from pipelines.abiss.grid import GridSpec, expand_grid  # noqa: E402
+
 # One answer for every cascade prompt: a yes verdict, a SQL query, an answerability, a category
 # choice and a style (each stage's model reads its own keys and ignores the rest).
 REPLY = json.dumps(
@@ -46,9 +50,6 @@ REPLY = json.dumps(
 
 def make_candidates(home: Path, n: int) -> Path:
     """The demo database and its programmatic candidates (generated once, read by every worker)."""
-    from pipelines.abiss.generation import generate_nlq_objects, ground_sql
-    from pipelines.abiss.grid import GridSpec, expand_grid
-    from pipelines.demo_db import write_demo_db
 
     db_path = str(write_demo_db(home / "university.sqlite"))
     grid = expand_grid(
@@ -64,7 +65,7 @@ def make_candidates(home: Path, n: int) -> Path:
 def worker(args) -> int:
     """One node: set up, say ready, wait for go, run the partitions, report."""
     os.environ["QUANDARY_HOME"] = args.home
-    import polars as pl
+    import polars as pl  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     from pipelines.abiss import outputs
     from pipelines.abiss.stages import STAGES, StageContext, run_stage

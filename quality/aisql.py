@@ -3,7 +3,7 @@
 import polars as pl
 
 from pipelines.aisql.rewrite import DIALECTS
-from quality.contracts import ColumnRule, Contract
+from quality.base import ColumnRule, Contract
 
 _STATUSES = ("ok", "error", "timeout", "budget_exceeded", "undecided")
 _LAYER_VERDICTS = ("accept", "reject", "cannot decide")

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ambitab.record import COUNTED_KINDS, CORPORA, ENGINES
-from quality.contracts import ColumnRule, Contract
+from pipelines.ambitab.comparison import results_match
+from pipelines.ambitab.record import CORPORA, COUNTED_KINDS, ENGINES, ComparisonPolicy
+from quality.base import ColumnRule, Contract
+from resources.sql import execute_sql
 
 # corpora whose build requires the readings of an AVT to differ on the data [P]
 READINGS_MUST_DIFFER = frozenset({"ambiqt", "taco"})
@@ -55,6 +57,34 @@ AMBITAB_REJECTS = Contract(
         ColumnRule("source_id", pl.String, nullable=False, min_length=1),
         ColumnRule("stage", pl.String, nullable=False, min_length=1),
         ColumnRule("reason", pl.String, nullable=False, min_length=1),
+    ),
+)
+
+# Evaluation (one row per record × seed × condition)
+AMBITAB_EPISODES = Contract(
+    name="ambitab_episodes",
+    description="Ask-then-solve episodes: every turn with its credit and response, the SQL and the verdict.",
+    columns=(
+        ColumnRule("episode_id", pl.String, nullable=False, unique=True, min_length=1),
+        ColumnRule("record_id", pl.String, nullable=False, min_length=1),
+        ColumnRule("avt_id", pl.String, nullable=False, min_length=1),
+        ColumnRule("seed", pl.Int64, nullable=False),
+        ColumnRule("asker", pl.String, nullable=False, min_length=1),
+        ColumnRule("oracle", pl.String, nullable=False, min_length=1),
+        ColumnRule("solver", pl.String, nullable=False, min_length=1),
+        ColumnRule("corpus", pl.String, nullable=False, min_length=1),
+        ColumnRule("budget", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("options", pl.String, nullable=False, min_length=1),
+        ColumnRule("n_amb", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("n_questions", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("recall", pl.Float64, min_value=0.0, max_value=1.0),
+        ColumnRule("precision", pl.Float64, min_value=0.0, max_value=1.0),
+        ColumnRule("f1", pl.Float64, min_value=0.0, max_value=1.0),
+        ColumnRule("verdict", pl.Int64, allowed=(0, 1)),
+        ColumnRule(
+            "status", pl.String, nullable=False, allowed=("ok", "unverifiable", "context_overflow", "no_solver")
+        ),
+        ColumnRule("turns_json", pl.String, nullable=False),
     ),
 )
 
@@ -92,7 +122,6 @@ def _rows_of(df: pl.DataFrame):
 
 def reference_executes_rule(df: pl.DataFrame, timeout_s: float = 30.0) -> tuple[RuleOutcome, dict]:
     """Execute every executable record's reference SQL; returns (outcome, record_id -> result)."""
-    from resources.sql import execute_sql
 
     out = RuleOutcome("ambitab_reference_sql_executes", True)
     results: dict = {}
@@ -125,8 +154,6 @@ def reference_executes_rule(df: pl.DataFrame, timeout_s: float = 30.0) -> tuple[
 
 def readings_differ_rule(df: pl.DataFrame, results: dict) -> RuleOutcome:
     """Pairwise-different results within each AVT (required for AmbiQT / TACO)."""
-    from pipelines.ambitab.comparison import results_match
-    from pipelines.ambitab.record import ComparisonPolicy
 
     out = RuleOutcome("ambitab_readings_differ", True)
     groups: dict[str, list[str]] = defaultdict(list)

@@ -1,4 +1,4 @@
-"""Run a :class:`~quality.contracts.Contract` as a Great Expectations (1.x) suite.
+"""Run a :class:`~quality.base.Contract` as a Great Expectations (1.x) suite.
 
 GX is imported lazily (its import costs seconds) and run in an ephemeral context on a pandas
 copy of the frame. The result is plain data the asset checks turn into ``AssetCheckResult``.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from quality.contracts import Contract
+from quality.base import Contract
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class SuiteOutcome:
 
 
 def _expectations(contract: Contract, columns_present: set[str]):
-    import great_expectations as gx
+    import great_expectations as gx  # lazy: great_expectations costs ~2.5 s at import
 
     E = gx.expectations
     yield E.ExpectTableRowCountToBeBetween(min_value=contract.min_rows)
@@ -65,7 +65,7 @@ def _expectations(contract: Contract, columns_present: set[str]):
 def run_contract(contract: Contract, df: pl.DataFrame) -> SuiteOutcome:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    import great_expectations as gx
+    import great_expectations as gx  # lazy: great_expectations costs ~2.5 s at import
 
     problems = contract.schema_problems(df)
     ctx = gx.get_context(mode="ephemeral")

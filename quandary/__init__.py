@@ -12,14 +12,18 @@ Everything is read from the artifact store the CLI and the Dagster UI write to: 
 deployment; nothing here starts a run or changes a file.
 """
 
+import warnings
+
 import polars as pl
+
+from storage.audit import audit_query, open_audit
+from storage.stores import artifact_store, latest_partitions
 
 __all__ = ["assets", "load", "sql"]
 
 
 def assets() -> list[str]:
     """The stored tables (one per asset that has a materialized version)."""
-    from storage.stores import artifact_store
 
     return sorted(artifact_store().latest_locations_by_asset())
 
@@ -27,7 +31,6 @@ def assets() -> list[str]:
 def load(asset: str, db: str | None = None) -> pl.DataFrame:
     """The latest version of ``asset`` for database (partition) ``db``; without ``db``, the latest
     version of every partition, concatenated. Raises ``LookupError`` naming what is stored."""
-    from storage.stores import artifact_store, latest_partitions
 
     store = artifact_store()
     if db is not None:
@@ -47,9 +50,6 @@ def load(asset: str, db: str | None = None) -> pl.DataFrame:
 
 def sql(query: str) -> pl.DataFrame:
     """One read-only SELECT over the audit catalog (a view per asset, plus ``llm_calls``)."""
-    import warnings
-
-    from storage.audit import audit_query, open_audit
 
     con = open_audit()
     try:

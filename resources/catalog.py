@@ -24,6 +24,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from resources.sql import execute_sql
 from resources.sql.engines import open_duckdb_readonly, open_sqlite_readonly
 from resources.sql.results import DUCKDB_SUFFIXES, SQLITE_SUFFIXES, engine_of
 from storage.paths import quandary_home
@@ -162,6 +163,7 @@ def local_seed(path: str | Path, recorded_sha256: str | None, db_id: str) -> str
     distributed mode (a shared store): ``path`` if it holds the registered bytes, else — missing on
     this node, or other bytes — the copy fetched by hash from the store into ``$QUANDARY_HOME/seeds``
     (verified); a seed in neither place is refused naming both and what to do."""
+    # lazy: keeps `quandary` start-up light (the object store)
     from storage.seeds import SeedUnavailableError, fetch_seed, seed_backend
 
     backend = seed_backend() if recorded_sha256 else None
@@ -301,7 +303,6 @@ def _sample_rows(path: Path, quoted_table: str, column_names: list[str]) -> tupl
     """Up to five sample rows, read through the sandboxed executor: a hostile database (e.g. a
     generated ``zeroblob(1e9)`` column) costs a bounded amount of memory and time, and then simply
     has no sample rows."""
-    from resources.sql import execute_sql
 
     out = execute_sql(
         path,
@@ -375,7 +376,7 @@ class Catalog:
         self.path = Path(path) if path else quandary_home() / "catalog.json"
         self._engine = None
         if path is None:
-            from storage.state_db import state_engine
+            from storage.state_db import state_engine  # lazy: sqlalchemy, only in distributed mode
 
             self._engine = state_engine()
 
@@ -385,7 +386,7 @@ class Catalog:
 
     def _load(self) -> dict[str, dict]:
         if self._engine is not None:
-            from storage.catalog_db import load
+            from storage.catalog_db import load  # lazy: sqlalchemy, only in distributed mode
 
             return load(self._engine)
         if not self.path.exists():
@@ -407,10 +408,10 @@ class Catalog:
     def _update(self, change) -> None:
         """Apply ``change(data)`` to the stored catalog under the inter-process lock."""
         if self._engine is not None:
-            from storage.catalog_db import update
+            from storage.catalog_db import update  # lazy: sqlalchemy, only in distributed mode
 
             return update(self._engine, change)
-        from resources.locks import file_lock
+        from resources.locks import file_lock  # lazy: keeps `quandary` start-up light
 
         with file_lock(self.lock_path):
             data = self._load()
@@ -488,6 +489,7 @@ class Catalog:
 def _share_seed(info: DatabaseInfo) -> None:
     """In distributed mode: the seed's bytes in the shared store under their hash, so a node without
     the file fetches them (:func:`local_seed`); on one machine nothing."""
+    # lazy: keeps `quandary` start-up light (the object store)
     from storage.seeds import SeedUnavailableError, upload_seed
 
     try:

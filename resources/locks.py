@@ -14,7 +14,7 @@ def file_lock(path: str | Path):
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            import fcntl
+            import fcntl  # lazy: POSIX only
         except ImportError:  # not POSIX: no inter-process lock available
             fcntl = None
         if fcntl is not None:

@@ -27,9 +27,10 @@ import sys
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
 from storage.faults import CORRUPT, storage_cause, storage_message
-from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS
+from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS, CallLogError, open_call_log
 from storage.paths import llm_calls_path
 from storage.sqlnames import quote_ident
 from storage.state_db import state_url
@@ -62,7 +63,7 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path | None, warn=_std
     if not rows:
         con.execute("CREATE TABLE llm_calls AS SELECT * FROM (SELECT NULL::VARCHAR AS call_id) WHERE false")
         return True
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: pyarrow, only for the audit catalog; keeps `quandary` start-up light
 
     con.register("_llm_calls_arrow", pa.table({c: [r[i] for r in rows] for i, c in enumerate(cols)}))
     con.execute("CREATE TABLE llm_calls AS SELECT * FROM _llm_calls_arrow")
@@ -71,8 +72,6 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path | None, warn=_std
 
 
 def _calls_from_database(warn) -> tuple[list, list] | None:
-    from storage.llm_log import CallLogError, open_call_log
-
     try:
         log = open_call_log()
         try:
@@ -183,6 +182,5 @@ def list_views(con: duckdb.DuckDBPyConnection) -> list[str]:
 def query_frame(con, query: str, params=None):
     """A query result as a polars frame (DuckDB 2.0: ``.arrow()`` is a RecordBatchReader, and Arrow
     from a DB-API ``execute`` result warns about an extra copy)."""
-    import polars as pl
 
     return pl.from_arrow(con.sql(query, params=params or None).to_arrow_table())

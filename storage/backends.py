@@ -27,6 +27,7 @@ SeaweedFS, moto) — falling back to botocore's own ``AWS_ENDPOINT_URL_S3`` / ``
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import os
 import threading
@@ -34,6 +35,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 ARTIFACTS_URL_ENV = "QUANDARY_ARTIFACTS_URL"
 S3_ENDPOINT_ENV = "QUANDARY_S3_ENDPOINT_URL"
@@ -113,8 +115,6 @@ class LocalBackend(ObjectBackend):
         return tmp
 
     def put(self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None) -> None:
-        import fcntl
-
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp(path, data)
@@ -167,7 +167,7 @@ def _s3_filesystem(endpoint_url: str | None = None):
     first call (service model JSON, endpoint rules, TLS contexts: ~0.25 s of CPU), and every
     ``artifact_store()`` makes a backend: a fresh filesystem each time was a third of a waiting
     run's CPU. The pid is in the key: a forked child must not reuse its parent's connections."""
-    import s3fs
+    import s3fs  # lazy: s3fs, only for a bucket, slow to import
 
     endpoint = endpoint_url or os.environ.get(S3_ENDPOINT_ENV) or None
     key = f"{os.getpid()}:{endpoint or ''}"
@@ -209,7 +209,7 @@ class S3Backend(ObjectBackend):
         except FileNotFoundError:
             return None
         body = resp["Body"]
-        from fsspec.asyn import sync
+        from fsspec.asyn import sync  # lazy: fsspec, only for a bucket
 
         async def _read():
             async with body:
@@ -275,7 +275,5 @@ def backend_for(url: str) -> ObjectBackend:
     if url.startswith("s3://"):
         return S3Backend(url)
     if url.startswith("file://"):
-        from urllib.parse import unquote, urlparse
-
         return LocalBackend(unquote(urlparse(url).path))
     raise ValueError(f"${ARTIFACTS_URL_ENV} must be an s3:// or file:// URL, got {url!r}")

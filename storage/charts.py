@@ -23,15 +23,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from storage.stores import artifact_store
+
 
 @contextmanager
 def png_chart(path: str | Path, figsize: tuple[float, float], dpi: int = 100) -> Iterator:
     """Yield the Axes of a new figure; on a normal exit write it to ``path`` as a PNG. On an error
     nothing is written. The figure is closed either way."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is slow to import
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib is slow to import
 
     path = Path(path)
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
@@ -49,6 +51,5 @@ def png_chart(path: str | Path, figsize: tuple[float, float], dpi: int = 100) ->
 def publish_chart(path: str | Path) -> str:
     """Where the chart at ``path`` is kept for every reader: the local path on one machine, the object
     URL in a shared store (:meth:`storage.stores.ObjectArtifactStore.put_chart`)."""
-    from storage.stores import artifact_store
 
     return artifact_store().put_chart(Path(path))

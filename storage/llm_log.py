@@ -54,6 +54,8 @@ from storage.llm_log_rules import (  # noqa: F401 - the call log's public names 
     schema_sql,
     spill_dir,
 )
+from storage.paths import llm_calls_path
+from storage.state_db import state_url
 
 
 class CallLog(CallLogRules):
@@ -191,13 +193,11 @@ def _owner_host_pid(owner: str | None) -> tuple[str, int | None]:
 def call_log_location(path: str | Path | None = None) -> str:
     """Where :func:`open_call_log` would open the log: the database URL (no password) + table, or
     the resolved file — the key under which a process shares one handle."""
-    from storage.state_db import state_url
 
     if path is None and state_url():
-        from storage.llm_log_pg import location
+        from storage.llm_log_pg import location  # lazy: sqlalchemy, only in distributed mode
 
         return location(state_url())
-    from storage.paths import llm_calls_path
 
     return str(Path(path or llm_calls_path()).resolve())
 
@@ -206,12 +206,10 @@ def open_call_log(path: str | Path | None = None, *, lease_s: float | None = Non
     """The deployment's call log: PostgreSQL in distributed mode ($QUANDARY_STATE_URL or
     $QUANDARY_DAGSTER_PG_URL, storage.state_db) unless a file is named, else the SQLite file
     (default ``$QUANDARY_HOME/llm_calls.sqlite``)."""
-    from storage.state_db import state_url
 
     if path is None and state_url():
-        from storage.llm_log_pg import PostgresCallLog
+        from storage.llm_log_pg import PostgresCallLog  # lazy: sqlalchemy, only in distributed mode
 
         return PostgresCallLog(state_url(), lease_s=lease_s)
-    from storage.paths import llm_calls_path
 
     return CallLog(path or llm_calls_path(), lease_s=lease_s)

@@ -24,7 +24,7 @@ _SCHEMA_LOCK = 0x71C411  # pg_advisory_xact_lock key: nodes starting at once cre
 
 def location(url: str) -> str:
     """The log's name in messages and spill files: the URL without its password, and the table."""
-    from sqlalchemy.engine import make_url
+    from sqlalchemy.engine import make_url  # lazy: sqlalchemy, only in distributed mode
 
     return f"{make_url(url).render_as_string(hide_password=True)} (table {TABLE})"
 
@@ -35,7 +35,7 @@ class PostgresCallLog(CallLogRules):
     LEASE_UNTIL = "(now() + make_interval(secs => :lease_s))"
 
     def __init__(self, url: str, *, lease_s: float | None = None):
-        from sqlalchemy.exc import SQLAlchemyError
+        from sqlalchemy.exc import SQLAlchemyError  # lazy: sqlalchemy, only in distributed mode
 
         self.DB_ERRORS = (SQLAlchemyError,)
         self.url = url
@@ -47,7 +47,7 @@ class PostgresCallLog(CallLogRules):
         self._merge_spilled()
 
     def _init_schema(self) -> None:
-        from sqlalchemy import text
+        from sqlalchemy import text  # lazy: sqlalchemy, only in distributed mode
 
         with self.engine.begin() as conn:
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SCHEMA_LOCK})
@@ -60,13 +60,13 @@ class PostgresCallLog(CallLogRules):
         return contextlib.nullcontext(conn) if conn is not None else self.engine.begin()
 
     def _fetch(self, sql: str, params: dict) -> list[dict]:
-        from sqlalchemy import text
+        from sqlalchemy import text  # lazy: sqlalchemy, only in distributed mode
 
         with self._connection() as conn:
             return [dict(r._mapping) for r in conn.execute(text(sql), params)]
 
     def _execute(self, sql: str, params: dict) -> int:
-        from sqlalchemy import text
+        from sqlalchemy import text  # lazy: sqlalchemy, only in distributed mode
 
         with self._connection() as conn:
             return conn.execute(text(sql), params).rowcount
@@ -85,7 +85,7 @@ class PostgresCallLog(CallLogRules):
                 self._tx.conn = None
 
     def _cause(self, exc: BaseException) -> str | None:
-        from sqlalchemy.exc import InterfaceError, OperationalError
+        from sqlalchemy.exc import InterfaceError, OperationalError  # lazy: sqlalchemy, only in distributed mode
 
         # the server is down, unreachable or out of space: not a bug in a statement
         return IO if isinstance(exc, (OperationalError, InterfaceError)) else None

@@ -17,7 +17,6 @@ import os
 import re
 from pathlib import Path
 
-
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = "telemetry:\n  enabled: false\n"
 

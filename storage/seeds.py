@@ -18,8 +18,10 @@ import os
 import time
 from pathlib import Path
 
+from storage.artifacts import file_sha256
 from storage.backends import ARTIFACTS_URL_ENV, ObjectBackend, backend_for
 from storage.paths import path_segment, quandary_home
+from storage.stores import SEEDS_PREFIX, put_verified
 
 
 class SeedUnavailableError(LookupError):
@@ -33,14 +35,11 @@ def seed_backend() -> ObjectBackend | None:
 
 
 def seed_key(sha256: str, suffix: str) -> str:
-    from storage.stores import SEEDS_PREFIX
-
     return f"{SEEDS_PREFIX}/{path_segment(sha256 + suffix.lower(), 'seed file name')}"
 
 
 def upload_seed(path: str | Path, sha256: str, backend: ObjectBackend | None = None) -> str | None:
     """Put the seed file in the shared store under its hash; its URL, or None on one machine."""
-    from storage.stores import put_verified
 
     backend = backend or seed_backend()
     if backend is None:
@@ -94,6 +93,4 @@ def fetch_seed(sha256: str, suffix: str, backend: ObjectBackend | None = None, *
 
 
 def _sha256_file(path: Path) -> str:
-    from storage.artifacts import file_sha256
-
     return file_sha256(path)

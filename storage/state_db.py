@@ -50,7 +50,7 @@ def state_engine(url: str | None = None):
     with _lock:
         engine = _engines.get(key)
         if engine is None:
-            from sqlalchemy import create_engine
+            from sqlalchemy import create_engine  # lazy: sqlalchemy, only in distributed mode
 
             engine = create_engine(url, pool_pre_ping=True, future=True)
             _engines[key] = engine

@@ -32,7 +32,7 @@ import random
 import time
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import polars as pl
 
@@ -191,7 +191,7 @@ class ObjectArtifactStore:
         """The seq is claimed by inserting the history row (unique per store, asset, partition, seq);
         then LATEST is moved forward to it by compare-and-swap, never back: of two writers that
         claimed seq 5 and 6, whichever updates LATEST last, it ends at 6."""
-        from storage.versions_db import claim_version
+        from storage.versions_db import claim_version  # lazy: sqlalchemy, only in distributed mode
 
         current = self.backend.get(f"{folder}/LATEST")
         pointer = _parse_pointer(current.data) if current is not None else None
@@ -232,7 +232,7 @@ class ObjectArtifactStore:
         bucket's ``versions/`` objects (entries that do not parse are skipped)."""
         folder = _folder_key(asset, partition)
         if self.history_engine is not None:
-            from storage.versions_db import history
+            from storage.versions_db import history  # lazy: sqlalchemy, only in distributed mode
 
             return history(self.history_engine, self.url, asset, partition or A.UNPARTITIONED)
         out = []
@@ -346,7 +346,7 @@ def artifact_store(base_dir: str | os.PathLike | None = None):
         return LocalArtifactStore(Path(base_dir))
     url = os.environ.get(ARTIFACTS_URL_ENV, "").strip()
     if url:
-        from storage.state_db import state_engine
+        from storage.state_db import state_engine  # lazy: sqlalchemy, only in distributed mode
 
         return ObjectArtifactStore(backend_for(url), history_engine=state_engine())
     return LocalArtifactStore(None)
@@ -354,7 +354,6 @@ def artifact_store(base_dir: str | os.PathLike | None = None):
 
 def latest_partitions(store, asset: str) -> list[str]:
     """The partitions of ``asset`` that have a readable latest version in ``store``."""
-    from pathlib import PurePosixPath
 
     return sorted(PurePosixPath(loc).parent.name for loc in store.latest_locations_by_asset().get(asset, []))
 

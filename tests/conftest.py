@@ -12,6 +12,11 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 import pytest  # noqa: E402
 
+from pipelines.abiss.demo_db import write_demo_db
+
+# The LLM fakes' fixtures, for every test folder (a test names them as arguments, never imports them).
+from tests.llm_fakes import quandary_home, scripted, transport  # noqa: E402, F401
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "integration", "e2e")
 
@@ -70,8 +75,6 @@ def isolated_home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def demo_db_path(tmp_path_factory) -> Path:
-    from pipelines.demo_db import write_demo_db
-
     path = write_demo_db(tmp_path_factory.mktemp("demo") / "university.sqlite")
     path.chmod(0o444)  # the seed file must never be written by anything under test
     return path

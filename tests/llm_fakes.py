@@ -25,6 +25,9 @@ from typing import Any
 
 import pytest
 
+import resources.llm.client as client
+from resources.llm.config import Member
+
 
 @dataclass
 class Reply:
@@ -44,7 +47,7 @@ class ScriptedRequest:
 
 
 def http_error(status: int, message: str = "scripted error") -> Exception:
-    from litellm.llms.custom_llm import CustomLLMError
+    from litellm.llms.custom_llm import CustomLLMError  # lazy: litellm is slow to import
 
     return CustomLLMError(status_code=status, message=message)
 
@@ -63,7 +66,7 @@ def sequence(*items) -> Callable[[ScriptedRequest], Any]:
 
 
 def _make_handler_class():
-    from litellm import CustomLLM, ModelResponse
+    from litellm import CustomLLM, ModelResponse  # lazy: litellm is slow to import
 
     class ScriptedLLM(CustomLLM):
         def __init__(self, responder: Callable[[ScriptedRequest], Any] | None = None):
@@ -171,7 +174,7 @@ def ScriptedLLM(responder=None):  # noqa: N802 - a factory that looks like the c
 
 
 def install(handler) -> None:
-    from resources.llm.client import litellm_module
+    from resources.llm.client import litellm_module  # lazy: bound after a fixture patches it
 
     litellm = litellm_module()
     litellm.custom_provider_map = [item for item in litellm.custom_provider_map if item["provider"] != "scripted"] + [
@@ -180,8 +183,6 @@ def install(handler) -> None:
 
 
 def scripted_member(name: str, **overrides):
-    from resources.llm.config import Member
-
     base = dict(
         model=f"scripted/{name}",
         temperature=0.0,
@@ -200,7 +201,7 @@ def scripted_member(name: str, **overrides):
 def quandary_home(tmp_path, monkeypatch):
     monkeypatch.setenv("QUANDARY_HOME", str(tmp_path / "qhome"))
     monkeypatch.delenv("QUANDARY_COUNCIL_CONFIG", raising=False)
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     yield tmp_path / "qhome"
@@ -221,7 +222,6 @@ def transport(request, monkeypatch):
     direct pooled HTTP client, where litellm must not be touched, and litellm
     (``$QUANDARY_LLM_TRANSPORT=litellm``), which must be the one used. Same test, same assertions:
     both paths give the same failures, retries and answers."""
-    import resources.llm.client as client
 
     real = client.litellm_module
     used = []

@@ -23,6 +23,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import (
     REJECTION_CHECK,
@@ -31,8 +32,11 @@ from assets.shared.checks import (
     rejection_bounds_check,
     table_metadata,
 )
-from assets.shared.progress import step_progress
+from assets.shared.io_manager import artifact_output, preview_markdown
 from assets.shared.partitions import databases_partitions
+from assets.shared.pools import LLM_POOL
+from assets.shared.progress import step_progress
+from assets.shared.resources import CouncilResource, SafeSqlResource, seed_row
 from pipelines.abiss import groups as group_integrity
 from pipelines.abiss import outputs, wellformed
 from pipelines.abiss.generation import (
@@ -46,14 +50,9 @@ from pipelines.abiss.generation import (
 from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, StageContext, run_stage
+from pipelines.abiss.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
+from quality.abiss import CANDIDATES, COUNCIL_VOTES, DATASET
 from resources.llm.failures import ProviderUnavailable
-from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
-from quality.contracts import CANDIDATES, COUNCIL_VOTES, DATASET
-from assets.shared.resources import SafeSqlResource, seed_row
-from assets.shared.resources import CouncilResource
-from assets.shared.charts import chart_metadata, chart_path
-from assets.shared.pools import LLM_POOL
-from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP_GEN = "generation"
 GROUP_VAL = "validation"
@@ -121,7 +120,7 @@ _db = seed_row  # the seed database row, its path the file to read on this node
 
 def check_grid_on_launch(values: dict) -> None:
     """The CLI's checks of the grid and the council file, on every launch (UI included)."""
-    from pipelines.preflight import check_council, check_grid
+    from assets.shared.preflight import check_council, check_grid
 
     check_grid(values, check_council())
 

@@ -32,7 +32,10 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.ambitab.partitions import corpus_partitions  # noqa: E402
 from assets.shared.checks import contract_check_name
+from assets.shared.pools import LLM_POOL
+from assets.shared.resources import CouncilResource
 from pipelines.ambitab.build import rejects_frame
 from pipelines.ambitab.corpora import build_corpus, default_data_root
 from pipelines.ambitab.export import export_path
@@ -46,11 +49,7 @@ from quality.ambitab import (
     reference_executes_rule,
 )
 from quality.gx_suite import run_contract
-from assets.shared.resources import CouncilResource
-from assets.shared.pools import LLM_POOL
 from storage.artifacts import content_hash
-
-from assets.ambitab.partitions import corpus_partitions  # noqa: E402
 
 GROUP = "ambitab"
 RECORDS = "ambitab_records"

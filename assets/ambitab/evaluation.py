@@ -19,8 +19,12 @@ from pydantic import Field
 
 from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
+from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checks import contract_check_result, contract_check_spec
+from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
+from assets.shared.resources import CouncilResource
 from pipelines.ambitab.protocol.episode import EPISODE_KEY, RunSettings, episodes_frame
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.runs import check_names, make_solver, plan_conditions, run_conditions
@@ -34,13 +38,9 @@ from pipelines.ambitab.protocol.tables import (
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
-from quality.ambitab_eval import AMBITAB_EPISODES
+from quality.ambitab import AMBITAB_EPISODES
 from resources.llm.failures import ProviderUnavailable
-from assets.shared.resources import CouncilResource
 from storage.artifacts import upsert_rows
-from assets.shared.charts import chart_metadata, chart_path
-from assets.shared.pools import LLM_POOL
-from assets.shared.io_manager import artifact_output, preview_markdown
 
 GROUP = "ambitab_eval"
 EPISODES = "ambitab_episodes"

@@ -6,14 +6,13 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.partitions import databases_partitions
-from quality.contracts import SCHEMA_CONTEXT, SEED_DATABASES
-from pipelines.sqltools.schema_context import fit_schema_context
-from resources.catalog import inspect_database
-from assets.shared.resources import SeedCatalogResource
-from resources.llm.config import schema_token_budget
-from assets.shared.resources import CouncilResource
 from assets.shared.io_manager import artifact_output
+from assets.shared.partitions import databases_partitions
+from assets.shared.resources import CouncilResource, SeedCatalogResource
+from pipelines.sqltools.schema_context import fit_schema_context
+from quality.databases import SCHEMA_CONTEXT, SEED_DATABASES
+from resources.catalog import inspect_database
+from resources.llm.config import schema_token_budget
 
 SCHEMA_CONTEXT_VERSION = "2"  # bump when the rendering changes: marks downstream stale
 

@@ -17,10 +17,14 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
+from assets.shared.io_manager import artifact_output, preview_markdown
 from assets.shared.partitions import databases_partitions
+from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
+from assets.shared.resources import CouncilResource, SafeSqlResource, seed_row
 from pipelines.interaction import PIPELINE_VERSION
 from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
@@ -28,12 +32,7 @@ from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS
-from quality.interaction_contracts import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
-from assets.shared.resources import SafeSqlResource, seed_row
-from assets.shared.resources import CouncilResource
-from assets.shared.charts import chart_metadata, chart_path
-from assets.shared.pools import LLM_POOL
-from assets.shared.io_manager import artifact_output, preview_markdown
+from quality.interaction import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 
 GROUP = "interaction"
 
@@ -81,8 +80,8 @@ class ConversationConfig(Config):
 
 def check_conversations_on_launch(values: dict) -> None:
     """Modes, bounds, agents and the council file, checked on every launch (UI included)."""
+    from assets.shared.preflight import check_council
     from pipelines.interaction.agents import load_agent
-    from pipelines.preflight import check_council
 
     parse_modes(values.get("modes"))
     for key, low in (("max_steps", 0), ("workers", 1), ("max_fragments", 1)):

@@ -3,7 +3,7 @@
 import polars as pl
 from dagster import AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, MetadataValue
 
-from quality.contracts import Contract
+from quality.base import Contract
 from quality.gx_suite import run_contract
 
 

@@ -26,7 +26,6 @@ from dagster import (
     Output,
     OutputContext,
 )
-
 from pydantic import PrivateAttr
 
 from storage.artifacts import content_hash

@@ -20,12 +20,12 @@ cache never load the model.
 from dagster import ConfigurableResource
 from pydantic import field_validator
 
+from assets.shared.checked_config import check_resource_config_on_launch
+from resources.catalog import Catalog, CatalogEntry
 from resources.llm.config import CouncilConfig, load_council_config
 from resources.llm.council import Council
 from resources.llm.registry import call_log, get_council
-from resources.catalog import Catalog, CatalogEntry
 from resources.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome, check_timeout, execute_sql
-from assets.shared.checked_config import check_resource_config_on_launch
 from storage.paths import confined_path
 
 
@@ -96,7 +96,7 @@ def _check_council_on_launch(values: dict) -> None:
     one is checked before a run), so a bad file or a disallowed api_key_env refuses the launch."""
     check_paths_on_launch("config_path", "log_path")(values)
     if values.get("config_path"):
-        from pipelines.preflight import check_council
+        from assets.shared.preflight import check_council
 
         check_council(values["config_path"])
 

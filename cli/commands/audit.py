@@ -3,6 +3,7 @@ the trail behind one result: a question (ABISS), an episode (AmbiTab), a convers
 
 import json
 import sys
+from datetime import UTC
 
 from cli.logged_calls import print_logged_call
 from cli.output import render
@@ -93,7 +94,7 @@ def _audit_views(args) -> int:
 def _audit_versions(args) -> int:
     """The version history of a stored table, per partition (``store.versions``: versions.jsonl on one
     machine, the shared-state table in distributed mode)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from storage.stores import artifact_store, latest_partitions
 
@@ -102,7 +103,7 @@ def _audit_versions(args) -> int:
     rows = []
     for part in parts:
         for v in store.versions(args.asset, part):
-            at = datetime.fromtimestamp(v["at"], timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if v.get("at") else ""
+            at = datetime.fromtimestamp(v["at"], UTC).strftime("%Y-%m-%d %H:%M:%S") if v.get("at") else ""
             rows.append([part, v["seq"], v["hash"][:16], v.get("rows"), v.get("size"), at, v.get("run_id") or ""])
     if not rows:
         print(
@@ -280,7 +281,10 @@ def audit_episode(args) -> int:
         f"  |Amb| {ep['n_amb']} · questions {ep['n_questions']} · credited {ep['credited']}"
         + (" · clarification skipped (|Amb| = 0)" if ep["skipped_clarification"] else "")
     )
-    fmt = lambda v: "–" if v is None else f"{v:.2f}"
+
+    def fmt(v):
+        return "–" if v is None else f"{v:.2f}"
+
     print(f"  recall {fmt(ep['recall'])} · precision {fmt(ep['precision'])} · F1 {fmt(ep['f1'])}")
     for t in json.loads(ep["turns_json"]):
         credit = ",".join(t["credited"]) or "∅"

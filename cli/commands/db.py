@@ -3,7 +3,7 @@
 import json
 import sys
 
-from pipelines.demo_db import write_demo_db
+from pipelines.abiss.demo_db import write_demo_db
 from pipelines.sqltools.schema_context import render_schema_context
 from resources.catalog import AlreadyRegisteredError, BadDatabaseError, Catalog, inspect_database
 

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_equiv(args: argparse.Namespace) -> int:
-    from pipelines.preflight import PreflightError, check_database_file
+    from assets.shared.preflight import PreflightError, check_database_file
 
     try:
         check_database_file(args.db_path)

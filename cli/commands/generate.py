@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from pipelines.taxonomy import STYLES, SUBCATEGORIES
+from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES
 
 GENERATE_SUBPARSERS: dict[str, argparse._SubParsersAction] = {}
 

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from cli.run_output import run_job
-from pipelines.demo_db import DEMO_DB_ID, write_demo_db
+from pipelines.abiss.demo_db import DEMO_DB_ID, write_demo_db
 from resources.catalog import Catalog
 from storage.paths import databases_dir
 
@@ -47,7 +47,7 @@ def _demo(args) -> int:
 
 def _run(args) -> int:
     from assets.cards import UnknownJob, card_for
-    from pipelines.preflight import PreflightError, check_run_request
+    from assets.shared.preflight import PreflightError, check_run_request
 
     try:
         job = card_for(args.job).name

@@ -8,7 +8,7 @@ from resources.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, execute_sql, time
 
 
 def _run(args) -> int:
-    from pipelines.preflight import PreflightError, check_database_file
+    from assets.shared.preflight import PreflightError, check_database_file
 
     try:
         check_database_file(args.db_path)

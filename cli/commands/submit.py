@@ -5,9 +5,9 @@ import sys
 
 def _submit(args) -> int:
     from assets.cards import MAIN, UnknownJob, card_for
+    from assets.shared.preflight import PreflightError, check_run_request
     from cli.queued_runs import NoRunQueueError, submit_job_for_partition
     from cli.runs import describe_instance
-    from pipelines.preflight import PreflightError, check_run_request
 
     try:
         card = card_for(args.job)

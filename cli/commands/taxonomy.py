@@ -2,7 +2,7 @@
 
 import json
 
-from pipelines.taxonomy import DIFFICULTIES, STYLES, SUBCATEGORIES, taxonomy_dict
+from pipelines.abiss.taxonomy import DIFFICULTIES, STYLES, SUBCATEGORIES, taxonomy_dict
 
 
 def _run(args) -> int:

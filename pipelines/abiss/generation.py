@@ -17,12 +17,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from types import SimpleNamespace
+
+import polars as pl
 
 from pipelines.abiss.grid import PROGRAMMATIC
 from pipelines.abiss.ids import stable_id
+from pipelines.abiss.programmatic import generate_candidates
 from pipelines.abiss.prompts import SqlGrounding, question_generation_messages, sql_grounding_messages
-from pipelines.taxonomy import Group, subcategory
-from resources.llm.failures import ProviderUnavailable
+from pipelines.abiss.taxonomy import Group, subcategory
+from pipelines.sqltools.difficulty import relabel_difficulty
+from resources.llm.failures import FailureTally, ProviderUnavailable
+from resources.llm.runtime import run_sync
 
 # Sampling for generation as in the paper (§4.3): temperature 0.7, frequency penalty 0.2, fixed seed.
 GENERATION_SAMPLING = {"temperature": 0.7, "frequency_penalty": 0.2}
@@ -141,7 +147,6 @@ def _programmatic_objects(requests: list[dict], db_path: str, skipped: dict | No
     it; each group it returns fills the next cell of its subcategory (the builder picks styles
     from the grid's styles). Cells it cannot fill stay empty, and its `skipped` reasons say why.
     """
-    from pipelines.abiss.programmatic import generate_candidates
 
     if not requests:
         return []
@@ -199,7 +204,6 @@ def generate_nlq_objects(
     requests: list[dict], schema_context: str, db_path: str, council=None
 ) -> tuple[list[dict], dict]:
     """Step 1 for every request. Returns (rows, stats)."""
-    from resources.llm.runtime import run_sync
 
     llm_requests = [r for r in requests if r["generator"] != PROGRAMMATIC]
     prog_requests = [r for r in requests if r["generator"] == PROGRAMMATIC]
@@ -229,9 +233,6 @@ CANDIDATE_EXTRA = ("candidate_id", "difficulty", "grounding_call_id", "grounding
 
 def tally_rows(rows: list[dict], status_key: str = "status", error_key: str = "error"):
     """A :class:`FailureTally` over rows that carry an LLM call's status and error."""
-    from types import SimpleNamespace
-
-    from resources.llm.failures import FailureTally
 
     tally = FailureTally()
     for r in rows:
@@ -267,7 +268,6 @@ def check_provider(
 
 def rows_frame(rows: list[dict], columns: tuple[str, ...]):
     """A frame with a fixed schema (strings; interpretation_index int), also when there are no rows."""
-    import polars as pl
 
     schema = {c: (pl.Int64 if c == "interpretation_index" else pl.String) for c in columns}
     return pl.DataFrame([{c: r.get(c) for c in columns} for r in rows], schema=schema)
@@ -302,8 +302,6 @@ async def _ground(objects: list[dict], schema_context: str, council, grounder: s
 
 def ground_sql(objects: list[dict], schema_context: str, council=None, grounder: str | None = None) -> list[dict]:
     """Step 2: SQL grounding for solvable objects, difficulty relabelled from the SQL."""
-    from pipelines.sqltools.difficulty import relabel_difficulty
-    from resources.llm.runtime import run_sync
 
     ok = [o for o in objects if o["status"] == "ok"]
     needs_llm = any(o["group"] != Group.UNANSWERABLE.value and not o.get("sql") for o in ok)

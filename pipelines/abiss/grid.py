@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.abiss.ids import stable_id
-from pipelines.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
+from pipelines.abiss.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 
 PROGRAMMATIC = "programmatic"
 GRID_FIELDS = ("generators", "subcategories", "styles", "difficulties", "n", "seed", "llm_subcategories")

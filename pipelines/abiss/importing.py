@@ -2,7 +2,7 @@
 
 A 56 MB file took 82 s: the whole file became Python objects at once and sqlglot parsed every
 gold query (bench/bench_import.py). Now records are decoded one at a time
-(:mod:`pipelines.jsonstream`), checked one at a time with the record checks of
+(:mod:`pipelines.core.jsonstream`), checked one at a time with the record checks of
 :mod:`pipelines.abiss.outputs` (SQLite's own parser first), and converted in batches of
 ``outputs.BATCH_ROWS`` rows into columnar frames staged on disk, one folder per partition. Only when
 every file has been read to its end is anything stored, one artifact version per partition: a

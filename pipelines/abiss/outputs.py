@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
+import sqlglot
 
 from pipelines.abiss.ids import stable_id
-from pipelines.jsonstream import JsonStreamError, iter_json_list
-from pipelines.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
-from storage.paths import UnsafePathError, path_segment
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID, Group, subcategory
+from pipelines.core.jsonstream import JsonStreamError, iter_json_list
 from storage.charts import png_chart
+from storage.paths import UnsafePathError, path_segment
 
 DATASET_COLUMNS = (
     "question_id",
@@ -170,6 +171,7 @@ def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.Da
 
 def funnel(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> list[tuple[str, int, int]]:
     """(stage, entering, surviving) for the whole partition, in stage order (decisions given per stage)."""
+    # lazy: the cascade's stages load the LLM client (litellm, the embedded server)
     from pipelines.abiss.stages import STAGES
 
     out = [("candidates", candidates.height, candidates.height)]
@@ -340,9 +342,8 @@ def _check_sql(sql: str | None, sub, i: int) -> None:
 
     SQLite's own parser decides first (microseconds); sqlglot only sees what SQLite refuses, so
     its errors name the problem and what it accepts today still imports (issue 23 item 9)."""
-    import sqlglot
 
-    from pipelines.sqltools.syntax import sqlite_parses
+    from pipelines.sqltools.syntax import sqlite_parses  # lazy: keeps `quandary` start-up light
 
     if sql is None:
         raise AbissFormatError(f"record {i}: {sub.category} / {sub.name} is solvable but has no 'sql'")

@@ -2,7 +2,7 @@
 
 Every prompt starts with the same system message holding the schema context
 (:func:`schema_messages`), so servers with prefix caching reuse it across requests and stages.
-``PROMPT_VERSIONS`` holds each stage's :func:`pipelines.prompting.prompt_version` (its templates, the
+``PROMPT_VERSIONS`` holds each stage's :func:`pipelines.core.prompting.prompt_version` (its templates, the
 system message and the taxonomy); assets use it as their code version, so editing a prompt marks
 the stage and its downstream stale in the Dagster UI.
 """
@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from pipelines.prompting import messages, prompt_version
-from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, STYLES, Subcategory, subcategory
+from pipelines.abiss.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, STYLES, Subcategory, subcategory
+from pipelines.core.prompting import messages, prompt_version
 
 SYSTEM = (
     "You are an expert in relational databases, SQL and natural-language questions over data. "
@@ -301,7 +301,7 @@ PROMPT_OPENINGS = {
 def _version(*templates: str) -> str:
     # The taxonomy (definitions, examples, output schemas, styles, difficulties) is part of every
     # prompt, so editing it marks the stages stale like editing a template does.
-    from pipelines.taxonomy import taxonomy_dict
+    from pipelines.abiss.taxonomy import taxonomy_dict
 
     return prompt_version(SYSTEM, json.dumps(taxonomy_dict(), sort_keys=True), *templates)
 

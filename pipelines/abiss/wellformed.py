@@ -40,19 +40,19 @@ turns it off for paper-exact runs (every candidate then passes with ``applies = 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import zlib
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cache
+from pathlib import Path
 
-from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory
+from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group, subcategory
+from pipelines.sqltools.identifiers import identifier_words
 
 
 def _source_version() -> str:
-    import hashlib
-    from pathlib import Path
-
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
 
 
@@ -176,8 +176,6 @@ def content_stems(text: str | None) -> set[str]:
 
 
 def _split_identifier(name: str) -> list[str]:
-    from pipelines.sqltools.identifiers import identifier_words
-
     return [w.lower() for w in identifier_words(name) if w.isalpha()]
 
 
@@ -188,7 +186,7 @@ class Vocabulary:
     stems: frozenset[str]
 
     @classmethod
-    def build(cls, names: list[str] = (), texts: list[str] = ()) -> "Vocabulary":
+    def build(cls, names: list[str] = (), texts: list[str] = ()) -> Vocabulary:
         out: set[str] = set()
         for n in names:
             out.update(v for w in _split_identifier(n) if len(w) >= 3 for v in stem_variants(w))
@@ -200,13 +198,13 @@ class Vocabulary:
         return cls(frozenset(s for s in out if len(s) >= 3))
 
     @classmethod
-    def of_database(cls, db_path: str | None, schema_context: str | None = None) -> "Vocabulary":
+    def of_database(cls, db_path: str | None, schema_context: str | None = None) -> Vocabulary:
         """Names from the database itself (complete even when the prompt's context was trimmed) and
         every word of the schema context (its DDL and sample rows)."""
         names: list[str] = []
         if db_path:
             try:
-                from resources.catalog import inspect_database
+                from resources.catalog import inspect_database  # lazy: only with a database file
 
                 info = inspect_database(db_path)
                 for t in info.tables:

@@ -18,6 +18,7 @@ ORDER BY rule looks through parentheses around the whole query, as the cascade's
 
 from sqlglot import exp
 
+from pipelines.aisql.execute import run_duckdb_sql
 from pipelines.aisql.rewrite import AI_OPERATORS, ai_calls, operator_name, to_duckdb_tree
 from pipelines.aisql.splitter import AIPart, placeholder
 from pipelines.sqltools.results import AISQL_DECIMALS, normalize_rows, tree_has_top_level_order_by
@@ -136,7 +137,6 @@ def probe_agreement(
     budget=None,
 ) -> dict:
     """Evaluate both calls on one shared probe set; returns agreement statistics (or why not)."""
-    from pipelines.aisql.execute import run_duckdb_sql
 
     def cols_for(part):
         out = {}

@@ -15,14 +15,29 @@ dialect (spec §12).
   with the paper's balance figures beside ours (:func:`balance_table`).
 """
 
+import csv
 import json
 import random
 from pathlib import Path
 
 import polars as pl
+from pydantic import BaseModel
 
+from pipelines.aisql.diffs import ex_equal
+from pipelines.aisql.operators import AIRuntime, LabelOracle
+from pipelines.aisql.prompts import generator_messages
 from pipelines.aisql.rewrite import find_operator_names
-from pipelines.aisql.scenarios import SCENARIOS, GoldQuery, Scenario, scenario_dir, stable_id
+from pipelines.aisql.scenarios import (
+    SCENARIOS,
+    GoldQuery,
+    Scenario,
+    get_scenario,
+    load_labels,
+    scenario_dir,
+    stable_id,
+    visible_columns,
+)
+from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
 from pipelines.aisql.variants import VariantSettings, make_variants
 
 PAIR_SCHEMA = {
@@ -157,9 +172,6 @@ def generator_pairs(
     temperature: float = 1.0,
 ) -> list[dict]:
     """Candidates from the ``generators`` council (the paper's method); unlabelled until a person labels them."""
-    from pydantic import BaseModel
-
-    from pipelines.aisql.prompts import generator_messages
 
     class Generated(BaseModel):
         sql: str
@@ -230,7 +242,6 @@ def parse_label(text: str) -> bool | None:
 
 def import_label_csv(csv_path: Path, out_path: Path) -> tuple[int, list[str]]:
     """Append labels from a CSV (pair_id,label[,rationale]); returns (stored, problems)."""
-    import csv
 
     problems, stored = [], 0
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -313,7 +324,6 @@ def execution_label(ev) -> tuple[bool | None, str]:
       the relational parts different (a valuation of the AI calls separates them);
     * none (left to a person): the gold does not run, or the oracle cannot decide a call.
     """
-    from pipelines.aisql.diffs import ex_equal
 
     for side, rec in (("gold", ev.gold), ("candidate", ev.cand)):
         if rec.status == "undecided":
@@ -332,9 +342,6 @@ def execution_label(ev) -> tuple[bool | None, str]:
 def execution_labels(rows: list[dict], db, *, budget: int = 5000, seed: int = 0) -> list[dict]:
     """Label the unlabelled generated rows by :func:`execution_label` (a fresh runtime over the label
     oracle at p = 0, shared by these rows only); other rows are returned unchanged."""
-    from pipelines.aisql.operators import AIRuntime, LabelOracle
-    from pipelines.aisql.scenarios import get_scenario, load_labels, visible_columns
-    from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
 
     sc = get_scenario(db.scenario)
     runtime = AIRuntime(
@@ -383,7 +390,7 @@ def balance_table(pairs: pl.DataFrame) -> pl.DataFrame:
     rows = []
     df = with_set(pairs)
     for (s, d), g in sorted(df.group_by(["set", "dialect"]), key=lambda kv: kv[0]):
-        correct, wrong = int((g["label"] == True).sum()), int((g["label"] == False).sum())
+        correct, wrong = int(g["label"].eq(True).sum()), int(g["label"].eq(False).sum())
         rows.append(
             {
                 "set": s,

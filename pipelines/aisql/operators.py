@@ -34,18 +34,23 @@ count is the same on a rerun). A vector that would exceed it stops the query wit
 * :class:`KeywordOperator` — keyword rules without labels, for unit tests only.
 """
 
+import asyncio
 import dataclasses
 import hashlib
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from pipelines.aisql.rewrite import AI_OPERATORS, DATA_CLOSE, DATA_OPEN
-from pipelines.prompting import messages
+from pipelines.core.prompting import messages
+from resources.llm.runtime import run_sync
+from resources.sql import SandboxSession, engine_of
 
 
 class BudgetExceeded(RuntimeError):
@@ -445,12 +450,9 @@ class AIRuntime:
     def session(self, db_path):
         """A reused sandbox session for ``db_path`` (a worker process with a read-only connection
         and the UDFs registered once; their calls come back to :meth:`answer_udf` in this process)."""
-        from resources.sql import SandboxSession, engine_of
 
         key = str(db_path)
         if key not in self._sessions:
-            from pathlib import Path
-
             if not Path(db_path).is_file() or engine_of(db_path) != "duckdb":
                 return None
             self._sessions[key] = SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
@@ -463,8 +465,6 @@ class AIRuntime:
 
     # --- per-query accounting ------------------------------------------------------------
     def begin(self, budget: int | None = None, timeout_s: float | None = None) -> QueryStats:
-        import time
-
         self._query_lock.acquire()  # one query at a time per runtime (released by end)
         self._current = QueryStats(
             budget=self.budget if budget is None else budget,
@@ -505,11 +505,6 @@ class AIRuntime:
         return self._evaluate(reqs, stats)
 
     def _evaluate(self, reqs: list[OpRequest], stats: QueryStats) -> list[Any]:
-        import asyncio
-        import time
-
-        from resources.llm.runtime import run_sync
-
         keys = [r.key() for r in reqs]
         new_keys = {k for k in keys if k not in stats.keys}
         stats.keys |= new_keys

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.aisql.diffs import ex_equal
 from pipelines.aisql.methods import METHODS, JudgeSettings, PairVerdict, autorate, ex_verdict, solve
+from pipelines.aisql.metrics import METHOD_LABELS, metric_table
 from pipelines.aisql.operators import AIRuntime, CouncilOperator, KeywordOperator, LabelOracle
 from pipelines.aisql.scenarios import (
     ScenarioDB,
@@ -32,6 +34,7 @@ from pipelines.aisql.scenarios import (
 )
 from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
 from resources.progress import Sink
+from resources.sql import open_duckdb_readonly
 from storage.charts import png_chart
 
 
@@ -89,7 +92,7 @@ def prepare_db(
 def council_for(role: str, getter: Callable | None = None):
     """The council for ``role`` (``getter`` e.g. a Dagster CouncilResource's), else the ``default`` council."""
     if getter is None:
-        from resources.llm import get_council as getter
+        from resources.llm import get_council as getter  # lazy: loads litellm; only without a getter from Dagster
     try:
         return getter(role)
     except KeyError:
@@ -120,7 +123,6 @@ def make_runtime(
 
 def schema_text(db_path: Path, scenario: str, dialect: str, rows: int = 3) -> str:
     """Label-free schema with sample rows, under the dialect's table names (for judges and generators)."""
-    from resources.sql import open_duckdb_readonly
 
     sc = get_scenario(scenario)
     con = open_duckdb_readonly(Path(db_path), threads=1)
@@ -171,7 +173,6 @@ def run_executions(
     getter: Callable | None = None,
 ) -> tuple[pl.DataFrame, dict[str, dict]]:
     """Split execution for every pair (one shared runtime: gold, candidate and parts share calls)."""
-    from pipelines.aisql.diffs import ex_equal
 
     sc = get_scenario(db.scenario)
     fallback = council_for("splitter", getter) if settings.llm_split_fallback else None
@@ -323,7 +324,6 @@ def flip_rate_sweep(
     getter: Callable | None = None,
 ) -> SweepResult:
     """Accuracy of every method as the label oracle gets noisier (p from 0 to 0.3)."""
-    from pipelines.aisql.metrics import metric_table
 
     frames = []
     for p in rates:
@@ -349,7 +349,6 @@ def flip_rate_sweep(
 
 def sweep_png(metrics: pl.DataFrame, path: Path, title: str = "") -> Path:
     """Each method's accuracy against the oracle flip rate, one line per (method, dialect)."""
-    from pipelines.aisql.metrics import METHOD_LABELS
 
     with png_chart(path, figsize=(7, 4.2), dpi=110) as ax:
         for (method, dialect), grp in metrics.group_by(["method", "dialect"], maintain_order=True):

@@ -20,8 +20,10 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED
+from pipelines.aisql.evalset import parse_label
 from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings
 from pipelines.aisql.metrics import confusion
+from pipelines.aisql.rewrite import find_operator_names
 from pipelines.aisql.scenarios import SCENARIOS
 
 REQUIRED = ("id", "scenario", "question", "gold_sql", "predicted_sql")
@@ -53,14 +55,10 @@ class Prediction:
 
 
 def detect_dialect(sql: str) -> str:
-    from pipelines.aisql.rewrite import find_operator_names
-
     return "bigquery" if any(n.startswith("AI.") for n in find_operator_names(sql)) else "thalamusdb"
 
 
 def _label(value, where: str) -> bool | None:
-    from pipelines.aisql.evalset import parse_label
-
     if value is None or isinstance(value, bool):
         return value
     parsed = parse_label(str(value)) if isinstance(value, (str, int)) else None

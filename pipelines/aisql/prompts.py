@@ -4,13 +4,13 @@ the few-shot LLM splitter (§3) and the candidate generator (§12).
 The paper's own templates are on figshare and unreachable here; these are reconstructions from the
 paper's description (marked [interp] in the spec). Long shared parts (role, rubric, examples,
 schema) come first so servers with prefix caching reuse them. :data:`PROMPT_VERSION`
-(:func:`pipelines.prompting.source_version` of this module: the templates are written inline)
+(:func:`pipelines.core.prompting.source_version` of this module: the templates are written inline)
 enters the assets' code versions, so editing a prompt marks the verdicts stale.
 """
 
 import json
 
-from pipelines.prompting import messages, source_version
+from pipelines.core.prompting import messages, source_version
 
 PROMPT_VERSION = source_version(__file__)
 

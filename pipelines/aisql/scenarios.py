@@ -19,6 +19,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
+from resources.sql import open_duckdb_readonly
 from storage.sqlnames import quote_ident
 
 SEMBENCH_FILES = Path("sembench") / "files"
@@ -180,7 +183,6 @@ def build_scenario_db(
 
     ``sample`` keeps N seeded rows per group (Reviews: per movie); ``sample_groups`` also keeps only
     those groups (e.g. ``taken_3``), for a tiny database an LLM operator can run on in seconds."""
-    import duckdb
 
     sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
     src = scenario_dir(data_root, sc)
@@ -246,8 +248,6 @@ def build_scenario_db(
 
 
 def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
-    from resources.sql import open_duckdb_readonly
-
     con = open_duckdb_readonly(Path(path), threads=1)
     try:
         return {t.name: con.execute(f"SELECT count(*) FROM main.{_q(t.name)}").fetchall()[0][0] for t in sc.tables}
@@ -257,7 +257,6 @@ def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
 
 def visible_columns(db_path: Path) -> dict[str, list[str]]:
     """Every (schema.table -> columns) an AI-visible query can reach in ``db_path``."""
-    from resources.sql import open_duckdb_readonly
 
     con = open_duckdb_readonly(Path(db_path), threads=1)  # same config as the executor sessions
     try:
@@ -280,8 +279,6 @@ def leaked_label_columns(db_path: Path, scenario: Scenario) -> list[str]:
 
 
 def load_labels(labels_path: Path) -> dict[str, str]:
-    import duckdb
-
     con = duckdb.connect(str(labels_path), read_only=True)
     try:
         return dict(con.execute("SELECT text, label FROM text_labels").fetchall())

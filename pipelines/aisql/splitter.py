@@ -20,8 +20,10 @@ when asked (``fallback=council``) and the AST splitter fails.
 import json
 from dataclasses import asdict, dataclass, field
 
+from pydantic import BaseModel
 from sqlglot import exp
 
+from pipelines.aisql.prompts import splitter_messages
 from pipelines.aisql.rewrite import AI_OPERATORS, SqlRewriteError, ai_calls, operator_name, prompt_text, to_duckdb_tree
 
 
@@ -351,13 +353,10 @@ SPLIT_EXAMPLES = [
 
 def llm_split(sql: str, dialect: str, council) -> SplitResult:
     """The paper's few-shot LLM splitter, structured JSON output, through the council layer."""
-    from pydantic import BaseModel
 
     class SplitAnswer(BaseModel):
         structural_sql: str
         ai_parts: list[str]
-
-    from pipelines.aisql.prompts import splitter_messages
 
     res = council.ask(
         council.member_names[0],

@@ -28,10 +28,14 @@ rebuild error from ``REBUILD_FAILURES.json``.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from collections import defaultdict
 from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
 
 from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
@@ -214,9 +218,6 @@ def _attachment_term(question: str, readings: list[str]) -> tuple[str | None, li
 
 
 def _columns(sql: str) -> set[str]:
-    import sqlglot
-    from sqlglot import exp
-
     try:
         return {c.name.lower() for c in sqlglot.parse_one(sql, read="sqlite").find_all(exp.Column)}
     except Exception:  # noqa: BLE001 - unparseable: no column evidence
@@ -347,7 +348,6 @@ def neutral_db_name(db_file: str) -> str:
     domain folder plus a short hash of the source path: stable, distinct per database, and saying
     nothing about the type. The original stays in ``provenance.source_ids`` and the verifier's
     ``db_path``."""
-    import hashlib
 
     parts = Path(db_file).parts
     domain = parts[2] if len(parts) > 3 else "db"

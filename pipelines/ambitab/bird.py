@@ -43,7 +43,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, require_file, schema_text, sql_segments
-from pipelines.prompting import messages
+from pipelines.core.prompting import messages
 from resources.sql import execute_sql
 
 CORPUS = "bird"

@@ -13,6 +13,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import polars as pl
+
 from pipelines.ambitab.record import TaskRecord
 from resources.progress import Progress, Sink
 
@@ -75,8 +77,6 @@ REJECT_COLUMNS = ("corpus", "source_id", "stage", "reason", "raw")
 
 
 def rejects_frame(rejects: list[Reject]):
-    import polars as pl
-
     schema = {c: pl.String for c in REJECT_COLUMNS}
     return (
         pl.DataFrame([asdict(r) for r in rejects], schema=schema, orient="row")

@@ -49,7 +49,7 @@ from pipelines.ambitab.record import (
     make_avt_id,
 )
 from pipelines.ambitab.sources import iter_json_rows, read_json, require_file, schema_text, sql_segments
-from pipelines.prompting import messages
+from pipelines.core.prompting import messages
 from resources.sql import execute_sql
 
 CORPUS = "ew_bird"
@@ -341,7 +341,7 @@ def _convert(sid, row, schemas: _DevSchemas, result: BuildResult, seed: int, hin
         return None, None
     idents = schemas.identifiers(db_id) or None
     ambs, terms, merged, seen = [], [], [], {}
-    for i, hint in enumerate(hints):
+    for hint in hints:
         term, kind, concepts = parse_hint(hint, idents)
         hint_kinds[kind] += 1
         key = " ".join(term.casefold().split())

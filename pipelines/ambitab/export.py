@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from pipelines.ambitab.record import CORPORA, TaskRecord, records_from_frame, write_jsonl
 from storage.paths import quandary_home
+from storage.stores import artifact_store
 
 RECORDS_ASSET = "ambitab_records"
 REJECTS_ASSET = "ambitab_rejects"
@@ -26,21 +29,15 @@ def export_path(corpus: str) -> Path:
 
 
 def materialized_corpora() -> list[str]:
-    from storage.stores import artifact_store
-
     store = artifact_store()
     return [c for c in CORPORA if store.latest_location(RECORDS_ASSET, c) is not None]
 
 
 def load_records(corpus: str) -> list[TaskRecord]:
-    from storage.stores import artifact_store
-
     return records_from_frame(artifact_store().read_latest(RECORDS_ASSET, corpus))
 
 
 def load_rejects(corpus: str):
-    from storage.stores import artifact_store
-
     return artifact_store().read_latest(REJECTS_ASSET, corpus)
 
 
@@ -52,8 +49,6 @@ def export_jsonl(corpora: list[str], out: Path) -> int:
 
 def find_record(record_id: str, corpora: list[str] | None = None) -> TaskRecord | None:
     """The record with this id (or unique id prefix) among the materialised corpora."""
-    import polars as pl
-    from storage.stores import artifact_store
 
     store = artifact_store()
     hits = []

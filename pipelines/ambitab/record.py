@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import unicodedata
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 RECORD_SCHEMA_VERSION = "1"
@@ -451,7 +454,6 @@ ROW_COLUMNS = (
 
 def records_frame(records: list[TaskRecord]):
     """A polars frame of :meth:`TaskRecord.to_row` rows (empty frames keep the schema)."""
-    import polars as pl
 
     schema = {c: pl.String for c in ROW_COLUMNS}
     schema.update(n_ambiguities=pl.Int64, n_annotations=pl.Int64, executable=pl.Boolean, terms=pl.List(pl.String))
@@ -468,8 +470,6 @@ def records_from_frame(df) -> list[TaskRecord]:
 
 def write_jsonl(records: list[TaskRecord], path) -> int:
     """Write one record a line, atomically (nothing half-written is left behind)."""
-    import os
-    from pathlib import Path
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

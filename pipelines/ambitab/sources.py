@@ -21,7 +21,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import sqlglot
+from sqlglot import exp
+
 from pipelines.ambitab.build import BuildResult
+from pipelines.sqltools.schema_context import render_schema_context
+from resources.catalog import inspect_database
 
 SCHEMA_SAMPLE_ROWS = 3
 
@@ -123,9 +128,6 @@ def iter_json_rows(
 
 @lru_cache(maxsize=512)
 def _schema_text_cached(path: str, mtime: float) -> str:
-    from pipelines.sqltools.schema_context import render_schema_context
-    from resources.catalog import inspect_database
-
     return render_schema_context(inspect_database(path), sample_rows=SCHEMA_SAMPLE_ROWS)
 
 
@@ -140,8 +142,6 @@ _CLAUSES = ("with_", "from_", "from", "joins", "where", "group", "having", "orde
 
 def sql_segments(sql: str, dialect: str = "sqlite") -> list[str]:
     """Top-level clauses of ``sql``; the whole statement when it does not parse as one SELECT."""
-    import sqlglot
-    from sqlglot import exp
 
     log = logging.getLogger("sqlglot")
     level = log.level

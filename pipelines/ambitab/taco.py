@@ -37,6 +37,9 @@ import logging
 import re
 from pathlib import Path
 
+import sqlglot
+from sqlglot import exp
+
 from pipelines.ambitab.build import BuildResult, item_progress
 from pipelines.ambitab.comparison import results_match
 from pipelines.ambitab.record import (
@@ -48,7 +51,7 @@ from pipelines.ambitab.record import (
     VerifierAssets,
     make_avt_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, read_json, schema_text, sql_segments
+from pipelines.ambitab.sources import SourceMissing, iter_json_rows, read_json, schema_text, sql_segments
 from resources.sql import execute_sql
 
 CORPUS = "taco"
@@ -81,8 +84,6 @@ def human(name: str) -> str:
 
 
 def _parse(sql: str):
-    import sqlglot
-
     log = logging.getLogger("sqlglot")
     level = log.level
     log.setLevel(logging.ERROR)
@@ -94,7 +95,6 @@ def _parse(sql: str):
 
 def single_table(sql: str) -> tuple[object, str]:
     """(parsed tree, table) of a single-table SELECT; raises Unverbalisable otherwise."""
-    from sqlglot import exp
 
     try:
         tree = _parse(sql)
@@ -117,8 +117,6 @@ def single_table(sql: str) -> tuple[object, str]:
 
 
 def _select_phrase(e) -> str:
-    from sqlglot import exp
-
     if isinstance(e, exp.Alias):
         e = e.this
     if isinstance(e, exp.Column):
@@ -141,8 +139,6 @@ def _select_phrase(e) -> str:
 
 
 def _conditions(where) -> list:
-    from sqlglot import exp
-
     if where is None:
         return []
     node = where.this
@@ -169,8 +165,6 @@ def states_literal(request: str | None, literal: str) -> bool:
 
 
 def _literal_text(right) -> str:
-    from sqlglot import exp
-
     if isinstance(right, exp.Literal) and right.is_string:
         return "'" + right.this + "'"
     return right.sql()
@@ -181,7 +175,6 @@ def verbalise(sql: str, request: str | None = None) -> tuple[str, str, list[dict
 
     ``request`` is the source's natural-language request: a literal it states is user-held and
     verbalised as is; without it every literal is withheld."""
-    from sqlglot import exp
 
     tree, table = single_table(sql)
     cols = [_select_phrase(e) for e in tree.expressions]
@@ -225,14 +218,11 @@ def verbalise(sql: str, request: str | None = None) -> tuple[str, str, list[dict
 
 
 def referenced_columns(sql: str) -> set[str]:
-    from sqlglot import exp
-
     return {c.name.lower() for c in _parse(sql).find_all(exp.Column) if not isinstance(c.this, exp.Star)}
 
 
 def retarget(sql: str, table: str, new_table: str) -> str:
     """The same query against ``new_table`` (table and column qualifiers renamed)."""
-    from sqlglot import exp
 
     tree = _parse(sql)
     for t in tree.find_all(exp.Table):
@@ -280,8 +270,6 @@ def build(data_root: Path, seed: int = 0, regions: tuple[str, ...] = REGIONS, pr
     for region in regions:
         files += [(region, f) for f in sorted((data_root / TACO / region / "new_sql_nl_single").glob("*.jsonl"))]
     if not files:
-        from pipelines.ambitab.sources import SourceMissing
-
         raise SourceMissing(
             f"no TACO query files under {data_root / TACO}/<region>/new_sql_nl_single; point --data "
             "at a folder that holds them (the workplace's ../shared/data)"

@@ -11,7 +11,7 @@ reference results-layout export).
 
 from pathlib import Path
 
-from pipelines.prompting import source_version
+from pipelines.core.prompting import source_version
 
 _SOURCES = ("prompts.py", "agents.py", "user.py", "dialogue.py", "metrics.py", "fragments.py", "leakage.py")
 # Code version of the interaction assets: a change to prompts or rules marks them stale in the UI.

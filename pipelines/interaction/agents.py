@@ -23,8 +23,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field, replace
 
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
 from pipelines.interaction import prompts
-from pipelines.taxonomy import SUBCATEGORY_BY_ID
 
 
 @dataclass(frozen=True)

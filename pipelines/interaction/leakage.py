@@ -16,7 +16,7 @@ Rates are reported **per member** (all candidate answers the member wrote) and *
 answers the system actually received, i.e. the selected ones), plus ``all`` (selected answers),
 each with a 95% percentile bootstrap interval that resamples questions (an ambiguous question's
 readings, and every turn about it, move together) — the cluster bootstrap of
-:mod:`pipelines.stats`, shared with AmbiTab. It is a diagnostic, not a defect count: under the
+:mod:`pipelines.core.stats`, shared with AmbiTab. It is a diagnostic, not a defect count: under the
 Relevant label revealing the intended reading is the point (a gold-only value is often exactly
 that), while under Technical and Irrelevant any leak is a simulator fault.
 """
@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import re
 
-from pipelines.stats import DEFAULT_RESAMPLES, cluster_bootstrap
+import sqlglot
+from sqlglot import exp
+
+from pipelines.core.stats import DEFAULT_RESAMPLES, cluster_bootstrap
 
 FLAGS = ("leak", "leak_value", "leak_hidden")
 
@@ -38,8 +41,6 @@ def gold_only_values(sql: str | None, question: str | None, evidence: str | None
     """The gold SQL's literals that the question and evidence do not mention (lower-cased, sorted)."""
     if not sql:
         return []
-    import sqlglot
-    from sqlglot import exp
 
     try:
         tree = sqlglot.parse_one(sql, read="sqlite")

@@ -47,15 +47,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
+from pipelines.interaction import prompts
+from pipelines.interaction.leakage import leakage_lines
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
-from pipelines.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
+from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
 from resources.llm.votes import decide, is_decided
+from resources.sql import execute_sql
+from resources.sql.results import DEFAULT_MAX_ROWS, FailureKind, engine_of
+from storage.charts import png_chart
 
 INCOMPLETE_END = "user_failed"
 FEEDBACK_ROLE = "feedback_judges"
-from storage.charts import png_chart
-
 
 # ----------------------------------------------------------------------------- per conversation
 
@@ -83,9 +87,6 @@ def execution_match(
     db_path: str, gold_sql: str, pred_sql: str, order_sensitive: bool = False, timeout_s: float = 3.0
 ) -> tuple[bool | None, str]:
     """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc)."""
-    from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
-    from resources.sql import execute_sql
-    from resources.sql.results import DEFAULT_MAX_ROWS, FailureKind, engine_of
 
     too_big = (FailureKind.TOO_MANY_ROWS, FailureKind.TOO_LARGE)
     gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
@@ -239,7 +240,6 @@ def _score_fb(out, conv, q, gold, feedback_judge) -> None:
 def council_feedback_judge(council, schema_context: str):
     """A ``feedback_judge`` backed by a council: yes > no over the configured judges (tie rejects),
     decided only when the missing or unreadable votes could not change it (:func:`fb_decision`)."""
-    from pipelines.interaction import prompts
 
     n = len(council.member_names)
 
@@ -499,7 +499,6 @@ def report_text(rows: list[dict]) -> str:
         "Appendix D — dialogue statistics per agent",
         *appendix_d_lines(rows),
     ]
-    from pipelines.interaction.leakage import leakage_lines
 
     leak = leakage_lines(rows)
     if leak:

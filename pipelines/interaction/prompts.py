@@ -5,7 +5,7 @@ Every prompt starts with the shared system message holding the schema context
 caching reuses it across the system agent, the simulated user and the judges. The user message
 follows the section order of the reference code (see ``../shared/specs/abiss-interaction.md``).
 ``PROMPT_OPENINGS`` is the first line of each task's user message: tests and the audit command
-recognise a task by it. ``PROMPT_VERSION`` is :func:`pipelines.prompting.source_version` of this
+recognise a task by it. ``PROMPT_VERSION`` is :func:`pipelines.core.prompting.source_version` of this
 module (the templates are written inline).
 """
 
@@ -17,8 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from pipelines.abiss.prompts import schema_messages
-from pipelines.prompting import source_version
-from pipelines.taxonomy import SUBCATEGORIES, STYLE_BY_ID, Group, Subcategory, subcategory
+from pipelines.abiss.taxonomy import STYLE_BY_ID, SUBCATEGORIES, Group, Subcategory, subcategory
+from pipelines.core.prompting import source_version
 
 PROMPT_OPENINGS = {
     "classify": "You are an expert in analyzing natural language questions for text-to-SQL systems.",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipelines.abiss.outputs import reference_category, to_abiss_records
 from pipelines.interaction.modes import REFERENCE_CATEGORY_USE
 
 # every vote keeps its call's status (ok / parse_failed / call_failed) and error, for the audit trail
@@ -165,7 +166,6 @@ def results_json(
 ) -> dict[str, dict]:
     """Per agent, the reference ``Results`` document (``category_use``: ground_truth / predicted /
     no_category; Quandary's taxonomy-free mode is written as ``taxonomy_free``)."""
-    from pipelines.abiss.outputs import reference_category, to_abiss_records
 
     records = dict(zip(dataset["question_id"].to_list(), to_abiss_records(dataset)))
     score_by = {s["conversation_id"]: s for s in scores.iter_rows(named=True)}

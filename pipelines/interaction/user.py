@@ -43,9 +43,9 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
+from pipelines.abiss.taxonomy import Group, subcategory
 from pipelines.interaction import prompts
 from pipelines.interaction.fragments import Fragment, extract_fragments, render_fragments
-from pipelines.taxonomy import Group, subcategory
 from resources.llm.votes import decide
 
 REFUSAL = "That's not relevant to my question."
@@ -86,7 +86,7 @@ def _transport_failures(records: list[dict], who: str) -> list[str]:
     ]
 
 
-def _failed(turn: "UserTurn", error: str) -> "UserTurn":
+def _failed(turn: UserTurn, error: str) -> UserTurn:
     turn.failed, turn.error, turn.relevance, turn.answer = True, error, None, None
     turn.winner_member, turn.margin = None, None
     return turn

@@ -40,11 +40,13 @@ SQL that sqlglot cannot parse is analysed by keyword counting (``parsed=False``,
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 DIFFICULTY_LABELS = ("simple", "moderate", "complex", "highly complex")
 
@@ -246,7 +248,6 @@ def reference_difficulty(sql: str | None, fallback: str | None = None, dialect: 
         return fallback or "simple"
     if tree is None:
         return fallback or "simple"
-    from sqlglot.tokens import TokenType
 
     def called(names) -> set[str]:
         return {
@@ -334,7 +335,6 @@ def difficulty_for(
     """The difficulty label under a rule set: ``quandary`` (default, :func:`relabel_difficulty`) or
     ``abiss_reference`` (:func:`reference_difficulty`); ``$QUANDARY_DIFFICULTY_RULES`` picks the
     default."""
-    import os
 
     rules = rules or os.environ.get(RULES_ENV) or "quandary"
     if rules not in RULE_SETS:

@@ -3,7 +3,6 @@
 
 import re
 
-
 _ACRONYM_KEEP = re.compile(r"^[A-Z]{2,5}[0-9]*$")
 
 

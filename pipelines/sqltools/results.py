@@ -42,6 +42,9 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any, Literal
 
+import sqlglot
+from sqlglot import exp
+
 SIGNIFICANT_DIGITS = 7  # the cascade's and AmbiTab's float tolerance: ~1e-6 relative
 AISQL_DECIMALS = 6  # the AI-SQL diffs' float tolerance: 1e-6 absolute
 
@@ -170,7 +173,6 @@ def results_match(
 def tree_has_top_level_order_by(tree: Any) -> bool:
     """True when a parsed (sqlglot) query orders its outermost rows; parentheses around the query
     are looked through, an ORDER BY inside a subquery does not count."""
-    from sqlglot import exp
 
     while isinstance(tree, (exp.Subquery, exp.Paren)) and not tree.args.get("order"):
         tree = tree.this
@@ -180,7 +182,6 @@ def tree_has_top_level_order_by(tree: Any) -> bool:
 def has_top_level_order_by(sql: str, dialect: str = "sqlite") -> bool:
     """:func:`tree_has_top_level_order_by` of ``sql`` parsed in ``dialect``; False when it does not
     parse (the executor reports the real error)."""
-    import sqlglot
 
     try:
         tree = sqlglot.parse_one(sql, read=dialect)

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import sqlglot
+from sqlglot import exp
+
 from resources.catalog import SAMPLE_ROWS, DatabaseInfo, TableInfo, quote_ident
 
 
@@ -155,9 +158,6 @@ def tables_in_sql(sql: str | None) -> list[str]:
     if not sql:
         return []
     try:
-        import sqlglot
-        from sqlglot import exp
-
         return sorted({t.name for t in sqlglot.parse_one(sql).find_all(exp.Table) if t.name})
     except Exception:  # noqa: BLE001 - unparseable SQL just gets no focus
         return []

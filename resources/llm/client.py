@@ -25,11 +25,14 @@ import random
 import time
 import weakref
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from resources.llm.config import Member
+from resources import progress
+from resources.llm import openai_http
+from resources.llm.config import Member, check_key_env
 from resources.llm.failures import (
     STORAGE_CLASSES,
     CallFailure,
@@ -38,10 +41,8 @@ from resources.llm.failures import (
     classify_text,
     describe,
 )
-from resources.llm import openai_http
 from resources.llm.log_thread import run_in_log_thread
 from resources.llm.parsing import output_schema, parse_structured
-from resources import progress
 from storage.llm_log import CallLogRules, CallRecord, call_key
 
 # Before litellm is ever imported: no remote cost map fetch, no network at import.
@@ -58,7 +59,7 @@ def litellm_module():
     """Import and configure litellm once (lazily: the import is slow and must follow the env setup)."""
     global _litellm
     if _litellm is None:
-        import litellm
+        import litellm  # lazy: litellm reads env vars at import (set first) and is slow
 
         litellm.suppress_debug_info = True  # no "Provider List: ..." banners on stdout
         litellm.telemetry = False
@@ -267,6 +268,7 @@ def response_format(member: Member, output_model: type[BaseModel], schema: dict)
 
 def resolve_api_base(member: Member) -> str | None:
     if member.is_embedded:
+        # lazy: the embedded server's native library, only for the embedded model
         from resources.llm.embedded import embedded_base_url
 
         return embedded_base_url()
@@ -292,8 +294,6 @@ def uses_direct_http(member: Member) -> bool:
 
 def _api_key(member: Member, api_base: str | None) -> str | None:
     if member.api_key_env:
-        from resources.llm.config import check_key_env
-
         check_key_env(member.api_key_env)  # also for a Member built in code (issue 23 item 7)
         return os.environ.get(member.api_key_env)
     if api_base and member.is_local:
@@ -337,7 +337,6 @@ RETRY_AFTER_MAX_S = 120.0  # a Retry-After beyond this is taken as this (the run
 def retry_after_s(exc: BaseException) -> float | None:
     """The seconds a ``Retry-After`` header of the failed response asks for (delta-seconds or an
     HTTP-date), or ``None``."""
-    from email.utils import parsedate_to_datetime
 
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -391,6 +390,7 @@ def _slot_gate(member: Member):
     beyond them would wait in the server's queue with its deadline running (#24 item 1)."""
     if not member.is_embedded:
         return contextlib.nullcontext()
+    # lazy: the embedded server's native library, only for the embedded model
     from resources.llm.embedded import server_slots
 
     loop = asyncio.get_running_loop()

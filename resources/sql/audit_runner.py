@@ -4,6 +4,7 @@ under an address-space limit; the worker interrupts DuckDB at the deadline and i
 it (or at once on Ctrl-C: the ``KeyboardInterrupt`` goes on to the caller after the kill)."""
 
 import os
+import time
 from dataclasses import dataclass, field
 
 from resources.sql.pool import _Worker
@@ -30,7 +31,6 @@ def run_audit_query(
 ) -> AuditOutcome:
     """Run one audit query in a fresh sandbox worker. Raises ``ValueError`` for a bad timeout only.
     ``warn(message)`` gets the catalog's warnings (a damaged artifact or call log left out)."""
-    import time
 
     timeout_s = check_timeout(timeout_s)
     try:

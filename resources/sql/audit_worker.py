@@ -22,7 +22,7 @@ DEFAULT_MEMORY_MB = 1024
 
 def _die_with_parent() -> None:
     try:
-        import ctypes
+        import ctypes  # lazy: Linux only (prctl)
 
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -30,6 +30,8 @@ def _die_with_parent() -> None:
 
 
 def _run(con, req: dict) -> dict:
+    # lazy: duckdb (also via storage.audit) loads only after main() points sys.stdout at stderr;
+    # loaded before, its output would land in the protocol pipe (see resources/sql/engines.py)
     import duckdb
 
     from resources.sql.results import value_bytes
@@ -76,7 +78,7 @@ def main() -> int:
     _die_with_parent()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol messages on the pipe; catalog warnings to stderr
-    from storage.audit import open_audit
+    from storage.audit import open_audit  # lazy: after the stdout redirect, as in _run
 
     warnings: list[str] = []  # the catalog's warnings (a damaged file ...) go to the parent's stderr
     con = open_audit(warn=warnings.append)

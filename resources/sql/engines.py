@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from resources.sql.results import (
+    _DUCKDB_THREADS,
     DUCKDB_MAX_TEMP,
     DUCKDB_MEMORY_LIMIT,
     SQLITE_HEAP_LIMIT_BYTES,
     SQLITE_MAX_VALUE_BYTES,
-    _DUCKDB_THREADS,
     FailureKind,
     Outcome,
     QueryFailure,
@@ -201,6 +201,8 @@ def _duckdb_spill_dir() -> str:
 
 
 def open_duckdb_readonly(path: Path, *, threads: int | None = None):
+    # lazy: duckdb loaded before the SQL worker redirects sys.stdout writes into the protocol pipe
+    # (a long query then fails as a corrupt 'too large' message); a lazy import keeps it after.
     import duckdb
 
     config = {
@@ -221,7 +223,7 @@ def open_duckdb_readonly(path: Path, *, threads: int | None = None):
 
 
 def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
-    import duckdb
+    import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
 
     start = time.perf_counter()
     try:
@@ -280,11 +282,11 @@ def register_forwarding_udfs(con, udfs) -> None:
     """Register each ``(name, params, returns)`` as a vectorised (arrow) UDF whose values come from
     the answerer set with :func:`set_udf_answerer`: one call per DuckDB vector, with its columns as
     Python lists."""
-    import pyarrow as pa
+    import pyarrow as pa  # lazy: as duckdb; keeps `quandary` start-up light
 
     arrow = {"BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(), "BIGINT": pa.int64()}
 
-    def forward(name: str, returns: str, cols) -> "pa.Array":
+    def forward(name: str, returns: str, cols) -> pa.Array:
         if not _udf_answerer:
             raise RuntimeError(f"{name} called outside a session query")
         return pa.array(_udf_answerer[0](name, [c.to_pylist() for c in cols]), type=arrow[returns])
@@ -312,7 +314,7 @@ def run_duckdb_statement(
 ) -> Outcome:
     """One untrusted statement on an open locked read-only connection (see open_duckdb_readonly):
     exactly one SELECT, the watchdog deadline, the row and byte caps, typed failures."""
-    import duckdb
+    import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
 
     start = time.perf_counter() if start is None else start
     if not isinstance(sql, str) or not sql.strip():
@@ -371,7 +373,7 @@ def run_duckdb_statement(
 
 def warm_up() -> None:
     """Load both engines and their allocators (the worker measures its baseline after this)."""
-    import duckdb
+    import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
 
     con = duckdb.connect(":memory:", config={"threads": _DUCKDB_THREADS})
     con.execute("SELECT sum(range) FROM range(100000)").fetchall()

@@ -3,6 +3,10 @@ with an address-space limit; a worker that misses its deadline by 1.25x is kille
 
 import atexit
 import os
+import pickle
+import select
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -57,9 +61,6 @@ _WORKER_START_TIMEOUT_S = 120.0  # a loaded machine can take long to start Pytho
 
 class _Worker:
     def __init__(self, module: str = "resources.sql.worker", extra_env: dict | None = None):
-        import subprocess
-        import sys
-
         repo_root = str(Path(__file__).resolve().parents[2])
         env = dict(
             os.environ,
@@ -93,9 +94,6 @@ class _Worker:
         self.pid = self.proc.pid
 
     def _read(self, timeout_s: float, limit: int | None = None):
-        import pickle
-        import select
-
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
         buf = b""

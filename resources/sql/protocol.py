@@ -14,7 +14,6 @@ EOF on stdin ends the worker."""
 import pickle
 import struct
 
-
 HEADER = struct.Struct(">Q")
 
 

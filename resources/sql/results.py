@@ -1,12 +1,12 @@
 """What an untrusted query returns (rows or a typed failure) and the limits every query runs under."""
 
+import argparse
 import math
 import os
 import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-
 
 DEFAULT_TIMEOUT_S = 3.0  # as in the ABISS reference code
 
@@ -102,7 +102,6 @@ def check_timeout(timeout_s) -> float:
 
 def timeout_arg(text: str) -> float:
     """argparse ``type=`` for ``--timeout``: refuses nan, inf, 0 and negatives with one line."""
-    import argparse
 
     try:
         return check_timeout(text)

@@ -72,7 +72,7 @@ class SandboxSession:
             self._ensure_worker()
 
     def _ensure_worker(self) -> None:
-        from resources.sql.pool import _Worker
+        from resources.sql.pool import _Worker  # lazy: import cycle (through resources/sql/__init__.py)
 
         if not self.in_process and (self._worker is None or not self._worker.alive()):
             self._worker = _Worker()
@@ -87,6 +87,7 @@ class SandboxSession:
     ) -> Outcome:
         """One statement; rows or a typed failure. Raises ``ValueError`` for a bad ``timeout_s``, and
         whatever ``answer`` raises that is not an ``Exception`` (Ctrl-C) after killing the worker."""
+        # lazy: the worker module loads pyarrow; keeps start-up light
         from resources.sql.worker import MESSAGE_SLACK_BYTES
 
         timeout_s = check_timeout(timeout_s)  # nan/inf/0/-1 would switch the deadline off
@@ -117,7 +118,7 @@ class SandboxSession:
         return self.answer(name, columns)
 
     def _execute_here(self, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
-        from resources.sql import engines
+        from resources.sql import engines  # lazy: import cycle (through resources/sql/__init__.py)
 
         if self._con is None:
             self._con = engines.open_duckdb_readonly(self.path, threads=self.threads)

@@ -23,7 +23,9 @@ import threading
 import time
 from pathlib import Path
 
+from resources.sql import engines
 from resources.sql.protocol import MessageTooLarge, read_msg, write_msg
+from resources.sql.results import FailureKind, QueryFailure
 
 DEFAULT_MEMORY_MB = 512
 
@@ -48,7 +50,7 @@ def proc_status_bytes(field: str, pid: int | str = "self") -> int:
 def _limit_memory(extra_bytes: int) -> int:
     """Cap the address space at what the warmed-up worker uses plus ``extra_bytes``."""
     try:
-        import resource
+        import resource  # lazy: POSIX only
 
         limit = proc_status_bytes("VmSize") + extra_bytes
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -86,13 +88,10 @@ class _Session:
         self.key = self.con = None
 
     def query(self, req: dict):
-        from resources.sql import engines
-        from resources.sql.results import FailureKind, QueryFailure
-
         path, threads, udfs = req["session"]
         if self.key != req["session"]:
             self.close()
-            import duckdb
+            import duckdb  # lazy: only after main() points sys.stdout at stderr (see engines.py)
 
             try:
                 self.con = engines.open_duckdb_readonly(Path(path), threads=threads)
@@ -135,9 +134,6 @@ class _Session:
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills this process
     os.environ["QUANDARY_SQL_WORKER"] = "1"
-    from resources.sql import engines
-    from resources.sql.results import FailureKind, QueryFailure
-
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol messages on the pipe
     engines.warm_up()  # import and start both engines before the limit is measured

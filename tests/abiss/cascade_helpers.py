@@ -5,10 +5,9 @@ import json
 import re
 
 from pipelines.abiss.prompts import PROMPT_OPENINGS
-from pipelines.taxonomy import SUBCATEGORY_BY_ID, subcategory
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID, subcategory
 from resources.llm import Council, call_log
 from tests.llm_fakes import scripted_member
-
 
 MARKERS = {k: v for k, v in PROMPT_OPENINGS.items() if k not in ("generate_question", "ground_sql")}
 

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.abiss.programmatic import generate_candidates
 from pipelines.abiss.stages import StageContext
+from pipelines.sqltools.schema_context import render_schema_context
+from resources.catalog import inspect_database
 from tests.abiss.cascade_helpers import council
+from tests.abiss.pipeline_helpers import scripted_council  # noqa: F401 - the fixture of the folder's pipeline tests
+from tests.conftest import SHARED_DATA
 
 
 def _college(path: Path) -> Path:
@@ -101,8 +106,6 @@ def college_db(tmp_path_factory) -> Path:
 
 
 def _spider(name: str) -> Path:
-    from tests.conftest import SHARED_DATA
-
     p = SHARED_DATA / "spider" / "database" / name / f"{name}.sqlite"
     if not p.is_file():
         pytest.skip(f"Spider database {name} not found under ../shared/data/spider/database (workplace only)")
@@ -115,7 +118,6 @@ _CACHE: dict = {}
 @pytest.fixture(scope="session")
 def generated(demo_db_path, college_db):
     """``name -> (db_path, GenerationReport)`` for the databases the issue's examples came from."""
-    from pipelines.abiss.programmatic import generate_candidates
 
     def get(name: str):
         if name not in _CACHE:
@@ -129,9 +131,6 @@ def generated(demo_db_path, college_db):
 # the cascade stages run over the demo database's rendered schema context
 @pytest.fixture(scope="module")
 def schema_context(demo_db_path):
-    from pipelines.sqltools.schema_context import render_schema_context
-    from resources.catalog import inspect_database
-
     return render_schema_context(inspect_database(demo_db_path))
 
 

@@ -7,9 +7,8 @@ import re
 import pytest
 
 from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
-from pipelines.taxonomy import SUBCATEGORIES
+from pipelines.abiss.taxonomy import SUBCATEGORIES
 from tests.llm_fakes import ScriptedLLM, install, json_reply
-
 
 SUBS = ["answerable", "lexical_overlap", "missing_entity"]
 
@@ -112,7 +111,7 @@ def scripted_council(tmp_path, monkeypatch):
         )
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     handler = ScriptedLLM(healthy)

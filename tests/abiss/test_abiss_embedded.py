@@ -7,10 +7,10 @@ through (HTTP, structured output, parsing, cache, votes, artifacts), not the ans
 import pytest
 from dagster import instance_for_test
 
-from cli.runs import run_job_for_partition
-from cli.commands.run import DEMO_COUNCIL
 from assets.abiss.card import config as abiss_config
 from assets.definitions import MAIN_JOB
+from cli.commands.run import DEMO_COUNCIL
+from cli.runs import run_job_for_partition
 from resources.catalog import Catalog
 from storage.audit import open_audit
 
@@ -29,7 +29,7 @@ GRID = {
 
 def test_abiss_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(DEMO_COUNCIL))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     Catalog().register(demo_db_path, "university")

@@ -6,18 +6,20 @@ re-executed from failure with zero repeated LLM calls; ABISS JSON export → imp
 """
 
 import json
+import sqlite3
 
 import pytest
 from dagster import instance_for_test
 
-from cli.runs import run_job_for_partition
-from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
-from cli import main
 from assets.abiss.card import config as abiss_config
 from assets.definitions import MAIN_JOB
+from cli import main
+from cli.runs import run_job_for_partition
+from pipelines.abiss import prompts
+from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from resources.catalog import Catalog
 from storage.audit import list_views, open_audit
-from tests.abiss.pipeline_helpers import GRID, NAME_TO_ID, SUBS, _last_user, healthy, scripted_council  # noqa: F401
+from tests.abiss.pipeline_helpers import GRID, _last_user, healthy
 from tests.llm_fakes import http_error
 
 pytestmark = pytest.mark.integration
@@ -133,7 +135,7 @@ def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_
     # the reference layout: only non-answerable records carry hidden_knowledge / is_solvable
     assert all(("hidden_knowledge" in r) == (not r["category"]["answerable"]) for r in records)
     assert main(["import", str(out), "--asset", "imported_dataset"]) == 0
-    from dagster import AssetKey
+    from dagster import AssetKey  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
     event = instance.get_latest_materialization_event(AssetKey("imported_dataset"))
     assert event is not None and event.asset_materialization.partition == "university"
@@ -154,10 +156,9 @@ def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_
 
 def test_stage_code_versions_are_prompt_hashes():
     """Editing a stage's prompt changes its code version, so the UI marks it and downstream stale."""
-    from dagster import AssetKey
+    from dagster import AssetKey  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
-    from pipelines.abiss import prompts
-    from assets.definitions import defs
+    from assets.definitions import defs  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     for stage, name in (("s03", "s03_category_conformance"), ("s09", "s09_category_consistency")):
         key = AssetKey(name)
@@ -178,7 +179,6 @@ def test_generation_outage_fails_the_step_and_reexecutes(scripted_council, insta
 
 def test_partition_with_no_candidates_still_completes(scripted_council, instance, tmp_path):
     """A database where the grid yields nothing gives empty, well-typed artifacts, not a crash."""
-    import sqlite3
 
     db = tmp_path / "tiny.sqlite"
     con = sqlite3.connect(db)

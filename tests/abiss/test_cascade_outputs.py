@@ -14,13 +14,13 @@ from pipelines.abiss import outputs
 from pipelines.abiss.outputs import (
     DATASET_COLUMNS,
     DECISION_SCHEMA,
+    UI_INLINE_MARKDOWN_CHARS,
     AbissFormatError,
     council_votes_frame,
     dataset_frame,
     decisions_frame,
     from_abiss_records,
     funnel,
-    UI_INLINE_MARKDOWN_CHARS,
     funnel_chart_md,
     funnel_text,
     read_abiss_json,
@@ -29,11 +29,10 @@ from pipelines.abiss.outputs import (
     to_abiss_records,
     write_abiss_json,
 )
-from pipelines.abiss.stages import STAGE_BY_NO, run_stage
+from pipelines.abiss.stages import STAGE_BY_NO, STAGES, run_stage
 from pipelines.abiss.stages import decision as _decision
-from pipelines.taxonomy import subcategory
+from pipelines.abiss.taxonomy import subcategory
 from resources.llm import call_log
-from tests.llm_fakes import quandary_home, scripted  # noqa: F401
 from tests.abiss.cascade_helpers import (
     SOLVING_SQL,
     Script,
@@ -241,7 +240,6 @@ def test_funnel_and_text(rows):
 def test_funnel_chart_fits_the_ui_inline_limit(counts):
     """Any funnel of the eleven stages stays under the length the UI shows in place, and keeps
     every stage's kept/entered."""
-    from pipelines.abiss.stages import STAGES
 
     rows = [("candidates", 10**6, 10**6)] + [(s.key, max(a, b), min(a, b)) for s, (a, b) in zip(STAGES, counts)]
     chart = funnel_chart_md(rows)
@@ -425,7 +423,6 @@ def test_module_exports():
 
 def test_vote_ids_do_not_depend_on_other_decisions():
     """Adding votes to one candidate must not renumber another candidate's votes."""
-    from pipelines.abiss.outputs import council_votes_frame, decisions_frame
 
     def decision(cid, n):
         votes = [
@@ -452,9 +449,6 @@ def test_vote_ids_do_not_depend_on_other_decisions():
 
 
 def test_funnel_names_stages_that_nobody_entered():
-    from pipelines.abiss.outputs import decisions_frame, funnel
-    from pipelines.abiss.stages import STAGES
-
     empty = [decisions_frame([]) for _ in STAGES]
     rows = funnel(pl.DataFrame({"candidate_id": ["a"]}), empty)
     assert [r[0] for r in rows[1:]] == [s.key for s in STAGES]

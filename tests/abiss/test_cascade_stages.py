@@ -14,10 +14,11 @@ import re
 import pytest
 
 from pipelines.abiss.stages import STAGE_BY_NO, run_stage
-from resources.llm.failures import ProviderUnavailable
-from pipelines.taxonomy import subcategories_in, subcategory
+from pipelines.abiss.taxonomy import subcategories_in, subcategory
 from resources.llm import call_log
+from resources.llm.failures import ProviderUnavailable
 from tests.abiss.cascade_helpers import (  # noqa: F401
+    _NAME_TO_ID,
     GARBAGE,
     MARKERS,
     SOLVING_SQL,
@@ -33,10 +34,8 @@ from tests.abiss.cascade_helpers import (  # noqa: F401
     kind_of,
     una_row,
     verdicts,
-    _NAME_TO_ID,
 )
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
-
+from tests.llm_fakes import http_error
 
 # ------------------------------------------------------------------------------ stage 1
 

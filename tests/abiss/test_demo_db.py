@@ -1,7 +1,7 @@
 import hashlib
 
 from cli import main
-from pipelines.demo_db import write_demo_db
+from pipelines.abiss.demo_db import write_demo_db
 from resources.catalog import inspect_database
 from resources.sql import execute_sql
 

@@ -8,18 +8,20 @@ reason when the data is absent.
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 from collections import Counter, defaultdict, deque
 from pathlib import Path
 
 import pytest
 
-from pipelines.demo_db import write_demo_db
+from pipelines.abiss.demo_db import DDL, build_rows, write_demo_db
 from pipelines.abiss.programmatic import GENERATOR, Candidate, difficulty_of, generate_candidates
-from pipelines.abiss.programmatic.builders.base import Absence, BuildContext, Draft
+from pipelines.abiss.programmatic.builders.base import Absence, BuildContext, Draft, Reading
+from pipelines.abiss.programmatic.generator import _verify
 from pipelines.abiss.programmatic.schema_analysis import analyze
+from pipelines.abiss.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORIES, SUBCATEGORY_BY_ID
 from pipelines.sqltools.difficulty import relabel_difficulty
-from pipelines.taxonomy import DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORIES, SUBCATEGORY_BY_ID
 from resources.catalog import inspect_database
 from resources.sql import execute_sql
 
@@ -238,14 +240,10 @@ def test_candidate_ids_are_stable_hashes(demo_db, demo_report):
 
 
 def _ctx(db_path, sub="missing_entity"):
-    import random
-
     return BuildContext(analyze(db_path), random.Random(0), ["formal"], sub)
 
 
 def test_verifier_rejects_false_absence_claims(demo_db):
-    from pipelines.abiss.programmatic.generator import _verify
-
     ctx = _ctx(demo_db)
     draft = Draft(
         "missing_entity",
@@ -272,9 +270,6 @@ def test_verifier_rejects_false_absence_claims(demo_db):
 
 
 def test_verifier_rejects_equal_or_empty_readings(demo_db):
-    from pipelines.abiss.programmatic.generator import _verify
-    from pipelines.abiss.programmatic.builders.base import Reading
-
     ctx = _ctx(demo_db, "lexical_vagueness")
     same = Draft(
         "lexical_vagueness",
@@ -339,7 +334,6 @@ def test_database_without_rows_or_links(tmp_path):
 def test_duckdb_database(tmp_path, demo_db):
     """The same generator works on a DuckDB copy of the demo (SQL valid for both engines)."""
     duckdb = pytest.importorskip("duckdb")
-    from pipelines.demo_db import DDL, build_rows
 
     path = tmp_path / "university.duckdb"
     con = duckdb.connect(str(path))

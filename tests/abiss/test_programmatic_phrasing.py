@@ -18,7 +18,7 @@ from pipelines.abiss.programmatic.phrasing import (
     singular,
     with_article,
 )
-from pipelines.taxonomy import STYLES
+from pipelines.abiss.taxonomy import STYLES
 
 
 def test_identifier_words_examples():

@@ -2,14 +2,19 @@
 generated, definitions fit their adjective, readings truly differ, and the demo database's
 candidates all pass the well-formedness filter."""
 
+import random
 import re
 
 import pytest
 
 from pipelines.abiss import wellformed
-from pipelines.abiss.programmatic.generator import reading_gap
+from pipelines.abiss.programmatic import generate_candidates
 from pipelines.abiss.programmatic.builders.answerable import date_concepts, fitting_adjective
-from pipelines.abiss.programmatic.phrasing import article, humanize, table_words
+from pipelines.abiss.programmatic.builders.base import BuildContext, Draft
+from pipelines.abiss.programmatic.generator import _verify, reading_gap
+from pipelines.abiss.programmatic.phrasing import article, humanize, singular, table_words
+from pipelines.abiss.programmatic.schema_analysis import analyze
+from resources.catalog import inspect_database
 from resources.sql import execute_sql
 
 
@@ -59,7 +64,6 @@ def test_issue_phrasing_examples_are_no_longer_generated(generated, db, banned):
 @pytest.mark.parametrize("db", ["university", "pets_1", "concert_singer", "car_1", "college"])
 def test_no_article_errors_or_raw_identifiers(generated, db):
     path, report = generated(db)
-    from resources.catalog import inspect_database
 
     idents = {
         c.name
@@ -82,7 +86,6 @@ def test_the_user_department_is_a_department(generated):
         m = re.search(r"[Tt]he user's department is '([^']+)'", c.hidden_knowledge or "")
         if m:
             assert m.group(1) in depts, c.hidden_knowledge
-    from pipelines.abiss.programmatic.schema_analysis import analyze
 
     assert analyze(generated("college")[0]).table("department").label == "dept_name"
 
@@ -150,8 +153,6 @@ def test_concert_week1_is_not_named_by_stadium(generated):
 
 @pytest.mark.parametrize("db", ["university", "concert_singer", "college"])
 def test_scope_distributive_reading_groups_on_a_unique_key(generated, db):
-    from pipelines.abiss.programmatic.schema_analysis import analyze
-
     path, report = generated(db)
     a = analyze(path)
     for c in report.candidates:
@@ -173,7 +174,6 @@ def test_scope_distributive_reading_groups_on_a_unique_key(generated, db):
 def test_demo_candidates_all_pass_the_filter(generated, seed, styles):
     """The demo's programmatic items must never be rejected by step 0 (`quandary demo` runs the
     demo grid: formal, seed 42; other seeds and every style are checked too)."""
-    from pipelines.abiss.programmatic import generate_candidates
 
     path, _ = generated("university")
     vocab = wellformed.Vocabulary.of_database(str(path))
@@ -184,12 +184,6 @@ def test_demo_candidates_all_pass_the_filter(generated, seed, styles):
 
 
 def test_generator_drops_drafts_the_filter_would_reject(demo_db_path):
-    import random
-
-    from pipelines.abiss.programmatic.generator import _verify
-    from pipelines.abiss.programmatic.builders.base import BuildContext, Draft
-    from pipelines.abiss.programmatic.schema_analysis import analyze
-
     ctx = BuildContext(analyze(demo_db_path), random.Random(0), ["formal"], "answerable")
     long_q = (
         "List the titles of the courses whose description is '"
@@ -216,7 +210,5 @@ def test_generator_drops_drafts_the_filter_would_reject(demo_db_path):
 
 
 def test_singulars_of_ie_words():
-    from pipelines.abiss.programmatic.phrasing import singular
-
     assert singular("movies") == "movie" and singular("cookies") == "cookie"
     assert singular("cities") == "city" and singular("copies") == "copy" and singular("countries") == "country"

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli import main
-from pipelines.demo_db import write_demo_db
+from pipelines.abiss.demo_db import write_demo_db
 from pipelines.abiss.programmatic import generate_candidates
 from pipelines.abiss.programmatic.schema_analysis import (
     CATEGORICAL,

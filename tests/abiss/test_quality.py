@@ -1,6 +1,7 @@
 import polars as pl
 
-from quality.contracts import DATASET, SCHEMA_CONTEXT
+from quality.abiss import DATASET
+from quality.databases import SCHEMA_CONTEXT
 from quality.gx_suite import run_contract
 
 

@@ -41,7 +41,7 @@ def test_mostly_unparseable_generation_fails_loudly():
 def test_the_failure_names_the_share_it_exceeded():
     """#24 item 2: one failed call of three fails the step under the default (no decision rests on a
     call that never happened); the message says which share was exceeded, so the user knows the knob."""
-    from assets.abiss.assets import CascadeSettings
+    from assets.abiss.assets import CascadeSettings  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     rows = [_row("call_failed", "timed out: no token for 120 s (member gen)")] + [_row("ok")] * 2
     default = CascadeSettings().max_failed_call_share

@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from cli import main
-from pipelines.taxonomy import (
+from pipelines.abiss.taxonomy import (
     DEFAULT_STYLES,
     DIFFICULTIES,
     STYLES,

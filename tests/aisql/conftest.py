@@ -3,7 +3,10 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
+from pipelines.aisql.operators import AIRuntime, LabelOracle
+from pipelines.aisql.scenarios import MOVIE, build_scenario_db, load_labels
 from tests.conftest import SHARED_DATA
 
 SEMBENCH = SHARED_DATA / "sembench" / "files"
@@ -18,30 +21,22 @@ def sembench_root() -> Path:
 
 @pytest.fixture(scope="session")
 def movie_db(sembench_root, tmp_path_factory):
-    from pipelines.aisql.scenarios import build_scenario_db
-
     return build_scenario_db("movie", sembench_root, tmp_path_factory.mktemp("aisql_movie"))
 
 
 @pytest.fixture(scope="session")
 def medical_db(sembench_root, tmp_path_factory):
-    from pipelines.aisql.scenarios import build_scenario_db
-
     return build_scenario_db("medical", sembench_root, tmp_path_factory.mktemp("aisql_medical"))
 
 
 @pytest.fixture(scope="session")
 def movie_labels(movie_db):
-    from pipelines.aisql.scenarios import load_labels
-
     return load_labels(movie_db.labels_path)
 
 
 @pytest.fixture
 def oracle_runtime(movie_labels):
     """A fresh runtime over the movie label oracle; call with p (flip rate) and seed."""
-    from pipelines.aisql.operators import AIRuntime, LabelOracle
-    from pipelines.aisql.scenarios import MOVIE
 
     made = []
 
@@ -70,7 +65,6 @@ JUDGE_ACCEPT = {
 
 def scripted_config(tmp_path: Path, names=("fake",)) -> Path:
     """A council config whose every role is the scripted provider."""
-    import yaml
 
     members = {
         n: {

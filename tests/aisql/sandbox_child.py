@@ -11,6 +11,10 @@ import threading
 import time
 from pathlib import Path
 
+from pipelines.aisql.execute import run_duckdb_sql
+from pipelines.aisql.operators import AIRuntime, KeywordOperator
+from resources.sql.worker import proc_status_bytes
+
 
 class Blocking:
     name = "blocking"
@@ -21,10 +25,6 @@ class Blocking:
 
 
 def main(db: str, sql: str, timeout_s: str, backend: str) -> int:
-    from pipelines.aisql.execute import run_duckdb_sql
-    from pipelines.aisql.operators import AIRuntime, KeywordOperator
-    from resources.sql.worker import proc_status_bytes
-
     rt = AIRuntime(Blocking() if backend == "blocking" else KeywordOperator())
     before = proc_status_bytes("VmHWM")
     print("running", flush=True)

@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from dagster import AssetKey, instance_for_test
 
+from resources.llm import reset_councils
 from tests.aisql.conftest import JUDGE_ACCEPT, scripted_config
 from tests.llm_fakes import ScriptedLLM, install
 
@@ -34,13 +35,11 @@ def _responder(req):
 
 
 def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path, monkeypatch):
-    from resources.llm import reset_councils
-
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(scripted_config(tmp_path)))
     reset_councils()
     handler = ScriptedLLM(_responder)
     install(handler)
-    from assets.definitions import defs
+    from assets.definitions import defs  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     job = defs.resolve_job_def("aisql_job")
     cfg = {
@@ -66,7 +65,7 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
         assert all(checks.values()), checks
         assert instance.get_latest_materialization_event(AssetKey("aisql_metrics")) is not None
 
-    from storage.artifacts import read_latest
+    from storage.artifacts import read_latest  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     pairs = read_latest("aisql_pairs", "movie")
     verdicts = read_latest("aisql_verdicts", "movie")
@@ -93,7 +92,7 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     assert sorted(set(sweep["flip_rate"])) == [0.0, 0.3]
     ex0 = sweep.filter((pl.col("method") == "ex") & (pl.col("flip_rate") == 0.0))
     assert (ex0["tpr"] == 1.0).all()  # no noise: every equivalent variant returns the gold rows
-    from storage.paths import artifacts_dir
+    from storage.paths import artifacts_dir  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     assert (artifacts_dir() / "aisql_sweep" / "movie" / "sweep.png").stat().st_size > 1000
     reset_councils()

@@ -2,7 +2,10 @@
 
 import json
 
+import polars as pl
+
 from cli import main
+from cli.commands.aisql import per_variant_table
 from tests.aisql.conftest import movie_query
 
 
@@ -94,9 +97,6 @@ def test_label_import_and_report_without_results(tmp_path, capsys, isolated_home
 
 def test_the_per_variant_table_shows_every_row_and_method():
     """#24 item 7: thirteen variant types print as thirteen rows (no truncated frame repr, no "…")."""
-    import polars as pl
-
-    from cli.commands.aisql import per_variant_table
 
     types = [f"variant_{i:02d}" for i in range(13)]
     methods = ["ex", "ours", "judge", "solver", "autorater", "llm_sql_solver"]

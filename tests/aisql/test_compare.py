@@ -3,7 +3,11 @@ LLM splitter fallback is reachable from the resource and the settings."""
 
 import json
 
+import polars as pl
+
 from cli import main
+from pipelines.aisql.pipeline import make_runtime, prepare_db, run_executions
+from resources.llm import get_council, reset_councils
 from tests.aisql.conftest import JUDGE_ACCEPT, movie_query, scripted_config
 from tests.llm_fakes import ScriptedLLM, install, quandary_home  # noqa: F401
 
@@ -29,8 +33,6 @@ def test_compare_prints_every_layer_and_exits_by_the_final_verdict(sembench_root
 
 
 def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_path, monkeypatch, quandary_home):  # noqa: F811
-    from resources.llm import reset_councils
-
     gold = movie_query(sembench_root, "thalamusdb", "Q3")
     assert main(["aisql", "compare", "movie", gold, gold, "--methods", "ex,magic", "--data", str(sembench_root)]) == 2
     assert "magic" in capsys.readouterr().err
@@ -44,11 +46,7 @@ def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_p
 
 
 def test_llm_split_fallback_is_wired(sembench_root, tmp_path, monkeypatch, quandary_home):  # noqa: F811
-    import polars as pl
-
-    from assets.aisql.assets import AisqlResource
-    from pipelines.aisql.pipeline import make_runtime, prepare_db, run_executions
-    from resources.llm import get_council, reset_councils
+    from assets.aisql.assets import AisqlResource  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     assert AisqlResource(llm_split_fallback=True).settings().llm_split_fallback is True
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(scripted_config(tmp_path)))

@@ -11,6 +11,8 @@ served from the call cache.
 import pytest
 from dagster import instance_for_test
 
+from resources.llm import reset_councils
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 EMBEDDED_COUNCIL = """
@@ -27,13 +29,11 @@ councils:
 
 
 def test_aisql_job_with_embedded_operator_and_judge(sembench_root, tmp_path, monkeypatch):
-    from resources.llm import reset_councils
-
     cfg_path = tmp_path / "council.yaml"
     cfg_path.write_text(EMBEDDED_COUNCIL)  # embedded SmolLM2: short operator answers, a judge that can finish its JSON
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg_path))
     reset_councils()
-    from dagster import AssetKey
+    from dagster import AssetKey  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     from assets.aisql.assets import AISQL_ASSETS
     from assets.definitions import defs

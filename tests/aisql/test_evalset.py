@@ -12,7 +12,9 @@ from pipelines.aisql.evalset import (
     read_manual_labels,
 )
 from pipelines.aisql.scenarios import MOVIE, load_queries
-from tests.llm_fakes import quandary_home, scripted  # noqa: F401 - fixtures
+from resources.llm import Council
+from resources.llm.registry import call_log
+from tests.llm_fakes import scripted_member
 
 
 def test_pairs_are_balanced_per_dialect(sembench_root):
@@ -27,10 +29,6 @@ def test_pairs_are_balanced_per_dialect(sembench_root):
 
 
 def test_generator_candidates_are_unlabelled_until_a_person_labels_them(sembench_root, scripted, tmp_path):
-    from resources.llm import Council
-    from resources.llm.registry import call_log
-    from tests.llm_fakes import scripted_member
-
     examples = few_shot_examples(sembench_root, "movie", "thalamusdb")
     assert examples and all("NLfilter" in sql or "NLjoin" in sql for _, sql in examples)
     scripted.responder = lambda req: json.dumps(

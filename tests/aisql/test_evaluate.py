@@ -4,11 +4,15 @@ any run exists; a second file never drops the first's rows."""
 
 import csv
 import json
+import os
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from cli import main
+from pipelines.aisql.predictions import read_predictions
+from storage.artifacts import read_latest
 from tests.aisql.conftest import movie_query
 
 
@@ -30,10 +34,8 @@ def _row(i, gold, pred, **extra):
 
 def _runs() -> int:
     """Dagster runs recorded so far (no instance folder yet: none)."""
-    import os
-    from pathlib import Path
 
-    from dagster import DagsterInstance
+    from dagster import DagsterInstance  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
     if not Path(os.environ["DAGSTER_HOME"]).is_dir():
         return 0
@@ -82,8 +84,6 @@ def test_missing_file_and_bad_methods(tmp_path, capsys):
 
 
 def test_read_predictions_accepts_labels_and_dialects(tmp_path):
-    from pipelines.aisql.predictions import read_predictions
-
     path = _write(
         tmp_path / "p.jsonl",
         [
@@ -109,8 +109,6 @@ def test_read_predictions_accepts_labels_and_dialects(tmp_path):
 
 @pytest.mark.integration
 def test_evaluate_two_files_keeps_both_and_exports(sembench_root, tmp_path, capsys):
-    from storage.artifacts import read_latest
-
     gold = movie_query(sembench_root, "bigquery", "Q3")
     tgold = movie_query(sembench_root, "thalamusdb", "Q3")
     a = _write(

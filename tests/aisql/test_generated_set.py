@@ -7,16 +7,16 @@ import json
 
 import polars as pl
 
+from pipelines.aisql.evalset import balance_table, execution_labels, generator_pairs, with_set
+from pipelines.aisql.metrics import metric_table
+from pipelines.aisql.pipeline import council_for, prepare_db
+from pipelines.aisql.scenarios import MOVIE, load_queries
+from resources.llm import reset_councils
 from tests.aisql.conftest import movie_query, scripted_config
 from tests.llm_fakes import ScriptedLLM, install, quandary_home  # noqa: F401
 
 
 def _generated(sembench_root, tmp_path, monkeypatch, answers):
-    from pipelines.aisql.evalset import generator_pairs
-    from pipelines.aisql.pipeline import council_for
-    from pipelines.aisql.scenarios import MOVIE, load_queries
-    from resources.llm import reset_councils
-
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(scripted_config(tmp_path)))
     reset_councils()
     asked = []
@@ -35,9 +35,6 @@ def _generated(sembench_root, tmp_path, monkeypatch, answers):
 
 
 def test_generator_candidates_are_labelled_by_execution_at_p0(sembench_root, tmp_path, monkeypatch, quandary_home):  # noqa: F811
-    from pipelines.aisql.evalset import execution_labels
-    from pipelines.aisql.pipeline import prepare_db
-
     gold = movie_query(sembench_root, "bigquery", "Q3")
     answers = [
         gold.replace("clearly positive, review: ", "positive? Review: "),  # same rows at p = 0
@@ -58,9 +55,6 @@ def test_generator_candidates_are_labelled_by_execution_at_p0(sembench_root, tmp
 
 
 def test_sets_are_reported_separately_with_the_papers_balance(sembench_root):
-    from pipelines.aisql.evalset import balance_table, with_set
-    from pipelines.aisql.metrics import metric_table
-
     pairs = pl.DataFrame(
         {
             "pair_id": ["a", "b", "c", "d"],

@@ -2,11 +2,16 @@
 
 import pytest
 
+from pipelines.aisql.compare import judge_pair
 from pipelines.aisql.diffs import ex_equal
-from pipelines.aisql.execute import run_query
-from pipelines.aisql.operators import LabelOracle, OpRequest, read_concept
-from pipelines.aisql.scenarios import MOVIE, leaked_label_columns, visible_columns
+from pipelines.aisql.evalset import variant_pairs
+from pipelines.aisql.execute import RunRecord, run_query
+from pipelines.aisql.methods import ex_verdict
+from pipelines.aisql.metrics import confusion
+from pipelines.aisql.operators import LabelOracle, OpRequest, OracleCannotDecide, read_concept
+from pipelines.aisql.scenarios import MOVIE, leaked_label_columns, load_queries, visible_columns
 from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
+from pipelines.aisql.variants import CHANGED_CONCEPT
 from tests.aisql.conftest import movie_query
 
 PARAPHRASE = "Is this review positive? Review: "
@@ -107,8 +112,6 @@ def test_distinct_dropped_shows_a_relational_diff_on_duplicated_rows(movie_db, o
 
 
 def test_ex_is_bag_based_and_ordered_under_a_gold_order_by():
-    from pipelines.aisql.execute import RunRecord
-
     def rec(rows):
         return RunRecord(status="ok", sql="", rows=rows)
 
@@ -122,9 +125,6 @@ def test_ex_is_bag_based_and_ordered_under_a_gold_order_by():
 
 def test_oracle_cannot_decide_a_value_operator_asking_another_concept(sembench_root, movie_db, oracle_runtime):
     """Issue 19 item 4: SCORE / GENERATE / CLASSIFY answer only what the labels and the instruction decide."""
-    from pipelines.aisql.methods import ex_verdict
-    from pipelines.aisql.operators import OracleCannotDecide
-    from pipelines.aisql.variants import CHANGED_CONCEPT
 
     gold = movie_query(sembench_root, "bigquery", "Q9")
     rt = oracle_runtime(p=0.0)
@@ -151,8 +151,6 @@ def test_oracle_cannot_decide_a_boolean_operator_naming_no_labelled_concept(
 ):
     """Issue 19 item 4 (rest): AI.IF / NLfilter with an instruction naming no labelled concept is
     'cannot decide', never a seeded coin flip; the same holds for a pair predicate it cannot read."""
-    from pipelines.aisql.operators import OracleCannotDecide
-    from pipelines.aisql.variants import CHANGED_CONCEPT
 
     oracle = LabelOracle({"fine": "POSITIVE", "bad": "NEGATIVE"}, MOVIE.vocabulary, p=0.0)
     for prompt in ("Does this review mention the director? \x1efine\x1f", CHANGED_CONCEPT + " \x1efine\x1f"):
@@ -173,11 +171,6 @@ def test_oracle_cannot_decide_a_boolean_operator_naming_no_labelled_concept(
 def test_changed_concept_variants_stay_measured_from_their_construction(sembench_root, movie_db, oracle_runtime):
     """The changed-concept variants keep their constructed label (False); with the oracle unable to
     run them, EX records an error verdict (a rejection, so a true negative) and the AI layer cannot decide."""
-    from pipelines.aisql.compare import judge_pair
-    from pipelines.aisql.evalset import variant_pairs
-    from pipelines.aisql.methods import ex_verdict
-    from pipelines.aisql.metrics import confusion
-    from pipelines.aisql.scenarios import load_queries
 
     golds = [g for g in load_queries("movie", sembench_root) if g.question_id == "Q3"]
     rows = variant_pairs(MOVIE, golds, correct_share=None, variant_types=("changed_concept",))

@@ -10,6 +10,8 @@ import pytest
 from pipelines.aisql.operators import CouncilOperator, LabelOracle, OpRequest, operator_messages
 from pipelines.aisql.rewrite import to_duckdb
 from pipelines.aisql.scenarios import MOVIE
+from resources.llm import get_council, reset_councils
+from tests.aisql.conftest import scripted_config
 from tests.llm_fakes import ScriptedLLM, install, quandary_home  # noqa: F401
 
 INJECTIONS = [
@@ -77,9 +79,6 @@ def test_oracle_answers_from_labels_whatever_the_data_says():
 
 
 def test_scripted_council_sees_the_data_only_in_its_field(tmp_path, monkeypatch, quandary_home):  # noqa: F811
-    from resources.llm import get_council, reset_councils
-    from tests.aisql.conftest import scripted_config
-
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(scripted_config(tmp_path)))
     reset_councils()
     asked = []
@@ -92,7 +91,7 @@ def test_scripted_council_sees_the_data_only_in_its_field(tmp_path, monkeypatch,
     sql = f"SELECT AI.IF(('{INSTRUCTION}', r.reviewText)) FROM movie.reviews AS r"
     reqs = [OpRequest("ai_if", p) for p in captured_prompts(INJECTIONS, sql)]
     op = CouncilOperator(get_council("default"))
-    from resources.llm.runtime import run_sync
+    from resources.llm.runtime import run_sync  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     answers = run_sync(op.answer_many(reqs))
     assert [a[0] for a in answers] == [False] * len(reqs)

@@ -1,9 +1,8 @@
 """BigQuery → DuckDB rewrite on the real SemBench files, plus literal-safety fuzzing."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from pipelines.aisql.rewrite import (
     SqlRewriteError,

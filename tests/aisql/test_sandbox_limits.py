@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -77,8 +78,6 @@ def test_three_huge_strings_end_too_large_quickly_without_growing_the_caller(mov
 
 
 def test_runaway_query_times_out_at_its_budget_in_the_worker(movie_db, oracle_runtime):
-    import time
-
     rt = oracle_runtime()
     rt.session(movie_db.path).execute("SELECT 1", timeout_s=60)  # the worker is up: time the query only
     start = time.monotonic()

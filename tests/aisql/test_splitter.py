@@ -1,6 +1,6 @@
 """The deterministic splitter on every SemBench BigQuery and ThalamusDB query of the text scenarios."""
 
-from tests.llm_fakes import quandary_home, scripted  # noqa: F401 - fixtures
+import json
 
 import pytest
 from sqlglot import exp
@@ -8,9 +8,13 @@ from sqlglot import exp
 from pipelines.aisql.execute import run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime, KeywordOperator
 from pipelines.aisql.rewrite import ai_calls, find_operator_names, parse_duckdb, to_duckdb_tree
-from pipelines.aisql.scenarios import MEDICAL, MOVIE
+from pipelines.aisql.scenarios import MEDICAL, MOVIE, visible_columns
+from pipelines.aisql.split_execution import table_columns_of
 from pipelines.aisql.splitter import align_calls, split
+from resources.llm import Council
+from resources.llm.registry import call_log
 from tests.aisql.conftest import SEMBENCH
+from tests.llm_fakes import scripted_member
 
 SCENARIOS = {"movie": MOVIE, "medical": MEDICAL}
 
@@ -144,12 +148,6 @@ def test_split_never_raises_on_garbage(tokens, dialect):
 
 
 def test_llm_splitter_is_the_fallback_when_parsing_fails(scripted):
-    import json
-
-    from resources.llm import Council
-    from resources.llm.registry import call_log
-    from tests.llm_fakes import scripted_member
-
     scripted.responder = lambda req: json.dumps(
         {"structural_sql": "SELECT a FROM t WHERE TRUE", "ai_parts": ["SELECT x FROM t WHERE NLfilter(x, 'p')"]}
     )
@@ -172,8 +170,6 @@ def _parts(sql, dialect="bigquery"):
 
 
 def test_ai_part_of_a_correlated_subquery_reads_the_outer_table(movie_db, oracle_runtime):
-    from pipelines.aisql.execute import run_duckdb_sql
-
     sql = (
         "SELECT m.title FROM Movies AS m WHERE EXISTS (SELECT 1 FROM Reviews AS r WHERE r.id = m.id "
         "AND NLfilter(m.title, 'the movie title names a person'))"
@@ -211,10 +207,6 @@ def test_order_by_is_kept_with_its_limit_and_dashed_projects_keep_quotes(sembenc
 
 def test_unqualified_input_with_two_tables_is_resolved_by_the_schema_or_refused(movie_db, oracle_runtime):
     """Issue 19 item 2 (rest): never a silent cross join of both FROM tables."""
-    from pipelines.aisql.execute import run_duckdb_sql
-    from pipelines.aisql.scenarios import visible_columns
-    from pipelines.aisql.split_execution import table_columns_of
-    from pipelines.aisql.splitter import split
 
     sql = (
         "SELECT COUNT(*) FROM Reviews AS r JOIN Movies AS m ON r.id = m.id "

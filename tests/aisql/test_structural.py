@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 
 from pipelines.aisql.diffs import rows_match
 from pipelines.aisql.rewrite import to_duckdb_tree
+from pipelines.aisql.scenarios import visible_columns
 from pipelines.aisql.structural import CANNOT, DIFFER, EQUAL, compare_structures, pair_calls
+from resources.sql import open_duckdb_readonly
+from tests.aisql.conftest import movie_query
 
 ROWS = [(1, "a", "t1", "n1"), (2, "a", "t2", "n2"), (3, "b", "t1", "n1"), (4, "b", "t3", None), (5, "a", "t2", "n1")]
 TXT = sorted({r[2] for r in ROWS})
@@ -149,10 +152,7 @@ NEG = "('Determine if the following movie review is negative, review: ', r.revie
 
 
 def movie_decide(movie_db, gold, cand):
-    from pipelines.aisql.scenarios import visible_columns
-
     g, c = to_duckdb_tree(gold, "bigquery"), to_duckdb_tree(cand, "bigquery")
-    from resources.sql import open_duckdb_readonly
 
     con = open_duckdb_readonly(movie_db.path, threads=1)
     try:
@@ -190,8 +190,6 @@ def test_equals_false_is_not(movie_db):
 
 
 def test_case_positions_movie_q4_q8(sembench_root, movie_db):
-    from tests.aisql.conftest import movie_query
-
     q4 = movie_query(sembench_root, "bigquery", "Q4")
     assert movie_decide(movie_db, q4, q4.replace("clearly positive", "positive")).verdict == EQUAL
     swapped = q4.replace("THEN 1 ELSE 0", "THEN 0 ELSE 1")  # counts the negatives: an equivalent only if
@@ -245,6 +243,6 @@ def test_not_exists_keeps_its_meaning(animals_db):
 
 def test_extra_ai_condition_is_left_to_the_ai_layer(movie_db):
     gold = f"SELECT COUNT(*) FROM movie.reviews AS r WHERE r.id = 'taken_3' AND AI.IF({PROMPT})"
-    cand = f"SELECT COUNT(*) FROM movie.reviews AS r WHERE r.id = 'taken_3'"
+    cand = "SELECT COUNT(*) FROM movie.reviews AS r WHERE r.id = 'taken_3'"
     v = movie_decide(movie_db, gold, cand)
     assert v.verdict == CANNOT and "no counterpart" in v.reason

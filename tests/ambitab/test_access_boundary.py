@@ -6,6 +6,8 @@ suffices that no secret of the record occurs anywhere in that view's serialisati
 """
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -68,8 +70,6 @@ def test_every_build_is_deterministic(builds, shared_data, tmp_path_factory):
 
 
 def _name_tokens(name: str) -> tuple[str, list[str]]:
-    import re
-
     low = (name or "").lower()
     return low, [t for t in re.split(r"[^0-9a-z]+", low) if t]
 
@@ -89,8 +89,6 @@ def test_no_oracle_only_label_or_its_prefix_names_the_asker_view(builds, corpus)
 
 
 def test_ambrosia_keeps_the_original_database_name_for_the_verifier(builds):
-    from pathlib import Path
-
     for rec in builds["ambrosia"].records[:50]:
         original = Path(rec.provenance.source_ids["db_file"]).stem
         assert original in rec.verifier_view().model_dump_json()

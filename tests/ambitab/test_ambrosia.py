@@ -7,6 +7,7 @@ import pytest
 
 from pipelines.ambitab import ambrosia
 from pipelines.ambitab.record import TaskRecord
+from pipelines.ambitab.sources import SourceCorrupt
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +17,7 @@ def built(shared_data):
 
 def test_303_records_with_native_intents(built, shared_data):
     assert len(built.records) == 303
-    rows = [json.loads(l) for l in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
+    rows = [json.loads(line) for line in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
     unambiguous = {
         (r["db_file"], ambrosia.normalize_sql(r["gold_queries"][0])): r["question"]
         for r in rows
@@ -121,14 +122,13 @@ def test_bad_rows_are_rejected_and_the_build_goes_on(tmp_path, shared_data):
     assert any("missing key" in r.reason for r in res.rejects)  # a row problem stays a row reject
     # a line that is not JSON means the file is damaged: the build fails, naming file and line (issue 20)
     (root / ambrosia.SOURCE).write_text("\n".join([*good, "{not json"]) + "\n")
-    from pipelines.ambitab.sources import SourceCorrupt
 
     with pytest.raises(SourceCorrupt, match=r"ambrosia_resplit_test.jsonl: line 4 is not valid JSON"):
         ambrosia.build(root)
 
 
 def test_a_database_that_fails_to_open_is_a_reject(tmp_path, shared_data):
-    rows = [json.loads(l) for l in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
+    rows = [json.loads(line) for line in (shared_data / ambrosia.SOURCE).read_text().splitlines()]
     amb = next(r for r in rows if r["is_ambiguous"])
     root = tmp_path / "data"
     (root / "ambrosia").mkdir(parents=True)

@@ -5,6 +5,9 @@ import json
 import pytest
 
 from cli import main
+from pipelines.ambitab.export import export_path, load_records, load_rejects
+from quality.ambitab import RuleOutcome
+from storage.artifacts import latest_path
 
 
 @pytest.fixture
@@ -16,8 +19,6 @@ def ambrosia_built(shared_data, capsys):
 
 
 def test_build_materializes_records_rejects_checks_and_export(ambrosia_built, isolated_home):
-    from pipelines.ambitab.export import export_path, load_records, load_rejects
-
     assert "ambrosia  303" in ambrosia_built and "6/6 passed" in ambrosia_built
     records = load_records("ambrosia")
     assert len(records) == 303
@@ -28,8 +29,6 @@ def test_build_materializes_records_rejects_checks_and_export(ambrosia_built, is
 
 
 def test_show_prints_each_party_its_view(ambrosia_built, capsys):
-    from pipelines.ambitab.export import load_records
-
     rec = load_records("ambrosia")[0]
     assert main(["ambitab", "show", rec.record_id[:14], "--view", "asker"]) == 0
     asker = capsys.readouterr().out
@@ -73,10 +72,7 @@ def test_llm_steps_auto_skips_the_filter_with_the_embedded_default(shared_data, 
 
 def test_a_failed_blocking_check_stores_and_exports_nothing(shared_data, capsys, monkeypatch):
     """Issue 20 item 3: a corpus whose blocking check fails is never exported (nor stored)."""
-    import assets.ambitab.corpus as corpus_assets
-    from pipelines.ambitab.export import export_path
-    from quality.ambitab import RuleOutcome
-    from storage.artifacts import latest_path
+    import assets.ambitab.corpus as corpus_assets  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     failing = RuleOutcome("ambitab_readings_differ", False, 1, ["AVT taco-avt-x: readings a and b give equal results"])
     monkeypatch.setattr(corpus_assets, "readings_differ_rule", lambda df, results: failing)

@@ -6,7 +6,9 @@ import re
 import pytest
 
 from pipelines.ambitab import bird
-from tests.llm_fakes import json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from resources.llm.council import Council
+from resources.llm.registry import call_log
+from tests.llm_fakes import json_reply, scripted_member
 
 N = 6
 
@@ -64,9 +66,6 @@ def _responder(rows):
 
 @pytest.fixture
 def factory(scripted, superhero_rows):
-    from resources.llm.council import Council
-    from resources.llm.registry import call_log
-
     scripted.responder = _responder(superhero_rows)
     members = [scripted_member(n, max_tokens=600) for n in ("a", "b", "c")]
     councils = {

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pipelines.ambitab import bird_interact
 from cli import main
+from pipelines.ambitab import bird_interact
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,8 @@ def test_14_records_structurally_with_verification_skipped(built):
 
 def test_only_critical_and_knowledge_count(built, shared_data):
     rows = {
-        json.loads(l)["instance_id"]: json.loads(l)
-        for l in (shared_data / bird_interact.TASKS).read_text().splitlines()
+        json.loads(line)["instance_id"]: json.loads(line)
+        for line in (shared_data / bird_interact.TASKS).read_text().splitlines()
     }
     for rec in built.records:
         row = rows[rec.interpretation_id]

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from pipelines.stats import cluster_bootstrap, connected_components
+from pipelines.core.stats import cluster_bootstrap, connected_components
 
 
 def test_constant_paired_difference_has_a_degenerate_interval():

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from pipelines.ambitab.corpora import build_corpus
+from pipelines.ambitab.sources import SourceError
+from storage.artifacts import latest_path
 
 SOURCES = [
     ("ambrosia", "ambrosia/ambrosia_resplit_test.jsonl"),
@@ -57,9 +60,6 @@ def cut_point(data: bytes, fraction: float) -> int:
 
 @pytest.mark.parametrize("corpus,rel", SOURCES, ids=[f"{c}:{Path(r).name}" for c, r in SOURCES])
 def test_a_truncated_source_fails_the_build_naming_file_and_position(shared_data, tmp_path, corpus, rel):
-    from pipelines.ambitab.corpora import build_corpus
-    from pipelines.ambitab.sources import SourceError
-
     data = (shared_data / rel).read_bytes()
     for fraction in FRACTIONS:
         cut = cut_point(data, fraction)
@@ -73,8 +73,6 @@ def test_a_truncated_source_fails_the_build_naming_file_and_position(shared_data
 
 
 def test_the_cli_build_fails_in_one_line_and_keeps_the_stored_records(shared_data, tmp_path, capsys):
-    from storage.artifacts import latest_path
-
     assert main(["ambitab", "build", "--corpus", "ambrosia", "--data", str(shared_data)]) == 0
     good = latest_path("ambitab_records", "ambrosia")
     rel = "ambrosia/ambrosia_resplit_test.jsonl"

@@ -3,6 +3,7 @@
 import polars as pl
 import pytest
 
+from pipelines.ambitab import ambrosia
 from pipelines.ambitab.protocol.diagnostics import (
     assign_donors,
     donor_clusters,
@@ -10,6 +11,8 @@ from pipelines.ambitab.protocol.diagnostics import (
     hybrid_name,
     leakage_diagnostics,
 )
+from pipelines.ambitab.protocol.tables import stress_rows, table15_markdown
+from pipelines.ambitab.protocol.task import Task
 from tests.ambitab.records import amb, task
 
 
@@ -37,9 +40,6 @@ def test_donors_come_from_another_database_one_per_group_and_are_stable():
 
 
 def test_donors_on_real_ambrosia_records(shared_data):
-    from pipelines.ambitab import ambrosia
-    from pipelines.ambitab.protocol.task import Task
-
     tasks = [Task.from_record(r) for r in ambrosia.build(shared_data).records]
     donors = assign_donors(tasks)
     by_id = {t.record_id: t for t in tasks}
@@ -105,8 +105,6 @@ def test_hybrid_name_pairs_an_llm_oracle_with_its_hybrid():
 
 
 def test_stress_rows_are_paired_shown_minus_hidden():
-    from pipelines.ambitab.protocol.tables import stress_rows, table15_markdown
-
     rows = []
     for seed in (0, 1):
         for i in range(10):

@@ -50,6 +50,7 @@ def test_ew_bird_filter_on_embedded_model(tmp_path, monkeypatch):
     cfg = tmp_path / "council.yaml"
     cfg.write_text(CONFIG)
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
+    # lazy: after the setup above it (environment, monkeypatch or sys.path)
     from resources.llm import get_council, reset_councils
 
     reset_councils()

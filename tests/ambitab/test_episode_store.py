@@ -13,6 +13,10 @@ import polars as pl
 import pytest
 
 from cli import main
+from pipelines.ambitab import ambrosia
+from pipelines.ambitab.protocol.task import Task, select_tasks
+from pipelines.ambitab.record import records_frame
+from storage.artifacts import latest_path, read_latest, write_version
 from tests.llm_fakes import ScriptedLLM, install
 
 AVTS = 4  # the stored corpus: the first AVTs of Ambrosia (a "full" evaluation runs all of them)
@@ -27,11 +31,6 @@ class AskOnce:
 
 @pytest.fixture
 def corpus(shared_data):
-    from pipelines.ambitab import ambrosia
-    from pipelines.ambitab.protocol.task import Task, select_tasks
-    from pipelines.ambitab.record import records_frame
-    from storage.artifacts import write_version
-
     records = ambrosia.build(shared_data).records
     tasks = select_tasks([Task.from_record(r) for r in records], limit=1)
     avts = list(dict.fromkeys(r.avt_id for r in records))[:AVTS]
@@ -57,7 +56,7 @@ def scripted_solver(corpus, tmp_path, monkeypatch):
     }
     cfg.write_text(json.dumps({"members": {"m": member}, "councils": {"default": ["m"]}}))
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
 
@@ -90,8 +89,6 @@ CUSTOM = f"{__name__}:AskOnce"
 
 
 def test_a_limited_run_of_another_asker_keeps_every_earlier_episode(corpus, scripted_solver, capsys):
-    from storage.artifacts import read_latest
-
     assert main(_eval("--asker", f"none,full,{CUSTOM}")) == 0, capsys.readouterr().err
     before = read_latest("ambitab_episodes", "ambrosia")
     assert before.height == 3 * 2 * len(corpus)
@@ -111,8 +108,6 @@ def test_a_limited_run_of_another_asker_keeps_every_earlier_episode(corpus, scri
 
 
 def test_the_empty_solver_is_its_own_condition_and_prints_dashes(corpus, scripted_solver, capsys):
-    from storage.artifacts import read_latest
-
     assert main(_eval("--asker", f"none,full,{CUSTOM}")) == 0, capsys.readouterr().err
     llm = read_latest("ambitab_episodes", "ambrosia")
     assert main(_eval("--asker", f"none,full,{CUSTOM}", "--solver", "empty")) == 0, capsys.readouterr().err
@@ -151,8 +146,6 @@ def test_the_empty_solver_is_its_own_condition_and_prints_dashes(corpus, scripte
     ],
 )
 def test_unknown_names_are_refused_before_a_run_exists(corpus, capsys, flag, value, valid):
-    from storage.artifacts import latest_path
-
     code = main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "none", "--solver", "empty", flag, value])
     cap = capsys.readouterr()
     assert code == 2
@@ -162,8 +155,6 @@ def test_unknown_names_are_refused_before_a_run_exists(corpus, capsys, flag, val
 
 
 def test_deterministic_is_the_long_form_of_det(corpus, capsys):
-    from storage.artifacts import read_latest
-
     assert (
         main(
             [

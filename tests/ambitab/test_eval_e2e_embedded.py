@@ -13,17 +13,16 @@ import polars as pl
 import pytest
 
 from cli import main
+from pipelines.ambitab import ambrosia
+from pipelines.ambitab.record import records_frame
+from resources.llm import reset_councils
+from storage.artifacts import read_latest, write_version
+from storage.audit import open_audit
 
 pytestmark = pytest.mark.e2e
 
 
 def test_embedded_asker_and_solver_on_an_ambrosia_slice(shared_data, capsys, tmp_path, monkeypatch):
-    from pipelines.ambitab import ambrosia
-    from pipelines.ambitab.record import records_frame
-    from resources.llm import reset_councils
-    from storage.artifacts import read_latest, write_version
-    from storage.audit import open_audit
-
     # the embedded model in every role (a `default` council fills askers / solvers); generous
     # timeouts because the shared 2-core machine can be heavily loaded
     cfg = tmp_path / "council.yaml"

@@ -15,15 +15,17 @@ import polars as pl
 import pytest
 
 from cli import main
-from tests.llm_fakes import ScriptedLLM, install
+from pipelines.ambitab import ambrosia
+from pipelines.ambitab.protocol.task import Task, select_tasks
+from pipelines.ambitab.record import records_frame
+from storage.artifacts import read_latest, write_version
+from tests.llm_fakes import ScriptedLLM, http_error, install
 
 LIMIT = 6
 
 
 @pytest.fixture(scope="module")
 def ambrosia_records(shared_data):
-    from pipelines.ambitab import ambrosia
-
     return ambrosia.build(shared_data).records
 
 
@@ -31,9 +33,6 @@ def ambrosia_records(shared_data):
 def built(ambrosia_records):
     """The corpus job's records artifact for Ambrosia (written directly: the conversion's own job
     is tested in tests/ambitab), and the tasks the limited run evaluates."""
-    from pipelines.ambitab.protocol.task import Task, select_tasks
-    from pipelines.ambitab.record import records_frame
-    from storage.artifacts import write_version
 
     write_version(records_frame(ambrosia_records), "ambitab_records", "ambrosia")
     return select_tasks([Task.from_record(r) for r in ambrosia_records], limit=LIMIT)
@@ -76,7 +75,7 @@ def scripted_roles(built, tmp_path, monkeypatch):
     }
     cfg.write_text(json.dumps({"members": {"m": member}, "councils": {"default": ["m"]}}))
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     gold = {a.frozen_intent: t.verifier.reference_sql[0] for t in built for a in t.amb}
@@ -87,14 +86,10 @@ def scripted_roles(built, tmp_path, monkeypatch):
 
 
 def _metrics():
-    from storage.artifacts import read_latest
-
     return {(r["oracle"], r["asker"]): r for r in read_latest("ambitab_metrics", "ambrosia").iter_rows(named=True)}
 
 
 def test_eval_job_metrics_reruns_and_commands(built, scripted_roles, capsys, tmp_path):
-    from storage.artifacts import read_latest
-
     def args(seeds):
         return [
             "ambitab",
@@ -169,8 +164,6 @@ def test_eval_job_metrics_reruns_and_commands(built, scripted_roles, capsys, tmp
 
 
 def test_provider_failure_fails_the_step_and_a_rerun_resumes(built, scripted_roles, capsys):
-    from tests.llm_fakes import http_error
-
     healthy = scripted_roles.responder
     scripted_roles.responder = lambda req: http_error(500, "upstream down")
     args = [
@@ -221,7 +214,7 @@ def test_a_council_config_without_the_roles_is_a_clear_error(built, tmp_path, mo
         )
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     assert main(["ambitab", "eval", "--corpus", "ambrosia", "--asker", "llm", "--seeds", "1", "--limit", "2"]) == 1

@@ -5,7 +5,9 @@ import json
 import pytest
 
 from pipelines.ambitab import ewbird
-from tests.llm_fakes import json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from resources.llm.council import Council
+from resources.llm.registry import call_log
+from tests.llm_fakes import json_reply, scripted_member
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +69,6 @@ def test_split_evidence_drops_empty_pieces():
 
 
 def test_llm_filter_keeps_rows_the_evidence_helps(shared_data, scripted):
-    from resources.llm.council import Council
-    from resources.llm.registry import call_log
-
     rows = [r for r in json.loads((shared_data / ewbird.DEV).read_text()) if r["db_id"] == "superhero"][:8]
     gold_by_question = {r["question"]: r["sql"] for r in rows}
     helped = {r["question"] for r in rows[::2]}  # evidence lets member "a" solve every other row

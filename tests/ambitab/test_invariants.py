@@ -10,6 +10,8 @@ import statistics
 
 import pytest
 
+from pipelines.ambitab import ambiqt, ambrosia
+from pipelines.ambitab.corpora import build_corpus
 from pipelines.ambitab.protocol.askers import make_asker
 from pipelines.ambitab.protocol.episode import run_episodes
 from pipelines.ambitab.protocol.oracles import make_oracle
@@ -20,8 +22,6 @@ from pipelines.ambitab.protocol.verifier import Verifier
 
 @pytest.fixture(scope="module")
 def ambrosia_tasks(shared_data):
-    from pipelines.ambitab import ambrosia
-
     res = ambrosia.build(shared_data)
     if not res.records:
         pytest.skip("no Ambrosia records could be built from ../shared/data")
@@ -30,8 +30,6 @@ def ambrosia_tasks(shared_data):
 
 @pytest.fixture(scope="module")
 def ambiqt_tasks(shared_data, tmp_path_factory):
-    from pipelines.ambitab import ambiqt
-
     res = ambiqt.build(shared_data, out_dir=tmp_path_factory.mktemp("ambiqt_units"), limit_units=25)
     if not res.records:
         pytest.skip("no AmbiQT records could be built from ../shared/data")
@@ -65,8 +63,6 @@ def ew_bird_tasks(shared_data):
 
 
 def _built(shared_data, corpus):
-    from pipelines.ambitab.corpora import build_corpus
-
     res = build_corpus(corpus, shared_data)
     if not res.records:
         pytest.skip(f"no {corpus} records could be built from ../shared/data")

@@ -6,15 +6,17 @@ import json
 import pytest
 
 from pipelines.ambitab.protocol.askers import AskerInput, LLMAsker, make_asker
+from pipelines.ambitab.protocol.diagnostics import hybrid_name
 from pipelines.ambitab.protocol.episode import arun_episode
-from pipelines.ambitab.protocol.oracles import make_oracle
+from pipelines.ambitab.protocol.oracles import LLMOracle, make_oracle
+from pipelines.ambitab.protocol.runs import plan_conditions
 from pipelines.ambitab.protocol.solver import LLMSolver, ScriptedSolver
 from pipelines.ambitab.protocol.verifier import Verifier
 from resources.llm.council import Council
-from resources.llm.registry import call_log
 from resources.llm.failures import ProviderUnavailable
+from resources.llm.registry import call_log
 from tests.ambitab.records import amb, task
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import http_error, scripted_member
 
 REF = "SELECT name FROM people WHERE age > 30"
 T = task(
@@ -180,8 +182,6 @@ def test_llm_solver_reads_the_clarification_summary(scripted):
 
 
 def test_context_overflow_ends_the_episode_before_the_first_question(scripted):
-    from pipelines.ambitab.protocol.oracles import LLMOracle
-
     scripted.responder = lambda req: pytest.fail("no call may be made for an overflowing episode")
     oracle = LLMOracle(council(), context_tokens=50)
     row = asyncio.run(arun_episode(T, make_asker("full"), oracle, ScriptedSolver("SELECT 1"), Verifier()))
@@ -205,9 +205,6 @@ def test_episode_ids_change_with_the_model_behind_a_role(scripted):
 
 
 def test_an_oracle_member_can_be_named_so_two_models_are_two_oracles(scripted):
-    from pipelines.ambitab.protocol.diagnostics import hybrid_name
-    from pipelines.ambitab.protocol.runs import plan_conditions
-
     seen = []
     scripted.responder = lambda req: seen.append(req.model) or json.dumps(MATCH_AGE)
     two = Council("oracles", [scripted_member("qwen"), scripted_member("gemma")], call_log())

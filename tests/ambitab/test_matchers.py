@@ -1,5 +1,7 @@
 """The deterministic matchers and the LLM credit scorer on hand-written cases (spec §4.1, §4.2)."""
 
+import asyncio
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,8 +12,8 @@ from pipelines.ambitab.protocol.matchers import (
     parse_action,
     score_credit,
 )
-from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle, is_refusal
 from pipelines.ambitab.protocol.metrics import episode_scores
+from pipelines.ambitab.protocol.oracles import DeterministicIntentOracle, is_refusal
 from pipelines.ambitab.protocol.text import norm, quoted_spans
 from pipelines.ambitab.record import Ambiguity
 from tests.ambitab.records import amb, task
@@ -94,8 +96,6 @@ async def _ask(t, questions):
 
 
 def test_repeats_get_the_same_text_and_no_new_credit():
-    import asyncio
-
     t = task([amb("age", "Age in whole years."), amb("salary", "Gross salary.")])
     replies = asyncio.run(_ask(t, ["What age?", "Again, which age?", "And salary?", "Hm?"]))
     assert [r.response for r in replies] == ["Age in whole years.", "Age in whole years.", "Gross salary.", REFUSAL]
@@ -104,8 +104,6 @@ def test_repeats_get_the_same_text_and_no_new_credit():
 
 
 def test_repeat_variant_answers_already_answered():
-    import asyncio
-
     t = task([amb("age", "Age in whole years.")])
 
     async def go():

@@ -1,5 +1,6 @@
 """Metric formulas on hand-built episodes (spec §6.1–§6.2), the training objective (§7)."""
 
+import json
 import math
 
 import polars as pl
@@ -150,8 +151,6 @@ def test_group_advantages_standardise_filter_and_keep_one():
 
 
 def test_rollouts_carry_the_trajectory_advantage_on_every_decision():
-    import json
-
     def ep(seed, credits):
         turns = [{"turn": i + 1, "question": f"q{i}", "credited": c, "response": "r"} for i, c in enumerate(credits)]
         return {

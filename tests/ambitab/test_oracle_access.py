@@ -13,7 +13,7 @@ from pipelines.ambitab.protocol.oracles import ORACLE_ACCESS, make_oracle
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.record import Ambiguity, OracleContext, Spec, TaskRecord, VerifierAssets
 from resources.llm import Council, call_log
-from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import scripted_member
 
 SENTINELS = {
     "user_query": "Q-USERQUERY-7",

@@ -1,10 +1,13 @@
 """AmbiTab-TACO: the deterministic verbaliser, alternatives, and a smoke build on the Beijing DB."""
 
 import json
+import re
+from collections import defaultdict
 
 import pytest
 
 from pipelines.ambitab import taco
+from pipelines.ambitab.record import records_frame
 from resources.sql import execute_sql
 
 
@@ -111,8 +114,6 @@ def test_build_is_deterministic(built, shared_data):
 
 
 def test_readings_with_identical_sql_are_merged_before_the_blocking_check(built):
-    from collections import defaultdict
-
     by_avt = defaultdict(list)
     for r in built.records:
         by_avt[r.avt_id].append(" ".join(r.verifier.reference_sql[0].split()).lower())
@@ -124,8 +125,7 @@ def test_readings_with_identical_sql_are_merged_before_the_blocking_check(built)
 
 
 def test_the_blocking_readings_differ_check_passes_on_the_build(built):
-    from pipelines.ambitab.record import records_frame
-    from quality.ambitab import readings_differ_rule, reference_executes_rule
+    from quality.ambitab import readings_differ_rule, reference_executes_rule  # lazy: bound after a fixture patches it
 
     df = records_frame(built.records)
     executes, results = reference_executes_rule(df)
@@ -150,8 +150,6 @@ def test_a_literal_the_user_states_is_user_held_and_stays_visible():
 
 
 def test_value_ambiguities_are_only_the_literals_the_request_leaves_open(built, shared_data):
-    import re
-
     rows = {}
     for path in (shared_data / "taco").glob("*/new_sql_nl_single/*.jsonl"):
         region = path.parent.parent.name

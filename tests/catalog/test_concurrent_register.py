@@ -1,11 +1,13 @@
 """Item 7: concurrent `db register` keeps every entry; a fresh DAGSTER_HOME survives concurrent first use."""
 
-import pytest
 import os
 import sqlite3
 import subprocess
 import sys
 
+import pytest
+
+from resources.catalog import Catalog
 from tests.sql.hostile_sql import REPO_ROOT
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
@@ -52,8 +54,6 @@ def _spawn(paths, env):
 
 
 def test_concurrent_registrations_are_all_kept(tmp_path, isolated_home):
-    from resources.catalog import Catalog
-
     paths = [_db(tmp_path, i) for i in range(N)]
     env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
     results = _release_all(_spawn(paths, env))
@@ -62,8 +62,6 @@ def test_concurrent_registrations_are_all_kept(tmp_path, isolated_home):
 
 
 def test_fresh_dagster_home_survives_concurrent_registrations(tmp_path, isolated_home):
-    from resources.catalog import Catalog
-
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -71,7 +69,7 @@ def test_fresh_dagster_home_survives_concurrent_registrations(tmp_path, isolated
     results = _release_all(_spawn(paths, {**os.environ, "DAGSTER_HOME": str(home)}))
     assert all(rc == 0 and "Traceback" not in err for rc, err in results), results
     assert sorted(Catalog().ids()) == [f"db{i}" for i in range(4)]
-    from dagster import DagsterInstance
+    from dagster import DagsterInstance  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     os.environ["DAGSTER_HOME"] = str(home)
     try:

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from cli import main
-from resources.catalog import Catalog, SeedChangedError, check_seed_unchanged
+from resources.catalog import AlreadyRegisteredError, Catalog, SeedChangedError, check_seed_unchanged
 
 
 def _copy(demo_db_path, tmp_path, name="uni.sqlite"):
@@ -38,7 +38,7 @@ def test_edited_seed_is_refused_with_both_hashes(demo_db_path, tmp_path):
 
 
 def test_steps_check_the_seed_before_reading_it(demo_db_path, tmp_path):
-    from assets.abiss.assets import _db
+    from assets.abiss.assets import _db  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     path = _copy(demo_db_path, tmp_path)
     info = Catalog().register(path, "uni")
@@ -99,8 +99,6 @@ def test_register_folder_refuses_rebinding_changed_ids_without_replace(demo_db_p
 
 
 def test_register_folder_refuses_an_id_bound_to_another_path(demo_db_path, tmp_path):
-    from resources.catalog import AlreadyRegisteredError
-
     elsewhere = _copy(demo_db_path, tmp_path, "elsewhere.sqlite")  # same bytes, another file
     Catalog().register(elsewhere, "alpha")
     root = _folder(tmp_path / "dbs", demo_db_path, ["alpha"])

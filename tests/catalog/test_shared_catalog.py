@@ -16,9 +16,12 @@ import sys
 
 import pytest
 
+from cli import main
 from resources.catalog import Catalog, SeedChangedError, local_seed
 from storage.backends import ARTIFACTS_URL_ENV, backend_for
 from storage.state_db import STATE_URL_ENV
+from storage.stores import artifact_store
+from tests.distributed.servers import postgres_server
 from tests.sql.hostile_sql import REPO_ROOT
 
 
@@ -108,9 +111,7 @@ def test_steps_on_another_node_read_the_fetched_seed(shared, demo_db_path, tmp_p
     """The seed job on node B, whose registered path does not exist: the seed is fetched by hash, the
     stored row keeps the registered path (one table for every node), schema_context reads the copy;
     preflight accepts the missing file because the store has it."""
-    from cli import main
-    from pipelines.preflight import check_database
-    from storage.stores import artifact_store
+    from assets.shared.preflight import check_database  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     _node(monkeypatch, tmp_path, "node_a")
     path = _seed(demo_db_path, tmp_path / "a_files")
@@ -134,8 +135,6 @@ REGISTER = (
 
 @pytest.mark.integration
 def test_concurrent_registrations_on_two_nodes_share_one_postgres_catalog(tmp_path, isolated_home, monkeypatch):
-    from tests.distributed.servers import postgres_server
-
     paths = []
     for i in range(4):
         paths.append(tmp_path / f"db{i}.sqlite")

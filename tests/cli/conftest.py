@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from resources.catalog import Catalog
 from tests.llm_fakes import LoopbackStub, StubHandler, chat_completion
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +116,6 @@ def council_file(path: Path, api_base: str, timeout_s: float = 120.0) -> Path:
 @pytest.fixture
 def cli_env(tmp_path, isolated_home, demo_db_path):
     """Environment for `quandary` subprocesses: own QUANDARY_HOME / DAGSTER_HOME, demo db registered."""
-    from resources.catalog import Catalog
 
     Catalog().register(demo_db_path, "university")
     env = {
@@ -136,7 +136,7 @@ def quandary(*args, env, cwd=None, timeout=600) -> subprocess.CompletedProcess:
 
 def runs_in(dagster_home: Path) -> list:
     """The runs recorded in a Dagster instance folder (read in this process)."""
-    from dagster import DagsterInstance
+    from dagster import DagsterInstance  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
     if not (dagster_home / "dagster.yaml").exists():
         return []  # never created: no run can exist

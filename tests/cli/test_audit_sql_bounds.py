@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from resources.sql.audit_runner import run_audit_query
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,8 +39,6 @@ def test_bad_timeouts_are_refused(home, value):
 
 
 def test_runaway_query_stops_at_the_deadline(home):
-    from resources.sql.audit_runner import run_audit_query
-
     start = time.monotonic()
     out = run_audit_query("SELECT sum(a % 7) FROM range(1000000000000) t(a)", timeout_s=1.0)
     assert not out.ok and out.kind == "timeout", out
@@ -48,8 +47,6 @@ def test_runaway_query_stops_at_the_deadline(home):
 
 
 def test_string_functions_cannot_take_the_machine(home):
-    from resources.sql.audit_runner import run_audit_query
-
     out = run_audit_query(
         "SELECT length(a) + length(b) + length(c) FROM "
         "(SELECT repeat('x', 1000000000) a, repeat('y', 1000000000) b, repeat('z', 1000000000) c)",
@@ -60,8 +57,6 @@ def test_string_functions_cannot_take_the_machine(home):
 
 
 def test_plain_query_still_answers(home):
-    from resources.sql.audit_runner import run_audit_query
-
     out = run_audit_query("SELECT 41 + 1 AS answer", timeout_s=30.0)
     assert out.ok and out.columns == ["answer"] and out.rows == [(42,)]
 

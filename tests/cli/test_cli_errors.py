@@ -1,12 +1,11 @@
 """CLI commands refuse bad input with a one-line reason and a non-zero exit, never a traceback."""
 
+from assets.shared.preflight import check_grid, load_grid
 from cli import main
-from pipelines.preflight import check_grid, load_grid
+from resources.catalog import Catalog
 
 
 def test_bad_grid_files(tmp_path, demo_db_path, capsys):
-    from resources.catalog import Catalog
-
     Catalog().register(demo_db_path, "university")
     cases = {
         "missing.yaml": None,

@@ -4,10 +4,17 @@ corrupt file, council calls --db)."""
 
 import json
 import re
+import shutil
 
+import polars as pl
 import pytest
 
 from cli import main
+from cli.runs import get_instance, run_job_for_partition
+from pipelines.abiss.outputs import to_abiss_records
+from resources.catalog import Catalog
+from storage.artifacts import write_version
+from storage.audit import open_audit
 from tests.cli.conftest import quandary, runs_in
 
 GOOD_MEMBER = "model: openai/x\n    api_base: http://127.0.0.1:9/v1\n"
@@ -28,8 +35,6 @@ def _lines(text: str) -> list[str]:
     ],
 )
 def test_bad_grid_values_refused_before_a_run(grid, needle, tmp_path, demo_db_path, capsys):
-    from resources.catalog import Catalog
-
     Catalog().register(demo_db_path, "university")
     path = tmp_path / "grid.yaml"
     path.write_text(grid)
@@ -59,8 +64,6 @@ COUNCILS = {
 
 @pytest.mark.parametrize("name", sorted(COUNCILS))
 def test_bad_council_files_refused_before_a_run(name, tmp_path, demo_db_path, monkeypatch, capsys):
-    from resources.catalog import Catalog
-
     Catalog().register(demo_db_path, "university")
     text, needle = COUNCILS[name]
     path = tmp_path / name
@@ -73,10 +76,6 @@ def test_bad_council_files_refused_before_a_run(name, tmp_path, demo_db_path, mo
 
 
 def test_vanished_database_and_bad_council_through_the_command(cli_env, tmp_path, demo_db_path):
-    import shutil
-
-    from resources.catalog import Catalog
-
     db = shutil.copy(demo_db_path, tmp_path / "gone.sqlite")
     Catalog().register(db, "gone")
     (tmp_path / "gone.sqlite").unlink()
@@ -97,8 +96,6 @@ def test_vanished_database_and_bad_council_through_the_command(cli_env, tmp_path
 
 
 def test_db_remove_and_folder_hint(tmp_path, demo_db_path, capsys):
-    from resources.catalog import Catalog
-
     assert main(["db", "register", str(demo_db_path), "--db-id", "uni"]) == 0
     assert main(["db", "remove", "uni"]) == 0
     assert "uni" not in Catalog().ids() and demo_db_path.exists()
@@ -109,16 +106,10 @@ def test_db_remove_and_folder_hint(tmp_path, demo_db_path, capsys):
 
 
 def test_export_refuses_unknown_db_and_creates_folders(tmp_path, demo_db_path, capsys):
-    import polars as pl
-
-    from resources.catalog import Catalog
-    from storage.artifacts import write_version
-
     Catalog().register(demo_db_path, "university")
     assert main(["export", str(tmp_path / "x.json"), "--db", "nope"]) == 2
     assert "'nope' is not registered" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
     good = tmp_path / "in.json"
-    from pipelines.abiss.outputs import to_abiss_records
 
     row = {
         "db_id": ["university"],
@@ -134,7 +125,6 @@ def test_export_refuses_unknown_db_and_creates_folders(tmp_path, demo_db_path, c
     assert "--replace" in capsys.readouterr().err
     assert main(["import", str(good)]) == 0
     assert "→ imported_dataset" in capsys.readouterr().out
-    from storage.audit import open_audit
 
     con = open_audit()
     assert con.execute("SELECT question FROM dataset").fetchall() == [("pipeline's own",)]
@@ -145,8 +135,6 @@ def test_export_refuses_unknown_db_and_creates_folders(tmp_path, demo_db_path, c
 
 
 def test_council_calls_takes_a_database_id(tmp_path, demo_db_path, capsys):
-    from resources.catalog import Catalog
-
     Catalog().register(demo_db_path, "university")
     assert main(["council", "calls", "--db", "nope"]) == 2
     assert "--log PATH" in capsys.readouterr().err
@@ -177,10 +165,8 @@ def test_council_calls_takes_a_database_id(tmp_path, demo_db_path, capsys):
 def test_launch_refuses_values_the_schema_cannot_express(job, op, config, needle, tmp_path, demo_db_path):
     """What the UI's launch does (the execution plan, built before the run is created) refuses
     these values with the CLI's message, and no run is created."""
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInvalidConfigError
-
-    from cli.runs import get_instance, run_job_for_partition
-    from resources.catalog import Catalog
 
     Catalog().register(demo_db_path, "university")
     with pytest.raises(DagsterInvalidConfigError, match=re.escape(needle)):
@@ -189,10 +175,8 @@ def test_launch_refuses_values_the_schema_cannot_express(job, op, config, needle
 
 
 def test_launch_refuses_a_bad_council_file(tmp_path, demo_db_path, monkeypatch):
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInvalidConfigError
-
-    from cli.runs import get_instance, run_job_for_partition
-    from resources.catalog import Catalog
 
     Catalog().register(demo_db_path, "university")
     path = tmp_path / "typo.yaml"

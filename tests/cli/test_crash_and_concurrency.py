@@ -6,7 +6,6 @@
   a claim left by a killed process is taken over.
 """
 
-import pytest
 import os
 import signal
 import subprocess
@@ -14,6 +13,7 @@ import sys
 import textwrap
 
 import polars as pl
+import pytest
 
 from storage.artifacts import latest_path, read_latest, read_versions, write_version
 from tests.llm.fault_stub import FaultStub

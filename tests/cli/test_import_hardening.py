@@ -3,9 +3,14 @@ outside its asset, deeply nested or empty files, with one line naming the record
 
 import json
 
+import polars as pl
 import pytest
 
 from cli import main
+from pipelines.abiss import outputs
+from pipelines.abiss.outputs import REFERENCE_CATEGORY, from_abiss_records
+from pipelines.core import jsonstream
+from pipelines.core.jsonstream import JsonStreamError, iter_json_list
 
 GOOD = {
     "db_id": "university",
@@ -49,7 +54,6 @@ def test_import_refuses_deep_nesting_and_empty(tmp_path, isolated_home, capsys):
 
 def _records(n: int) -> list[dict]:
     """``n`` valid records over 7 databases and every subcategory (ambiguous readings in pairs)."""
-    from pipelines.abiss.outputs import REFERENCE_CATEGORY
 
     subs = list(REFERENCE_CATEGORY)
     out = []
@@ -71,8 +75,6 @@ def _records(n: int) -> list[dict]:
 
 
 def _stored(home) -> dict:
-    import polars as pl
-
     root = home / "artifacts" / "imported_dataset"
     return {d.name: pl.read_parquet(d / (d / "LATEST").read_text().strip()) for d in sorted(root.iterdir())}
 
@@ -80,8 +82,6 @@ def _stored(home) -> dict:
 @pytest.fixture
 def small_batches(monkeypatch):
     """Batches and read chunks far smaller than the file, cut at odd places (inside records, tokens)."""
-    from pipelines import jsonstream
-    from pipelines.abiss import outputs
 
     monkeypatch.setattr(outputs, "BATCH_ROWS", 701)
     monkeypatch.setattr(jsonstream, "CHUNK", 4099)
@@ -90,9 +90,6 @@ def small_batches(monkeypatch):
 def test_large_file_imports_the_same_rows_as_the_records_split_over_files(
     tmp_path, isolated_home, monkeypatch, capsys, small_batches
 ):
-    import polars as pl
-
-    from pipelines.abiss.outputs import from_abiss_records
 
     records = _records(6000)
     big = tmp_path / "all.json"
@@ -159,7 +156,6 @@ def test_damaged_file_names_where_it_breaks(tmp_path, isolated_home, capsys, tex
 
 def test_stream_reader_matches_json_loads_at_every_chunk_size(tmp_path):
     """Any chunk size gives json.loads's elements; any cut of the file is refused, never shortened."""
-    from pipelines.jsonstream import JsonStreamError, iter_json_list
 
     data = [
         {"a": [1, -2.5e-3, None, True, False], "s": 'é€😀 "q" \\ \u2028', "n": {"x": {}}},

@@ -3,8 +3,8 @@ checkout's .quandary and .dagster_home (the folder `make ui` serves), telemetry 
 
 import pytest
 
-from storage import paths
 from cli import main
+from storage import paths
 from tests.cli.conftest import runs_in
 
 pytestmark = pytest.mark.integration

@@ -2,7 +2,9 @@
 
 import io
 
-from resources.progress import Progress, current, record_call
+from pipelines.ambitab.build import item_progress
+from resources.progress import Progress, call_finished, call_started, current, record_call
+from tests.waiting import wait_until
 
 
 class Clock:
@@ -64,7 +66,6 @@ def test_calls_report_to_the_open_progress_and_count_items_once():
 def test_a_builders_item_progress_writes_only_to_its_sink(capsys):
     """AmbiTab's corpus builders count their rows in the one Progress, as log lines only; the calls
     they make still count towards the step's open progress."""
-    from pipelines.ambitab.build import item_progress
 
     sink, out = [], io.StringIO()
     with Progress("step", total=1, stream=out) as step:
@@ -83,8 +84,6 @@ def test_a_builders_item_progress_writes_only_to_its_sink(capsys):
 def test_a_heartbeat_shows_calls_in_flight_while_nothing_finishes():
     """#24 item 7: one long call is not 31 minutes of silence: lines keep coming with the calls in
     flight and how long the oldest has run."""
-    from resources.progress import call_finished, call_started
-    from tests.waiting import wait_until
 
     out = io.StringIO()
     with Progress("candidates", total=3, stream=out, line_every_s=0.05):

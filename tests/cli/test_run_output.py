@@ -7,19 +7,18 @@ import re
 
 import pytest
 
-from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
 from cli import main
+from pipelines.abiss.prompts import PROMPT_OPENINGS as OPEN
+from resources.catalog import Catalog
+from storage.audit import open_audit
 from tests.abiss.pipeline_helpers import GRID, _last_user, healthy, scripted_council  # noqa: F401
+from tests.llm_fakes import json_reply
 
 pytestmark = pytest.mark.integration
 
 
 def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path, tmp_path, capsys):  # noqa: F811
-    from dagster import DagsterInstance
-
-    from resources.catalog import Catalog
-    from storage.audit import open_audit
-    from tests.llm_fakes import json_reply
+    from dagster import DagsterInstance  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
     def strict(req):  # stage 3 rejects everything: its rate leaves the 95% bound
         if _last_user(req.messages).startswith(OPEN["conformance"]):

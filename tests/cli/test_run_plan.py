@@ -4,9 +4,9 @@ embedded model) the one option that shrinks it."""
 
 import pytest
 
+from assets.cards import ABISS
 from assets.definitions import MAIN_JOB
 from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
-from assets.cards import ABISS
 from cli.run_plan import plan_lines
 from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
 from storage.llm_log import CallLog, CallRecord
@@ -78,6 +78,7 @@ def _aisql_config(shared_data, **over) -> dict:
 
 
 def test_the_aisql_plan_counts_pairs_times_methods_and_one_judge_call_per_llm_verdict(home, shared_data):
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.aisql.assets import AisqlResource, planned_pairs
 
     pairs = planned_pairs(AisqlResource(data_root=str(shared_data)), "movie")

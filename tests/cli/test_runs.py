@@ -6,18 +6,22 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 
 import pytest
 
+from cli.runs import HOST_TAG, PID_TAG, fail_orphaned_runs
 from tests.cli.conftest import (
     QUANDARY,
     REPO,
+    UNIVERSAL_ANSWER,
     GatedStub,
     council_file,
     quandary,
     runs_in,
 )
-from tests.llm_fakes import LoopbackStub
+from tests.conftest import SHARED_DATA
+from tests.llm_fakes import LoopbackStub, StubHandler, chat_completion
 
 pytestmark = pytest.mark.integration
 
@@ -185,7 +189,6 @@ def test_sigterm_stops_an_aisql_run_inside_a_duckdb_udf(cli_env, tmp_path):
     """AI operators run as DuckDB UDFs on the calling thread, and DuckDB turns an interrupt raised in
     a UDF into an ordinary query error; the run must still stop as interrupted, not record a failed
     query and go on to the next one's calls."""
-    from tests.conftest import SHARED_DATA
 
     if not (SHARED_DATA / "sembench" / "files").is_dir():
         pytest.skip(f"SemBench data not found at {SHARED_DATA / 'sembench'} (only in the workplace checkout)")
@@ -218,9 +221,6 @@ class _SwitchableStub(LoopbackStub):
     the requests it answered."""
 
     def __init__(self):
-        from tests.cli.conftest import UNIVERSAL_ANSWER
-        from tests.llm_fakes import StubHandler, chat_completion
-
         self.broken = True
         self.answered = 0
         outer = self
@@ -288,11 +288,9 @@ def test_failing_a_killed_run_frees_its_pool_slots(tmp_path):
     """Dagster frees a dead run's pool slots only from a daemon's run monitoring: without one, a
     step killed with `kill -9` would hold its LLM endpoint's pool for good. The rerun's orphan check
     (fail_orphaned_runs) frees them."""
-    import sys
 
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInstance, DagsterRun, DagsterRunStatus
-
-    from cli.runs import HOST_TAG, PID_TAG, fail_orphaned_runs
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a pid that no longer runs

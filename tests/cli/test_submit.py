@@ -2,16 +2,17 @@
 has one too: `make ui`'s daemon launches them) and nothing runs them in the calling process; the
 LLM-using assets declare the endpoint's pool."""
 
+import os
+
 import pytest
 
 from cli import main
+from cli.runs import get_instance
 
 pytestmark = pytest.mark.integration  # a real Dagster instance
 
 
 def test_submit_queues_and_does_not_run(demo_db_path, capsys):
-    from cli.runs import get_instance
-
     assert main(["db", "register", str(demo_db_path), "--db-id", "uni"]) == 0
     assert main(["submit", "--job", "seed_databases_job", "--db", "uni"]) == 0
     assert "queued seed_databases_job for uni" in capsys.readouterr().out
@@ -21,8 +22,6 @@ def test_submit_queues_and_does_not_run(demo_db_path, capsys):
 
 
 def test_submit_refuses_an_instance_without_a_queue(demo_db_path, capsys, isolated_home, tmp_path):
-    import os
-
     (tmp_path / "dagster_home").mkdir(exist_ok=True)
     (tmp_path / "dagster_home" / "dagster.yaml").write_text(
         "telemetry: {enabled: false}\nrun_coordinator:\n  module: dagster.core.run_coordinator\n"
@@ -41,7 +40,7 @@ def test_submit_checks_the_databases_first(capsys):
 
 
 def test_llm_assets_declare_the_endpoint_pool(monkeypatch):
-    from assets.definitions import defs
+    from assets.definitions import defs  # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared import pools
 
     graph = defs.resolve_asset_graph()
@@ -54,7 +53,7 @@ def test_llm_assets_declare_the_endpoint_pool(monkeypatch):
 
 
 def test_pool_name_is_keyed_by_endpoint(tmp_path, monkeypatch):
-    from assets.shared import pools
+    from assets.shared import pools  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     cfg = tmp_path / "council.yaml"
     cfg.write_text(

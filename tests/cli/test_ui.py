@@ -6,6 +6,7 @@ express (``n: -1``, an unknown generator) is refused with the CLI's message befo
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -39,8 +40,6 @@ def _graphql(port: int, query: str, variables: dict | None = None) -> dict:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

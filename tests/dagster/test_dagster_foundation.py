@@ -1,12 +1,13 @@
 """Materialize the foundation assets with a real (temporary) Dagster instance."""
 
 import hashlib
+import sqlite3
 
 import pytest
 from dagster import DagsterInstance
 
-from cli.runs import ensure_partitions, run_job_for_partition
 from assets.definitions import defs
+from cli.runs import ensure_partitions, run_job_for_partition
 from resources.catalog import Catalog
 from storage.audit import open_audit
 
@@ -60,7 +61,6 @@ def test_rematerialize_same_content_reuses_version(instance, demo_db_path, isola
 
 def test_broken_check_blocks(instance, tmp_path, isolated_home):
     """A database that disappears after registration fails the run with a clear error."""
-    import sqlite3
 
     db = tmp_path / "gone.sqlite"
     con = sqlite3.connect(db)

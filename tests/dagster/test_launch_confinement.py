@@ -2,11 +2,13 @@
 itself — resource paths outside the project's home are refused at launch, a council file given at
 launch is checked at launch, and api_key_env only accepts allow-listed names."""
 
+import polars as pl
 import pytest
 from dagster import DagsterInvalidConfigError, asset, materialize
 
 from assets.shared.io_manager import VersionedParquetIOManager
 from assets.shared.resources import CouncilResource, SeedCatalogResource
+from resources.llm.config import load_council_config
 
 pytestmark = pytest.mark.integration
 
@@ -20,8 +22,6 @@ ran = []
 
 @asset
 def probe(council: CouncilResource, seed_catalog: SeedCatalogResource):
-    import polars as pl
-
     ran.append(1)
     return pl.DataFrame({"a": [1]})
 
@@ -63,8 +63,6 @@ def test_paths_inside_home_are_accepted(isolated_home):
 
 
 def test_api_key_env_must_be_allow_listed(isolated_home, monkeypatch):
-    from resources.llm.config import load_council_config
-
     isolated_home.mkdir(parents=True, exist_ok=True)
     cfg = isolated_home / "council.yaml"
 

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -69,6 +68,7 @@ def test_the_jobs_run_on_the_pool_aware_executor():
 
 
 def test_it_sleeps_until_the_earliest_pending_claim_and_never_past_a_due_one():
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.pool_wait import interval_to_next_pending_claim_check as interval
 
     now = time.time()

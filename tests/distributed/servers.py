@@ -76,7 +76,7 @@ class Postgres:
         return f"postgresql+psycopg2://{PG_USER}@127.0.0.1:{self.port}/{db}"
 
     def create_database(self, name: str) -> str:
-        import psycopg2
+        import psycopg2  # lazy: only for the PostgreSQL tests
 
         con = psycopg2.connect(host="127.0.0.1", port=self.port, user=PG_USER, dbname="postgres")
         con.autocommit = True
@@ -117,7 +117,7 @@ def postgres_server():
             timeout=300,
             cwd=base,
         )
-        for attempt in range(3):
+        for _attempt in range(3):
             port = free_port()
             started = subprocess.run(
                 [
@@ -166,7 +166,7 @@ class S3Server:
         return {**S3_KEYS, "QUANDARY_S3_ENDPOINT_URL": self.endpoint}
 
     def client(self):
-        import boto3
+        import boto3  # lazy: only for the bucket tests, slow to import
 
         return boto3.client(
             "s3",

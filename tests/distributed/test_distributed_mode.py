@@ -22,9 +22,11 @@ import signal
 import subprocess
 import sys
 import warnings
+from collections import Counter
 
 import pytest
 
+from storage.llm_log_pg import PostgresCallLog
 from tests.cli.conftest import QUANDARY, SMALL_GRID, GatedStub, council_file
 from tests.distributed.servers import postgres_server, require_pg_bindir, s3_server
 from tests.sql.hostile_sql import REPO_ROOT
@@ -113,13 +115,12 @@ print(json.dumps({
 
 
 def _inspect(env) -> dict:
-    import json
-
     return json.loads(_run(env, "-c", INSPECT, JOB).strip().splitlines()[-1])
 
 
 def _status_of(b, monkeypatch, partition: str):
     """The run's status as this process reads it from the shared instance (node B's instance file)."""
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInstance, RunsFilter
 
     monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", b["QUANDARY_DAGSTER_PG_URL"])
@@ -213,7 +214,8 @@ def _host_renaming() -> list[str]:
             return prefix
     warnings.warn(
         "cannot give the test nodes their own host names (unshare --uts refused): they share this "
-        "machine's, which the PostgreSQL call log does not use anyway"
+        "machine's, which the PostgreSQL call log does not use anyway",
+        stacklevel=2,
     )
     return []
 
@@ -253,7 +255,7 @@ def _finish(proc, what: str, timeout=420) -> None:
 
 
 def _set_pool_limit(env, monkeypatch, pool: str, limit: int) -> None:
-    from dagster import DagsterInstance
+    from dagster import DagsterInstance  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
     monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", env["QUANDARY_DAGSTER_PG_URL"])
     with DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
@@ -261,6 +263,7 @@ def _set_pool_limit(env, monkeypatch, pool: str, limit: int) -> None:
 
 
 def _runs(env, monkeypatch, partition: str) -> list[str]:
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInstance, RunsFilter
 
     monkeypatch.setenv("QUANDARY_DAGSTER_PG_URL", env["QUANDARY_DAGSTER_PG_URL"])
@@ -281,10 +284,8 @@ def test_two_nodes_send_each_llm_request_once_within_the_pool(deployment, tmp_pa
     it (the owner of the call's claim) is killed with `kill -9` and resumed by `quandary rerun`,
     while the other node goes on. Pool limit 1 and members with max_in_flight 1: at most one
     request in flight at the stub."""
-    from collections import Counter
 
-    from assets.shared.pools import llm_pool
-    from storage.llm_log_pg import PostgresCallLog
+    from assets.shared.pools import llm_pool  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     a, b = deployment
     grid = tmp_path / "grid.yaml"

@@ -22,8 +22,13 @@ import uuid
 import pytest
 from sqlalchemy import update
 
+from cli.runs import HOST_TAG, PID_TAG, fail_orphaned_runs, get_instance
 from storage import heartbeats as hb
 from storage.state_db import STATE_URL_ENV
+from tests.cli.conftest import QUANDARY, SMALL_GRID, GatedStub, council_file
+from tests.distributed.servers import postgres_server, require_pg_bindir
+from tests.distributed.test_distributed_mode import TEMPLATE
+from tests.sql.hostile_sql import REPO_ROOT
 from tests.waiting import wait_until
 
 
@@ -32,7 +37,7 @@ def state(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'state.sqlite'}"
     monkeypatch.setenv(STATE_URL_ENV, url)
     monkeypatch.delenv("QUANDARY_DAGSTER_PG_URL", raising=False)
-    from storage.state_db import state_engine
+    from storage.state_db import state_engine  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     return state_engine()
 
@@ -58,8 +63,6 @@ sys.stdin.read()  # until killed
 
 
 def test_a_killed_worker_is_dead_by_its_heartbeat_a_stopped_one_has_none(state, tmp_path, monkeypatch):
-    from tests.sql.hostile_sql import REPO_ROOT
-
     env = {**os.environ, hb.HEARTBEAT_ENV: "0.2"}
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(BEATER), str(state.url), "run-a"],
@@ -92,6 +95,7 @@ def test_a_killed_worker_is_dead_by_its_heartbeat_a_stopped_one_has_none(state, 
 
 
 def _started_run(instance, tags):
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
     run = DagsterRun(
@@ -104,8 +108,6 @@ def _started_run(instance, tags):
 
 
 def test_rerun_fails_a_run_of_another_host_by_its_heartbeat_and_frees_its_slot(state, isolated_home):
-    from cli.runs import HOST_TAG, PID_TAG, fail_orphaned_runs, get_instance
-
     instance = get_instance()
     elsewhere = {HOST_TAG: "another-node", PID_TAG: "4242"}
     dead, alive, unknown = (_started_run(instance, elsewhere) for _ in range(3))
@@ -127,10 +129,11 @@ def test_rerun_fails_a_run_of_another_host_by_its_heartbeat_and_frees_its_slot(s
 
 
 def test_the_launchers_health_check_reads_the_heartbeat(state, monkeypatch, isolated_home):
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster._core.launcher import WorkerStatus
 
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.run_launcher import HeartbeatRunLauncher
-    from cli.runs import get_instance
 
     instance = get_instance()
     launcher = HeartbeatRunLauncher()
@@ -157,8 +160,6 @@ INSTANCE_OVERRIDES = {  # the distributed template with a one-slot pool and shor
 
 
 def _instance_file(dagster_home):
-    from tests.distributed.test_distributed_mode import TEMPLATE
-
     text = TEMPLATE.read_text()
     for old, new in INSTANCE_OVERRIDES.items():
         assert old in text, old
@@ -174,11 +175,8 @@ def _pool_info(instance):
 
 @pytest.mark.integration
 def test_a_killed_run_is_failed_its_slot_freed_and_rerun_resumes_it(tmp_path, demo_db_path, monkeypatch):
+    # lazy: dagster is slow to import (~1 s); only the tests that need it pay
     from dagster import DagsterInstance, RunsFilter
-
-    from tests.cli.conftest import QUANDARY, SMALL_GRID, GatedStub, council_file
-    from tests.distributed.servers import postgres_server, require_pg_bindir
-    from tests.sql.hostile_sql import REPO_ROOT
 
     require_pg_bindir()
     with postgres_server() as pg, GatedStub(answer_first=0) as stub:

@@ -2,6 +2,7 @@
 
 import json
 
+from pipelines.abiss.taxonomy import subcategory
 from pipelines.interaction.prompts import PROMPT_OPENINGS
 
 GARBAGE = "no JSON here"
@@ -47,7 +48,6 @@ def question_row(
     db_id: str = "university",
     style: str = "formal",
 ) -> dict:
-    from pipelines.taxonomy import subcategory
 
     s = subcategory(sub)
     return {

@@ -8,17 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.interaction.agents import AgentHandle, SystemResponse, load_agent, normalise
+from pipelines.abiss.taxonomy import SUBCATEGORIES
+from pipelines.interaction.agents import AgentHandle, load_agent, normalise
 from pipelines.interaction.balance import balance
 from pipelines.interaction.dialogue import run_benchmark
 from pipelines.interaction.fragments import extract_fragments
 from pipelines.interaction.metrics import metric_rows, rate, score_conversation
 from pipelines.interaction.user import SimulatedUser
-from pipelines.taxonomy import SUBCATEGORIES
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, question_row
-from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
-
+from tests.llm_fakes import scripted_member
 
 # ------------------------------------------------------------------ system response normalisation
 
@@ -156,17 +155,11 @@ def test_ex_fb_denominators_and_air(demo_db_path):
         "lexical_overlap": question_row("lexical_overlap", "e?", sql=gold, hidden_knowledge="h", qid="lexical_overlap"),
         "missing_entity": question_row("missing_entity", "s?", feedback="no staff", qid="missing_entity"),
     }
-    judge = lambda q, fb: (
-        fb == "good",
-        [
-            {
-                "member": "j",
-                "vote": "Yes" if fb == "good" else "No",  # noqa: E731
-                "parsed_ok": True,
-                "llm_call_id": "c",
-            }
-        ],
-    )
+
+    def judge(q, fb):
+        vote = {"member": "j", "vote": "Yes" if fb == "good" else "No", "parsed_ok": True, "llm_call_id": "c"}
+        return fb == "good", [vote]
+
     convs = [
         conv("ground_truth", [turn(sql=gold)], "answerable"),  # EX True
         conv("ground_truth", [turn(fb="cannot")], "answerable"),  # EX False, FB False

@@ -7,12 +7,14 @@ statistics and AIR, is counted as incomplete, and a rerun sends exactly the call
 import pytest
 
 from pipelines.interaction import metrics as M
+from pipelines.interaction import tables as T
 from pipelines.interaction.agents import AgentHandle
 from pipelines.interaction.dialogue import run_conversation
 from pipelines.interaction.user import SimulatedUser
+from quality.interaction import INTERACTION_SCORES, INTERACTION_TURNS
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, kind_of, question_row
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import http_error, scripted_member
 
 AMB = question_row(
     "lexical_vagueness",
@@ -147,9 +149,6 @@ def test_rerun_retries_exactly_the_failed_calls(scripted):
 
 
 def test_incomplete_conversations_fit_the_stored_contracts(scripted):
-    from pipelines.interaction import tables as T
-    from quality.interaction_contracts import INTERACTION_SCORES, INTERACTION_TURNS
-
     scripted.responder = failing(script(), {("user_classify", "u1")})
     conv = _conversation(SimulatedUser(council()))
     turns = T.turns_frame([conv], 3)

@@ -1,6 +1,7 @@
 """Issue 22, items 2, 4, 5: FB decides only on a majority of the configured judges, a gold result
 beyond the row cap is never scored 'wrong', hallucinated fragment ids never reach the answer prompt."""
 
+import itertools
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from resources.llm import Council, call_log, load_council_config
 from resources.llm.votes import decide
 from resources.sql.results import DEFAULT_MAX_ROWS
 from tests.interaction.helpers import Script, question_row
-from tests.llm_fakes import http_error, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import http_error, scripted_member
 
 REPO = Path(__file__).resolve().parents[2]
 UNANS = question_row("missing_entity", "List the staff.", feedback="There is no staff table.", qid="q-unans")
@@ -78,7 +79,6 @@ def test_feedback_needs_a_majority_of_the_configured_judges(scripted, votes, dec
 def test_fb_decision_is_the_full_council_outcome_whatever_the_missing_judges_said(votes):
     """Brute force: decided iff every completion of the missing votes gives the same reference
     outcome (yes > no, a tie rejects); then it is that outcome."""
-    import itertools
 
     missing = [i for i, v in enumerate(votes) if v is None]
     outcomes = set()

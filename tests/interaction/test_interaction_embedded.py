@@ -89,7 +89,7 @@ def test_interaction_job_on_embedded_model(tmp_path, monkeypatch, demo_db_path):
         )
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg_path))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     Catalog().register(demo_db_path, "university")

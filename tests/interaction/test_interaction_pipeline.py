@@ -7,14 +7,13 @@ import polars as pl
 import pytest
 from dagster import instance_for_test
 
+from cli import main
 from cli.runs import run_job_for_partition
 from pipelines.abiss.outputs import AbissFormatError, from_abiss_records, to_abiss_records
-from cli import main
-from storage.audit import query_frame as _frame
 from pipelines.interaction.prompts import PROMPT_OPENINGS as OPEN
 from resources.catalog import Catalog
-from storage.artifacts import write_version
 from storage.audit import open_audit
+from storage.audit import query_frame as _frame
 from tests.llm_fakes import ScriptedLLM, install
 
 pytestmark = pytest.mark.integration
@@ -187,7 +186,7 @@ def scripted_council(tmp_path, monkeypatch):
         )
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     handler = ScriptedLLM(responder)

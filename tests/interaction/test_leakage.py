@@ -1,10 +1,12 @@
 """Issue 22, item 7: leakage diagnostics on dialogues — the share of simulated-user answers that
 contain a gold-only SQL value or the hidden knowledge verbatim, per member and per label, with
-cluster-bootstrap intervals from the shared core AmbiTab uses (pipelines.stats), not a copy."""
+cluster-bootstrap intervals from the shared core AmbiTab uses (pipelines.core.stats), not a copy."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import pipelines.core.stats as stats
+from pipelines.ambitab.protocol import diagnostics
 from pipelines.interaction import leakage as L
 from pipelines.interaction import metrics as M
 
@@ -95,9 +97,6 @@ def test_rates_are_the_counts_and_the_interval_brackets_them(items):
 
 
 def test_bootstrap_is_the_shared_core_ambitab_uses():
-    import pipelines.stats as stats
-    from pipelines.ambitab.protocol import diagnostics
-
     assert L.cluster_bootstrap is stats.cluster_bootstrap is diagnostics.cluster_bootstrap
 
 

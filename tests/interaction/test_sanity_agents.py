@@ -113,7 +113,7 @@ def scripted_council(tmp_path, monkeypatch):
         )
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
+    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     reset_councils()
     handler = ScriptedLLM(council_reply)
@@ -151,6 +151,7 @@ def test_perfect_agent_scores_100_and_naive_0_on_the_hard_questions(
     assert scores.filter(pl.col("ex_status") == "undecided").height == 0
     assert scores.filter(pl.col("fb_status") == "undecided").height == 0
 
+    # lazy: after the setup above it (environment, monkeypatch or sys.path)
     from cli.interaction_runs import stored_metric_rows
 
     rows = stored_metric_rows()

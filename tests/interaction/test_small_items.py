@@ -4,12 +4,13 @@ conversations as they finish, and the audit trail shows a failed vote's error.""
 
 import threading
 
+from cli.commands.audit import vote_outcome
 from pipelines.interaction.agents import AgentHandle, CouncilSystemAgent, Turn, load_agent
 from pipelines.interaction.dialogue import run_benchmark, to_question
 from pipelines.interaction.modes import MODES
 from resources.llm import Council, call_log
 from tests.interaction.helpers import question_row
-from tests.llm_fakes import json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import json_reply, scripted_member
 
 ANS = question_row("answerable", "How many students are there?", sql="SELECT COUNT(*) FROM students", qid="q1")
 
@@ -76,8 +77,6 @@ def test_progress_counts_conversations_as_they_finish():
 
 
 def test_audit_conversation_shows_a_failed_votes_error():
-    from cli.commands.audit import vote_outcome
-
     failed = vote_outcome(None, {"status": "call_failed", "error": "Timeout after 600 s", "llm_call_id": "abc"})
     assert "call_failed" in failed and "Timeout after 600 s" in failed and "None" not in failed
     assert vote_outcome("Relevant", {"status": "ok", "error": None}) == "→ Relevant"

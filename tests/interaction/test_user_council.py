@@ -7,7 +7,7 @@ from pipelines.interaction.fragments import Fragment
 from pipelines.interaction.user import REFUSAL, SimulatedUser, technical_fragments, tournament, winning_label
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, question_row
-from tests.llm_fakes import quandary_home, scripted, scripted_member  # noqa: F401
+from tests.llm_fakes import scripted_member
 
 AMB = question_row(
     "lexical_overlap",

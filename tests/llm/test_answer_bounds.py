@@ -3,8 +3,10 @@ and not cached as ok; Retry-After is honoured (seconds and HTTP-date); a garbage
 body is not "HTTP 500" and a truncated body is not "cannot connect"; `council calls` on a call log
 with corrupt pages prints one line."""
 
+import sqlite3
 import subprocess
 import sys
+import time
 from email.utils import formatdate
 from typing import Literal
 
@@ -14,7 +16,6 @@ from pydantic import BaseModel
 from resources.llm import Council, call_log
 from resources.llm.config import Member
 from tests.llm.fault_stub import FaultStub
-from tests.llm_fakes import quandary_home, transport  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 
@@ -76,8 +77,6 @@ def test_broken_200_bodies_are_named_for_what_they_are(quandary_home, mode, fail
 @pytest.mark.usefixtures("transport")
 @pytest.mark.parametrize("value", ["2", "http-date"])
 def test_retry_after_is_honoured(quandary_home, value):
-    import time
-
     if value == "http-date":
         value = formatdate(time.time() + 3, usegmt=True)  # second resolution: at least 2 s ahead
     with FaultStub(modes=[f"429-after:{value}"], default="ok") as stub:
@@ -89,8 +88,6 @@ def test_retry_after_is_honoured(quandary_home, value):
 
 
 def test_council_calls_on_a_corrupt_log_is_one_line(quandary_home):
-    import sqlite3
-
     path = quandary_home / "llm_calls.sqlite"
     log = call_log()
     with FaultStub(default="ok") as stub:

@@ -3,7 +3,7 @@
 import json
 
 from cli import main
-from tests.llm_fakes import http_error, json_reply, quandary_home, scripted  # noqa: F401
+from tests.llm_fakes import http_error, json_reply
 
 CONFIG = """
 members:

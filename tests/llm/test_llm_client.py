@@ -21,17 +21,7 @@ from pydantic import BaseModel
 from resources.llm import Council
 from resources.llm.registry import call_log
 from storage.llm_log import CallLog
-from tests.llm_fakes import (  # noqa: F401 - fixtures
-    Reply,
-    ScriptedLLM,
-    http_error,
-    install,
-    json_reply,
-    quandary_home,
-    scripted,
-    scripted_member,
-    sequence,
-)
+from tests.llm_fakes import Reply, http_error, json_reply, scripted_member, sequence
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,7 +139,7 @@ def test_process_killed_mid_run_resumes_with_zero_repeated_calls(scripted):
 
 
 def test_retries_on_429_500_timeout_then_succeeds(scripted):
-    import litellm
+    import litellm  # lazy: litellm is slow to import
 
     scripted.responder = sequence(
         http_error(429, "slow down"),

@@ -7,8 +7,10 @@ from typing import Literal
 from pydantic import BaseModel
 
 from resources.llm import Council, get_council
+from resources.llm.council import _slots
 from resources.llm.registry import call_log
-from tests.llm_fakes import Reply, http_error, json_reply, quandary_home, scripted, scripted_member  # noqa: F401
+from resources.llm.runtime import run_sync
+from tests.llm_fakes import Reply, http_error, json_reply, scripted_member
 
 
 class Verdict(BaseModel):
@@ -179,8 +181,6 @@ def test_identical_concurrent_requests_share_one_call(scripted):
 def test_the_member_slot_is_given_back_before_the_answer_is_logged(scripted):
     """Issue 21 item 6: max_in_flight bounds requests at the server, not bookkeeping: while an
     answer is parsed and written to the call log, its slot already serves the next request."""
-    from resources.llm.council import _slots
-    from resources.llm.runtime import run_sync
 
     scripted.responder = lambda req: json_reply({"verdict": "yes"})
     member = scripted_member("a", max_in_flight=1)

@@ -8,7 +8,6 @@ from pydantic import BaseModel
 
 from resources.llm import get_council
 from resources.llm.embedded import EmbeddedServer, get_embedded_server, stop_embedded_server
-from tests.llm_fakes import quandary_home  # noqa: F401
 
 pytestmark = pytest.mark.e2e
 

@@ -2,19 +2,21 @@
 (with member, api_base and the real status), a step fails with the right remedy, and garbage
 answers neither poison the cache nor pass as an empty result."""
 
+import sqlite3
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
 from pipelines.abiss.stages import StageContext, run_stage
-from resources.llm.failures import ProviderUnavailable
+from pipelines.sqltools.schema_context import render_schema_context
+from resources.catalog import inspect_database
 from resources.llm import Council, call_log
 from resources.llm.config import Member
+from resources.llm.failures import ProviderUnavailable
 from storage.llm_log import CallLog, CallLogDamaged
-from tests.llm.fault_stub import FaultStub, free_port
-from tests.llm_fakes import quandary_home, transport  # noqa: F401 - fixtures
 from tests.abiss.cascade_helpers import ans_row
+from tests.llm.fault_stub import FaultStub, free_port
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
 
@@ -96,9 +98,6 @@ def test_retries_ride_out_transient_faults(quandary_home):
 
 @pytest.fixture
 def stage_ctx(demo_db_path):
-    from pipelines.sqltools.schema_context import render_schema_context
-    from resources.catalog import inspect_database
-
     ctx_schema = render_schema_context(inspect_database(demo_db_path))
 
     def make(members, **kw):
@@ -154,8 +153,6 @@ def test_damaged_call_log_is_a_local_storage_error(quandary_home):
 
 
 def test_call_log_damaged_mid_run_is_a_storage_error(quandary_home, stage_ctx, monkeypatch):
-    import sqlite3
-
     def malformed(self, call_id):  # what SQLite raises when pages of the log are damaged under a run
         raise sqlite3.DatabaseError("database disk image is malformed")
 

@@ -1,15 +1,15 @@
 """Real HTTP through litellm's OpenAI client to a loopback stub that answers with errors."""
 
-import pytest
 import socket
 from typing import Literal
 
+import pytest
 from pydantic import BaseModel
 
 from resources.llm import Council
 from resources.llm.config import Member
 from resources.llm.registry import call_log
-from tests.llm_fakes import StubOpenAIServer, StubScript, quandary_home, transport  # noqa: F401 - fixtures
+from tests.llm_fakes import StubOpenAIServer, StubScript
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
 

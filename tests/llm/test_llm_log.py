@@ -3,7 +3,18 @@
 import multiprocessing as mp
 import sqlite3
 
-from storage.llm_log import CallLog, CallRecord, call_key
+import pytest
+
+from storage.llm_log import (
+    AUDIT_COLUMNS,
+    COLUMN_SPEC,
+    CallLog,
+    CallRecord,
+    call_key,
+    call_log_location,
+    lease_seconds,
+    open_call_log,
+)
 from storage.paths import llm_calls_path
 from tests.waiting import wait_until
 
@@ -143,7 +154,6 @@ def test_heartbeat_renews_only_held_keys_until_their_longest_duration(tmp_path):
 def test_a_log_from_before_leases_opens_and_its_claims_are_taken(tmp_path):
     path = tmp_path / "old.sqlite"
     con = sqlite3.connect(path)
-    from storage.llm_log import COLUMN_SPEC
 
     con.execute("CREATE TABLE llm_calls (" + ", ".join(" ".join(c) for c in COLUMN_SPEC) + ")")  # no lease columns
     con.execute("INSERT INTO llm_calls (call_id, status, ok, error) VALUES ('k', 'in_flight', 0, 'gone:1')")
@@ -155,8 +165,6 @@ def test_a_log_from_before_leases_opens_and_its_claims_are_taken(tmp_path):
 
 
 def test_rows_are_the_audit_columns(tmp_path):
-    from storage.llm_log import AUDIT_COLUMNS
-
     log = CallLog(tmp_path / "c.sqlite")
     log.claim("k", "m", "openai/x", 60)
     log.record(_rec("k"))
@@ -166,10 +174,6 @@ def test_rows_are_the_audit_columns(tmp_path):
 
 
 def test_lease_variable_is_checked(monkeypatch, tmp_path):
-    import pytest
-
-    from storage.llm_log import lease_seconds
-
     monkeypatch.setenv("QUANDARY_CALL_LEASE_S", "5")
     assert lease_seconds() == 5.0 and CallLog(tmp_path / "c.sqlite").heartbeat_s == 5.0 / 3
     monkeypatch.setenv("QUANDARY_CALL_LEASE_S", "soon")
@@ -178,8 +182,6 @@ def test_lease_variable_is_checked(monkeypatch, tmp_path):
 
 
 def test_one_factory_chooses_the_backend(monkeypatch, tmp_path):
-    from storage.llm_log import call_log_location, open_call_log
-
     monkeypatch.delenv("QUANDARY_STATE_URL", raising=False)
     monkeypatch.delenv("QUANDARY_DAGSTER_PG_URL", raising=False)
     log = open_call_log()

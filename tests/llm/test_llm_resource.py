@@ -5,8 +5,9 @@ from typing import Literal
 from dagster import asset, materialize
 from pydantic import BaseModel
 
+import resources.llm.embedded as embedded
 from assets.shared.resources import CouncilResource
-from tests.llm_fakes import json_reply, quandary_home, scripted  # noqa: F401
+from tests.llm_fakes import json_reply
 
 CONFIG = "members:\n  a: {model: scripted/a}\n  b: {model: scripted/b, seed: 1}\n  c: {model: scripted/c, seed: 2}\ncouncils:\n  default: [a, b, c]\n"
 
@@ -37,8 +38,6 @@ def test_resource_serves_councils_to_assets(scripted, tmp_path):
 
 
 def test_default_resource_does_not_start_the_embedded_server(quandary_home):
-    import resources.llm.embedded as embedded
-
     embedded.stop_embedded_server()  # an earlier in-process e2e test may have left one running
     res = CouncilResource()
     assert "validators" in res.roles()

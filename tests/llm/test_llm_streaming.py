@@ -6,16 +6,22 @@ All against a loopback stub that streams tokens slowly (no model, no sleeps in t
 
 import asyncio
 import json
+import multiprocessing
+import os
 import threading
+from types import SimpleNamespace
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel
 
+from pipelines.abiss.prompts import SqlGrounding, YesNoVerdict
 from resources.llm import Council
+from resources.llm.client import bounded_schema, embedded_max_tokens
 from resources.llm.config import Member
+from resources.llm.embedded import EmbeddedServer, default_threads
 from storage.llm_log import CallLog
-from tests.llm_fakes import LoopbackStub, StubHandler, quandary_home, transport  # noqa: F401 - fixtures
+from tests.llm_fakes import LoopbackStub, StubHandler
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -163,9 +169,8 @@ def test_a_streamed_answer_over_the_size_cap_is_refused_and_not_cached(quandary_
 def test_the_slots_of_an_external_embedded_server_are_the_configured_ones(monkeypatch):
     """A singleton an earlier run left in this process is not the server $QUANDARY_EMBEDDED_BASE_URL
     names: its slot count must not be taken for that server's (seen under xdist: 4 sent to 2 slots)."""
-    from types import SimpleNamespace
 
-    from resources.llm import embedded
+    from resources.llm import embedded  # lazy: the name means something else at module level
 
     monkeypatch.setattr(embedded, "_singleton", SimpleNamespace(running=True, n_parallel=4))
     monkeypatch.setenv("QUANDARY_EMBEDDED_PARALLEL", "2")
@@ -223,9 +228,6 @@ def test_the_embedded_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatc
     """#24 item 1: one inference thread per core collapses when other processes share the cores
     (2 tokens/s instead of 19-49 on 2 cores beside two CPU-bound processes): half the cores when
     the machine is busy; every core (at most 4) when it is quiet, where one thread left a core idle."""
-    import os
-
-    from resources.llm.embedded import EmbeddedServer, default_threads
 
     monkeypatch.delenv("QUANDARY_EMBEDDED_THREADS", raising=False)
     assert default_threads(cores=2, load=2.3) == 1  # two CPU-bound processes beside it
@@ -233,7 +235,7 @@ def test_the_embedded_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatc
     assert default_threads(cores=2, load=0.1) == 2  # idle
     assert default_threads(cores=16, load=12.0) == 4
     assert default_threads(cores=16, load=0.0) == 4
-    import resources.llm.embedded as embedded
+    import resources.llm.embedded as embedded  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(embedded, "machine_load", lambda cores: 3.0)
@@ -247,10 +249,8 @@ def test_the_embedded_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatc
 def test_machine_load_counts_the_cores_busy_now_not_the_lagging_average():
     """The 1-minute load average still said "busy" right after `make demo`'s own pip install on an
     idle machine (the demo then ran on one thread): the measure is what other processes use now."""
-    import multiprocessing
-    import os
 
-    from resources.llm.embedded import machine_load
+    from resources.llm.embedded import machine_load  # lazy: bound after a fixture patches it
 
     if not os.path.exists("/proc/stat"):
         pytest.skip("no /proc/stat on this system: the load average is the fallback")
@@ -278,8 +278,6 @@ def _spin(stop) -> None:
 def test_embedded_answers_are_bounded_for_a_small_model():
     """The demo's SQL grounding ran to 512 tokens of INSERT rows: for the embedded model every
     string and list in the grammar's schema is capped, and max_tokens follows from the caps."""
-    from pipelines.abiss.prompts import SqlGrounding, YesNoVerdict
-    from resources.llm.client import bounded_schema, embedded_max_tokens
 
     schema = bounded_schema(SqlGrounding.model_json_schema())
     props = schema["properties"]

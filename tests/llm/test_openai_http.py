@@ -16,7 +16,7 @@ from resources.llm import Council, call_log
 from resources.llm.client import _cost, _Reply, uses_direct_http
 from resources.llm.config import Member
 from resources.llm.openai_http import _proxy
-from tests.llm_fakes import StubOpenAIServer, StubScript, quandary_home  # noqa: F401 - fixture
+from tests.llm_fakes import StubOpenAIServer, StubScript
 
 pytestmark = pytest.mark.integration  # loopback servers
 

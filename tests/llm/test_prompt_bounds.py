@@ -3,12 +3,21 @@ item 9 (database values cannot close the sample-rows comment; hostile databases 
 
 import json
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
-from pipelines.sqltools.schema_context import approx_tokens, fit_schema_context, render_schema_context
+from pipelines.sqltools.schema_context import (
+    approx_tokens,
+    fit_schema_context,
+    focused_fitter,
+    render_schema_context,
+    tables_in_sql,
+)
 from resources.catalog import Catalog, inspect_database
 from resources.llm.config import Member, load_council_config, schema_token_budget
+from tests.sql.hostile_sql import REPO_ROOT
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
 
@@ -83,10 +92,6 @@ def test_hostile_database_registers_with_bounded_memory(tmp_path, isolated_home)
     con.executemany("INSERT INTO t (id) VALUES (?)", [(i,) for i in range(5)])
     con.commit()
     con.close()
-    import subprocess
-    import sys
-
-    from tests.sql.hostile_sql import REPO_ROOT
 
     # In a child capped at 2 GB of address space: unbounded sampling (5 x 1 GB) fails there, not here.
     child = (
@@ -103,8 +108,6 @@ def test_hostile_database_registers_with_bounded_memory(tmp_path, isolated_home)
 
 
 def test_focused_fit_keeps_the_tables_a_query_uses(tmp_path):
-    from pipelines.sqltools.schema_context import focused_fitter, tables_in_sql
-
     info = inspect_database(_wide_db(tmp_path / "wide.sqlite"))
     budget = 1500
     plain = fit_schema_context(info, budget)

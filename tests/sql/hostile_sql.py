@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 _C20 = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<20)"
@@ -46,7 +48,6 @@ CORPUS = [
 
 def make_databases(folder: Path) -> dict[str, Path]:
     """One tiny database per engine (the corpus needs no data, only a file to open)."""
-    import duckdb
 
     folder.mkdir(parents=True, exist_ok=True)
     sq = folder / "hostile.sqlite"

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from resources.sql import FailureKind, check_timeout, execute_sql
+from resources.sql import pool as sql_executor
 from tests.sql.hostile_sql import CORPUS, REPO_ROOT, make_databases, run_in_child
 
 pytestmark = pytest.mark.integration  # real processes, servers or files under stress
@@ -42,8 +43,6 @@ def test_result_byte_cap(hostile_dbs):
 
 
 def test_sandbox_survives_a_killed_worker(hostile_dbs):
-    from resources.sql import pool as sql_executor
-
     assert execute_sql(hostile_dbs["sqlite"], "SELECT 1").ok
     for w in list(sql_executor._POOL._idle):
         w.proc.kill()

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+import sqlglot
 
 from pipelines.sqltools.syntax import sqlite_parses
 
@@ -54,8 +55,6 @@ def test_compiling_never_runs_or_writes(tmp_path):
 
 @pytest.mark.skipif(not SPIDER.is_file(), reason="needs ../shared/data (Spider dev)")
 def test_agrees_with_sqlglot_on_spider_gold():
-    import sqlglot
-
     for rec in json.loads(SPIDER.read_text())[:300]:
         sqlglot.parse_one(rec["query"], read="sqlite")
         assert sqlite_parses(rec["query"]), rec["query"]

@@ -18,9 +18,10 @@ import time
 import duckdb
 import pytest
 
-from storage.llm_log import CallLogError, CallRecord, open_call_log
+from storage.audit import audit_query, open_audit
+from storage.llm_log import CallLog, CallLogError, CallRecord, open_call_log
 from storage.llm_log_pg import PostgresCallLog
-from tests.distributed.servers import postgres_server, require_pg_bindir
+from tests.distributed.servers import free_port, postgres_server, require_pg_bindir
 from tests.llm.fault_stub import FaultStub
 from tests.sql.hostile_sql import REPO_ROOT
 from tests.waiting import wait_until
@@ -246,9 +247,6 @@ def _untimed(rows) -> list[dict]:
 
 
 def test_same_calls_give_the_same_rows_and_audit_view_as_sqlite(url, tmp_path, monkeypatch):
-    from storage.audit import audit_query, open_audit
-    from storage.llm_log import CallLog
-
     pg_log, lite = open_call_log(), CallLog(tmp_path / "llm_calls.sqlite")
     for log in (pg_log, lite):
         _same_calls(log)
@@ -272,8 +270,6 @@ def test_same_calls_give_the_same_rows_and_audit_view_as_sqlite(url, tmp_path, m
 
 
 def test_an_unreachable_database_is_one_line_naming_it(pg, tmp_path, monkeypatch):
-    from tests.distributed.servers import free_port
-
     monkeypatch.setenv("QUANDARY_SPILL_DIR", str(tmp_path / "spill"))
     url = f"postgresql+psycopg2://quandary:s3cret@127.0.0.1:{free_port()}/calls?connect_timeout=5"
     with pytest.raises(CallLogError) as err:

@@ -18,7 +18,7 @@ def test_a_chart_is_written_whole_and_nothing_is_left_behind(tmp_path):
 
 
 def test_chart_metadata_embeds_the_png_beside_its_path(tmp_path):
-    from assets.shared.charts import chart_metadata
+    from assets.shared.charts import chart_metadata  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     png = tmp_path / "c.png"
     with png_chart(png, figsize=(2, 2), dpi=30) as ax:

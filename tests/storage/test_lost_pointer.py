@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from storage import artifacts
+from storage.audit import open_audit
 
 
 def test_lost_pointer_and_history_recover_newest_intact_file(tmp_path):
@@ -26,8 +27,6 @@ def test_lost_pointer_and_history_recover_newest_intact_file(tmp_path):
 
 
 def test_audit_catalog_keeps_the_partition(tmp_path):
-    from storage.audit import open_audit
-
     root = tmp_path / "artifacts"
     for part in ("a", "b"):
         v = artifacts.write_version(pl.DataFrame({"x": [1, 2, 3]}), "dataset", part, root)

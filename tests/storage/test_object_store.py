@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from storage.artifacts import DamagedArtifactError
+from storage.audit import audit_query, list_views, open_audit
 from storage.backends import ARTIFACTS_URL_ENV, LocalBackend, PreconditionFailed, S3Backend
 from storage.stores import LocalArtifactStore, ObjectArtifactStore, artifact_store, put_verified
 from tests.distributed.servers import s3_server
@@ -195,14 +196,12 @@ def test_default_store_is_the_local_folder(monkeypatch, isolated_home):
 
 
 def test_audit_reads_the_bucket_and_stays_locked(s3_env, monkeypatch, tmp_path):
-    from storage.audit import audit_query, list_views, open_audit
-
     url = s3_env.create_bucket("audit") + "/arts"
     monkeypatch.setenv(ARTIFACTS_URL_ENV, url)
     store = artifact_store()
     store.write_version(pl.DataFrame({"q": ["a", "b"]}), "dataset", "db1")
     store.write_version(pl.DataFrame({"q": ["c"]}), "dataset", "db2")
-    from storage.artifacts import parquet_bytes
+    from storage.artifacts import parquet_bytes  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     # a readable Parquet object in the same bucket that is no artifact's latest version
     store.backend.put("secret/x/data.parquet", parquet_bytes(pl.DataFrame({"s": ["hidden"]})), if_none_match=True)
@@ -211,7 +210,7 @@ def test_audit_reads_the_bucket_and_stays_locked(s3_env, monkeypatch, tmp_path):
     con = open_audit()
     assert "dataset" in list_views(con)
     assert sorted(r[0] for r in audit_query(con, "SELECT q FROM dataset").fetchall()) == ["a", "b", "c"]
-    import duckdb
+    import duckdb  # lazy: after the setup above it (environment, monkeypatch or sys.path)
 
     secret = store.backend.uri("secret/x/data.parquet")
     probe = duckdb.connect()

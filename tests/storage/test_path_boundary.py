@@ -1,6 +1,8 @@
 """Issue 23 item 1: every asset name and partition key that becomes a path is checked at the
 storage boundary (one function, storage.paths.path_segment) before any folder is made."""
 
+from types import SimpleNamespace
+
 import polars as pl
 import pytest
 
@@ -40,8 +42,7 @@ def test_writers_and_readers_refuse_before_touching_disk(tmp_path, value):
 
 
 def test_io_manager_uses_the_same_check(tmp_path):
-    from types import SimpleNamespace
-
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.io_manager import VersionedParquetIOManager
 
     ctx = SimpleNamespace(

@@ -4,18 +4,27 @@ whose log write failed are not requested again once space is back. Faults are in
 (monkeypatched writes raising ENOSPC / EROFS / EACCES); no disk is ever filled."""
 
 import errno
+import fcntl
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from typing import Literal
 
 import polars as pl
 import pytest
 from pydantic import BaseModel
 
+from cli.run_output import first_failure
+from resources.llm import Council, call_log
+from resources.llm.config import Member
+from resources.llm.failures import FailureTally
 from storage import artifacts
 from storage.faults import CORRUPT, NO_SPACE, PERMISSION, READ_ONLY, storage_cause
-from storage.llm_log import CallLog, CallLogDamaged, CallLogError
-from tests.llm_fakes import quandary_home  # noqa: F401
+from storage.llm_log import CallLog, CallLogDamaged, CallLogError, CallRecord
+from tests.llm.fault_stub import FaultStub
+from tests.waiting import wait_until
 
 
 class Verdict(BaseModel):
@@ -71,8 +80,6 @@ def faulty_log(monkeypatch, tmp_path):
 
 
 def _rec(call_id, status="ok"):
-    from storage.llm_log import CallRecord
-
     return CallRecord(
         call_id=call_id,
         status=status,
@@ -155,10 +162,6 @@ def test_answers_not_logged_survive_the_process(tmp_path, faulty_log):
 
 
 def test_council_does_not_rerequest_answers_after_space_is_freed(quandary_home, faulty_log):
-    from resources.llm import Council, call_log
-    from resources.llm.config import Member
-    from tests.llm.fault_stub import FaultStub
-
     with FaultStub(default="ok") as stub:
         m = Member(
             name="stub",
@@ -185,10 +188,6 @@ def test_council_does_not_rerequest_answers_after_space_is_freed(quandary_home, 
 
 
 def test_no_request_is_sent_when_the_call_cannot_be_logged(quandary_home, faulty_log):
-    from resources.llm import Council, call_log
-    from resources.llm.config import Member
-    from tests.llm.fault_stub import FaultStub
-
     with FaultStub(default="ok") as stub:
         m = Member(
             name="stub",
@@ -207,8 +206,6 @@ def test_no_request_is_sent_when_the_call_cannot_be_logged(quandary_home, faulty
 
 
 def test_stage_failure_on_a_full_disk_says_free_space_not_move_away():
-    from resources.llm.failures import FailureTally
-
     class R:
         ok, failure, status = False, "storage_full", "call_failed"
         error = "local storage full: call log /x/llm_calls.sqlite: no space left on the device (ENOSPC)"
@@ -248,10 +245,10 @@ def test_artifact_write_failure_names_cause_and_leaves_no_temp_file(tmp_path, mo
 
 def test_read_only_artifact_folder_is_named_in_the_run_failure(tmp_path, monkeypatch):
     """The CLI's failure line names EROFS and the folder, not Dagster's handle-output wrapper."""
-    from dagster import asset, materialize
+    from dagster import asset, materialize  # lazy: dagster is slow to import (~1 s); only the tests that need it pay
 
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.shared.io_manager import VersionedParquetIOManager
-    from cli.run_output import first_failure
 
     @asset
     def small() -> pl.DataFrame:
@@ -332,8 +329,6 @@ def test_merge_interrupted_after_claiming_is_taken_over_by_the_next_open(tmp_pat
 
 
 def test_a_claim_held_by_a_live_merger_is_left_to_it(tmp_path, faulty_log):
-    import fcntl
-
     _spilled_log(tmp_path, faulty_log, "a").close()
     faulty_log["on"] = False
     spill = tmp_path / "spill"
@@ -351,12 +346,6 @@ def test_a_claim_held_by_a_live_merger_is_left_to_it(tmp_path, faulty_log):
 
 @pytest.mark.integration
 def test_merger_killed_mid_merge_loses_no_answer(tmp_path, faulty_log):
-    import signal
-    import subprocess
-    import sys
-
-    from tests.waiting import wait_until
-
     _spilled_log(tmp_path, faulty_log, "a").close()
     faulty_log["on"] = False
     marker = tmp_path / "merging"

@@ -9,7 +9,11 @@ import hashlib
 import polars as pl
 import pytest
 
+import quandary
+from cli import main
+from pipelines.ambitab.export import materialized_corpora
 from storage.backends import ARTIFACTS_URL_ENV
+from storage.charts import png_chart, publish_chart
 from storage.stores import ObjectArtifactStore, artifact_store, latest_frame, latest_partitions
 
 ROWS = {
@@ -38,8 +42,6 @@ def _local_parquet(home) -> list:
 
 
 def test_load_and_assets_read_the_shared_store(bucket, isolated_home):
-    import quandary
-
     bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
     bucket.write_version(pl.DataFrame({**ROWS, "db_id": ["other"] * 2}), "dataset", "other")
     assert quandary.assets() == ["dataset"]
@@ -53,8 +55,6 @@ def test_load_and_assets_read_the_shared_store(bucket, isolated_home):
 
 
 def test_import_writes_to_the_shared_store(bucket, isolated_home, tmp_path, capsys):
-    from cli import main
-
     bucket.write_version(pl.DataFrame(ROWS), "dataset", "university")
     out = tmp_path / "abiss.json"
     assert main(["export", str(out)]) == 0  # the audit catalog reads the shared store
@@ -66,9 +66,9 @@ def test_import_writes_to_the_shared_store(bucket, isolated_home, tmp_path, caps
 
 
 def test_cross_partition_and_report_readers_see_the_shared_store(bucket):
-    from assets.interaction.assets import dataset_source
+    # lazy: imports dagster (~1 s); only the tests that need it pay
     from assets.cards import INTERACTION
-    from pipelines.ambitab.export import materialized_corpora
+    from assets.interaction.assets import dataset_source
 
     assert dataset_source("university") is None
     bucket.write_version(pl.DataFrame(ROWS), "imported_dataset", "university")
@@ -81,8 +81,7 @@ def test_cross_partition_and_report_readers_see_the_shared_store(bucket):
 
 
 def test_charts_go_through_the_store_content_addressed(bucket, tmp_path, monkeypatch):
-    from assets.shared.charts import chart_metadata
-    from storage.charts import png_chart, publish_chart
+    from assets.shared.charts import chart_metadata  # lazy: imports dagster (~1 s); only the tests that need it pay
 
     png = tmp_path / "local" / "funnel.png"
     with png_chart(png, figsize=(2, 2), dpi=30) as ax:

@@ -7,6 +7,7 @@ Unit tests use a SQLite state database on a local-folder backend; the integratio
 PostgreSQL and S3 servers of tests/distributed/servers.py, with threads and with two processes.
 """
 
+import hashlib
 import json
 import os
 
@@ -14,10 +15,13 @@ import polars as pl
 import pytest
 from sqlalchemy import create_engine, select
 
+from cli import main
+from storage.artifacts import parquet_bytes
 from storage.backends import ARTIFACTS_URL_ENV, LocalBackend, S3Backend
 from storage.state_db import STATE_URL_ENV, state_engine
 from storage.stores import ObjectArtifactStore, artifact_store
-from storage.versions_db import VERSIONS
+from storage.versions_db import VERSIONS, claim_version
+from tests.distributed.servers import postgres_server, s3_server
 from tests.storage.test_object_store import race_threads, race_writer_processes
 
 
@@ -62,12 +66,8 @@ def test_history_is_rows_of_the_state_table_not_bucket_objects(table_store, sqli
 
 
 def test_latest_never_moves_back_and_a_writer_dead_before_latest_is_repaired(table_store, sqlite_engine):
-    from storage.versions_db import claim_version
-
     table_store.write_version(pl.DataFrame({"a": [1]}), "thing", "p")
     new = pl.DataFrame({"a": [2]})
-    from storage.artifacts import parquet_bytes
-    import hashlib
 
     data = parquet_bytes(new)
     digest = hashlib.sha256(data).hexdigest()
@@ -134,8 +134,6 @@ def test_the_local_store_lists_versions_jsonl(isolated_home):
 
 @pytest.fixture(scope="module")
 def servers():
-    from tests.distributed.servers import postgres_server, s3_server
-
     with postgres_server() as pg, s3_server() as s3:
         yield pg, s3
 
@@ -190,8 +188,6 @@ def test_two_node_processes_on_postgres_lose_no_version(deployment, tmp_path):
 
 
 def test_the_cli_lists_versions_through_the_store(isolated_home, capsys, monkeypatch, tmp_path):
-    from cli import main
-
     store = artifact_store()
     v1 = store.write_version(pl.DataFrame({"a": [1]}), "thing", "p")
     store.write_version(pl.DataFrame({"a": [1, 2]}), "thing", "q")

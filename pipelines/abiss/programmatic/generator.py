@@ -34,11 +34,14 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pipelines.abiss import wellformed
 from pipelines.abiss.programmatic import builders as _builders  # noqa: F401  (registers builders)
 from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft
 from pipelines.abiss.programmatic.schema_analysis import SchemaAnalysis, analyze
+from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group
+from pipelines.abiss.taxonomy import subcategory as _subcategory
+from pipelines.abiss.wellformed import Vocabulary
 from pipelines.sqltools.difficulty import relabel_difficulty
-from pipelines.taxonomy import SUBCATEGORIES, STYLES, Group, subcategory as _subcategory
 
 GENERATOR = "programmatic"
 MAX_DRAFTS_PER_SUBCATEGORY = 60  # verification attempts per subcategory before giving up
@@ -150,8 +153,6 @@ def _too_close(rows_a, rows_b, ma=None, mb=None) -> str | None:
 
 
 def _vocabulary(a: SchemaAnalysis):
-    from pipelines.abiss.wellformed import Vocabulary
-
     cached = a.__dict__.get("_wellformed_vocabulary")
     if cached is None:
         names = [t.name for t in a.tables] + [c.name for t in a.tables for c in t.columns]
@@ -163,7 +164,6 @@ def _vocabulary(a: SchemaAnalysis):
 def _not_wellformed(draft: Draft, ctx: BuildContext) -> str | None:
     """The well-formedness filter's verdict (step 0 of the cascade) on every record of the draft:
     the generator never emits what the filter would reject (over-long values, ...)."""
-    from pipelines.abiss import wellformed
 
     rows = [
         {

@@ -22,6 +22,7 @@ into the output.
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import decimal
 import re
@@ -612,7 +613,6 @@ def _described_names(db_path: str, table: str) -> dict[str, str]:
     """Column name → the name a person says, from BIRD's ``database_description/<table>.csv`` next to
     the database file (Spider ships none). ``column_name`` when it differs from the identifier,
     else "X" from a description "the X of the ..." (at most three words)."""
-    import csv
 
     path = Path(db_path).parent / "database_description" / f"{table}.csv"
     if not path.is_file():

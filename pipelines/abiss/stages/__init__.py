@@ -44,6 +44,7 @@ from pipelines.abiss.stages.s07_unsolvability import STAGE as UNSOLVABILITY
 from pipelines.abiss.stages.s08_feedback import STAGE as FEEDBACK
 from pipelines.abiss.stages.s09_consistency import STAGE as CONSISTENCY
 from pipelines.abiss.stages.s10_style import STAGE as STYLE
+from resources.llm.runtime import run_sync
 
 # The cascade, in order: each stage sees only the survivors of the ones before it.
 STAGES: tuple[StageSpec, ...] = (
@@ -68,7 +69,6 @@ def run_stage(stage_no: int, survivors: list[dict], ctx: StageContext | None) ->
     """Decide every survivor entering ``stage_no``; non-applicable ones pass through. A council stage
     with applicable rows raises :class:`~resources.llm.failures.ProviderUnavailable` when too many of
     its calls failed or were unparseable."""
-    from resources.llm.runtime import run_sync
 
     stage = STAGE_BY_NO[stage_no]
     applicable = [r for r in survivors if stage.applies(r)]

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipelines.taxonomy import Group
+from pipelines.abiss.taxonomy import Group
 from resources.llm.failures import FailureTally
 from resources.sql import DEFAULT_TIMEOUT_S, QueryResult, execute_sql
 

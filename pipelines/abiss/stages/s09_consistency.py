@@ -9,7 +9,7 @@ import hashlib
 
 from pipelines.abiss.prompts import CategoryChoice, consistency_messages
 from pipelines.abiss.stages.base import AMB, UNA, StageSpec, decision, tag
-from pipelines.taxonomy import subcategories_in, subcategory
+from pipelines.abiss.taxonomy import subcategories_in, subcategory
 
 
 async def decide(rows, stage, ctx):

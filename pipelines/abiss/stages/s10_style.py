@@ -10,7 +10,7 @@ import asyncio
 
 from pipelines.abiss.prompts import style_label_model, style_messages
 from pipelines.abiss.stages.base import ALL_GROUPS, StageSpec, count_text, decision, tag
-from pipelines.taxonomy import DEFAULT_STYLES
+from pipelines.abiss.taxonomy import DEFAULT_STYLES
 
 
 async def decide(rows, stage, ctx):

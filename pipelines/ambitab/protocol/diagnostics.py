@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipelines.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap, connected_components
 from pipelines.ambitab.protocol.metrics import mean_sd
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.text import norm
+from pipelines.core.stats import DEFAULT_RESAMPLES, Interval, cluster_bootstrap, connected_components
 
 DONOR_SEED = 20261201  # fixed: donors are drawn once and reused across seeds [I]
 

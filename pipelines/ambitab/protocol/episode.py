@@ -24,14 +24,17 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import polars as pl
+
 from pipelines.ambitab.protocol.askers import Asker, AskerInput
 from pipelines.ambitab.protocol.metrics import episode_scores
 from pipelines.ambitab.protocol.oracles import Oracle
 from pipelines.ambitab.protocol.prompts import EPISODES_CODE_VERSION
 from pipelines.ambitab.protocol.solver import Solver
 from pipelines.ambitab.protocol.task import Task
-from pipelines.ambitab.record import Spec
 from pipelines.ambitab.protocol.verifier import Verifier
+from pipelines.ambitab.record import Spec
+from resources.llm.runtime import run_sync
 
 EPISODE_COLUMNS = {
     "episode_id": str,
@@ -73,7 +76,6 @@ EPISODE_COLUMNS = {
 
 def episodes_frame(rows: Sequence[dict]):
     """Episode rows as a polars frame with a fixed schema (an empty run keeps the columns)."""
-    import polars as pl
 
     types = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean, list: pl.List(pl.String)}
     schema = {c: types[t] for c, t in EPISODE_COLUMNS.items()}
@@ -416,6 +418,5 @@ async def arun_episodes(
 
 def run_episodes(*args, **kwargs) -> list[dict]:
     """Sync twin of :func:`arun_episodes` (runs on the council layer's background loop)."""
-    from resources.llm.runtime import run_sync
 
     return run_sync(arun_episodes(*args, **kwargs))

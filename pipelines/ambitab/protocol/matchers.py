@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pipelines.ambitab.record import Ambiguity
 from pipelines.ambitab.protocol.text import earliest_hit, find_name, norm, quoted_spans
+from pipelines.ambitab.record import Ambiguity
 
 REFUSAL = "Sorry, I can't help with that."  # [I] wording from the paper's Fig. 7
 ALREADY_ANSWERED = "That ambiguity was already answered."
@@ -56,7 +56,7 @@ def match_intent(question: str, ambiguities: Sequence[Ambiguity]) -> Match:
     counted = [a for a in ambiguities if a.counted]
     names = [(a, _names(a)) for a in counted]
     # Quoted stage: the earliest span that equals or contains some name decides.
-    for offset, span in quoted_spans(question or ""):
+    for _offset, span in quoted_spans(question or ""):
         inside = []
         for a, ns in names:
             hit = earliest_hit(ns, span)

@@ -1,14 +1,14 @@
 """Prompts of the AmbiTab LLM roles, after the paper's Appendix G (asker, oracle, solver).
 
-One builder per role; each returns chat messages (:func:`pipelines.prompting.messages`).
-``PROMPT_VERSIONS`` holds each role's :func:`pipelines.prompting.prompt_version` of its templates, so
+One builder per role; each returns chat messages (:func:`pipelines.core.prompting.messages`).
+``PROMPT_VERSIONS`` holds each role's :func:`pipelines.core.prompting.prompt_version` of its templates, so
 a prompt edit marks the episode assets stale (code_version), as in the ABISS assets.
 """
 
 import json
 
 from pipelines.ambitab.record import Spec
-from pipelines.prompting import messages, prompt_version
+from pipelines.core.prompting import messages, prompt_version
 
 ASKER_PROMPTS = ("direct", "checklist_chat", "checklist_ledger")
 DEFAULT_ASKER_PROMPT = "checklist_ledger"  # [P] the paper's default

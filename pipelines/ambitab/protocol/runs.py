@@ -28,6 +28,7 @@ from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROM
 from pipelines.ambitab.protocol.solver import LLMSolver, NoSolver, Solver
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
+from resources.llm.runtime import run_sync
 from resources.progress import Sink
 
 SOLVERS = ("llm", "empty")
@@ -199,8 +200,6 @@ async def arun_conditions(
 
 
 def run_conditions(*args, **kwargs) -> list[dict]:
-    from resources.llm.runtime import run_sync
-
     return run_sync(arun_conditions(*args, **kwargs))
 
 

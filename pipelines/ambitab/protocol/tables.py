@@ -14,7 +14,6 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ambitab.protocol.askers import BASELINES
-from pipelines.stats import DEFAULT_RESAMPLES
 from pipelines.ambitab.protocol.diagnostics import (
     assign_donors,
     diagnostic,
@@ -24,6 +23,7 @@ from pipelines.ambitab.protocol.diagnostics import (
 from pipelines.ambitab.protocol.metrics import SETTING_KEYS, gain_and_gap, mean_sd, per_seed, with_key_columns
 from pipelines.ambitab.protocol.runs import reference_oracle_name
 from pipelines.ambitab.protocol.task import Task
+from pipelines.core.stats import DEFAULT_RESAMPLES
 from storage.charts import png_chart
 
 DIAGNOSTICS = ("d_j_resp", "d_j_full", "d_rec_none", "d_rec_spec")

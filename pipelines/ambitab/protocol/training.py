@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pipelines.ambitab.protocol.metrics import episode_scores
+from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROMPT, asker_messages
 
 ADV_EPS = 1e-6
 
@@ -119,8 +120,6 @@ def rollouts(
 
 
 def _attach_prompts(ep: dict, turns: list[dict], decisions: list[dict], tasks: dict, extra_questions: int) -> None:
-    from pipelines.ambitab.protocol.prompts import ASKER_PROMPTS, DEFAULT_ASKER_PROMPT, asker_messages
-
     task = tasks.get(ep.get("spec_donor") or ep["record_id"])
     if task is None:
         return

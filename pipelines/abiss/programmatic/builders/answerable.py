@@ -3,18 +3,21 @@ definition lives in the evidence ("senior students = more than 90 credits")."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from pipelines.abiss.programmatic.builders.base import (
-    Ask,
-    BuildContext,
     CATEGORICAL,
-    Draft,
     NUMERIC,
     TEMPORAL,
     TEXT,
+    Ask,
+    BuildContext,
+    Draft,
+    be,
     bridge_join_sql,
     categorical_columns,
+    is_plural,
+    is_relation_name,
     join_sql,
     label_np,
     labelled_bridges,
@@ -24,14 +27,11 @@ from pipelines.abiss.programmatic.builders.base import (
     q,
     register,
     singular,
+    table_plural,
+    table_singular,
     temporal_columns,
     thresholds,
     value_text,
-    be,
-    is_plural,
-    is_relation_name,
-    table_plural,
-    table_singular,
 )
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a

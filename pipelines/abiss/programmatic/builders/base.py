@@ -10,8 +10,8 @@ yields drafts lazily, most promising first (order drawn from ``ctx.rng``); the d
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from pipelines.abiss.programmatic.phrasing import (
     Ask,

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
-from pipelines.abiss.programmatic.phrasing import with_article
+from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
 from pipelines.abiss.programmatic.builders.base import (
+    TEMPORAL,
     Ask,
     BuildContext,
     Draft,
     Reading,
-    TEMPORAL,
+    be,
     categorical_columns,
     join_sql,
     label_np,
@@ -19,15 +20,14 @@ from pipelines.abiss.programmatic.builders.base import (
     numeric_columns,
     q,
     register,
+    table_plural,
+    table_singular,
     temporal_columns,
     thresholds,
     value_text,
-    be,
-    table_plural,
-    table_singular,
     with_article_or_plural,
 )
-from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
+from pipelines.abiss.programmatic.phrasing import with_article
 
 _PLACE_LIKE = {
     "region",

@@ -4,7 +4,7 @@ joinable tables, ``students.enrollment_date`` / ``student_courses.enrollment_dat
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from pipelines.abiss.programmatic.builders.base import (
     IDENTIFIER,
@@ -12,16 +12,16 @@ from pipelines.abiss.programmatic.builders.base import (
     BuildContext,
     Draft,
     Reading,
+    be,
     categorical_columns,
     join_sql,
     lit,
     plural,
     q,
     register,
-    value_text,
     table_plural,
     table_singular,
-    be,
+    value_text,
 )
 
 _WEAK_HEADS = {"by", "of", "in", "on", "at", "to", "is", "if", "yn", "old", "new", "code", "details", "other"}
@@ -120,7 +120,7 @@ def build_entity_ambiguity(ctx: BuildContext) -> Iterator[Draft]:
     if not plans:
         ctx.unsupported("no same-named non-key column in two joinable tables")
         return
-    for ca, cb, steps, start, ft, subj in ctx.shuffled(plans):
+    for ca, cb, steps, start, ft, _subj in ctx.shuffled(plans):
         frm, al = join_sql(steps, start)
         if ft.name not in al or ca.table not in al or cb.table not in al:
             continue

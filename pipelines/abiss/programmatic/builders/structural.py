@@ -3,34 +3,34 @@ attached to the last conjunct only, or to all of them)."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from pipelines.abiss.programmatic.builders.base import (
     CATEGORICAL,
     NUMERIC,
     TEMPORAL,
     Ask,
-    attributes,
     BuildContext,
     Draft,
     Reading,
+    attributes,
+    be,
     bridge_join_sql,
     categorical_columns,
+    is_relation_name,
     join_sql,
     label_np,
     labelled_bridges,
+    labelled_tables,
     lit,
     plural,
     q,
     register,
-    thresholds,
-    value_text,
-    be,
     table_plural,
     table_singular,
+    thresholds,
+    value_text,
     with_article_or_plural,
-    is_relation_name,
-    labelled_tables,
 )
 
 QUANTIFIERS = ["each", "every"]

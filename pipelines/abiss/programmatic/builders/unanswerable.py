@@ -4,25 +4,25 @@ the driver checks against the schema before emitting."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from pipelines.abiss.programmatic.builders.base import (
+    NUMERIC,
+    TEMPORAL,
     Absence,
     Ask,
     BuildContext,
     Draft,
-    NUMERIC,
-    TEMPORAL,
     labelled_tables,
+    noun_tables,
     plural,
     q,
     register,
     singular,
-    value_text,
     table_plural,
     table_singular,
     table_words,
-    noun_tables,
+    value_text,
 )
 from pipelines.abiss.programmatic.phrasing import render_free
 
@@ -108,7 +108,6 @@ PEOPLE = {
     "musician",
     "writer",
     "poker",
-    "people",
     "hero",
     "superhero",
     "patient",
@@ -404,7 +403,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                 plans.append(
                     (
                         Ask("which", subject=f"{tn} whose {col} is in a European Union member state"),
-                        f"Which places belong to European Union member states is external geopolitical knowledge not stored in the database or the knowledge base.",
+                        "Which places belong to European Union member states is external geopolitical knowledge not stored in the database or the knowledge base.",
                         ("europeanunion", "memberstate", "eumember"),
                     )
                 )
@@ -418,7 +417,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
         plans.append(
             (
                 Ask("which", subject=f"{tn} that comply with the current industry regulations"),
-                f"The current industry regulations and the criteria for compliance are external policies that are neither in the database nor in the knowledge base.",
+                "The current industry regulations and the criteria for compliance are external policies that are neither in the database nor in the knowledge base.",
                 ("regulation", "compliance", "compliant", "policy"),
             )
         )

@@ -1,10 +1,10 @@
-"""Data contracts of the interaction benchmark's artifacts (same Contract type as quality/contracts.py)."""
+"""Data contracts of the interaction benchmark's artifacts (same Contract type as quality/base.py)."""
 
 import polars as pl
 
+from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
 from pipelines.interaction.modes import MODES
-from pipelines.taxonomy import SUBCATEGORY_BY_ID
-from quality.contracts import ColumnRule, Contract
+from quality.base import ColumnRule, Contract
 
 # How a conversation ends; `user_failed` = a user turn could not be produced (incomplete, not scored)
 ENDS = ("sql", "feedback", "give_up", "user_failed")

@@ -28,7 +28,9 @@ class Interval:
     resamples: int
 
     def scaled(self, k: float) -> "Interval":
-        f = lambda v: None if v is None else v * k
+        def f(v):
+            return None if v is None else v * k
+
         return Interval(f(self.estimate), f(self.low), f(self.high), self.clusters, self.resamples)
 
     def fmt(self, digits: int = 2) -> str:
