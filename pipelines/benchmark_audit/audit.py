@@ -37,7 +37,7 @@ SCHEMA = {
     "flags": pl.Utf8,  # comma-separated check names, "" when clean
     "error_types": pl.Utf8,  # comma-separated E1..E4, "" when clean
     "findings": pl.Utf8,  # JSON list of findings: check, error_type, detail, probes (sql, result), suggested_fix
-    "suggested_fix": pl.Utf8,  # the first mechanical fix, "" when none
+    "suggested_fix": pl.Utf8,  # the first mechanical fix as JSON {"field": "gold_sql"|"evidence", "value"}, or ""
     "gold_rows": pl.Int64,  # rows the gold returned (None when it failed)
     "elapsed_ms": pl.Float64,
 }
@@ -51,8 +51,7 @@ def item_findings(item: Item, db_path: Path, schema: DatabaseInfo | None, timeou
     findings += checks.construct_findings(item.gold_sql, tree)
     if outcome.ok:
         findings += checks.limit_findings(db_path, tree, timeout_s)
-    schema_columns = {c.name.lower() for t in schema.tables for c in t.columns} if schema else None
-    findings += checks.evidence_findings(item.evidence, item.gold_sql, tree, schema_columns)
+    findings += checks.evidence_findings(item.evidence, item.gold_sql, tree, schema, db_path, timeout_s)
     findings += checks.question_column_findings(item.question, tree, schema)
     return findings, outcome
 
@@ -93,7 +92,7 @@ def duplicate_findings(items: list[Item], outcomes: dict[int, object]) -> dict[i
 def _row(item: Item, benchmark: str, digest: str, findings: list, gold_rows, elapsed_ms: float) -> dict:
     flags = list(dict.fromkeys(f.check for f in findings))
     types = sorted({f.error_type for f in findings})
-    fix = next((f.suggested_fix for f in findings if f.suggested_fix), "")
+    fix = next((f.suggested_fix for f in findings if f.suggested_fix), "")  # JSON {field, value}
     return {
         "benchmark": benchmark,
         "benchmark_sha256": digest,

@@ -26,7 +26,7 @@ import sqlglot
 from sqlglot import exp
 
 from pipelines.sqltools.identifiers import identifier_words
-from pipelines.sqltools.results import normalize_rows, results_match
+from pipelines.sqltools.results import has_top_level_order_by, normalize_rows, results_match
 from resources.catalog import DatabaseInfo
 from resources.sql import FailureKind, QueryResult, execute_sql
 
@@ -58,7 +58,7 @@ class Finding:
     check: str
     detail: str
     probes: tuple[Probe, ...] = field(default_factory=tuple)
-    suggested_fix: str = ""  # corrected SQL where a mechanical fix exists, else ""
+    suggested_fix: str = ""  # JSON {"field": "gold_sql" | "evidence", "value": the corrected text}, or ""
 
     @property
     def error_type(self) -> str:
@@ -99,9 +99,7 @@ def execution_findings(sql: str, outcome) -> list[Finding]:
     if not outcome.rows:
         return [Finding("empty_result", "the gold returns no rows", (Probe(sql, shown(outcome)),))]
     if all(v is None for row in outcome.rows for v in row):
-        return [
-            Finding("null_result", f"all {len(outcome.rows)} row(s) are NULL only", (Probe(sql, shown(outcome)),))
-        ]
+        return [Finding("null_result", f"all {len(outcome.rows)} row(s) are NULL only", (Probe(sql, shown(outcome)),))]
     return []
 
 
@@ -233,7 +231,6 @@ def normalised_question(question: str) -> str:
 
 def same_result(sql_a: str, out_a, sql_b: str, out_b) -> bool:
     """The one result comparison: ordered when both golds order their rows, else as bags."""
-    from pipelines.sqltools.results import has_top_level_order_by
 
     ordered = has_top_level_order_by(sql_a) and has_top_level_order_by(sql_b)
     return results_match(out_a.rows, out_b.rows, "ordered" if ordered else "bag")
@@ -241,7 +238,8 @@ def same_result(sql_a: str, out_a, sql_b: str, out_b) -> bool:
 
 # --- evidence (BIRD) -----------------------------------------------------------------------------
 
-_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+# a quote after a letter is an apostrophe ("heroes' names"), not the start of a literal
+_QUOTED = re.compile(r"(?<![A-Za-z])'((?:[^']|'')*)'(?![A-Za-z])")
 _IDENT = r"`[^`]+`|\"[^\"]+\"|[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)?"
 _BINDING = re.compile(rf"({_IDENT})\s*(=|!=|<>|>=|<=|>|<)\s*('(?:[^']|'')*'|-?\d+(?:\.\d+)?)")
 _NUMBER_COMPARED = re.compile(r"(?:=|!=|<>|>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)")
@@ -249,7 +247,7 @@ _NUMBER_COMPARED = re.compile(r"(?:=|!=|<>|>=|<=|>|<)\s*(-?\d+(?:\.\d+)?)")
 
 def _bare(name: str) -> str:
     name = name.strip()
-    if name[:1] in "`\"" and name[-1:] == name[:1]:
+    if name[:1] in '`"' and name[-1:] == name[:1]:
         name = name[1:-1]
     return name.split(".")[-1].lower() if "`" not in name and '"' not in name else name.lower()
 
@@ -294,19 +292,38 @@ def _numbers(tree: exp.Expression | None, sql: str) -> set[float]:
     return {float(m) for m in re.findall(r"-?\d+(?:\.\d+)?", sql)}
 
 
+def _value_count(db_path, schema: DatabaseInfo | None, tables: set[str], column: str, literal: str, timeout_s: float):
+    """(probe, rows of the gold's tables whose ``column`` equals ``literal``), or None when undecidable."""
+    if db_path is None or schema is None:
+        return None
+    owners = [t.name for t in schema.tables if t.name.lower() in tables and t.column(column) is not None]
+    if len(owners) != 1:
+        return None
+    quoted = literal.replace("'", "''")
+    sql = f'SELECT COUNT(*) FROM "{owners[0]}" WHERE "{column}" = \'{quoted}\''
+    out = execute_sql(db_path, sql, timeout_s=timeout_s)
+    return (Probe(sql, shown(out)), out.rows[0][0]) if isinstance(out, QueryResult) and out.rows else None
+
+
 def evidence_findings(
-    evidence: str, sql: str, tree: exp.Expression | None, schema_columns: set[str] | None = None
+    evidence: str,
+    sql: str,
+    tree: exp.Expression | None,
+    schema: DatabaseInfo | None = None,
+    db_path=None,
+    timeout_s: float = 3.0,
 ) -> list[Finding]:
-    """``evidence_ignored`` / ``evidence_contradicted``: what the evidence binds, set against the gold."""
+    """``evidence_ignored`` / ``evidence_contradicted``: what the evidence binds, set against the gold.
+    A contradiction is probed: the rows each literal matches say which side the database agrees
+    with, and the fix goes to that side (the evidence when only the gold's literal matches rows)."""
     if not evidence.strip():
         return []
     findings = []
     gold_text = sql.lower()
     bindings = _gold_bindings(tree)
     columns = _gold_columns(tree)
+    tables = {t.name.lower() for t in tree.find_all(exp.Table)} if tree is not None else set()
     ignored: list[str] = []
-    contradicted: list[str] = []
-    fix = sql
     for m in _BINDING.finditer(evidence):
         column, value = _bare(m.group(1)), m.group(3)
         if not value.startswith("'"):
@@ -315,36 +332,41 @@ def evidence_findings(
         gold_values = bindings.get(column, set())
         if literal in gold_values or not gold_values:
             continue
-        if any(g.lower() == literal.lower() for g in gold_values):
-            wrong = next(g for g in gold_values if g.lower() == literal.lower())
-            contradicted.append(f"{column} = '{literal}' (the gold has '{wrong}')")
-            fix = fix.replace(f"'{wrong}'", f"'{literal}'")
-        else:
-            contradicted.append(f"{column} = '{literal}' (the gold has {', '.join(repr(g) for g in sorted(gold_values))})")
+        shown_gold = ", ".join(repr(g) for g in sorted(gold_values))
+        detail = f"the evidence binds {column} = '{literal}', the gold compares {column} with {shown_gold}"
+        probes, fix = [], ""
+        evidence_side = _value_count(db_path, schema, tables, column, literal, timeout_s)
+        gold_side = [_value_count(db_path, schema, tables, column, g, timeout_s) for g in sorted(gold_values)]
+        if evidence_side is not None and all(g is not None for g in gold_side):
+            probes = [evidence_side[0], *(g[0] for g in gold_side)]
+            gold_rows = sum(g[1] for g in gold_side)
+            detail += f" ({evidence_side[1]} row(s) match the evidence's value, {gold_rows} the gold's)"
+            if evidence_side[1] == 0 and gold_rows > 0 and len(gold_values) == 1:
+                fix = json.dumps(
+                    {"field": "evidence", "value": evidence.replace(f"'{literal}'", f"'{next(iter(gold_values))}'")}
+                )
+            elif gold_rows == 0 and evidence_side[1] > 0 and len(gold_values) == 1:
+                wrong = next(iter(gold_values)).replace("'", "''")
+                right = literal.replace("'", "''")
+                fix = json.dumps({"field": "gold_sql", "value": sql.replace(f"'{wrong}'", f"'{right}'")})
+        findings.append(Finding("evidence_contradicted", detail, tuple(probes), suggested_fix=fix))
+    contradicted = {f.detail for f in findings}
     for literal in dict.fromkeys(m.group(1).replace("''", "'") for m in _QUOTED.finditer(evidence)):
-        if literal and literal.lower() not in gold_text and not any(literal in c for c in contradicted):
+        if literal and literal.lower() not in gold_text and not any(f"'{literal}'" in c for c in contradicted):
             ignored.append(f"literal '{literal}'")
     gold_numbers = _numbers(tree, sql)
     for number in dict.fromkeys(_NUMBER_COMPARED.findall(evidence)):
         if float(number) not in gold_numbers:
             ignored.append(f"number {number}")
-    if schema_columns:
-        named = {
-            _bare(tok)
-            for tok in re.findall(_IDENT, evidence)
-            if ("_" in tok or tok[:1] in "`\"") and _bare(tok) in schema_columns
-        }
-        for column in sorted(named - columns):
-            if column not in gold_text:
-                ignored.append(f"column {column}")
-    if contradicted:
-        findings.append(
-            Finding(
-                "evidence_contradicted",
-                "the evidence binds " + "; ".join(contradicted),
-                suggested_fix=fix if fix != sql else "",
-            )
-        )
+    schema_columns = {c.name.lower() for t in schema.tables for c in t.columns} if schema else set()
+    named = {
+        _bare(tok)
+        for tok in re.findall(_IDENT, evidence)
+        if ("_" in tok or tok[:1] in '`"') and _bare(tok) in schema_columns
+    }
+    for column in sorted(named - columns):
+        if column not in gold_text:
+            ignored.append(f"column {column}")
     if ignored:
         findings.append(Finding("evidence_ignored", "the gold does not use the evidence's " + ", ".join(ignored)))
     return findings

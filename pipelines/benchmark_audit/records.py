@@ -84,7 +84,9 @@ def read_items(path: str | Path) -> list[Item]:
             raise BenchmarkFileError(f"{where}: db_id {record['db_id']!r} is not a database folder name")
         qid = record.get("question_id", "")
         items.append(
-            Item(i, record["db_id"], record["question"], gold.strip(), evidence.strip(), "" if qid is None else str(qid))
+            Item(
+                i, record["db_id"], record["question"], gold.strip(), evidence.strip(), "" if qid is None else str(qid)
+            )
         )
     if not items:
         raise BenchmarkFileError(f"{path}: no records")
@@ -107,7 +109,9 @@ def _parse(path: Path, text: str) -> list:
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise BenchmarkFileError(f"{path}: record {len(records)} (line {n}) is not valid JSON: {exc.msg}") from None
+                raise BenchmarkFileError(
+                    f"{path}: record {len(records)} (line {n}) is not valid JSON: {exc.msg}"
+                ) from None
         return records
     try:
         data = json.loads(text)
