@@ -50,16 +50,24 @@ class BenchmarkAuditConfig(Config):
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, description="seconds each gold query and probe may run")
 
 
-def file_rates(benchmark: str, digest: str, fresh: pl.DataFrame, partition: str) -> pl.DataFrame:
-    """Rates over every database of this file audited so far (this run's rows for this partition)."""
+def stored_rows(benchmark: str, digest: str, skip: str | None = None) -> pl.DataFrame | None:
+    """Every stored row of this version of the file (all its audited databases), None when none;
+    ``skip``: a partition left out (the one a run is writing)."""
     store = artifact_store()
-    frames = [fresh]
+    frames = []
     for key in latest_partitions(store, FINDINGS):
-        if key != partition and split_partition(key)[0] == benchmark:
+        if key != skip and split_partition(key)[0] == benchmark:
             df = latest_frame(FINDINGS, key, store)
             if df is not None:
                 frames.append(df.filter(pl.col("benchmark_sha256") == digest))
-    return rates(pl.concat(frames, how="vertical_relaxed"))
+    frames = [f for f in frames if f.height]
+    return pl.concat(frames, how="vertical_relaxed").sort("item_index") if frames else None
+
+
+def file_rates(benchmark: str, digest: str, fresh: pl.DataFrame, partition: str) -> pl.DataFrame:
+    """Rates over every database of this file audited so far (this run's rows for this partition)."""
+    others = stored_rows(benchmark, digest, skip=partition)
+    return rates(fresh if others is None else pl.concat([others, fresh], how="vertical_relaxed"))
 
 
 @asset(
