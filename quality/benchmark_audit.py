@@ -3,6 +3,7 @@
 import polars as pl
 
 from pipelines.benchmark_audit.audit import SOURCE
+from pipelines.benchmark_audit.council_checks import COUNCIL_CHECKS
 from quality.base import ColumnRule, Contract
 
 BENCHMARK_AUDIT_FINDINGS = Contract(
@@ -20,4 +21,20 @@ BENCHMARK_AUDIT_FINDINGS = Contract(
         ColumnRule("findings", pl.String, nullable=False, min_length=2),
     ),
     unique_together=("benchmark_sha256", "item_index"),
+)
+
+BENCHMARK_AUDIT_COUNCIL = Contract(
+    name="benchmark_audit_council",
+    description="One council verdict per (benchmark file, item, check): flag, pass or undecided, with the votes.",
+    min_rows=1,
+    columns=(
+        ColumnRule("benchmark_sha256", pl.String, nullable=False, min_length=64),
+        ColumnRule("item_index", pl.Int64, nullable=False, min_value=0),
+        ColumnRule("source", pl.String, nullable=False, allowed=("council",)),
+        ColumnRule("check", pl.String, nullable=False, allowed=tuple(COUNCIL_CHECKS)),
+        ColumnRule("error_type", pl.String, nullable=False, allowed=("E1", "E2", "E3", "E4")),
+        ColumnRule("verdict", pl.String, nullable=False, allowed=("flag", "pass", "undecided")),
+        ColumnRule("votes", pl.String, nullable=False, min_length=2),
+    ),
+    unique_together=("benchmark_sha256", "item_index", "check"),
 )

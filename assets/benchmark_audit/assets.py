@@ -4,6 +4,8 @@
     benchmark_audit_findings   one row per item: flags, error types, the probes behind them;
                                rates per database and over the file's audited databases so far
                                (metadata and a chart); the flagged items exported for review
+    benchmark_audit_council    (its own job, `--council`) the council's verdicts per (item, check),
+                               votes with their call ids; LLM-judged, never mixed with the above
 
 Thin: the checks are :mod:`pipelines.benchmark_audit`.
 """
@@ -17,12 +19,18 @@ from pydantic import Field
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
+from assets.shared.resources import CouncilResource
+from pipelines.abiss.prompts import PROMPT_VERSIONS
+from pipelines.abiss.stages import StageContext
 from pipelines.benchmark_audit.audit import DEFAULT_TIMEOUT_S, audit_database, merge_rows, rates
+from pipelines.benchmark_audit.council_checks import COUNCIL_CHECKS, calls_bound, council_verdicts
 from pipelines.benchmark_audit.records import BenchmarkFileError, database_path, file_digest, read_items
 from pipelines.benchmark_audit.report import rates_chart, rates_markdown
 from pipelines.benchmark_audit.review import review_rows, write_review
-from quality.benchmark_audit import BENCHMARK_AUDIT_FINDINGS
+from pipelines.sqltools.schema_context import fit_schema_context, focused_fitter
+from quality.benchmark_audit import BENCHMARK_AUDIT_COUNCIL, BENCHMARK_AUDIT_FINDINGS
 from resources.catalog import inspect_database
 from storage.paths import artifacts_dir, path_segment
 from storage.stores import artifact_store, latest_frame, latest_partitions
@@ -136,3 +144,119 @@ def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAu
 
 
 BENCHMARK_AUDIT_ASSETS = [benchmark_audit_findings]
+
+
+COUNCIL = "benchmark_audit_council"
+
+
+class CouncilAuditConfig(Config):
+    """`quandary audit benchmark ... --council`: which council checks (LLM-judged, reported apart)."""
+
+    benchmark_path: str = Field(description="as the deterministic audit's")
+    dbs_dir: str = Field(description="as the deterministic audit's")
+    timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, description="seconds each gold query and member's SQL may run")
+    checks: list[str] = Field(
+        default=list(COUNCIL_CHECKS),
+        description="council_gold_unsatisfying, council_evidence_unneeded, council_rewrites_differ",
+    )
+    context_tokens: int = Field(
+        default=6000, description="the schema context's budget in tokens (fitted per gold's tables)"
+    )
+
+
+@asset(
+    name=COUNCIL,
+    group_name=GROUP,
+    partitions_def=benchmark_partitions,
+    code_version=f"1-{PROMPT_VERSIONS['s04']}-{PROMPT_VERSIONS['s05']}",
+    pool=LLM_POOL,
+    check_specs=[contract_check_spec(BENCHMARK_AUDIT_COUNCIL, COUNCIL)],
+    description="The council's verdicts on one database's gold items (cascade stages 4 and 5, SQL rewrites): one row "
+    "per (item, check) with the votes and their call ids; 'undecided' when the decision rests on failed calls.",
+)
+def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAuditConfig, council: CouncilResource):
+    benchmark, db_id = split_partition(context.partition_key)
+    path = Path(config.benchmark_path)
+    unknown = sorted(set(config.checks) - set(COUNCIL_CHECKS))
+    if unknown:
+        raise Failure(f"unknown council check(s) {', '.join(unknown)}; checks: {', '.join(COUNCIL_CHECKS)}")
+    try:
+        items = [i for i in read_items(path) if i.db_id == db_id]
+    except BenchmarkFileError as exc:
+        raise Failure(str(exc)) from None
+    db_path = database_path(config.dbs_dir, db_id)
+    if not items or db_path is None:
+        raise Failure(f"{path}: no item of {db_id!r} with a database file in {config.dbs_dir}")
+    digest = file_digest(path)
+    info = inspect_database(db_path, db_id)
+    validators = council.get_council("validators")
+    ctx = StageContext(
+        db_path=str(db_path),
+        schema_context=fit_schema_context(info, config.context_tokens).text,
+        council=validators,
+        timeout_s=config.timeout_s,
+        schema_fitter=focused_fitter(info, config.context_tokens),
+    )
+    with step_progress(context, total=calls_bound(items, ctx.n_members, config.checks)):  # calls count themselves
+        verdicts = council_verdicts(items, digest, ctx, config.checks)
+    by_index = {i.index: i for i in items}
+    fresh = pl.DataFrame(
+        [
+            {
+                "benchmark": benchmark,
+                "benchmark_sha256": digest,
+                "db_id": db_id,
+                "item_key": by_index[v.item_index].key(),
+                "source": "council",
+                "members": ",".join(validators.member_names),
+                **v.to_row(),
+            }
+            for v in verdicts
+        ],
+        schema=COUNCIL_SCHEMA,
+    )
+    stored = latest_frame(COUNCIL, context.partition_key)
+    if stored is not None and stored.height:
+        stored = stored.join(
+            fresh.select("benchmark_sha256", "item_index", "check"),
+            on=["benchmark_sha256", "item_index", "check"],
+            how="anti",
+        )
+        df = pl.concat([stored, fresh], how="vertical_relaxed")
+    else:
+        df = fresh
+    counts = {
+        f"{check}_{verdict}": MetadataValue.int(
+            fresh.filter((pl.col("check") == check) & (pl.col("verdict") == verdict)).height
+        )
+        for check in config.checks
+        for verdict in ("flag", "pass", "undecided")
+    }
+    yield artifact_output(
+        df.sort(["benchmark_sha256", "item_index", "check"]),
+        items=MetadataValue.int(len(items)),
+        benchmark_sha256=MetadataValue.text(digest),
+        source=MetadataValue.text("council (LLM-judged), never mixed with the deterministic findings"),
+        calls=MetadataValue.int(int(ctx.stats["calls"])),
+        calls_cached=MetadataValue.int(int(ctx.stats["cached"])),
+        calls_failed=MetadataValue.int(int(ctx.stats["call_failed"] + ctx.stats["parse_failed"])),
+        **counts,
+    )
+    yield contract_check_result(BENCHMARK_AUDIT_COUNCIL, df)
+
+
+COUNCIL_SCHEMA = {
+    "benchmark": pl.Utf8,
+    "benchmark_sha256": pl.Utf8,
+    "db_id": pl.Utf8,
+    "item_index": pl.Int64,
+    "item_key": pl.Utf8,
+    "source": pl.Utf8,
+    "members": pl.Utf8,
+    "check": pl.Utf8,
+    "error_type": pl.Utf8,
+    "verdict": pl.Utf8,
+    "reason": pl.Utf8,
+    "votes": pl.Utf8,  # JSON: member, comparison, vote, parsed_ok, llm_call_id
+}
+BENCHMARK_AUDIT_COUNCIL_ASSETS = [benchmark_audit_council]

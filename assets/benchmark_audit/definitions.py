@@ -3,7 +3,7 @@ partitioned by (benchmark file, database)."""
 
 from dagster import AssetSelection, Definitions, define_asset_job
 
-from assets.benchmark_audit.assets import BENCHMARK_AUDIT_ASSETS
+from assets.benchmark_audit.assets import BENCHMARK_AUDIT_ASSETS, BENCHMARK_AUDIT_COUNCIL_ASSETS
 
 benchmark_audit_job = define_asset_job(
     "benchmark_audit_job",
@@ -11,4 +11,13 @@ benchmark_audit_job = define_asset_job(
     description="Audit a Spider / BIRD benchmark's gold items on one database: deterministic checks, rates by type.",
 )
 
-defs = Definitions(assets=BENCHMARK_AUDIT_ASSETS, jobs=[benchmark_audit_job])
+benchmark_audit_council_job = define_asset_job(
+    "benchmark_audit_council_job",
+    selection=AssetSelection.assets(*BENCHMARK_AUDIT_COUNCIL_ASSETS),
+    description="The council's checks of one database's gold items (E1, E3, E4), reported apart from the deterministic ones.",
+)
+
+defs = Definitions(
+    assets=BENCHMARK_AUDIT_ASSETS + BENCHMARK_AUDIT_COUNCIL_ASSETS,
+    jobs=[benchmark_audit_job, benchmark_audit_council_job],
+)
