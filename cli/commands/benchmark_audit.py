@@ -2,7 +2,7 @@
 
 | command | what it does |
 |---|---|
-| `quandary audit benchmark FILE --dbs DIR [--databases A,B] [--skip-missing] [--timeout S]` | one run per database of a Spider / BIRD file: the deterministic checks, rates by error type |
+| `quandary audit benchmark FILE --dbs DIR [--databases A,B] [--skip-missing] [--timeout S] [--council [--council-checks C,...]]` | one run per database of a Spider / BIRD file: the deterministic checks, rates by error type; with `--council` also the council's checks (LLM-judged, reported apart) |
 | `quandary audit benchmark-item FILE INDEX` | one item: its flags, every finding with the probe queries and their results, the suggested fix |
 | `quandary audit benchmark-export FILE [--out PATH] [--all]` | the flagged items as JSONL or CSV (by the suffix) for a reviewer, fixes pre-filled |
 | `quandary audit benchmark-fix FILE --review PATH --out PATH` | the corrected file: the fixes a reviewer accepted (``accept`` true) applied |
@@ -41,10 +41,11 @@ def _split(values: list[str] | None) -> list[str]:
 
 def _benchmark(args) -> int:
     from assets.benchmark_audit.assets import benchmark_partitions, partition_key, stored_rows
-    from assets.benchmark_audit.card import CARD
+    from assets.benchmark_audit.card import CARD, COUNCIL_CARD
     from cli.run_output import report_job_result, run_cli_job
     from cli.runs import get_instance
     from pipelines.benchmark_audit.audit import rates
+    from pipelines.benchmark_audit.council_checks import COUNCIL_CHECKS
     from pipelines.benchmark_audit.report import checks_lines, rates_markdown
 
     items = _items(args.file)
@@ -77,6 +78,17 @@ def _benchmark(args) -> int:
             return 2
         print(f"skipping {line}", file=sys.stderr)
         groups = {d: v for d, v in groups.items() if d not in missing}
+    council_checks = _split(args.council_checks) or list(COUNCIL_CHECKS)
+    if args.council_checks and not args.council:
+        print("audit benchmark: --council-checks needs --council", file=sys.stderr)
+        return 2
+    unknown_checks = [c for c in council_checks if c not in COUNCIL_CHECKS]
+    if unknown_checks:
+        print(
+            f"audit benchmark: --council-checks {', '.join(unknown_checks)}: unknown; checks: {', '.join(COUNCIL_CHECKS)}",
+            file=sys.stderr,
+        )
+        return 2
     name = args.name or benchmark_name(args.file)
     keys = {d: partition_key(name, d) for d in groups}
     instance = get_instance()
@@ -90,7 +102,14 @@ def _benchmark(args) -> int:
     print(
         f"auditing {args.file}: {sum(len(v) for v in groups.values())} items on {len(groups)} database(s)", flush=True
     )
+    council_config = COUNCIL_CARD.config(
+        benchmark_path=str(Path(args.file).resolve()),
+        dbs_dir=str(Path(args.dbs).resolve()),
+        timeout_s=args.timeout,
+        checks=council_checks,
+    )
     failed = []
+    council_lines = []
     for n, (db_id, key) in enumerate(keys.items()):
         result = run_cli_job(CARD.name, key, run_config, args.verbose, name_instance=n == 0)
         code = report_job_result(result, CARD.name, key, args.verbose)
@@ -98,6 +117,16 @@ def _benchmark(args) -> int:
             return code  # stored rows are reused when the command runs again
         if code:
             failed.append(db_id)
+            continue
+        if args.council:
+            result = run_cli_job(COUNCIL_CARD.name, key, council_config, args.verbose, name_instance=False)
+            code = report_job_result(result, COUNCIL_CARD.name, key, args.verbose)
+            if code == 130:
+                return code  # answered calls are in the call log: the next run reuses them
+            if code:
+                failed.append(f"{db_id} (council)")
+                continue
+            council_lines += [f"{db_id}:", *COUNCIL_CARD.summary(result, key)]
     digest = file_digest(Path(args.file))
     rows = stored_rows(name, digest)
     if rows is not None:
@@ -107,6 +136,9 @@ def _benchmark(args) -> int:
         print(rates_markdown(r))
         print("\nper check (over all audited databases):")
         print("\n".join(checks_lines(r)))
+        if council_lines:
+            print("\njudged by the council (LLM; flag / pass / undecided, never mixed with the above):")
+            print("\n".join(council_lines))
         print(f"\nexport for review: quandary audit benchmark-export {args.file} --out flagged.jsonl")
     if failed:
         print(f"audit failed on {', '.join(failed)}; run the command again to resume", file=sys.stderr)
@@ -139,8 +171,11 @@ def _item(args) -> int:
         print(f"item {args.index} was not audited (audited: {rows.height} items)", file=sys.stderr)
         return 1
     row = found.row(0, named=True)
+    council = _council_rows(args, row)
     if args.json:
-        print(json.dumps({**row, "findings": json.loads(row["findings"])}, ensure_ascii=False, indent=2))
+        row = {**row, "findings": json.loads(row["findings"])}
+        row["council"] = [{**c, "votes": json.loads(c["votes"])} for c in council]
+        print(json.dumps(row, ensure_ascii=False, indent=2))
         return 0
     print(
         f"item {row['item_index']} ({row['db_id']}{', question_id ' + row['question_id'] if row['question_id'] else ''})"
@@ -161,7 +196,42 @@ def _item(args) -> int:
         if f["suggested_fix"]:
             fix = json.loads(f["suggested_fix"])
             print(f"      suggested fix ({fix['field']}): {fix['value']}")
+    if council:
+        print("\n  judged by the council (LLM), apart from the checks above:")
+    for c in council:
+        print(f"  [{c['error_type']}] {c['check']}: {c['verdict']} -- {c['reason']}")
+        for v in json.loads(c["votes"]):
+            read = "" if v["parsed_ok"] else " (unreadable: not a judgement)"
+            print(f"      {v['member']}: {v['vote']}{read}  call {v['llm_call_id']}")
     return 0
+
+
+def _council_rows(args, row) -> list[dict]:
+    from assets.benchmark_audit.assets import COUNCIL, partition_key
+    from storage.stores import latest_frame
+
+    df = latest_frame(COUNCIL, partition_key(args.name or benchmark_name(args.file), row["db_id"]))
+    if df is None:
+        return []
+    mine = df.filter((df["benchmark_sha256"] == row["benchmark_sha256"]) & (df["item_index"] == row["item_index"]))
+    return mine.to_dicts()
+
+
+def _council_flags(args, rows) -> dict[int, str]:
+    """item index -> the council checks that flagged it (kept in their own column of the export)."""
+    from assets.benchmark_audit.assets import COUNCIL, partition_key
+    from storage.stores import latest_frame
+
+    out: dict[int, list[str]] = {}
+    name = args.name or benchmark_name(args.file)
+    digest = rows["benchmark_sha256"][0]
+    for db_id in rows["db_id"].unique().to_list():
+        df = latest_frame(COUNCIL, partition_key(name, db_id))
+        if df is None:
+            continue
+        for r in df.filter((df["benchmark_sha256"] == digest) & (df["verdict"] == "flag")).iter_rows(named=True):
+            out.setdefault(r["item_index"], []).append(f"{r['check']} ({r['error_type']})")
+    return {k: ",".join(v) for k, v in out.items()}
 
 
 def _export(args) -> int:
@@ -170,12 +240,13 @@ def _export(args) -> int:
     rows = _stored(args)
     if rows is None:
         return 1
-    chosen = rows if args.all else rows.filter(rows["flagged"])
     out = Path(args.out)
     if out.suffix.lower() not in (".jsonl", ".csv"):
         print(f"--out {out}: give a .jsonl or .csv file", file=sys.stderr)
         return 2
-    write_review(review_rows(chosen), out)
+    council = _council_flags(args, rows)
+    chosen = rows if args.all else rows.filter(rows["flagged"] | rows["item_index"].is_in(list(council)))
+    write_review(review_rows(chosen, council), out)
     print(
         f"wrote {chosen.height} item(s) to {out}: set accept to true (and edit fixed_sql / fixed_evidence) to accept a fix"
     )
@@ -209,6 +280,12 @@ def register(sub) -> None:
     b.add_argument("--skip-missing", action="store_true", help="audit the databases that have a file, skip the rest")
     b.add_argument("--name", help="the benchmark's name in partition keys (default: the file's stem)")
     b.add_argument("--timeout", type=timeout_arg, default=None, help="seconds per gold query and probe (default 10)")
+    b.add_argument("--council", action="store_true", help="also the council's checks (LLM calls; see the plan line)")
+    b.add_argument(
+        "--council-checks",
+        action="append",
+        help="with --council: council_gold_unsatisfying, council_evidence_unneeded, council_rewrites_differ (default all)",
+    )
     b.add_argument("--verbose", action="store_true")
     b.set_defaults(func=_benchmark)
     i = audit.add_parser("benchmark-item", help="one audited item: findings, probes and their results, the fix")

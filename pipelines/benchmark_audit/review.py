@@ -23,15 +23,18 @@ EXPORT_COLUMNS = (
     "error_types",
     "findings",
 )
+COUNCIL_COLUMN = "council_flags"  # LLM-judged flags, in a column of their own
 REVIEW_COLUMNS = ("accept", "fixed_sql", "fixed_evidence", "note")  # the reviewer fills these
 
 
-def review_rows(flagged: pl.DataFrame) -> list[dict]:
+def review_rows(flagged: pl.DataFrame, council_flags: dict[int, str] | None = None) -> list[dict]:
     """One row per flagged item; ``fixed_sql`` / ``fixed_evidence`` start as the gold's own text with
-    the suggested fix (when there is one) applied, ``accept`` empty."""
+    the suggested fix (when there is one) applied, ``accept`` empty. ``council_flags``: item index ->
+    the council's flags, kept apart from the deterministic ``flags``."""
     out = []
     for row in flagged.sort("item_index").iter_rows(named=True):
         rec = {k: row[k] for k in EXPORT_COLUMNS}
+        rec[COUNCIL_COLUMN] = (council_flags or {}).get(row["item_index"], "")
         fixed = {"gold_sql": row["gold_sql"], "evidence": row["evidence"]}
         if row["suggested_fix"]:
             fix = json.loads(row["suggested_fix"])
@@ -44,7 +47,7 @@ def review_rows(flagged: pl.DataFrame) -> list[dict]:
 def write_review(rows: list[dict], path: Path) -> Path:
     """JSONL or CSV by the file's suffix (.jsonl / .csv)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    columns = [*EXPORT_COLUMNS, *REVIEW_COLUMNS]
+    columns = [*EXPORT_COLUMNS, COUNCIL_COLUMN, *REVIEW_COLUMNS]
     if path.suffix.lower() == ".csv":
         with path.open("w", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=columns)
