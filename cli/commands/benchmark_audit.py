@@ -40,6 +40,7 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def _benchmark(args) -> int:
+    # lazy: dagster, the job's assets and polars load only when the command runs
     from assets.benchmark_audit.assets import benchmark_partitions, partition_key, stored_rows
     from assets.benchmark_audit.card import CARD, COUNCIL_CARD
     from cli.run_output import report_job_result, run_cli_job
@@ -147,6 +148,7 @@ def _benchmark(args) -> int:
 
 
 def _stored(args):
+    # lazy: dagster, the job's assets and polars load only when the command runs
     from assets.benchmark_audit.assets import stored_rows
 
     path = Path(args.file)
@@ -207,6 +209,7 @@ def _item(args) -> int:
 
 
 def _council_rows(args, row) -> list[dict]:
+    # lazy: dagster, the job's assets and polars load only when the command runs
     from assets.benchmark_audit.assets import COUNCIL, partition_key
     from storage.stores import latest_frame
 
@@ -219,6 +222,7 @@ def _council_rows(args, row) -> list[dict]:
 
 def _council_flags(args, rows) -> dict[int, str]:
     """item index -> the council checks that flagged it (kept in their own column of the export)."""
+    # lazy: dagster, the job's assets and polars load only when the command runs
     from assets.benchmark_audit.assets import COUNCIL, partition_key
     from storage.stores import latest_frame
 
@@ -235,6 +239,7 @@ def _council_flags(args, rows) -> dict[int, str]:
 
 
 def _export(args) -> int:
+    # lazy: dagster, the job's assets and polars load only when the command runs
     from pipelines.benchmark_audit.review import review_rows, write_review
 
     rows = _stored(args)
@@ -254,6 +259,7 @@ def _export(args) -> int:
 
 
 def _fix(args) -> int:
+    # lazy: dagster, the job's assets and polars load only when the command runs
     from pipelines.benchmark_audit.review import corrected_records
 
     out = Path(args.out)

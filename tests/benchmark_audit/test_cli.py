@@ -1,23 +1,26 @@
 """`quandary audit benchmark` end to end on a real Dagster instance and real SQLite files: runs per
 database, resume, the one-item explanation, the review export and the corrected file."""
 
+import csv
 import json
 
 import pytest
+from dagster import AssetKey
 
 from assets.benchmark_audit.assets import FINDINGS
 from cli import main
 from cli.runs import get_instance
+from resources.llm import reset_councils
 from storage.stores import latest_frame
+from tests.abiss.cascade_helpers import Script
 from tests.benchmark_audit.conftest import ITEMS, PLANTED, write_shop
+from tests.llm_fakes import ScriptedLLM, install
 
 pytestmark = pytest.mark.integration
 
 
 def _reused(partition: str) -> list[int]:
     instance = get_instance()
-    from dagster import AssetKey
-
     events = instance.fetch_materializations(AssetKey(FINDINGS), limit=10).records
     return [e.asset_materialization.metadata["reused"].value for e in events if e.partition_key == partition]
 
@@ -41,8 +44,6 @@ def test_audit_resume_explain_export_fix(planted_file, shop_dbs, tmp_path, capsy
 
     review = tmp_path / "flagged.csv"
     assert main(["audit", "benchmark-export", str(planted_file), "--out", str(review)]) == 0
-    import csv
-
     rows = list(csv.DictReader(review.open()))
     assert sorted(int(r["item_index"]) for r in rows) == sorted(i for i, f in PLANTED.items() if f)
     for r in rows:
@@ -99,3 +100,48 @@ def test_databases_run_one_partition_each(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| shop | 1 | 0 (0.0 %)" in out and "| store | 1 | 1 (100.0 %)" in out
     assert latest_frame(FINDINGS, "two.store")["flags"].to_list() == ["gold_error"]
+
+
+@pytest.fixture
+def scripted_validators(tmp_path, monkeypatch):
+    """Three scripted validators: every gold is 'not an answer' (stage 4), every rewrite is SELECT 1."""
+    cfg = tmp_path / "council.yaml"
+    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0, "max_retries": 0}
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {n: {"model": f"scripted/{n}", **member} for n in "abc"},
+                "councils": {"default": ["a"], "validators": ["a", "b", "c"]},
+            }
+        )
+    )
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
+    reset_councils()
+    handler = ScriptedLLM(
+        Script(ground_truth=lambda m, t: {"verdict": "no"}, write_sql=lambda m, t: {"sql": "SELECT 1"})
+    )
+    install(handler)
+    yield handler
+    reset_councils()
+
+
+def test_council_flags_are_reported_apart(tmp_path, scripted_validators, capsys):
+    dbs = tmp_path / "dbs"
+    write_shop(dbs / "shop" / "shop.sqlite")
+    path = tmp_path / "small.json"
+    gold = "SELECT count(*) FROM product WHERE category = 'Fruit'"
+    path.write_text(json.dumps([{"db_id": "shop", "question": "How many fruits?", "SQL": gold, "evidence": ""}]))
+    args = ["audit", "benchmark", str(path), "--dbs", str(dbs), "--council"]
+    args += ["--council-checks", "council_gold_unsatisfying,council_rewrites_differ"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "| ALL | 1 | 0 (0.0 %)" in out  # the deterministic table does not count council flags
+    assert "judged by the council" in out and "council_gold_unsatisfying   flag 1, pass 0, undecided 0" in out
+    assert main(["audit", "benchmark-item", str(path), "0"]) == 0
+    shown = capsys.readouterr().out
+    assert "no flag: every deterministic check passed" in shown
+    assert "[E1] council_gold_unsatisfying: flag" in shown and "call " in shown
+    review = tmp_path / "r.jsonl"
+    assert main(["audit", "benchmark-export", str(path), "--out", str(review)]) == 0
+    (line,) = [json.loads(x) for x in review.read_text().splitlines()]
+    assert line["flags"] == "" and "council_gold_unsatisfying (E1)" in line["council_flags"]
