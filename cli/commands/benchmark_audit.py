@@ -22,17 +22,20 @@ from pipelines.benchmark_audit.records import (
     by_database,
     database_path,
     file_digest,
-    read_items,
+    read_benchmark,
 )
 from resources.sql.results import timeout_arg
 
 
 def _items(path: str):
     try:
-        return read_items(path)
+        items, no_gold = read_benchmark(path)
     except BenchmarkFileError as exc:
         print(f"audit benchmark: {exc}", file=sys.stderr)
         return None
+    if no_gold:
+        print(f"not auditable: {no_gold} record(s) without gold SQL by design (ABISS unsolvable questions)")
+    return items
 
 
 def _split(values: list[str] | None) -> list[str]:

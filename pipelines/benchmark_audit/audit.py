@@ -58,9 +58,12 @@ def item_findings(item: Item, db_path: Path, schema: DatabaseInfo | None, timeou
 
 def duplicate_findings(items: list[Item], outcomes: dict[int, object]) -> dict[int, list]:
     """``duplicate_conflict`` for every item whose normalised question another item of the same
-    database repeats with a gold whose result differs (both golds must run: else undecided)."""
+    database repeats with a gold whose result differs (both golds must run: else undecided).
+    Items with hidden knowledge (ABISS readings of one question) are not compared."""
     groups: dict[str, list[Item]] = {}
     for item in items:
+        if item.hidden_knowledge:
+            continue
         groups.setdefault(checks.normalised_question(item.question), []).append(item)
     out: dict[int, list] = {}
     for group in groups.values():

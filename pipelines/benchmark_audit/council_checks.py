@@ -65,7 +65,7 @@ def candidate_row(item: Item, digest: str) -> dict:
         "subcategory": "answerable_with_evidence" if item.evidence else "answerable",
         "question": item.question,
         "evidence": item.evidence or None,
-        "hidden_knowledge": None,
+        "hidden_knowledge": item.hidden_knowledge or None,
         "sql": item.gold_sql,
     }
 

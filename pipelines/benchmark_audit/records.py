@@ -1,6 +1,12 @@
 """A benchmark file read into :class:`Item` records: Spider (``query``), BIRD (``SQL``, or the lower-case
-``sql`` of some copies, plus ``evidence``). A malformed file is refused in one line naming the file
-and the record (:class:`BenchmarkFileError`), never half-read."""
+``sql`` of some copies, plus ``evidence``), an ABISS dataset (``sql``, ``category``,
+``hidden_knowledge``). A malformed file is refused in one line naming the file and the record
+(:class:`BenchmarkFileError`), never half-read.
+
+ABISS records of unsolvable questions have no gold SQL by design: they are not auditable and are
+counted as such (:func:`read_benchmark`), never refused as malformed and never silently dropped.
+An ABISS record with hidden knowledge answers its question under that knowledge: the same question
+with another gold is the dataset's point (one gold per reading), not a conflict."""
 
 import hashlib
 import json
@@ -25,6 +31,7 @@ class Item:
     gold_sql: str
     evidence: str = ""
     question_id: str = ""  # BIRD's question_id when the file has one
+    hidden_knowledge: str = ""  # ABISS: what the gold assumes the user meant
 
     @property
     def item_id(self) -> str:
@@ -32,7 +39,7 @@ class Item:
 
     def key(self) -> str:
         """Everything that defines the item's findings: a changed question, gold or evidence is a new item."""
-        text = json.dumps([self.db_id, self.question, self.gold_sql, self.evidence])
+        text = json.dumps([self.db_id, self.question, self.gold_sql, self.evidence, self.hidden_knowledge])
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -53,9 +60,25 @@ def _gold(record: dict) -> str | None:
 
 
 def read_items(path: str | Path) -> list[Item]:
-    """Every record of a Spider / BIRD JSON list (or JSONL), checked: a dict with a non-empty
-    ``db_id``, ``question`` and gold SQL (``query``/``SQL``/``sql``), ``evidence`` a string when
-    present."""
+    """The auditable items of a file (:func:`read_benchmark` without the count of the others)."""
+    return read_benchmark(path)[0]
+
+
+def _without_gold_by_design(record: dict) -> bool:
+    """An ABISS record of an unsolvable question: ``sql`` null and its category says so."""
+    category = record.get("category")
+    return (
+        record.get("sql") is None
+        and isinstance(category, dict)
+        and (category.get("solvable") is False or record.get("is_solvable") is False)
+    )
+
+
+def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
+    """Every record of a Spider / BIRD / ABISS JSON list (or JSONL), checked: a dict with a
+    non-empty ``db_id``, ``question`` and gold SQL (``query``/``SQL``/``sql``), ``evidence`` and
+    ``hidden_knowledge`` strings when present. Returns (items, ABISS records without a gold by
+    design)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -65,6 +88,7 @@ def read_items(path: str | Path) -> list[Item]:
         raise BenchmarkFileError(f"{path}: cannot read: {exc}") from None
     records = _parse(path, text)
     items = []
+    no_gold = 0
     for i, record in enumerate(records):
         where = f"{path}: record {i}"
         if not isinstance(record, dict):
@@ -73,24 +97,37 @@ def read_items(path: str | Path) -> list[Item]:
             if not isinstance(record.get(key), str) or not record[key].strip():
                 raise BenchmarkFileError(f"{where}: missing or empty {key!r}")
         gold = _gold(record)
+        if gold is None and _without_gold_by_design(record):
+            no_gold += 1
+            continue
         if gold is None or not gold.strip():
             raise BenchmarkFileError(f"{where}: no gold SQL (a string under 'query', 'SQL' or 'sql')")
-        evidence = record.get("evidence", "")
-        if evidence is None:
-            evidence = ""
-        if not isinstance(evidence, str):
-            raise BenchmarkFileError(f"{where}: 'evidence' must be a string, got {type(evidence).__name__}")
+        texts = {}
+        for key in ("evidence", "hidden_knowledge"):
+            value = record.get(key)
+            value = "" if value is None else value
+            if not isinstance(value, str):
+                raise BenchmarkFileError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
+            texts[key] = value.strip()
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+@=-]*", record["db_id"]):
             raise BenchmarkFileError(f"{where}: db_id {record['db_id']!r} is not a database folder name")
         qid = record.get("question_id", "")
         items.append(
             Item(
-                i, record["db_id"], record["question"], gold.strip(), evidence.strip(), "" if qid is None else str(qid)
+                i,
+                record["db_id"],
+                record["question"],
+                gold.strip(),
+                texts["evidence"],
+                "" if qid is None else str(qid),
+                texts["hidden_knowledge"],
             )
         )
     if not items:
-        raise BenchmarkFileError(f"{path}: no records")
-    return items
+        raise BenchmarkFileError(
+            f"{path}: no auditable records" + (f" ({no_gold} without gold SQL by design)" if no_gold else "")
+        )
+    return items, no_gold
 
 
 def _parse(path: Path, text: str) -> list:

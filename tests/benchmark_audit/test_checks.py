@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pipelines.benchmark_audit.audit import audit_database, merge_rows, rates
 from pipelines.benchmark_audit.checks import ERROR_TYPES, limit_findings, parse
-from pipelines.benchmark_audit.records import read_items
+from pipelines.benchmark_audit.records import Item, read_items
 from resources.catalog import inspect_database
 from tests.benchmark_audit.conftest import ITEMS, PLANTED, TIMEOUT_S
 
@@ -52,6 +52,21 @@ def test_a_second_run_reuses_every_unchanged_row(planted_file, shop_dbs):
     again, reused = _audit(planted_file, shop_dbs, stored=first)
     assert reused == len(ITEMS)
     assert again.drop("elapsed_ms").equals(first.drop("elapsed_ms"))  # the duplicate pass is redone, same result
+
+
+def test_readings_of_one_question_are_not_a_conflict(shop_dbs):
+    # ABISS: one gold per reading of an ambiguous question, each with its hidden knowledge
+    db = shop_dbs / "shop" / "shop.sqlite"
+    q = "How many products are there?"
+    readings = [
+        Item(0, "shop", q, "SELECT count(*) FROM product", hidden_knowledge="every product"),
+        Item(1, "shop", q, "SELECT count(*) FROM product WHERE category = 'Fruit'", hidden_knowledge="fruit only"),
+    ]
+    df, _ = audit_database(readings, db, benchmark="abiss", digest="d" * 64, timeout_s=TIMEOUT_S)
+    assert df["flags"].to_list() == ["", ""]
+    plain = [Item(i.index, i.db_id, i.question, i.gold_sql) for i in readings]
+    df, _ = audit_database(plain, db, benchmark="abiss", digest="d" * 64, timeout_s=TIMEOUT_S)
+    assert df["flags"].to_list() == ["duplicate_conflict", "duplicate_conflict"]
 
 
 def test_merge_keeps_other_files_rows(planted_file, shop_dbs):

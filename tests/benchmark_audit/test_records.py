@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from pipelines.benchmark_audit.records import BenchmarkFileError, by_database, database_path, read_items
+from pipelines.benchmark_audit.records import (
+    BenchmarkFileError,
+    by_database,
+    database_path,
+    read_benchmark,
+    read_items,
+)
 
 
 def _write(tmp_path, records, name="b.json"):
@@ -52,7 +58,7 @@ def test_jsonl_is_read(tmp_path):
         ),
         ([3], "record 0: expected an object"),
         ("[{", "not valid JSON"),
-        ("[]", "no records"),
+        ("[]", "no auditable records"),
         ('"x"', "expected a JSON list"),
     ],
 )
@@ -62,6 +68,24 @@ def test_malformed_files_are_refused_in_one_line(tmp_path, records, message):
         read_items(path)
     text = str(err.value)
     assert text.startswith(str(path)) and message in text and "\n" not in text
+
+
+def test_abiss_records_without_gold_by_design_are_counted_not_refused(tmp_path):
+    unsolvable = {"category": {"name": "Non-Existent Column", "answerable": False, "solvable": False}}
+    path = _write(
+        tmp_path,
+        [
+            {"db_id": "a", "question": "q", "sql": "SELECT 1", "evidence": None, "category": {"solvable": True}},
+            {"db_id": "a", "question": "r", "sql": None, "is_solvable": False, **unsolvable},
+            {"db_id": "a", "question": "s", "sql": "SELECT 2", "hidden_knowledge": "the user means X"},
+        ],
+    )
+    items, no_gold = read_benchmark(path)
+    assert [i.index for i in items] == [0, 2] and no_gold == 1
+    assert items[1].hidden_knowledge == "the user means X"
+    solvable_without_sql = _write(tmp_path, [{"db_id": "a", "question": "q", "sql": None, "category": {}}], "e.json")
+    with pytest.raises(BenchmarkFileError, match="record 0: no gold SQL"):
+        read_items(solvable_without_sql)  # only a category that says unsolvable excuses a missing gold
 
 
 def test_missing_file(tmp_path):
