@@ -168,6 +168,8 @@ def limit_findings(db_path, tree: exp.Expression | None, timeout_s: float) -> li
         if k is None or k <= 0:
             continue
         if select.args.get("order") is None:
+            if isinstance(select.parent, exp.Exists):
+                continue  # EXISTS (... LIMIT 1) asks whether a row exists: which one does not matter
             probe = _with_limit(select, k + 1).sql(dialect="sqlite")
             out = execute_sql(db_path, probe, timeout_s=timeout_s)
             if isinstance(out, QueryResult) and len(out.rows) > k:

@@ -104,3 +104,11 @@ def test_ties_at_the_cut_match_a_brute_force_reference(tmp_path, values, k, desc
     expected = len(ordered) > k and ordered[k - 1] == ordered[k]
     found = [f.check for f in limit_findings(path, parse(sql), TIMEOUT_S)]
     assert found == (["ties_at_limit"] if expected else [])
+
+
+def test_exists_with_limit_is_not_nondeterministic(shop_dbs):
+    db = shop_dbs / "shop" / "shop.sqlite"
+    sql = "SELECT colour FROM color WHERE EXISTS (SELECT 1 FROM product WHERE category = 'Fruit' LIMIT 1)"
+    assert limit_findings(db, parse(sql), TIMEOUT_S) == []
+    inner = "SELECT colour FROM color WHERE id IN (SELECT id FROM product LIMIT 1)"
+    assert [f.check for f in limit_findings(db, parse(inner), TIMEOUT_S)] == ["nondeterministic"]

@@ -25,6 +25,11 @@ def _reused(partition: str) -> list[int]:
     return [e.asset_materialization.metadata["reused"].value for e in events if e.partition_key == partition]
 
 
+def _metadata(partition: str) -> dict:
+    events = get_instance().fetch_materializations(AssetKey(FINDINGS), limit=10).records
+    return next(e.asset_materialization.metadata for e in events if e.partition_key == partition)
+
+
 def test_audit_resume_explain_export_fix(planted_file, shop_dbs, tmp_path, capsys):
     args = ["audit", "benchmark", str(planted_file), "--dbs", str(shop_dbs), "--timeout", "1"]
     assert main(args) == 0
@@ -33,6 +38,12 @@ def test_audit_resume_explain_export_fix(planted_file, shop_dbs, tmp_path, capsy
     assert "| ALL | 18 | 12 (66.7 %)" in out
     df = latest_frame(FINDINGS, "planted_dev.shop")
     assert {r["item_index"]: set(filter(None, r["flags"].split(","))) for r in df.iter_rows(named=True)} == PLANTED
+
+    meta = _metadata("planted_dev.shop")
+    assert meta["E2"].value == 4 and meta["E4"].value == 3 and meta["flagged"].value == 12
+    assert "data:image/png;base64," in meta["chart"].value and "| shop | 18 |" in meta["rates_database"].value
+    exported = [json.loads(x) for x in open(meta["export_jsonl"].value)]
+    assert sorted(r["item_index"] for r in exported) == sorted(i for i, f in PLANTED.items() if f)
 
     assert main(args) == 0  # resume: every unchanged item is reused
     assert sorted(_reused("planted_dev.shop")) == [0, len(ITEMS)]
