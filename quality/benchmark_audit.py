@@ -3,7 +3,7 @@
 import polars as pl
 
 from pipelines.benchmark_audit.audit import SOURCE
-from pipelines.benchmark_audit.council_checks import COUNCIL_CHECKS
+from pipelines.benchmark_audit.verdicts import COUNCIL_CHECKS
 from quality.base import ColumnRule, Contract
 
 BENCHMARK_AUDIT_FINDINGS = Contract(

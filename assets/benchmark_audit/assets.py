@@ -25,10 +25,12 @@ from assets.shared.resources import CouncilResource
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import StageContext
 from pipelines.benchmark_audit.audit import DEFAULT_TIMEOUT_S, audit_database, merge_rows, rates
-from pipelines.benchmark_audit.council_checks import COUNCIL_CHECKS, calls_bound, council_verdicts
+from pipelines.benchmark_audit.council_checks import calls_bound, council_verdicts
 from pipelines.benchmark_audit.records import BenchmarkFileError, database_path, file_digest, read_items
 from pipelines.benchmark_audit.report import rates_chart, rates_markdown
 from pipelines.benchmark_audit.review import review_rows, write_review
+from pipelines.benchmark_audit.verdicts import COUNCIL_CHECKS, DEFAULT_COUNCIL_CHECKS
+from pipelines.benchmark_audit.verifier import DEFAULT_MAX_PROBES, VERIFY_VERSION
 from pipelines.sqltools.schema_context import fit_schema_context, focused_fitter
 from quality.benchmark_audit import BENCHMARK_AUDIT_COUNCIL, BENCHMARK_AUDIT_FINDINGS
 from resources.catalog import inspect_database
@@ -156,9 +158,10 @@ class CouncilAuditConfig(Config):
     dbs_dir: str = Field(description="as the deterministic audit's")
     timeout_s: float = Field(default=DEFAULT_TIMEOUT_S, description="seconds each gold query and member's SQL may run")
     checks: list[str] = Field(
-        default=list(COUNCIL_CHECKS),
-        description="council_gold_unsatisfying, council_evidence_unneeded, council_rewrites_differ",
+        default=list(DEFAULT_COUNCIL_CHECKS),
+        description="council_gold_unsatisfying, council_evidence_unneeded, council_rewrites_differ, council_verifier",
     )
+    max_probes: int = Field(default=DEFAULT_MAX_PROBES, ge=0, le=10, description="council_verifier: probes per member")
     context_tokens: int = Field(
         default=6000, description="the schema context's budget in tokens (fitted per gold's tables)"
     )
@@ -168,7 +171,7 @@ class CouncilAuditConfig(Config):
     name=COUNCIL,
     group_name=GROUP,
     partitions_def=benchmark_partitions,
-    code_version=f"1-{PROMPT_VERSIONS['s04']}-{PROMPT_VERSIONS['s05']}",
+    code_version=f"1-{PROMPT_VERSIONS['s04']}-{PROMPT_VERSIONS['s05']}-{VERIFY_VERSION}",
     pool=LLM_POOL,
     check_specs=[contract_check_spec(BENCHMARK_AUDIT_COUNCIL, COUNCIL)],
     description="The council's verdicts on one database's gold items (cascade stages 4 and 5, SQL rewrites): one row "
@@ -197,8 +200,9 @@ def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAudit
         timeout_s=config.timeout_s,
         schema_fitter=focused_fitter(info, config.context_tokens),
     )
-    with step_progress(context, total=calls_bound(items, ctx.n_members, config.checks)):  # calls count themselves
-        verdicts = council_verdicts(items, digest, ctx, config.checks)
+    bound = calls_bound(items, ctx.n_members, config.checks, config.max_probes)
+    with step_progress(context, total=bound):  # calls count themselves
+        verdicts = council_verdicts(items, digest, ctx, config.checks, config.max_probes)
     by_index = {i.index: i for i in items}
     fresh = pl.DataFrame(
         [

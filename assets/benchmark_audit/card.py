@@ -74,7 +74,7 @@ def council_estimate(partition: str, run_config: dict | None, council_path: str 
     except BenchmarkFileError:
         return None
     members = council(council_path).councils.get("validators", [])
-    calls = calls_bound(items, len(members), cfg.checks)
+    calls = calls_bound(items, len(members), cfg.checks, cfg.max_probes)
     return Plan(
         items=f"{len(items)} gold items of {db_id} × {len(cfg.checks)} council checks",
         calls=calls,

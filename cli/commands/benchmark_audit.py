@@ -49,8 +49,8 @@ def _benchmark(args) -> int:
     from cli.run_output import report_job_result, run_cli_job
     from cli.runs import get_instance
     from pipelines.benchmark_audit.audit import rates
-    from pipelines.benchmark_audit.council_checks import COUNCIL_CHECKS
     from pipelines.benchmark_audit.report import checks_lines, rates_markdown
+    from pipelines.benchmark_audit.verdicts import COUNCIL_CHECKS, DEFAULT_COUNCIL_CHECKS
 
     items = _items(args.file)
     if items is None:
@@ -82,7 +82,7 @@ def _benchmark(args) -> int:
             return 2
         print(f"skipping {line}", file=sys.stderr)
         groups = {d: v for d, v in groups.items() if d not in missing}
-    council_checks = _split(args.council_checks) or list(COUNCIL_CHECKS)
+    council_checks = _split(args.council_checks) or list(DEFAULT_COUNCIL_CHECKS)
     if args.council_checks and not args.council:
         print("audit benchmark: --council-checks needs --council", file=sys.stderr)
         return 2
@@ -111,6 +111,7 @@ def _benchmark(args) -> int:
         dbs_dir=str(Path(args.dbs).resolve()),
         timeout_s=args.timeout,
         checks=council_checks,
+        max_probes=args.max_probes,
     )
     failed = []
     council_lines = []
@@ -208,6 +209,9 @@ def _item(args) -> int:
         for v in json.loads(c["votes"]):
             read = "" if v["parsed_ok"] else " (unreadable: not a judgement)"
             print(f"      {v['member']}: {v['vote']}{read}  call {v['llm_call_id']}")
+            for probe in v.get("probes") or ():  # the verifier's probes, each with its result
+                print(f"          probe:  {probe['sql']}")
+                print(f"          result: {probe['result']}")
     return 0
 
 
@@ -293,8 +297,10 @@ def register(sub) -> None:
     b.add_argument(
         "--council-checks",
         action="append",
-        help="with --council: council_gold_unsatisfying, council_evidence_unneeded, council_rewrites_differ (default all)",
+        help="with --council: council_gold_unsatisfying, council_evidence_unneeded, council_rewrites_differ "
+        "(the default three), council_verifier (members probe the data before voting)",
     )
+    b.add_argument("--max-probes", type=int, default=None, help="council_verifier: probes per member (default 3)")
     b.add_argument("--verbose", action="store_true")
     b.set_defaults(func=_benchmark)
     i = audit.add_parser("benchmark-item", help="one audited item: findings, probes and their results, the fix")

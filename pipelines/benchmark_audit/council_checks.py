@@ -6,6 +6,7 @@ and vote rules; always reported apart from the deterministic findings (``source 
 | ``council_gold_unsatisfying`` | E1 | cascade stage 4 (ground-truth satisfaction: the question, evidence, gold SQL and its first rows, a yes/no vote) | a strict majority of the members *answered* "no" |
 | ``council_evidence_unneeded`` | E3 | cascade stage 5 (evidence necessity: members write SQL without the evidence) | a strict majority wrote SQL equivalent to the gold without it (Appendix A's relaxed equivalence) |
 | ``council_rewrites_differ`` | E4 | members write SQL with the evidence (stage 5's prompt and vote loop) | a strict majority wrote SQL that runs and is *not* equivalent to the gold: the question reads differently to them (ambiguous as posed, or a wrong gold) |
+| ``council_verifier`` (opt-in) | E1 | each member runs up to ``max_probes`` read-only probes in the sandbox, then votes (:mod:`.verifier`) | a strict majority of the council answered "no" |
 
 A failed or unreadable call is never a judgement: the cascade counts it as an abstention that
 does not say "yes", which for an audit would turn a silent member into a flag. So a flag needs a
@@ -16,58 +17,23 @@ abstentions the verdict is ``undecided``, shown as such and never counted as a f
 from __future__ import annotations
 
 import asyncio
-import json
-from dataclasses import dataclass
 
 from pipelines.abiss.prompts import write_sql_messages
-from pipelines.abiss.stages import ANS, STAGE_BY_NO, StageContext, run_stage
+from pipelines.abiss.stages import STAGE_BY_NO, StageContext, run_stage
 from pipelines.abiss.stages.voting import members_write_sql
 from pipelines.benchmark_audit.records import Item
+from pipelines.benchmark_audit.verdicts import (
+    FLAG,
+    PASS,
+    UNDECIDED,
+    CouncilVerdict,
+    candidate_row,
+)
+from pipelines.benchmark_audit.verifier import CHECK as VERIFIER
+from pipelines.benchmark_audit.verifier import DEFAULT_MAX_PROBES, verify
 from resources.llm.runtime import run_sync
 
-COUNCIL_CHECKS = {
-    "council_gold_unsatisfying": "E1",
-    "council_evidence_unneeded": "E3",
-    "council_rewrites_differ": "E4",
-}
 GROUND_TRUTH, EVIDENCE_NECESSITY = STAGE_BY_NO[4], STAGE_BY_NO[5]
-FLAG, PASS, UNDECIDED = "flag", "pass", "undecided"
-
-
-@dataclass(frozen=True)
-class CouncilVerdict:
-    item_index: int
-    check: str
-    verdict: str  # flag | pass | undecided
-    reason: str
-    votes: list  # {member, comparison, vote, parsed_ok, llm_call_id}
-
-    @property
-    def error_type(self) -> str:
-        return COUNCIL_CHECKS[self.check]
-
-    def to_row(self) -> dict:
-        return {
-            "item_index": self.item_index,
-            "check": self.check,
-            "error_type": self.error_type,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "votes": json.dumps(self.votes),
-        }
-
-
-def candidate_row(item: Item, digest: str) -> dict:
-    """An item as the cascade's stages read a candidate (an answerable question, with evidence or not)."""
-    return {
-        "candidate_id": f"audit-{digest[:12]}-{item.index}",
-        "group": ANS,
-        "subcategory": "answerable_with_evidence" if item.evidence else "answerable",
-        "question": item.question,
-        "evidence": item.evidence or None,
-        "hidden_knowledge": item.hidden_knowledge or None,
-        "sql": item.gold_sql,
-    }
 
 
 def _readable(votes: list, label) -> int:
@@ -144,17 +110,25 @@ CHECK_RUNNERS = {
 }
 
 
-def council_verdicts(items: list[Item], digest: str, ctx: StageContext, checks: list[str]) -> list[CouncilVerdict]:
+def council_verdicts(
+    items: list[Item], digest: str, ctx: StageContext, checks: list[str], max_probes: int = DEFAULT_MAX_PROBES
+) -> list[CouncilVerdict]:
     """Every asked check on every item it applies to (evidence necessity: items with evidence)."""
     out: list[CouncilVerdict] = []
     for check in checks:
-        out += CHECK_RUNNERS[check](items, digest, ctx)
+        if check == VERIFIER:
+            out += verify(items, digest, ctx, max_probes)
+            ctx.tally.check(f"check {VERIFIER}", ctx.max_failed_call_share, ctx.max_unparseable_share)
+        else:
+            out += CHECK_RUNNERS[check](items, digest, ctx)
     return out
 
 
-def calls_bound(items: list[Item], n_members: int, checks: list[str]) -> int:
-    """At most one call per member, item and check (short-circuiting waves ask fewer)."""
+def calls_bound(items: list[Item], n_members: int, checks: list[str], max_probes: int = DEFAULT_MAX_PROBES) -> int:
+    """At most one call per member, item and check (short-circuiting waves ask fewer); the verifier
+    one per probe and a final one."""
     with_evidence = sum(1 for i in items if i.evidence)
     per = {"council_gold_unsatisfying": len(items), "council_evidence_unneeded": with_evidence}
     per["council_rewrites_differ"] = len(items)
+    per[VERIFIER] = len(items) * (max_probes + 1)
     return n_members * sum(per[c] for c in checks)

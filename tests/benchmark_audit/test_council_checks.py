@@ -4,8 +4,9 @@ failed or unreadable answer never becomes a flag."""
 import pytest
 
 from pipelines.abiss.stages import StageContext
-from pipelines.benchmark_audit.council_checks import FLAG, PASS, UNDECIDED, council_verdicts
+from pipelines.benchmark_audit.council_checks import council_verdicts
 from pipelines.benchmark_audit.records import Item
+from pipelines.benchmark_audit.verdicts import FLAG, PASS, UNDECIDED
 from pipelines.sqltools.schema_context import render_schema_context
 from resources.catalog import inspect_database
 from tests.abiss.cascade_helpers import GARBAGE, Script, council
@@ -75,3 +76,34 @@ def test_rewrites_that_differ_flag_only_when_they_ran(scripted, make_ctx, answer
     ctx.max_unparseable_share = 1.0
     got = council_verdicts(ITEMS[:1], "d" * 64, ctx, ["council_rewrites_differ"])
     assert [(v.verdict, v.error_type) for v in got] == [(expected, "E4")]
+
+
+def _verifier(text: str):
+    """Probe once (the product count), then say no."""
+    if "Probes so far:\nnone" in text:
+        return {"verdict": "continue", "probe_sql": "SELECT count(*) FROM product"}
+    return {"verdict": "no", "reason": "the count shows otherwise"}
+
+
+def test_verifier_probes_before_it_votes_and_keeps_every_probe(scripted, make_ctx):
+    scripted.responder = Script(other=lambda m, t: _verifier(t))
+    (v,) = council_verdicts(ITEMS[:1], "d" * 64, make_ctx(), ["council_verifier"], max_probes=2)
+    assert (v.verdict, v.error_type) == (FLAG, "E1")
+    for vote in v.votes:
+        assert vote["vote"] == "no" and len(vote["call_ids"]) == 2
+        assert (
+            vote["probes"][0]["sql"] == "SELECT count(*) FROM product"
+            and '"first": [[5]]' in vote["probes"][0]["result"]
+        )
+    assert "3 probe(s)" in v.reason
+
+
+@pytest.mark.parametrize(
+    "answer", [{"verdict": "continue", "probe_sql": "SELECT 1"}, GARBAGE], ids=["budget spent", "unreadable"]
+)
+def test_verifier_without_a_verdict_is_undecided(scripted, make_ctx, answer):
+    scripted.responder = Script(other=lambda m, t: answer)
+    ctx = make_ctx()
+    ctx.max_unparseable_share = 1.0
+    (v,) = council_verdicts(ITEMS[:1], "d" * 64, ctx, ["council_verifier"], max_probes=1)
+    assert v.verdict == UNDECIDED and all(vote["vote"] == "abstain" for vote in v.votes)
