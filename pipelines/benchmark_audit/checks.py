@@ -29,6 +29,7 @@ from pipelines.sqltools.identifiers import identifier_words
 from pipelines.sqltools.results import has_top_level_order_by, normalize_rows, results_match
 from resources.catalog import DatabaseInfo
 from resources.sql import FailureKind, QueryResult, execute_sql
+from storage.sqlnames import quote_ident
 
 CHECKS_VERSION = "1"  # part of every stored row's key: a changed check is a new finding
 ERROR_TYPES = {
@@ -302,7 +303,7 @@ def _value_count(db_path, schema: DatabaseInfo | None, tables: set[str], column:
     if len(owners) != 1:
         return None
     quoted = literal.replace("'", "''")
-    sql = f'SELECT COUNT(*) FROM "{owners[0]}" WHERE "{column}" = \'{quoted}\''
+    sql = f"SELECT COUNT(*) FROM {quote_ident(owners[0])} WHERE {quote_ident(column)} = '{quoted}'"
     out = execute_sql(db_path, sql, timeout_s=timeout_s)
     return (Probe(sql, shown(out)), out.rows[0][0]) if isinstance(out, QueryResult) and out.rows else None
 
