@@ -94,7 +94,11 @@ def _benchmark(args) -> int:
         )
         return 2
     name = args.name or benchmark_name(args.file)
-    keys = {d: partition_key(name, d) for d in groups}
+    try:
+        keys = {d: partition_key(name, d) for d in groups}
+    except ValueError as exc:  # --name (or a db_id) that cannot be a folder name
+        print(f"audit benchmark: --name: {exc}", file=sys.stderr)
+        return 2
     instance = get_instance()
     existing = set(instance.get_dynamic_partitions(benchmark_partitions.name))
     new = [k for k in keys.values() if k not in existing]
