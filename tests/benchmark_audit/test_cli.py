@@ -81,6 +81,15 @@ def test_bad_input_is_one_line_before_a_run(planted_file, shop_dbs, tmp_path, ca
     assert "--dbs" in capsys.readouterr().err
     assert main(["audit", "benchmark", str(planted_file), "--dbs", str(shop_dbs), "--databases", "nope"]) == 2
     assert "--databases nope: not in" in capsys.readouterr().err
+    assert main(["audit", "benchmark", str(planted_file), "--dbs", str(shop_dbs), "--name", "../up"]) == 2
+    assert "--name" in capsys.readouterr().err
+    assert main(["audit", "benchmark", str(planted_file), "--dbs", str(shop_dbs), "--council-checks", "x"]) == 2
+    assert "--council-checks needs --council" in capsys.readouterr().err
+    assert (
+        main(["audit", "benchmark", str(planted_file), "--dbs", str(shop_dbs), "--council", "--council-checks", "x"])
+        == 2
+    )
+    assert "--council-checks x: unknown" in capsys.readouterr().err
     two = tmp_path / "two.json"
     two.write_text(
         json.dumps(
