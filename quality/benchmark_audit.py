@@ -15,6 +15,7 @@ BENCHMARK_AUDIT_FINDINGS = Contract(
         ColumnRule("db_id", pl.String, nullable=False, min_length=1),
         ColumnRule("item_index", pl.Int64, nullable=False, min_value=0),
         ColumnRule("item_key", pl.String, nullable=False, min_length=1),
+        ColumnRule("database_sha256", pl.String, nullable=False, min_length=64),
         ColumnRule("source", pl.String, nullable=False, allowed=(SOURCE,)),
         ColumnRule("gold_sql", pl.String, nullable=False, min_length=1),
         ColumnRule("flagged", pl.Boolean, nullable=False),

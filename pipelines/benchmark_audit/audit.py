@@ -2,7 +2,8 @@
 the evidence a reviewer needs), reusing stored rows of an earlier run, and the rates by type.
 
 Rows are keyed by everything that defines them: the benchmark file's sha256, the item's index, its
-content key (db, question, gold, evidence) and :data:`checks.CHECKS_VERSION`. Findings judged by an
+content key (db, question, gold, evidence), the database file's sha256 (the same gold on changed data
+is checked again) and :data:`checks.CHECKS_VERSION`. Findings judged by an
 LLM never land in these rows' ``flags``: ``source`` says who found a flag (``deterministic`` here).
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.benchmark_audit import checks
-from pipelines.benchmark_audit.records import Item
+from pipelines.benchmark_audit.records import Item, file_digest
 from resources.catalog import DatabaseInfo
 from resources.sql import QueryResult, execute_sql
 
@@ -28,6 +29,7 @@ SCHEMA = {
     "item_index": pl.Int64,
     "question_id": pl.Utf8,
     "item_key": pl.Utf8,
+    "database_sha256": pl.Utf8,
     "checks_version": pl.Utf8,
     "source": pl.Utf8,
     "question": pl.Utf8,
@@ -92,7 +94,7 @@ def duplicate_findings(items: list[Item], outcomes: dict[int, object]) -> dict[i
     return out
 
 
-def _row(item: Item, benchmark: str, digest: str, findings: list, gold_rows, elapsed_ms: float) -> dict:
+def _row(item: Item, benchmark: str, digest: str, db_sha: str, findings: list, gold_rows, elapsed_ms: float) -> dict:
     flags = list(dict.fromkeys(f.check for f in findings))
     types = sorted({f.error_type for f in findings})
     fix = next((f.suggested_fix for f in findings if f.suggested_fix), "")  # JSON {field, value}
@@ -103,6 +105,7 @@ def _row(item: Item, benchmark: str, digest: str, findings: list, gold_rows, ela
         "item_index": item.index,
         "question_id": item.question_id,
         "item_key": item.key(),
+        "database_sha256": db_sha,
         "checks_version": checks.CHECKS_VERSION,
         "source": SOURCE,
         "question": item.question,
@@ -142,15 +145,16 @@ def audit_database(
 ) -> tuple[pl.DataFrame, int]:
     """One row per item of one database; rows of ``stored`` with the same key are reused (their
     golds are run again only when a duplicate question needs the result). Returns (rows, reused)."""
+    db_sha = schema.sha256 if schema is not None and schema.sha256 else file_digest(Path(db_path))
     keep: dict[tuple, dict] = {}
-    if stored is not None and stored.height:
+    if stored is not None and stored.height and "database_sha256" in stored.columns:
         for row in stored.filter(pl.col("benchmark_sha256") == digest).iter_rows(named=True):
-            keep[(row["item_index"], row["item_key"], row["checks_version"])] = row
+            keep[(row["item_index"], row["item_key"], row["database_sha256"], row["checks_version"])] = row
     per_item: dict[int, tuple[list, object, float]] = {}
     outcomes: dict[int, object] = {}
     reused = 0
     for item in items:
-        old = keep.get((item.index, item.key(), checks.CHECKS_VERSION))
+        old = keep.get((item.index, item.key(), db_sha, checks.CHECKS_VERSION))
         if old is not None:
             per_item[item.index] = (_stored_findings(old), old["gold_rows"], old["elapsed_ms"])
             reused += 1
@@ -171,7 +175,7 @@ def audit_database(
     rows = []
     for item in items:
         findings, gold_rows, elapsed = per_item[item.index]
-        rows.append(_row(item, benchmark, digest, findings + dups.get(item.index, []), gold_rows, elapsed))
+        rows.append(_row(item, benchmark, digest, db_sha, findings + dups.get(item.index, []), gold_rows, elapsed))
     return pl.DataFrame(rows, schema=SCHEMA), reused
 
 

@@ -10,7 +10,7 @@ from pipelines.benchmark_audit.audit import audit_database, merge_rows, rates
 from pipelines.benchmark_audit.checks import ERROR_TYPES, limit_findings, parse
 from pipelines.benchmark_audit.records import Item, read_items
 from resources.catalog import inspect_database
-from tests.benchmark_audit.conftest import ITEMS, PLANTED, TIMEOUT_S
+from tests.benchmark_audit.conftest import ITEMS, PLANTED, TIMEOUT_S, write_shop
 
 
 def _audit(planted_file, shop_dbs, stored=None):
@@ -67,6 +67,19 @@ def test_readings_of_one_question_are_not_a_conflict(shop_dbs):
     plain = [Item(i.index, i.db_id, i.question, i.gold_sql) for i in readings]
     df, _ = audit_database(plain, db, benchmark="abiss", digest="d" * 64, timeout_s=TIMEOUT_S)
     assert df["flags"].to_list() == ["duplicate_conflict", "duplicate_conflict"]
+
+
+def test_changed_data_is_checked_again(planted_file, shop_dbs, tmp_path):
+    first, _ = _audit(planted_file, shop_dbs)
+    changed = tmp_path / "changed"
+    db = write_shop(changed / "shop" / "shop.sqlite")
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO product VALUES (6, 'Ham', 9.0, 'Meat', 1)")  # item 1 finds a row now
+    con.commit()
+    con.close()
+    again, reused = _audit(planted_file, changed, stored=first)
+    assert reused == 0
+    assert "empty_result" not in again.filter(again["item_index"] == 1)["flags"][0]
 
 
 def test_merge_keeps_other_files_rows(planted_file, shop_dbs):
