@@ -6,11 +6,23 @@ from assets.aisql.card import CARD as AISQL
 from assets.aisql.card import EVALUATE_CARD as AISQL_EVALUATE
 from assets.ambitab.card import CORPUS_CARD as AMBITAB_CORPUS
 from assets.ambitab.card import EVAL_CARD as AMBITAB_EVAL
+from assets.benchmark_audit.card import CARD as BENCHMARK_AUDIT
+from assets.benchmark_audit.card import COUNCIL_CARD as BENCHMARK_AUDIT_COUNCIL
 from assets.databases.card import CARD as SEED_DATABASES
 from assets.interaction.card import CARD as INTERACTION
 from assets.shared.cards import JobCard
 
-CARDS: tuple[JobCard, ...] = (SEED_DATABASES, ABISS, INTERACTION, AMBITAB_CORPUS, AMBITAB_EVAL, AISQL, AISQL_EVALUATE)
+CARDS: tuple[JobCard, ...] = (
+    SEED_DATABASES,
+    ABISS,
+    INTERACTION,
+    AMBITAB_CORPUS,
+    AMBITAB_EVAL,
+    AISQL,
+    AISQL_EVALUATE,
+    BENCHMARK_AUDIT,
+    BENCHMARK_AUDIT_COUNCIL,
+)
 MAIN = ABISS  # the job `quandary run` and `quandary demo` start without --job
 
 

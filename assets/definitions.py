@@ -10,6 +10,7 @@ partitions, checks, jobs and job-specific resources, exported as ``defs`` from i
     interaction/ job 2: evaluate agents in dialogues (ABISS §5)
     ambitab/     job 3: convert corpora + evaluate asking policies (AmbiTab)
     aisql/       job 4: judge AI-operator SQL by splitting it (The Stochastic Shift)
+    benchmark_audit/ job 5: audit someone else's benchmark (Spider / BIRD gold, issue 32)
 """
 
 from dagster import Definitions
@@ -17,6 +18,7 @@ from dagster import Definitions
 from assets.abiss import definitions as abiss
 from assets.aisql import definitions as aisql
 from assets.ambitab import definitions as ambitab
+from assets.benchmark_audit import definitions as benchmark_audit
 from assets.databases import definitions as databases
 from assets.interaction import definitions as interaction
 from assets.shared import definitions as shared
@@ -31,6 +33,7 @@ defs = Definitions.merge(
     interaction.defs,
     ambitab.defs,
     aisql.defs,
+    benchmark_audit.defs,
     # One process: the embedded LLM server and the call-log connection are per process, and the
     # work is LLM-bound (concurrency lives inside each stage, bounded per council member).
     # The executor installs the pool-wait fix when a run starts (never on import; see pool_wait.py).

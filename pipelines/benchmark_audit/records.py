@@ -1,0 +1,184 @@
+"""A benchmark file read into :class:`Item` records: Spider (``query``), BIRD (``SQL``, or the lower-case
+``sql`` of some copies, plus ``evidence``), an ABISS dataset (``sql``, ``category``,
+``hidden_knowledge``). A malformed file is refused in one line naming the file and the record
+(:class:`BenchmarkFileError`), never half-read.
+
+ABISS records of unsolvable questions have no gold SQL by design: they are not auditable and are
+counted as such (:func:`read_benchmark`), never refused as malformed and never silently dropped.
+An ABISS record with hidden knowledge answers its question under that knowledge: the same question
+with another gold is the dataset's point (one gold per reading), not a conflict."""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+GOLD_KEYS = ("query", "SQL", "sql")  # Spider, BIRD, BIRD copies (the jar dev file)
+# Spider's "sql" is its parsed tree (a dict), not a string: only a string counts as the gold
+DB_SUFFIXES = (".sqlite", ".sqlite3", ".db", ".duckdb")
+
+
+class BenchmarkFileError(ValueError):
+    """A benchmark file that cannot be audited; the message is one line naming the file and record."""
+
+
+@dataclass(frozen=True)
+class Item:
+    index: int  # position in the file (0-based): the id a reviewer can find again
+    db_id: str
+    question: str
+    gold_sql: str
+    evidence: str = ""
+    question_id: str = ""  # BIRD's question_id when the file has one
+    hidden_knowledge: str = ""  # ABISS: what the gold assumes the user meant
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.index}"
+
+    def key(self) -> str:
+        """Everything that defines the item's findings: a changed question, gold or evidence is a new item."""
+        text = json.dumps([self.db_id, self.question, self.gold_sql, self.evidence, self.hidden_knowledge])
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _gold(record: dict) -> str | None:
+    for key in GOLD_KEYS:
+        value = record.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def read_items(path: str | Path) -> list[Item]:
+    """The auditable items of a file (:func:`read_benchmark` without the count of the others)."""
+    return read_benchmark(path)[0]
+
+
+def _without_gold_by_design(record: dict) -> bool:
+    """An ABISS record of an unsolvable question: ``sql`` null and its category says so."""
+    category = record.get("category")
+    return (
+        record.get("sql") is None
+        and isinstance(category, dict)
+        and (category.get("solvable") is False or record.get("is_solvable") is False)
+    )
+
+
+def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
+    """Every record of a Spider / BIRD / ABISS JSON list (or JSONL), checked: a dict with a
+    non-empty ``db_id``, ``question`` and gold SQL (``query``/``SQL``/``sql``), ``evidence`` and
+    ``hidden_knowledge`` strings when present. Returns (items, ABISS records without a gold by
+    design)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BenchmarkFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BenchmarkFileError(f"{path}: cannot read: {exc}") from None
+    records = _parse(path, text)
+    items = []
+    no_gold = 0
+    for i, record in enumerate(records):
+        where = f"{path}: record {i}"
+        if not isinstance(record, dict):
+            raise BenchmarkFileError(f"{where}: expected an object, got {type(record).__name__}")
+        for key in ("db_id", "question"):
+            if not isinstance(record.get(key), str) or not record[key].strip():
+                raise BenchmarkFileError(f"{where}: missing or empty {key!r}")
+        gold = _gold(record)
+        if gold is None and _without_gold_by_design(record):
+            no_gold += 1
+            continue
+        if gold is None or not gold.strip():
+            raise BenchmarkFileError(f"{where}: no gold SQL (a string under 'query', 'SQL' or 'sql')")
+        texts = {}
+        for key in ("evidence", "hidden_knowledge"):
+            value = record.get(key)
+            value = "" if value is None else value
+            if not isinstance(value, str):
+                raise BenchmarkFileError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
+            texts[key] = value.strip()
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+@=-]*", record["db_id"]):
+            raise BenchmarkFileError(f"{where}: db_id {record['db_id']!r} is not a database folder name")
+        qid = record.get("question_id", "")
+        items.append(
+            Item(
+                i,
+                record["db_id"],
+                record["question"],
+                gold.strip(),
+                texts["evidence"],
+                "" if qid is None else str(qid),
+                texts["hidden_knowledge"],
+            )
+        )
+    if not items:
+        raise BenchmarkFileError(
+            f"{path}: no auditable records" + (f" ({no_gold} without gold SQL by design)" if no_gold else "")
+        )
+    return items, no_gold
+
+
+def _parse(path: Path, text: str) -> list:
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BenchmarkFileError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        return data
+    if stripped.startswith("{") and "\n" in stripped.strip():  # JSONL: one record a line
+        records = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise BenchmarkFileError(
+                    f"{path}: record {len(records)} (line {n}) is not valid JSON: {exc.msg}"
+                ) from None
+        return records
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BenchmarkFileError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if isinstance(data, dict):
+        return [data]
+    raise BenchmarkFileError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
+
+
+def database_path(dbs_dir: str | Path, db_id: str) -> Path | None:
+    """``DIR/<db_id>/<db_id>.sqlite`` (Spider and BIRD's layout) or ``DIR/<db_id>.sqlite`` (any of
+    :data:`DB_SUFFIXES`); None when there is none."""
+    base = Path(dbs_dir)
+    for folder in (base / db_id, base):
+        for suffix in DB_SUFFIXES:
+            candidate = folder / f"{db_id}{suffix}"
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def by_database(items: list[Item]) -> dict[str, list[Item]]:
+    out: dict[str, list[Item]] = {}
+    for item in items:
+        out.setdefault(item.db_id, []).append(item)
+    return dict(sorted(out.items()))
+
+
+def benchmark_name(path: str | Path) -> str:
+    """The file's stem as a safe name (part of each partition key: ``<name>.<db_id>``)."""
+    stem = re.sub(r"[^A-Za-z0-9_=+@-]+", "_", Path(path).stem).strip("_-") or "benchmark"
+    return stem[:80]
