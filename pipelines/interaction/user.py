@@ -9,7 +9,7 @@ For one clarification question:
    history, hidden knowledge (ambiguous questions only) and the numbered gold-SQL fragments
    (:mod:`pipelines.interaction.fragments`). Labels are constrained by group through the output
    schema: answerable questions allow Technical / Irrelevant only (a Relevant answer fails
-   validation and is an abstention).
+   validation: an unreadable answer, so the turn is not produced).
 2. **Vote** — plurality (:func:`resources.llm.votes.decide`); a tie between the top labels is
    **Irrelevant**, even when nobody voted Irrelevant (reference rule). The Technical fragments are
    the union of the node ids chosen by the Technical voters, sorted by id; ids outside the query's
@@ -25,16 +25,18 @@ For one clarification question:
 
 Every label, answer and judge vote keeps its ``llm_call_id``, status and error.
 
-**Failed calls never become a user turn.** The reference code raises on any council failure, so
-every reference user turn rests on every call it makes. Here a call that failed in transport
-(``call_failed``: timeout, refused connection, HTTP error after the retries) anywhere in the turn —
-a stage-1 label, a stage-2 answer, a tournament judge — means the turn is *not produced*: the
-:class:`UserTurn` is ``failed`` with no label and no answer, and the dialogue ends as
-``user_failed`` (excluded from every dialogue metric, counted as incomplete). The call log caches
-only successful calls, so running the job again retries exactly the calls that failed. An answer
-that arrived but could not be read (``parse_failed``) is an abstention, as before; but when *no*
-stage-1 vote or *no* stage-2 answer is readable the turn is not produced either (no label is
-invented from nothing).
+**Failed calls and unreadable answers never become a user turn.** The reference code raises on
+any council failure, so every reference user turn rests on every call it makes. Here a call that
+failed (``call_failed``: timeout, refused connection, HTTP error after the retries) *or* whose
+answer could not be read after the repair call (``parse_failed``: prose, wrong-schema JSON, a
+label the schema forbids) anywhere in the turn — a stage-1 label, a stage-2 answer, a tournament
+judge — means the turn is *not produced*: the :class:`UserTurn` is ``failed`` with no label and no
+answer, and the dialogue ends as ``user_failed`` (excluded from every dialogue metric, counted as
+incomplete). An unreadable vote is never an abstention: the label is the council's vote
+(:meth:`resources.llm.council.Council.vote`, the rule every council shares), which stands only on
+a majority of the configured members; since the turn also uses every member's node ids and label
+(fragments, candidate filter), a lost vote fails the turn even when the others agree. The call log
+caches only successful calls, so running the job again retries exactly the calls that failed.
 """
 
 from __future__ import annotations
@@ -78,11 +80,13 @@ def _call_fields(r) -> dict:
     return {"status": r.status, "error": r.error, "parsed_ok": r.ok, "llm_call_id": r.call_id}
 
 
-def _transport_failures(records: list[dict], who: str) -> list[str]:
+def _unusable(records: list[dict], who: str) -> list[str]:
+    """Why each call of ``records`` gave nothing usable: a failed call or an answer that could not be
+    read after the repair call (the same thing for a turn: #30 item 1, #34 item 2)."""
     return [
-        f"{who} {rec.get('member') or rec.get('judge')}: {rec['error']}"
+        f"{who} {rec.get('member') or rec.get('judge')}: {rec['error'] or 'unreadable answer'}"
         for rec in records
-        if rec["status"] == "call_failed"
+        if rec["status"] != "ok" or not rec["parsed_ok"]
     ]
 
 
@@ -172,14 +176,24 @@ class SimulatedUser:
         fragments = extract_fragments(q.get("sql"))
         schema = prompts.UserClassifySolvable if sub.group is Group.AMBIGUOUS else prompts.UserClassifyAnswerable
         msgs = prompts.user_classify_messages(schema_context, q, turns, clarification, render_fragments(fragments))
-        results = self.council.ask_all(msgs, schema, tag=dict(stage="interaction_user_label", **tag))
+        # The council's one vote rule (every member asked: the turn uses every label and node list).
+        outcome = self.council.vote(
+            msgs,
+            schema,
+            extract=lambda p: p.relevancy,
+            rule="plurality",
+            tag=dict(stage="interaction_user_label", **tag),
+            short_circuit=False,
+        )
+        by_member = {v.member: (v, r) for v, r in zip(outcome.votes, outcome.results)}
         votes = []
-        for member, r in zip(self.council.member_names, results):
+        for member in self.council.member_names:
+            v, r = by_member[member]
             votes.append(
                 {
                     "member": member,
-                    "label": r.parsed.relevancy if r.ok else None,
-                    "node_ids": list(r.parsed.node_ids) if r.ok else [],
+                    "label": v.vote,
+                    "node_ids": list(r.parsed.node_ids) if v.vote is not None else [],
                     **_call_fields(r),
                 }
             )
@@ -188,11 +202,12 @@ class SimulatedUser:
         turn = UserTurn(
             None, None, label_votes=votes, unanimous=bool(valid) and len(set(valid)) == 1 and len(valid) == len(labels)
         )
-        failures = _transport_failures(votes, "label vote")
-        if failures:
-            return _failed(turn, "; ".join(failures))
-        if not valid:
-            return _failed(turn, f"no readable label from any of the {len(votes)} members")
+        # An unreadable answer is a failed call, never an abstention (#30 item 1): the Technical
+        # fragments and the answering members come from every member's vote, so a turn with a lost
+        # vote is not produced even when the others agree; a rerun re-asks only what failed.
+        failures = _unusable(votes, "label vote")
+        if failures or not outcome.decided:
+            return _failed(turn, "; ".join(failures) or "no majority of the configured members")
         label = winning_label(labels)
         chosen, invalid = technical_fragments(votes, fragments, self.max_fragments)
         turn.invalid_node_ids = invalid
@@ -216,7 +231,7 @@ class SimulatedUser:
         ]
         turn.candidates = candidates
         usable = [c for c in candidates if c["answer"]]
-        failures = _transport_failures(candidates, "answer")
+        failures = _unusable(candidates, "answer")
         if failures:
             return _failed(turn, "; ".join(failures))
         if not usable:
@@ -249,7 +264,7 @@ class SimulatedUser:
                     }
                 )
         turn.tournament = records
-        failures = _transport_failures(records, "judge")
+        failures = _unusable(records, "judge")
         if failures:
             return _failed(turn, "; ".join(failures))
         best, tallies = tournament(len(usable), judge_votes)

@@ -76,16 +76,41 @@ def test_failed_user_calls_never_become_a_label(scripted, fail):
     assert "scripted transport failure" in u.error
 
 
-def test_parse_failures_are_abstentions_but_no_readable_vote_is_no_label(scripted):
-    scripted.responder = script(labels=(None, None, "Relevant"))  # None → unparseable after repair
+@pytest.mark.parametrize("garbage", ["garbage prose, no JSON", '{"answer": "Relevant"}'])
+def test_an_unreadable_vote_is_a_failed_call_never_an_abstention(scripted, garbage):
+    """#30 item 1: one member of three answering garbage (prose or wrong-schema JSON) used to be an
+    abstention, and the tie of the other two became Irrelevant. Now the turn is not produced."""
+    labels = {"u0": garbage, "u1": "Relevant", "u2": "Technical"}
+    scripted.responder = script()
     scripted.responder.handlers["user_classify"] = lambda m, t, r: (
-        "garbage" if m != "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []}
+        labels[m] if m == "u0" else {"reasoning": "", "relevancy": labels[m], "node_ids": [1]}
     )
     u = SimulatedUser(council()).answer(AMB, "schema", [], "Tall?", "conv", 0)
-    assert not u.failed and u.relevance == "Relevant"  # the models answered: unreadable = abstention
-    scripted.responder.handlers["user_classify"] = lambda m, t, r: "garbage"
-    u = SimulatedUser(council()).answer(AMB, "schema", [], "How tall is tall?", "conv2", 0)  # not cached
-    assert u.failed and u.relevance is None and "no readable label" in u.error
+    assert u.failed and u.relevance is None and u.answer is None and "label vote u0" in u.error
+    assert [v["status"] for v in u.label_votes] == ["parse_failed", "ok", "ok"]
+    # even when the two readable votes agree, the turn needs every member (fragments, answerers)
+    labels["u2"] = "Relevant"
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Taller?", "conv", 1)
+    assert u.failed and u.relevance is None
+    # the member heals: the rerun re-asks only the unreadable call (ok answers are cached)
+    n_before = len(scripted.requests)
+    scripted.responder.handlers["user_classify"] = lambda m, t, r: {
+        "reasoning": "",
+        "relevancy": "Relevant",
+        "node_ids": [],
+    }
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Taller?", "conv", 1)
+    assert not u.failed and u.relevance == "Relevant"
+    classify = [r for r in scripted.requests[n_before:] if "classification engine" in r.messages[-1]["content"]]
+    assert [r.model.rsplit("/", 1)[-1] for r in classify] == ["u0"]
+
+
+def test_an_unreadable_answer_or_judge_fails_the_turn(scripted):
+    s = script(labels=("Relevant", "Relevant", "Relevant"))
+    s.handlers["user_answer"] = lambda m, t, r: "prose" if m == "u1" else {"answer": f"answer from {m}"}
+    scripted.responder = s
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Tall?", "conv", 0)
+    assert u.failed and "answer u1" in u.error
 
 
 def _conversation(user, qid="q-amb"):
