@@ -262,8 +262,11 @@ def council_feedback_judge(council, schema_context: str):
             }
             for v, r in zip(outcome.votes, outcome.results)
         ]
-        # members left unasked (the council stopped once the outcome was fixed) count as free votes
-        decision = fb_decision([v.vote for v in outcome.votes] + [None] * outcome.calls_saved, n)
+        # The council's vote loop asks on until a majority of the configured judges agrees, the same
+        # way after a failed "No" as after a failed "Yes" (#30 item 2); fb_decision is the same rule
+        # restated over the recorded votes (unasked judges = free votes), so the two must agree.
+        decision = outcome.decision if outcome.decided else None
+        assert decision == fb_decision([v.vote for v in outcome.votes] + [None] * outcome.calls_saved, n)
         return decision, votes
 
     judge.n_judges = n

@@ -51,6 +51,14 @@ def _conv(end="feedback", sql=None, feedback="No staff table exists.", mode="tax
         ("NNF", False),
         ("FFF", None),
         ("YNN", False),
+        # #30 item 2: a failed first judge next to a "No" used to stop the council (a tie rejects
+        # anyway) and leave FB undecided, while next to a "Yes" the third judge was asked and decided
+        ("FNN", False),
+        ("FYY", True),
+        ("FNY", None),
+        ("FYN", None),
+        ("GNN", False),  # G: an unreadable answer (prose), the same as a failed call
+        ("GYY", True),
     ],
 )
 def test_feedback_needs_a_majority_of_the_configured_judges(scripted, votes, decision):
@@ -58,12 +66,17 @@ def test_feedback_needs_a_majority_of_the_configured_judges(scripted, votes, dec
         v = votes[int(req.model[-1])]
         if v == "F":
             return http_error(400, "judge down")
+        if v == "G":
+            return "I think it matches, mostly."
         return '{"analysis": "", "matches": "%s"}' % ("Yes" if v == "Y" else "No")
 
     scripted.responder = feedback
     judges = Council("feedback_judges", [scripted_member(f"j{i}", max_retries=0) for i in range(3)], call_log())
     score = M.score_conversation(_conv(), UNANS, "/nonexistent.sqlite", M.council_feedback_judge(judges, "schema"))
     assert score["explained"] is decision
+    asked = {r.model[-1] for r in scripted.requests}
+    if votes[0] in "FG" and votes[1] in "YN":
+        assert asked == {"0", "1", "2"}  # the third judge is asked after a failed judge, for Yes and No alike
     assert score["fb_status"] == ("undecided" if decision is None else "scored")
     if decision is None:
         assert "cannot decide" in score["fb_reason"]
@@ -201,3 +214,25 @@ def test_technical_fragments_only_real_ids_and_at_most_the_cap(id_lists, cap):
     counts = {i: sum(i in set(ids) for ids in id_lists) for i in real}
     ranked = sorted((i for i in real if counts[i]), key=lambda i: (-counts[i], i))[:cap]
     assert {f.id for f in chosen} == set(ranked)
+
+
+def test_a_failed_judge_biases_yes_and_no_alike(scripted):
+    """#30 item 2, as measured: honest judges, the first judge of three failing on every call. Before,
+    every Yes was decided and every No undecided (FB 58.7 % -> 65.5 % with identical numerators); now
+    the share decided is the same for Yes and No, and FB equals the fault-free FB."""
+    truth = {f"q{i}": i % 2 == 0 for i in range(8)}
+
+    def responder(req):
+        if req.model.endswith("j0"):
+            return http_error(400, "judge down")
+        qid = next(q for q in truth if f"question {q} " in req.messages[-1]["content"])
+        return '{"analysis": "", "matches": "%s"}' % ("Yes" if truth[qid] else "No")
+
+    scripted.responder = responder
+    judges = Council("feedback_judges", [scripted_member(f"j{i}", max_retries=0) for i in range(3)], call_log())
+    judge = M.council_feedback_judge(judges, "schema")
+    decided = {}
+    for qid, ok in truth.items():
+        q = question_row("missing_entity", f"List the staff, question {qid} here.", feedback="No staff.", qid=qid)
+        decided[qid] = M.score_conversation(_conv(), q, "/nonexistent.sqlite", judge)["explained"]
+    assert decided == truth  # every Yes and every No decided, each as the honest judges said
