@@ -51,6 +51,7 @@ TURN_SCHEMA = {
     "user_status": pl.String,
     "user_error": pl.String,
     "invalid_node_ids": pl.List(pl.Int64),
+    "withheld_node_ids": pl.List(pl.Int64),
     "end": pl.String,
     "n_turns": pl.Int64,
     "predicted_sql": pl.String,

@@ -13,8 +13,9 @@ For one clarification question:
 2. **Vote** — plurality (:func:`resources.llm.votes.decide`); a tie between the top labels is
    **Irrelevant**, even when nobody voted Irrelevant (reference rule). The Technical fragments are
    the union of the node ids chosen by the Technical voters, sorted by id; ids outside the query's
-   fragments are dropped and recorded (``invalid_node_ids``), and at most ``max_fragments`` are
-   kept (the ids chosen by the most Technical voters first, then the lowest ids).
+   fragments are dropped and recorded (``invalid_node_ids``); a fragment holding a value the user
+   withholds (a gold-only literal) is never handed over (``withheld_node_ids``); at most
+   ``max_fragments`` are kept, by the paper's Technical rule (:func:`technical_fragments`).
 3. **Stage 2** — the members whose label matches the winner answer under that label (the paper's
    candidate filter; ``candidate_filter="all"`` is the reference code's choice). When no member
    voted the winner (a tie turned Irrelevant), every member answers.
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field
 from pipelines.abiss.taxonomy import Group, subcategory
 from pipelines.interaction import prompts
 from pipelines.interaction.fragments import Fragment, extract_fragments, render_fragments
+from pipelines.interaction.leakage import contains_value, gold_only_values
 from resources.llm.votes import decide
 
 REFUSAL = "That's not relevant to my question."
@@ -70,6 +72,7 @@ class UserTurn:
     failed: bool = False  # a call failed (or nothing readable came back): no label, no answer
     error: str | None = None  # why the turn was not produced
     invalid_node_ids: list[int] = field(default_factory=list)  # stage-1 ids outside the query's fragments
+    withheld_node_ids: list[int] = field(default_factory=list)  # chosen ids held back: a withheld value
 
     @property
     def status(self) -> str:
@@ -105,16 +108,35 @@ def winning_label(labels: list[str | None]) -> str:
 
 MAX_FRAGMENTS = 4  # default cap on the fragments a Technical answer is grounded on (see docs/interaction.md)
 
+# The paper's Technical label (§5.2): "ordering, limits, grouping, aggregation, which columns or
+# tables". Fragments of those clauses go first under the cap; WHERE conjuncts (filters: what the
+# question asks, not how) come last.
+_TECHNICAL_ORDER = {c: i for i, c in enumerate(("ORDER_BY", "LIMIT", "GROUP_BY", "HAVING", "DISTINCT", "SELECT"))}
+_TECHNICAL_ORDER.update({"FROM": 6, "JOIN": 6, "WHERE": 7})
+
+
+def holds_withheld_value(fragment: Fragment, withheld: list[str]) -> bool:
+    """True when ``fragment`` contains a value the user is meant to hold back: a gold-only literal
+    (:func:`pipelines.interaction.leakage.gold_only_values`: in the gold SQL, not in the question or
+    evidence), e.g. ``T2.race = 'Android'`` for "superheroes that have the same race as I do"."""
+    return any(contains_value(fragment.sql.lower(), v) for v in withheld)
+
 
 def technical_fragments(
-    votes: list[dict], fragments: list[Fragment], max_fragments: int | None = MAX_FRAGMENTS
-) -> tuple[list[Fragment], list[int]]:
-    """Union of the Technical voters' node ids → fragments sorted by id, plus the invalid ids dropped.
+    votes: list[dict],
+    fragments: list[Fragment],
+    max_fragments: int | None = MAX_FRAGMENTS,
+    withheld: list[str] | tuple = (),
+) -> tuple[list[Fragment], list[int], list[int]]:
+    """The fragments a Technical answer may use, sorted by id; the invalid ids dropped; the ids held back.
 
-    Ids outside the query's fragments (a hallucinated ``[1..20]`` for a 6-node query) are dropped
-    and returned; at most ``max_fragments`` fragments are kept (None = no cap): those chosen by the
-    most Technical voters, ties to the lowest id — so a voter that lists every node cannot hand the
-    answer prompt the whole query (including the WHERE value the user is meant to hold back)."""
+    Candidates are the union of the Technical voters' node ids (the reference rule). Ids outside the
+    query's fragments (a hallucinated ``[1..20]`` for a 6-node query) are dropped and returned. A
+    fragment holding a withheld value (:func:`holds_withheld_value`) is never handed over, whoever
+    chose it (#30 item 3: the cap alone kept the lowest ids and let WHERE values through). Of the
+    rest, at most ``max_fragments`` are kept (None = no cap), chosen by the paper's rule, not id
+    order: the clauses the Technical label is about first (ordering, limits, grouping, aggregation,
+    columns, tables; filters last), then the ids chosen by the most Technical voters, then id."""
     by_id = {f.id: f for f in fragments}
     chosen: dict[int, int] = {}
     invalid: list[int] = []
@@ -126,10 +148,14 @@ def technical_fragments(
                 chosen[i] = chosen.get(i, 0) + 1
             else:
                 invalid.append(i)
-    keep = sorted(chosen, key=lambda i: (-chosen[i], i))
+    held = sorted(i for i in chosen if holds_withheld_value(by_id[i], list(withheld)))
+    keep = sorted(
+        (i for i in chosen if i not in held),
+        key=lambda i: (_TECHNICAL_ORDER.get(by_id[i].clause, 7), -chosen[i], i),
+    )
     if max_fragments is not None:
         keep = keep[:max_fragments]
-    return [by_id[i] for i in sorted(keep)], invalid
+    return [by_id[i] for i in sorted(keep)], invalid, held
 
 
 def tournament(n: int, judge_votes) -> tuple[int, list[int]]:
@@ -209,8 +235,9 @@ class SimulatedUser:
         if failures or not outcome.decided:
             return _failed(turn, "; ".join(failures) or "no majority of the configured members")
         label = winning_label(labels)
-        chosen, invalid = technical_fragments(votes, fragments, self.max_fragments)
-        turn.invalid_node_ids = invalid
+        withheld = gold_only_values(q.get("sql"), q.get("question"), q.get("evidence"))
+        chosen, invalid, held = technical_fragments(votes, fragments, self.max_fragments, withheld)
+        turn.invalid_node_ids, turn.withheld_node_ids = invalid, held
         if invalid and self.log is not None:
             self.log.warning(
                 f"conversation {conversation_id} step {step}: stage-1 node ids {sorted(set(invalid))} "

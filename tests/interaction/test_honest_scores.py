@@ -2,6 +2,7 @@
 beyond the row cap is never scored 'wrong', hallucinated fragment ids never reach the answer prompt."""
 
 import itertools
+import re
 import sqlite3
 from pathlib import Path
 
@@ -201,19 +202,74 @@ def test_hallucinated_ids_are_dropped_logged_and_the_selection_is_capped(scripte
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.integers(-3, 30), max_size=25), min_size=1, max_size=4), st.integers(1, 6))
-def test_technical_fragments_only_real_ids_and_at_most_the_cap(id_lists, cap):
+@given(
+    st.lists(st.lists(st.integers(-3, 30), max_size=25), min_size=1, max_size=4),
+    st.one_of(st.none(), st.integers(1, 6)),
+    st.sampled_from([(), ("alameda",), ("alameda", "20")]),
+)
+def test_technical_fragments_only_real_ids_never_a_withheld_value_at_most_the_cap(id_lists, cap, withheld):
     frags = extract_fragments(SIX)
+    by_id = {f.id: f for f in frags}
     votes = [{"label": "Technical", "node_ids": ids} for ids in id_lists]
-    chosen, invalid = technical_fragments(votes, frags, cap)
+    chosen, invalid, held = technical_fragments(votes, frags, cap, withheld)
     real = {f.id for f in frags}
-    assert len(chosen) <= cap and {f.id for f in chosen} <= real
+    assert cap is None or len(chosen) <= cap
+    assert {f.id for f in chosen} <= real
     assert [f.id for f in chosen] == sorted(f.id for f in chosen)
     assert sorted(invalid) == sorted(i for ids in id_lists for i in dict.fromkeys(ids) if i not in real)
-    # the ids kept are the most chosen ones (ties to the lowest id)
-    counts = {i: sum(i in set(ids) for ids in id_lists) for i in real}
-    ranked = sorted((i for i in real if counts[i]), key=lambda i: (-counts[i], i))[:cap]
-    assert {f.id for f in chosen} == set(ranked)
+    # brute force: no chosen fragment contains a withheld value as a token; the held ones do
+    assert not any(v in re.findall(r"[0-9a-z]+", f.sql.lower()) for f in chosen for v in withheld)
+    assert all(any(v in re.findall(r"[0-9a-z]+", by_id[i].sql.lower()) for v in withheld) for i in held)
+    # under the cap, every Technical clause chosen (ordering, columns, tables) comes before a filter
+    voted = {i for ids in id_lists for i in ids if i in real} - set(held)
+    if cap is not None and len(voted) > cap:
+        assert len(chosen) == cap
+        kept_where = [f for f in chosen if f.clause == "WHERE"]
+        dropped_other = [i for i in voted - {f.id for f in chosen} if by_id[i].clause != "WHERE"]
+        assert not (kept_where and dropped_other)
+    elif cap is None or len(voted) <= cap:
+        assert {f.id for f in chosen} == voted
+
+
+def test_a_where_value_that_resolves_the_hidden_part_never_reaches_the_user(scripted):
+    """#30 item 3, the measured case: voters list every node id; the cap kept the lowest ids, so the
+    WHERE fragment ``T2.race = 'Android'`` grounded the answer to "the same race as I do"."""
+    sql = (
+        "SELECT T1.superhero_name FROM superhero AS T1 INNER JOIN race AS T2 ON T1.race_id = T2.id "
+        "WHERE T2.race = 'Android' ORDER BY T1.superhero_name LIMIT 5"
+    )
+    row = question_row(
+        "missing_user_knowledge",
+        "Which superheroes have the same race as I do?",
+        sql=sql,
+        hidden_knowledge="I am an Android.",
+        qid="q-race",
+    )
+    n = len(extract_fragments(sql))
+    for cap in (4, None):
+        scripted.responder = Script(
+            user_classify=lambda m, t, r: {
+                "reasoning": "",
+                "relevancy": "Technical",
+                "node_ids": list(range(1, n + 1)),
+            },
+            user_answer=lambda m, t, r: {"answer": "alphabetical, five of them"},
+        )
+        user = SimulatedUser(
+            Council("user_simulator", [scripted_member(f"u{i}") for i in range(3)], call_log()), max_fragments=cap
+        )
+        u = user.answer(row, "schema", [], f"How should I sort them ({cap})?", "conv", 0)
+        assert u.relevance == "Technical" and u.fragments
+        assert not any("android" in f.lower() for f in u.fragments)
+        assert [extract_fragments(sql)[i - 1].clause for i in u.withheld_node_ids] == ["WHERE"]
+        assert "T1.superhero_name" in " ".join(u.fragments)  # the ordering is what a Technical answer is about
+        prompts = [
+            r.messages[-1]["content"]
+            for r in scripted.requests
+            if "What You Want (Reference)" in r.messages[-1]["content"]
+            or "Source Information" in r.messages[-1]["content"]
+        ]
+        assert prompts and not any("Android" in p.split("## What You Want")[-1] for p in prompts)
 
 
 def test_a_failed_judge_biases_yes_and_no_alike(scripted):
@@ -232,7 +288,7 @@ def test_a_failed_judge_biases_yes_and_no_alike(scripted):
     judges = Council("feedback_judges", [scripted_member(f"j{i}", max_retries=0) for i in range(3)], call_log())
     judge = M.council_feedback_judge(judges, "schema")
     decided = {}
-    for qid, ok in truth.items():
+    for qid in truth:
         q = question_row("missing_entity", f"List the staff, question {qid} here.", feedback="No staff.", qid=qid)
         decided[qid] = M.score_conversation(_conv(), q, "/nonexistent.sqlite", judge)["explained"]
     assert decided == truth  # every Yes and every No decided, each as the honest judges said

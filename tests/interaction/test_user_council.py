@@ -62,8 +62,8 @@ def test_technical_union_only_from_technical_voters_and_invalid_ids_dropped():
         {"label": "Technical", "node_ids": [3, 99]},
         {"label": "Relevant", "node_ids": [5]},
     ]
-    chosen, invalid = technical_fragments(votes, frags)
-    assert [f.id for f in chosen] == [1, 3] and invalid == [99]
+    chosen, invalid, held = technical_fragments(votes, frags)
+    assert [f.id for f in chosen] == [1, 3] and invalid == [99] and held == []
 
 
 def test_tournament_tie_goes_to_lowest_index():
