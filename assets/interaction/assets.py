@@ -131,36 +131,13 @@ def dataset_source(db_id: str, source: str = "auto") -> str | None:
     "per subcategory.",
 )
 def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
-    from storage.stores import artifact_store
-
     try:
-        source = dataset_source(context.partition_key, config.source)
+        df, source, pool = select_questions(context.partition_key, config)
     except ValueError as exc:
         raise Failure(str(exc)) from exc
-    if source is None:
-        raise Failure(
-            f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
-            "or `quandary import FILE` first"
-        )
-    dataset = artifact_store().read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
-    pooled, pool = dataset.to_dicts(), [context.partition_key]
     if config.balanced:
-        pooled, pool = _pooled_rows(context.partition_key, dataset, config)
         context.log.info(f"balancing over {len(pool)} database(s): {', '.join(pool)}")
-    try:
-        rows = partition_subset(
-            pooled,
-            context.partition_key,
-            balanced=config.balanced,
-            by=config.balance_by,
-            seed=config.seed,
-            max_questions=config.max_questions,
-            subcategories=config.subcategories,
-        )
-    except ValueError as exc:
-        raise Failure(str(exc)) from exc
-    df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
     yield artifact_output(
         df,
@@ -174,6 +151,34 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
     )
 
 
+def select_questions(partition: str, config: SubsetConfig) -> tuple[pl.DataFrame, str, list[str]]:
+    """The questions a run evaluates, the source they come from (``dataset`` or the imported one)
+    and the pool balanced over; the asset and the plan line share it, so the plan counts what the
+    run will do (#30 item 6). Raises ValueError with the one-line reason."""
+    from storage.stores import artifact_store
+
+    source = dataset_source(partition, config.source)
+    if source is None:
+        raise ValueError(
+            f"no dataset for {partition!r}: run `quandary run --db {partition}` or `quandary import FILE` first"
+        )
+    dataset = artifact_store().read_latest(source, partition)
+    pooled, pool = dataset.to_dicts(), [partition]
+    if config.balanced:
+        pooled, pool = _pooled_rows(partition, dataset, config)
+    rows = partition_subset(
+        pooled,
+        partition,
+        balanced=config.balanced,
+        by=config.balance_by,
+        seed=config.seed,
+        max_questions=config.max_questions,
+        subcategories=config.subcategories,
+    )
+    df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
+    return df, source, pool
+
+
 def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
     """The questions of every database in the pool (default: every registered one with questions)."""
     from resources.catalog import Catalog
@@ -183,7 +188,9 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
     pool = list(config.pool) if config.pool else registered
     unknown = [d for d in pool if d not in registered]
     if unknown:
-        raise Failure(f"pool: {', '.join(map(repr, unknown))} not registered; use `quandary db register` or drop them")
+        raise ValueError(
+            f"pool: {', '.join(map(repr, unknown))} not registered; use `quandary db register` or drop them"
+        )
     rows, used = dataset.to_dicts(), [partition]
     for db in pool:
         if db == partition:
@@ -360,11 +367,17 @@ def interaction_metrics(
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     rows += leakage_rows(observations(interaction_conversations.to_dicts(), questions))
     df = T.metrics_frame(rows, context.partition_key)
-    text = M.report_text(rows)
+    complete = f"quandary interact --db {context.partition_key} (with the run's options), or re-execute this run"
+    text = M.report_text(rows, complete)
     png = M.figure2_png(rows, chart_path(context, "interaction_metrics", df))
     t4 = df.filter(pl.col("table") == "table4")
+    k, n = M.incomplete_share(rows)
     yield artifact_output(
         df,
+        # #30 item 5: tables with incomplete conversations are provisional, in the UI as on the terminal
+        provisional=k > 0,
+        incomplete_conversations=f"{k} of {n}" + (f" ({100 * k / n:.1f} %)" if n else ""),
+        **({"complete_with": complete} if k else {}),
         report=MetadataValue.md(f"```\n{text}\n```"),
         **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
         table4=MetadataValue.md(preview_markdown(t4, rows=40) if t4.height else "no conversations"),

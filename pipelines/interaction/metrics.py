@@ -414,17 +414,51 @@ def _get(rows, table, agent, mode, metric, sub=None):
     return None
 
 
+def incomplete_share(rows: list[dict]) -> tuple[int, int]:
+    """(incomplete conversations, all conversations) over every agent and mode of Table 4."""
+    inc = [r for r in rows if r["table"] == "table4" and r["metric"] == "incomplete"]
+    return sum(r["numerator"] for r in inc), sum(r["denominator"] for r in inc)
+
+
+def is_provisional(rows: list[dict]) -> bool:
+    """True when some conversation is incomplete: every rate may still shift when it completes."""
+    return incomplete_share(rows)[0] > 0
+
+
 def table4_lines(rows: list[dict]) -> list[str]:
+    """Table 4, with the incomplete share beside it (predicted mode, ground truth in parentheses):
+    the rates leave incomplete conversations out, so a reader must see how many there are."""
     agents = sorted({r["agent"] for r in rows if r["table"] == "table4"})
-    out = [f"{'agent':<24} {'Rec.':>6} {'Cls.':>6} {'EX (GT)':>15} {'FB (GT)':>15}"]
+    out = [f"{'agent':<24} {'Rec.':>6} {'Cls.':>6} {'EX (GT)':>15} {'FB (GT)':>15} {'Incompl. (GT)':>15}"]
+
+    def pair(metric):
+        return f"{_pct(_get(rows, 'table4', a, 'predicted', metric))} ({_pct(_get(rows, 'table4', a, 'ground_truth', metric)).strip()})"
+
     for a in agents:
-        ex = f"{_pct(_get(rows, 'table4', a, 'predicted', 'ex'))} ({_pct(_get(rows, 'table4', a, 'ground_truth', 'ex')).strip()})"
-        fb = f"{_pct(_get(rows, 'table4', a, 'predicted', 'fb'))} ({_pct(_get(rows, 'table4', a, 'ground_truth', 'fb')).strip()})"
         out.append(
             f"{a:<24} {_pct(_get(rows, 'table4', a, 'predicted', 'rec')):>6} "
-            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {ex:>15} {fb:>15}"
+            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {pair('ex'):>15} {pair('fb'):>15} "
+            f"{pair('incomplete'):>15}"
         )
     return out
+
+
+DEFAULT_COMPLETE_COMMAND = "run the same `quandary interact` command again"
+
+
+def provisional_lines(rows: list[dict], complete_command: str | None = None) -> list[str]:
+    """The banner over tables with incomplete conversations (none when every conversation completed)."""
+    k, n = incomplete_share(rows)
+    if not k:
+        return []
+    how = f"`{complete_command}`" if complete_command else DEFAULT_COMPLETE_COMMAND
+    return [
+        f"PROVISIONAL: {k} of {n} conversations ({100 * k / n:.1f} %) are incomplete (a user turn could not "
+        "be produced: a council call failed or its answer was unreadable). Every rate below leaves them out "
+        "and may shift once they complete.",
+        f"Complete them with: {how} (it re-asks exactly the failed calls; the others come from the cache).",
+        "",
+    ]
 
 
 def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
@@ -484,22 +518,26 @@ def not_counted_lines(rows: list[dict]) -> list[str]:
     return out
 
 
-def report_text(rows: list[dict]) -> str:
+def report_text(rows: list[dict], complete_command: str | None = None) -> str:
+    provisional = is_provisional(rows)
     parts = [
-        "Table 4 — per agent: predicted mode (ground truth in parentheses), %",
+        *provisional_lines(rows, complete_command),
+        "Table 4 — per agent: predicted mode (ground truth in parentheses), %"
+        + (" [provisional]" if provisional else ""),
         *table4_lines(rows),
         "",
         "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed; "
         "run again to retry exactly those calls); undecided: EX / FB cannot be decided",
         *not_counted_lines(rows),
         "",
-        "Table 5 — per mode, mean over agents, %",
+        "Table 5 — per mode, mean over agents, %" + (" [provisional]" if provisional else ""),
         *table5_lines(rows),
         "",
-        "Table 6 — dialogue statistics on ambiguous questions, mean over agents",
+        "Table 6 — dialogue statistics on ambiguous questions, mean over agents"
+        + (" [provisional]" if provisional else ""),
         *table6_lines(rows),
         "",
-        "Appendix D — dialogue statistics per agent",
+        "Appendix D — dialogue statistics per agent" + (" [provisional]" if provisional else ""),
         *appendix_d_lines(rows),
     ]
 

@@ -207,6 +207,11 @@ def results_json(
                 "classification": s.get("classification"),
                 "solved": s.get("solved"),
                 "explained": s.get("explained"),
+                "complete": c["end"] != "user_failed",
             }
         )
+    for doc in docs.values():  # #30 item 5: an export with incomplete conversations says so
+        n_incomplete = sum(not c["complete"] for c in doc["conversations"])
+        doc["provisional"] = n_incomplete > 0
+        doc["incomplete_conversations"] = n_incomplete
     return docs

@@ -4,6 +4,7 @@ A scripted council fails chosen calls (a non-retryable HTTP error = a transport 
 turn is then not produced: the conversation ends ``user_failed``, is kept out of EX/FB, the label
 statistics and AIR, is counted as incomplete, and a rerun sends exactly the calls that failed."""
 
+import polars as pl
 import pytest
 
 from pipelines.interaction import metrics as M
@@ -146,6 +147,22 @@ def test_failed_user_turn_ends_the_conversation_and_is_counted_apart(scripted):
     inc = get[("table4", "ask-then-sql", "taxonomy_free", "incomplete")]
     assert (inc["numerator"], inc["denominator"]) == (1, 2)
     assert "incomplete" in M.report_text(rows).lower()
+    # #30 item 5: the tables are provisional, the share sits beside Table 4, the command is printed
+    text = M.report_text(rows, "quandary interact --db uni")
+    assert text.startswith("PROVISIONAL: 1 of 2 conversations (50.0 %) are incomplete")
+    assert "Complete them with: `quandary interact --db uni`" in text
+    t4 = text.split("Table 4")[1].splitlines()
+    assert "[provisional]" in t4[0] and "Incompl. (GT)" in t4[1]
+    assert t4[2].split()[0] == "ask-then-sql" and t4[2].rstrip().endswith("(–)")  # taxonomy-free run only
+    heads = [line for line in text.splitlines() if line.startswith(("Table 5", "Table 6", "Appendix D"))]
+    assert len(heads) == 3 and all(h.endswith("[provisional]") for h in heads)
+    complete = M.metric_rows([score[1]])
+    assert not M.is_provisional(complete) and "PROVISIONAL" not in M.report_text(complete)
+    turns = T.turns_frame([conv, ok], 3)
+    docs = T.results_json(turns, T.scores_frame(score), pl.DataFrame(schema={"question_id": pl.String}), "u", "uni")
+    doc = docs["ask-then-sql"]
+    assert doc["provisional"] and doc["incomplete_conversations"] == 1
+    assert sorted(c["complete"] for c in doc["conversations"]) == [False, True]
 
 
 def test_rerun_retries_exactly_the_failed_calls(scripted):
