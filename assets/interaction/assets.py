@@ -102,6 +102,13 @@ def check_conversations_on_launch(values: dict) -> None:
 
 class ScoreConfig(Config):
     order_sensitive: bool = Field(False, description="EX: gold top-level ORDER BY makes row order significant")
+    gold_timeout_s: float = Field(
+        M.GOLD_TIMEOUT_S,
+        gt=0,
+        le=3600,
+        description="budget of each gold query (trusted, run once per question for every agent and mode); "
+        "predictions keep the safe executor's budget",
+    )
 
 
 _db = seed_row  # the seed database row, its path the file to read on this node
@@ -329,6 +336,7 @@ def interaction_scores(
     judge = M.council_feedback_judge(council.get_council(role), schema)
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     convs = T.conversations_from_turns(interaction_conversations) if interaction_conversations.height else []
+    golds = M.GoldResults(_db(seed_databases)["path"], config.gold_timeout_s)  # each gold once, every agent/mode
     scores = [
         M.score_conversation(
             c,
@@ -338,11 +346,19 @@ def interaction_scores(
             config.order_sensitive,
             schema,
             safe_sql.timeout_s,
+            golds,
         )
         for c in convs
     ]
     df = T.scores_frame(scores)
-    yield artifact_output(df, conversations=df.height, feedback_judges=role, order_sensitive=config.order_sensitive)
+    yield artifact_output(
+        df,
+        conversations=df.height,
+        feedback_judges=role,
+        order_sensitive=config.order_sensitive,
+        gold_queries_executed=golds.executed,
+        gold_timeout_s=config.gold_timeout_s,
+    )
     yield contract_check_result(INTERACTION_SCORES, df)
     bad = df.filter(~pl.col("end").is_in(list(ENDS))).height if df.height else 0
     yield AssetCheckResult(check_name="every_conversation_ends", passed=bad == 0, metadata={"unfinished": bad})

@@ -9,10 +9,13 @@ Per conversation (reference evaluators, ``None`` = not counted):
 * ``solved`` (EX): no SQL on an unanswerable question → None; no SQL on an answerable or ambiguous
   question (feedback, give-up) → False; SQL on an unanswerable question → False; otherwise the
   relaxed equivalence of :mod:`pipelines.sqltools.equivalence` (a failing prediction → False).
-  **Cannot decide → None, never False** (``ex_status="undecided"``): the gold query fails, or its
-  result is larger than the executor's row/byte cap and the prediction's is too (a prediction that
-  runs within the cap has fewer rows than the gold, so that one is decided: False), or the
-  column-mapping search gives up.
+  **Cannot decide → None, never False** (``ex_status="undecided"``): the gold query fails (it has
+  its own, larger budget, :data:`GOLD_TIMEOUT_S`, and runs once per question for every agent and
+  mode: :class:`GoldResults`), or the column-mapping search gives up. Results past the executor's
+  row/byte cap are read to the end without being held and compared by row count and an
+  order-independent digest (:func:`pipelines.sqltools.results.large_results_match`): different
+  counts → False, equal digests → True, different digests with equal counts → None (a column
+  mapping cannot be searched without the rows).
 * ``explained`` (FB): feedback on an answerable / ambiguous question → False, none → None; an
   unanswerable question without feedback → False; otherwise the council of ``feedback_judges``
   votes against the expected feedback, reference rule yes > no (a tie rejects) — **decided only
@@ -53,9 +56,10 @@ from pipelines.interaction.leakage import leakage_lines
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
 from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
+from pipelines.sqltools.results import large_results_match
 from resources.llm.votes import decide, is_decided
 from resources.sql import execute_sql
-from resources.sql.results import DEFAULT_MAX_ROWS, FailureKind, engine_of
+from resources.sql.results import FailureKind, engine_of
 from storage.charts import png_chart
 
 INCOMPLETE_END = "user_failed"
@@ -83,27 +87,49 @@ def fb_outcome(gold_sub: str, pred_feedback: str | None) -> str:
     return "false" if pred_feedback is None else "judge"
 
 
+GOLD_TIMEOUT_S = 60.0  # gold queries are trusted and run once per question: a larger budget (#30 item 4)
+
+
+class GoldResults:
+    """Each gold query executed once (its own budget), reused by every agent and mode that scores
+    a conversation about it. A result past the cap is kept as its digest only, never its rows."""
+
+    def __init__(self, db_path: str, timeout_s: float = GOLD_TIMEOUT_S):
+        self.db_path, self.timeout_s = db_path, timeout_s
+        self._results: dict[str, object] = {}
+        self.executed = 0
+
+    def get(self, gold_sql: str):
+        if gold_sql not in self._results:
+            self.executed += 1
+            self._results[gold_sql] = execute_sql(
+                self.db_path, gold_sql, timeout_s=self.timeout_s, digest_beyond_cap=True
+            )
+        return self._results[gold_sql]
+
+
 def execution_match(
-    db_path: str, gold_sql: str, pred_sql: str, order_sensitive: bool = False, timeout_s: float = 3.0
+    db_path: str,
+    gold_sql: str,
+    pred_sql: str,
+    order_sensitive: bool = False,
+    timeout_s: float = 3.0,
+    golds: GoldResults | None = None,
 ) -> tuple[bool | None, str]:
-    """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc)."""
+    """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc).
+    The gold runs under ``golds``' budget (default :data:`GOLD_TIMEOUT_S`), the prediction under
+    ``timeout_s``; results past the executor's cap are compared by row count and digest."""
 
     too_big = (FailureKind.TOO_MANY_ROWS, FailureKind.TOO_LARGE)
-    gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
+    gold = (golds or GoldResults(db_path)).get(gold_sql)
     if not gold.ok and gold.kind not in too_big:
         return None, f"cannot decide: gold failed: {gold.one_line()}"
-    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s)
+    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s, digest_beyond_cap=True)
     if not pred.ok and pred.kind not in too_big:
         return False, f"pred failed: {pred.one_line()}"
-    if not gold.ok:
-        if pred.ok and gold.kind is FailureKind.TOO_MANY_ROWS:
-            return False, (f"row count differs: gold more than {DEFAULT_MAX_ROWS} rows, pred {pred.row_count}")
-        return None, (
-            f"cannot decide: gold result beyond the executor's cap of {DEFAULT_MAX_ROWS} rows / "
-            f"{'prediction too' if not pred.ok else 'its byte limit'} ({gold.one_line()})"
-        )
-    if not pred.ok:  # gold fits, the prediction does not: more rows (or bytes) than the gold
-        return False, f"row count differs: gold {gold.row_count}, pred beyond the cap ({pred.one_line()})"
+    if not gold.ok or not pred.ok:  # past the cap (rows or bytes): counted and digested, never held
+        ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
+        return large_results_match(gold, pred, ordered=ordered)
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
     v = results_equivalent(gold, pred, order_sensitive=ordered)
     if not v.equivalent and v.reason.startswith("column mapping search gave up"):
@@ -138,6 +164,7 @@ def score_conversation(
     order_sensitive: bool = False,
     schema_context: str = "",
     timeout_s: float = 3.0,
+    golds: GoldResults | None = None,
 ) -> dict:
     gold = q["subcategory"]
     out = {
@@ -173,7 +200,7 @@ def score_conversation(
             fb_reason=reason,
         )
     else:
-        _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s)
+        _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s, golds)
         _score_fb(out, conv, q, gold, feedback_judge)
     turns = conv["turns"]
     out["n_clarifications"] = sum(1 for t in turns if t["system_question"])
@@ -189,7 +216,7 @@ def score_conversation(
     return out
 
 
-def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s) -> None:
+def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s, golds=None) -> None:
     ex = ex_outcome(gold, conv["predicted_sql"])
     out["ex_status"] = "scored"
     if ex == "skip":
@@ -199,7 +226,7 @@ def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s) -> None:
         out["ex_reason"] = "SQL on an unanswerable question" if conv["predicted_sql"] else f"no SQL ({conv['end']})"
     else:
         out["solved"], out["ex_reason"] = execution_match(
-            db_path, q["sql"], conv["predicted_sql"], order_sensitive, timeout_s
+            db_path, q["sql"], conv["predicted_sql"], order_sensitive, timeout_s, golds
         )
         if out["solved"] is None:
             out["ex_status"] = "undecided"

@@ -17,6 +17,7 @@ from pipelines.interaction.user import SimulatedUser, technical_fragments
 from resources.llm import Council, call_log, load_council_config
 from resources.llm.votes import decide
 from resources.sql.results import DEFAULT_MAX_ROWS
+from resources.sql.values import digest_rows
 from tests.interaction.helpers import Script, question_row
 from tests.llm_fakes import http_error, scripted_member
 
@@ -140,12 +141,60 @@ def _score_sql(db, pred):
 
 
 def test_gold_beyond_the_row_cap_is_never_wrong(big_db):
-    same = _score_sql(big_db, "SELECT v, id FROM t")  # a perfect answer: was "gold failed" → EX False
-    assert same["solved"] is None and same["ex_status"] == "undecided"
-    assert "cannot decide" in same["ex_reason"] and str(DEFAULT_MAX_ROWS) in same["ex_reason"]
-    rows = M.metric_rows([same])
+    swapped = _score_sql(
+        big_db, "SELECT v, id FROM t"
+    )  # a perfect answer, columns swapped: was "gold failed" → EX False
+    assert swapped["solved"] is None and swapped["ex_status"] == "undecided"
+    assert "cannot decide" in swapped["ex_reason"] and str(DEFAULT_MAX_ROWS + 5) in swapped["ex_reason"]
+    rows = M.metric_rows([swapped])
     get = {(r["table"], r["metric"]): r for r in rows if r["agent"] == "a"}
     assert get[("table4", "ex")]["denominator"] == 0 and get[("table4", "ex_undecided")]["numerator"] == 1
+
+
+@pytest.mark.parametrize(
+    "pred, solved",
+    [
+        ("SELECT id, v FROM t", True),  # #30 item 4: identical, both past the cap: was undecided, now credited
+        ("SELECT id, v FROM t ORDER BY v DESC, id", True),  # row order is not significant (bag)
+        ("SELECT t.id, t.v * 1.0 FROM t", True),  # 3 == 3.0: the comparison's value normalisation
+        ("SELECT id, v FROM t UNION ALL SELECT 1, 1", False),  # one row more: counted, no rows held
+        ("SELECT id, (v + 1) % 7 FROM t", None),  # same count, other values: undecided (a column mapping could exist)
+    ],
+)
+def test_large_results_are_compared_as_bags_without_holding_them(big_db, pred, solved):
+    s = _score_sql(big_db, pred)
+    assert s["solved"] is solved, s["ex_reason"]
+    if solved:
+        assert "compared by digest beyond the cap" in s["ex_reason"]
+
+
+def test_large_result_digest_matches_a_brute_force_bag():
+    """The executor's digest (whole result folded, rows not held) equals the digest of the rows
+    computed in memory, whatever their order; a changed or duplicated row changes it."""
+    rows = [(i, f"v{i % 5}", i / 3) for i in range(50)]
+    a, b = digest_rows(rows), digest_rows(list(reversed(rows)))
+    assert (a.rows, a.bag) == (b.rows, b.bag) and a.ordered != b.ordered
+    assert digest_rows(rows[:-1] + [rows[0]]).bag != a.bag  # a duplicate instead of a row: another bag
+    assert digest_rows([(1.0, "x")]).bag == digest_rows([(1, "x")]).bag
+
+
+def test_gold_runs_once_with_its_own_budget(big_db, monkeypatch):
+    """A slow gold (a 14 s query hit the 3 s budget in every run) gets GoldResults' budget, and runs
+    once for every agent and mode scoring a conversation about it."""
+    calls = []
+    real = M.execute_sql
+
+    def spy(db, sql, **kw):
+        calls.append((sql, kw["timeout_s"]))
+        return real(db, sql, **kw)
+
+    monkeypatch.setattr(M, "execute_sql", spy)
+    golds = M.GoldResults(str(big_db), timeout_s=45.0)
+    for agent in ("a", "b", "c"):
+        conv = {**_conv(end="sql", sql="SELECT id, v FROM t WHERE id < 3", feedback=None), "agent": agent}
+        assert M.score_conversation(conv, AMB_BIG, str(big_db), timeout_s=2.0, golds=golds)["solved"] is False
+    assert [c for c in calls if c[0] == GOLD] == [(GOLD, 45.0)] and golds.executed == 1
+    assert all(t == 2.0 for sql, t in calls if sql != GOLD)  # predictions keep the executor's budget
 
 
 def test_gold_beyond_the_row_cap_still_decides_what_it_can(big_db):
