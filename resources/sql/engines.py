@@ -72,9 +72,14 @@ def _fetch_bounded(
 def _digest_rest(cur, held: list[tuple], failure: QueryFailure, start: float, chunk: int) -> QueryFailure:
     folded = digest_rows(held)
     held.clear()  # from here on no row is kept
-    while batch := cur.fetchmany(max(chunk, 256)):
-        for r in batch:
-            folded.add(r)
+    try:
+        while batch := cur.fetchmany(max(chunk, 256)):
+            for r in batch:
+                folded.add(r)
+    except Exception as exc:  # noqa: BLE001 - the deadline (or a bound) stopped the digest: no digest
+        # Never a timeout of the query itself: it did answer, past the cap; the caller cannot compare.
+        why = f"{failure.message}; digest stopped after {folded.rows} rows ({type(exc).__name__})"
+        return dataclasses.replace(failure, message=why, elapsed_ms=_ms(start))
     columns = [d[0] for d in cur.description or []]
     return dataclasses.replace(
         failure,

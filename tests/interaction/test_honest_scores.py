@@ -341,3 +341,14 @@ def test_a_failed_judge_biases_yes_and_no_alike(scripted):
         q = question_row("missing_entity", f"List the staff, question {qid} here.", feedback="No staff.", qid=qid)
         decided[qid] = M.score_conversation(_conv(), q, "/nonexistent.sqlite", judge)["explained"]
     assert decided == truth  # every Yes and every No decided, each as the honest judges said
+
+
+def test_a_digest_cut_by_the_deadline_is_undecided_not_wrong(big_db):
+    """A correct large prediction whose digest does not finish within the prediction's budget is
+    undecided (as before #30), never a failed prediction (EX False)."""
+    wide = "SELECT a.id, b.v FROM t AS a CROSS JOIN (SELECT v FROM t LIMIT 40) AS b"
+    q = {**AMB_BIG, "sql": wide}
+    s = M.score_conversation(
+        _conv(end="sql", sql=wide, feedback=None), q, str(big_db), timeout_s=0.5, golds=M.GoldResults(str(big_db), 0.5)
+    )
+    assert s["solved"] is None and s["ex_status"] == "undecided", s["ex_reason"]
