@@ -1,6 +1,13 @@
 """The interaction job's card (ABISS §5, #28 item 1)."""
 
-from assets.interaction.assets import ConversationConfig, ScoreConfig, SubsetConfig, dataset_source, select_questions
+from assets.interaction.assets import (
+    ConversationConfig,
+    GoldConfig,
+    ScoreConfig,
+    SubsetConfig,
+    dataset_source,
+    select_questions,
+)
 from assets.interaction.definitions import interaction_job
 from assets.shared.cards import JobCard, Plan, council, op_values, ops_config
 from pipelines.interaction.leakage import leakage_rows, observations
@@ -10,7 +17,8 @@ from storage.audit import list_views, open_audit, query_frame
 from storage.stores import artifact_store
 
 SUBSET, CONVERSATIONS, SCORES = "interaction_subset", "interaction_conversations", "interaction_scores"
-OPS = {SUBSET: SubsetConfig, CONVERSATIONS: ConversationConfig, SCORES: ScoreConfig}
+GOLD = "interaction_gold"
+OPS = {SUBSET: SubsetConfig, GOLD: GoldConfig, CONVERSATIONS: ConversationConfig, SCORES: ScoreConfig}
 
 
 def config(**values) -> dict:

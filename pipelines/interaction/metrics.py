@@ -48,7 +48,10 @@ across models"); ``pooled`` rows give the micro average of the reference analysi
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
 
 from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
 from pipelines.interaction import prompts
@@ -60,6 +63,7 @@ from pipelines.sqltools.results import large_results_match
 from resources.llm.votes import decide, is_decided
 from resources.sql import execute_sql
 from resources.sql.results import FailureKind, engine_of
+from resources.sql.values import digest_rows
 from storage.charts import png_chart
 
 INCOMPLETE_END = "user_failed"
@@ -88,24 +92,89 @@ def fb_outcome(gold_sub: str, pred_feedback: str | None) -> str:
 
 
 GOLD_TIMEOUT_S = 60.0  # gold queries are trusted and run once per question: a larger budget (#30 item 4)
+GOLD_DIGEST_VERSION = "1"  # bump when the digest or the value normalisation changes
+
+
+@dataclass(frozen=True)
+class GoldSummary:
+    """A gold result as stored in the ``interaction_gold`` artifact: row count and digests, no rows.
+    Looks like a digested cap-exceeding result to :func:`large_results_match`."""
+
+    columns: list
+    row_total: int
+    bag_digest: str
+    ordered_digest: str
+    beyond_cap: bool
+    ok: bool = False
+    digested: bool = True
+
+
+def gold_key(gold_sql: str, db_path: str) -> tuple[str, str]:
+    """What defines a stored gold result: the query's hash and the database file's fingerprint."""
+    st = Path(db_path).stat()
+    return hashlib.sha256(gold_sql.encode()).hexdigest(), f"{st.st_size}:{st.st_mtime_ns}"
 
 
 class GoldResults:
-    """Each gold query executed once (its own budget), reused by every agent and mode that scores
-    a conversation about it. A result past the cap is kept as its digest only, never its rows."""
+    """Each gold query executed at most once (its own budget), reused by every agent and mode that
+    scores a conversation about it; with ``stored`` summaries (the ``interaction_gold`` artifact,
+    one per gold per database version) a gold is not executed again at all unless a comparison
+    needs its rows (the digests differ). A result past the cap is kept as its digest only."""
 
-    def __init__(self, db_path: str, timeout_s: float = GOLD_TIMEOUT_S):
+    def __init__(self, db_path: str, timeout_s: float = GOLD_TIMEOUT_S, stored: list[dict] | None = None):
         self.db_path, self.timeout_s = db_path, timeout_s
         self._results: dict[str, object] = {}
+        self._summaries: dict[tuple[str, str], GoldSummary] = {}
+        for r in stored or []:
+            if r.get("digest_version") == GOLD_DIGEST_VERSION:
+                self._summaries[(r["gold_sha256"], r["db_fingerprint"])] = GoldSummary(
+                    [None] * r["n_columns"], r["row_total"], r["bag_digest"], r["ordered_digest"], r["beyond_cap"]
+                )
         self.executed = 0
+        self.reused = 0
 
     def get(self, gold_sql: str):
+        """The gold's outcome with its rows (a QueryResult when it fits), executing it once."""
         if gold_sql not in self._results:
             self.executed += 1
             self._results[gold_sql] = execute_sql(
                 self.db_path, gold_sql, timeout_s=self.timeout_s, digest_beyond_cap=True
             )
         return self._results[gold_sql]
+
+    def summary(self, gold_sql: str):
+        """The stored summary when there is one, else the executed outcome (then summarised)."""
+        key = gold_key(gold_sql, self.db_path)
+        if key in self._summaries and gold_sql not in self._results:
+            self.reused += 1
+            return self._summaries[key]
+        out = self.get(gold_sql)
+        if out.ok or getattr(out, "digested", False):
+            self._summaries[key] = _summarise(out)
+        return out
+
+    def rows(self) -> list[dict]:
+        """The summaries as stored rows (``interaction_gold``), keyed by gold hash and db fingerprint."""
+        return [
+            {
+                "gold_sha256": sha,
+                "db_fingerprint": fp,
+                "digest_version": GOLD_DIGEST_VERSION,
+                "n_columns": len(s.columns),
+                "row_total": s.row_total,
+                "bag_digest": s.bag_digest,
+                "ordered_digest": s.ordered_digest,
+                "beyond_cap": s.beyond_cap,
+            }
+            for (sha, fp), s in self._summaries.items()
+        ]
+
+
+def _summarise(out) -> GoldSummary:
+    if out.ok:
+        d = digest_rows(out.rows)
+        return GoldSummary(list(out.columns), out.row_count, d.bag, d.ordered, False)
+    return GoldSummary(list(out.columns or []), out.row_total, out.bag_digest, out.ordered_digest, True)
 
 
 def execution_match(
@@ -121,16 +190,24 @@ def execution_match(
     ``timeout_s``; results past the executor's cap are compared by row count and digest."""
 
     too_big = (FailureKind.TOO_MANY_ROWS, FailureKind.TOO_LARGE)
-    gold = (golds or GoldResults(db_path)).get(gold_sql)
-    if not gold.ok and gold.kind not in too_big:
+    golds = golds or GoldResults(db_path)
+    gold = golds.summary(gold_sql)
+    if not gold.ok and not getattr(gold, "digested", False) and gold.kind not in too_big:
         return None, f"cannot decide: gold failed: {gold.one_line()}"
     pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s, digest_beyond_cap=True)
     if not pred.ok and pred.kind not in too_big:
         return False, f"pred failed: {pred.one_line()}"
-    if not gold.ok or not pred.ok:  # past the cap (rows or bytes): counted and digested, never held
-        ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
-        return large_results_match(gold, pred, ordered=ordered)
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
+    beyond = not pred.ok or (gold.beyond_cap if isinstance(gold, GoldSummary) else not gold.ok)
+    if beyond:  # past the cap (rows or bytes): counted and digested, never held
+        return large_results_match(gold, pred, ordered=ordered)
+    if isinstance(gold, GoldSummary):  # stored digest: equal digests decide without the gold's rows
+        verdict, reason = large_results_match(gold, pred, ordered=ordered)
+        if verdict is True or (verdict is False and reason.startswith("row count differs")):
+            return verdict, reason.replace(" (beyond the cap, counted)", "").replace(" beyond the cap", "")
+        gold = golds.get(gold_sql)  # the digests differ: the exact rows decide (column mapping)
+        if not gold.ok:
+            return None, f"cannot decide: gold failed: {gold.one_line()}"
     v = results_equivalent(gold, pred, order_sensitive=ordered)
     if not v.equivalent and v.reason.startswith("column mapping search gave up"):
         return None, f"cannot decide: {v.reason}"

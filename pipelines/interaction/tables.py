@@ -74,6 +74,24 @@ CONVERSATION_FIELDS = (
     "classification_call_id",
 )
 
+GOLD_KEY = ("gold_sha256", "db_fingerprint", "digest_version")
+GOLD_SCHEMA = {
+    "gold_sha256": pl.String,
+    "db_fingerprint": pl.String,
+    "digest_version": pl.String,
+    "n_columns": pl.Int64,
+    "row_total": pl.Int64,
+    "bag_digest": pl.String,
+    "ordered_digest": pl.String,
+    "beyond_cap": pl.Boolean,
+}
+
+
+def gold_frame(rows: list[dict]) -> pl.DataFrame:
+    """The ``interaction_gold`` table: one row per gold query and database version (no result rows)."""
+    return pl.DataFrame(rows, schema=GOLD_SCHEMA)
+
+
 SCORE_SCHEMA = {
     "conversation_id": pl.String,
     "question_id": pl.String,

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.interaction import metrics as M
+from pipelines.interaction import tables as T
 from pipelines.interaction.fragments import extract_fragments
 from pipelines.interaction.user import SimulatedUser, technical_fragments
 from resources.llm import Council, call_log, load_council_config
@@ -352,3 +353,38 @@ def test_a_digest_cut_by_the_deadline_is_undecided_not_wrong(big_db):
         _conv(end="sql", sql=wide, feedback=None), q, str(big_db), timeout_s=0.5, golds=M.GoldResults(str(big_db), 0.5)
     )
     assert s["solved"] is None and s["ex_status"] == "undecided", s["ex_reason"]
+
+
+def test_stored_gold_digests_are_reused_and_rows_fetched_only_when_digests_differ(big_db, tmp_path, monkeypatch):
+    """The interaction_gold artifact: a gold computed once per gold and database version; a later run
+    decides equal results from the stored digest without executing the gold, and executes it only
+    when the digests differ (a column mapping needs the rows)."""
+    small = str(tmp_path / "small.sqlite")
+    con = sqlite3.connect(small)
+    con.execute("CREATE TABLE t (id INTEGER, v TEXT)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(i, f"v{i % 3}") for i in range(20)])
+    con.commit()
+    con.close()
+    gold = "SELECT id, v FROM t"
+    first = M.GoldResults(small)
+    assert M.execution_match(small, gold, "SELECT id, v FROM t ORDER BY v", golds=first)[0] is True
+    stored = T.gold_frame(first.rows()).to_dicts()
+    assert first.executed == 1 and len(stored) == 1 and stored[0]["row_total"] == 20
+
+    calls = []
+    real = M.execute_sql
+    monkeypatch.setattr(M, "execute_sql", lambda db, sql, **kw: calls.append(sql) or real(db, sql, **kw))
+    later = M.GoldResults(small, stored=stored)
+    assert M.execution_match(small, gold, "SELECT t.id, t.v FROM t", golds=later)[0] is True
+    assert M.execution_match(small, gold, "SELECT id, v FROM t WHERE id < 5", golds=later)[0] is False
+    assert gold not in calls and later.executed == 0 and later.reused == 2
+    swapped = M.execution_match(small, gold, "SELECT v, id FROM t", golds=later)  # digests differ
+    assert swapped[0] is True and calls.count(gold) == 1 and later.executed == 1
+    # another database version (the file changed): the stored digest does not apply
+    con = sqlite3.connect(small)
+    con.execute("INSERT INTO t VALUES (99, 'v0')")
+    con.commit()
+    con.close()
+    fresh = M.GoldResults(small, stored=stored)
+    assert M.execution_match(small, gold, "SELECT t.id, t.v FROM t", golds=fresh)[0] is True
+    assert calls.count(gold) == 2 and fresh.reused == 0 and fresh.executed == 1
