@@ -31,7 +31,7 @@ from pipelines.interaction import tables as T
 from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
-from pipelines.interaction.user import MAX_FRAGMENTS
+from pipelines.interaction.user import MAX_FRAGMENTS, members_without_usable_answer
 from quality.interaction import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 
 GROUP = "interaction"
@@ -275,6 +275,12 @@ def interaction_conversations(
             lambda done, total: p.advance(1),
         )
     df = T.turns_frame(convs, config.max_steps)
+    broken = members_without_usable_answer(convs)
+    if broken:
+        context.log.warning(
+            "user-council member(s) with no usable answer (every call failed or was unreadable): "
+            + ", ".join(f"{m} ({n})" for m, n in broken.items())
+        )
     yield artifact_output(
         df,
         conversations=len(convs),
@@ -288,6 +294,7 @@ def interaction_conversations(
         # conversations whose user turn could not be produced (a council call failed): not scored,
         # and the next run retries exactly the failed calls (the call log caches only answers)
         incomplete=sum(c["end"] == "user_failed" for c in convs),
+        members_without_usable_answer=MetadataValue.json(broken),
         hallucinated_node_ids=int(df["invalid_node_ids"].list.len().sum()) if df.height else 0,
     )
     yield contract_check_result(INTERACTION_TURNS, df)

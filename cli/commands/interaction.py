@@ -53,6 +53,9 @@ def _interact(args) -> int:
                 "council call failed or its answer was unreadable; they are not scored. Complete them with: "
                 f"{_this_command()}"
             )
+        if conv.get("members_without_usable_answer"):
+            broken = ", ".join(f"{m} ({n})" for m, n in conv["members_without_usable_answer"].items())
+            print(f"no usable answer from user-council member(s) {broken}: check their model and endpoint")
         if report_job_result(result, job_name(), db, args.verbose):
             code = 1
     if code:

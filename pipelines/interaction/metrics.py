@@ -144,7 +144,10 @@ class GoldResults:
 
     def summary(self, gold_sql: str):
         """The stored summary when there is one, else the executed outcome (then summarised)."""
-        key = gold_key(gold_sql, self.db_path)
+        try:
+            key = gold_key(gold_sql, self.db_path)
+        except OSError:  # no database file: the executor says so, nothing to store
+            return self.get(gold_sql)
         if key in self._summaries and gold_sql not in self._results:
             self.reused += 1
             return self._summaries[key]

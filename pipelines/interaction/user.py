@@ -99,6 +99,21 @@ def _failed(turn: UserTurn, error: str) -> UserTurn:
     return turn
 
 
+def members_without_usable_answer(conversations: list[dict]) -> dict[str, str]:
+    """Members of the user council none of whose calls in these conversations gave a usable answer
+    (failed or unreadable every time), as ``{member: "k of k calls"}``: named by the run, as a
+    broken validator is (#34 item 2), instead of showing only as incomplete conversations."""
+    calls: dict[str, int] = {}
+    bad: dict[str, int] = {}
+    for c in conversations:
+        for t in c.get("turns") or []:
+            for rec in [*(t.get("label_votes") or []), *(t.get("candidates") or []), *(t.get("tournament") or [])]:
+                m = rec.get("member") or rec.get("judge")
+                calls[m] = calls.get(m, 0) + 1
+                bad[m] = bad.get(m, 0) + int(rec.get("status") != "ok" or not rec.get("parsed_ok"))
+    return {m: f"{bad[m]} of {n} calls" for m, n in sorted(calls.items()) if n and bad[m] == n}
+
+
 def winning_label(labels: list[str | None]) -> str:
     """Plurality over the stage-1 labels; a tie is Irrelevant (no vote at all never reaches this:
     :meth:`SimulatedUser.answer` marks such a turn as failed)."""

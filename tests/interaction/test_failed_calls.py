@@ -11,7 +11,7 @@ from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
 from pipelines.interaction.agents import AgentHandle
 from pipelines.interaction.dialogue import run_conversation
-from pipelines.interaction.user import SimulatedUser
+from pipelines.interaction.user import SimulatedUser, members_without_usable_answer
 from quality.interaction import INTERACTION_SCORES, INTERACTION_TURNS
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, kind_of, question_row
@@ -202,3 +202,15 @@ def test_incomplete_conversations_fit_the_stored_contracts(scripted):
     assert scores["ex_status"].to_list() == ["incomplete"]
     ids = T.all_call_ids(turns)
     assert len(ids) == 3  # the failed vote's call id is kept for the audit trail
+
+
+def test_a_member_answering_garbage_to_every_call_is_named(scripted):
+    """#34 item 2 for the user council: a member none of whose answers can be read is named."""
+    s = script()
+    s.handlers["user_classify"] = lambda m, t, r: (
+        "prose only" if m == "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []}
+    )
+    scripted.responder = s
+    convs = [_conversation(SimulatedUser(council()), qid=f"q-amb-{i}") for i in range(2)]
+    assert all(c["end"] == "user_failed" for c in convs)
+    assert members_without_usable_answer(convs) == {"u2": "2 of 2 calls"}
