@@ -31,7 +31,7 @@ from pipelines.interaction import tables as T
 from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
 from pipelines.interaction.modes import MODES, parse_modes
-from pipelines.interaction.user import MAX_FRAGMENTS
+from pipelines.interaction.user import MAX_FRAGMENTS, members_without_usable_answer
 from quality.interaction import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
 
 GROUP = "interaction"
@@ -104,6 +104,16 @@ class ScoreConfig(Config):
     order_sensitive: bool = Field(False, description="EX: gold top-level ORDER BY makes row order significant")
 
 
+class GoldConfig(Config):
+    gold_timeout_s: float = Field(
+        M.GOLD_TIMEOUT_S,
+        gt=0,
+        le=3600,
+        description="budget of each gold query (trusted, run once per gold and database version for every "
+        "agent and mode); predictions keep the safe executor's budget",
+    )
+
+
 _db = seed_row  # the seed database row, its path the file to read on this node
 
 
@@ -131,36 +141,13 @@ def dataset_source(db_id: str, source: str = "auto") -> str | None:
     "per subcategory.",
 )
 def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
-    from storage.stores import artifact_store
-
     try:
-        source = dataset_source(context.partition_key, config.source)
+        df, source, pool = select_questions(context.partition_key, config)
     except ValueError as exc:
         raise Failure(str(exc)) from exc
-    if source is None:
-        raise Failure(
-            f"no dataset for {context.partition_key!r}: run `quandary run --db {context.partition_key}` "
-            "or `quandary import FILE` first"
-        )
-    dataset = artifact_store().read_latest(source, context.partition_key)
     context.log.info(f"evaluating questions from {source}[{context.partition_key}]")
-    pooled, pool = dataset.to_dicts(), [context.partition_key]
     if config.balanced:
-        pooled, pool = _pooled_rows(context.partition_key, dataset, config)
         context.log.info(f"balancing over {len(pool)} database(s): {', '.join(pool)}")
-    try:
-        rows = partition_subset(
-            pooled,
-            context.partition_key,
-            balanced=config.balanced,
-            by=config.balance_by,
-            seed=config.seed,
-            max_questions=config.max_questions,
-            subcategories=config.subcategories,
-        )
-    except ValueError as exc:
-        raise Failure(str(exc)) from exc
-    df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
     by_sub = dict(df.group_by("subcategory").len().iter_rows()) if df.height else {}
     yield artifact_output(
         df,
@@ -174,6 +161,34 @@ def interaction_subset(context: AssetExecutionContext, config: SubsetConfig):
     )
 
 
+def select_questions(partition: str, config: SubsetConfig) -> tuple[pl.DataFrame, str, list[str]]:
+    """The questions a run evaluates, the source they come from (``dataset`` or the imported one)
+    and the pool balanced over; the asset and the plan line share it, so the plan counts what the
+    run will do (#30 item 6). Raises ValueError with the one-line reason."""
+    from storage.stores import artifact_store
+
+    source = dataset_source(partition, config.source)
+    if source is None:
+        raise ValueError(
+            f"no dataset for {partition!r}: run `quandary run --db {partition}` or `quandary import FILE` first"
+        )
+    dataset = artifact_store().read_latest(source, partition)
+    pooled, pool = dataset.to_dicts(), [partition]
+    if config.balanced:
+        pooled, pool = _pooled_rows(partition, dataset, config)
+    rows = partition_subset(
+        pooled,
+        partition,
+        balanced=config.balanced,
+        by=config.balance_by,
+        seed=config.seed,
+        max_questions=config.max_questions,
+        subcategories=config.subcategories,
+    )
+    df = pl.DataFrame(rows, schema=dataset.schema) if rows else dataset.clear()
+    return df, source, pool
+
+
 def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) -> tuple[list[dict], list[str]]:
     """The questions of every database in the pool (default: every registered one with questions)."""
     from resources.catalog import Catalog
@@ -183,7 +198,9 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
     pool = list(config.pool) if config.pool else registered
     unknown = [d for d in pool if d not in registered]
     if unknown:
-        raise Failure(f"pool: {', '.join(map(repr, unknown))} not registered; use `quandary db register` or drop them")
+        raise ValueError(
+            f"pool: {', '.join(map(repr, unknown))} not registered; use `quandary db register` or drop them"
+        )
     rows, used = dataset.to_dicts(), [partition]
     for db in pool:
         if db == partition:
@@ -258,6 +275,12 @@ def interaction_conversations(
             lambda done, total: p.advance(1),
         )
     df = T.turns_frame(convs, config.max_steps)
+    broken = members_without_usable_answer(convs)
+    if broken:
+        context.log.warning(
+            "user-council member(s) with no usable answer (every call failed or was unreadable): "
+            + ", ".join(f"{m} ({n})" for m, n in broken.items())
+        )
     yield artifact_output(
         df,
         conversations=len(convs),
@@ -271,6 +294,7 @@ def interaction_conversations(
         # conversations whose user turn could not be produced (a council call failed): not scored,
         # and the next run retries exactly the failed calls (the call log caches only answers)
         incomplete=sum(c["end"] == "user_failed" for c in convs),
+        members_without_usable_answer=MetadataValue.json(broken),
         hallucinated_node_ids=int(df["invalid_node_ids"].list.len().sum()) if df.height else 0,
     )
     yield contract_check_result(INTERACTION_TURNS, df)
@@ -296,6 +320,46 @@ def interaction_conversations(
     partitions_def=databases_partitions,
     group_name=GROUP,
     code_version=PIPELINE_VERSION,
+    description="Each gold query's result as row count and order-independent digest, computed once per gold "
+    "and database version (kept across runs) and reused by every agent and mode (#30 item 4).",
+)
+def interaction_gold(
+    context: AssetExecutionContext,
+    config: GoldConfig,
+    interaction_subset: pl.DataFrame,
+    seed_databases: pl.DataFrame,
+):
+    from storage.artifacts import upsert_rows
+    from storage.stores import latest_frame
+
+    stored = latest_frame("interaction_gold", context.partition_key)
+    golds = M.GoldResults(
+        _db(seed_databases)["path"], config.gold_timeout_s, stored.to_dicts() if stored is not None else None
+    )
+    failed = {}
+    for sql in sorted({q["sql"] for q in interaction_subset.iter_rows(named=True) if q.get("sql")}):
+        out = golds.summary(sql)
+        if not out.ok and not getattr(out, "digested", False):
+            failed[sql[:200]] = out.one_line()
+    new = T.gold_frame(golds.rows())
+    merged = upsert_rows(stored if stored is not None and stored.height else None, new, T.GOLD_KEY)
+    if failed:
+        context.log.warning(f"{len(failed)} gold quer{'y' if len(failed) == 1 else 'ies'} failed: EX undecided")
+    yield artifact_output(
+        merged.frame,
+        golds=new.height,
+        executed=golds.executed,
+        reused_from_earlier_runs=golds.reused,
+        failed=len(failed),
+        failed_examples=MetadataValue.json(dict(list(failed.items())[:10])),
+        gold_timeout_s=config.gold_timeout_s,
+    )
+
+
+@asset(
+    partitions_def=databases_partitions,
+    group_name=GROUP,
+    code_version=PIPELINE_VERSION,
     check_specs=[
         contract_check_spec(INTERACTION_SCORES, "interaction_scores"),
         AssetCheckSpec(
@@ -314,6 +378,7 @@ def interaction_scores(
     safe_sql: SafeSqlResource,
     interaction_conversations: pl.DataFrame,
     interaction_subset: pl.DataFrame,
+    interaction_gold: pl.DataFrame,
     schema_context: pl.DataFrame,
     seed_databases: pl.DataFrame,
 ):
@@ -322,6 +387,8 @@ def interaction_scores(
     judge = M.council_feedback_judge(council.get_council(role), schema)
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     convs = T.conversations_from_turns(interaction_conversations) if interaction_conversations.height else []
+    # each gold's stored digest (interaction_gold); executed here only when a comparison needs its rows
+    golds = M.GoldResults(_db(seed_databases)["path"], stored=interaction_gold.to_dicts())
     scores = [
         M.score_conversation(
             c,
@@ -331,11 +398,19 @@ def interaction_scores(
             config.order_sensitive,
             schema,
             safe_sql.timeout_s,
+            golds,
         )
         for c in convs
     ]
     df = T.scores_frame(scores)
-    yield artifact_output(df, conversations=df.height, feedback_judges=role, order_sensitive=config.order_sensitive)
+    yield artifact_output(
+        df,
+        conversations=df.height,
+        feedback_judges=role,
+        order_sensitive=config.order_sensitive,
+        gold_queries_executed=golds.executed,
+        gold_digests_reused=golds.reused,
+    )
     yield contract_check_result(INTERACTION_SCORES, df)
     bad = df.filter(~pl.col("end").is_in(list(ENDS))).height if df.height else 0
     yield AssetCheckResult(check_name="every_conversation_ends", passed=bad == 0, metadata={"unfinished": bad})
@@ -360,15 +435,27 @@ def interaction_metrics(
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     rows += leakage_rows(observations(interaction_conversations.to_dicts(), questions))
     df = T.metrics_frame(rows, context.partition_key)
-    text = M.report_text(rows)
+    complete = f"quandary interact --db {context.partition_key} (with the run's options), or re-execute this run"
+    text = M.report_text(rows, complete)
     png = M.figure2_png(rows, chart_path(context, "interaction_metrics", df))
     t4 = df.filter(pl.col("table") == "table4")
+    k, n = M.incomplete_share(rows)
     yield artifact_output(
         df,
+        # #30 item 5: tables with incomplete conversations are provisional, in the UI as on the terminal
+        provisional=k > 0,
+        incomplete_conversations=f"{k} of {n}" + (f" ({100 * k / n:.1f} %)" if n else ""),
+        **({"complete_with": complete} if k else {}),
         report=MetadataValue.md(f"```\n{text}\n```"),
         **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
         table4=MetadataValue.md(preview_markdown(t4, rows=40) if t4.height else "no conversations"),
     )
 
 
-INTERACTION_ASSETS = [interaction_subset, interaction_conversations, interaction_scores, interaction_metrics]
+INTERACTION_ASSETS = [
+    interaction_subset,
+    interaction_gold,
+    interaction_conversations,
+    interaction_scores,
+    interaction_metrics,
+]

@@ -1,16 +1,24 @@
 """The interaction job's card (ABISS §5, #28 item 1)."""
 
-from assets.interaction.assets import ConversationConfig, ScoreConfig, SubsetConfig
+from assets.interaction.assets import (
+    ConversationConfig,
+    GoldConfig,
+    ScoreConfig,
+    SubsetConfig,
+    dataset_source,
+    select_questions,
+)
 from assets.interaction.definitions import interaction_job
 from assets.shared.cards import JobCard, Plan, council, op_values, ops_config
 from pipelines.interaction.leakage import leakage_rows, observations
 from pipelines.interaction.metrics import metric_rows, table4_lines
 from pipelines.interaction.modes import MODES
 from storage.audit import list_views, open_audit, query_frame
-from storage.stores import latest_frame
+from storage.stores import artifact_store
 
 SUBSET, CONVERSATIONS, SCORES = "interaction_subset", "interaction_conversations", "interaction_scores"
-OPS = {SUBSET: SubsetConfig, CONVERSATIONS: ConversationConfig, SCORES: ScoreConfig}
+GOLD = "interaction_gold"
+OPS = {SUBSET: SubsetConfig, GOLD: GoldConfig, CONVERSATIONS: ConversationConfig, SCORES: ScoreConfig}
 
 
 def config(**values) -> dict:
@@ -21,10 +29,19 @@ def config(**values) -> dict:
 def estimate(partition: str, run_config: dict | None, council_path: str | None = None) -> Plan:
     subset = SubsetConfig(**op_values(run_config, SUBSET))
     conv = ConversationConfig(**op_values(run_config, CONVERSATIONS))
-    stored = latest_frame("dataset", partition)
-    n_questions = stored.height if stored is not None else 0
-    if subset.max_questions is not None:
-        n_questions = min(n_questions, int(subset.max_questions))
+    # the run's own selection (source dataset or imported_dataset, balance, cap, subcategories)
+    try:
+        questions, source, _pool = select_questions(partition, subset)
+        n_questions, detail = questions.height, f"questions from {source}"
+    except ValueError as exc:
+        n_questions, detail = 0, str(exc)
+    except Exception as exc:  # noqa: BLE001 - a plan never stops a run: the run's own step reports it
+        source = dataset_source(partition, subset.source)
+        stored = artifact_store().read_latest(source, partition) if source else None
+        n_questions = stored.height if stored is not None else 0
+        if subset.max_questions is not None:
+            n_questions = min(n_questions, int(subset.max_questions))
+        detail = f"questions from {source} (not selected as the run will: {type(exc).__name__}: {exc})"
     modes = conv.modes or list(MODES)
     agents = conv.agents or council(council_path).councils["system_agents"]
     steps = int(conv.max_steps)
@@ -36,7 +53,7 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
         f"{len(agents)} agent{'s' if len(agents) != 1 else ''}, up to {steps} clarification turns)",
         calls=calls,
         bound=True,
-        detail="",
+        detail=detail,
         role="system_agents",
         shrink="--max-questions 1 --max-steps 0 (one question, the final turn only)",
     )

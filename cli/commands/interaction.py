@@ -1,6 +1,7 @@
 """`quandary interact`, `quandary report interaction`, `quandary audit conversation`, and the demo step."""
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -49,18 +50,31 @@ def _interact(args) -> int:
         if conv.get("incomplete"):
             print(
                 f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a "
-                "council call failed; they are not scored. Run the same command again to retry exactly those calls."
+                "council call failed or its answer was unreadable; they are not scored. Complete them with: "
+                f"{_this_command()}"
             )
+        if conv.get("members_without_usable_answer"):
+            broken = ", ".join(f"{m} ({n})" for m, n in conv["members_without_usable_answer"].items())
+            print(f"no usable answer from user-council member(s) {broken}: check their model and endpoint")
         if report_job_result(result, job_name(), db, args.verbose):
             code = 1
     if code:
         return code
     rows = stored_metric_rows(args.db) or []
-    print(report_text(rows))
+    print(report_text(rows, _this_command()))
     if args.export:
         n = export(args.export, args.db)
         print(f"wrote {n} result file(s) to {args.export}")
     return 0
+
+
+def _this_command() -> str:
+    """The command line as typed: running it again completes incomplete conversations."""
+    return "quandary " + shlex.join(sys.argv[1:])
+
+
+def _complete_command(db: str | None) -> str:
+    return f"quandary interact --db {db or '<db>'} with the options of the run that produced them"
 
 
 def export(out_dir: str, db_id: str | list[str] | None = None) -> int:
@@ -93,16 +107,17 @@ def export(out_dir: str, db_id: str | list[str] | None = None) -> int:
 
 
 def _report(args) -> int:
-    from pipelines.interaction.metrics import report_text
+    from pipelines.interaction.metrics import incomplete_share, report_text
 
     rows = stored_metric_rows(args.db)
     if rows is None:
         print("no interaction scores yet; run `quandary interact --db ID` first", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(rows, indent=2))
+        k, n = incomplete_share(rows)
+        print(json.dumps({"provisional": k > 0, "incomplete": k, "conversations": n, "rows": rows}, indent=2))
     else:
-        print(report_text(rows))
+        print(report_text(rows, _complete_command(args.db)))
     if args.export:
         print(f"wrote {export(args.export, args.db)} result file(s) to {args.export}")
     return 0

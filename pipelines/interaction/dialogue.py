@@ -103,6 +103,7 @@ def run_conversation(
             "user_status": None,
             "user_error": None,
             "invalid_node_ids": [],
+            "withheld_node_ids": [],
         }
         turns.append(base)
         if resp.kind == "sql":
@@ -128,6 +129,7 @@ def run_conversation(
             user_status=u.status,
             user_error=u.error,
             invalid_node_ids=u.invalid_node_ids,
+            withheld_node_ids=u.withheld_node_ids,
         )
         if u.failed:
             end = "user_failed"

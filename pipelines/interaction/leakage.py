@@ -53,12 +53,13 @@ def gold_only_values(sql: str | None, question: str | None, evidence: str | None
     for lit in tree.find_all(exp.Literal):
         v = str(lit.this).strip().lower()
         long_enough = len(v) >= 2 if lit.is_string else len(v.lstrip("-").replace(".", "")) >= 2
-        if v and long_enough and not _contains(said, v):
+        if v and long_enough and not contains_value(said, v):
             out.add(v)
     return sorted(out)
 
 
-def _contains(text: str, value: str) -> bool:
+def contains_value(text: str, value: str) -> bool:
+    """``value`` occurs in ``text`` as a whole token (both lower-cased by the caller)."""
     return re.search(rf"(?<![0-9a-z]){re.escape(value)}(?![0-9a-z])", text) is not None
 
 
@@ -66,7 +67,7 @@ def answer_leaks(answer: str | None, values: list[str], hidden_knowledge: str | 
     """(contains a gold-only value, contains the hidden knowledge verbatim)."""
     text = _norm(answer)
     hidden = _norm(hidden_knowledge)
-    return any(_contains(text, v) for v in values), bool(hidden) and hidden in text
+    return any(contains_value(text, v) for v in values), bool(hidden) and hidden in text
 
 
 def observations(turns: list[dict], questions: dict[str, dict]) -> list[dict]:

@@ -9,10 +9,13 @@ Per conversation (reference evaluators, ``None`` = not counted):
 * ``solved`` (EX): no SQL on an unanswerable question → None; no SQL on an answerable or ambiguous
   question (feedback, give-up) → False; SQL on an unanswerable question → False; otherwise the
   relaxed equivalence of :mod:`pipelines.sqltools.equivalence` (a failing prediction → False).
-  **Cannot decide → None, never False** (``ex_status="undecided"``): the gold query fails, or its
-  result is larger than the executor's row/byte cap and the prediction's is too (a prediction that
-  runs within the cap has fewer rows than the gold, so that one is decided: False), or the
-  column-mapping search gives up.
+  **Cannot decide → None, never False** (``ex_status="undecided"``): the gold query fails (it has
+  its own, larger budget, :data:`GOLD_TIMEOUT_S`, and runs once per question for every agent and
+  mode: :class:`GoldResults`), or the column-mapping search gives up. Results past the executor's
+  row/byte cap are read to the end without being held and compared by row count and an
+  order-independent digest (:func:`pipelines.sqltools.results.large_results_match`): different
+  counts → False, equal digests → True, different digests with equal counts → None (a column
+  mapping cannot be searched without the rows).
 * ``explained`` (FB): feedback on an answerable / ambiguous question → False, none → None; an
   unanswerable question without feedback → False; otherwise the council of ``feedback_judges``
   votes against the expected feedback, reference rule yes > no (a tie rejects) — **decided only
@@ -45,7 +48,10 @@ across models"); ``pooled`` rows give the micro average of the reference analysi
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
 
 from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
 from pipelines.interaction import prompts
@@ -53,9 +59,11 @@ from pipelines.interaction.leakage import leakage_lines
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
 from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
+from pipelines.sqltools.results import large_results_match
 from resources.llm.votes import decide, is_decided
 from resources.sql import execute_sql
-from resources.sql.results import DEFAULT_MAX_ROWS, FailureKind, engine_of
+from resources.sql.results import FailureKind, engine_of
+from resources.sql.values import digest_rows
 from storage.charts import png_chart
 
 INCOMPLETE_END = "user_failed"
@@ -83,28 +91,126 @@ def fb_outcome(gold_sub: str, pred_feedback: str | None) -> str:
     return "false" if pred_feedback is None else "judge"
 
 
+GOLD_TIMEOUT_S = 60.0  # gold queries are trusted and run once per question: a larger budget (#30 item 4)
+GOLD_DIGEST_VERSION = "1"  # bump when the digest or the value normalisation changes
+
+
+@dataclass(frozen=True)
+class GoldSummary:
+    """A gold result as stored in the ``interaction_gold`` artifact: row count and digests, no rows.
+    Looks like a digested cap-exceeding result to :func:`large_results_match`."""
+
+    columns: list
+    row_total: int
+    bag_digest: str
+    ordered_digest: str
+    beyond_cap: bool
+    ok: bool = False
+    digested: bool = True
+
+
+def gold_key(gold_sql: str, db_path: str) -> tuple[str, str]:
+    """What defines a stored gold result: the query's hash and the database file's fingerprint."""
+    st = Path(db_path).stat()
+    return hashlib.sha256(gold_sql.encode()).hexdigest(), f"{st.st_size}:{st.st_mtime_ns}"
+
+
+class GoldResults:
+    """Each gold query executed at most once (its own budget), reused by every agent and mode that
+    scores a conversation about it; with ``stored`` summaries (the ``interaction_gold`` artifact,
+    one per gold per database version) a gold is not executed again at all unless a comparison
+    needs its rows (the digests differ). A result past the cap is kept as its digest only."""
+
+    def __init__(self, db_path: str, timeout_s: float = GOLD_TIMEOUT_S, stored: list[dict] | None = None):
+        self.db_path, self.timeout_s = db_path, timeout_s
+        self._results: dict[str, object] = {}
+        self._summaries: dict[tuple[str, str], GoldSummary] = {}
+        for r in stored or []:
+            if r.get("digest_version") == GOLD_DIGEST_VERSION:
+                self._summaries[(r["gold_sha256"], r["db_fingerprint"])] = GoldSummary(
+                    [None] * r["n_columns"], r["row_total"], r["bag_digest"], r["ordered_digest"], r["beyond_cap"]
+                )
+        self.executed = 0
+        self.reused = 0
+
+    def get(self, gold_sql: str):
+        """The gold's outcome with its rows (a QueryResult when it fits), executing it once."""
+        if gold_sql not in self._results:
+            self.executed += 1
+            self._results[gold_sql] = execute_sql(
+                self.db_path, gold_sql, timeout_s=self.timeout_s, digest_beyond_cap=True
+            )
+        return self._results[gold_sql]
+
+    def summary(self, gold_sql: str):
+        """The stored summary when there is one, else the executed outcome (then summarised)."""
+        try:
+            key = gold_key(gold_sql, self.db_path)
+        except OSError:  # no database file: the executor says so, nothing to store
+            return self.get(gold_sql)
+        if key in self._summaries and gold_sql not in self._results:
+            self.reused += 1
+            return self._summaries[key]
+        out = self.get(gold_sql)
+        if out.ok or getattr(out, "digested", False):
+            self._summaries[key] = _summarise(out)
+        return out
+
+    def rows(self) -> list[dict]:
+        """The summaries as stored rows (``interaction_gold``), keyed by gold hash and db fingerprint."""
+        return [
+            {
+                "gold_sha256": sha,
+                "db_fingerprint": fp,
+                "digest_version": GOLD_DIGEST_VERSION,
+                "n_columns": len(s.columns),
+                "row_total": s.row_total,
+                "bag_digest": s.bag_digest,
+                "ordered_digest": s.ordered_digest,
+                "beyond_cap": s.beyond_cap,
+            }
+            for (sha, fp), s in self._summaries.items()
+        ]
+
+
+def _summarise(out) -> GoldSummary:
+    if out.ok:
+        d = digest_rows(out.rows)
+        return GoldSummary(list(out.columns), out.row_count, d.bag, d.ordered, False)
+    return GoldSummary(list(out.columns or []), out.row_total, out.bag_digest, out.ordered_digest, True)
+
+
 def execution_match(
-    db_path: str, gold_sql: str, pred_sql: str, order_sensitive: bool = False, timeout_s: float = 3.0
+    db_path: str,
+    gold_sql: str,
+    pred_sql: str,
+    order_sensitive: bool = False,
+    timeout_s: float = 3.0,
+    golds: GoldResults | None = None,
 ) -> tuple[bool | None, str]:
-    """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc)."""
+    """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc).
+    The gold runs under ``golds``' budget (default :data:`GOLD_TIMEOUT_S`), the prediction under
+    ``timeout_s``; results past the executor's cap are compared by row count and digest."""
 
     too_big = (FailureKind.TOO_MANY_ROWS, FailureKind.TOO_LARGE)
-    gold = execute_sql(db_path, gold_sql, timeout_s=timeout_s)
-    if not gold.ok and gold.kind not in too_big:
+    golds = golds or GoldResults(db_path)
+    gold = golds.summary(gold_sql)
+    if not gold.ok and not getattr(gold, "digested", False) and gold.kind not in too_big:
         return None, f"cannot decide: gold failed: {gold.one_line()}"
-    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s)
+    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s, digest_beyond_cap=True)
     if not pred.ok and pred.kind not in too_big:
         return False, f"pred failed: {pred.one_line()}"
-    if not gold.ok:
-        if pred.ok and gold.kind is FailureKind.TOO_MANY_ROWS:
-            return False, (f"row count differs: gold more than {DEFAULT_MAX_ROWS} rows, pred {pred.row_count}")
-        return None, (
-            f"cannot decide: gold result beyond the executor's cap of {DEFAULT_MAX_ROWS} rows / "
-            f"{'prediction too' if not pred.ok else 'its byte limit'} ({gold.one_line()})"
-        )
-    if not pred.ok:  # gold fits, the prediction does not: more rows (or bytes) than the gold
-        return False, f"row count differs: gold {gold.row_count}, pred beyond the cap ({pred.one_line()})"
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
+    beyond = not pred.ok or (gold.beyond_cap if isinstance(gold, GoldSummary) else not gold.ok)
+    if beyond:  # past the cap (rows or bytes): counted and digested, never held
+        return large_results_match(gold, pred, ordered=ordered)
+    if isinstance(gold, GoldSummary):  # stored digest: equal digests decide without the gold's rows
+        verdict, reason = large_results_match(gold, pred, ordered=ordered)
+        if verdict is True or (verdict is False and reason.startswith("row count differs")):
+            return verdict, reason.replace(" (beyond the cap, counted)", "").replace(" beyond the cap", "")
+        gold = golds.get(gold_sql)  # the digests differ: the exact rows decide (column mapping)
+        if not gold.ok:
+            return None, f"cannot decide: gold failed: {gold.one_line()}"
     v = results_equivalent(gold, pred, order_sensitive=ordered)
     if not v.equivalent and v.reason.startswith("column mapping search gave up"):
         return None, f"cannot decide: {v.reason}"
@@ -138,6 +244,7 @@ def score_conversation(
     order_sensitive: bool = False,
     schema_context: str = "",
     timeout_s: float = 3.0,
+    golds: GoldResults | None = None,
 ) -> dict:
     gold = q["subcategory"]
     out = {
@@ -173,7 +280,7 @@ def score_conversation(
             fb_reason=reason,
         )
     else:
-        _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s)
+        _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s, golds)
         _score_fb(out, conv, q, gold, feedback_judge)
     turns = conv["turns"]
     out["n_clarifications"] = sum(1 for t in turns if t["system_question"])
@@ -189,7 +296,7 @@ def score_conversation(
     return out
 
 
-def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s) -> None:
+def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s, golds=None) -> None:
     ex = ex_outcome(gold, conv["predicted_sql"])
     out["ex_status"] = "scored"
     if ex == "skip":
@@ -199,7 +306,7 @@ def _score_ex(out, conv, q, gold, db_path, order_sensitive, timeout_s) -> None:
         out["ex_reason"] = "SQL on an unanswerable question" if conv["predicted_sql"] else f"no SQL ({conv['end']})"
     else:
         out["solved"], out["ex_reason"] = execution_match(
-            db_path, q["sql"], conv["predicted_sql"], order_sensitive, timeout_s
+            db_path, q["sql"], conv["predicted_sql"], order_sensitive, timeout_s, golds
         )
         if out["solved"] is None:
             out["ex_status"] = "undecided"
@@ -262,8 +369,11 @@ def council_feedback_judge(council, schema_context: str):
             }
             for v, r in zip(outcome.votes, outcome.results)
         ]
-        # members left unasked (the council stopped once the outcome was fixed) count as free votes
-        decision = fb_decision([v.vote for v in outcome.votes] + [None] * outcome.calls_saved, n)
+        # The council's vote loop asks on until a majority of the configured judges agrees, the same
+        # way after a failed "No" as after a failed "Yes" (#30 item 2); fb_decision is the same rule
+        # restated over the recorded votes (unasked judges = free votes), so the two must agree.
+        decision = outcome.decision if outcome.decided else None
+        assert decision == fb_decision([v.vote for v in outcome.votes] + [None] * outcome.calls_saved, n)
         return decision, votes
 
     judge.n_judges = n
@@ -411,17 +521,51 @@ def _get(rows, table, agent, mode, metric, sub=None):
     return None
 
 
+def incomplete_share(rows: list[dict]) -> tuple[int, int]:
+    """(incomplete conversations, all conversations) over every agent and mode of Table 4."""
+    inc = [r for r in rows if r["table"] == "table4" and r["metric"] == "incomplete"]
+    return sum(r["numerator"] for r in inc), sum(r["denominator"] for r in inc)
+
+
+def is_provisional(rows: list[dict]) -> bool:
+    """True when some conversation is incomplete: every rate may still shift when it completes."""
+    return incomplete_share(rows)[0] > 0
+
+
 def table4_lines(rows: list[dict]) -> list[str]:
+    """Table 4, with the incomplete share beside it (predicted mode, ground truth in parentheses):
+    the rates leave incomplete conversations out, so a reader must see how many there are."""
     agents = sorted({r["agent"] for r in rows if r["table"] == "table4"})
-    out = [f"{'agent':<24} {'Rec.':>6} {'Cls.':>6} {'EX (GT)':>15} {'FB (GT)':>15}"]
+    out = [f"{'agent':<24} {'Rec.':>6} {'Cls.':>6} {'EX (GT)':>15} {'FB (GT)':>15} {'Incompl. (GT)':>15}"]
+
+    def pair(metric):
+        return f"{_pct(_get(rows, 'table4', a, 'predicted', metric))} ({_pct(_get(rows, 'table4', a, 'ground_truth', metric)).strip()})"
+
     for a in agents:
-        ex = f"{_pct(_get(rows, 'table4', a, 'predicted', 'ex'))} ({_pct(_get(rows, 'table4', a, 'ground_truth', 'ex')).strip()})"
-        fb = f"{_pct(_get(rows, 'table4', a, 'predicted', 'fb'))} ({_pct(_get(rows, 'table4', a, 'ground_truth', 'fb')).strip()})"
         out.append(
             f"{a:<24} {_pct(_get(rows, 'table4', a, 'predicted', 'rec')):>6} "
-            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {ex:>15} {fb:>15}"
+            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {pair('ex'):>15} {pair('fb'):>15} "
+            f"{pair('incomplete'):>15}"
         )
     return out
+
+
+DEFAULT_COMPLETE_COMMAND = "run the same `quandary interact` command again"
+
+
+def provisional_lines(rows: list[dict], complete_command: str | None = None) -> list[str]:
+    """The banner over tables with incomplete conversations (none when every conversation completed)."""
+    k, n = incomplete_share(rows)
+    if not k:
+        return []
+    how = f"`{complete_command}`" if complete_command else DEFAULT_COMPLETE_COMMAND
+    return [
+        f"PROVISIONAL: {k} of {n} conversations ({100 * k / n:.1f} %) are incomplete (a user turn could not "
+        "be produced: a council call failed or its answer was unreadable). Every rate below leaves them out "
+        "and may shift once they complete.",
+        f"Complete them with: {how} (it re-asks exactly the failed calls; the others come from the cache).",
+        "",
+    ]
 
 
 def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
@@ -481,22 +625,26 @@ def not_counted_lines(rows: list[dict]) -> list[str]:
     return out
 
 
-def report_text(rows: list[dict]) -> str:
+def report_text(rows: list[dict], complete_command: str | None = None) -> str:
+    provisional = is_provisional(rows)
     parts = [
-        "Table 4 — per agent: predicted mode (ground truth in parentheses), %",
+        *provisional_lines(rows, complete_command),
+        "Table 4 — per agent: predicted mode (ground truth in parentheses), %"
+        + (" [provisional]" if provisional else ""),
         *table4_lines(rows),
         "",
         "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed; "
         "run again to retry exactly those calls); undecided: EX / FB cannot be decided",
         *not_counted_lines(rows),
         "",
-        "Table 5 — per mode, mean over agents, %",
+        "Table 5 — per mode, mean over agents, %" + (" [provisional]" if provisional else ""),
         *table5_lines(rows),
         "",
-        "Table 6 — dialogue statistics on ambiguous questions, mean over agents",
+        "Table 6 — dialogue statistics on ambiguous questions, mean over agents"
+        + (" [provisional]" if provisional else ""),
         *table6_lines(rows),
         "",
-        "Appendix D — dialogue statistics per agent",
+        "Appendix D — dialogue statistics per agent" + (" [provisional]" if provisional else ""),
         *appendix_d_lines(rows),
     ]
 

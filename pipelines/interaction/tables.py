@@ -51,6 +51,7 @@ TURN_SCHEMA = {
     "user_status": pl.String,
     "user_error": pl.String,
     "invalid_node_ids": pl.List(pl.Int64),
+    "withheld_node_ids": pl.List(pl.Int64),
     "end": pl.String,
     "n_turns": pl.Int64,
     "predicted_sql": pl.String,
@@ -72,6 +73,24 @@ CONVERSATION_FIELDS = (
     "classification_status",
     "classification_call_id",
 )
+
+GOLD_KEY = ("gold_sha256", "db_fingerprint", "digest_version")
+GOLD_SCHEMA = {
+    "gold_sha256": pl.String,
+    "db_fingerprint": pl.String,
+    "digest_version": pl.String,
+    "n_columns": pl.Int64,
+    "row_total": pl.Int64,
+    "bag_digest": pl.String,
+    "ordered_digest": pl.String,
+    "beyond_cap": pl.Boolean,
+}
+
+
+def gold_frame(rows: list[dict]) -> pl.DataFrame:
+    """The ``interaction_gold`` table: one row per gold query and database version (no result rows)."""
+    return pl.DataFrame(rows, schema=GOLD_SCHEMA)
+
 
 SCORE_SCHEMA = {
     "conversation_id": pl.String,
@@ -206,6 +225,11 @@ def results_json(
                 "classification": s.get("classification"),
                 "solved": s.get("solved"),
                 "explained": s.get("explained"),
+                "complete": c["end"] != "user_failed",
             }
         )
+    for doc in docs.values():  # #30 item 5: an export with incomplete conversations says so
+        n_incomplete = sum(not c["complete"] for c in doc["conversations"])
+        doc["provisional"] = n_incomplete > 0
+        doc["incomplete_conversations"] = n_incomplete
     return docs

@@ -9,12 +9,13 @@ For one clarification question:
    history, hidden knowledge (ambiguous questions only) and the numbered gold-SQL fragments
    (:mod:`pipelines.interaction.fragments`). Labels are constrained by group through the output
    schema: answerable questions allow Technical / Irrelevant only (a Relevant answer fails
-   validation and is an abstention).
+   validation: an unreadable answer, so the turn is not produced).
 2. **Vote** — plurality (:func:`resources.llm.votes.decide`); a tie between the top labels is
    **Irrelevant**, even when nobody voted Irrelevant (reference rule). The Technical fragments are
    the union of the node ids chosen by the Technical voters, sorted by id; ids outside the query's
-   fragments are dropped and recorded (``invalid_node_ids``), and at most ``max_fragments`` are
-   kept (the ids chosen by the most Technical voters first, then the lowest ids).
+   fragments are dropped and recorded (``invalid_node_ids``); a fragment holding a value the user
+   withholds (a gold-only literal) is never handed over (``withheld_node_ids``); at most
+   ``max_fragments`` are kept, by the paper's Technical rule (:func:`technical_fragments`).
 3. **Stage 2** — the members whose label matches the winner answer under that label (the paper's
    candidate filter; ``candidate_filter="all"`` is the reference code's choice). When no member
    voted the winner (a tie turned Irrelevant), every member answers.
@@ -25,16 +26,18 @@ For one clarification question:
 
 Every label, answer and judge vote keeps its ``llm_call_id``, status and error.
 
-**Failed calls never become a user turn.** The reference code raises on any council failure, so
-every reference user turn rests on every call it makes. Here a call that failed in transport
-(``call_failed``: timeout, refused connection, HTTP error after the retries) anywhere in the turn —
-a stage-1 label, a stage-2 answer, a tournament judge — means the turn is *not produced*: the
-:class:`UserTurn` is ``failed`` with no label and no answer, and the dialogue ends as
-``user_failed`` (excluded from every dialogue metric, counted as incomplete). The call log caches
-only successful calls, so running the job again retries exactly the calls that failed. An answer
-that arrived but could not be read (``parse_failed``) is an abstention, as before; but when *no*
-stage-1 vote or *no* stage-2 answer is readable the turn is not produced either (no label is
-invented from nothing).
+**Failed calls and unreadable answers never become a user turn.** The reference code raises on
+any council failure, so every reference user turn rests on every call it makes. Here a call that
+failed (``call_failed``: timeout, refused connection, HTTP error after the retries) *or* whose
+answer could not be read after the repair call (``parse_failed``: prose, wrong-schema JSON, a
+label the schema forbids) anywhere in the turn — a stage-1 label, a stage-2 answer, a tournament
+judge — means the turn is *not produced*: the :class:`UserTurn` is ``failed`` with no label and no
+answer, and the dialogue ends as ``user_failed`` (excluded from every dialogue metric, counted as
+incomplete). An unreadable vote is never an abstention: the label is the council's vote
+(:meth:`resources.llm.council.Council.vote`, the rule every council shares), which stands only on
+a majority of the configured members; since the turn also uses every member's node ids and label
+(fragments, candidate filter), a lost vote fails the turn even when the others agree. The call log
+caches only successful calls, so running the job again retries exactly the calls that failed.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 from pipelines.abiss.taxonomy import Group, subcategory
 from pipelines.interaction import prompts
 from pipelines.interaction.fragments import Fragment, extract_fragments, render_fragments
+from pipelines.interaction.leakage import contains_value, gold_only_values
 from resources.llm.votes import decide
 
 REFUSAL = "That's not relevant to my question."
@@ -68,6 +72,7 @@ class UserTurn:
     failed: bool = False  # a call failed (or nothing readable came back): no label, no answer
     error: str | None = None  # why the turn was not produced
     invalid_node_ids: list[int] = field(default_factory=list)  # stage-1 ids outside the query's fragments
+    withheld_node_ids: list[int] = field(default_factory=list)  # chosen ids held back: a withheld value
 
     @property
     def status(self) -> str:
@@ -78,11 +83,13 @@ def _call_fields(r) -> dict:
     return {"status": r.status, "error": r.error, "parsed_ok": r.ok, "llm_call_id": r.call_id}
 
 
-def _transport_failures(records: list[dict], who: str) -> list[str]:
+def _unusable(records: list[dict], who: str) -> list[str]:
+    """Why each call of ``records`` gave nothing usable: a failed call or an answer that could not be
+    read after the repair call (the same thing for a turn: #30 item 1, #34 item 2)."""
     return [
-        f"{who} {rec.get('member') or rec.get('judge')}: {rec['error']}"
+        f"{who} {rec.get('member') or rec.get('judge')}: {rec['error'] or 'unreadable answer'}"
         for rec in records
-        if rec["status"] == "call_failed"
+        if rec["status"] != "ok" or not rec["parsed_ok"]
     ]
 
 
@@ -90,6 +97,21 @@ def _failed(turn: UserTurn, error: str) -> UserTurn:
     turn.failed, turn.error, turn.relevance, turn.answer = True, error, None, None
     turn.winner_member, turn.margin = None, None
     return turn
+
+
+def members_without_usable_answer(conversations: list[dict]) -> dict[str, str]:
+    """Members of the user council none of whose calls in these conversations gave a usable answer
+    (failed or unreadable every time), as ``{member: "k of k calls"}``: named by the run, as a
+    broken validator is (#34 item 2), instead of showing only as incomplete conversations."""
+    calls: dict[str, int] = {}
+    bad: dict[str, int] = {}
+    for c in conversations:
+        for t in c.get("turns") or []:
+            for rec in [*(t.get("label_votes") or []), *(t.get("candidates") or []), *(t.get("tournament") or [])]:
+                m = rec.get("member") or rec.get("judge")
+                calls[m] = calls.get(m, 0) + 1
+                bad[m] = bad.get(m, 0) + int(rec.get("status") != "ok" or not rec.get("parsed_ok"))
+    return {m: f"{bad[m]} of {n} calls" for m, n in sorted(calls.items()) if n and bad[m] == n}
 
 
 def winning_label(labels: list[str | None]) -> str:
@@ -101,16 +123,35 @@ def winning_label(labels: list[str | None]) -> str:
 
 MAX_FRAGMENTS = 4  # default cap on the fragments a Technical answer is grounded on (see docs/interaction.md)
 
+# The paper's Technical label (§5.2): "ordering, limits, grouping, aggregation, which columns or
+# tables". Fragments of those clauses go first under the cap; WHERE conjuncts (filters: what the
+# question asks, not how) come last.
+_TECHNICAL_ORDER = {c: i for i, c in enumerate(("ORDER_BY", "LIMIT", "GROUP_BY", "HAVING", "DISTINCT", "SELECT"))}
+_TECHNICAL_ORDER.update({"FROM": 6, "JOIN": 6, "WHERE": 7})
+
+
+def holds_withheld_value(fragment: Fragment, withheld: list[str]) -> bool:
+    """True when ``fragment`` contains a value the user is meant to hold back: a gold-only literal
+    (:func:`pipelines.interaction.leakage.gold_only_values`: in the gold SQL, not in the question or
+    evidence), e.g. ``T2.race = 'Android'`` for "superheroes that have the same race as I do"."""
+    return any(contains_value(fragment.sql.lower(), v) for v in withheld)
+
 
 def technical_fragments(
-    votes: list[dict], fragments: list[Fragment], max_fragments: int | None = MAX_FRAGMENTS
-) -> tuple[list[Fragment], list[int]]:
-    """Union of the Technical voters' node ids → fragments sorted by id, plus the invalid ids dropped.
+    votes: list[dict],
+    fragments: list[Fragment],
+    max_fragments: int | None = MAX_FRAGMENTS,
+    withheld: list[str] | tuple = (),
+) -> tuple[list[Fragment], list[int], list[int]]:
+    """The fragments a Technical answer may use, sorted by id; the invalid ids dropped; the ids held back.
 
-    Ids outside the query's fragments (a hallucinated ``[1..20]`` for a 6-node query) are dropped
-    and returned; at most ``max_fragments`` fragments are kept (None = no cap): those chosen by the
-    most Technical voters, ties to the lowest id — so a voter that lists every node cannot hand the
-    answer prompt the whole query (including the WHERE value the user is meant to hold back)."""
+    Candidates are the union of the Technical voters' node ids (the reference rule). Ids outside the
+    query's fragments (a hallucinated ``[1..20]`` for a 6-node query) are dropped and returned. A
+    fragment holding a withheld value (:func:`holds_withheld_value`) is never handed over, whoever
+    chose it (#30 item 3: the cap alone kept the lowest ids and let WHERE values through). Of the
+    rest, at most ``max_fragments`` are kept (None = no cap), chosen by the paper's rule, not id
+    order: the clauses the Technical label is about first (ordering, limits, grouping, aggregation,
+    columns, tables; filters last), then the ids chosen by the most Technical voters, then id."""
     by_id = {f.id: f for f in fragments}
     chosen: dict[int, int] = {}
     invalid: list[int] = []
@@ -122,10 +163,14 @@ def technical_fragments(
                 chosen[i] = chosen.get(i, 0) + 1
             else:
                 invalid.append(i)
-    keep = sorted(chosen, key=lambda i: (-chosen[i], i))
+    held = sorted(i for i in chosen if holds_withheld_value(by_id[i], list(withheld)))
+    keep = sorted(
+        (i for i in chosen if i not in held),
+        key=lambda i: (_TECHNICAL_ORDER.get(by_id[i].clause, 7), -chosen[i], i),
+    )
     if max_fragments is not None:
         keep = keep[:max_fragments]
-    return [by_id[i] for i in sorted(keep)], invalid
+    return [by_id[i] for i in sorted(keep)], invalid, held
 
 
 def tournament(n: int, judge_votes) -> tuple[int, list[int]]:
@@ -172,14 +217,24 @@ class SimulatedUser:
         fragments = extract_fragments(q.get("sql"))
         schema = prompts.UserClassifySolvable if sub.group is Group.AMBIGUOUS else prompts.UserClassifyAnswerable
         msgs = prompts.user_classify_messages(schema_context, q, turns, clarification, render_fragments(fragments))
-        results = self.council.ask_all(msgs, schema, tag=dict(stage="interaction_user_label", **tag))
+        # The council's one vote rule (every member asked: the turn uses every label and node list).
+        outcome = self.council.vote(
+            msgs,
+            schema,
+            extract=lambda p: p.relevancy,
+            rule="plurality",
+            tag=dict(stage="interaction_user_label", **tag),
+            short_circuit=False,
+        )
+        by_member = {v.member: (v, r) for v, r in zip(outcome.votes, outcome.results)}
         votes = []
-        for member, r in zip(self.council.member_names, results):
+        for member in self.council.member_names:
+            v, r = by_member[member]
             votes.append(
                 {
                     "member": member,
-                    "label": r.parsed.relevancy if r.ok else None,
-                    "node_ids": list(r.parsed.node_ids) if r.ok else [],
+                    "label": v.vote,
+                    "node_ids": list(r.parsed.node_ids) if v.vote is not None else [],
                     **_call_fields(r),
                 }
             )
@@ -188,14 +243,16 @@ class SimulatedUser:
         turn = UserTurn(
             None, None, label_votes=votes, unanimous=bool(valid) and len(set(valid)) == 1 and len(valid) == len(labels)
         )
-        failures = _transport_failures(votes, "label vote")
-        if failures:
-            return _failed(turn, "; ".join(failures))
-        if not valid:
-            return _failed(turn, f"no readable label from any of the {len(votes)} members")
+        # An unreadable answer is a failed call, never an abstention (#30 item 1): the Technical
+        # fragments and the answering members come from every member's vote, so a turn with a lost
+        # vote is not produced even when the others agree; a rerun re-asks only what failed.
+        failures = _unusable(votes, "label vote")
+        if failures or not outcome.decided:
+            return _failed(turn, "; ".join(failures) or "no majority of the configured members")
         label = winning_label(labels)
-        chosen, invalid = technical_fragments(votes, fragments, self.max_fragments)
-        turn.invalid_node_ids = invalid
+        withheld = gold_only_values(q.get("sql"), q.get("question"), q.get("evidence"))
+        chosen, invalid, held = technical_fragments(votes, fragments, self.max_fragments, withheld)
+        turn.invalid_node_ids, turn.withheld_node_ids = invalid, held
         if invalid and self.log is not None:
             self.log.warning(
                 f"conversation {conversation_id} step {step}: stage-1 node ids {sorted(set(invalid))} "
@@ -216,7 +273,7 @@ class SimulatedUser:
         ]
         turn.candidates = candidates
         usable = [c for c in candidates if c["answer"]]
-        failures = _transport_failures(candidates, "answer")
+        failures = _unusable(candidates, "answer")
         if failures:
             return _failed(turn, "; ".join(failures))
         if not usable:
@@ -249,7 +306,7 @@ class SimulatedUser:
                     }
                 )
         turn.tournament = records
-        failures = _transport_failures(records, "judge")
+        failures = _unusable(records, "judge")
         if failures:
             return _failed(turn, "; ".join(failures))
         best, tallies = tournament(len(usable), judge_votes)

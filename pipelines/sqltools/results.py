@@ -39,81 +39,17 @@ inside a subquery does not count).
 from __future__ import annotations
 
 from collections import Counter
-from decimal import Decimal
 from typing import Any, Literal
 
 import sqlglot
 from sqlglot import exp
 
-SIGNIFICANT_DIGITS = 7  # the cascade's and AmbiTab's float tolerance: ~1e-6 relative
+from resources.sql.values import NAN, SIGNIFICANT_DIGITS, digest_rows, normalize_value  # noqa: F401 - re-exported
+
 AISQL_DECIMALS = 6  # the AI-SQL diffs' float tolerance: 1e-6 absolute
 
 Mode = Literal["set", "bag", "ordered"]
 MODES: tuple[str, ...] = ("set", "bag", "ordered")
-
-
-class _NaN:
-    """One hashable NaN so that NaN matches NaN in sets and multisets (float('nan') != itself)."""
-
-    def __repr__(self) -> str:
-        return "NaN"
-
-
-NAN = _NaN()
-
-
-def _float(x: float, significant_digits: int | None) -> Any:
-    if x != x:
-        return NAN
-    if x in (float("inf"), float("-inf")):
-        return x
-    if x.is_integer():
-        return int(x)  # 1.0 -> 1 so that it hashes and compares like the integer
-    if significant_digits is None:
-        return x
-    rounded = float(f"{x:.{significant_digits}g}")
-    return int(rounded) if rounded.is_integer() else rounded
-
-
-def normalize_value(
-    value: Any, *, significant_digits: int | None = SIGNIFICANT_DIGITS, decimals: int | None = None
-) -> Any:
-    """A hashable value that compares as the module docstring says (tolerances explicit)."""
-    if value is None or type(value) in (str, int, bytes):  # fast path: most cells
-        return value
-    if isinstance(value, (str, bytes)):
-        return value
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if decimals is not None:
-            value = round(value, decimals)
-        return _float(value, significant_digits)
-    if isinstance(value, Decimal):
-        if value.is_finite() and value == value.to_integral_value():
-            return int(value)
-        return _float(float(value), significant_digits)
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    if isinstance(value, (list, tuple)):  # DuckDB LIST / ARRAY values
-        return tuple(normalize_value(v, significant_digits=significant_digits, decimals=decimals) for v in value)
-    if isinstance(value, dict):  # DuckDB STRUCT / MAP values
-        return tuple(
-            sorted(
-                (
-                    (str(k), normalize_value(v, significant_digits=significant_digits, decimals=decimals))
-                    for k, v in value.items()
-                ),
-                key=repr,
-            )
-        )
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value  # dates, times, UUIDs: already comparable and hashable
 
 
 def canonical_value(value: Any) -> Any:
@@ -188,3 +124,44 @@ def has_top_level_order_by(sql: str, dialect: str = "sqlite") -> bool:
     except Exception:  # noqa: BLE001 - unparseable: treat as unordered
         return False
     return tree_has_top_level_order_by(tree)
+
+
+def _size_and_digest(result: Any) -> tuple[int | None, int, str | None, str | None]:
+    """(rows, columns, bag digest, ordered digest) of a QueryResult or of a cap-exceeding failure
+    read with a digest; rows None when neither."""
+    if getattr(result, "ok", False):
+        d = digest_rows(result.rows)
+        return result.row_count, len(result.columns), d.bag, d.ordered
+    if getattr(result, "digested", False):
+        return result.row_total, len(result.columns or []), result.bag_digest, result.ordered_digest
+    return None, 0, None, None
+
+
+def large_results_match(gold: Any, pred: Any, *, ordered: bool = False) -> tuple[bool | None, str]:
+    """Compare two results when at least one is past the executor's cap, as bags (or sequences when
+    ``ordered``) of rows, without holding them: by row count, then by the digest the executor
+    folded the whole result into (``execute_sql(..., digest_beyond_cap=True)``, same value
+    normalisation as :func:`normalize_value`). Returns (True / False / None = cannot decide, reason).
+
+    Beyond the cap only results with the same columns in the same order are compared: the column
+    mapping of Appendix A's relaxed equivalence needs the rows, so different digests are undecided,
+    never "wrong"."""
+    g_rows, g_cols, g_bag, g_seq = _size_and_digest(gold)
+    p_rows, p_cols, p_bag, p_seq = _size_and_digest(pred)
+    if g_rows is None or p_rows is None:
+        return None, "cannot decide: a result beyond the cap was not digested"
+    if g_rows != p_rows:
+        return False, f"row count differs: gold {g_rows}, pred {p_rows} (beyond the cap, counted)"
+    if g_cols != p_cols:
+        return None, (
+            f"cannot decide: {g_rows} rows beyond the cap, gold has {g_cols} column(s), pred {p_cols}; "
+            "a column mapping cannot be searched without the rows"
+        )
+    if g_bag == p_bag:
+        if ordered and g_seq != p_seq:
+            return False, f"same {g_rows} rows in a different order (compared by digest beyond the cap)"
+        return True, f"same {g_rows} rows (compared by digest beyond the cap)"
+    return None, (
+        f"cannot decide: {g_rows} rows beyond the cap differ with the columns in this order; "
+        "a column mapping cannot be searched without the rows"
+    )

@@ -19,7 +19,11 @@ Usage (plain code; every method has an ``a``-prefixed async twin)::
 - ``vote`` asks members lazily in waves: each wave is the smallest number of further members whose
   answers could decide the outcome (``resources.llm.votes.min_more_votes``), so with 3 members and strict
   majority two agreeing votes decide and the third member is never asked. ``calls_saved`` counts the
-  members not asked. Unparseable answers (or ``extract`` returning ``None``) are abstentions.
+  members not asked. A failed call, an unreadable answer (after the repair call) or ``extract``
+  returning ``None`` is *no vote* (``outcome.lost``), never an abstention: the outcome is
+  ``decided`` only when the votes cast fix it whatever the lost members would have said (a majority
+  of the configured members); otherwise ``decision`` is None and the caller must treat the item as
+  not produced, like a failed call.
 - Sync methods run on one background event loop thread (``runtime.run_sync``), so they work from
   plain code, from threads, and even from inside a running event loop.
 - Every call carries the caller's ``tag`` (``stage``, ``candidate_id``, anything else) into the log.
@@ -39,7 +43,7 @@ from pydantic import BaseModel
 from resources.llm.client import CallResult, call_structured, request_key
 from resources.llm.config import CouncilConfig, Member
 from resources.llm.runtime import limiter, run_sync
-from resources.llm.votes import decide, min_more_votes
+from resources.llm.votes import decide, is_decided, min_more_votes
 from resources.progress import record_call
 from storage.llm_log import CallLogRules
 
@@ -48,9 +52,9 @@ T = TypeVar("T", bound=BaseModel)
 
 class MemberVote(NamedTuple):
     member: str
-    vote: Hashable | None  # None = abstained (unparseable / no vote)
+    vote: Hashable | None  # None = no vote: the call failed or the answer was unreadable (lost)
     call_id: str
-    parsed_ok: bool
+    parsed_ok: bool  # True only when a vote was read
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,10 @@ class VoteOutcome:
     calls_saved: int
     rule: str
     counts: dict = field(default_factory=dict)
-    abstentions: int = 0
+    abstentions: int = 0  # votes not cast (= len(lost)); kept for old readers
     results: list[CallResult] = field(default_factory=list)
+    decided: bool = True  # False: the lost votes could change the outcome; decision is None
+    lost: list[str] = field(default_factory=list)  # members whose call failed or answer was unreadable
 
 
 _in_flight: dict[tuple, "asyncio.Future"] = {}
@@ -83,6 +89,17 @@ def _as_yes_no(v: Any) -> bool | None:
         if s in ("no", "false", "n", "0", "fail", "reject"):
             return False
     return None
+
+
+def _read_vote(r: CallResult, extract: Callable, yes_no: bool) -> Hashable | None:
+    """The member's vote, or None when it cast none (failed call, unreadable answer, no vote in it)."""
+    if not r.ok:
+        return None
+    try:
+        v = extract(r.parsed)
+    except Exception:  # noqa: BLE001 - a vote we cannot read is no vote
+        return None
+    return _as_yes_no(v) if yes_no else v
 
 
 class Council:
@@ -192,44 +209,57 @@ class Council:
         abstain_as_no: bool = False,
         tie: str | Sequence[Hashable] = "reject",
         overrides: dict | None = None,
+        short_circuit: bool = True,
     ) -> VoteOutcome:
+        """The one vote loop. A member whose call failed, whose answer could not be read (after the
+        client's repair call) or held no vote (``extract`` raised or gave ``None``) cast *no* vote:
+        it is ``lost``, never an abstention. The outcome is ``decided`` only when the votes cast fix
+        it whatever the lost (and unasked) members would have said — with three members, two
+        agreeing votes; otherwise ``decision`` is None and the caller treats the item like a failed
+        call (not produced; a rerun re-asks only the failed calls, the log caches only ``ok``).
+        ``short_circuit=False`` asks every member in one wave (callers that use every answer)."""
         yes_no = rule in ("strict_majority", "unanimous")
         n = len(self.members)
+        kw = dict(abstain_as_no=abstain_as_no, tie=tie)
         votes: list = []
         cast: list[MemberVote] = []
         results: list[CallResult] = []
+        lost: list[str] = []
         asked = 0
         while asked < n:
-            k = min_more_votes(votes, n - asked, rule, abstain_as_no=abstain_as_no, tie=tie)
+            unknown = n - asked + len(lost)
+            k = min_more_votes(votes, unknown, rule, **kw) if short_circuit else n - asked
             if k == 0:
                 break  # decided: the remaining members cannot change the outcome
+            if k > n - asked:
+                break  # undecidable now: only the lost members could decide (a rerun re-asks them)
             wave = self.members[asked : asked + k]
             wave_results = await asyncio.gather(
                 *(self.aask(m.name, messages, output_model, tag, overrides=overrides) for m in wave)
             )
             for m, r in zip(wave, wave_results):
-                v = None
-                if r.ok:
-                    try:
-                        v = extract(r.parsed)
-                    except Exception:  # noqa: BLE001 - a vote we cannot read is an abstention
-                        v = None
-                    if yes_no:
-                        v = _as_yes_no(v)
-                votes.append(v)
-                cast.append(MemberVote(m.name, v, r.call_id, r.ok))
+                v = _read_vote(r, extract, yes_no)
+                if v is None:
+                    lost.append(m.name)
+                else:
+                    votes.append(v)
+                cast.append(MemberVote(m.name, v, r.call_id, r.ok and v is not None))
                 results.append(r)
             asked += k
-        tally = decide(votes + [None] * (n - asked), rule, abstain_as_no=abstain_as_no, tie=tie)
+        unknown = n - asked + len(lost)
+        decided = is_decided(votes, unknown, rule, **kw)
+        tally = decide(votes + [None] * unknown, rule, **kw)
         return VoteOutcome(
-            decision=tally.decision,
+            decision=tally.decision if decided else None,
             votes=cast,
             calls_made=asked,
             calls_saved=n - asked,
             rule=rule,
             counts=tally.counts,
-            abstentions=sum(1 for v in votes if v is None),
+            abstentions=len(lost),
             results=results,
+            decided=decided,
+            lost=lost,
         )
 
     async def avote_many(

@@ -249,14 +249,20 @@ def classify_text(error: str | None, status: str | None = None) -> FailureClass:
 
 @dataclass
 class FailureTally:
-    """Counts a step's call outcomes by failure class, keeping one example line per class."""
+    """Counts a step's call outcomes by failure class, keeping one example line per class, and per
+    member (so a step can name the member whose every answer failed or was unreadable)."""
 
     calls: int = 0
     counts: Counter = field(default_factory=Counter)
     examples: dict = field(default_factory=dict)
+    member_calls: Counter = field(default_factory=Counter)
+    member_failed: Counter = field(default_factory=Counter)  # failed calls and unreadable answers
 
     def add(self, result) -> None:
         self.calls += 1
+        member = getattr(result, "member", None)
+        if member:
+            self.member_calls[member] += 1
         if result.ok:
             return
         kind = (
@@ -265,6 +271,8 @@ class FailureTally:
             else classify_text(result.error, result.status)
         )
         self.counts[kind] += 1
+        if member:
+            self.member_failed[member] += 1
         self.examples.setdefault(kind, result.error or LABELS[kind])
 
     @property
@@ -275,29 +283,54 @@ class FailureTally:
     def unparseable(self) -> int:
         return self.counts.get(FailureClass.UNPARSEABLE, 0)
 
-    def message(self, step: str, *, transport: bool = True) -> str:
-        """``<step>: F of N calls failed — <class>: <example>. <remedy>`` (the main class first)."""
-        kinds = [k for k, _ in self.counts.most_common() if (k is not FailureClass.UNPARSEABLE) == transport]
+    def broken_members(self) -> list[str]:
+        """Members none of whose calls in this step gave a readable answer."""
+        return [m for m, n in self.member_calls.items() if n and self.member_failed[m] == n]
+
+    def _members_note(self) -> str:
+        broken = self.broken_members()
+        if not broken:
+            return ""
+        parts = ", ".join(f"{m} ({self.member_failed[m]} of {self.member_calls[m]})" for m in broken)
+        return f" Member{'s' if len(broken) > 1 else ''} with no usable answer: {parts}."
+
+    def message(self, step: str, *, transport: bool = True, unreadable: bool = False) -> str:
+        """``<step>: F of N calls failed — <class>: <example>. <remedy>`` (the main class first).
+        ``unreadable``: unreadable answers count as failed calls (a council vote)."""
+        kinds = [
+            k for k, _ in self.counts.most_common() if unreadable or (k is not FailureClass.UNPARSEABLE) == transport
+        ]
         if not kinds:
             return f"{step}: no failures"
         main = kinds[0]
         n = sum(self.counts[k] for k in kinds)
-        what = "calls failed" if transport else "answers were unparseable"
+        what = (
+            "calls failed or gave unreadable answers"
+            if unreadable
+            else "calls failed"
+            if transport
+            else "answers were unparseable"
+        )
         others = "; ".join(f"{self.counts[k]} {LABELS[k]}" for k in kinds[1:])
         return (
             f"{step}: {n} of {self.calls} LLM {what} — {self.examples[main]}"
             + (f" (also: {others})" if others else "")
-            + f". What to do: {REMEDIES[main]}."
+            + f".{self._members_note()} What to do: {REMEDIES[main]}."
         )
 
-    def check(self, step: str, max_failed_share: float, max_unparseable_share: float) -> None:
+    def check(
+        self, step: str, max_failed_share: float, max_unparseable_share: float, *, unreadable_fails: bool = False
+    ) -> None:
         """Raise :class:`ProviderUnavailable` (classified message and remedy) when more than
         ``max_failed_share`` of the calls failed, or more than ``max_unparseable_share`` of them were
-        unparseable (only from :data:`MIN_CALLS_FOR_SHARE` calls on)."""
-        if self.calls and self.transport_failures / self.calls > max_failed_share:
+        unparseable (only from :data:`MIN_CALLS_FOR_SHARE` calls on). ``unreadable_fails`` (council
+        votes): an unreadable answer is a failed call, counted against ``max_failed_share``; and a
+        member none of whose answers could be used fails the step whatever the shares."""
+        failed = self.transport_failures + (self.unparseable if unreadable_fails else 0)
+        if self.calls and (failed / self.calls > max_failed_share or (unreadable_fails and self.broken_members())):
             raise ProviderUnavailable(
-                self.message(step)
-                + _share_note(self.transport_failures, self.calls, max_failed_share, "max_failed_call_share")
+                self.message(step, unreadable=unreadable_fails)
+                + _share_note(failed, self.calls, max_failed_share, "max_failed_call_share")
             )
         if self.calls >= MIN_CALLS_FOR_SHARE and self.unparseable / self.calls > max_unparseable_share:
             raise ProviderUnavailable(

@@ -1,9 +1,11 @@
 """Pure vote rules for LLM councils (no I/O, no LLM imports).
 
-A *vote* is a label (``True``/``False`` for yes/no questions, or any hashable label) or ``None`` for
-an abstention (the member's reply could not be parsed or did not contain a vote). Abstentions are
-counted separately; whether they count as "No" is the caller's choice (``abstain_as_no``), because
-the papers do so only in some stages.
+A *vote* is a label (``True``/``False`` for yes/no questions, or any hashable label) or ``None``
+for an unknown vote. The council (:meth:`resources.llm.council.Council.avote`) never casts ``None``
+for a member whose call failed or whose answer could not be read: such a member is *lost* and
+counted among the ``n_remaining`` unknowns of :func:`is_decided`, so a decision stands only when it
+holds whatever the lost members would have said. ``abstain_as_no`` is kept for callers tallying
+their own ``None`` votes.
 
 Rules
 -----

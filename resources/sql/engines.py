@@ -4,6 +4,7 @@ the guarantees). The sandbox worker runs queries through :func:`execute_in_proce
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sqlite3
@@ -27,18 +28,27 @@ from resources.sql.results import (
     engine_of,
     value_bytes,
 )
+from resources.sql.values import digest_rows
 
 
-def execute_in_process(path: str, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
+def execute_in_process(
+    path: str, sql: str, timeout_s: float, max_rows: int, max_bytes: int, digest: bool = False
+) -> Outcome:
     """Run in this process (the sandbox worker calls this; its memory is capped by RLIMIT_AS)."""
     path = Path(path)
     if engine_of(path) == "duckdb":
-        return _execute_duckdb(path, sql, timeout_s, max_rows, max_bytes)
-    return _execute_sqlite(path, sql, timeout_s, max_rows, max_bytes)
+        return _execute_duckdb(path, sql, timeout_s, max_rows, max_bytes, digest)
+    return _execute_sqlite(path, sql, timeout_s, max_rows, max_bytes, digest)
 
 
-def _fetch_bounded(cur, max_rows: int, max_bytes: int, start: float, chunk: int) -> Outcome | list[tuple]:
-    """Fetch at most ``max_rows`` rows and ``max_bytes`` bytes; a typed failure past either."""
+def _fetch_bounded(
+    cur, max_rows: int, max_bytes: int, start: float, chunk: int, digest: bool = False
+) -> Outcome | list[tuple]:
+    """Fetch at most ``max_rows`` rows and ``max_bytes`` bytes; a typed failure past either.
+
+    ``digest``: past a cap, keep reading (under the same deadline) but hold no row: every row is
+    folded into a :class:`~resources.sql.values.ResultDigest`, and the failure carries the row
+    count and the digests, so two large results can still be compared as bags (#30 item 4)."""
     rows: list[tuple] = []
     size = 0
     while True:
@@ -47,11 +57,38 @@ def _fetch_bounded(cur, max_rows: int, max_bytes: int, start: float, chunk: int)
             return rows
         for r in batch:
             size += sum(value_bytes(v) for v in r)
-            if size > max_bytes:
-                return QueryFailure(FailureKind.TOO_LARGE, f"result larger than {max_bytes >> 20} MB", _ms(start))
             rows.append(tuple(r))
-            if len(rows) > max_rows:
-                return QueryFailure(FailureKind.TOO_MANY_ROWS, f"more than {max_rows} rows", _ms(start))
+            if size > max_bytes:
+                failure = QueryFailure(FailureKind.TOO_LARGE, f"result larger than {max_bytes >> 20} MB", _ms(start))
+            elif len(rows) > max_rows:
+                failure = QueryFailure(FailureKind.TOO_MANY_ROWS, f"more than {max_rows} rows", _ms(start))
+            else:
+                continue
+            if not digest:
+                return failure
+            return _digest_rest(cur, rows, failure, start, chunk)
+
+
+def _digest_rest(cur, held: list[tuple], failure: QueryFailure, start: float, chunk: int) -> QueryFailure:
+    folded = digest_rows(held)
+    held.clear()  # from here on no row is kept
+    try:
+        while batch := cur.fetchmany(max(chunk, 256)):
+            for r in batch:
+                folded.add(r)
+    except Exception as exc:  # noqa: BLE001 - the deadline (or a bound) stopped the digest: no digest
+        # Never a timeout of the query itself: it did answer, past the cap; the caller cannot compare.
+        why = f"{failure.message}; digest stopped after {folded.rows} rows ({type(exc).__name__})"
+        return dataclasses.replace(failure, message=why, elapsed_ms=_ms(start))
+    columns = [d[0] for d in cur.description or []]
+    return dataclasses.replace(
+        failure,
+        elapsed_ms=_ms(start),
+        columns=columns,
+        row_total=folded.rows,
+        bag_digest=folded.bag,
+        ordered_digest=folded.ordered,
+    )
 
 
 # ----------------------------------------------------------------------------------- SQLite
@@ -150,7 +187,9 @@ class _Watchdog:
         self._timer.cancel()
 
 
-def _execute_sqlite(path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
+def _execute_sqlite(
+    path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int, digest: bool = False
+) -> Outcome:
     start = time.perf_counter()
     try:
         con = open_sqlite_readonly(path)
@@ -175,7 +214,7 @@ def _execute_sqlite(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
         if cur.description is None:
             return QueryFailure(FailureKind.FORBIDDEN, "statement returns no rows (not a query)")
         columns = [d[0] for d in cur.description]
-        rows = _fetch_bounded(cur, max_rows, max_bytes, start, chunk=1)  # one row at a time: a row can be 16 MB
+        rows = _fetch_bounded(cur, max_rows, max_bytes, start, 1, digest)  # one row at a time: a row can be 16 MB
         if isinstance(rows, QueryFailure):
             return rows
         return QueryResult(columns, rows, _ms(start))
@@ -222,7 +261,9 @@ def open_duckdb_readonly(path: Path, *, threads: int | None = None):
     return duckdb.connect(str(path), read_only=True, config=config)
 
 
-def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int) -> Outcome:
+def _execute_duckdb(
+    path: Path, sql: str, timeout_s: float, max_rows: int, max_bytes: int, digest: bool = False
+) -> Outcome:
     import duckdb  # lazy: the SQL worker loads it only after its stdout is redirected
 
     start = time.perf_counter()
@@ -231,7 +272,7 @@ def _execute_duckdb(path: Path, sql: str, timeout_s: float, max_rows: int, max_b
     except duckdb.Error as exc:
         return QueryFailure(FailureKind.RUNTIME, f"cannot open database: {exc}")
     try:
-        return run_duckdb_statement(con, sql, timeout_s, max_rows, max_bytes, start)
+        return run_duckdb_statement(con, sql, timeout_s, max_rows, max_bytes, start, digest)
     finally:
         con.close()
 
@@ -310,7 +351,7 @@ def _reraise_udf_interrupt() -> None:
 
 
 def run_duckdb_statement(
-    con, sql: str, timeout_s: float, max_rows: int, max_bytes: int, start: float | None = None
+    con, sql: str, timeout_s: float, max_rows: int, max_bytes: int, start: float | None = None, digest: bool = False
 ) -> Outcome:
     """One untrusted statement on an open locked read-only connection (see open_duckdb_readonly):
     exactly one SELECT, the watchdog deadline, the row and byte caps, typed failures."""
@@ -340,7 +381,7 @@ def run_duckdb_statement(
         watchdog.start()
         cur = con.execute(sql)
         columns = [d[0] for d in cur.description or []]
-        rows = _fetch_bounded(cur, max_rows, max_bytes, start, chunk=64)
+        rows = _fetch_bounded(cur, max_rows, max_bytes, start, 64, digest)
         if isinstance(rows, QueryFailure):
             return rows
         return QueryResult(columns, rows, _ms(start))

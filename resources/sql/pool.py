@@ -32,8 +32,13 @@ def execute_sql(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_rows: int = DEFAULT_MAX_ROWS,
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    digest_beyond_cap: bool = False,
 ) -> Outcome:
     """Run one untrusted read-only statement; return rows or a typed failure.
+
+    ``digest_beyond_cap``: a result past the row or byte cap is still read to its end (within the
+    deadline), folded into a digest without holding its rows; the ``too_many_rows`` / ``too_large``
+    failure then carries ``row_total`` and the bag and ordered digests (#30 item 4).
 
     Raises ``ValueError`` only for a non-finite or non-positive ``timeout_s`` (a caller's error)."""
     timeout_s = check_timeout(timeout_s)
@@ -45,8 +50,8 @@ def execute_sql(
     if not path.is_file():
         return QueryFailure(FailureKind.RUNTIME, f"database not found: {path}")
     if os.environ.get("QUANDARY_SQL_WORKER") == "1" or os.environ.get("QUANDARY_SQL_IN_PROCESS") == "1":
-        return execute_in_process(str(path), sql, timeout_s, max_rows, max_bytes)
-    return _POOL.run((str(path), sql, timeout_s, max_rows, max_bytes), timeout_s)
+        return execute_in_process(str(path), sql, timeout_s, max_rows, max_bytes, digest_beyond_cap)
+    return _POOL.run((str(path), sql, timeout_s, max_rows, max_bytes, digest_beyond_cap), timeout_s)
 
 
 # Grace past the budget before a silent worker is killed; keeps every query within 1.5x.

@@ -3,7 +3,8 @@
 The parent first reads one ready message ``{"ready": True, "limit": bytes}``; then each request gets
 one answer, a pickled ``QueryResult`` / ``QueryFailure``:
 
-* ``(path, sql, timeout_s, max_rows, max_bytes)``: one query on a fresh connection (the pool);
+* ``(path, sql, timeout_s, max_rows, max_bytes, digest_beyond_cap)``: one query on a fresh
+  connection (the pool);
 * ``{"session": (path, threads, udfs), "sql", "timeout_s", "max_rows", "max_bytes"}``: one query on
   the worker's session connection with forwarding UDFs (:class:`resources.sql.session.SandboxSession`).
   While it runs, the worker may send any number of ``{"callback": udf_name, "args": [column, ...]}``;

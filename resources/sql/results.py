@@ -66,6 +66,16 @@ class QueryFailure:
     message: str
     elapsed_ms: float = 0.0
     ok: bool = field(default=False, init=False)
+    # Set only for a result past the row/byte cap read with ``digest_beyond_cap``: the whole result,
+    # folded without being held (:class:`resources.sql.values.ResultDigest`).
+    columns: list[str] | None = None
+    row_total: int | None = None
+    bag_digest: str | None = None
+    ordered_digest: str | None = None
+
+    @property
+    def digested(self) -> bool:
+        return self.bag_digest is not None
 
     def one_line(self) -> str:
         return f"{self.kind.value}: {' '.join(self.message.split())}"

@@ -166,9 +166,6 @@ def _yes_no_handler(stage_no, row, table):
         (("no", "yes", "no"), False, 3, ["no", "yes", "no"]),  # 1-2 rejects
         (("yes", "yes", "yes"), True, 2, ["yes", "yes"]),  # decided after two: c never asked
         (("no", "no", "yes"), False, 2, ["no", "no"]),
-        (("yes", None, "no"), False, 3, ["yes", "abstain", "no"]),  # an abstention is not a yes
-        (("yes", None, "yes"), True, 3, ["yes", "abstain", "yes"]),
-        ((None, None, "yes"), False, 2, ["abstain", "abstain"]),  # two abstentions already decide
     ],
 )
 def test_yes_no_stages_strict_majority(stage_no, votes, passed, asked, expected_votes, scripted, make_ctx):
@@ -181,7 +178,7 @@ def test_yes_no_stages_strict_majority(stage_no, votes, passed, asked, expected_
     assert d["applies"] and d["passed"] is passed
     assert script.count(kind) == asked  # short-circuit: requests to the provider for this stage
     assert [v["vote"] for v in d["votes"]] == expected_votes
-    assert [v["parsed_ok"] for v in d["votes"]] == [v != "abstain" for v in expected_votes]
+    assert all(v["parsed_ok"] for v in d["votes"])
     assert all(v["llm_call_id"] for v in d["votes"])
     assert d["calls_saved"] == 3 - asked and ctx.stats["calls_saved"] == 3 - asked
     assert d["n_votes"] == asked
@@ -189,8 +186,48 @@ def test_yes_no_stages_strict_majority(stage_no, votes, passed, asked, expected_
 
 @pytest.mark.parametrize("stage_no", [3, 4, 8, 10])
 @pytest.mark.parametrize(
-    "votes, passed", [(("yes", "no"), False), (("no", "yes"), False), (("yes", None), False), (("yes", "yes"), True)]
+    "votes, passed, expected_votes, reason",
+    [
+        (("yes", None, "no"), False, ["yes", "failed", "no"], "undecided"),  # was a tie that rejected
+        (("yes", None, "yes"), True, ["yes", "failed", "yes"], "2 yes / 0 no / 1 failed"),  # 2 of 3 decide
+        (("no", None, "yes"), False, ["no", "failed", "yes"], "undecided"),  # the same for a no
+    ],
 )
+def test_unreadable_vote_is_a_failed_call_never_an_abstention(
+    stage_no, votes, passed, expected_votes, reason, scripted, make_ctx
+):
+    """#34 item 2: an unreadable answer (after the repair call) casts no vote. By default the stage
+    fails like an HTTP error; tolerated, the row is decided only by a majority of the configured
+    members, else rejected as undecided (said in the reason)."""
+    row = _row_for(stage_no)
+    kind = STAGE_KIND[stage_no]
+    scripted.responder = Script(**{kind: _yes_no_handler(stage_no, row, dict(zip("abc", votes)))})
+    with pytest.raises(ProviderUnavailable, match="unreadable"):
+        run_stage(stage_no, [row], make_ctx())
+    # tolerated: b answers another row readably (a member with no usable answer at all fails anyway)
+    other = {**row, "candidate_id": "other", "question": row["question"].rstrip(".?") + " again?"}
+    bad = _yes_no_handler(stage_no, row, dict(zip("abc", votes)))
+    good = _yes_no_handler(stage_no, other, {"a": "yes", "b": "yes", "c": "yes"})
+    scripted.responder = Script(**{kind: lambda m, t: good(m, t) if other["question"] in t else bad(m, t)})
+    d = by_id(run_stage(stage_no, [row, other], make_ctx(max_failed_call_share=1.0)))[row["candidate_id"]]
+    assert d["passed"] is passed and reason in d["reason"]
+    assert [v["vote"] for v in d["votes"]] == expected_votes
+
+
+def test_a_member_answering_garbage_fails_the_step_naming_it(scripted, make_ctx):
+    """#34 item 2: validators [alpha, beta], beta answers prose or wrong-schema JSON to every call.
+    Was: every row rejected, "0 validated", exit 0. Now the stage fails and names beta."""
+    for garbage in ("I would say yes.", '{"answer": "yes"}'):
+        scripted.responder = Script(conformance=lambda m, t, g=garbage: {"verdict": "yes"} if m == "alpha" else g)
+        rows = [ans_row(f"c{i}") for i in range(4)]
+        for i, r in enumerate(rows):
+            r["question"] = f"List the titles of the courses worth {3 * (i + 1)} credits ({garbage[:3]})."
+        with pytest.raises(ProviderUnavailable, match=r"no usable answer: beta \(4 of 4\)"):
+            run_stage(3, rows, make_ctx(council(["alpha", "beta"]), max_failed_call_share=0.9))
+
+
+@pytest.mark.parametrize("stage_no", [3, 4, 8, 10])
+@pytest.mark.parametrize("votes, passed", [(("yes", "no"), False), (("no", "yes"), False), (("yes", "yes"), True)])
 def test_yes_no_stages_tie_rejects_with_two_members(stage_no, votes, passed, scripted, make_ctx):
     row = _row_for(stage_no)
     scripted.responder = Script(**{STAGE_KIND[stage_no]: _yes_no_handler(stage_no, row, dict(zip("ab", votes)))})
@@ -223,20 +260,28 @@ def test_ground_truth_prompt_shows_result_rows_and_hidden_knowledge(scripted, ma
 )
 def test_group_applicability(stage_no, applicable, scripted, make_ctx):
     """Non-applicable survivors pass through untouched; no LLM call is made for them."""
-    scripted.responder = Script()  # every reply unparseable: applicable council stages reject
+    scripted.responder = Script()  # every reply unreadable: the stage fails, naming every member (#34 item 2)
     rows = [ans_row("ans"), evid_row("evid"), *amb_pair(), una_row("una")]
     asked_about = lambda: {q for _, _, q in scripted.responder.seen if q}  # noqa: E731
-    # all-garbage answers would fail the stage loudly (#13 item 5); this test is about applicability
-    d = run_stage(stage_no, rows, make_ctx(max_unparseable_share=1.0))
-    assert [x["candidate_id"] for x in d] == sorted(r["candidate_id"] for r in rows)
-    got = {x["candidate_id"] for x in d if x["applies"]}
-    assert got == applicable
+    if STAGE_BY_NO[stage_no].uses_council:
+        with pytest.raises(ProviderUnavailable, match=r"no usable answer: a \(\d+ of \d+\), b"):
+            run_stage(stage_no, rows, make_ctx())
+    else:
+        d = run_stage(stage_no, rows, make_ctx())
+        assert {x["candidate_id"] for x in d if x["applies"]} == applicable
+    questions_of_applicable = {r["question"] for r in rows if r["candidate_id"] in applicable}
+    if STAGE_BY_NO[stage_no].uses_council:
+        assert asked_about() == questions_of_applicable  # every applicable row asked, nothing else
+    # the non-applicable rows alone pass through without a call
+    d = run_stage(stage_no, [r for r in rows if r["candidate_id"] not in applicable], make_ctx())
+    assert [x["candidate_id"] for x in d] == sorted(
+        r["candidate_id"] for r in rows if r["candidate_id"] not in applicable
+    )
     for x in d:
         if not x["applies"]:
             assert x["passed"] and x["reason"] == "not applicable" and x["votes"] == []
             assert x["stage"] == STAGE_BY_NO[stage_no].key
-    questions_of_applicable = {r["question"] for r in rows if r["candidate_id"] in applicable}
-    assert asked_about() <= questions_of_applicable
+    assert not any(x["applies"] for x in d)
 
 
 def test_council_stage_with_no_applicable_rows_needs_no_context():
@@ -260,7 +305,6 @@ BROKEN_SQL = "SELECT first_name FROM no_such_table"
         ((EQUIV_NO_EVIDENCE, OTHER_SQL, OTHER_SQL), True, 3),
         ((OTHER_SQL, OTHER_SQL, EQUIV_NO_EVIDENCE), True, 2),  # decided after two
         ((EQUIV_NO_EVIDENCE, BROKEN_SQL, BROKEN_SQL), True, 3),  # SQL that fails is not equivalent
-        ((EQUIV_NO_EVIDENCE, None, EQUIV_NO_EVIDENCE), False, 3),  # an unparseable reply: not equivalent
     ],
 )
 def test_stage5_evidence_necessity(writes, passed, asked, scripted, make_ctx):
@@ -277,7 +321,6 @@ def test_stage5_evidence_necessity(writes, passed, asked, scripted, make_ctx):
         EQUIV_NO_EVIDENCE: "equivalent",
         OTHER_SQL: "not_equivalent",
         BROKEN_SQL: "not_equivalent (fails to run)",
-        None: "abstain",
     }
     expected = [label[w] for w in writes[:asked]]
     assert [v["vote"] for v in d["votes"]] == expected
@@ -406,12 +449,20 @@ def test_stage7_every_member_unanswerable_passes(scripted, make_ctx):
     assert d["passed"] and script.count("solve") == 3 and script.count("ground_truth") == 0
 
 
-def test_stage7_unparseable_attempt_is_an_abstention_not_a_solution(scripted, make_ctx):
+def test_stage7_unreadable_attempt_is_neither_a_solution_nor_a_pass(scripted, make_ctx):
+    """An unreadable attempt might have been a solution: never "no member found a correct SQL"."""
     scripted.responder = Script()  # nothing parses
-    [d] = run_stage(7, [una_row()], make_ctx())
-    assert d["passed"]
-    assert [v["vote"] for v in d["votes"]] == ["abstain"] * 3
-    assert not any(v["parsed_ok"] for v in d["votes"])
+    with pytest.raises(ProviderUnavailable, match="no usable answer"):
+        run_stage(7, [una_row()], make_ctx())
+    rows = [una_row("u1"), una_row("u2")]
+    rows[1]["question"] = rows[1]["question"].rstrip("?.") + " today?"
+    scripted.responder = Script(
+        solve=lambda m, t: {"answerable": False, "sql": ""} if m != "b" or "today" in t else "garbage"
+    )
+    d = by_id(run_stage(7, rows, make_ctx(max_failed_call_share=1.0)))
+    assert not d["u1"]["passed"] and d["u1"]["reason"].startswith("undecided") and "from b" in d["u1"]["reason"]
+    assert [v["vote"] for v in d["u1"]["votes"]] == ["unsolved", "failed", "unsolved"]
+    assert d["u2"]["passed"]
 
 
 # ------------------------------------------------------------------------------ stage 9
@@ -523,9 +574,8 @@ def test_stage10_offers_only_the_runs_styles(scripted, make_ctx):
     """The paper's three styles plus the run's: 'imperative' is not a label the council may pick here."""
     script = Script(style=lambda m, t: {"style": "imperative"})
     scripted.responder = script
-    [d] = run_stage(10, [ans_row("formal_q", style="formal")], make_ctx())
-    assert not d["passed"]
-    assert all(v["vote"] == "abstain" and not v["parsed_ok"] for v in d["votes"])
+    with pytest.raises(ProviderUnavailable, match="no usable answer"):  # a label it may not pick is unreadable
+        run_stage(10, [ans_row("formal_q", style="formal")], make_ctx())
     prompt = scripted.requests[0].messages[-1]["content"]
     assert "- colloquial:" in prompt and "- interrogative:" in prompt and "- imperative:" not in prompt
 
@@ -560,16 +610,22 @@ def test_council_unavailable_then_rerun_repeats_only_failed_calls(scripted, make
 def test_any_failed_call_fails_the_stage_by_default(scripted, make_ctx):
     """A decision must not rest on a vote that never happened: one provider failure fails the stage."""
     scripted.responder = Script(conformance=lambda m, t: http_error(500) if m == "b" else {"verdict": "no"})
-    with pytest.raises(ProviderUnavailable, match="1 of 2"):  # a no + a failure decide: c is never asked
+    # a no + a failure no longer decide (the failed vote could have been a yes): c is asked too
+    with pytest.raises(ProviderUnavailable, match="1 of 3"):
         run_stage(3, [ans_row()], make_ctx(council(max_retries=0)))
 
 
-def test_tolerated_failed_calls_count_as_abstentions(scripted, make_ctx):
-    """Below a configured failed-call share the stage completes; the failed member's votes are abstentions."""
-    scripted.responder = Script(conformance=lambda m, t: http_error(500) if m == "b" else {"verdict": "yes"})
-    [d] = run_stage(3, [ans_row()], make_ctx(council(max_retries=0), max_failed_call_share=0.5))
-    assert d["passed"]
-    assert [v["vote"] for v in d["votes"]] == ["yes", "abstain", "yes"]
+def test_tolerated_failed_calls_cast_no_vote(scripted, make_ctx):
+    """Below a configured failed-call share the stage completes; a failed member casts no vote, and
+    the other two decide only when they agree (a majority of the configured members)."""
+    rows = [ans_row("c0"), ans_row("c1")]
+    rows[1]["question"] = "List the titles of the courses worth 4 credits."
+    scripted.responder = Script(
+        conformance=lambda m, t: http_error(500) if m == "b" and "4 credits" not in t else {"verdict": "yes"}
+    )
+    d = by_id(run_stage(3, rows, make_ctx(council(max_retries=0), max_failed_call_share=0.5)))
+    assert d["c0"]["passed"]
+    assert [v["vote"] for v in d["c0"]["votes"]] == ["yes", "failed", "yes"]
 
 
 # ------------------------------------------------------------------------------ calls-saved bookkeeping

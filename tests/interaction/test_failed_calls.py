@@ -4,13 +4,14 @@ A scripted council fails chosen calls (a non-retryable HTTP error = a transport 
 turn is then not produced: the conversation ends ``user_failed``, is kept out of EX/FB, the label
 statistics and AIR, is counted as incomplete, and a rerun sends exactly the calls that failed."""
 
+import polars as pl
 import pytest
 
 from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
 from pipelines.interaction.agents import AgentHandle
 from pipelines.interaction.dialogue import run_conversation
-from pipelines.interaction.user import SimulatedUser
+from pipelines.interaction.user import SimulatedUser, members_without_usable_answer
 from quality.interaction import INTERACTION_SCORES, INTERACTION_TURNS
 from resources.llm import Council, call_log
 from tests.interaction.helpers import Script, kind_of, question_row
@@ -76,16 +77,41 @@ def test_failed_user_calls_never_become_a_label(scripted, fail):
     assert "scripted transport failure" in u.error
 
 
-def test_parse_failures_are_abstentions_but_no_readable_vote_is_no_label(scripted):
-    scripted.responder = script(labels=(None, None, "Relevant"))  # None → unparseable after repair
+@pytest.mark.parametrize("garbage", ["garbage prose, no JSON", '{"answer": "Relevant"}'])
+def test_an_unreadable_vote_is_a_failed_call_never_an_abstention(scripted, garbage):
+    """#30 item 1: one member of three answering garbage (prose or wrong-schema JSON) used to be an
+    abstention, and the tie of the other two became Irrelevant. Now the turn is not produced."""
+    labels = {"u0": garbage, "u1": "Relevant", "u2": "Technical"}
+    scripted.responder = script()
     scripted.responder.handlers["user_classify"] = lambda m, t, r: (
-        "garbage" if m != "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []}
+        labels[m] if m == "u0" else {"reasoning": "", "relevancy": labels[m], "node_ids": [1]}
     )
     u = SimulatedUser(council()).answer(AMB, "schema", [], "Tall?", "conv", 0)
-    assert not u.failed and u.relevance == "Relevant"  # the models answered: unreadable = abstention
-    scripted.responder.handlers["user_classify"] = lambda m, t, r: "garbage"
-    u = SimulatedUser(council()).answer(AMB, "schema", [], "How tall is tall?", "conv2", 0)  # not cached
-    assert u.failed and u.relevance is None and "no readable label" in u.error
+    assert u.failed and u.relevance is None and u.answer is None and "label vote u0" in u.error
+    assert [v["status"] for v in u.label_votes] == ["parse_failed", "ok", "ok"]
+    # even when the two readable votes agree, the turn needs every member (fragments, answerers)
+    labels["u2"] = "Relevant"
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Taller?", "conv", 1)
+    assert u.failed and u.relevance is None
+    # the member heals: the rerun re-asks only the unreadable call (ok answers are cached)
+    n_before = len(scripted.requests)
+    scripted.responder.handlers["user_classify"] = lambda m, t, r: {
+        "reasoning": "",
+        "relevancy": "Relevant",
+        "node_ids": [],
+    }
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Taller?", "conv", 1)
+    assert not u.failed and u.relevance == "Relevant"
+    classify = [r for r in scripted.requests[n_before:] if "classification engine" in r.messages[-1]["content"]]
+    assert [r.model.rsplit("/", 1)[-1] for r in classify] == ["u0"]
+
+
+def test_an_unreadable_answer_or_judge_fails_the_turn(scripted):
+    s = script(labels=("Relevant", "Relevant", "Relevant"))
+    s.handlers["user_answer"] = lambda m, t, r: "prose" if m == "u1" else {"answer": f"answer from {m}"}
+    scripted.responder = s
+    u = SimulatedUser(council()).answer(AMB, "schema", [], "Tall?", "conv", 0)
+    assert u.failed and "answer u1" in u.error
 
 
 def _conversation(user, qid="q-amb"):
@@ -121,6 +147,22 @@ def test_failed_user_turn_ends_the_conversation_and_is_counted_apart(scripted):
     inc = get[("table4", "ask-then-sql", "taxonomy_free", "incomplete")]
     assert (inc["numerator"], inc["denominator"]) == (1, 2)
     assert "incomplete" in M.report_text(rows).lower()
+    # #30 item 5: the tables are provisional, the share sits beside Table 4, the command is printed
+    text = M.report_text(rows, "quandary interact --db uni")
+    assert text.startswith("PROVISIONAL: 1 of 2 conversations (50.0 %) are incomplete")
+    assert "Complete them with: `quandary interact --db uni`" in text
+    t4 = text.split("Table 4")[1].splitlines()
+    assert "[provisional]" in t4[0] and "Incompl. (GT)" in t4[1]
+    assert t4[2].split()[0] == "ask-then-sql" and t4[2].rstrip().endswith("(–)")  # taxonomy-free run only
+    heads = [line for line in text.splitlines() if line.startswith(("Table 5", "Table 6", "Appendix D"))]
+    assert len(heads) == 3 and all(h.endswith("[provisional]") for h in heads)
+    complete = M.metric_rows([score[1]])
+    assert not M.is_provisional(complete) and "PROVISIONAL" not in M.report_text(complete)
+    turns = T.turns_frame([conv, ok], 3)
+    docs = T.results_json(turns, T.scores_frame(score), pl.DataFrame(schema={"question_id": pl.String}), "u", "uni")
+    doc = docs["ask-then-sql"]
+    assert doc["provisional"] and doc["incomplete_conversations"] == 1
+    assert sorted(c["complete"] for c in doc["conversations"]) == [False, True]
 
 
 def test_rerun_retries_exactly_the_failed_calls(scripted):
@@ -160,3 +202,15 @@ def test_incomplete_conversations_fit_the_stored_contracts(scripted):
     assert scores["ex_status"].to_list() == ["incomplete"]
     ids = T.all_call_ids(turns)
     assert len(ids) == 3  # the failed vote's call id is kept for the audit trail
+
+
+def test_a_member_answering_garbage_to_every_call_is_named(scripted):
+    """#34 item 2 for the user council: a member none of whose answers can be read is named."""
+    s = script()
+    s.handlers["user_classify"] = lambda m, t, r: (
+        "prose only" if m == "u2" else {"reasoning": "", "relevancy": "Relevant", "node_ids": []}
+    )
+    scripted.responder = s
+    convs = [_conversation(SimulatedUser(council()), qid=f"q-amb-{i}") for i in range(2)]
+    assert all(c["end"] == "user_failed" for c in convs)
+    assert members_without_usable_answer(convs) == {"u2": "2 of 2 calls"}

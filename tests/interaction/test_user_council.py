@@ -62,8 +62,8 @@ def test_technical_union_only_from_technical_voters_and_invalid_ids_dropped():
         {"label": "Technical", "node_ids": [3, 99]},
         {"label": "Relevant", "node_ids": [5]},
     ]
-    chosen, invalid = technical_fragments(votes, frags)
-    assert [f.id for f in chosen] == [1, 3] and invalid == [99]
+    chosen, invalid, held = technical_fragments(votes, frags)
+    assert [f.id for f in chosen] == [1, 3] and invalid == [99] and held == []
 
 
 def test_tournament_tie_goes_to_lowest_index():
@@ -140,12 +140,13 @@ def test_technical_answer_grounded_on_voters_fragments(scripted):
 
 
 def test_answerable_questions_cannot_be_labelled_relevant(scripted):
-    # "Relevant" violates the answerable schema: unparseable → abstention (after the repair call)
+    # "Relevant" violates the answerable schema: unreadable (after the repair call), so no vote and
+    # no turn (#30 item 1: never an abstention that lets the third member decide)
     s = labels_script({"m0": "Relevant", "m1": "Relevant", "m2": "Technical"})
     scripted.responder = s
     u = SimulatedUser(council()).answer(ANS, "schema", [], "Which table?", "conv", 0)
     assert [v["label"] for v in u.label_votes] == [None, None, "Technical"]
-    assert u.relevance == "Technical"
+    assert u.failed and u.relevance is None and "label vote m0" in u.error
     classify_prompt = next(
         r.messages[-1]["content"] for r in scripted.requests if "classification engine" in r.messages[-1]["content"]
     )

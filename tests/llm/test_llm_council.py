@@ -1,15 +1,21 @@
 """Council batching, per-member concurrency bounds, failure isolation, lazy votes, tags."""
 
 import asyncio
+import itertools
 import time
 from typing import Literal
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from resources.llm import Council, get_council
+from resources.llm.client import CallResult
 from resources.llm.council import _slots
 from resources.llm.registry import call_log
 from resources.llm.runtime import run_sync
+from resources.llm.votes import decide
 from tests.llm_fakes import Reply, http_error, json_reply, scripted_member
 
 
@@ -91,15 +97,90 @@ def test_vote_short_circuits_when_two_agree(scripted):
 
 def test_vote_split_asks_everyone_and_tie_rejects(scripted):
     scripted.responder = by_model(
-        {"a": json_reply({"verdict": "yes"}), "b": json_reply({"verdict": "no"}), "c": "garbage"}
+        {"a": json_reply({"verdict": "yes"}), "b": json_reply({"verdict": "no"}), "c": json_reply({"verdict": "no"})}
     )
-    c = three()
-    c.members[2] = scripted_member("c", seed=2, repair=False)
-    c._by_name["c"] = c.members[2]
-    out = c.vote(msgs(), Verdict, extract=lambda v: v.verdict == "yes")
+    out = three().vote(msgs(), Verdict, extract=lambda v: v.verdict == "yes")
     assert out.calls_made == 3 and out.calls_saved == 0
-    assert out.decision is False  # 1 yes, 1 no, 1 abstention: tie rejects
-    assert out.abstentions == 1 and out.votes[2].vote is None and out.votes[2].parsed_ok is False
+    assert out.decision is False and out.decided and out.lost == []
+
+
+GARBAGE_REPLIES = {
+    "prose": "I think the answer is yes, the question conforms.",
+    "wrong_schema": json_reply({"answer": "yes", "confidence": 0.9}),
+}
+
+
+@pytest.mark.parametrize("garbage", sorted(GARBAGE_REPLIES))
+def test_unreadable_answer_is_no_vote_and_leaves_a_split_undecided(scripted, garbage):
+    """#30 item 1 / #34 item 2: 1 yes, 1 no and one unreadable answer (after the repair call) is not
+    a tie that rejects: the lost vote could decide it, so there is no decision."""
+    scripted.responder = by_model(
+        {"a": json_reply({"verdict": "yes"}), "b": json_reply({"verdict": "no"}), "c": GARBAGE_REPLIES[garbage]}
+    )
+    out = three().vote(msgs(), Verdict, extract=lambda v: v.verdict == "yes")
+    assert out.decision is None and not out.decided and out.lost == ["c"]
+    assert out.votes[2].vote is None and out.votes[2].parsed_ok is False
+    assert out.results[2].status == "parse_failed" and out.results[2].repaired  # the usual repair was tried
+    assert sum(r.model.endswith("c") for r in scripted.requests) == 2  # the answer and the repair call
+
+
+def test_unreadable_answer_does_not_stop_two_agreeing_votes(scripted):
+    """A majority of the configured members (2 of 3) decides whatever the lost member says."""
+    scripted.responder = by_model(
+        {"a": json_reply({"verdict": "yes"}), "b": "garbage", "c": json_reply({"verdict": "yes"})}
+    )
+    out = three().vote(msgs(), Verdict, extract=lambda v: v.verdict == "yes")
+    assert out.decision is True and out.decided and out.lost == ["b"] and out.calls_made == 3
+
+
+def test_same_rule_for_yes_and_no(scripted):
+    """A lost vote next to one "no" is as undecided as next to one "yes" (no early stop on a no)."""
+    for first, second in (("yes", "no"), ("no", "yes")):
+        scripted.responder = by_model(
+            {"a": "garbage", "b": json_reply({"verdict": first}), "c": json_reply({"verdict": second})}
+        )
+        out = three().vote(
+            msgs(1 if first == "yes" else 2), Verdict, extract=lambda v: v.verdict == "yes", abstain_as_no=True
+        )
+        assert out.decision is None and not out.decided and out.calls_made == 3
+
+
+def test_plurality_with_a_lost_vote_needs_a_majority_of_the_configured_members(scripted):
+    scripted.responder = by_model(
+        {"a": json_reply({"category": "ambiguous"}), "b": "garbage", "c": json_reply({"category": "answerable"})}
+    )
+    out = three().vote(msgs(), Label, extract=lambda p: p.category, rule="plurality", short_circuit=False)
+    assert out.decision is None and not out.decided and out.calls_made == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([True, False, None]), min_size=1, max_size=5),
+    st.sampled_from(["strict_majority", "unanimous"]),
+    st.booleans(),
+)
+def test_vote_rule_matches_brute_force_over_the_lost_votes(answers, rule, abstain_as_no):
+    """Reference: asking every member, the decision stands iff every way the lost members (None)
+    could have voted gives the same outcome; the lazy vote loop must agree and never decide wrongly."""
+    completions = {
+        decide([a if a is not None else x for a, x in zip(answers, fill)], rule, abstain_as_no=abstain_as_no).decision
+        for fill in itertools.product([True, False], repeat=len(answers))
+    }
+    expected = completions.pop() if len(completions) == 1 else None
+    members = [scripted_member(f"m{i}") for i in range(len(answers))]
+
+    class Fake(Council):
+        async def aask(self, member_name, messages, output_model, tag=None, **kw):
+            a = answers[int(member_name[1:])]
+            ok = a is not None
+            return CallResult(
+                "k" + member_name, member_name, ok, Verdict(verdict="yes" if a else "no") if ok else None, ""
+            )
+
+    out = run_sync(
+        Fake("v", members, None).avote(msgs(), Verdict, lambda v: v.verdict == "yes", rule, abstain_as_no=abstain_as_no)
+    )
+    assert out.decision == expected and out.decided == (expected is not None)
 
 
 def test_unanimous_vote_stops_at_first_no(scripted):

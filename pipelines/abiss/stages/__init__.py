@@ -14,8 +14,10 @@ paper names; other survivors pass through with ``applies = False``. A stage retu
 Vote rules (documented choices where the paper is terse):
 
 * Acceptance votes (stages 3, 4, 8, 10, and the per-comparison votes of 9) use a strict majority
-  of the council's members: a tie rejects, and an unparseable answer is recorded as an abstention
-  that does **not** count as "yes" (the paper asks that "the majority of models agree").
+  of the council's members: a tie rejects. A failed call or an answer unreadable after the repair
+  call casts *no* vote (recorded as ``failed``), never an abstention: the decision stands only when
+  the votes cast fix it whatever the failed members said (the paper asks that "the majority of
+  models agree"); else the row is undecided and, unless failures are tolerated, the stage fails.
 * SQL-writing stages (5, 6) count a member's SQL as "equivalent" only when it executes and is
   equivalent to the gold under Appendix A's relaxed equivalence; the question (stage 5) or
   interpretation (stage 6) is removed when a strict majority of members is equivalent.

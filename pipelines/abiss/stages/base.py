@@ -49,12 +49,13 @@ class StageContext:
     timeout_s: float = DEFAULT_TIMEOUT_S
     order_sensitive: bool = False
     result_preview_rows: int = 10
-    # Provider failures tolerated before the stage fails (0: any). A tolerated failure counts as an
-    # abstention, so by default no decision ever rests on a call that did not happen.
+    # Failed calls tolerated before the stage fails (0: any). An answer that could not be read (after
+    # the repair call) is a failed call too, never a vote (#34 item 2). A tolerated failure casts no
+    # vote: a row whose outcome the lost votes could change is rejected as "undecided" (said in its
+    # reason), so by default no decision ever rests on a call that did not happen. A member none of
+    # whose answers could be used fails the stage, naming it, whatever this share.
     max_failed_call_share: float = 0.0
-    # A stage whose answers are mostly unparseable fails loudly instead of rejecting everything
-    # (garbage from a provider must not look like a strict council). Needs
-    # resources.llm.failures.MIN_CALLS_FOR_SHARE calls.
+    # Unreadable answers of the non-vote calls (kept for callers that tally those separately).
     max_unparseable_share: float = 0.5
     wellformedness: bool = True  # step 0 on; False = paper-exact run (every candidate passes, not applied)
     stats: dict = field(default_factory=lambda: defaultdict(int))
@@ -95,6 +96,8 @@ class StageContext:
         self._count(outcome.results)
         self.stats["calls_saved"] += outcome.calls_saved
         votes = [vote_record(v.member, comparison, v.vote, v.parsed_ok, v.call_id) for v in outcome.votes]
+        if not outcome.decided:
+            self.stats["undecided"] += 1
         return bool(outcome.decision), votes, outcome
 
     async def ask(self, member, messages, model, tag):
@@ -105,12 +108,17 @@ class StageContext:
     def check_available(self, stage: StageSpec) -> None:
         """Raise :class:`~resources.llm.failures.ProviderUnavailable` when too many of the stage's calls
         failed or were unparseable."""
-        self.tally.check(f"stage {stage.key}", self.max_failed_call_share, self.max_unparseable_share)
+        self.tally.check(
+            f"stage {stage.key}", self.max_failed_call_share, self.max_unparseable_share, unreadable_fails=True
+        )
+
+
+UNDECIDED = "undecided: a failed call or unreadable answer could change the majority"
 
 
 def vote_record(member, comparison, vote, parsed_ok, call_id) -> dict:
     if vote is None:
-        text = "abstain"
+        text = "failed"  # no vote: the call failed or its answer could not be read
     elif isinstance(vote, bool):
         text = "yes" if vote else "no"
     else:
@@ -151,8 +159,9 @@ def preview(result: QueryResult, n: int) -> str:
     return f"columns {result.columns}: {head}{more}"
 
 
-def count_text(votes) -> str:
+def count_text(votes, decided: bool = True) -> str:
     yes = sum(v["vote"] == "yes" for v in votes)
     no = sum(v["vote"] == "no" for v in votes)
-    ab = sum(v["vote"] == "abstain" for v in votes)
-    return f"{yes} yes / {no} no / {ab} abstain"
+    lost = sum(v["vote"] == "failed" for v in votes)
+    text = f"{yes} yes / {no} no" + (f" / {lost} failed" if lost else "")
+    return text if decided else f"undecided ({text}: the failed votes could change it)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from pipelines.abiss.prompts import write_sql_messages
-from pipelines.abiss.stages.base import ANS, StageSpec, decision
+from pipelines.abiss.stages.base import ANS, UNDECIDED, StageSpec, decision
 from pipelines.abiss.stages.voting import members_write_sql
 
 
@@ -15,6 +15,8 @@ async def decide(rows, stage, ctx):
         majority, votes, saved = await members_write_sql(
             ctx, stage, row, write_sql_messages(ctx.schema_for(row), row["question"], None), {"gold": row["sql"]}
         )
+        if majority["gold"] is None:
+            return decision(row, stage, False, UNDECIDED, votes, calls_saved=saved)
         if majority["gold"]:
             return decision(
                 row, stage, False, "majority wrote equivalent SQL without the evidence", votes, calls_saved=saved

@@ -7,7 +7,7 @@ import asyncio
 from collections import defaultdict
 
 from pipelines.abiss.prompts import write_sql_messages
-from pipelines.abiss.stages.base import AMB, StageSpec, decision
+from pipelines.abiss.stages.base import AMB, UNDECIDED, StageSpec, decision
 from pipelines.abiss.stages.voting import members_write_sql
 
 
@@ -26,7 +26,9 @@ async def decide(rows, stage, ctx):
             label = f"interpretation_{r.get('interpretation_index') or 0}"
             mine = [v for v in votes if v["comparison"] == label]
             mine_saved = saved if r is members[0] else 0  # the group's savings, counted once
-            if majority[label]:
+            if majority[label] is None:
+                out.append(decision(r, stage, False, UNDECIDED, mine, calls_saved=mine_saved))
+            elif majority[label]:
                 out.append(
                     decision(
                         r,

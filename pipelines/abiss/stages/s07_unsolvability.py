@@ -7,17 +7,21 @@ from __future__ import annotations
 import asyncio
 
 from pipelines.abiss.prompts import SolveAttempt, YesNoVerdict, ground_truth_messages, solve_messages
-from pipelines.abiss.stages.base import UNA, StageSpec, decision, preview, tag, vote_record
+from pipelines.abiss.stages.base import UNA, UNDECIDED, StageSpec, decision, preview, tag, vote_record
 
 
 async def decide(rows, stage, ctx):
     async def one(row):
         messages = solve_messages(ctx.schema_for(row), row["question"], row.get("evidence"))
-        votes, gt_saved = [], 0
+        votes, gt_saved, lost = [], 0, []
         for member in ctx.council.member_names:  # sequential: stop at the first solution
             res = await ctx.ask(member, messages, SolveAttempt, tag(stage, row))
-            if not res.ok or not res.parsed.answerable or not res.parsed.sql.strip():
-                votes.append(vote_record(member, "solve", "unsolved" if res.ok else "abstain", res.ok, res.call_id))
+            if not res.ok:  # no attempt: this member might have solved it
+                lost.append(member)
+                votes.append(vote_record(member, "solve", "failed", False, res.call_id))
+                continue
+            if not res.parsed.answerable or not res.parsed.sql.strip():
+                votes.append(vote_record(member, "solve", "unsolved", True, res.call_id))
                 continue
             result = await ctx.aexecute(res.parsed.sql)
             if not result.ok or result.row_count == 0:
@@ -32,7 +36,12 @@ async def decide(rows, stage, ctx):
                 tag(stage, row, f"gt_check:{member}"),
                 comparison=f"gt_check:{member}",
             )
-            votes.append(vote_record(member, "solve", "solved" if ok else "unsolved (judged wrong)", True, res.call_id))
+            if not gt_outcome.decided:  # the judges' lost votes could make it a solution
+                lost.append(member)
+            verdict = (
+                "solved" if ok else "unsolved (judged wrong)" if gt_outcome.decided else "undecided (judges failed)"
+            )
+            votes.append(vote_record(member, "solve", verdict, True, res.call_id))
             votes.extend(gt_votes)
             gt_saved += gt_outcome.calls_saved
             if ok:
@@ -41,6 +50,10 @@ async def decide(rows, stage, ctx):
                 return decision(
                     row, stage, False, f"solved by {member}: {res.parsed.sql}", votes, calls_saved=saved + gt_saved
                 )
+        if lost:
+            return decision(
+                row, stage, False, f"{UNDECIDED} (no attempt from {', '.join(lost)})", votes, calls_saved=gt_saved
+            )
         return decision(row, stage, True, "no council member found a correct SQL", votes, calls_saved=gt_saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))

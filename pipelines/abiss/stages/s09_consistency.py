@@ -8,7 +8,7 @@ import asyncio
 import hashlib
 
 from pipelines.abiss.prompts import CategoryChoice, consistency_messages
-from pipelines.abiss.stages.base import AMB, UNA, StageSpec, decision, tag
+from pipelines.abiss.stages.base import AMB, UNA, UNDECIDED, StageSpec, decision, tag
 from pipelines.abiss.taxonomy import subcategories_in, subcategory
 
 
@@ -35,7 +35,8 @@ async def decide(rows, stage, ctx):
                 never_asked = (len(competitors) - i - 1) * ctx.n_members  # comparisons never asked
                 saved += never_asked
                 ctx.stats["calls_saved"] += never_asked
-                return decision(row, stage, False, f"lost against {other.id}", votes, calls_saved=saved)
+                why = f"lost against {other.id}" if outcome.decided else f"{UNDECIDED} (against {other.id})"
+                return decision(row, stage, False, why, votes, calls_saved=saved)
         return decision(row, stage, True, f"won all {len(competitors)} comparisons", votes, calls_saved=saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))

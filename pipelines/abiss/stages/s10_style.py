@@ -26,7 +26,12 @@ async def decide(rows, stage, ctx):
             comparison=f"is {row['style']}",
         )
         return decision(
-            row, stage, ok, f"style {row['style']}: {count_text(votes)}", votes, calls_saved=outcome.calls_saved
+            row,
+            stage,
+            ok,
+            f"style {row['style']}: {count_text(votes, outcome.decided)}",
+            votes,
+            calls_saved=outcome.calls_saved,
         )
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
