@@ -9,6 +9,7 @@ from pipelines.benchmark_audit.records import Item
 from pipelines.benchmark_audit.verdicts import FLAG, PASS, UNDECIDED
 from pipelines.sqltools.schema_context import render_schema_context
 from resources.catalog import inspect_database
+from resources.llm.failures import ProviderUnavailable
 from tests.abiss.cascade_helpers import GARBAGE, Script, council
 
 GOLD = "SELECT count(*) FROM product WHERE category = 'Fruit'"
@@ -45,14 +46,17 @@ def test_a_majority_no_flags_the_gold(scripted, make_ctx):
     assert got[(0, "council_gold_unsatisfying")].error_type == "E1"
 
 
-def test_unreadable_answers_are_undecided_never_a_flag(scripted, make_ctx):
-    # member a says no, b and c answer garbage: the cascade rejects (abstentions are not "yes"),
-    # the audit has one read "no" of three and decides nothing
+def test_unreadable_answers_are_never_a_flag_and_fail_the_step_naming_the_members(scripted, make_ctx):
+    # member a says no, b and c answer garbage: an unreadable answer is a failed call, never a vote
+    # (#34 item 2), and a member with no usable answer fails the step by name; nothing is flagged
     scripted.responder = Script(ground_truth=lambda m, t: {"verdict": "no"} if m == "a" else GARBAGE)
     ctx = make_ctx()
-    ctx.max_unparseable_share = 1.0  # let the stage finish; its verdicts are what is tested
-    got = council_verdicts(ITEMS[:1], "d" * 64, ctx, ["council_gold_unsatisfying"])
-    assert [v.verdict for v in got] == [UNDECIDED]
+    ctx.max_unparseable_share = 1.0
+    with pytest.raises(ProviderUnavailable, match=r"no usable answer: b \(1 of 1\), c \(1 of 1\)"):
+        council_verdicts(ITEMS[:1], "d" * 64, ctx, ["council_gold_unsatisfying"])
+    scripted.responder = Script(write_sql=lambda m, t: GARBAGE)
+    with pytest.raises(ProviderUnavailable, match="no usable answer"):
+        council_verdicts(ITEMS[:1], "d" * 64, ctx, ["council_rewrites_differ"])
 
 
 def test_evidence_unneeded_only_for_items_with_evidence(scripted, make_ctx):
@@ -66,7 +70,6 @@ def test_evidence_unneeded_only_for_items_with_evidence(scripted, make_ctx):
     [
         ({"sql": GOLD}, PASS),
         ({"sql": "SELECT 1"}, FLAG),
-        (GARBAGE, UNDECIDED),
         ({"sql": "SELECT nope FROM x"}, UNDECIDED),
     ],
 )
