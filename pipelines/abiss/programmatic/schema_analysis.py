@@ -579,6 +579,10 @@ def _label_score(table: TableProfile, c: ColumnProfile) -> float | None:
     category names a *property*, not the row ("students whose department is 'Brodhead'")."""
     if not c.text_values or c.text_number:
         return None
+    if c.values and {str(v).strip().lower() for v in c.values} <= {"t", "f", "y", "n", "yes", "no", "true", "false"}:
+        return None  # a yes/no flag names no row
+    if c.words.split()[:1] and c.words.split()[0].lower() in {"if", "is", "has", "was", "does", "can"}:
+        return None  # a predicate column (If_first_show) names no row, whatever its data holds
     if c.role not in (TEXT, CATEGORICAL, IDENTIFIER):
         return None
     words = {w.lower().rstrip("s") for w in identifier_words(c.name)}
@@ -717,6 +721,11 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
             )
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
                 prof.values = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+            if role == IDENTIFIER and fk and not pk:
+                # a foreign key says the parent it points at: current_address_id → "current address"
+                ws = prof.words.split()
+                if len(ws) > 1 and ws[-1].lower() in {"id", "ids"}:
+                    prof.words = " ".join(ws[:-1])
             if role == NUMERIC and vals and isinstance(vals[0], str):
                 prof.text_number = True
                 vals = [float(v) for v in vals]

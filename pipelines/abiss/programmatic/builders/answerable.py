@@ -16,6 +16,7 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    condition_phrase,
     is_plural,
     is_relation_name,
     join_sql,
@@ -150,10 +151,10 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
         tq, tn = q(t.name), table_plural(t.name)
         if kind == "filter":
             sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} = {lit(extra)}"
-            ask = Ask("list", target=f"{label_np(t)} whose {c.words} {be(c.words)} {value_text(extra)}")
+            ask = Ask("list", target=f"{label_np(t)} {condition_phrase(c, extra)}")
         elif kind == "count":
             sql = f"SELECT COUNT(*) FROM {tq} WHERE {q(c.name)} = {lit(extra)}"
-            ask = Ask("count", subject=f"{tn} whose {c.words} {be(c.words)} {value_text(extra)}")
+            ask = Ask("count", subject=f"{tn} {condition_phrase(c, extra)}")
         elif kind == "top":
             sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} IS NOT NULL ORDER BY {c.expr()} DESC LIMIT 3"
             ask = Ask(

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 
 from pipelines.abiss.programmatic.phrasing import (
     Ask,
+    agent_noun,
     be,
     column_words,
     humanize,
+    identifier_words,
     is_plural,
     is_relation_name,
     plural,
@@ -79,6 +81,7 @@ __all__ = [
     "categorical_columns",
     "labelled_tables",
     "value_text",
+    "condition_phrase",
     "be",
     "is_plural",
     "is_relation_name",
@@ -200,6 +203,15 @@ def value_text(value) -> str:
     return quote_value(value)
 
 
+def condition_phrase(col, value) -> str:
+    """How a person says ``col = value`` of a row: a predicate column keeps its verb ("directed by
+    'Ben Jones'"), any other column is a property ("whose country is 'France'")."""
+    words = identifier_words(getattr(col, "name", "") or "")
+    if agent_noun(words):
+        return f"{' '.join(w.lower() for w in words)} {quote_value(value)}"
+    return f"whose {col.words} {be(col.words)} {quote_value(value)}"
+
+
 def label_np(table: TableProfile) -> str:
     """Plural noun phrase naming rows of a table by its label: "the titles of the courses"; a label
     that repeats the table's name says nothing more ("the departments" for ``department.dept_name``)."""
@@ -313,7 +325,7 @@ def is_measure(col) -> bool:
 def is_flag(col) -> bool:
     """A yes/no column (``is_male``, ``has_wifi``, values T/F, Y/N, 0/1): "whose is male is 'F'" is no English."""
     words = [w.lower() for w in col.words.split()]
-    if words and words[0] in {"is", "has", "was", "can", "did", "does"}:
+    if words and words[0] in {"is", "has", "was", "can", "did", "does", "if"}:
         return True
     vals = {str(v).strip().lower() for v in getattr(col, "values", []) or []}
     return bool(vals) and vals <= {"t", "f", "y", "n", "yes", "no", "true", "false", "0", "1"}

@@ -12,8 +12,8 @@ from pipelines.abiss.programmatic.builders.base import (
     BuildContext,
     Draft,
     Reading,
-    be,
     categorical_columns,
+    condition_phrase,
     join_sql,
     lit,
     plural,
@@ -55,9 +55,7 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
         for c in categorical_columns(t, text_only=True):
             if c.name not in (c1.name, c2.name):
                 for v in c.values[:2]:
-                    filters.append(
-                        (f" WHERE T1.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}")
-                    )
+                    filters.append((f" WHERE T1.{q(c.name)} = {lit(v)}", f" {condition_phrase(c, v)}"))
         where, phrase = ctx.rng.choice(filters)
         if e1 is not None:
             ref = a.table(e1.dst)

@@ -17,6 +17,7 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    condition_phrase,
     is_relation_name,
     join_sql,
     label_np,
@@ -93,7 +94,7 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                 filters.append(
                     (
                         f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}",
-                        f" whose {c.words} {be(c.words)} {value_text(v)}",
+                        f" {condition_phrase(c, v)}",
                     )
                 )
         for where, phrase in filters:

@@ -1,0 +1,195 @@
+"""What kind of thing a table's rows are and what kind of value a column holds, inferred from names,
+types and values (issue #35 item 2). Templates state the kinds they fit (:data:`FITS`) and run only
+on a fit: no "suppliers of a pilot", "parking spaces of each schedule", "students that comply with
+the current industry regulations", or EU membership of a building code.
+
+Table kinds: ``person``, ``organisation``, ``place``, ``event``, ``product``, ``document``, ``thing``.
+Column kinds: ``person_name``, ``name``, ``place``, ``date``, ``year``, ``money``, ``count``,
+``measure``, ``rank``, ``code``, ``flag``, ``category``, ``email``, ``text``, ``key``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipelines.abiss.programmatic.phrasing import singular, table_words
+
+PERSON_WORDS = frozenset(
+    """student person people employee singer teacher player customer user member visitor owner professor
+instructor staff driver artist author actor director conductor candidate voter host friend pilot manager
+musician writer hero superhero patient doctor physician nurse client guest passenger worker coach editor
+journalist participant competitor contestant winner faculty advisor representative architect captain
+people official engineer editor victim reviewer""".split()
+)
+ORGANISATION_WORDS = frozenset(
+    """company business restaurant hotel shop store museum bank agency school university college club airline
+library hospital studio publisher manufacturer maker brand festival channel network firm organization
+organisation institution gym clinic farm kennel gallery vendor supplier dealer orchestra band team office
+branch department party government church station shipping company operator""".split()
+)
+PLACE_WORDS = frozenset(
+    """country city state region area district town province county continent location address airport
+stadium venue building room campus place site park street zone port track circuit cinema theater theatre
+mountain lake river island arena hall""".split()
+)
+EVENT_WORDS = frozenset(
+    """concert match game battle race event election show performance festival tournament competition
+meeting flight trip visit exhibition appointment treatment season episode broadcast cartoon debate""".split()
+)
+PRODUCT_WORDS = frozenset(
+    """car product item model phone device ship aircraft train vehicle book song album film movie drug
+machine furniture camera""".split()
+)
+DOCUMENT_WORDS = frozenset("""document template paragraph report record transcript certificate""".split())
+
+_PERSON_COLUMNS = {"first name", "last name", "full name", "surname", "given name", "middle name"}
+_PLACE_COLUMN_WORDS = {
+    "country",
+    "city",
+    "nationality",
+    "location",
+    "hometown",
+    "citizenship",
+    "state",
+    "district",
+    "region",
+    "continent",
+    "town",
+    "province",
+    "county",
+}
+_MONEY_WORDS = {
+    "price",
+    "cost",
+    "amount",
+    "budget",
+    "salary",
+    "earnings",
+    "sales",
+    "spent",
+    "bonus",
+    "worth",
+    "gnp",
+    "revenue",
+    "fee",
+    "charge",
+    "money",
+    "income",
+    "wage",
+    "pay",
+}
+_RANK_WORDS = {"rank", "ranking", "position", "place", "order", "seed"}
+_CODE_WORDS = {"code", "zip", "phone", "fax", "number", "no", "id", "ids", "version"}
+
+
+def _words(name: str) -> set[str]:
+    return {singular(w.lower()) for w in table_words(name).split()}
+
+
+def table_kind(t) -> str:
+    """The kind of the rows of a table profile: person, organisation, place, event, product, document, thing."""
+    words = _words(t.name)
+    for kind, vocab in (
+        ("person", PERSON_WORDS),
+        ("organisation", ORGANISATION_WORDS),
+        ("event", EVENT_WORDS),
+        ("place", PLACE_WORDS),
+        ("product", PRODUCT_WORDS),
+        ("document", DOCUMENT_WORDS),
+    ):
+        # the last word is the head of the table's name: "concert_singer" rows are singers
+        head = [w for w in table_words(t.name).lower().split() if w.isalpha()]
+        if head and singular(head[-1]) in vocab:
+            return kind
+    for kind, vocab in (
+        ("person", PERSON_WORDS),
+        ("organisation", ORGANISATION_WORDS),
+        ("event", EVENT_WORDS),
+        ("place", PLACE_WORDS),
+        ("product", PRODUCT_WORDS),
+        ("document", DOCUMENT_WORDS),
+    ):
+        if words & vocab:
+            return kind
+    cols = {c.words.lower() for c in t.columns}
+    if cols & _PERSON_COLUMNS or {"sex", "gender"} & {w for c in cols for w in c.split()}:
+        return "person"
+    return "thing"
+
+
+def _place_values(values: list) -> bool:
+    """Place names look like words ("France", "New York"), not codes ("NYC1", "B-12"), e-mails or streets."""
+    vals = [v for v in values if isinstance(v, str) and v.strip()]
+    if len(vals) < 2:
+        return False
+    good = [v for v in vals if re.fullmatch(r"[A-Za-z][A-Za-z.'-]+(?: [A-Za-z.'-]+){0,3}", v.strip()) and len(v) > 3]
+    return len(good) >= 0.8 * len(vals)
+
+
+def column_kind(c) -> str:
+    """The kind of value a column profile holds (see the module docstring)."""
+    from pipelines.abiss.programmatic.builders.base import is_flag, is_measure  # lazy: base imports analysis
+
+    words = [w.lower() for w in c.words.split()]
+    ws = set(words) | {singular(w) for w in words}
+    if c.is_key or c.primary_key:
+        return "key"
+    if is_flag(c):
+        return "flag"
+    if c.role == "temporal":
+        return "date"
+    if c.role == "numeric":
+        if c.is_year:
+            return "year"
+        if ws & _RANK_WORDS:
+            return "rank"
+        if words and words[-1] in _CODE_WORDS and not is_measure(c):
+            return "code"
+        if ws & _MONEY_WORDS:
+            return "money"
+        if is_measure(c):
+            if words and (words[0] in {"number", "count", "num"} or words[-1] in {"count", "total"}):
+                return "count"
+            return "measure"
+        return "code"
+    if " ".join(words) in _PERSON_COLUMNS:
+        return "person_name"
+    if "email" in ws or "mail" in ws:
+        return "email"
+    if ws & _PLACE_COLUMN_WORDS and (not c.values or _place_values(list(c.values))):
+        return "place"
+    if words and words[-1] in {"code", "id", "number", "no"}:
+        return "code"
+    if "name" in ws or "title" in ws:
+        return "name"
+    if c.role == "categorical":
+        return "category"
+    return "text"
+
+
+# What each template fits: table kinds for entities asked about, column kinds for columns used.
+FITS = {
+    "regulations": {"organisation"},
+    "suppliers": {"organisation", "product"},
+    "parking spaces": {"place", "organisation"},
+    "staff members": {"organisation", "place", "event"},
+    "sponsors": {"event", "organisation", "person"},
+    "customer reviews": {"product", "organisation", "place"},
+    "insurance claims": {"person", "product", "organisation"},
+    "volunteers": {"event", "organisation"},
+    "awards": {"person", "product", "organisation"},
+    "maintenance logs": {"product", "place"},
+    "invoices": {"organisation", "person"},
+    "eu_membership": {"place"},
+    "time_zone": {"place"},
+    "exchange_rate": {"money"},
+    "holiday": {"date"},
+    "letter_grade": {"measure", "count"},
+}
+
+
+def fits(template: str, kind: str) -> bool:
+    """Whether ``template`` (a key of :data:`FITS`) applies to a table or column of ``kind``;
+    a template without a stated fit applies everywhere."""
+    allowed = FITS.get(template)
+    return allowed is None or kind in allowed
