@@ -92,3 +92,107 @@ def test_bird_column_descriptions_name_columns(tmp_path):
         w.writerow(["superhero_name", "", "the name of the superhero", "text", ""])
     a = analyze(db)
     assert a.table("superhero").column("hgt_cm").words == "height"
+
+
+def _campus(path: Path) -> Path:
+    """People, an organisation, a thing with a building code, places as names and as codes."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE Company (company_id INTEGER PRIMARY KEY, name TEXT, country TEXT, revenue REAL);
+        CREATE TABLE Student (StuID INTEGER PRIMARY KEY, LName TEXT, Fname TEXT, Age INTEGER, city_code TEXT,
+                              hometown TEXT);
+        CREATE TABLE Schedule (schedule_id INTEGER PRIMARY KEY, title TEXT, building_code TEXT, state TEXT);
+    """)
+    countries = ["Italy", "France", "Spain", "Germany"]
+    con.executemany(
+        "INSERT INTO Company VALUES (?,?,?,?)", [(i, f"Firm {i}", countries[i % 4], 1000.0 * i) for i in range(1, 21)]
+    )
+    towns = ["Milan", "Lyon", "Seville", "Bremen", "Porto"]
+    con.executemany(
+        "INSERT INTO Student VALUES (?,?,?,?,?,?)",
+        [(i, f"Last{i}", f"First{i}", 18 + i % 9, f"C{i % 7}X", towns[i % 5]) for i in range(1, 31)],
+    )
+    con.executemany(
+        "INSERT INTO Schedule VALUES (?,?,?,?)",
+        [(i, f"Slot {i}", f"B{i % 4}-{i}", ["NY", "NJ", "CA"][i % 3]) for i in range(1, 21)],
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def campus(tmp_path_factory) -> Path:
+    return _campus(tmp_path_factory.mktemp("campus") / "campus.sqlite")
+
+
+def test_entity_and_column_kinds_are_inferred(campus):
+    from pipelines.abiss.programmatic.entity_kinds import column_kind, table_kind
+
+    a = analyze(campus)
+    assert table_kind(a.table("Company")) == "organisation"
+    assert table_kind(a.table("Student")) == "person"
+    assert table_kind(a.table("Schedule")) == "thing"
+    assert column_kind(a.table("Company").column("country")) == "place"
+    assert column_kind(a.table("Company").column("revenue")) == "money"
+    assert column_kind(a.table("Student").column("hometown")) == "place"
+    assert column_kind(a.table("Student").column("city_code")) != "place"  # codes, not place names
+    assert column_kind(a.table("Schedule").column("building_code")) != "place"
+    assert column_kind(a.table("Schedule").column("state")) != "place"  # 'NY', 'NJ': codes
+
+
+def test_templates_run_only_on_a_fit(campus):
+    subs = ["missing_entity", "missing_external_knowledge"]
+    reports = [generate_candidates(campus, per_subcategory=8, seed=s, subcategories=subs) for s in range(4)]
+    cands = [c for r in reports for c in r.candidates]
+    assert cands
+    for c in cands:
+        q = c.question.lower()
+        if "industry regulations" in q:
+            assert "compan" in q, q  # only organisations are regulated
+        if re.search(r"parking spaces|suppliers", q):
+            assert "compan" in q, q
+        if "european union" in q or "time zone" in q:
+            assert re.search(r"country|hometown", q), q  # place names, never a code column
+        if re.search(r"phone number|nickname|marital status|blood type|shoe size", q):
+            assert "student" in q, q
+    # the regulations template does run where it fits
+    assert any("industry regulations" in c.question.lower() for c in cands)
+
+
+def _faculty(path: Path) -> Path:
+    """Spider's college_3 shape: Student.Advisor holds a Faculty.FacID, and no foreign key says so."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE Faculty (FacID INTEGER PRIMARY KEY, Lname TEXT, Fname TEXT, Rank TEXT);
+        CREATE TABLE Student (StuID INTEGER PRIMARY KEY, LName TEXT, Fname TEXT, Age INTEGER, Advisor INTEGER);
+        CREATE TABLE Club (ClubID INTEGER PRIMARY KEY, ClubName TEXT, Members INTEGER);
+    """)
+    fac = [1121, 7712, 8423, 2192, 9172, 6541]
+    con.executemany(
+        "INSERT INTO Faculty VALUES (?,?,?,?)",
+        [(f, f"Prof{i}", ["Giuliano", "Mary", "Ann", "Ken", "Bo", "Li"][i], "Professor") for i, f in enumerate(fac)],
+    )
+    con.executemany(
+        "INSERT INTO Student VALUES (?,?,?,?,?)",
+        [(1000 + i, f"Last{i}", f"First{i}", 18 + i % 6, fac[i % 6]) for i in range(34)],
+    )
+    con.executemany("INSERT INTO Club VALUES (?,?,?)", [(i, f"Club {i}", 10 + i) for i in range(1, 8)])
+    con.commit()
+    con.close()
+    return path
+
+
+def test_undeclared_relationships_are_found_from_the_data(tmp_path):
+    a = analyze(_faculty(tmp_path / "college.sqlite"))
+    assert [(e.src, e.src_col, e.dst, e.dst_col) for e in a.inferred_edges] == [
+        ("Student", "Advisor", "Faculty", "FacID")
+    ]
+    assert a.related("Student", "Faculty")
+    assert a.table("Student").column("Advisor").is_key  # a key now: no "advisor above 5000"
+    # small dense counters (Club.Members 11..17 ⊆ nothing; ids 1..7) prove nothing
+    assert not any(e.src == "Club" for e in a.inferred_edges)
+    report = generate_candidates(a.db_path, per_subcategory=6, seed=0, subcategories=["missing_relationship"])
+    for c in report.candidates:
+        pair = {x for x in ("Student", "Faculty") if x in (c.feedback or "")}
+        assert pair != {"Student", "Faculty"}, c.question  # never "students working with faculty 'Giuliano'"

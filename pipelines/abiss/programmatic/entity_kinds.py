@@ -19,7 +19,7 @@ PERSON_WORDS = frozenset(
 instructor staff driver artist author actor director conductor candidate voter host friend pilot manager
 musician writer hero superhero patient doctor physician nurse client guest passenger worker coach editor
 journalist participant competitor contestant winner faculty advisor representative architect captain
-people official engineer editor victim reviewer""".split()
+official engineer victim reviewer highschooler schooler employee""".split()
 )
 ORGANISATION_WORDS = frozenset(
     """company business restaurant hotel shop store museum bank agency school university college club airline
@@ -30,7 +30,7 @@ branch department party government church station shipping company operator""".s
 PLACE_WORDS = frozenset(
     """country city state region area district town province county continent location address airport
 stadium venue building room campus place site park street zone port track circuit cinema theater theatre
-mountain lake river island arena hall""".split()
+mountain lake river island arena hall property house apartment home""".split()
 )
 EVENT_WORDS = frozenset(
     """concert match game battle race event election show performance festival tournament competition
@@ -82,13 +82,8 @@ _RANK_WORDS = {"rank", "ranking", "position", "place", "order", "seed"}
 _CODE_WORDS = {"code", "zip", "phone", "fax", "number", "no", "id", "ids", "version"}
 
 
-def _words(name: str) -> set[str]:
-    return {singular(w.lower()) for w in table_words(name).split()}
-
-
 def table_kind(t) -> str:
     """The kind of the rows of a table profile: person, organisation, place, event, product, document, thing."""
-    words = _words(t.name)
     for kind, vocab in (
         ("person", PERSON_WORDS),
         ("organisation", ORGANISATION_WORDS),
@@ -101,18 +96,8 @@ def table_kind(t) -> str:
         head = [w for w in table_words(t.name).lower().split() if w.isalpha()]
         if head and singular(head[-1]) in vocab:
             return kind
-    for kind, vocab in (
-        ("person", PERSON_WORDS),
-        ("organisation", ORGANISATION_WORDS),
-        ("event", EVENT_WORDS),
-        ("place", PLACE_WORDS),
-        ("product", PRODUCT_WORDS),
-        ("document", DOCUMENT_WORDS),
-    ):
-        if words & vocab:
-            return kind
     cols = {c.words.lower() for c in t.columns}
-    if cols & _PERSON_COLUMNS or {"sex", "gender"} & {w for c in cols for w in c.split()}:
+    if cols & _PERSON_COLUMNS:  # a first/last name, not just a name and a gender (dogs have those)
         return "person"
     return "thing"
 
@@ -124,6 +109,16 @@ def _place_values(values: list) -> bool:
         return False
     good = [v for v in vals if re.fullmatch(r"[A-Za-z][A-Za-z.'-]+(?: [A-Za-z.'-]+){0,3}", v.strip()) and len(v) > 3]
     return len(good) >= 0.8 * len(vals)
+
+
+def column_head(c) -> str:
+    """The head noun of a column's words, singular: a "head of state" is a head, a "country name" a country."""
+    words = [w.lower() for w in c.words.split()]
+    of = words.index("of") if "of" in words[1:] else None
+    head = words[of - 1] if of else words[-1] if words else ""
+    if head in {"name", "code"} and len(words) > 1:
+        head = words[-2] if not of else head
+    return singular(head)
 
 
 def column_kind(c) -> str:
@@ -156,7 +151,9 @@ def column_kind(c) -> str:
         return "person_name"
     if "email" in ws or "mail" in ws:
         return "email"
-    if ws & _PLACE_COLUMN_WORDS and (not c.values or _place_values(list(c.values))):
+    head = column_head(c)
+    examples = list(c.values) or list(getattr(c, "examples", []) or [])
+    if head in _PLACE_COLUMN_WORDS and examples and _place_values(examples):
         return "place"
     if words and words[-1] in {"code", "id", "number", "no"}:
         return "code"
@@ -180,12 +177,20 @@ FITS = {
     "awards": {"person", "product", "organisation"},
     "maintenance logs": {"product", "place"},
     "invoices": {"organisation", "person"},
-    "eu_membership": {"place"},
-    "time_zone": {"place"},
+    "reviewers": {"document", "product"},
+    "translations": {"document"},
+    "insurance policy number": {"person", "product"},
+    "tax identification number": {"person", "organisation"},
+    "photo": {"person", "place", "product"},
     "exchange_rate": {"money"},
     "holiday": {"date"},
     "letter_grade": {"measure", "count"},
 }
+
+
+# place columns whose values can sit in the EU, or in a time zone (a nationality has none)
+EU_PLACES = frozenset({"country", "city", "nationality", "citizenship", "hometown", "town"})
+TIME_ZONE_PLACES = frozenset({"country", "city", "state", "hometown", "town", "district", "location", "province"})
 
 
 def fits(template: str, kind: str) -> bool:
