@@ -161,7 +161,7 @@ class Reviewer:
                 out.add("unrounded_threshold")
 
         if sub in ("answerable_with_evidence", "conflicting_knowledge", "lexical_vagueness"):
-            if re.search(r"\b(high|low)-[\w-]+", said, re.I) or re.search(
+            if re.search(r"\b(high|low)-(?!revenue\b|budget\b|rated\b|paid\b)[\w-]+", said, re.I) or re.search(
                 r"\b(considerable|large|small|high|low|modest) [\w ]*\b(rank|position|id|code|episode|year)s?\b",
                 said,
                 re.I,

@@ -196,3 +196,65 @@ def test_undeclared_relationships_are_found_from_the_data(tmp_path):
     for c in report.candidates:
         pair = {x for x in ("Student", "Faculty") if x in (c.feedback or "")}
         assert pair != {"Student", "Faculty"}, c.question  # never "students working with faculty 'Giuliano'"
+
+
+def _shows(path: Path) -> Path:
+    """Prices with cents, a weekly rank, an episode number and a version number: only the price is a concept."""
+    con = sqlite3.connect(path)
+    con.execute(
+        "CREATE TABLE Show (id INTEGER PRIMARY KEY, name TEXT, ticket_price REAL, weekly_rank INTEGER,"
+        " episode_number INTEGER, version_number INTEGER, opened TEXT)"
+    )
+    con.executemany(
+        "INSERT INTO Show VALUES (?,?,?,?,?,?,?)",
+        [
+            (
+                i,
+                f"Show {i}",
+                1234.567 * i + 0.13,
+                i,
+                1940 + i,
+                i % 9 + 1,
+                f"20{i % 20:02d}-0{i % 9 + 1}-1{i % 9} 1{i % 9}:2{i % 9}:33",
+            )
+            for i in range(1, 61)
+        ],
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def test_round_threshold_keeps_the_split():
+    from pipelines.abiss.programmatic.builders.base import round_threshold
+
+    values = sorted(1_000_000 + 137_771 * i for i in range(50))
+    assert round_threshold(values[35], values, 0.7) == 6_000_000
+    assert round_threshold(187, list(range(150, 220)), 0.5) == 190
+    assert round_threshold(10.1067, [i / 2 for i in range(60)], 0.35) == 10
+    assert round_threshold("2013-02-13 05:15:21", sorted(f"20{i:02d}-03-04" for i in range(25)), 0.5) == "2013-01-01"
+    assert round_threshold(43, list(range(20, 60)), 0.6) == 43  # small integers and years are said as they are
+    # a round value that would move the split far from the quantile is not taken
+    skewed = [1.0] * 40 + [1.3, 1.31, 1.32, 1.33, 1.34] + [1.4 + i / 100 for i in range(5)]
+    t = round_threshold(1.33, skewed, 0.86)
+    assert abs(sum(v < t for v in skewed) / len(skewed) - 0.86) <= 0.1 and t != 1.33
+
+
+def test_thresholds_are_round_and_concepts_mean_something(tmp_path):
+    db = _shows(tmp_path / "shows.sqlite")
+    subs = ["answerable_with_evidence", "lexical_vagueness", "conflicting_knowledge", "attachment_ambiguity"]
+    cands = [
+        c for s in range(3) for c in generate_candidates(db, per_subcategory=4, seed=s, subcategories=subs).candidates
+    ]
+    assert cands
+    for c in cands:
+        said = " ".join(x for x in (c.question, c.evidence, c.hidden_knowledge) if x)
+        for num in re.findall(r"(?:above|below|greater than) ([\d,.]+\d)", said):
+            digits = num.replace(",", "").replace(".", "").strip("0")
+            if re.fullmatch(r"1\d{3}|20\d{2}", num):
+                continue  # a year
+            assert len(digits) <= 2 or (len(digits) == 3 and digits.endswith("5")), said
+        assert not re.search(r"\d{2}:\d{2}:\d{2}", said), said  # a date, not a timestamp
+        if c.subcategory != "attachment_ambiguity":  # a filter may use any measure; a concept may not
+            assert not re.search(r"high-|weekly rank|episode number|version number", said), said
+    assert any("ticket price" in (c.evidence or "") + (c.hidden_knowledge or "") for c in cands)

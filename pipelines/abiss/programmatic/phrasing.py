@@ -65,6 +65,8 @@ def column_words(name: str) -> str:
     agent = agent_noun(words)
     if agent:
         return agent
+    if len(words) > 1 and words[0].lower() in {"number", "num"} and words[1].lower() not in {"of", "(millions)"}:
+        words = [words[0], "of", *words[1:]]  # Number_products → "number of products"
     while len(words) > 1 and words[-1].lower() in _UNITS:
         words = words[:-1]
     return " ".join(words) if words else humanize(name)
@@ -297,7 +299,7 @@ def quote_value(value) -> str:
     if isinstance(value, float):
         return format_number(value)
     if isinstance(value, int):
-        return str(value)
+        return f"{value:,}" if abs(value) >= 10000 else str(value)  # 3,000,000, but the year 2008
     text = " ".join(str(value).split())
     return f"'{text}'"
 

@@ -33,6 +33,7 @@ from pipelines.abiss.programmatic.builders.base import (
     temporal_columns,
     thresholds,
     value_text,
+    with_article_or_plural,
 )
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a
@@ -218,6 +219,27 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
         yield Draft("answerable", f"answerable.{kind}", ctx.say(ask, style), style, sql=sql)
 
 
+def _subject(adj: str, tn: str) -> str:
+    """ "heavy dogs" for an adjective; a full phrase ("museums with a large number of staff") as is."""
+    return adj if adj.startswith(tn + " ") else f"{adj} {tn}"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def concept_measure(c) -> bool:
+    """A measure where high/low means something (an amount, a count, a size), not a rank (high rank
+    = low number), a year, a code or a version (issue #35: "high-weekly-rank", "notable templates
+    whose version number ...")."""
+    from pipelines.abiss.programmatic.entity_kinds import column_kind  # lazy: entity_kinds imports base
+
+    words = set(c.words.lower().split())
+    if words & {"year", "version", "episode", "rank", "ranking", "position", "seed", "order"}:
+        return False
+    return column_kind(c) in ("money", "measure", "count")
+
+
 @register("answerable", "answerable.templates")
 def build_answerable(ctx: BuildContext) -> Iterator[Draft]:
     yield from _answerable_drafts(ctx)
@@ -246,9 +268,13 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
                 th = thresholds(c, (ctx.rng.choice([0.6, 0.7, 0.75, 0.8]),))
                 if not th:
                     continue
-                adj, _ = fitting_adjective(col, high=True)
+                adj, fit = fitting_adjective(col, high=True)
+                if not fit:
+                    if not concept_measure(c):
+                        continue  # "high-weekly-rank TV series", "high-indep-year countries": no concept
+                    adj = f"{tn} with {with_article_or_plural(ctx.rng.choice(['high', 'large']) + ' ' + col)}"
                 cond = f"{c.expr()} > {lit(th[0])}"
-                evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
+                evidence = f"{_cap(_subject(adj, tn))} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
         if kind == "date":
             concepts = date_concepts(col)
             if concepts is None:
@@ -261,13 +287,13 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
             op, rel = ("<", "before") if early else (">=", "on or after")
             expr = c.expr() if c.role == NUMERIC else q(c.name)
             cond = f"{expr} {op} {lit(th[0])}"
-            evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} {be(col)} {rel} {value_text(th[0])}."
+            evidence = f"{_cap(_subject(adj, tn))} are {tn} whose {col} {be(col)} {rel} {value_text(th[0])}."
         if ctx.rng.random() < 0.5:
             sql = f"SELECT COUNT(*) FROM {q(t.name)} WHERE {cond}"
-            ask = Ask("count", subject=f"{adj} {tn}")
+            ask = Ask("count", subject=_subject(adj, tn))
         else:
             sql = f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {cond}"
-            np = label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1)
+            np = label_np(t).replace(f"the {tn}", f"the {_subject(adj, tn)}", 1)
             ask = Ask("list", target=np)
         yield Draft(
             "answerable_with_evidence",

@@ -9,7 +9,9 @@ yields drafts lazily, most promising first (order drawn from ``ctx.rng``); the d
 
 from __future__ import annotations
 
+import math
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -265,10 +267,13 @@ def labelled_bridges(analysis: SchemaAnalysis) -> Iterator[tuple[str, Edge, Tabl
 
 
 def thresholds(col, quantiles: tuple[float, ...], side: str = "upper") -> list:
-    """Distinct data values of ``col`` near the given sample quantiles (increasing, no repeats).
+    """Thresholds near the given sample quantiles of ``col`` that a person would say (increasing,
+    no repeats): numbers rounded to 1-2 significant digits (or a half step: 185, 2,500,000), dates to
+    the start of a year or month; a rounded value is kept only while it still splits the rows near
+    the wanted quantile (±:data:`ROUND_TOLERANCE`). Years and small integers are said as they are.
 
-    ``side="upper"`` never returns the maximum (so ``col > t`` keeps rows), ``"lower"`` never
-    the minimum (so ``col < t`` keeps rows). ``col`` is a ColumnProfile or an Attr.
+    ``side="upper"`` keeps rows above (``col > t``: ``t`` is below the maximum), ``"lower"`` keeps
+    rows below (``t`` above the minimum). ``col`` is a ColumnProfile or an Attr.
     """
     values = list(col.sample)
     if not values:
@@ -283,9 +288,57 @@ def thresholds(col, quantiles: tuple[float, ...], side: str = "upper") -> list:
         idx = min(len(values) - 1, max(0, int(round(qn * (len(values) - 1)))))
         v = values[idx]
         v = hi if _gt(v, hi) else lo if _gt(lo, v) else v
+        v = round_threshold(v, values, qn, side)
         if not out or v != out[-1]:
             out.append(v)
     return out
+
+
+ROUND_TOLERANCE = 0.1  # how far (as a share of rows) rounding may move a threshold's split
+
+
+def _share_below(values: list, t) -> float:
+    try:
+        return sum(1 for v in values if v < t) / len(values)
+    except TypeError:
+        return -1.0
+
+
+def _keeps_rows(values: list, t, side: str) -> bool:
+    try:
+        return any(v > t for v in values) if side == "upper" else any(v < t for v in values)
+    except TypeError:
+        return False
+
+
+def round_threshold(v, values: list, qn: float, side: str = "upper"):
+    """The roundest value near ``v`` that still splits ``values`` (sorted) near quantile ``qn``:
+    8105162 → 8,000,000; 10.1067 → 10; '2013-02-13 05:15:21' → '2013-01-01'. ``v`` itself when no
+    round value fits, or for years and integers up to 100 (already said as they are)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        x = float(v)
+        if x == 0 or (x.is_integer() and (abs(x) <= 100 or 1000 <= x <= 2200)):
+            return v
+        e = math.floor(math.log10(abs(x)))
+        steps = [10.0**e, 5 * 10.0 ** (e - 1), 10.0 ** (e - 1), 5 * 10.0 ** (e - 2), 10.0 ** (e - 2)]
+        cands = [round(x / st) * st for st in steps]
+    elif isinstance(v, str) and _DATE_PREFIX.match(v):
+        cands = [f"{v[:4]}-01-01", f"{v[:7]}-01"]
+    else:
+        return v
+    for t in cands:
+        if isinstance(t, float):
+            t = int(t) if t.is_integer() else float(f"{t:.6g}")
+        if t == 0 and x != 0:
+            continue
+        if _keeps_rows(values, t, side) and abs(_share_below(values, t) - qn) <= ROUND_TOLERANCE:
+            return t
+    return v
+
+
+_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
 def _gt(x, y) -> bool:

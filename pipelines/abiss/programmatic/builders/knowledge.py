@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
+from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, concept_measure, date_concepts
 from pipelines.abiss.programmatic.builders.base import (
     TEMPORAL,
     Ask,
@@ -79,6 +79,8 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
         for c in numeric_columns(t, min_distinct=4):
             if c.is_year and not _recent_fits(c.words):
                 continue
+            if not c.is_year and not concept_measure(c):
+                continue  # "conductors with a considerable year of work", "a high weekly rank"
             plans.append((t, c, "recent" if c.is_year else ctx.rng.choice(["high", "high", "low"])))
         for c in temporal_columns(t):
             if _recent_fits(c.words):  # "a recent date left" means nothing
@@ -177,7 +179,9 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
     for t in labelled_tables(ctx.analysis):
         conds = []
         for c in numeric_columns(t):
-            for qn in (0.6, 0.85):
+            if not concept_measure(c):
+                continue  # an "important singer" is not defined by a birth year or a version number
+            for qn in (0.5, 0.85):
                 th = thresholds(c, (qn,))
                 if th:
                     conds.append(
@@ -187,16 +191,12 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
                             c.name,
                         )
                     )
-        for c in temporal_columns(t):
-            th = thresholds(c, (0.6,))
-            if th:
-                conds.append(
-                    (f"{q(c.name)} >= {lit(th[0])}", f"{c.words} {be(c.words)} on or after {value_text(th[0])}", c.name)
-                )
-        for i, c1 in enumerate(conds):
-            for c2 in conds[i + 1 :]:
-                if c1[0] != c2[0] and c1[2] != c2[2]:  # two different columns, not two thresholds of one
-                    plans.append((t, c1, c2))
+        pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[2] != c2[2]]
+        if not pairs:
+            # one measure: two definitions that disagree on its threshold ("more than 90 credits" vs
+            # "more than 120"), at distant quantiles so the readings differ
+            pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[0] != c2[0]]
+        plans += [(t, c1, c2) for c1, c2 in pairs]
     if not plans:
         ctx.unsupported("no labelled table with two distinct definable conditions")
         return

@@ -168,7 +168,8 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
         conj = [
             x
             for x in attrs
-            if 2 <= len(x.values) <= 25
+            # three values at least: "whose sex is 'M' or 'F'" is true of every row
+            if 3 <= len(x.values) <= 25
             and (
                 x.role == CATEGORICAL
                 or (
