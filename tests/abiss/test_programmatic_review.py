@@ -258,3 +258,49 @@ def test_thresholds_are_round_and_concepts_mean_something(tmp_path):
         if c.subcategory != "attachment_ambiguity":  # a filter may use any measure; a concept may not
             assert not re.search(r"high-|weekly rank|episode number|version number", said), said
     assert any("ticket price" in (c.evidence or "") + (c.hidden_knowledge or "") for c in cands)
+
+
+def _teams(path: Path, shared: bool) -> Path:
+    """Teams and their players' positions: with ``shared`` every team has the same positions, so
+    "the positions of the players of every team" has one answer content in both readings."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE team (team_id INTEGER PRIMARY KEY, name TEXT, city TEXT);
+        CREATE TABLE player (player_id INTEGER PRIMARY KEY, name TEXT, position TEXT, qualifying TEXT,
+                             team_id INTEGER REFERENCES team(team_id));
+    """)
+    con.executemany("INSERT INTO team VALUES (?,?,?)", [(i, f"Team {i}", ["Rome", "Oslo"][i % 2]) for i in range(1, 7)])
+    pos = ["Goalkeeper", "Defender", "Forward"]
+    rows = []
+    for i in range(1, 61):
+        team = i % 6 + 1
+        p = pos[(i // 6) % 3] if shared else pos[(team + (i // 6) % 2) % 3]
+        rows.append((i, f"Player {i}", p, "Cancelled" if i % 20 == 7 else f"1:2{i % 5}.5", team))
+    con.executemany("INSERT INTO player VALUES (?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    return path
+
+
+def test_readings_must_differ_in_answer_content(tmp_path):
+    from pipelines.abiss.programmatic.generator import same_content
+    from resources.sql import execute_sql
+
+    assert same_content([("DVD",), ("CD",)], [("Orchestra A", "DVD"), ("Orchestra B", "CD"), ("Orchestra C", "DVD")])
+    assert not same_content([("DVD",)], [("Orchestra A", "DVD"), ("Orchestra B", "CD")])
+    paths = {shared: _teams(tmp_path / f"teams_{shared}.sqlite", shared) for shared in (True, False)}
+    reports = {shared: generate_candidates(p, per_subcategory=3, seed=0) for shared, p in paths.items()}
+    assert not [c for c in reports[True].candidates if c.subcategory == "scope_ambiguity"]
+    for shared, report in reports.items():
+        groups: dict = {}
+        for c in report.candidates:
+            if c.interpretation_index is not None:
+                groups.setdefault(c.group_id, []).append(c)
+        assert groups
+        for g in groups.values():
+            rows = [execute_sql(str(paths[shared]), c.sql).rows for c in g]
+            assert not same_content(*rows), [c.question for c in g]
+        # a placeholder in a column of lap times is not a value to ask about
+        assert not any("Cancelled" in c.question for c in report.candidates)
+    qualifying = analyze(paths[True]).table("player").column("qualifying")
+    assert "Cancelled" not in qualifying.values and "1:20.5" in qualifying.values

@@ -128,6 +128,19 @@ def _run_informative(ctx: BuildContext, sql: str, failed: str, empty: str) -> tu
     return None, res.rows
 
 
+def same_content(rows_a: list[tuple], rows_b: list[tuple]) -> bool:
+    """Whether two readings give the same answer content (issue #35 item 4): the distinct rows of the
+    columns both project (the last ``k``, ``k`` the smaller width) are equal. A distributive reading
+    that only adds each parent's name, or two "my X" readings returning the same values, differ in
+    presentation, not in meaning."""
+    if not rows_a or not rows_b:
+        return False
+    k = min(len(rows_a[0]), len(rows_b[0]))
+    if k == 0:
+        return False
+    return {tuple(repr(v) for v in r[-k:]) for r in rows_a} == {tuple(repr(v) for v in r[-k:]) for r in rows_b}
+
+
 MIN_READING_GAP_ROWS = 2
 MIN_READING_GAP_SHARE = 0.15
 
@@ -217,6 +230,8 @@ def _verify_execution(draft: Draft, ctx: BuildContext) -> str | None:
             raw.append(rows)
         if outs[0] == outs[1]:
             return "readings return the same result"
+        if same_content(raw[0], raw[1]):
+            return "readings differ only in projected columns or repeats"
         if sub.id == "lexical_vagueness":
             why = _too_close(raw[0], raw[1], outs[0], outs[1])
             if why is not None:

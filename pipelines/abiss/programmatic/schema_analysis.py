@@ -78,6 +78,23 @@ def sql_literal(value) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+_TIME_OR_NUMBER = re.compile(r"^[\d:.,\-+ ]+$")
+
+
+def _typical(values: list, counts: Counter) -> list:
+    """Values of the column's dominant shape: in a column of lap times or numbers, 'Cancelled' or
+    'N/A' is a placeholder, not a value a question can use ("fastest qualifying is 'Cancelled'")."""
+
+    def shape(v) -> str:
+        return "num" if _is_number(v) or (isinstance(v, str) and _TIME_OR_NUMBER.match(v.strip())) else "text"
+
+    rows = sum(counts.values()) or 1
+    numeric = sum(n for v, n in counts.items() if shape(v) == "num")
+    if numeric >= 0.7 * rows and numeric < rows:
+        return [v for v in values if shape(v) == "num"]
+    return values
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
@@ -728,7 +745,9 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
             )
             prof.examples = list(dict.fromkeys(v for v in vals[:200] if isinstance(v, str)))[:20]
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
-                prof.values = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+                prof.values = _typical(
+                    [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))], counts
+                )
             if role == IDENTIFIER and fk and not pk:
                 # a foreign key says the parent it points at: current_address_id → "current address"
                 ws = prof.words.split()

@@ -94,6 +94,7 @@ __all__ = [
     "is_measure",
     "is_flag",
     "noun_tables",
+    "number_shaped",
 ]
 
 q = quote_ident
@@ -382,6 +383,15 @@ def is_flag(col) -> bool:
         return True
     vals = {str(v).strip().lower() for v in getattr(col, "values", []) or []}
     return bool(vals) and vals <= {"t", "f", "y", "n", "yes", "no", "true", "false", "0", "1"}
+
+
+_NUMBER_SHAPE = re.compile(r"^[\d:.,\-+ ]+$")
+
+
+def number_shaped(col) -> bool:
+    """Text values that are numbers or times ('1:23.5', '8105'): a measurement, not a shared category."""
+    vals = [v for v in getattr(col, "values", []) or [] if v is not None]
+    return bool(vals) and all(isinstance(v, (int, float)) or _NUMBER_SHAPE.match(str(v).strip()) for v in vals)
 
 
 def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:

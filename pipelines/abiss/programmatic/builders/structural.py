@@ -24,6 +24,7 @@ from pipelines.abiss.programmatic.builders.base import (
     labelled_bridges,
     labelled_tables,
     lit,
+    number_shaped,
     plural,
     q,
     register,
@@ -48,9 +49,9 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             continue
         if is_relation_name(child.name) or is_relation_name(parent.name):
             continue  # "the grades of the takes of every course": a relationship table is no noun
-        for c in categorical_columns(child):
-            if c.name == e.src_col or c.is_key:
-                continue
+        for c in categorical_columns(child, text_only=True):
+            if c.name == e.src_col or c.is_key or c.role == NUMERIC or number_shaped(c):
+                continue  # "the ages shared by all breeds", a collective price of 9.99: no shared property
             frm, al = join_sql([(child.name, e, parent.name)], child.name)
             plans.append(
                 dict(
