@@ -283,7 +283,7 @@ def _teams(path: Path, shared: bool) -> Path:
 
 
 def test_readings_must_differ_in_answer_content(tmp_path):
-    from pipelines.abiss.programmatic.generator import same_content
+    from pipelines.abiss.programmatic.builders.base import same_content
     from resources.sql import execute_sql
 
     assert same_content([("DVD",), ("CD",)], [("Orchestra A", "DVD"), ("Orchestra B", "CD"), ("Orchestra C", "DVD")])

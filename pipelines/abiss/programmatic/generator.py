@@ -36,7 +36,7 @@ from pathlib import Path
 
 from pipelines.abiss import wellformed
 from pipelines.abiss.programmatic import builders as _builders  # noqa: F401  (registers builders)
-from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft
+from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft, same_content
 from pipelines.abiss.programmatic.schema_analysis import SchemaAnalysis, analyze
 from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group
 from pipelines.abiss.taxonomy import subcategory as _subcategory
@@ -126,19 +126,6 @@ def _run_informative(ctx: BuildContext, sql: str, failed: str, empty: str) -> tu
     if not res.rows or not _informative(res.rows):
         return empty, []
     return None, res.rows
-
-
-def same_content(rows_a: list[tuple], rows_b: list[tuple]) -> bool:
-    """Whether two readings give the same answer content (issue #35 item 4): the distinct rows of the
-    columns both project (the last ``k``, ``k`` the smaller width) are equal. A distributive reading
-    that only adds each parent's name, or two "my X" readings returning the same values, differ in
-    presentation, not in meaning."""
-    if not rows_a or not rows_b:
-        return False
-    k = min(len(rows_a[0]), len(rows_b[0]))
-    if k == 0:
-        return False
-    return {tuple(repr(v) for v in r[-k:]) for r in rows_a} == {tuple(repr(v) for v in r[-k:]) for r in rows_b}
 
 
 MIN_READING_GAP_ROWS = 2

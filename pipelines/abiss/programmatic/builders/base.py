@@ -95,6 +95,7 @@ __all__ = [
     "is_flag",
     "noun_tables",
     "number_shaped",
+    "same_content",
 ]
 
 q = quote_ident
@@ -196,6 +197,19 @@ def register(subcategory: str, name: str):
 
 
 # ------------------------------------------------------------------------------ helpers
+
+
+def same_content(rows_a: list[tuple], rows_b: list[tuple]) -> bool:
+    """Whether two readings give the same answer content (issue #35 item 4): the distinct rows of the
+    columns both project (the last ``k``, ``k`` the smaller width) are equal. A distributive reading
+    that only adds each parent's name, or two "my X" readings returning the same values, differ in
+    presentation, not in meaning."""
+    if not rows_a or not rows_b:
+        return False
+    k = min(len(rows_a[0]), len(rows_b[0]))
+    if k == 0:
+        return False
+    return {tuple(repr(v) for v in r[-k:]) for r in rows_a} == {tuple(repr(v) for v in r[-k:]) for r in rows_b}
 
 
 def col_ref(alias: str | None, col: str) -> str:

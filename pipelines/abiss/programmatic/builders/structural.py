@@ -28,6 +28,7 @@ from pipelines.abiss.programmatic.builders.base import (
     plural,
     q,
     register,
+    same_content,
     table_plural,
     table_singular,
     thresholds,
@@ -90,8 +91,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
     for plan in ctx.shuffled(plans):
         # optional filter on A's categorical columns so the collective reading is non-empty
         filters = [("", "")]
-        for c in categorical_columns(plan["atable"], text_only=True)[:2]:
-            for v in c.values[:3]:
+        for c in categorical_columns(plan["atable"], text_only=True)[:4]:
+            for v in c.values[:5]:
                 filters.append(
                     (
                         f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}",
@@ -110,6 +111,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             unique = lab is not None and lab.distinct >= plan["atable"].row_count
             keys = plan["alabel"] if unique else f"{plan['key']}, {plan['alabel']}"
             distributive = f"SELECT DISTINCT {keys}, {plan['value']} {plan['frm']}{where}"
+            if same_content(ctx.rows(collective), ctx.rows(distributive)):
+                continue  # every parent has the same values: both readings say the same
             style = ctx.next_style()
             quant = ctx.rng.choice(QUANTIFIERS)
             aname = table_singular(plan["atable"].name)
