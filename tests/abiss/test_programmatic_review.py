@@ -304,3 +304,52 @@ def test_readings_must_differ_in_answer_content(tmp_path):
         assert not any("Cancelled" in c.question for c in report.candidates)
     qualifying = analyze(paths[True]).table("player").column("qualifying")
     assert "Cancelled" not in qualifying.values and "1:20.5" in qualifying.values
+
+
+def _airshow(path: Path) -> Path:
+    """Spider's aircraft shape: match.Winning_Aircraft references aircraft; pilots have first/last names."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE aircraft (Aircraft_ID INTEGER PRIMARY KEY, Aircraft TEXT, Description TEXT);
+        CREATE TABLE match (Round INTEGER PRIMARY KEY, Name TEXT, Location TEXT, Date TEXT,
+                            Winning_Aircraft INTEGER REFERENCES aircraft(Aircraft_ID));
+        CREATE TABLE pilot (Pilot_ID INTEGER PRIMARY KEY, first_name TEXT, last_name TEXT, team TEXT);
+    """)
+    planes = ["Robinson R-22", "Bell 206B3", "CH-47D Chinook", "Mil Mi-26", "CH-53E Super Stallion"]
+    con.executemany(
+        "INSERT INTO aircraft VALUES (?,?,?)", [(i, p, ["Light", "Heavy"][i % 2]) for i, p in enumerate(planes, 1)]
+    )
+    con.executemany(
+        "INSERT INTO match VALUES (?,?,?,?,?)",
+        [
+            (r, f"Cup {r}", ["Mina", "Perth", "Budapest"][r % 3], f"2010-0{r % 9 + 1}-01", r % 5 + 1)
+            for r in range(1, 21)
+        ],
+    )
+    con.executemany(
+        "INSERT INTO pilot VALUES (?,?,?,?)",
+        [(i, f"Ann{i}", f"Lee{i}", ["Red", "Blue", "Gold"][i % 3]) for i in range(1, 16)],
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def test_column_meaning_is_kept(tmp_path):
+    from pipelines.abiss.programmatic.builders.knowledge import role_phrase
+
+    assert role_phrase("winning aircraft", "aircraft") == "won by my aircraft"
+    assert role_phrase("lost in battle", "battle") == "lost in my battle"
+    assert role_phrase("aircraft", "aircraft") == "of my aircraft"
+    db = _airshow(tmp_path / "airshow.sqlite")
+    cands = [
+        c
+        for s in range(4)
+        for c in generate_candidates(
+            db, per_subcategory=6, seed=s, subcategories=["missing_user_knowledge", "lexical_overlap"]
+        ).candidates
+    ]
+    mine = [c.question for c in cands if "my aircraft" in c.question]
+    assert mine and all("won by my aircraft" in q for q in mine), mine
+    # "the names of the pilots" means the full name: never split into first vs last name readings
+    assert not [c for c in cands if c.subcategory == "lexical_overlap" and "name" in (c.hidden_knowledge or "")]

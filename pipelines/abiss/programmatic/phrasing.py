@@ -128,7 +128,7 @@ _IE_WORDS = (
     "smoothies",
     "sorties",
 )
-_NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media"}
+_NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media", "aircraft", "sheep", "fish"}
 
 
 def _inflect_last(phrase: str, fn) -> str:

@@ -20,6 +20,7 @@ from pipelines.abiss.programmatic.builders.base import (
     numeric_columns,
     q,
     register,
+    singular,
     table_plural,
     table_singular,
     temporal_columns,
@@ -123,6 +124,41 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
         yield Draft("lexical_vagueness", f"lexical_vagueness.{kind}", ctx.say(ask, style), style, readings=readings)
 
 
+# a key column named by a role of its parent ("winning aircraft", "home team") keeps that role
+ROLE_VERBS = {
+    "winning": "won by",
+    "losing": "lost by",
+    "owning": "owned by",
+    "hosting": "hosted by",
+    "home": "at home against",
+    "away": "away against",
+    "managing": "managed by",
+    "directing": "directed by",
+    "performing": "performed by",
+    "organizing": "organised by",
+    "organising": "organised by",
+    "sponsoring": "sponsored by",
+}
+
+
+def role_phrase(key_words: str, parent: str) -> str:
+    """How rows relate to "my <parent>" through a key column: ``Winning_Aircraft`` → "won by my
+    aircraft", ``lost_in_battle`` → "lost in my battle", ``current_address_id`` → "whose current
+    address is mine", a key named like its parent → "of my aircraft"."""
+    words = key_words.lower().split()
+    head = singular(parent.lower().split()[-1]) if parent.split() else ""
+    if not words or [singular(w) for w in words] == [singular(w) for w in parent.lower().split()]:
+        return f"of my {parent}"
+    if singular(words[-1]) == head and len(words) > 1:
+        mods = words[:-1]
+        if len(mods) == 1 and mods[0] in ROLE_VERBS:
+            return f"{ROLE_VERBS[mods[0]]} my {parent}"
+        if mods[-1] in {"in", "by", "at", "for", "from", "to", "with", "on"}:
+            return f"{' '.join(mods)} my {parent}"  # lost in my battle
+        return f"whose {key_words} is mine"
+    return f"of my {parent}"
+
+
 @register("missing_user_knowledge", "missing_user_knowledge.my_value")
 def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
@@ -162,7 +198,8 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
                 f"SELECT {al[t.name]}.{q(t.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
                 for v in (v1, v2)
             ]
-            np = f"{label_np(t)} of my {what}"
+            # the key column says the parent's role: Winning_Aircraft → "won by my aircraft"
+            np = f"{label_np(t)} {role_phrase(t.column(edge.src_col).words, what)}"
         readings = [Reading(s, f"The user's {what} {be(what)} {value_text(v)}.") for s, v in zip(sqls, (v1, v2))]
         yield Draft(
             "missing_user_knowledge",

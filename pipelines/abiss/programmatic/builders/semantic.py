@@ -24,6 +24,7 @@ from pipelines.abiss.programmatic.builders.base import (
     value_text,
 )
 
+_NAME_PARTS = {"first", "last", "middle", "given", "family", "sur", "maiden"}
 _WEAK_HEADS = {"by", "of", "in", "on", "at", "to", "is", "if", "yn", "old", "new", "code", "details", "other"}
 
 
@@ -34,6 +35,8 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
     for tname, head, cols in a.head_noun_groups():
         if head in _WEAK_HEADS or len(head) < 3:
             continue
+        if head == "name" and all(c.words.split()[0] in _NAME_PARTS for c in cols):
+            continue  # "the names of the students" means the full name, not a first or last name
         t = a.table(tname)
         if not t or not t.row_count:
             continue
