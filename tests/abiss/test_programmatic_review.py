@@ -353,3 +353,33 @@ def test_column_meaning_is_kept(tmp_path):
     assert mine and all("won by my aircraft" in q for q in mine), mine
     # "the names of the pilots" means the full name: never split into first vs last name readings
     assert not [c for c in cands if c.subcategory == "lexical_overlap" and "name" in (c.hidden_knowledge or "")]
+
+
+def test_no_two_questions_mean_the_same_and_templates_vary(campus, cartoons):
+    from pipelines.abiss.programmatic.generator import NEAR_DUPLICATE_SHARE, _frame
+    from pipelines.abiss.taxonomy import subcategory
+
+    for db in (campus, cartoons):
+        report = generate_candidates(db, per_subcategory=4, seed=0)
+        groups: dict = {}
+        for c in report.candidates:
+            groups.setdefault(c.group_id, []).append(c)
+        sqls, feedback, frames = {}, {}, []
+        for g in groups.values():
+            c = g[0]
+            fam = subcategory(c.subcategory).group.value
+            for r in g:
+                if r.sql:
+                    key = (fam, " ".join(r.sql.lower().split()))
+                    assert key not in sqls, (c.question, sqls.get(key))
+                    sqls[key] = c.question
+            if c.feedback and c.subcategory != "improper_question":
+                assert c.feedback not in feedback, (c.question, feedback[c.feedback])
+                feedback[c.feedback] = c.question
+            f = _frame(c.question)
+            for sub, other, q in frames:
+                if sub == c.subcategory:
+                    assert len(f & other) < NEAR_DUPLICATE_SHARE * len(f | other), (c.question, q)
+            frames.append((c.subcategory, f, c.question))
+        answerable = {c.builder for c in report.candidates if c.subcategory == "answerable"}
+        assert len(answerable) >= 3, answerable  # four questions, not four times one template

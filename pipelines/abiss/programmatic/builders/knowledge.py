@@ -218,7 +218,7 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
         for c in numeric_columns(t):
             if not concept_measure(c):
                 continue  # an "important singer" is not defined by a birth year or a version number
-            for qn in (0.5, 0.85):
+            for qn in (0.5, 0.65, 0.85):
                 th = thresholds(c, (qn,))
                 if th:
                     conds.append(
