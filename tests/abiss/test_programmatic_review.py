@@ -383,3 +383,34 @@ def test_no_two_questions_mean_the_same_and_templates_vary(campus, cartoons):
             frames.append((c.subcategory, f, c.question))
         answerable = {c.builder for c in report.candidates if c.subcategory == "answerable"}
         assert len(answerable) >= 3, answerable  # four questions, not four times one template
+
+
+def test_entity_ambiguity_through_a_linking_row(tmp_path):
+    """Airlines and airports both have a country; flights link them and have a class of their own:
+    "the countries for the flights whose class is 'Economy'" names neither entity."""
+    db = tmp_path / "flights.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE airlines (uid INTEGER PRIMARY KEY, Airline TEXT, Country TEXT);
+        CREATE TABLE airports (AirportCode TEXT PRIMARY KEY, AirportName TEXT, Country TEXT);
+        CREATE TABLE flights (FlightNo INTEGER PRIMARY KEY, Airline INTEGER REFERENCES airlines(uid),
+                              Source TEXT REFERENCES airports(AirportCode), class TEXT);
+    """)
+    con.executemany(
+        "INSERT INTO airlines VALUES (?,?,?)", [(i, f"Air {i}", ["USA", "Italy", "Peru"][i % 3]) for i in range(1, 7)]
+    )
+    con.executemany(
+        "INSERT INTO airports VALUES (?,?,?)",
+        [(f"A{i}", f"Port {i}", ["Spain", "Chile", "Japan", "Italy"][i % 4]) for i in range(1, 9)],
+    )
+    con.executemany(
+        "INSERT INTO flights VALUES (?,?,?,?)",
+        [(n, n % 6 + 1, f"A{n % 8 + 1}", ["Economy", "Business"][n % 2]) for n in range(1, 41)],
+    )
+    con.commit()
+    con.close()
+    report = generate_candidates(db, per_subcategory=2, seed=0, subcategories=["entity_ambiguity"])
+    assert report.candidates, report.skipped
+    for c in report.candidates:
+        assert "countr" in c.question.lower() and not re.search(r"airline|airport", c.question.lower()), c.question
+    assert {c.hidden_knowledge.split("(")[-1].split(".")[0] for c in report.candidates} == {"airlines", "airports"}
