@@ -68,6 +68,11 @@ def _values_look_like_places(values: list) -> bool:
     return len(placey) >= 0.8 * len(words)
 
 
+def _stem(name: str) -> set[str]:
+    words = {w.lower() for w in re.split(r"[\W_]+|(?<=[a-z])(?=[A-Z])", name) if len(w) > 2}
+    return {w[:-1] if w.endswith("s") else w for w in words} - {"id", "code", "name"}
+
+
 class Reviewer:
     def __init__(self, path: Path, analysis):
         self.path = path
@@ -92,7 +97,7 @@ class Reviewer:
         Y, and the column is not a small dense counter (1..n) that any id column would contain."""
         if self._inds is not None:
             return self._inds
-        self._inds = set()
+        inds: set[tuple[str, str]] = set()
         uniq: list[tuple[str, str, set]] = []
         cols: list[tuple[str, str, set]] = []
         for t in self.a.tables:
@@ -108,13 +113,25 @@ class Reviewer:
                     uniq.append((t.name, c.name, vs))
                 if len(vs) >= 3:
                     cols.append((t.name, c.name, vs))
-        for tx, _cx, vx in cols:
+        for tx, cx, vx in cols:
             nums = [v for v in vx if isinstance(v, (int, float))]
-            if len(nums) == len(vx) and nums and max(nums) <= 3 * len(vx) + 5:
-                continue  # a small dense counter: contained in any id column by chance
+            dense = len(nums) == len(vx) and nums and max(nums) <= 3 * len(vx) + 5
             for ty, _cy, vy in uniq:
-                if ty != tx and vx <= vy:
-                    self._inds.add(frozenset((tx, ty)))
+                # a small dense counter (1..n) is in any id column by chance, unless its name says whose
+                named = _stem(cx) & _stem(ty)
+                if ty != tx and vx <= vy and (not dense or named):
+                    inds.add((tx, ty))
+        declared = {(e.src, e.dst) for e in self.a.edges if not getattr(e, "inferred", False)}
+        ups: dict[str, set] = {}
+        for x, y in inds | declared:
+            ups.setdefault(x, set()).add(y)
+        self._inds = {frozenset(p) for p in inds}
+        # through a linking table: X holds keys of A and of B, one of them undeclared
+        for x, parents in ups.items():
+            for a in parents:
+                for b in parents:
+                    if a != b and ((x, a) in inds - declared or (x, b) in inds - declared):
+                        self._inds.add(frozenset((a, b)))
         return self._inds
 
     def _frame(self, q: str) -> set:
