@@ -172,8 +172,8 @@ class Reviewer:
         ):
             num = num.strip()
             if re.match(r"\d{4}-\d{2}-\d{2}", num):
-                if not re.fullmatch(r"\d{4}-\d{2}-01( 00:00:00)?", num):
-                    out.add("unrounded_threshold")
+                if re.search(r"\d{2}:\d{2}", num) and not num.endswith("00:00:00"):
+                    out.add("unrounded_threshold")  # a clock time to the second; a plain date is sayable
             elif not _is_round(num):
                 out.add("unrounded_threshold")
 

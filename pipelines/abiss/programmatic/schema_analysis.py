@@ -821,11 +821,14 @@ def infer_inclusion_edges(db_path: str, tables: list[TableProfile], edges: list[
         if t.row_count < 2:
             continue
         keys = [t.column(t.primary_key[0])] if len(t.primary_key) == 1 else []
-        keys += [
-            c
-            for c in t.columns
-            if c.role == IDENTIFIER and not c.primary_key and c.distinct == t.row_count and c.non_null == t.row_count
-        ]
+        if not keys:  # no declared key: a unique, complete id column stands in
+            keys = [
+                c for c in t.columns if c.role == IDENTIFIER and c.distinct == t.row_count and c.non_null == t.row_count
+            ]
+        # a unique name that labels the rows (Venues.name) is a key too: schemas without declared keys
+        lab = t.column(t.label) if t.label else None
+        if lab is not None and lab.distinct == t.row_count and lab.non_null == t.row_count and lab not in keys:
+            keys.append(lab)
         parents += [(t, k) for k in keys if k is not None and k.role != OTHER]
     if not parents:
         return []
@@ -880,5 +883,7 @@ def infer_inclusion_edges(db_path: str, tables: list[TableProfile], edges: list[
         if len(found) > 1 and found[0][0] == found[1][0]:
             continue  # two parents fit equally: no evidence which
         _, pt, pk = found[0]
+        if any((e.src, e.src_col, e.dst, e.dst_col) == (pt.name, pk.name, t.name, c.name) for e in out + edges):
+            continue  # one-to-one (Film.Title = Screenplay.Title): one direction is the relationship
         out.append(Edge(t.name, c.name, pt.name, pk.name, inferred=True))
     return out

@@ -55,6 +55,7 @@ FITTING_ADJECTIVES = (
     (("budget",), ("big-budget", "low-budget")),
     (("revenue", "sales", "profit"), ("high-revenue", "low-revenue")),
     (("attendance",), ("well-attended", "poorly attended")),
+    (("experience",), ("experienced", "inexperienced")),
 )
 RECENT_CONCEPTS = ["recent", "latest", "newer"]
 EARLY_CONCEPTS = ["early", "earlier", "older"]
@@ -234,9 +235,11 @@ def concept_measure(c) -> bool:
     whose version number ...")."""
     from pipelines.abiss.programmatic.entity_kinds import column_kind  # lazy: entity_kinds imports base
 
-    words = set(c.words.lower().split())
-    if words & {"year", "version", "episode", "rank", "ranking", "position", "seed", "order"}:
+    words = c.words.lower().split()
+    if set(words) & {"year", "version", "episode", "rank", "ranking", "position", "seed", "order", "phone"}:
         return False
+    if "number" in words and words[0] != "number":
+        return False  # a block, room or phone number names a thing, it measures nothing
     return column_kind(c) in ("money", "measure", "count")
 
 

@@ -340,7 +340,7 @@ def round_threshold(v, values: list, qn: float, side: str = "upper"):
         steps = [10.0**e, 5 * 10.0 ** (e - 1), 10.0 ** (e - 1), 5 * 10.0 ** (e - 2), 10.0 ** (e - 2)]
         cands = [round(x / st) * st for st in steps]
     elif isinstance(v, str) and _DATE_PREFIX.match(v):
-        cands = [f"{v[:4]}-01-01", f"{v[:7]}-01"]
+        cands = [f"{v[:4]}-01-01", f"{v[:7]}-01", v[:10]]  # a year, a month, at least a day (no clock time)
     else:
         return v
     for t in cands:
@@ -384,6 +384,8 @@ def is_measure(col) -> bool:
     words = [w.lower() if not w.isupper() else w for w in col.words.split()]
     if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
         return False
+    if "phone" in [w.lower() for w in words] or (len(words) > 1 and words[-1].lower() == "number"):
+        return False  # phone number, block number, room number: identifiers, not quantities
     if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):
         return True
     sample = list(getattr(col, "sample", []) or [])

@@ -226,13 +226,19 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
                             f"{c.expr()} > {lit(th[0])}",
                             f"{c.words} {be(c.words)} greater than {value_text(th[0])}",
                             c.name,
+                            qn,
                         )
                     )
         pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[2] != c2[2]]
         if not pairs:
             # one measure: two definitions that disagree on its threshold ("more than 90 credits" vs
             # "more than 120"), at distant quantiles so the readings differ
-            pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[0] != c2[0]]
+            pairs = [
+                (c1, c2)
+                for i, c1 in enumerate(conds)
+                for c2 in conds[i + 1 :]
+                if c1[0] != c2[0] and abs(c1[3] - c2[3]) >= 0.3
+            ]
         plans += [(t, c1, c2) for c1, c2 in pairs]
     if not plans:
         ctx.unsupported("no labelled table with two distinct definable conditions")
