@@ -14,6 +14,44 @@ import re
 
 from pipelines.abiss.programmatic.phrasing import singular, table_words
 
+# Words naming a quantity: a numeric column named by none of them (``Major``, ``Advisor``,
+# ``city_code``) holds codes, and "students whose major is greater than 550" means nothing.
+MEASURE_WORDS = frozenset(
+    """
+age weight height length width depth area size capacity population price cost fee charge amount budget salary
+income wage pay earnings revenue sales profit worth value gnp gdp score rating grade points credits credit year
+years duration time hours minutes seconds days speed horsepower MPG acceleration displacement cylinders
+count number total share percentage percent rate ratio attendance seats votes rank ranking place position
+expectancy surface distance mileage volume temperature balance quantity stock goals wins losses money bonus
+tax budgeted level floors rooms beds employees staff members students passengers enrollment pages copies
+""".split()
+)
+
+
+def is_measure(col) -> bool:
+    """A numeric column measuring something (thresholds and "high"/"low" make sense on it)."""
+    if getattr(col, "role", None) != "numeric":
+        return False
+    words = [w.lower() if not w.isupper() else w for w in col.words.split()]
+    if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
+        return False
+    if "phone" in [w.lower() for w in words] or (len(words) > 1 and words[-1].lower() == "number"):
+        return False  # phone number, block number, room number: identifiers, not quantities
+    if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):
+        return True
+    sample = list(getattr(col, "sample", []) or [])
+    return any(isinstance(v, float) and not float(v).is_integer() for v in sample[:200])
+
+
+def is_flag(col) -> bool:
+    """A yes/no column (``is_male``, ``has_wifi``, values T/F, Y/N, 0/1): "whose is male is 'F'" is no English."""
+    words = [w.lower() for w in col.words.split()]
+    if words and words[0] in {"is", "has", "was", "can", "did", "does", "if"}:
+        return True
+    vals = {str(v).strip().lower() for v in getattr(col, "values", []) or []}
+    return bool(vals) and vals <= {"t", "f", "y", "n", "yes", "no", "true", "false", "0", "1"}
+
+
 PERSON_WORDS = frozenset(
     """student person people employee singer teacher player customer user member visitor owner professor
 instructor staff driver artist author actor director conductor candidate voter host friend pilot manager
@@ -123,8 +161,6 @@ def column_head(c) -> str:
 
 def column_kind(c) -> str:
     """The kind of value a column profile holds (see the module docstring)."""
-    from pipelines.abiss.programmatic.builders.base import is_flag, is_measure  # lazy: base imports analysis
-
     words = [w.lower() for w in c.words.split()]
     ws = set(words) | {singular(w) for w in words}
     if c.is_key or c.primary_key:

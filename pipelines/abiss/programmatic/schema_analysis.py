@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from pipelines.abiss.programmatic.entity_kinds import MEASURE_WORDS
 from pipelines.abiss.programmatic.phrasing import (
     column_words,
     head_noun,
@@ -787,8 +788,6 @@ def _keyish(c: ColumnProfile) -> bool:
         return False
     words = [w.lower() for w in c.words.split()] or [""]
     if c.role == NUMERIC:
-        from pipelines.abiss.programmatic.builders.base import MEASURE_WORDS  # lazy: base imports this module
-
         if any(w in MEASURE_WORDS for w in words) and words[-1] not in _KEYISH_END:
             return False
         return not any(isinstance(v, float) and not float(v).is_integer() for v in c.sample[:200])

@@ -35,6 +35,7 @@ from pipelines.abiss.programmatic.builders.base import (
     value_text,
     with_article_or_plural,
 )
+from pipelines.abiss.programmatic.entity_kinds import column_kind
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a
 # weight, "expensive" only for a price. A measure no entry fits gets the neutral "high-<column>"
@@ -233,8 +234,6 @@ def concept_measure(c) -> bool:
     """A measure where high/low means something (an amount, a count, a size), not a rank (high rank
     = low number), a year, a code or a version (issue #35: "high-weekly-rank", "notable templates
     whose version number ...")."""
-    from pipelines.abiss.programmatic.entity_kinds import column_kind  # lazy: entity_kinds imports base
-
     words = c.words.lower().split()
     if set(words) & {"year", "version", "episode", "rank", "ranking", "position", "seed", "order", "phone"}:
         return False
