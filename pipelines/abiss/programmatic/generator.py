@@ -372,6 +372,20 @@ class Meanings:
         self.frames.append((draft.subcategory, _frame(draft.question)))
 
 
+MAX_DEFERRED = 4  # drafts of an already used template kept waiting for a new one; then taken
+
+
+def _take(deferred: list[Draft], accepted: list[Draft], meanings: Meanings, limit: int) -> None:
+    """Accept waiting drafts (in order) up to ``limit``; the list is emptied."""
+    for draft in deferred:
+        if len(accepted) >= limit:
+            break
+        if meanings.repeats(draft) is None:
+            meanings.add(draft)
+            accepted.append(draft)
+    deferred.clear()
+
+
 # ------------------------------------------------------------------------------ driver
 
 
@@ -423,25 +437,22 @@ def generate_candidates(
                         why = meanings.repeats(draft)
                     if why is not None:
                         failures[why] += 1
-                    elif any(d.builder == draft.builder for d in accepted):
+                    elif any(d.builder == draft.builder for d in accepted) and len(deferred) < MAX_DEFERRED:
                         seen.add(key)
                         deferred.append(draft)
                     else:
                         seen.add(key)
                         meanings.add(draft)
                         accepted.append(draft)
+                    if len(deferred) >= MAX_DEFERRED:  # no new template in sight: take what waits
+                        _take(deferred, accepted, meanings, per_subcategory)
                     if len(accepted) >= per_subcategory or attempts >= MAX_DRAFTS_PER_SUBCATEGORY:
                         break
             except Exception as exc:  # a builder bug must not sink the other subcategories
                 failures[f"builder error in {name}: {type(exc).__name__}: {exc}"] += 1
             if len(accepted) >= per_subcategory or attempts >= MAX_DRAFTS_PER_SUBCATEGORY:
                 break
-        for draft in deferred:
-            if len(accepted) >= per_subcategory:
-                break
-            if meanings.repeats(draft) is None:
-                meanings.add(draft)
-                accepted.append(draft)
+        _take(deferred, accepted, meanings, per_subcategory)
         report.attempts[sid] = attempts
         for d in accepted:
             records = _records(d, db_id, seed)

@@ -794,6 +794,17 @@ def _keyish(c: ColumnProfile) -> bool:
     return c.role in (IDENTIFIER, CATEGORICAL, TEXT)
 
 
+def _type_family(decl: str) -> str:
+    """'int', 'text' or '' (unknown, matches anything) from a declared type: no TEXT column is read
+    against an INTEGER key (wide schemas would pay a query per pair)."""
+    t = (decl or "").upper()
+    if "INT" in t:
+        return "int"
+    if any(k in t for k in ("CHAR", "TEXT", "CLOB")):
+        return "text"
+    return ""
+
+
 def _stem_words(name: str) -> set[str]:
     """Content words of an identifier, singular, without key suffixes: ``airlines`` → {"airline"}."""
     out = set()
@@ -862,7 +873,7 @@ def infer_inclusion_edges(db_path: str, tables: list[TableProfile], edges: list[
         cwords = _stem_words(c.name)
         found = []
         for pt, pk in parents:
-            if pt.name == t.name or pk.distinct < c.distinct:
+            if pt.name == t.name or pk.distinct < c.distinct or _type_family(pk.type) != _type_family(c.type):
                 continue
             child_vals = values(t, c)
             if not child_vals:

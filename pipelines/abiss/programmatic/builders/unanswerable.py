@@ -119,10 +119,10 @@ ATTRIBUTE_FITS = {
 }
 
 
-def _attribute_fits(phrase: str, t) -> bool:
+def _attribute_fits(phrase: str, t, kind: str | None = None) -> bool:
     """Ask only for what such a row could have: a person's phone number, a company's website."""
     allowed = ATTRIBUTE_FITS.get(phrase)
-    return allowed is None or table_kind(t) in allowed
+    return allowed is None or (kind or table_kind(t)) in allowed
 
 
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
@@ -134,11 +134,12 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
     tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
     plans = []
     for t in tables:
+        kind = table_kind(t)
         for phrase, terms in MISSING_ATTRIBUTES:
-            if _attribute_fits(phrase, t):
+            if _attribute_fits(phrase, t, kind):
                 plans.append(("attribute", t, phrase, terms))
         for phrase, terms in MISSING_ENTITIES:
-            if fits(phrase, table_kind(t)):  # no "suppliers of a pilot", "parking spaces of a schedule"
+            if fits(phrase, kind):  # no "suppliers of a pilot", "parking spaces of a schedule"
                 plans.append(("entity", t, phrase, terms))
     for kind, t, phrase, terms in ctx.shuffled(plans):
         if any(a.mentions(term) for term in terms):
