@@ -57,6 +57,7 @@ ABBREVIATIONS = {
     "info": ["information"],
     "qual": ["qualification"],
     "reg": ["registration"],
+    "amen": ["amenity"],
 }
 
 # Misspellings found in real schemas: the question says the word right, once and every time

@@ -52,7 +52,7 @@ def test_identifiers_become_the_words_a_person_uses():
     assert identifier_words("siz") == ["size"]
     assert identifier_words("18_49_Rating_Share") == ["18-49", "rating", "share"]
     assert column_words("Directed_by") == "director" and column_words("Written_by") == "writer"
-    assert column_words("Net_Worth_Millions") == "net worth"
+    assert column_words("Net_Worth_Millions") == "net worth" and column_words("Reason_For") == "reason"
     assert table_words("Ref_Template_Types") == "template types"
 
 

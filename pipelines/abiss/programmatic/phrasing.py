@@ -67,6 +67,8 @@ def column_words(name: str) -> str:
         return agent
     if len(words) > 1 and words[0].lower() in {"number", "num"} and words[1].lower() not in {"of", "(millions)"}:
         words = [words[0], "of", *words[1:]]  # Number_products → "number of products"
+    while len(words) > 1 and words[-1].lower() in {"for", "of", "by", "in", "to"} and not agent:
+        words = words[:-1]  # Reason_For → "reason"
     while len(words) > 1 and words[-1].lower() in _UNITS:
         words = words[:-1]
     return " ".join(words) if words else humanize(name)

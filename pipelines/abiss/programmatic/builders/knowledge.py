@@ -165,8 +165,8 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
     plans = []
     for t in labelled_tables(a):
         for c in categorical_columns(t, text_only=True):
-            if c.name != t.label and len(c.values) >= 2:
-                plans.append(("column", t, c, None))
+            if c.name != t.label and len(c.values) >= 2 and singular(c.words) != table_singular(t.name):
+                plans.append(("column", t, c, None))  # not "event spaces with the same event space as mine"
         for e in a.out_edges(t.name):
             parent = a.table(e.dst)
             if parent and parent.label and parent.name != t.name:
