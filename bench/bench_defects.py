@@ -1,7 +1,7 @@
 """Defect rate of the programmatic generator, per defect type, before and after (issue #12).
 
     .venv/bin/python bench/bench_defects.py [--baseline-src DIR] [--per-subcategory N] [--seed S]
-        [--ambrosia N] [--sample K] [--json OUT]
+        [--ambrosia N] [--spider] [--sample K] [--json OUT]
 
 Generates programmatic candidates on every database in ``../shared/data`` (Spider dev, BIRD
 ``superhero``, the Ambrosia databases; ``--ambrosia N`` takes the first N in path order, 0 = all)
@@ -26,7 +26,10 @@ Detectors (deterministic; a question can show several):
 * ``threshold_closeness`` — vagueness readings whose results differ by < 2 rows or < 15 %;
 * ``named_entity_reading`` — an entity-ambiguity question that names the table of a reading;
 * ``nonunique_grouping`` — a scope reading grouped by a non-unique name;
-* ``label_not_a_name`` — rows shown by a repeating property (a building) instead of a name.
+* ``label_not_a_name`` — rows shown by a repeating property (a building) instead of a name;
+* issue #35, what a careful annotator rejects (``bench/review_checks.py``): ``identifier_shaped``,
+  ``template_unfit``, ``unrounded_threshold``, ``made_up_concept``, ``projection_only_readings``,
+  ``always_true_condition``, ``undeclared_inclusion``, ``near_duplicate``.
 """
 
 from __future__ import annotations
@@ -59,11 +62,22 @@ DEFECTS = (
     "named_entity_reading",
     "nonunique_grouping",
     "label_not_a_name",
+    # issue #35: what a careful annotator rejects
+    "identifier_shaped",
+    "template_unfit",
+    "unrounded_threshold",
+    "made_up_concept",
+    "projection_only_readings",
+    "always_true_condition",
+    "undeclared_inclusion",
+    "near_duplicate",
 )
 
 
-def databases(ambrosia: int) -> list[Path]:
+def databases(ambrosia: int, spider_only: bool = False) -> list[Path]:
     dbs = sorted((SHARED / "spider" / "database").glob("*/*.sqlite"))
+    if spider_only:
+        return dbs
     hero = SHARED / "bird" / "dev_databases" / "superhero" / "superhero.sqlite"
     if hero.is_file():
         dbs.append(hero)
@@ -98,6 +112,9 @@ from pipelines.abiss.programmatic.builders.base import is_measure  # noqa: E402
 from pipelines.abiss.programmatic.phrasing import is_relation_name, table_words  # noqa: E402
 from pipelines.abiss.programmatic.schema_analysis import analyze  # noqa: E402
 from resources.sql import execute_sql  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from review_checks import Reviewer  # noqa: E402
 
 
 def generate_with(src: str | None, paths: list[Path], per_subcategory: int, seed: int) -> dict:
@@ -247,12 +264,13 @@ def judge(gen: dict, paths: list[Path]) -> tuple[Counter, int, dict, list[dict]]
         if not isinstance(cands, list):
             continue
         j = Judge(p)
+        rv = Reviewer(p, j.a)
         groups = defaultdict(list)
         for c in cands:
             groups[c["group_id"]].append(c)
         n = 0
         for g in groups.values():
-            d = j.defects(g)
+            d = j.defects(g) | rv.defects(g)
             counts.update(d)
             counts["any"] += bool(d)
             n += 1
@@ -297,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-subcategory", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ambrosia", type=int, default=0, help="first N Ambrosia databases (0 = all)")
+    ap.add_argument("--spider", action="store_true", help="only the Spider dev databases (issue #35 rates)")
     ap.add_argument("--sample", type=int, default=0, help="print K questions per column for reading by hand")
     ap.add_argument("--json", type=Path, help="write counts and the sampled questions here")
     ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
@@ -310,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     if not SHARED.is_dir():
         print(f"shared data not found at {SHARED}: nothing to measure", file=sys.stderr)
         return 2
-    paths = databases(args.ambrosia)
+    paths = databases(args.ambrosia, spider_only=args.spider)
     columns = {}
     if args.baseline_src:
         columns["before"] = generate_with(args.baseline_src, paths, args.per_subcategory, args.seed)

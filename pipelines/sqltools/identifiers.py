@@ -52,6 +52,65 @@ ABBREVIATIONS = {
     "birthdate": ["birth", "date"],
     "username": ["user", "name"],
     "countrylanguage": ["country", "language"],
+    "indep": ["independence"],
+    "ref": ["reference"],
+    "info": ["information"],
+    "qual": ["qualification"],
+    "reg": ["registration"],
+    "amen": ["amenity"],
+}
+
+# Misspellings found in real schemas: the question says the word right, once and every time
+# (issue #35: "openning" copied into every question about a cinema).
+TYPOS = {
+    "openning": "opening",
+    "siz": "size",
+    "staring": "starting",
+    "adress": "address",
+    "lenght": "length",
+    "heigth": "height",
+    "wieght": "weight",
+    "recieve": "receive",
+    "recieved": "received",
+    "occurence": "occurrence",
+    "catagory": "category",
+    "seperate": "separate",
+    "buisness": "business",
+    "goverment": "government",
+    "enviroment": "environment",
+    "begining": "beginning",
+    "maintainance": "maintenance",
+    "dependant": "dependent",
+}
+
+# A column named by a passive verb ("Directed_by", "Written_by") holds who did it: as a noun it is
+# the agent ("the director"), as a condition the verb phrase ("directed by 'X'").
+AGENT_NOUNS = {
+    "directed": "director",
+    "written": "writer",
+    "produced": "producer",
+    "created": "creator",
+    "owned": "owner",
+    "managed": "manager",
+    "hosted": "host",
+    "designed": "designer",
+    "composed": "composer",
+    "performed": "performer",
+    "edited": "editor",
+    "translated": "translator",
+    "illustrated": "illustrator",
+    "sponsored": "sponsor",
+    "organised": "organiser",
+    "organized": "organizer",
+    "built": "builder",
+    "won": "winner",
+    "played": "player",
+    "published": "publisher",
+    "developed": "developer",
+    "painted": "painter",
+    "founded": "founder",
+    "coached": "coach",
+    "led": "leader",
 }
 
 
@@ -63,12 +122,20 @@ def identifier_words(name: str) -> list[str]:
     ``Official_ratings_(millions)`` → ["official", "ratings", "(millions)"]; ``LName`` → ["last", "name"]
     (:data:`ABBREVIATIONS`).
     """
-    raw = _raw_identifier_words(name)
+    raw = [TYPOS.get(w.lower(), w) for w in _raw_identifier_words(name)]
     if len(raw) == 1 and raw[0].lower() == "no":
         return raw
     out: list[str] = []
     for w in raw:
         out.extend(ABBREVIATIONS.get(w.lower(), [w]))
+    # "18_49_Rating_Share": two numbers in a row are a range ("18-49 rating share")
+    ranged: list[str] = []
+    for w in out:
+        if ranged and w.isdigit() and ranged[-1].replace("-", "").isdigit() and "-" not in ranged[-1]:
+            ranged[-1] = f"{ranged[-1]}-{w}"
+        else:
+            ranged.append(w)
+    out = ranged
     if not out and str(name).replace("_", "").lower() in ABBREVIATIONS:
         out = list(ABBREVIATIONS[str(name).replace("_", "").lower()])
     # "LName" splits as ["l", "name"]: join a lone initial with the next word when that is an abbreviation
@@ -82,6 +149,14 @@ def identifier_words(name: str) -> list[str]:
         joined.append(out[i])
         i += 1
     return joined
+
+
+def agent_noun(words: list[str]) -> str | None:
+    """The agent noun of a predicate column: ["directed", "by"] → "director"; None otherwise."""
+    low = [w.lower() for w in words]
+    if len(low) == 2 and low[1] == "by" and low[0] in AGENT_NOUNS:
+        return AGENT_NOUNS[low[0]]
+    return None
 
 
 def _raw_identifier_words(name: str) -> list[str]:

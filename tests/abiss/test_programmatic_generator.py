@@ -381,12 +381,17 @@ def test_shared_database_deterministic(db_path, shared_reports):
 
 
 @pytest.mark.shared_data
-def test_shared_coverage_average_at_least_nine(shared_reports):
+def test_shared_coverage_average_near_nine(shared_reports):
+    # 9.0 before issue #35; the subcategories lost since were defective questions, now refused: a
+    # missing relationship the data refutes ("airlines linked to the airport 'Municipal'" while
+    # flights.Airline holds airlines.uid), EU membership of area-code states 'NJ', and scope questions
+    # whose two readings return the same values (bench_defects: projection_only_readings, 10 of 10
+    # scope questions on Spider dev). 8.4 keeps the bar without them.
     if len(SPIDER_DBS) == 0:
         pytest.skip(f"Spider dev databases not found under {SHARED / 'spider' / 'database'}")
     if not SUPERHERO.is_file():
         pytest.skip(f"BIRD superhero not found at {SUPERHERO}")
     covered = {p.stem: len(r.covered) for p, r in shared_reports.items()}
     average = sum(covered.values()) / len(covered)
-    assert average >= 9, covered
+    assert average >= 8.4, covered
     assert len(shared_reports) == len(SPIDER_DBS) + 1

@@ -30,13 +30,14 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipelines.abiss import wellformed
 from pipelines.abiss.programmatic import builders as _builders  # noqa: F401  (registers builders)
-from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft
+from pipelines.abiss.programmatic.builders.base import BUILDERS, BuildContext, Draft, same_content
 from pipelines.abiss.programmatic.schema_analysis import SchemaAnalysis, analyze
 from pipelines.abiss.taxonomy import STYLES, SUBCATEGORIES, Group
 from pipelines.abiss.taxonomy import subcategory as _subcategory
@@ -217,6 +218,8 @@ def _verify_execution(draft: Draft, ctx: BuildContext) -> str | None:
             raw.append(rows)
         if outs[0] == outs[1]:
             return "readings return the same result"
+        if same_content(raw[0], raw[1]):
+            return "readings differ only in projected columns or repeats"
         if sub.id == "lexical_vagueness":
             why = _too_close(raw[0], raw[1], outs[0], outs[1])
             if why is not None:
@@ -305,6 +308,84 @@ def _dedupe_key(draft: Draft) -> tuple:
     return (" ".join(draft.question.lower().split()), sqls if any(sqls) else draft.feedback)
 
 
+# ------------------------------------------------------------------------------ meaning
+
+
+_STOP = frozenset(
+    "the a an of me please you can could would like to i need is are what which show list give find return "
+    "there how many number count hey so u".split()
+)
+NEAR_DUPLICATE_SHARE = 0.85
+
+
+def _frame(question: str) -> frozenset[str]:
+    """Content words of a question with its values masked: the wording a reader compares."""
+    text = re.sub(r"'[^']*'", " VALUE ", question.lower())
+    text = re.sub(r"\d[\d,.]*", " NUMBER ", text)
+    return frozenset(re.findall(r"[a-z]+|VALUE|NUMBER", text)) - _STOP
+
+
+class Meanings:
+    """What a database's accepted questions mean, to refuse a second question meaning the same: a
+    shared reading (the same SQL), the same unanswerable claim (the same missing terms, the same
+    unrelated tables, the same feedback), or the same words up to values (≥ NEAR_DUPLICATE_SHARE)."""
+
+    def __init__(self) -> None:
+        self.sqls: set[tuple[str, str]] = set()
+        self.claims: set[tuple] = set()
+        self.frames: list[tuple[str, frozenset[str]]] = []
+
+    @staticmethod
+    def _sqls(draft: Draft) -> list[tuple[str, str]]:
+        """Readings keyed by the subcategory's group: an ambiguous question may share one reading
+        with an answerable one (that is what makes it ambiguous), not with another ambiguous one."""
+        raw = [r.sql for r in draft.readings] if draft.readings else [draft.sql]
+        group = _subcategory(draft.subcategory).group.value
+        return [(group, " ".join(x.lower().split())) for x in raw if x]
+
+    @staticmethod
+    def _claims(draft: Draft) -> list[tuple]:
+        ab = draft.absence
+        if ab is None or ab.kind == "improper":
+            return [("builder", draft.subcategory, draft.builder, draft.question.lower())]
+        out = [("feedback", draft.subcategory, draft.feedback)]
+        if ab.kind == "terms":
+            out.append(("terms", draft.subcategory, tuple(sorted(ab.terms))))
+        if ab.kind == "relationship":
+            out.append(("tables", draft.subcategory, tuple(sorted(ab.tables))))
+        return out
+
+    def repeats(self, draft: Draft) -> str | None:
+        if any(x in self.sqls for x in self._sqls(draft)):
+            return "shares a reading with an earlier question"
+        if any(c in self.claims for c in self._claims(draft)):
+            return "claims what an earlier question claims"
+        frame = _frame(draft.question)
+        for sub, other in self.frames:
+            if sub == draft.subcategory and frame and len(frame & other) >= NEAR_DUPLICATE_SHARE * len(frame | other):
+                return "near-duplicate wording"
+        return None
+
+    def add(self, draft: Draft) -> None:
+        self.sqls.update(self._sqls(draft))
+        self.claims.update(self._claims(draft))
+        self.frames.append((draft.subcategory, _frame(draft.question)))
+
+
+MAX_DEFERRED = 4  # drafts of an already used template kept waiting for a new one; then taken
+
+
+def _take(deferred: list[Draft], accepted: list[Draft], meanings: Meanings, limit: int) -> None:
+    """Accept waiting drafts (in order) up to ``limit``; the list is emptied."""
+    for draft in deferred:
+        if len(accepted) >= limit:
+            break
+        if meanings.repeats(draft) is None:
+            meanings.add(draft)
+            accepted.append(draft)
+    deferred.clear()
+
+
 # ------------------------------------------------------------------------------ driver
 
 
@@ -336,9 +417,11 @@ def generate_candidates(
     report = GenerationReport(db_id=db_id)
     if per_subcategory <= 0:
         return report
+    meanings = Meanings()  # one database: no two questions that mean the same (issue #35 item 7)
     for sid in [s.id for s in SUBCATEGORIES if s.id in wanted]:
         ctx = BuildContext(analysis, random.Random(f"{seed}|{db_id}|{sid}"), styles, sid)
         accepted: list[Draft] = []
+        deferred: list[Draft] = []  # verified, but of a template already used: taken only if nothing new comes
         failures: Counter = Counter()
         seen: set[tuple] = set()
         attempts = 0
@@ -350,17 +433,26 @@ def generate_candidates(
                     key = _dedupe_key(draft)
                     if why is None and key in seen:
                         why = "duplicate"
+                    if why is None:
+                        why = meanings.repeats(draft)
                     if why is not None:
                         failures[why] += 1
+                    elif any(d.builder == draft.builder for d in accepted) and len(deferred) < MAX_DEFERRED:
+                        seen.add(key)
+                        deferred.append(draft)
                     else:
                         seen.add(key)
+                        meanings.add(draft)
                         accepted.append(draft)
+                    if len(deferred) >= MAX_DEFERRED:  # no new template in sight: take what waits
+                        _take(deferred, accepted, meanings, per_subcategory)
                     if len(accepted) >= per_subcategory or attempts >= MAX_DRAFTS_PER_SUBCATEGORY:
                         break
             except Exception as exc:  # a builder bug must not sink the other subcategories
                 failures[f"builder error in {name}: {type(exc).__name__}: {exc}"] += 1
             if len(accepted) >= per_subcategory or attempts >= MAX_DRAFTS_PER_SUBCATEGORY:
                 break
+        _take(deferred, accepted, meanings, per_subcategory)
         report.attempts[sid] = attempts
         for d in accepted:
             records = _records(d, db_id, seed)

@@ -20,7 +20,11 @@ import random
 import re
 from dataclasses import dataclass
 
-from pipelines.sqltools.identifiers import ABBREVIATIONS, identifier_words  # noqa: F401  (re-exported for callers)
+from pipelines.sqltools.identifiers import (  # noqa: F401  (re-exported for callers)
+    ABBREVIATIONS,
+    agent_noun,
+    identifier_words,
+)
 
 
 def humanize(name: str) -> str:
@@ -32,12 +36,39 @@ def humanize(name: str) -> str:
     return " ".join(words)
 
 
-_UNITS = {"cm", "mm", "km", "kg", "g", "lb", "lbs", "usd", "eur", "pct", "m", "(millions)", "(cm)", "(kg)"}
+_UNITS = {
+    "cm",
+    "mm",
+    "km",
+    "kg",
+    "g",
+    "lb",
+    "lbs",
+    "usd",
+    "eur",
+    "pct",
+    "m",
+    "(millions)",
+    "(cm)",
+    "(kg)",
+    "millions",
+    "thousands",
+    "(thousands)",
+}
 
 
 def column_words(name: str) -> str:
-    """A column as words for questions, without a trailing unit: ``height_cm`` → "height"."""
+    """A column as words for questions, without a trailing unit: ``height_cm`` → "height",
+    ``Net_Worth_Millions`` → "net worth"; a predicate column names its agent: ``Directed_by`` →
+    "director"."""
     words = identifier_words(name)
+    agent = agent_noun(words)
+    if agent:
+        return agent
+    if len(words) > 1 and words[0].lower() in {"number", "num"} and words[1].lower() not in {"of", "(millions)"}:
+        words = [words[0], "of", *words[1:]]  # Number_products → "number of products"
+    while len(words) > 1 and words[-1].lower() in {"for", "of", "by", "in", "to"} and not agent:
+        words = words[:-1]  # Reason_For → "reason"
     while len(words) > 1 and words[-1].lower() in _UNITS:
         words = words[:-1]
     return " ".join(words) if words else humanize(name)
@@ -99,7 +130,7 @@ _IE_WORDS = (
     "smoothies",
     "sorties",
 )
-_NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media"}
+_NO_CHANGE = {"series", "species", "staff", "data", "info", "information", "news", "media", "aircraft", "sheep", "fish"}
 
 
 def _inflect_last(phrase: str, fn) -> str:
@@ -139,7 +170,7 @@ def _singular_word(w: str) -> str:
         if low in _IE_WORDS:
             return w[:-1]  # movies → movie, cookies → cookie
         return w[:-3] + "y"
-    if low.endswith(("sses", "shes", "ches", "xes", "zes", "heroes", "potatoes", "tomatoes", "echoes")):
+    if low.endswith(("sses", "shes", "ches", "xes", "zzes", "heroes", "potatoes", "tomatoes", "echoes")):
         return w[:-2]
     if low.endswith("ss") or low.endswith("us") or low.endswith("is"):
         return w
@@ -198,8 +229,10 @@ def table_words(name: str) -> str:
     """A table as a noun phrase: ``cars_data`` → "cars", ``model_list`` → "model"; filler words
     (data, info, list, details, table) are dropped when other words remain."""
     words = identifier_words(name)
+    if len(words) > 1 and words[0].lower() == "reference":
+        words = words[1:]  # Ref_Template_Types: a lookup table of template types
     kept = [w for w in words if w.lower() not in _TABLE_FILLER]
-    return " ".join(kept) if kept and kept != words else humanize(name)
+    return " ".join(kept) if kept else " ".join(words) if words else humanize(name)
 
 
 def is_relation_name(name: str) -> bool:
@@ -268,7 +301,7 @@ def quote_value(value) -> str:
     if isinstance(value, float):
         return format_number(value)
     if isinstance(value, int):
-        return str(value)
+        return f"{value:,}" if abs(value) >= 10000 else str(value)  # 3,000,000, but the year 2008
     text = " ".join(str(value).split())
     return f"'{text}'"
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from pipelines.abiss.programmatic.entity_kinds import MEASURE_WORDS
 from pipelines.abiss.programmatic.phrasing import (
     column_words,
     head_noun,
@@ -78,6 +79,23 @@ def sql_literal(value) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+_TIME_OR_NUMBER = re.compile(r"^[\d:.,\-+ ]+$")
+
+
+def _typical(values: list, counts: Counter) -> list:
+    """Values of the column's dominant shape: in a column of lap times or numbers, 'Cancelled' or
+    'N/A' is a placeholder, not a value a question can use ("fastest qualifying is 'Cancelled'")."""
+
+    def shape(v) -> str:
+        return "num" if _is_number(v) or (isinstance(v, str) and _TIME_OR_NUMBER.match(v.strip())) else "text"
+
+    rows = sum(counts.values()) or 1
+    numeric = sum(n for v, n in counts.items() if shape(v) == "num")
+    if numeric >= 0.7 * rows and numeric < rows:
+        return [v for v in values if shape(v) == "num"]
+    return values
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
@@ -98,6 +116,7 @@ class ColumnProfile:
     words: str = ""
     text_number: bool = False  # numbers stored as text ('32'): compare through CAST
     text_values: bool = False  # every sampled value is a non-numeric string (a name-like key can label rows)
+    examples: list = field(default_factory=list)  # a few distinct sampled values, for kind inference
 
     def expr(self, alias: str | None = None) -> str:
         """SQL expression for comparisons and aggregates (CAST for numbers stored as text)."""
@@ -134,6 +153,7 @@ class Edge:
     src_col: str
     dst: str
     dst_col: str
+    inferred: bool = False  # undeclared, found from the data (an inclusion dependency)
 
 
 @dataclass
@@ -160,6 +180,11 @@ class SchemaAnalysis:
     tables: list[TableProfile]
     edges: list[Edge]
     info: DatabaseInfo | None = None
+
+    @property
+    def inferred_edges(self) -> list[Edge]:
+        """Relationships no foreign key declares, found from the data (:func:`infer_inclusion_edges`)."""
+        return [e for e in self.edges if e.inferred]
 
     # Indexes built once (tables and edges never change after analysis) so that lookups stay O(1)
     # and graph searches touch only a table's own edges: the generator grows near-linearly with
@@ -579,6 +604,10 @@ def _label_score(table: TableProfile, c: ColumnProfile) -> float | None:
     category names a *property*, not the row ("students whose department is 'Brodhead'")."""
     if not c.text_values or c.text_number:
         return None
+    if c.values and {str(v).strip().lower() for v in c.values} <= {"t", "f", "y", "n", "yes", "no", "true", "false"}:
+        return None  # a yes/no flag names no row
+    if c.words.split()[:1] and c.words.split()[0].lower() in {"if", "is", "has", "was", "does", "can"}:
+        return None  # a predicate column (If_first_show) names no row, whatever its data holds
     if c.role not in (TEXT, CATEGORICAL, IDENTIFIER):
         return None
     words = {w.lower().rstrip("s") for w in identifier_words(c.name)}
@@ -715,8 +744,16 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
                 words=described.get(col.name.lower()) or column_words(col.name),
                 text_values=bool(vals) and all(isinstance(v, str) and not _NUMBER_TEXT.match(v) for v in vals[:200]),
             )
+            prof.examples = list(dict.fromkeys(v for v in vals[:200] if isinstance(v, str)))[:20]
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
-                prof.values = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+                prof.values = _typical(
+                    [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))], counts
+                )
+            if role == IDENTIFIER and fk and not pk:
+                # a foreign key says the parent it points at: current_address_id → "current address"
+                ws = prof.words.split()
+                if len(ws) > 1 and ws[-1].lower() in {"id", "ids"}:
+                    prof.words = " ".join(ws[:-1])
             if role == NUMERIC and vals and isinstance(vals[0], str):
                 prof.text_number = True
                 vals = [float(v) for v in vals]
@@ -729,4 +766,134 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
         tp = TableProfile(t.name, t.row_count, profiles, list(t.primary_key), None, humanize(t.name))
         tp.label = _choose_label(tp)
         tables.append(tp)
+    inferred = infer_inclusion_edges(db_path, tables, edges)
+    for e in inferred:  # the child column is a key now: no thresholds or "high" on it, no "id" said
+        prof = next(t for t in tables if t.name == e.src).column(e.src_col)
+        prof.role, prof.foreign_key = IDENTIFIER, True
+        ws = prof.words.split()
+        if len(ws) > 1 and ws[-1].lower() in {"id", "ids"}:
+            prof.words = " ".join(ws[:-1])
+    edges = sorted(edges + inferred, key=lambda e: (e.src, e.src_col, e.dst, e.dst_col))
     return SchemaAnalysis(info.db_id, db_path, info.engine, tables, edges, info)
+
+
+MAX_INCLUSION_VALUES = 5000  # distinct values read per column; larger columns are not checked
+MAX_INCLUSION_COLUMNS = 200  # candidate columns per database (wide schemas stay fast)
+_KEYISH_END = {"id", "ids", "code", "no", "number", "key", "ref", "uid"}
+
+
+def _keyish(c: ColumnProfile) -> bool:
+    """A column that may hold another table's keys: not a measure by name, not free text or a date."""
+    if c.role in (OTHER, TEMPORAL) or c.distinct < 2:
+        return False
+    words = [w.lower() for w in c.words.split()] or [""]
+    if c.role == NUMERIC:
+        if any(w in MEASURE_WORDS for w in words) and words[-1] not in _KEYISH_END:
+            return False
+        return not any(isinstance(v, float) and not float(v).is_integer() for v in c.sample[:200])
+    return c.role in (IDENTIFIER, CATEGORICAL, TEXT)
+
+
+def _type_family(decl: str) -> str:
+    """'int', 'text' or '' (unknown, matches anything) from a declared type: no TEXT column is read
+    against an INTEGER key (wide schemas would pay a query per pair)."""
+    t = (decl or "").upper()
+    if "INT" in t:
+        return "int"
+    if any(k in t for k in ("CHAR", "TEXT", "CLOB")):
+        return "text"
+    return ""
+
+
+def _stem_words(name: str) -> set[str]:
+    """Content words of an identifier, singular, without key suffixes: ``airlines`` → {"airline"}."""
+    out = set()
+    for w in identifier_words(name):
+        w = w.lower()
+        if w in _KEYISH_END or w == "name" or len(w) < 3:
+            continue
+        out.add(w[:-1] if w.endswith("s") and not w.endswith("ss") else w)
+    return out
+
+
+def infer_inclusion_edges(db_path: str, tables: list[TableProfile], edges: list[Edge]) -> list[Edge]:
+    """Undeclared relationships found from the data (issue #35 item 6): ``X.c → Y.k`` when every
+    non-null value of a key-like column ``X.c`` (at least 3 distinct) is a value of ``Y.k``, the single
+    primary key (or a unique key column) of another table. ``Student.Advisor`` ⊆ ``Faculty.FacID``.
+
+    Containment by chance is ruled out: a numeric column whose values are a small dense counter
+    (1..n, contained in any id column) needs its name to point at ``Y`` (a word of Y's name or key).
+    A column that already has a declared foreign key is left alone; the first parent wins
+    (a tie between two parents is no evidence, so neither is taken)."""
+    declared = {(e.src, e.src_col) for e in edges}
+    parents: list[tuple[TableProfile, ColumnProfile]] = []
+    for t in tables:
+        if t.row_count < 2:
+            continue
+        keys = [t.column(t.primary_key[0])] if len(t.primary_key) == 1 else []
+        if not keys:  # no declared key: a unique, complete id column stands in
+            keys = [
+                c for c in t.columns if c.role == IDENTIFIER and c.distinct == t.row_count and c.non_null == t.row_count
+            ]
+        # a unique name that labels the rows (Venues.name) is a key too: schemas without declared keys
+        lab = t.column(t.label) if t.label else None
+        if lab is not None and lab.distinct == t.row_count and lab.non_null == t.row_count and lab not in keys:
+            keys.append(lab)
+        parents += [(t, k) for k in keys if k is not None and k.role != OTHER]
+    if not parents:
+        return []
+    children = [
+        (t, c)
+        for t in tables
+        for c in t.columns
+        if (t.name, c.name) not in declared
+        and not (c.primary_key and len(t.primary_key) == 1)
+        and c.distinct >= 3
+        and _keyish(c)
+    ][:MAX_INCLUSION_COLUMNS]
+    if not children:
+        return []
+    cache: dict[tuple[str, str], set | None] = {}
+
+    def values(t: TableProfile, c: ColumnProfile) -> set | None:
+        if (t.name, c.name) not in cache:
+            if c.distinct > MAX_INCLUSION_VALUES:
+                cache[(t.name, c.name)] = None
+            else:
+                res = execute_sql(
+                    db_path,
+                    f"SELECT DISTINCT {quote_ident(c.name)} FROM {quote_ident(t.name)} WHERE {quote_ident(c.name)} IS NOT NULL",
+                    timeout_s=PROFILE_TIMEOUT_S,
+                )
+                cache[(t.name, c.name)] = {r[0] for r in res.rows} if res.ok else None
+        return cache[(t.name, c.name)]
+
+    out: list[Edge] = []
+    for t, c in children:
+        cwords = _stem_words(c.name)
+        found = []
+        for pt, pk in parents:
+            if pt.name == t.name or pk.distinct < c.distinct or _type_family(pk.type) != _type_family(c.type):
+                continue
+            child_vals = values(t, c)
+            if not child_vals:
+                break
+            parent_vals = values(pt, pk)
+            if not parent_vals or not child_vals <= parent_vals:
+                continue
+            named = bool(cwords & (_stem_words(pt.name) | _stem_words(pk.name))) or c.name.lower() == pk.name.lower()
+            nums = [v for v in child_vals if isinstance(v, (int, float))]
+            dense = len(nums) == len(child_vals) and max(nums) <= 3 * len(child_vals) + 5
+            if dense and not named:
+                continue
+            found.append((not named, pt, pk))
+        if not found:
+            continue
+        found.sort(key=lambda x: x[0])
+        if len(found) > 1 and found[0][0] == found[1][0]:
+            continue  # two parents fit equally: no evidence which
+        _, pt, pk = found[0]
+        if any((e.src, e.src_col, e.dst, e.dst_col) == (pt.name, pk.name, t.name, c.name) for e in out + edges):
+            continue  # one-to-one (Film.Title = Screenplay.Title): one direction is the relationship
+        out.append(Edge(t.name, c.name, pt.name, pk.name, inferred=True))
+    return out

@@ -16,6 +16,7 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    condition_phrase,
     is_plural,
     is_relation_name,
     join_sql,
@@ -32,7 +33,9 @@ from pipelines.abiss.programmatic.builders.base import (
     temporal_columns,
     thresholds,
     value_text,
+    with_article_or_plural,
 )
+from pipelines.abiss.programmatic.entity_kinds import column_kind
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a
 # weight, "expensive" only for a price. A measure no entry fits gets the neutral "high-<column>"
@@ -53,6 +56,7 @@ FITTING_ADJECTIVES = (
     (("budget",), ("big-budget", "low-budget")),
     (("revenue", "sales", "profit"), ("high-revenue", "low-revenue")),
     (("attendance",), ("well-attended", "poorly attended")),
+    (("experience",), ("experienced", "inexperienced")),
 )
 RECENT_CONCEPTS = ["recent", "latest", "newer"]
 EARLY_CONCEPTS = ["early", "earlier", "older"]
@@ -150,10 +154,10 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
         tq, tn = q(t.name), table_plural(t.name)
         if kind == "filter":
             sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} = {lit(extra)}"
-            ask = Ask("list", target=f"{label_np(t)} whose {c.words} {be(c.words)} {value_text(extra)}")
+            ask = Ask("list", target=f"{label_np(t)} {condition_phrase(c, extra)}")
         elif kind == "count":
             sql = f"SELECT COUNT(*) FROM {tq} WHERE {q(c.name)} = {lit(extra)}"
-            ask = Ask("count", subject=f"{tn} whose {c.words} {be(c.words)} {value_text(extra)}")
+            ask = Ask("count", subject=f"{tn} {condition_phrase(c, extra)}")
         elif kind == "top":
             sql = f"SELECT {q(t.label)} FROM {tq} WHERE {q(c.name)} IS NOT NULL ORDER BY {c.expr()} DESC LIMIT 3"
             ask = Ask(
@@ -217,6 +221,27 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
         yield Draft("answerable", f"answerable.{kind}", ctx.say(ask, style), style, sql=sql)
 
 
+def _subject(adj: str, tn: str) -> str:
+    """ "heavy dogs" for an adjective; a full phrase ("museums with a large number of staff") as is."""
+    return adj if adj.startswith(tn + " ") else f"{adj} {tn}"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def concept_measure(c) -> bool:
+    """A measure where high/low means something (an amount, a count, a size), not a rank (high rank
+    = low number), a year, a code or a version (issue #35: "high-weekly-rank", "notable templates
+    whose version number ...")."""
+    words = c.words.lower().split()
+    if set(words) & {"year", "version", "episode", "rank", "ranking", "position", "seed", "order", "phone"}:
+        return False
+    if "number" in words and words[0] != "number":
+        return False  # a block, room or phone number names a thing, it measures nothing
+    return column_kind(c) in ("money", "measure", "count")
+
+
 @register("answerable", "answerable.templates")
 def build_answerable(ctx: BuildContext) -> Iterator[Draft]:
     yield from _answerable_drafts(ctx)
@@ -245,9 +270,13 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
                 th = thresholds(c, (ctx.rng.choice([0.6, 0.7, 0.75, 0.8]),))
                 if not th:
                     continue
-                adj, _ = fitting_adjective(col, high=True)
+                adj, fit = fitting_adjective(col, high=True)
+                if not fit:
+                    if not concept_measure(c):
+                        continue  # "high-weekly-rank TV series", "high-indep-year countries": no concept
+                    adj = f"{tn} with {with_article_or_plural(ctx.rng.choice(['high', 'large']) + ' ' + col)}"
                 cond = f"{c.expr()} > {lit(th[0])}"
-                evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
+                evidence = f"{_cap(_subject(adj, tn))} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
         if kind == "date":
             concepts = date_concepts(col)
             if concepts is None:
@@ -260,13 +289,13 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
             op, rel = ("<", "before") if early else (">=", "on or after")
             expr = c.expr() if c.role == NUMERIC else q(c.name)
             cond = f"{expr} {op} {lit(th[0])}"
-            evidence = f"{adj.capitalize()} {tn} are {tn} whose {col} {be(col)} {rel} {value_text(th[0])}."
+            evidence = f"{_cap(_subject(adj, tn))} are {tn} whose {col} {be(col)} {rel} {value_text(th[0])}."
         if ctx.rng.random() < 0.5:
             sql = f"SELECT COUNT(*) FROM {q(t.name)} WHERE {cond}"
-            ask = Ask("count", subject=f"{adj} {tn}")
+            ask = Ask("count", subject=_subject(adj, tn))
         else:
             sql = f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {cond}"
-            np = label_np(t).replace(f"the {tn}", f"the {adj} {tn}", 1)
+            np = label_np(t).replace(f"the {tn}", f"the {_subject(adj, tn)}", 1)
             ask = Ask("list", target=np)
         yield Draft(
             "answerable_with_evidence",

@@ -9,15 +9,20 @@ yields drafts lazily, most promising first (order drawn from ``ctx.rng``); the d
 
 from __future__ import annotations
 
+import math
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from pipelines.abiss.programmatic.entity_kinds import MEASURE_WORDS, is_flag, is_measure  # noqa: F401  (re-exported)
 from pipelines.abiss.programmatic.phrasing import (
     Ask,
+    agent_noun,
     be,
     column_words,
     humanize,
+    identifier_words,
     is_plural,
     is_relation_name,
     plural,
@@ -79,6 +84,7 @@ __all__ = [
     "categorical_columns",
     "labelled_tables",
     "value_text",
+    "condition_phrase",
     "be",
     "is_plural",
     "is_relation_name",
@@ -89,6 +95,8 @@ __all__ = [
     "is_measure",
     "is_flag",
     "noun_tables",
+    "number_shaped",
+    "same_content",
 ]
 
 q = quote_ident
@@ -192,12 +200,34 @@ def register(subcategory: str, name: str):
 # ------------------------------------------------------------------------------ helpers
 
 
+def same_content(rows_a: list[tuple], rows_b: list[tuple]) -> bool:
+    """Whether two readings give the same answer content (issue #35 item 4): the distinct rows of the
+    columns both project (the last ``k``, ``k`` the smaller width) are equal. A distributive reading
+    that only adds each parent's name, or two "my X" readings returning the same values, differ in
+    presentation, not in meaning."""
+    if not rows_a or not rows_b:
+        return False
+    k = min(len(rows_a[0]), len(rows_b[0]))
+    if k == 0:
+        return False
+    return {tuple(repr(v) for v in r[-k:]) for r in rows_a} == {tuple(repr(v) for v in r[-k:]) for r in rows_b}
+
+
 def col_ref(alias: str | None, col: str) -> str:
     return f"{alias}.{q(col)}" if alias else q(col)
 
 
 def value_text(value) -> str:
     return quote_value(value)
+
+
+def condition_phrase(col, value) -> str:
+    """How a person says ``col = value`` of a row: a predicate column keeps its verb ("directed by
+    'Ben Jones'"), any other column is a property ("whose country is 'France'")."""
+    words = identifier_words(getattr(col, "name", "") or "")
+    if agent_noun(words):
+        return f"{' '.join(w.lower() for w in words)} {quote_value(value)}"
+    return f"whose {col.words} {be(col.words)} {quote_value(value)}"
 
 
 def label_np(table: TableProfile) -> str:
@@ -253,10 +283,13 @@ def labelled_bridges(analysis: SchemaAnalysis) -> Iterator[tuple[str, Edge, Tabl
 
 
 def thresholds(col, quantiles: tuple[float, ...], side: str = "upper") -> list:
-    """Distinct data values of ``col`` near the given sample quantiles (increasing, no repeats).
+    """Thresholds near the given sample quantiles of ``col`` that a person would say (increasing,
+    no repeats): numbers rounded to 1-2 significant digits (or a half step: 185, 2,500,000), dates to
+    the start of a year or month; a rounded value is kept only while it still splits the rows near
+    the wanted quantile (±:data:`ROUND_TOLERANCE`). Years and small integers are said as they are.
 
-    ``side="upper"`` never returns the maximum (so ``col > t`` keeps rows), ``"lower"`` never
-    the minimum (so ``col < t`` keeps rows). ``col`` is a ColumnProfile or an Attr.
+    ``side="upper"`` keeps rows above (``col > t``: ``t`` is below the maximum), ``"lower"`` keeps
+    rows below (``t`` above the minimum). ``col`` is a ColumnProfile or an Attr.
     """
     values = list(col.sample)
     if not values:
@@ -271,9 +304,57 @@ def thresholds(col, quantiles: tuple[float, ...], side: str = "upper") -> list:
         idx = min(len(values) - 1, max(0, int(round(qn * (len(values) - 1)))))
         v = values[idx]
         v = hi if _gt(v, hi) else lo if _gt(lo, v) else v
+        v = round_threshold(v, values, qn, side)
         if not out or v != out[-1]:
             out.append(v)
     return out
+
+
+ROUND_TOLERANCE = 0.1  # how far (as a share of rows) rounding may move a threshold's split
+
+
+def _share_below(values: list, t) -> float:
+    try:
+        return sum(1 for v in values if v < t) / len(values)
+    except TypeError:
+        return -1.0
+
+
+def _keeps_rows(values: list, t, side: str) -> bool:
+    try:
+        return any(v > t for v in values) if side == "upper" else any(v < t for v in values)
+    except TypeError:
+        return False
+
+
+def round_threshold(v, values: list, qn: float, side: str = "upper"):
+    """The roundest value near ``v`` that still splits ``values`` (sorted) near quantile ``qn``:
+    8105162 → 8,000,000; 10.1067 → 10; '2013-02-13 05:15:21' → '2013-01-01'. ``v`` itself when no
+    round value fits, or for years and integers up to 100 (already said as they are)."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        x = float(v)
+        if x == 0 or (x.is_integer() and (abs(x) <= 100 or 1000 <= x <= 2200)):
+            return v
+        e = math.floor(math.log10(abs(x)))
+        steps = [10.0**e, 5 * 10.0 ** (e - 1), 10.0 ** (e - 1), 5 * 10.0 ** (e - 2), 10.0 ** (e - 2)]
+        cands = [round(x / st) * st for st in steps]
+    elif isinstance(v, str) and _DATE_PREFIX.match(v):
+        cands = [f"{v[:4]}-01-01", f"{v[:7]}-01", v[:10]]  # a year, a month, at least a day (no clock time)
+    else:
+        return v
+    for t in cands:
+        if isinstance(t, float):
+            t = int(t) if t.is_integer() else float(f"{t:.6g}")
+        if t == 0 and x != 0:
+            continue
+        if _keeps_rows(values, t, side) and abs(_share_below(values, t) - qn) <= ROUND_TOLERANCE:
+            return t
+    return v
+
+
+_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
 
 
 def _gt(x, y) -> bool:
@@ -283,40 +364,13 @@ def _gt(x, y) -> bool:
         return str(x) > str(y)
 
 
-# Words naming a quantity: a numeric column named by none of them (``Major``, ``Advisor``,
-# ``city_code``) holds codes, and "students whose major is greater than 550" means nothing.
-MEASURE_WORDS = frozenset(
-    """
-age weight height length width depth area size capacity population price cost fee charge amount budget salary
-income wage pay earnings revenue sales profit worth value gnp gdp score rating grade points credits credit year
-years duration time hours minutes seconds days speed horsepower MPG acceleration displacement cylinders
-count number total share percentage percent rate ratio attendance seats votes rank ranking place position
-expectancy surface distance mileage volume temperature balance quantity stock goals wins losses money bonus
-tax budgeted level floors rooms beds employees staff members students passengers enrollment pages copies
-""".split()
-)
+_NUMBER_SHAPE = re.compile(r"^[\d:.,\-+ ]+$")
 
 
-def is_measure(col) -> bool:
-    """A numeric column measuring something (thresholds and "high"/"low" make sense on it)."""
-    if getattr(col, "role", None) != NUMERIC:
-        return False
-    words = [w.lower() if not w.isupper() else w for w in col.words.split()]
-    if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
-        return False
-    if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):
-        return True
-    sample = list(getattr(col, "sample", []) or [])
-    return any(isinstance(v, float) and not float(v).is_integer() for v in sample[:200])
-
-
-def is_flag(col) -> bool:
-    """A yes/no column (``is_male``, ``has_wifi``, values T/F, Y/N, 0/1): "whose is male is 'F'" is no English."""
-    words = [w.lower() for w in col.words.split()]
-    if words and words[0] in {"is", "has", "was", "can", "did", "does"}:
-        return True
-    vals = {str(v).strip().lower() for v in getattr(col, "values", []) or []}
-    return bool(vals) and vals <= {"t", "f", "y", "n", "yes", "no", "true", "false", "0", "1"}
+def number_shaped(col) -> bool:
+    """Text values that are numbers or times ('1:23.5', '8105'): a measurement, not a shared category."""
+    vals = [v for v in getattr(col, "values", []) or [] if v is not None]
+    return bool(vals) and all(isinstance(v, (int, float)) or _NUMBER_SHAPE.match(str(v).strip()) for v in vals)
 
 
 def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, date_concepts
+from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, concept_measure, date_concepts
 from pipelines.abiss.programmatic.builders.base import (
     TEMPORAL,
     Ask,
@@ -20,6 +20,7 @@ from pipelines.abiss.programmatic.builders.base import (
     numeric_columns,
     q,
     register,
+    singular,
     table_plural,
     table_singular,
     temporal_columns,
@@ -79,6 +80,8 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
         for c in numeric_columns(t, min_distinct=4):
             if c.is_year and not _recent_fits(c.words):
                 continue
+            if not c.is_year and not concept_measure(c):
+                continue  # "conductors with a considerable year of work", "a high weekly rank"
             plans.append((t, c, "recent" if c.is_year else ctx.rng.choice(["high", "high", "low"])))
         for c in temporal_columns(t):
             if _recent_fits(c.words):  # "a recent date left" means nothing
@@ -121,14 +124,49 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
         yield Draft("lexical_vagueness", f"lexical_vagueness.{kind}", ctx.say(ask, style), style, readings=readings)
 
 
+# a key column named by a role of its parent ("winning aircraft", "home team") keeps that role
+ROLE_VERBS = {
+    "winning": "won by",
+    "losing": "lost by",
+    "owning": "owned by",
+    "hosting": "hosted by",
+    "home": "at home against",
+    "away": "away against",
+    "managing": "managed by",
+    "directing": "directed by",
+    "performing": "performed by",
+    "organizing": "organised by",
+    "organising": "organised by",
+    "sponsoring": "sponsored by",
+}
+
+
+def role_phrase(key_words: str, parent: str) -> str:
+    """How rows relate to "my <parent>" through a key column: ``Winning_Aircraft`` → "won by my
+    aircraft", ``lost_in_battle`` → "lost in my battle", ``current_address_id`` → "whose current
+    address is mine", a key named like its parent → "of my aircraft"."""
+    words = key_words.lower().split()
+    head = singular(parent.lower().split()[-1]) if parent.split() else ""
+    if not words or [singular(w) for w in words] == [singular(w) for w in parent.lower().split()]:
+        return f"of my {parent}"
+    if singular(words[-1]) == head and len(words) > 1:
+        mods = words[:-1]
+        if len(mods) == 1 and mods[0] in ROLE_VERBS:
+            return f"{ROLE_VERBS[mods[0]]} my {parent}"
+        if mods[-1] in {"in", "by", "at", "for", "from", "to", "with", "on"}:
+            return f"{' '.join(mods)} my {parent}"  # lost in my battle
+        return f"whose {key_words} is mine"
+    return f"of my {parent}"
+
+
 @register("missing_user_knowledge", "missing_user_knowledge.my_value")
 def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
     plans = []
     for t in labelled_tables(a):
         for c in categorical_columns(t, text_only=True):
-            if c.name != t.label and len(c.values) >= 2:
-                plans.append(("column", t, c, None))
+            if c.name != t.label and len(c.values) >= 2 and singular(c.words) != table_singular(t.name):
+                plans.append(("column", t, c, None))  # not "event spaces with the same event space as mine"
         for e in a.out_edges(t.name):
             parent = a.table(e.dst)
             if parent and parent.label and parent.name != t.name:
@@ -160,7 +198,8 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
                 f"SELECT {al[t.name]}.{q(t.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
                 for v in (v1, v2)
             ]
-            np = f"{label_np(t)} of my {what}"
+            # the key column says the parent's role: Winning_Aircraft → "won by my aircraft"
+            np = f"{label_np(t)} {role_phrase(t.column(edge.src_col).words, what)}"
         readings = [Reading(s, f"The user's {what} {be(what)} {value_text(v)}.") for s, v in zip(sqls, (v1, v2))]
         yield Draft(
             "missing_user_knowledge",
@@ -177,7 +216,9 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
     for t in labelled_tables(ctx.analysis):
         conds = []
         for c in numeric_columns(t):
-            for qn in (0.6, 0.85):
+            if not concept_measure(c):
+                continue  # an "important singer" is not defined by a birth year or a version number
+            for qn in (0.5, 0.65, 0.85):
                 th = thresholds(c, (qn,))
                 if th:
                     conds.append(
@@ -185,18 +226,20 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
                             f"{c.expr()} > {lit(th[0])}",
                             f"{c.words} {be(c.words)} greater than {value_text(th[0])}",
                             c.name,
+                            qn,
                         )
                     )
-        for c in temporal_columns(t):
-            th = thresholds(c, (0.6,))
-            if th:
-                conds.append(
-                    (f"{q(c.name)} >= {lit(th[0])}", f"{c.words} {be(c.words)} on or after {value_text(th[0])}", c.name)
-                )
-        for i, c1 in enumerate(conds):
-            for c2 in conds[i + 1 :]:
-                if c1[0] != c2[0] and c1[2] != c2[2]:  # two different columns, not two thresholds of one
-                    plans.append((t, c1, c2))
+        pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[2] != c2[2]]
+        if not pairs:
+            # one measure: two definitions that disagree on its threshold ("more than 90 credits" vs
+            # "more than 120"), at distant quantiles so the readings differ
+            pairs = [
+                (c1, c2)
+                for i, c1 in enumerate(conds)
+                for c2 in conds[i + 1 :]
+                if c1[0] != c2[0] and abs(c1[3] - c2[3]) >= 0.3
+            ]
+        plans += [(t, c1, c2) for c1, c2 in pairs]
     if not plans:
         ctx.unsupported("no labelled table with two distinct definable conditions")
         return

@@ -12,18 +12,24 @@ from pipelines.abiss.programmatic.builders.base import (
     BuildContext,
     Draft,
     Reading,
-    be,
     categorical_columns,
+    condition_phrase,
     join_sql,
     lit,
+    numeric_columns,
     plural,
     q,
     register,
+    singular,
     table_plural,
     table_singular,
+    table_words,
+    thresholds,
     value_text,
+    with_article_or_plural,
 )
 
+_NAME_PARTS = {"first", "last", "middle", "given", "family", "sur", "maiden"}
 _WEAK_HEADS = {"by", "of", "in", "on", "at", "to", "is", "if", "yn", "old", "new", "code", "details", "other"}
 
 
@@ -34,6 +40,8 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
     for tname, head, cols in a.head_noun_groups():
         if head in _WEAK_HEADS or len(head) < 3:
             continue
+        if head == "name" and all(c.words.split()[0] in _NAME_PARTS for c in cols):
+            continue  # "the names of the students" means the full name, not a first or last name
         t = a.table(tname)
         if not t or not t.row_count:
             continue
@@ -55,9 +63,7 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
         for c in categorical_columns(t, text_only=True):
             if c.name not in (c1.name, c2.name):
                 for v in c.values[:2]:
-                    filters.append(
-                        (f" WHERE T1.{q(c.name)} = {lit(v)}", f" whose {c.words} {be(c.words)} {value_text(v)}")
-                    )
+                    filters.append((f" WHERE T1.{q(c.name)} = {lit(v)}", f" {condition_phrase(c, v)}"))
         where, phrase = ctx.rng.choice(filters)
         if e1 is not None:
             ref = a.table(e1.dst)
@@ -117,24 +123,58 @@ def build_entity_ambiguity(ctx: BuildContext) -> Iterator[Draft]:
             if fname in (ca.table, cb.table):
                 continue  # "the credits of the student 'Ethan'" already names whose credits
             plans.append((ca, cb, steps, start, ft, None))
+        # a linking row between the two (flights between airlines and airports, visits between
+        # museums and visitors): filter on its own column, naming neither entity
+        for _frm, _e, mid in path[:-1]:
+            mt = a.table(mid)
+            if mt is None or mt.name in (ta.name, tb.name):
+                continue
+            ends = {singular(w) for x in (ta, tb) for w in table_words(x.name).lower().split()}
+            if {singular(w) for w in table_words(mt.name).lower().split()} & ends:
+                continue  # "the credits of the student courses ..." names the courses
+            for fc in categorical_columns(mt) + [c for c in numeric_columns(mt) if c.distinct > 25]:
+                if not fc.is_key:
+                    plans.append((ca, cb, path, ta.name, mt, fc))
     if not plans:
-        ctx.unsupported("no same-named non-key column in two joinable tables")
+        pairs = a.same_named_columns()
+        ctx.unsupported(
+            "no same-named non-key column in two joinable tables"
+            if not pairs
+            else f"same-named columns ({pairs[0][0].qualified}, {pairs[0][1].qualified}) but no third table "
+            "to ask through that names neither (a labelled table on their path or a linking row with its own attribute)"
+        )
         return
-    for ca, cb, steps, start, ft, _subj in ctx.shuffled(plans):
+    for ca, cb, steps, start, ft, fcol in ctx.shuffled(plans):
         frm, al = join_sql(steps, start)
         if ft.name not in al or ca.table not in al or cb.table not in al:
             continue
-        flab = f"{al[ft.name]}.{q(ft.label)}"
-        vals = ctx.top_values(flab, frm, 5)
+        flab = f"{al[ft.name]}.{q(fcol.name if fcol is not None else ft.label)}"
+        above = fcol is not None and fcol.distinct > 25  # a measure of the linking row: a threshold
+        if above:
+            ths = thresholds(fcol, (0.5,))
+            vals = ths
+            flab = fcol.expr(al[ft.name])
+        else:
+            vals = ctx.top_values(flab, frm, 5)
         if not vals:
             continue
         v = ctx.rng.choice(vals)
-        sqls = [f"SELECT {al[c.table]}.{q(c.name)} {frm} WHERE {flab} = {lit(v)}" for c in (ca, cb)]
+        cmp = ">" if above else "="
+        sqls = [f"SELECT {al[c.table]}.{q(c.name)} {frm} WHERE {flab} {cmp} {lit(v)}" for c in (ca, cb)]
         style = ctx.next_style()
         col = ca.words
         # the question names neither table holding the column: naming one ("the names of the stadiums
         # of the concert 'Week 1'") would already pick the reading
-        np = f"the {plural(col)} {ctx.rng.choice(['for', 'related to', 'associated with'])} the {table_singular(ft.name)} {value_text(v)}"
+        link = ctx.rng.choice(["for", "related to", "associated with"])
+        if fcol is None:
+            np = f"the {plural(col)} {link} the {table_singular(ft.name)} {value_text(v)}"
+        else:
+            cond = (
+                f"with {with_article_or_plural(fcol.words)} above {value_text(v)}"
+                if above
+                else condition_phrase(fcol, v)
+            )
+            np = f"the {plural(col)} {link} the {table_plural(ft.name)} {cond}"
         readings = [
             Reading(s, f"'{col}' refers to the {table_singular(c.table)}'s {col} ({c.table}.{c.name}).")
             for s, c in zip(sqls, (ca, cb))

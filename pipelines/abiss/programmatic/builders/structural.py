@@ -17,15 +17,18 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    condition_phrase,
     is_relation_name,
     join_sql,
     label_np,
     labelled_bridges,
     labelled_tables,
     lit,
+    number_shaped,
     plural,
     q,
     register,
+    same_content,
     table_plural,
     table_singular,
     thresholds,
@@ -47,9 +50,9 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             continue
         if is_relation_name(child.name) or is_relation_name(parent.name):
             continue  # "the grades of the takes of every course": a relationship table is no noun
-        for c in categorical_columns(child):
-            if c.name == e.src_col or c.is_key:
-                continue
+        for c in categorical_columns(child, text_only=True):
+            if c.name == e.src_col or c.is_key or c.role == NUMERIC or number_shaped(c):
+                continue  # "the ages shared by all breeds", a collective price of 9.99: no shared property
             frm, al = join_sql([(child.name, e, parent.name)], child.name)
             plans.append(
                 dict(
@@ -88,12 +91,12 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
     for plan in ctx.shuffled(plans):
         # optional filter on A's categorical columns so the collective reading is non-empty
         filters = [("", "")]
-        for c in categorical_columns(plan["atable"], text_only=True)[:2]:
-            for v in c.values[:3]:
+        for c in categorical_columns(plan["atable"], text_only=True)[:4]:
+            for v in c.values[:5]:
                 filters.append(
                     (
                         f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}",
-                        f" whose {c.words} {be(c.words)} {value_text(v)}",
+                        f" {condition_phrase(c, v)}",
                     )
                 )
         for where, phrase in filters:
@@ -108,6 +111,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             unique = lab is not None and lab.distinct >= plan["atable"].row_count
             keys = plan["alabel"] if unique else f"{plan['key']}, {plan['alabel']}"
             distributive = f"SELECT DISTINCT {keys}, {plan['value']} {plan['frm']}{where}"
+            if same_content(ctx.rows(collective), ctx.rows(distributive)):
+                continue  # every parent has the same values: both readings say the same
             style = ctx.next_style()
             quant = ctx.rng.choice(QUANTIFIERS)
             aname = table_singular(plan["atable"].name)
@@ -167,7 +172,8 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
         conj = [
             x
             for x in attrs
-            if 2 <= len(x.values) <= 25
+            # three values at least: "whose sex is 'M' or 'F'" is true of every row
+            if 3 <= len(x.values) <= 25
             and (
                 x.role == CATEGORICAL
                 or (

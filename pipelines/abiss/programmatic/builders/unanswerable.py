@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pipelines.abiss.programmatic.builders.answerable import date_concepts
 from pipelines.abiss.programmatic.builders.base import (
     NUMERIC,
     TEMPORAL,
@@ -13,16 +14,23 @@ from pipelines.abiss.programmatic.builders.base import (
     Ask,
     BuildContext,
     Draft,
+    is_plural,
     labelled_tables,
     noun_tables,
     plural,
     q,
     register,
-    singular,
     table_plural,
     table_singular,
-    table_words,
     value_text,
+)
+from pipelines.abiss.programmatic.entity_kinds import (
+    EU_PLACES,
+    TIME_ZONE_PLACES,
+    column_head,
+    column_kind,
+    fits,
+    table_kind,
 )
 from pipelines.abiss.programmatic.phrasing import render_free
 
@@ -30,6 +38,10 @@ ADMIN = "ask the database administrator"
 
 # (phrase, terms that must not occur in any table/column name)
 MISSING_ATTRIBUTES = [
+    ("author", ("author", "writer", "creator")),
+    ("expiry date", ("expiry", "expiration", "expire")),
+    ("barcode", ("barcode", "ean", "sku", "upc")),
+    ("energy rating", ("energy", "efficiency")),
     ("phone number", ("phone", "telephone", "mobile", "cell")),
     ("email address", ("email", "mail")),
     ("website", ("website", "url", "web", "homepage")),
@@ -60,6 +72,8 @@ MISSING_ENTITIES = [
     ("awards", ("award", "prize")),
     ("maintenance logs", ("maintenance", "log", "repair")),
     ("invoices", ("invoice", "bill", "payment")),
+    ("reviewers", ("review", "reviewer", "referee")),
+    ("translations", ("translation", "language", "locale")),
 ]
 
 # which missing attributes make sense for which kind of row ("the marital status of each pet" does not)
@@ -77,169 +91,40 @@ PERSON_ONLY = {
     "manager",
 }
 THING_ONLY = {"customer rating", "annual revenue", "opening hours", "website"}
-PEOPLE = {
-    "student",
-    "person",
-    "people",
-    "employee",
-    "singer",
-    "teacher",
-    "player",
-    "customer",
-    "user",
-    "member",
-    "visitor",
-    "owner",
-    "professor",
-    "instructor",
-    "staff",
-    "driver",
-    "artist",
-    "author",
-    "actor",
-    "director",
-    "conductor",
-    "candidate",
-    "voter",
-    "host",
-    "friend",
-    "pilot",
-    "manager",
-    "musician",
-    "writer",
-    "poker",
-    "hero",
-    "superhero",
-    "patient",
-    "doctor",
-    "physician",
-    "nurse",
-    "client",
-    "guest",
-    "passenger",
-    "worker",
-    "coach",
-    "editor",
-    "journalist",
-    "head",
-    "participant",
-    "competitor",
-    "contestant",
-    "winner",
-}
 
 
 def _is_person_table(t) -> bool:
-    words = {singular(w.lower()) for w in table_words(t.name).split()}
-    if words & PEOPLE:
-        return True
-    cols = {c.words for c in t.columns}
-    # a first/last/full name, not just a name and an age (dogs have those too)
-    return bool(cols & {"first name", "last name", "full name", "surname", "given name"})
-
-
-ORGANISATIONS = {
-    "company",
-    "business",
-    "restaurant",
-    "hotel",
-    "shop",
-    "store",
-    "museum",
-    "bank",
-    "agency",
-    "school",
-    "university",
-    "college",
-    "club",
-    "airline",
-    "stadium",
-    "library",
-    "hospital",
-    "studio",
-    "publisher",
-    "manufacturer",
-    "brand",
-    "maker",
-    "festival",
-    "channel",
-    "network",
-    "firm",
-    "organization",
-    "organisation",
-    "institution",
-    "theater",
-    "theatre",
-    "cinema",
-    "gym",
-    "clinic",
-    "farm",
-    "facility",
-    "kennel",
-    "venue",
-    "gallery",
-    "vendor",
-    "supplier",
-    "dealer",
-    "orchestra",
-    "band",
-    "team",
-    "airport",
-    "office",
-    "branch",
-    "house",
-    "guesthouse",
-    "center",
-    "centre",
-    "department",
-}
+    return table_kind(t) == "person"
 
 
 def _is_organisation_table(t) -> bool:
-    words = {singular(w.lower()) for w in table_words(t.name).split()}
-    return bool(words & ORGANISATIONS)
+    return table_kind(t) == "organisation"
 
 
-def _attribute_fits(phrase: str, t) -> bool:
+# which kinds of row each missing attribute fits (entity_kinds.table_kind); unlisted: any row
+ATTRIBUTE_FITS = {
+    "author": {"document"},
+    "expiry date": {"document", "product"},
+    "barcode": {"product"},
+    "energy rating": {"place", "product"},
+    **{p: {"person"} for p in PERSON_ONLY},
+    "insurance policy number": {"person", "product"},
+    "tax identification number": {"person", "organisation"},
+    "website": {"organisation"},
+    "annual revenue": {"organisation"},
+    "opening hours": {"organisation", "place"},
+    "customer rating": {"organisation", "product", "place"},
+    "postal address": {"person", "organisation"},
+    "photo": {"person", "place", "product"},
+}
+
+
+def _attribute_fits(phrase: str, t, kind: str | None = None) -> bool:
     """Ask only for what such a row could have: a person's phone number, a company's website."""
-    if phrase in PERSON_ONLY:
-        return _is_person_table(t)
-    if phrase in THING_ONLY:
-        return _is_organisation_table(t)
-    if phrase == "postal address":
-        return _is_person_table(t) or _is_organisation_table(t)
-    return True
+    allowed = ATTRIBUTE_FITS.get(phrase)
+    return allowed is None or (kind or table_kind(t)) in allowed
 
 
-_MONEY = {
-    "price",
-    "cost",
-    "amount",
-    "budget",
-    "salary",
-    "earnings",
-    "sales",
-    "spent",
-    "bonus",
-    "worth",
-    "gnp",
-    "revenue",
-    "fee",
-    "charge",
-    "money",
-}
-_PLACE = {
-    "country",
-    "city",
-    "nationality",
-    "location",
-    "hometown",
-    "citizenship",
-    "state",
-    "district",
-    "region",
-    "address",
-}
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
 
 
@@ -249,11 +134,13 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
     tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
     plans = []
     for t in tables:
+        kind = table_kind(t)
         for phrase, terms in MISSING_ATTRIBUTES:
-            if _attribute_fits(phrase, t):
+            if _attribute_fits(phrase, t, kind):
                 plans.append(("attribute", t, phrase, terms))
         for phrase, terms in MISSING_ENTITIES:
-            plans.append(("entity", t, phrase, terms))
+            if fits(phrase, kind):  # no "suppliers of a pilot", "parking spaces of a schedule"
+                plans.append(("entity", t, phrase, terms))
     for kind, t, phrase, terms in ctx.shuffled(plans):
         if any(a.mentions(term) for term in terms):
             continue  # the schema has it (or something close): not a missing element
@@ -271,9 +158,11 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
         cols = ", ".join(c.name for c in t.columns[:8]) + (", ..." if len(t.columns) > 8 else "")
         if kind == "attribute":
             if example is not None and ctx.rng.random() < 0.6:
-                ask = Ask("list", target=f"the {phrase} of the {ts} {value_text(example)}")
+                ask = Ask(
+                    "list", target=f"the {phrase} of the {ts} {value_text(example)}", singular=not is_plural(phrase)
+                )
             else:
-                ask = Ask("list", target=f"the {phrase} of each {ts}")
+                ask = Ask("list", target=f"the {plural(phrase)} of each {ts}")
             feedback = (
                 f"The database has no information about the {phrase} of {tn}: the {t.name} table only has "
                 f"{cols}, and no other table or column stores a {phrase}. To get it, {ADMIN} to add it to the schema."
@@ -349,7 +238,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
         else:
             via = " No chain of foreign keys connects the two tables at all."
         feedback = (
-            f"Both {ta.name} and {tb.name} exist, but no foreign key or linking table relates {an} to "
+            f"Both {ta.name} and {tb.name} exist, but no foreign key, linking table or column holding the other's keys relates {an} to "
             f"{plural(bs)}.{via} {ADMIN[0].upper() + ADMIN[1:]} to add a table recording this relationship."
         )
         yield Draft(
@@ -373,7 +262,8 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
         for c in t.columns:
             words = {w.lower() for w in c.words.split()}
             col = c.words
-            if c.role == NUMERIC and words & _MONEY:
+            kind = column_kind(c)
+            if kind == "money":
                 cur = ctx.rng.choice(["Japanese yen", "Swiss francs", "Indian rupees", "Brazilian reais"])
                 plans.append(
                     (
@@ -382,7 +272,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                         ("exchange", "currency", "rate"),
                     )
                 )
-            if c.role == NUMERIC and words & _GRADE:
+            if kind in ("measure", "count") and words & _GRADE:
                 plans.append(
                     (
                         Ask("list", target=f"the {col} of the {tn} in letter-grade notation (A-F)"),
@@ -390,7 +280,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                         ("letter", "mapping"),
                     )
                 )
-            if c.role == TEMPORAL:
+            if kind == "date":
                 country = ctx.rng.choice(["Italy", "Japan", "the United States", "Germany"])
                 plans.append(
                     (
@@ -399,7 +289,8 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                         ("holiday", "calendar"),
                     )
                 )
-            if c.role in ("categorical", "text") and words & _PLACE:
+            place = column_head(c) if kind == "place" else ""  # place names, not codes, addresses or e-mails
+            if place in EU_PLACES:
                 plans.append(
                     (
                         Ask("which", subject=f"{tn} whose {col} is in a European Union member state"),
@@ -407,13 +298,36 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                         ("europeanunion", "memberstate", "eumember"),
                     )
                 )
+            if place in TIME_ZONE_PLACES:
                 plans.append(
                     (
-                        Ask("list", target=f"the time zone of each of the {tn}, based on their {col}"),
+                        Ask("list", target=f"the time zones of the {tn}, based on their {col}"),
                         f"Time zones of places are external knowledge; the database stores no time-zone mapping for {col}.",
                         ("timezone", "zone", "utc"),
                     )
                 )
+        ages = [c for c in t.columns if c.role == NUMERIC and column_head(c) == "age"]
+        if table_kind(t) == "person" and ages:
+            country = ctx.rng.choice(["Japan", "the United States", "Germany", "Brazil"])
+            plans.append(
+                (
+                    Ask("which", subject=f"{tn} who are of legal drinking age in {country}"),
+                    f"The legal drinking age in {country} is an external legal fact that neither the database nor the knowledge base holds.",
+                    ("legal", "drinking", "alcohol"),
+                )
+            )
+        for c in t.columns:
+            if (c.role == TEMPORAL or c.is_year) and date_concepts(c.words) is not None:
+                plans.append(
+                    (
+                        Ask("which", subject=f"{tn} whose {c.words} falls within Barack Obama's US presidency"),
+                        "The dates of Barack Obama's presidency are external historical knowledge that neither the database nor the knowledge base holds.",
+                        ("president", "presidency", "obama"),
+                    )
+                )
+                break
+        if not fits("regulations", table_kind(t)):
+            continue  # only organisations are subject to industry regulations
         plans.append(
             (
                 Ask("which", subject=f"{tn} that comply with the current industry regulations"),
