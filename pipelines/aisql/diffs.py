@@ -135,6 +135,7 @@ def probe_agreement(
     n: int = PROBE_N,
     seed: int = 0,
     budget=None,
+    timeout_s: float = 600.0,
 ) -> dict:
     """Evaluate both calls on one shared probe set; returns agreement statistics (or why not)."""
 
@@ -174,7 +175,7 @@ def probe_agreement(
         f"SELECT * FROM (SELECT DISTINCT * FROM (({reach_g}) UNION ALL ({reach_c})) AS u) AS p0({names}) "
         f"ORDER BY hash({names}, {int(seed)}) LIMIT {int(n)}) AS p"
     )
-    rec = run_duckdb_sql(db_path, sql, runtime, budget=budget)
+    rec = run_duckdb_sql(db_path, sql, runtime, budget=budget, timeout_s=timeout_s)
     out = {
         "comparable": rec.ok,
         "probe_rows": rec.row_count,

@@ -55,6 +55,7 @@ class AisqlSettings:
     judge_member: str | None = None
     llm_split_fallback: bool = False
     compact_judge: bool = False  # the short judge prompt, for small local models
+    timeout_s: float = 600.0  # per query (gold, candidate, parts, probes): `aisql compare/evaluate --timeout`
 
 
 def aisql_home(home: Path) -> Path:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement, result_diff
-from pipelines.aisql.execute import RunRecord, run_duckdb_sql
+from pipelines.aisql.execute import DEFAULT_TIMEOUT_S, RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
 from pipelines.aisql.splitter import SplitResult, align_calls, split
@@ -26,6 +26,7 @@ class EvalContext:
     probe_n: int = PROBE_N
     seed: int = 0
     split_fallback: object | None = None  # a council for the LLM splitter fallback
+    timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
 
 
 def table_columns_of(visible: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -96,7 +97,11 @@ def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
     if not res.ok:
         return RunRecord(status="error", sql=res.sql, error=res.error)
     return run_duckdb_sql(
-        ctx.db_path, res.sql if which == "full" else res.structural_sql, ctx.runtime, budget=ctx.budget
+        ctx.db_path,
+        res.sql if which == "full" else res.structural_sql,
+        ctx.runtime,
+        budget=ctx.budget,
+        timeout_s=ctx.timeout_s,
     )
 
 
@@ -107,8 +112,12 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
     cand = _run_or_error(ctx, cs, "full")
     g_s = _run_or_error(ctx, gs, "structural") if gs.ok else None
     c_s = _run_or_error(ctx, cs, "structural") if cs.ok else None
-    g_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in gs.ai_parts] if gs.ok else []
-    c_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in cs.ai_parts] if cs.ok else []
+
+    def part(sql: str) -> RunRecord:
+        return run_duckdb_sql(ctx.db_path, sql, ctx.runtime, budget=ctx.budget, timeout_s=ctx.timeout_s)
+
+    g_ai = [part(p.sql) for p in gs.ai_parts] if gs.ok else []
+    c_ai = [part(p.sql) for p in cs.ai_parts] if cs.ok else []
     ordered = gs.ok and has_top_level_order(gs.sql)
     ev = Evidence(
         gs,
@@ -155,6 +164,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
                     n=ctx.probe_n,
                     seed=ctx.seed,
                     budget=ctx.budget,
+                    timeout_s=ctx.timeout_s,
                 )
             ev.alignment.append(item)
     return ev
@@ -172,7 +182,9 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
 
     def run(sql: str):
-        rec = run_duckdb_sql(ctx.db_path, sql, ctx.runtime, budget=ctx.budget, max_rows=1_000_000)
+        rec = run_duckdb_sql(
+            ctx.db_path, sql, ctx.runtime, budget=ctx.budget, max_rows=1_000_000, timeout_s=ctx.timeout_s
+        )
         if not rec.ok:
             raise RuntimeError(rec.error or rec.status)
         return rec.rows
