@@ -91,9 +91,32 @@ def _call_select(tree: exp.Expression, index: int) -> tuple[exp.Anonymous, exp.S
     return call, call.find_ancestor(exp.Select)
 
 
+def _correlated(select: exp.Select) -> bool:
+    """The SELECT reads a column of an outer query (a correlated subquery, EXISTS)."""
+    own = {t.alias_or_name.lower() for t in select.find_all(exp.Table)}
+    own |= {s.alias.lower() for s in select.find_all(exp.Subquery) if s.alias}
+    return any(c.table and c.table.lower() not in own for c in select.find_all(exp.Column))
+
+
+def _reach_from_part(part: AIPart, alias_cols: dict[str, list[str]]) -> str:
+    """Rows reaching the call, from the split's AI part (#33 item 3): its own FROM (the inputs'
+    tables, with the outer alias's table for a correlated call), without the call and its LIMIT."""
+    sel = to_duckdb_tree(part.sql, "thalamusdb")
+    for node in list(sel.walk()):
+        if isinstance(node, exp.Anonymous) and operator_name(node):
+            node.replace(placeholder(AI_OPERATORS[operator_name(node)]))
+    sel.set("expressions", [exp.column(c, table=a) for a in part.aliases for c in alias_cols[a]])
+    for k in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):
+        sel.set(k, None)
+    return sel.sql("duckdb")
+
+
 def _reach_sql(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[str]]) -> str:
-    """Rows reaching the call: its SELECT's FROM/JOIN/WHERE (AI calls → placeholders), inputs' tables only."""
+    """Rows reaching the call: its SELECT's FROM/JOIN/WHERE (AI calls → placeholders), inputs' tables
+    only; for a call that reads an outer query's columns, the split's AI part."""
     _, select = _call_select(tree, part.index)
+    if _correlated(select):
+        return _reach_from_part(part, alias_cols)
     sel = select.copy()
     for node in list(sel.walk()):
         if isinstance(node, exp.Anonymous) and operator_name(node):
