@@ -15,8 +15,9 @@ from pathlib import Path
 from pipelines.aisql.checks import BadPairInput
 from pipelines.aisql.compare import UNDECIDED, LayerVerdict, PairJudgement, autorater_layer, judge_pair
 from pipelines.aisql.methods import JudgeSettings, autorate
+from pipelines.aisql.normal_form import schema_of as schema_of_types
 from pipelines.aisql.pipeline import AisqlSettings, make_runtime, schema_text
-from pipelines.aisql.scenarios import ScenarioDB, get_scenario, visible_columns
+from pipelines.aisql.scenarios import ScenarioDB, get_scenario, visible_columns, visible_types
 from pipelines.aisql.split_execution import EvalContext, table_columns_of
 
 
@@ -51,6 +52,7 @@ def open_judging(settings: AisqlSettings, db: ScenarioDB, getter: Callable | Non
         probe_n=settings.probe_n,
         seed=settings.seed,
         timeout_s=settings.timeout_s,
+        schema=schema_of_types(visible_types(Path(db.path))),
     )
     cache: dict[str, str] = {}
 

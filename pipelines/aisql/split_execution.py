@@ -27,6 +27,7 @@ class EvalContext:
     seed: int = 0
     split_fallback: object | None = None  # a council for the LLM splitter fallback
     timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
+    schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
 
 
 def table_columns_of(visible: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -190,5 +191,12 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         return rec.rows
 
     return compare_structures(
-        run, gtree, ctree, pair_calls(gtree, ctree), ordered=ordered, table_columns=ctx.table_columns, seed=ctx.seed
+        run,
+        gtree,
+        ctree,
+        pair_calls(gtree, ctree),
+        ordered=ordered,
+        table_columns=ctx.table_columns,
+        seed=ctx.seed,
+        schema=ctx.schema,
     )
