@@ -13,7 +13,8 @@ from pipelines.aisql.execute import DEFAULT_TIMEOUT_S, RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
 from pipelines.aisql.splitter import SplitResult, align_calls, split
-from pipelines.aisql.structural import CANNOT, StructuralVerdict, compare_structures, pair_calls
+from pipelines.aisql.structural import CANNOT, DIFFER, StructuralVerdict, compare_structures, pair_calls
+from pipelines.aisql.test_suite import search
 
 
 @dataclass
@@ -28,6 +29,7 @@ class EvalContext:
     split_fallback: object | None = None  # a council for the LLM splitter fallback
     timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
+    test_suite: bool = True  # search generated databases for a counterexample when undecided
 
 
 def table_columns_of(visible: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -190,7 +192,7 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
             raise RuntimeError(rec.error or rec.status)
         return rec.rows
 
-    return compare_structures(
+    verdict = compare_structures(
         run,
         gtree,
         ctree,
@@ -200,3 +202,30 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         seed=ctx.seed,
         schema=ctx.schema,
     )
+    if verdict.verdict == CANNOT and verdict.method == "sampled" and ctx.schema is not None and ctx.test_suite:
+        verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict)
+    return verdict
+
+
+def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
+    """Counterexample databases (:mod:`pipelines.aisql.test_suite`): a witness rejects; agreement
+    stays 'cannot decide', marked ``test_suite`` (equal on the test suite, not a proof)."""
+    used: set[str] = set()
+
+    def run(path, sql):
+        used.add(str(path))
+        rec = run_duckdb_sql(path, sql, ctx.runtime, budget=0, timeout_s=min(ctx.timeout_s, 10.0))
+        return rec.status, rec.rows
+
+    try:
+        res = search(run, gtree, ctree, ctx.schema, ctx.key_columns, ordered=ordered, seed=ctx.seed)
+    finally:
+        for p in used:
+            ctx.runtime.close_session(p)
+    if res.verdict == "differ":
+        return StructuralVerdict(DIFFER, res.reason, "test_suite", [], verdict.valuations, res.witness)
+    if res.verdict == "agree":
+        return StructuralVerdict(
+            CANNOT, f"{verdict.reason}; {res.reason}", "test_suite", verdict.polarity, verdict.valuations
+        )
+    return verdict
