@@ -151,13 +151,13 @@ def decider(s: LayerVerdict, a: LayerVerdict, final: str) -> str:
     return "layers"
 
 
-def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> PairJudgement:
+def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> PairJudgement:
     """Every deterministic layer for one pair (the autorater is added by the caller when asked).
     Input problems found before running raise :class:`~pipelines.aisql.checks.BadPairInput`; a gold
     that parses but does not run gives ``bad_input`` and no verdict; a candidate that does not run
     is rejected by every layer, so no layer ever accepts a query that does not run."""
     check_pair(gold_sql, cand_sql, dialect)
-    ev = execute_pair(ctx, gold_sql, cand_sql, dialect)
+    ev = execute_pair(ctx, gold_sql, cand_sql, dialect, parts)
     s, a, x = structural_layer(ev), ai_layer(ev), ex_layer(ev)
     if _not_running(ev.gold):
         why = public_names(f"the gold query does not run: {ev.gold.error}")[:300]

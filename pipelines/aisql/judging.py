@@ -86,7 +86,8 @@ def judge_pairs(
     for p in pairs:
         start = time.perf_counter()
         try:
-            r = judge_pair(judging.ctx, p.gold_sql, p.candidate_sql, p.dialect)
+            # the split parts' runs are the autorater's evidence only: skipped when it is not asked
+            r = judge_pair(judging.ctx, p.gold_sql, p.candidate_sql, p.dialect, parts="ours" in methods)
         except BadPairInput as exc:  # callers check first (one line before a run); kept as a row here
             r = PairJudgement([], UNDECIDED, "input", None, bad_input=str(exc))
         done.append((r, time.perf_counter() - start))

@@ -108,19 +108,21 @@ def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
     )
 
 
-def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> Evidence:
+def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> Evidence:
+    """Gold, candidate, the structural verdict and the AI-call probes; with ``parts`` also the four
+    split parts and their diff (the autorater's evidence; no deterministic layer reads them)."""
     gs = split(gold_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
     cs = split(cand_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
     gold = _run_or_error(ctx, gs, "full")
     cand = _run_or_error(ctx, cs, "full")
-    g_s = _run_or_error(ctx, gs, "structural") if gs.ok else None
-    c_s = _run_or_error(ctx, cs, "structural") if cs.ok else None
+    g_s = _run_or_error(ctx, gs, "structural") if gs.ok and parts else None
+    c_s = _run_or_error(ctx, cs, "structural") if cs.ok and parts else None
 
     def part(sql: str) -> RunRecord:
         return run_duckdb_sql(ctx.db_path, sql, ctx.runtime, budget=ctx.budget, timeout_s=ctx.timeout_s)
 
-    g_ai = [part(p.sql) for p in gs.ai_parts] if gs.ok else []
-    c_ai = [part(p.sql) for p in cs.ai_parts] if cs.ok else []
+    g_ai = [part(p.sql) for p in gs.ai_parts] if gs.ok and parts else []
+    c_ai = [part(p.sql) for p in cs.ai_parts] if cs.ok and parts else []
     ordered = gs.ok and has_top_level_order(gs.sql)
     ev = Evidence(
         gs,
