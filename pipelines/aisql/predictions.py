@@ -23,7 +23,7 @@ from pipelines.aisql.checks import BadPairInput, check_pair
 from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED
 from pipelines.aisql.evalset import parse_label
 from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings
-from pipelines.aisql.metrics import confusion
+from pipelines.aisql.metrics import COVERAGE_SCHEMA, confusion, coverage, coverage_markdown
 from pipelines.aisql.rewrite import find_operator_names
 from pipelines.aisql.scenarios import SCENARIOS
 
@@ -342,6 +342,8 @@ METRIC_SCHEMA = {
     "tpr": pl.Float64,
     "tnr": pl.Float64,
     "accuracy": pl.Float64,
+    **COVERAGE_SCHEMA,
+    "test_suite_equal": pl.Int64,  # undecided pairs equal on the test suite (counted apart, not a proof)
 }
 
 
@@ -358,6 +360,13 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                 if labelled.height == 0 or labelled[m].is_null().all():
                     continue
                 c = confusion(labelled["label"].to_list(), [v == ACCEPT for v in labelled[m].to_list()])
+
+                cov = coverage(
+                    labelled["label"].to_list(),
+                    _decided(labelled, m),
+                    _decided(labelled, "ex"),
+                    _decided(labelled, "ours"),
+                )
                 rows.append(
                     {
                         **g,
@@ -373,9 +382,29 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                         "tpr": c.tpr,
                         "tnr": c.tnr,
                         "accuracy": c.accuracy,
+                        **cov,
+                        "test_suite_equal": _test_suite_equal(labelled, m),
                     }
                 )
     return pl.DataFrame(rows, schema=METRIC_SCHEMA) if rows else pl.DataFrame(schema=METRIC_SCHEMA)
+
+
+def _decided(rows: pl.DataFrame, col: str) -> list[bool | None] | None:
+    """A method's verdicts as accepted True/False, None when undecided; None when it did not run."""
+    if col not in rows.columns or rows[col].is_null().all():
+        return None
+    return [None if v in (UNDECIDED, None) else v == ACCEPT for v in rows[col].to_list()]
+
+
+def _test_suite_equal(rows: pl.DataFrame, method: str) -> int:
+    """Undecided pairs whose structural layer found them equal on the test suite (not a proof)."""
+    if method not in ("layers", "structural") or "structural_reason" not in rows.columns:
+        return 0
+    return int(
+        rows.filter(
+            (pl.col(method) == UNDECIDED) & pl.col("structural_reason").str.contains("equal on the test suite")
+        ).height
+    )
 
 
 def _pct(v) -> str:
@@ -406,6 +435,15 @@ def summary_markdown(metrics: pl.DataFrame) -> str:
             ]
         if seen:
             lines.append(f"| {METHOD_LABELS[m]} | " + " | ".join(cells) + f" | {undecided} |")
+    lines += [
+        "",
+        "coverage and the score under each policy for undecided pairs (– where that fallback did not run):",
+        "",
+    ]
+    lines.append(coverage_markdown(metrics, METHOD_LABELS))
+    suite = int(metrics["test_suite_equal"].sum()) if metrics.height and "test_suite_equal" in metrics.columns else 0
+    if suite:
+        lines.append(f"\nundecided but equal on the test suite (generated databases; not a proof): {suite}")
     return "\n".join(lines)
 
 
