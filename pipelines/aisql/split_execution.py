@@ -5,6 +5,7 @@ All executions share one :class:`~pipelines.aisql.operators.AIRuntime`, so every
 input) is evaluated once across gold, candidate, their parts and the probe sets.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckd
 from pipelines.aisql.splitter import SplitResult, align_calls, split
 from pipelines.aisql.structural import CANNOT, DIFFER, StructuralVerdict, compare_structures, pair_calls
 from pipelines.aisql.test_suite import search
+
+MEMO_ROWS = 10_000  # larger results are not memoised (memory)
+MEMO_RUNS = 5_000
 
 
 @dataclass
@@ -30,6 +34,24 @@ class EvalContext:
     timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
     test_suite: bool = True  # search generated databases for a counterexample when undecided
+    runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
+
+    def run(self, sql: str, max_rows: int = 100_000) -> RunRecord:
+        """One query on the scenario database, memoised for this context: a gold query (and its
+        structural valuations) judged against many candidates runs once. Safe because every AI
+        answer is memoised by the runtime too, so a rerun could only repeat the same rows; a
+        timeout, budget stop or error is not kept (it may not repeat)."""
+        key = (sql, max_rows)
+        rec = self.runs.get(key)
+        if rec is not None:  # every AI answer it needs is in the runtime's memo now
+            return dataclasses.replace(rec, made=0, cached=rec.calls)
+        if rec is None:
+            rec = run_duckdb_sql(
+                self.db_path, sql, self.runtime, budget=self.budget, timeout_s=self.timeout_s, max_rows=max_rows
+            )
+            if rec.ok and rec.row_count <= MEMO_ROWS and len(self.runs) < MEMO_RUNS:
+                self.runs[key] = rec
+        return rec
 
 
 def table_columns_of(visible: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -99,13 +121,7 @@ class Evidence:
 def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
     if not res.ok:
         return RunRecord(status="error", sql=res.sql, error=res.error)
-    return run_duckdb_sql(
-        ctx.db_path,
-        res.sql if which == "full" else res.structural_sql,
-        ctx.runtime,
-        budget=ctx.budget,
-        timeout_s=ctx.timeout_s,
-    )
+    return ctx.run(res.sql if which == "full" else res.structural_sql)
 
 
 def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> Evidence:
@@ -119,7 +135,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
     c_s = _run_or_error(ctx, cs, "structural") if cs.ok and parts else None
 
     def part(sql: str) -> RunRecord:
-        return run_duckdb_sql(ctx.db_path, sql, ctx.runtime, budget=ctx.budget, timeout_s=ctx.timeout_s)
+        return ctx.run(sql)
 
     g_ai = [part(p.sql) for p in gs.ai_parts] if gs.ok and parts else []
     c_ai = [part(p.sql) for p in cs.ai_parts] if cs.ok and parts else []
@@ -187,9 +203,7 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
 
     def run(sql: str):
-        rec = run_duckdb_sql(
-            ctx.db_path, sql, ctx.runtime, budget=ctx.budget, max_rows=1_000_000, timeout_s=ctx.timeout_s
-        )
+        rec = ctx.run(sql, max_rows=1_000_000)
         if not rec.ok:
             raise RuntimeError(rec.error or rec.status)
         return rec.rows

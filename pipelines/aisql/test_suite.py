@@ -35,7 +35,7 @@ from pipelines.aisql.structural import (
     substitute,
 )
 
-DATABASES = 12  # generated databases per pair
+DATABASES = 8  # generated databases per pair (each run costs a sandbox round trip)
 MAX_ROWS = 5  # rows per table before duplicates
 MAX_ROWS_CAP = 30  # odd databases get more rows when a LIMIT asks for them (LIMIT 5 vs LIMIT 10)
 HASH_BEHAVIOURS = 2
