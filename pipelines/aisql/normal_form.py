@@ -48,10 +48,18 @@ def schema_of(table_types: dict[str, dict[str, str]]) -> dict:
 
 def normal_form(tree: exp.Expression, schema: dict) -> str | None:
     """The normal form of ``tree`` (AI calls already symbolic), or None when a rule cannot apply."""
-    try:
-        return _normal_form(tree.copy(), schema)
-    except Exception:  # noqa: BLE001 - no normal form: the pair is left to the other methods
-        return None
+    key = (tree.sql("duckdb"), repr(schema))
+    if key not in _MEMO:
+        if len(_MEMO) > 2048:
+            _MEMO.clear()
+        try:
+            _MEMO[key] = _normal_form(tree.copy(), schema)
+        except Exception:  # noqa: BLE001 - no normal form: the pair is left to the other methods
+            _MEMO[key] = None
+    return _MEMO[key]
+
+
+_MEMO: dict[tuple[str, str], str | None] = {}  # a gold judged against many candidates is normalised once
 
 
 def _normal_form(t: exp.Expression, schema: dict) -> str:

@@ -35,6 +35,18 @@ class EvalContext:
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
     test_suite: bool = True  # search generated databases for a counterexample when undecided
     runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
+    splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
+
+    def split(self, sql: str, dialect: str) -> SplitResult:
+        """:func:`~pipelines.aisql.splitter.split` memoised for this context (read-only results)."""
+        key = (sql, dialect)
+        if key not in self.splits:
+            if len(self.splits) > MEMO_RUNS:
+                self.splits.clear()
+            self.splits[key] = split(
+                sql, dialect, self.key_columns, fallback=self.split_fallback, table_columns=self.table_columns
+            )
+        return self.splits[key]
 
     def run(self, sql: str, max_rows: int = 100_000) -> RunRecord:
         """One query on the scenario database, memoised for this context: a gold query (and its
@@ -127,8 +139,7 @@ def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
 def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> Evidence:
     """Gold, candidate, the structural verdict and the AI-call probes; with ``parts`` also the four
     split parts and their diff (the autorater's evidence; no deterministic layer reads them)."""
-    gs = split(gold_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
-    cs = split(cand_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
+    gs, cs = ctx.split(gold_sql, dialect), ctx.split(cand_sql, dialect)
     gold = _run_or_error(ctx, gs, "full")
     cand = _run_or_error(ctx, cs, "full")
     g_s = _run_or_error(ctx, gs, "structural") if gs.ok and parts else None
