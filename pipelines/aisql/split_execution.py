@@ -9,13 +9,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.aisql.counterexamples import search
 from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement, result_diff
 from pipelines.aisql.execute import DEFAULT_TIMEOUT_S, RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
 from pipelines.aisql.splitter import SplitResult, align_calls, split
 from pipelines.aisql.structural import CANNOT, DIFFER, StructuralVerdict, compare_structures, pair_calls
-from pipelines.aisql.test_suite import search
 
 MEMO_ROWS = 10_000  # larger results are not memoised (memory)
 MEMO_RUNS = 5_000
@@ -235,7 +235,7 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
 
 
 def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
-    """Counterexample databases (:mod:`pipelines.aisql.test_suite`): a witness rejects; agreement
+    """Counterexample databases (:mod:`pipelines.aisql.counterexamples`): a witness rejects; agreement
     stays 'cannot decide', marked ``test_suite`` (equal on the test suite, not a proof)."""
     used: set[str] = set()
 

@@ -6,9 +6,9 @@ never as a proof. Every witness is re-checked by running both queries on its own
 import duckdb
 import pytest
 
+from pipelines.aisql.counterexamples import AGREE, DIFFER, search
 from pipelines.aisql.rewrite import to_duckdb_tree
 from pipelines.aisql.rewrite_families import family_pairs
-from pipelines.aisql.test_suite import AGREE, DIFFER, search
 from tests.aisql.test_normal_form import SCHEMA
 
 KEYS = {"reviews": ("reviewId",), "movies": ("id",)}
