@@ -196,7 +196,10 @@ def _compare(args) -> int:
     else:
         for v in shown:
             print(f"{v.layer:<11} {v.verdict:<14} {v.reason}")
-        print(f"final (decided by {result.final_method}): {result.final}")
+        if result.final_method == "none":
+            print("final: cannot decide (no layer decided; --methods ex,layers,ours asks the autorater)")
+        else:
+            print(f"final (decided by {result.final_method}): {result.final}")
     return EXIT_CODES.get(result.final, EXIT_CODES[BAD_INPUT])
 
 

@@ -48,7 +48,7 @@ class LayerVerdict:
 class PairJudgement:
     layers: list[LayerVerdict] = field(default_factory=list)
     final: str = UNDECIDED
-    final_method: str = "layers"  # the layer that decided: structural | ai | layers | ours | input
+    final_method: str = "layers"  # who decided: structural | ai | execution | layers | ours | input | none
     evidence: Evidence | None = None
     bad_input: str = ""  # why the pair cannot be judged as given (the gold does not run)
 
@@ -145,10 +145,10 @@ def _not_running(rec) -> bool:
 
 
 def decider(s: LayerVerdict, a: LayerVerdict, final: str) -> str:
-    """The layer whose verdict is final: a rejecting layer, else both (``layers``)."""
+    """The layer whose verdict is final: a rejecting layer, both (``layers``), or ``none``."""
     if final == REJECT:
         return "structural" if s.verdict == REJECT else "ai"
-    return "layers"
+    return "layers" if final == ACCEPT else "none"
 
 
 def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> PairJudgement:

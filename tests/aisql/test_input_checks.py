@@ -58,7 +58,8 @@ def test_compare_exit_codes_accept_reject_bad_input_cannot_decide(sembench_root,
     assert code == 2 and out.out == "" and len(out.err.strip().splitlines()) == 1 and "gold" in out.err
     undecided = gold.replace("the review sentiment is positive", "the review praises the stunts")
     code, out = _compare(sembench_root, capsys, gold, undecided)
-    assert code == 3 and json.loads(out.out)["final"] == "cannot decide"
+    res = json.loads(out.out)
+    assert code == 3 and res["final"] == "cannot decide" and res["final_method"] == "none"
     code, out = _compare(sembench_root, capsys, gold, gold.replace("positive')", "positive', 'x')"))
     assert code == 2 and "NLfilter takes 2 arguments" in out.err and len(out.err.strip().splitlines()) == 1
 
