@@ -78,6 +78,8 @@ def _normal_form(t: exp.Expression, schema: dict) -> str:
     t = t.transform(_inner_joins_to_where)
     t = simplify(t)
     t = _rename_aliases(t)
+    t = _rename_derived_columns(t)
+    t = t.transform(_drop_true_conjuncts)
     t = t.transform(_sort_commutative)
     t = t.transform(_sort_from_list)
     _drop_output_names(t)
@@ -239,6 +241,44 @@ def _rename_aliases(t: exp.Expression) -> exp.Expression:
     for col in t.find_all(exp.Column):
         if col.table in mapping:
             col.set("table", exp.to_identifier(mapping[col.table]))
+    return t
+
+
+def _drop_true_conjuncts(node: exp.Expression) -> exp.Expression:
+    """``TRUE AND x`` is ``x`` (also when x is NULL: TRUE AND NULL is NULL)."""
+    if isinstance(node, exp.And) and not isinstance(node.parent, exp.And):
+        parts = [p for p in _flatten(node, exp.And) if not (isinstance(p, exp.Boolean) and p.this is True)]
+        if not parts:
+            return exp.true()
+        out = parts[0].copy()
+        for p in parts[1:]:
+            out = exp.And(this=out, expression=p.copy())
+        return out
+    return node
+
+
+def _rename_derived_columns(t: exp.Expression) -> exp.Expression:
+    """The output columns of a derived table ``(SELECT … AS id) AS q`` become ``q.c0, q.c1, …``
+    (renaming a derived table's columns together with every reference to them changes nothing)."""
+    for sub in list(t.find_all(exp.Subquery)):
+        inner = sub.this
+        if not sub.alias or not isinstance(inner, exp.Select) or sub.args["alias"].columns:
+            continue
+        names = {}
+        for i, e in enumerate(inner.expressions):
+            if not isinstance(e, exp.Alias):
+                return t  # an unnamed output: leave every name as it is
+            names[e.alias] = f"c{i}"
+        if len(names) != len(inner.expressions):
+            return t
+        scope_root = sub.parent_select
+        if scope_root is None:
+            continue
+        for col in scope_root.find_all(exp.Column):
+            if col.table == sub.alias and col.name in names:
+                col.set("this", exp.to_identifier(names[col.name]))
+        for e in inner.expressions:
+            e.set("alias", exp.to_identifier(names[e.alias]))
     return t
 
 

@@ -31,6 +31,7 @@ PROVEN = {
     "int_bound",
     "distinct_vs_group_by",
     "join_form",
+    "in_subquery_vs_exists",
 }
 
 
