@@ -66,6 +66,7 @@ def _normal_form(t: exp.Expression, schema: dict) -> str:
     t = t.transform(_in_to_or)
     t = _lower_identifiers(t)
     t = qualify(t, schema=schema, db="main", dialect="duckdb", quote_identifiers=False, validate_qualify_columns=True)
+    t = t.transform(_filter_into_having)
     t = eliminate_subqueries(t)
     t = merge_subqueries(t)
     t = eliminate_ctes(t)
@@ -106,6 +107,49 @@ def _in_to_or(node: exp.Expression) -> exp.Expression:
                 this=exp.or_(*[exp.EQ(this=node.this.copy(), expression=e.copy()) for e in node.expressions])
             )
     return node
+
+
+def _filter_into_having(node: exp.Expression) -> exp.Expression:
+    """``SELECT q.a, q.n FROM (SELECT a, COUNT(*) AS n … GROUP BY a) AS q WHERE q.n > 2`` is the
+    inner query with ``HAVING COUNT(*) > 2``: filtering grouped rows on their output columns is a
+    HAVING on the expressions that compute them (the outer query must select every inner column,
+    in order, and do nothing else)."""
+    if not isinstance(node, exp.Select) or not node.args.get("where"):
+        return node
+    if any(node.args.get(k) for k in ("joins", "group", "having", "distinct", "order", "limit", "offset", "qualify")):
+        return node
+    frm = node.args.get(_FROM)
+    sub = frm.this if frm is not None else None
+    if not isinstance(sub, exp.Subquery) or not sub.alias or not isinstance(sub.this, exp.Select):
+        return node
+    inner = sub.this
+    if not inner.args.get("group") or any(
+        inner.args.get(k) for k in ("distinct", "order", "limit", "offset", "qualify", "with", "with_")
+    ):
+        return node
+    if not all(isinstance(e, exp.Alias) for e in inner.expressions):
+        return node
+    mapping = {e.alias: e.this for e in inner.expressions}
+    outs = [o.this if isinstance(o, exp.Alias) else o for o in node.expressions]
+    if len(outs) != len(inner.expressions) or any(
+        not isinstance(o, exp.Column) or o.table != sub.alias or o.name != e.alias
+        for o, e in zip(outs, inner.expressions)
+    ):
+        return node
+    cond = node.args["where"].this.copy()
+    for col in list(cond.find_all(exp.Column)):
+        if col.table != sub.alias or col.name not in mapping:
+            return node  # another table (a correlation): leave it
+        col.replace(mapping[col.name].copy())
+    if any(isinstance(n, exp.Select) for n in cond.walk()):
+        return node
+    out = inner.copy()
+    have = out.args.get("having")
+    out.set("having", exp.Having(this=exp.and_(have.this.copy(), cond) if have is not None else cond))
+    for e, o in zip(out.expressions, node.expressions):  # the outer query's output names
+        if isinstance(o, exp.Alias):
+            e.set("alias", exp.to_identifier(o.alias))
+    return out
 
 
 def _has_aggregate(select: exp.Select) -> bool:
@@ -220,7 +264,7 @@ def _sort_from_list(node: exp.Expression) -> exp.Expression:
 
 
 def _rename_aliases(t: exp.Expression) -> exp.Expression:
-    """Table aliases become <table>_<k> (k-th occurrence of that table, in document order): a
+    """Table aliases become t__<table>_<k> (k-th occurrence of that table, in document order): a
     bijective renaming, so the query means the same, and alias renames share one form."""
     mapping: dict[str, str] = {}
     counts: dict[str, int] = {}
@@ -230,13 +274,13 @@ def _rename_aliases(t: exp.Expression) -> exp.Expression:
             continue
         base = table.name.lower()
         counts[base] = counts.get(base, 0) + 1
-        mapping[alias] = f"{base}_{counts[base]}"
+        mapping[alias] = f"t__{base}_{counts[base]}"  # a prefix no user alias is expected to have
     for sub in t.find_all(exp.Subquery):
         if sub.alias and sub.alias not in mapping:
             counts["_q"] = counts.get("_q", 0) + 1
-            mapping[sub.alias] = f"_q_{counts['_q']}"
+            mapping[sub.alias] = f"t___q_{counts['_q']}"
     for ident in t.find_all(exp.TableAlias):
-        if ident.name in mapping:
+        if ident.name in mapping and isinstance(ident.parent, (exp.Table, exp.Subquery)):
             ident.set("this", exp.to_identifier(mapping[ident.name]))
     for col in t.find_all(exp.Column):
         if col.table in mapping:

@@ -32,6 +32,7 @@ PROVEN = {
     "distinct_vs_group_by",
     "join_form",
     "in_subquery_vs_exists",
+    "having_vs_subquery",
 }
 
 
