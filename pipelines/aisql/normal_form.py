@@ -279,9 +279,12 @@ def _rename_aliases(t: exp.Expression) -> exp.Expression:
         if sub.alias and sub.alias not in mapping:
             counts["_q"] = counts.get("_q", 0) + 1
             mapping[sub.alias] = f"t___q_{counts['_q']}"
-    for ident in t.find_all(exp.TableAlias):
-        if ident.name in mapping and isinstance(ident.parent, (exp.Table, exp.Subquery)):
-            ident.set("this", exp.to_identifier(mapping[ident.name]))
+    for node in [*t.find_all(exp.Table), *t.find_all(exp.Subquery)]:
+        alias = node.args.get("alias")  # a TableAlias, or a bare Identifier (eliminate_subqueries makes those)
+        if isinstance(alias, exp.TableAlias) and alias.name in mapping:
+            alias.set("this", exp.to_identifier(mapping[alias.name]))
+        elif isinstance(alias, exp.Identifier) and alias.name in mapping:
+            node.set("alias", exp.to_identifier(mapping[alias.name]))
     for col in t.find_all(exp.Column):
         if col.table in mapping:
             col.set("table", exp.to_identifier(mapping[col.table]))

@@ -6,6 +6,7 @@ The rewrite families that are proven, and those that must never be, are pinned."
 import functools
 
 import duckdb
+import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
@@ -138,3 +139,25 @@ def test_random_mutations_are_never_proven_wrongly(seed, which, picks, rev, salt
     other = con.execute(_with_behaviour(cand, salt)).fetchall()
     ordered = has_top_level_order(to_duckdb_tree(p.gold_sql, "bigquery").sql("duckdb"))
     assert rows_match(gold, other, ordered), (p.family, cand, gold, other)
+
+
+def test_normal_forms_define_every_alias_they_use():
+    """The alias renaming is complete: no column refers to an alias the normal form does not define
+    (a grouped derived table becomes a CTE whose table alias is a bare identifier)."""
+    from pipelines.aisql.normal_form import normal_form
+    from pipelines.aisql.structural import _symbols, pair_calls, symbolic
+
+    extra = (
+        "SELECT m.title, q.c FROM movie.movies AS m LEFT JOIN (SELECT r.id AS id, COUNT(*) AS c "
+        "FROM movie.reviews AS r WHERE AI.IF(('p: ', r.reviewText)) GROUP BY r.id) AS q ON q.id = m.id"
+    )
+    for sql in [extra, *(q for p in family_pairs(0) for q in (p.gold_sql, p.candidate_sql))]:
+        tree = to_duckdb_tree(sql, "bigquery")
+        syms, _, _, _ = _symbols(tree, tree, pair_calls(tree, tree))
+        form = normal_form(symbolic(tree, syms), SCHEMA)
+        assert form is not None, sql
+        parsed = sqlglot.parse_one(form, read="duckdb")
+        defined = {t.alias_or_name for t in parsed.find_all(exp.Table)} | {
+            s.alias for s in parsed.find_all(exp.Subquery) if s.alias
+        }
+        assert {c.table for c in parsed.find_all(exp.Column) if c.table} <= defined, form
