@@ -146,6 +146,27 @@ def _call_over_probe(tree: exp.Expression, part: AIPart, alias_cols: dict[str, l
     return c
 
 
+def _base_sources(part: AIPart, tree: exp.Expression) -> list[str]:
+    """The part's sources, a CTE that only filters one table (``WITH picked AS (SELECT * FROM t
+    WHERE …)``) read as that table: its rows are a subset of t's, with t's columns."""
+    out = []
+    ctes = {c.alias.lower(): c.this for c in tree.find_all(exp.CTE) if c.alias}
+    for s in part.sources:
+        body = ctes.get(s.lower())
+        if (
+            isinstance(body, exp.Select)
+            and len(body.expressions) == 1
+            and isinstance(body.expressions[0], exp.Star)
+            and not any(body.args.get(k) for k in ("joins", "group", "having", "distinct", "laterals"))
+        ):
+            tables = list(body.find_all(exp.Table))
+            if len(tables) == 1:
+                out.append(".".join(p for p in (tables[0].db, tables[0].name) if p))
+                continue
+        out.append(s)
+    return out
+
+
 def probe_agreement(
     db_path,
     runtime,
@@ -162,18 +183,18 @@ def probe_agreement(
 ) -> dict:
     """Evaluate both calls on one shared probe set; returns agreement statistics (or why not)."""
 
-    def cols_for(part):
+    def cols_for(part, tree):
         out = {}
-        for a, s in zip(part.aliases, part.sources):
+        for a, s in zip(part.aliases, _base_sources(part, tree)):
             cols = table_columns.get(s.lower()) or table_columns.get(s.split(".")[-1].lower())
             if cols is None:
                 return None
             out[a] = cols
         return out
 
-    gcols, ccols = cols_for(gold_part), cols_for(cand_part)
-    gsig = [s.split(".")[-1].lower() for s in gold_part.sources]
-    csig = [s.split(".")[-1].lower() for s in cand_part.sources]
+    gcols, ccols = cols_for(gold_part, gold_tree), cols_for(cand_part, cand_tree)
+    gsig = [s.split(".")[-1].lower() for s in _base_sources(gold_part, gold_tree)]
+    csig = [s.split(".")[-1].lower() for s in _base_sources(cand_part, cand_tree)]
     if gcols is None or ccols is None or gsig != csig:
         return {"comparable": False, "reason": "calls read different tables"}
     try:
