@@ -88,6 +88,7 @@ class AisqlResource(ConfigurableResource):
     sample_groups: list[str] | None = Field(default=None, description="with sample: keep only these groups (movie ids)")
     variant_types: list[str] | None = Field(default=None, description="restrict controlled variant types")
     probe_n: int = 100
+    timeout_s: float = Field(default=600.0, description="seconds per query (gold, candidate, parts, probes)")
     methods: list[str] = Field(default=list(METHODS))
     threshold: int = 3
     decision: str = "overall"
@@ -125,6 +126,7 @@ class AisqlResource(ConfigurableResource):
             relational_gate=self.relational_gate,
             compact_judge=self.compact_judge,
             llm_split_fallback=self.llm_split_fallback,
+            timeout_s=self.timeout_s,
         )
         return AisqlSettings(**{**base, **over})
 

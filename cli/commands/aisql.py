@@ -2,7 +2,7 @@
 
 quandary aisql run movie "SELECT ... AI.IF(...)"      one query with AI operators, and the calls it made
 quandary aisql split "SQL" [--dialect thalamusdb]     structural part + AI parts
-quandary aisql compare movie GOLD_SQL CANDIDATE_SQL   each layer's verdict for one pair; exit 0 accept, 1 not
+quandary aisql compare movie GOLD_SQL CANDIDATE_SQL   each layer's verdict for one pair; exit 0 accept, 1 reject, 3 undecided, 2 bad input
 quandary aisql evaluate PREDICTIONS.jsonl             judge a file of your predictions (Dagster asset), Table 1
 quandary aisql judge --scenario movie                 materialize the aisql job (Dagster) and print Table 1
 quandary aisql label --export todo.csv | FILE.csv     export unlabelled pairs / import manual labels
@@ -17,6 +17,17 @@ from cli.output import render_table
 from resources.sql import timeout_arg
 
 DEFAULT_DATA = "../shared/data"
+MAX_TIMEOUT_S = 86_400.0  # one day per query: beyond, a deadline overflows timestamps (1e308, #34 item 4)
+
+
+def _timeout(text: str) -> float:
+    """``--timeout`` of run/compare/evaluate: the shared check (finite, > 0) and a stated maximum."""
+    import argparse
+
+    value = timeout_arg(text)
+    if value > MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{text} s is more than the maximum {MAX_TIMEOUT_S:g} s (one day)")
+    return value
 
 
 def _groups(args) -> tuple[str, ...] | None:
@@ -123,7 +134,9 @@ def _sql_arg(text: str) -> str:
 
 
 def _compare(args) -> int:
-    from pipelines.aisql.compare import ACCEPT
+    """Exit code by the final verdict: 0 accept, 1 reject, 3 cannot decide; 2 bad input (one line)."""
+    from pipelines.aisql.checks import BadPairInput, check_pair
+    from pipelines.aisql.compare import BAD_INPUT, EXIT_CODES
     from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings, open_judging
     from pipelines.aisql.pipeline import AisqlSettings, council_for, prepare_db
     from pipelines.aisql.scenarios import ScenarioError
@@ -138,8 +151,15 @@ def _compare(args) -> int:
         )
     try:
         gold, cand = _sql_arg(args.gold_sql), _sql_arg(args.candidate_sql)
+        dialect = _dialect(gold, args.dialect)
+        check_pair(gold, cand, dialect)  # before the database is built: bad input is one line, exit 2
         settings = AisqlSettings(
-            backend=args.backend, flip_rate=args.flip_rate, seed=args.seed, budget=args.budget, sample=args.sample
+            backend=args.backend,
+            flip_rate=args.flip_rate,
+            seed=args.seed,
+            budget=args.budget,
+            sample=args.sample,
+            timeout_s=args.timeout,
         )
         judges = council_for("judges") if "ours" in methods else None
         db = prepare_db(
@@ -151,14 +171,15 @@ def _compare(args) -> int:
             sample_groups=_groups(args),
         )
         judging = open_judging(settings, db)
-    except (ScenarioError, KeyError, ValueError) as exc:
+    except (BadPairInput, ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
-    dialect = _dialect(gold, args.dialect)
     try:
         pair = PairToJudge("compare", gold, cand, dialect, args.question or "")
         [(result, _)] = judge_pairs(judging, [pair], methods, judges, judge_settings(settings))
     finally:
         judging.close()
+    if result.bad_input:
+        return _err(result.bad_input)
     shown = [v for v in result.layers if v.layer in ("structural", "ai") or v.layer in methods]
     if args.json:
         print(
@@ -175,8 +196,11 @@ def _compare(args) -> int:
     else:
         for v in shown:
             print(f"{v.layer:<11} {v.verdict:<14} {v.reason}")
-        print(f"final ({result.final_method}): {result.final}")
-    return 0 if result.final == ACCEPT else 1
+        if result.final_method == "none":
+            print("final: cannot decide (no layer decided; --methods ex,layers,ours asks the autorater)")
+        else:
+            print(f"final (decided by {result.final_method}): {result.final}")
+    return EXIT_CODES.get(result.final, EXIT_CODES[BAD_INPUT])
 
 
 def _evaluate(args) -> int:
@@ -226,7 +250,10 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     from storage.stores import artifact_store
 
     run_config = EVALUATE_CARD.config(
-        predictions_path=str(Path(args.predictions).resolve()), methods=list(methods), **_aisql_values(args)
+        predictions_path=str(Path(args.predictions).resolve()),
+        methods=list(methods),
+        timeout_s=args.timeout,
+        **_aisql_values(args),
     )
     resume = f"quandary aisql evaluate {args.predictions} (stored verdicts are reused)"
     print(f"evaluating {len(preds)} predictions from {args.predictions} (sha256 {digest[:12]}) ...", file=sys.stderr)
@@ -416,6 +443,15 @@ def _rate(text: str) -> float:
     return v
 
 
+def _timeout_option(p) -> None:
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=600.0,
+        help=f"seconds per query (at most {MAX_TIMEOUT_S:g}); in-flight AI-operator calls are cancelled (default 600)",
+    )
+
+
 def _common(p, data=True) -> None:
     if data:
         p.add_argument("--data", default=DEFAULT_DATA, help="folder holding sembench/ (default ../shared/data)")
@@ -446,12 +482,7 @@ def register(sub) -> None:
     r.add_argument("sql")
     r.add_argument("--dialect", default="auto", choices=["auto", "bigquery", "thalamusdb"])
     r.add_argument("--member", default=None, help="ai_operator council member (with --backend council)")
-    r.add_argument(
-        "--timeout",
-        type=timeout_arg,
-        default=600.0,
-        help="seconds per query; in-flight AI-operator calls are cancelled (default 600)",
-    )
+    _timeout_option(r)
     r.add_argument("--json", action="store_true")
     _common(r)
     r.set_defaults(func=_run)
@@ -463,7 +494,10 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=_split)
 
-    c = s.add_parser("compare", help="judge one candidate against a gold query, layer by layer (exit 0 = accepted)")
+    c = s.add_parser(
+        "compare",
+        help="judge one candidate against a gold query, layer by layer (exit 0 accept, 1 reject, 2 bad input, 3 cannot decide)",
+    )
     c.add_argument("scenario")
     c.add_argument("gold_sql", help="gold query (inline, or @FILE)")
     c.add_argument("candidate_sql", help="candidate query (inline, or @FILE)")
@@ -475,6 +509,7 @@ def register(sub) -> None:
     )
     c.add_argument("--question", default="", help="the NL question (for the autorater)")
     c.add_argument("--json", action="store_true")
+    _timeout_option(c)
     _common(c)
     c.set_defaults(func=_compare)
 
@@ -491,6 +526,7 @@ def register(sub) -> None:
     )
     ev.add_argument("--export", default=None, help="also write this file's verdicts to PATH (.jsonl or .csv)")
     ev.add_argument("--verbose", action="store_true")
+    _timeout_option(ev)
     _common(ev)
     ev.set_defaults(func=_evaluate)
 

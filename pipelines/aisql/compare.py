@@ -14,15 +14,22 @@ Layers (each says ``accept``, ``reject`` or ``cannot decide``, with its reason):
 * **ex** — execution accuracy (:data:`~pipelines.aisql.diffs.EX_RULE`).
 * **ours** — the LLM autorater, when asked for (``--methods ...,ours``).
 
-The final verdict is the autorater's when it ran, else the stand-in's.
+Relational gate (#33 item 4): a verdict the deterministic layers reach is final. The autorater is
+asked only about pairs they leave open; ``final_method`` names the layer that decided.
+
+Exit codes of ``quandary aisql compare`` (:data:`EXIT_CODES`): 0 accept, 1 reject, 2 bad input,
+3 cannot decide.
 """
 
 from dataclasses import dataclass, field
 
+from pipelines.aisql.checks import check_pair, public_names
 from pipelines.aisql.diffs import EX_RULE, ex_equal
 from pipelines.aisql.split_execution import EvalContext, Evidence, execute_pair
 
 ACCEPT, REJECT, UNDECIDED = "accept", "reject", "cannot decide"
+BAD_INPUT = "bad input"
+EXIT_CODES = {ACCEPT: 0, REJECT: 1, BAD_INPUT: 2, UNDECIDED: 3}
 AI_ACCEPT = 0.75  # probe agreement from which an AI call counts as the same question
 AI_REJECT = 0.5  # below: the calls answer differently (a coin flip agrees half the time)
 
@@ -41,14 +48,18 @@ class LayerVerdict:
 class PairJudgement:
     layers: list[LayerVerdict] = field(default_factory=list)
     final: str = UNDECIDED
-    final_method: str = "layers"
+    final_method: str = "layers"  # who decided: structural | ai | execution | layers | ours | input | none
     evidence: Evidence | None = None
+    bad_input: str = ""  # why the pair cannot be judged as given (the gold does not run)
 
     def layer(self, name: str) -> LayerVerdict | None:
         return next((v for v in self.layers if v.layer == name), None)
 
     def to_dict(self) -> dict:
-        return {"final": self.final, "final_method": self.final_method, "layers": [v.row() for v in self.layers]}
+        out = {"final": self.final, "final_method": self.final_method, "layers": [v.row() for v in self.layers]}
+        if self.bad_input:
+            out["bad_input"] = self.bad_input
+        return out
 
 
 def structural_layer(ev: Evidence) -> LayerVerdict:
@@ -128,17 +139,42 @@ def ex_layer(ev: Evidence) -> LayerVerdict:
     )
 
 
-def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> PairJudgement:
-    """Every deterministic layer for one pair (the autorater is added by the caller when asked)."""
-    ev = execute_pair(ctx, gold_sql, cand_sql, dialect)
+def _not_running(rec) -> bool:
+    """A query that ran into an error (not a timeout, budget or an oracle that cannot answer)."""
+    return rec.status in ("error", "too_large")
+
+
+def decider(s: LayerVerdict, a: LayerVerdict, final: str) -> str:
+    """The layer whose verdict is final: a rejecting layer, both (``layers``), or ``none``."""
+    if final == REJECT:
+        return "structural" if s.verdict == REJECT else "ai"
+    return "layers" if final == ACCEPT else "none"
+
+
+def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> PairJudgement:
+    """Every deterministic layer for one pair (the autorater is added by the caller when asked).
+    Input problems found before running raise :class:`~pipelines.aisql.checks.BadPairInput`; a gold
+    that parses but does not run gives ``bad_input`` and no verdict; a candidate that does not run
+    is rejected by every layer, so no layer ever accepts a query that does not run."""
+    check_pair(gold_sql, cand_sql, dialect)
+    ev = execute_pair(ctx, gold_sql, cand_sql, dialect, parts)
     s, a, x = structural_layer(ev), ai_layer(ev), ex_layer(ev)
+    if _not_running(ev.gold):
+        why = public_names(f"the gold query does not run: {ev.gold.error}")[:300]
+        layers = [LayerVerdict(n, UNDECIDED, why) for n in ("structural", "ai", "layers")] + [x]
+        return PairJudgement(layers, UNDECIDED, "input", ev, bad_input=why)
+    if _not_running(ev.cand):
+        why = public_names(f"the candidate does not run: {ev.cand.error}")[:300]
+        s, a = LayerVerdict("structural", REJECT, why), LayerVerdict("ai", REJECT, why)
+    final = combine(s, a)
+    method = "execution" if _not_running(ev.cand) else decider(s, a, final)
     stand_in = LayerVerdict(
         "layers",
-        combine(s, a),
-        "deterministic stand-in for the autorater: "
+        final,
+        (f"decided by the {method} layer; " if final == REJECT else "") + "deterministic stand-in for the autorater: "
         "reject if a layer rejects, accept if structural and AI layers accept",
     )
-    return PairJudgement([s, a, stand_in, x], stand_in.verdict, "layers", ev)
+    return PairJudgement([s, a, stand_in, x], stand_in.verdict, method, ev)
 
 
 def autorater_layer(verdict) -> LayerVerdict:

@@ -91,9 +91,32 @@ def _call_select(tree: exp.Expression, index: int) -> tuple[exp.Anonymous, exp.S
     return call, call.find_ancestor(exp.Select)
 
 
+def _correlated(select: exp.Select) -> bool:
+    """The SELECT reads a column of an outer query (a correlated subquery, EXISTS)."""
+    own = {t.alias_or_name.lower() for t in select.find_all(exp.Table)}
+    own |= {s.alias.lower() for s in select.find_all(exp.Subquery) if s.alias}
+    return any(c.table and c.table.lower() not in own for c in select.find_all(exp.Column))
+
+
+def _reach_from_part(part: AIPart, alias_cols: dict[str, list[str]]) -> str:
+    """Rows reaching the call, from the split's AI part (#33 item 3): its own FROM (the inputs'
+    tables, with the outer alias's table for a correlated call), without the call and its LIMIT."""
+    sel = to_duckdb_tree(part.sql, "thalamusdb")
+    for node in list(sel.walk()):
+        if isinstance(node, exp.Anonymous) and operator_name(node):
+            node.replace(placeholder(AI_OPERATORS[operator_name(node)]))
+    sel.set("expressions", [exp.column(c, table=a) for a in part.aliases for c in alias_cols[a]])
+    for k in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):
+        sel.set(k, None)
+    return sel.sql("duckdb")
+
+
 def _reach_sql(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[str]]) -> str:
-    """Rows reaching the call: its SELECT's FROM/JOIN/WHERE (AI calls → placeholders), inputs' tables only."""
+    """Rows reaching the call: its SELECT's FROM/JOIN/WHERE (AI calls → placeholders), inputs' tables
+    only; for a call that reads an outer query's columns, the split's AI part."""
     _, select = _call_select(tree, part.index)
+    if _correlated(select):
+        return _reach_from_part(part, alias_cols)
     sel = select.copy()
     for node in list(sel.walk()):
         if isinstance(node, exp.Anonymous) and operator_name(node):
@@ -123,6 +146,27 @@ def _call_over_probe(tree: exp.Expression, part: AIPart, alias_cols: dict[str, l
     return c
 
 
+def _base_sources(part: AIPart, tree: exp.Expression) -> list[str]:
+    """The part's sources, a CTE that only filters one table (``WITH picked AS (SELECT * FROM t
+    WHERE …)``) read as that table: its rows are a subset of t's, with t's columns."""
+    out = []
+    ctes = {c.alias.lower(): c.this for c in tree.find_all(exp.CTE) if c.alias}
+    for s in part.sources:
+        body = ctes.get(s.lower())
+        if (
+            isinstance(body, exp.Select)
+            and len(body.expressions) == 1
+            and isinstance(body.expressions[0], exp.Star)
+            and not any(body.args.get(k) for k in ("joins", "group", "having", "distinct", "laterals"))
+        ):
+            tables = list(body.find_all(exp.Table))
+            if len(tables) == 1:
+                out.append(".".join(p for p in (tables[0].db, tables[0].name) if p))
+                continue
+        out.append(s)
+    return out
+
+
 def probe_agreement(
     db_path,
     runtime,
@@ -135,21 +179,22 @@ def probe_agreement(
     n: int = PROBE_N,
     seed: int = 0,
     budget=None,
+    timeout_s: float = 600.0,
 ) -> dict:
     """Evaluate both calls on one shared probe set; returns agreement statistics (or why not)."""
 
-    def cols_for(part):
+    def cols_for(part, tree):
         out = {}
-        for a, s in zip(part.aliases, part.sources):
+        for a, s in zip(part.aliases, _base_sources(part, tree)):
             cols = table_columns.get(s.lower()) or table_columns.get(s.split(".")[-1].lower())
             if cols is None:
                 return None
             out[a] = cols
         return out
 
-    gcols, ccols = cols_for(gold_part), cols_for(cand_part)
-    gsig = [s.split(".")[-1].lower() for s in gold_part.sources]
-    csig = [s.split(".")[-1].lower() for s in cand_part.sources]
+    gcols, ccols = cols_for(gold_part, gold_tree), cols_for(cand_part, cand_tree)
+    gsig = [s.split(".")[-1].lower() for s in _base_sources(gold_part, gold_tree)]
+    csig = [s.split(".")[-1].lower() for s in _base_sources(cand_part, cand_tree)]
     if gcols is None or ccols is None or gsig != csig:
         return {"comparable": False, "reason": "calls read different tables"}
     try:
@@ -174,7 +219,7 @@ def probe_agreement(
         f"SELECT * FROM (SELECT DISTINCT * FROM (({reach_g}) UNION ALL ({reach_c})) AS u) AS p0({names}) "
         f"ORDER BY hash({names}, {int(seed)}) LIMIT {int(n)}) AS p"
     )
-    rec = run_duckdb_sql(db_path, sql, runtime, budget=budget)
+    rec = run_duckdb_sql(db_path, sql, runtime, budget=budget, timeout_s=timeout_s)
     out = {
         "comparable": rec.ok,
         "probe_rows": rec.row_count,

@@ -12,10 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.aisql.compare import PairJudgement, autorater_layer, judge_pair
+from pipelines.aisql.checks import BadPairInput
+from pipelines.aisql.compare import UNDECIDED, LayerVerdict, PairJudgement, autorater_layer, judge_pair
 from pipelines.aisql.methods import JudgeSettings, autorate
+from pipelines.aisql.normal_form import schema_of as schema_of_types
 from pipelines.aisql.pipeline import AisqlSettings, make_runtime, schema_text
-from pipelines.aisql.scenarios import ScenarioDB, get_scenario, visible_columns
+from pipelines.aisql.scenarios import ScenarioDB, get_scenario, visible_columns, visible_types
 from pipelines.aisql.split_execution import EvalContext, table_columns_of
 
 
@@ -49,6 +51,8 @@ def open_judging(settings: AisqlSettings, db: ScenarioDB, getter: Callable | Non
         budget=settings.budget,
         probe_n=settings.probe_n,
         seed=settings.seed,
+        timeout_s=settings.timeout_s,
+        schema=schema_of_types(visible_types(Path(db.path))),
     )
     cache: dict[str, str] = {}
 
@@ -75,24 +79,34 @@ def judge_pairs(
     advance: Callable[[int], None] | None = None,
 ) -> list[tuple[PairJudgement, float]]:
     """Every layer for each pair, with the seconds its deterministic layers took. With ``ours`` in
-    ``methods`` the autorater (``judges``: the judges council) adds its layer and decides; a failed
-    judge call is a layer that cannot decide, never a verdict."""
+    ``methods`` the autorater (``judges``: the judges council) is asked about the pairs the
+    deterministic layers leave open, and decides those; what the layers decided is final (the
+    relational gate). A failed judge call is a layer that cannot decide, never a verdict."""
     done = []
     for p in pairs:
         start = time.perf_counter()
-        done.append((judge_pair(judging.ctx, p.gold_sql, p.candidate_sql, p.dialect), time.perf_counter() - start))
+        try:
+            # the split parts' runs are the autorater's evidence only: skipped when it is not asked
+            r = judge_pair(judging.ctx, p.gold_sql, p.candidate_sql, p.dialect, parts="ours" in methods)
+        except BadPairInput as exc:  # callers check first (one line before a run); kept as a row here
+            r = PairJudgement([], UNDECIDED, "input", None, bad_input=str(exc))
+        done.append((r, time.perf_counter() - start))
         if advance and "ours" not in methods:
             advance(1)
     if "ours" in methods and pairs:
-        items = [
-            (p.id, p.dialect, p.question, {**r.evidence.to_dict(), "question": p.question})
-            for p, (r, _) in zip(pairs, done)
-        ]
-        verdicts = autorate(judges, items, schema_of=judging.schema_of, settings=settings or JudgeSettings())
-        for (r, _), v in zip(done, verdicts):
-            layer = autorater_layer(v)
-            r.layers.append(layer)
-            r.final, r.final_method = layer.verdict, "ours"
+        # the relational gate (#33 item 4): the autorater is asked only what the layers leave open
+        open_ = [(p, r) for p, (r, _) in zip(pairs, done) if r.final == UNDECIDED and not r.bad_input]
+        for _, (r, _) in zip(pairs, done):
+            if r.final != UNDECIDED or r.bad_input:
+                why = f"bad input: {r.bad_input}" if r.bad_input else f"the {r.final_method} layer decided"
+                r.layers.append(LayerVerdict("ours", r.final, f"autorater not asked: {why}"))
+        if open_:
+            items = [(p.id, p.dialect, p.question, {**r.evidence.to_dict(), "question": p.question}) for p, r in open_]
+            verdicts = autorate(judges, items, schema_of=judging.schema_of, settings=settings or JudgeSettings())
+            for (_, r), v in zip(open_, verdicts):
+                layer = autorater_layer(v)
+                r.layers.append(layer)
+                r.final, r.final_method = layer.verdict, "ours"
         if advance:
             advance(len(pairs))
     return done

@@ -44,6 +44,64 @@ def confusion(labels: list[bool], accepted: list[bool]) -> Confusion:
     return Confusion(tp, fn, tn, fp)
 
 
+POLICIES = ("reject", "ex", "ours")  # what an undecided verdict becomes (#33 item 6)
+COVERAGE_SCHEMA = {
+    "decided": pl.Int64,
+    "coverage": pl.Float64,
+    "acc_decided": pl.Float64,
+    "acc_undecided_reject": pl.Float64,
+    "acc_undecided_ex": pl.Float64,
+    "acc_undecided_ours": pl.Float64,
+}
+
+
+def coverage(labels: list[bool], verdicts: list[bool | None], ex: list[bool | None], ours: list[bool | None]) -> dict:
+    """Coverage and accuracy of one method over labelled pairs. ``verdicts``: accepted True/False, or
+    None when the method could not decide; ``ex`` / ``ours``: the fallback methods' verdicts (None:
+    not run or undecided). Accuracy on decided pairs, and the score under each policy for the
+    undecided ones: count as reject; fall back to EX; fall back to the autorater (a fallback that
+    is itself undecided counts as reject). Policies whose fallback did not run are None."""
+    n = len(labels)
+    decided = [(y, v) for y, v in zip(labels, verdicts) if v is not None]
+
+    def score(fallback) -> float | None:
+        if not n:
+            return None
+        right = 0
+        for i, (y, v) in enumerate(zip(labels, verdicts)):
+            if v is None:
+                v = bool(fallback[i]) if fallback is not None and fallback[i] is not None else False
+            right += v == y
+        return right / n
+
+    return {
+        "decided": len(decided),
+        "coverage": len(decided) / n if n else None,
+        "acc_decided": sum(y == v for y, v in decided) / len(decided) if decided else None,
+        "acc_undecided_reject": score(None),
+        "acc_undecided_ex": score(ex) if ex is not None else None,
+        "acc_undecided_ours": score(ours) if ours is not None else None,
+    }
+
+
+def coverage_markdown(metrics: pl.DataFrame, labels: dict[str, str]) -> str:
+    """Per method and dialect: coverage, accuracy on decided pairs, and the score under each policy
+    for undecided pairs (– where that fallback did not run)."""
+    lines = [
+        "| Method | dialect | decided (coverage) | acc. on decided | undecided = reject | → EX | → autorater |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in metrics.iter_rows(named=True):
+        if r.get("decided") is None:
+            continue
+        lines.append(
+            f"| {labels.get(r['method'], r['method'])} | {r['dialect']} | {r['decided']}/{r['n']} ({_pct(r['coverage'])}) "
+            f"| {_pct(r['acc_decided'])} | {_pct(r['acc_undecided_reject'])} | {_pct(r['acc_undecided_ex'])} "
+            f"| {_pct(r['acc_undecided_ours'])} |"
+        )
+    return "\n".join(lines)
+
+
 METRIC_COLUMNS = ["dialect", "method", "method_label", "n", "tp", "fn", "tn", "fp", "errors", "tpr", "tnr", "accuracy"]
 
 
@@ -53,6 +111,10 @@ def metric_table(pairs: pl.DataFrame, verdicts: pl.DataFrame, by: tuple[str, ...
         pl.col("label").is_not_null()
     )
     rows = []
+    by_method = {
+        m: {r["pair_id"]: (r["accepted"] if r["status"] == "ok" else None) for r in sub.iter_rows(named=True)}
+        for m, sub in ((m, joined.filter(pl.col("method") == m)) for m in ("ex", "ours"))
+    }
     keys = joined.select(*by, "method").unique().sort([*by, "method"]).iter_rows()
     for key in keys:
         *group, method = key
@@ -60,6 +122,13 @@ def metric_table(pairs: pl.DataFrame, verdicts: pl.DataFrame, by: tuple[str, ...
             pl.all_horizontal([pl.col(c) == v for c, v in zip(by, group)] + [pl.col("method") == method])
         )
         c = confusion(sub["label"].to_list(), sub["accepted"].to_list())
+        ids = sub["pair_id"].to_list()
+        cov = coverage(
+            sub["label"].to_list(),
+            [a if s == "ok" else None for a, s in zip(sub["accepted"].to_list(), sub["status"].to_list())],
+            [by_method["ex"].get(i) for i in ids] if by_method["ex"] else None,
+            [by_method["ours"].get(i) for i in ids] if by_method["ours"] else None,
+        )
         rows.append(
             {
                 **dict(zip(by, group)),
@@ -74,9 +143,11 @@ def metric_table(pairs: pl.DataFrame, verdicts: pl.DataFrame, by: tuple[str, ...
                 "tpr": c.tpr,
                 "tnr": c.tnr,
                 "accuracy": c.accuracy,
+                **cov,
             }
         )
     schema = {
+        **COVERAGE_SCHEMA,
         "n": pl.Int64,
         "tp": pl.Int64,
         "fn": pl.Int64,
@@ -151,4 +222,7 @@ def table1_sections(metrics: pl.DataFrame, scenario: str) -> list[str]:
         label = f" [{set_name} set]" if set_name else ""
         lines += ["", f"## {scenario}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)", ""]
         lines.append(table1_markdown(shown))
+        if "decided" in shown.columns:
+            lines += ["", "coverage (an error verdict is undecided) and the score per policy for undecided pairs:", ""]
+            lines.append(coverage_markdown(shown, METHOD_LABELS))
     return lines

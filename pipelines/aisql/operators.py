@@ -458,6 +458,12 @@ class AIRuntime:
             self._sessions[key] = SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
         return self._sessions[key]
 
+    def close_session(self, db_path) -> None:
+        """Stop the sandbox worker of ``db_path`` (a temporary database, e.g. a test suite's)."""
+        s = self._sessions.pop(str(db_path), None)
+        if s is not None:
+            s.close()
+
     def close(self) -> None:
         for s in self._sessions.values():
             s.close()

@@ -23,6 +23,7 @@ import polars as pl
 from pipelines.aisql.diffs import ex_equal
 from pipelines.aisql.methods import METHODS, JudgeSettings, PairVerdict, autorate, ex_verdict, solve
 from pipelines.aisql.metrics import METHOD_LABELS, metric_table
+from pipelines.aisql.normal_form import schema_of
 from pipelines.aisql.operators import AIRuntime, CouncilOperator, KeywordOperator, LabelOracle
 from pipelines.aisql.scenarios import (
     ScenarioDB,
@@ -31,6 +32,7 @@ from pipelines.aisql.scenarios import (
     leaked_label_columns,
     load_labels,
     visible_columns,
+    visible_types,
 )
 from pipelines.aisql.split_execution import EvalContext, execute_pair, table_columns_of
 from resources.progress import Sink
@@ -55,6 +57,7 @@ class AisqlSettings:
     judge_member: str | None = None
     llm_split_fallback: bool = False
     compact_judge: bool = False  # the short judge prompt, for small local models
+    timeout_s: float = 600.0  # per query (gold, candidate, parts, probes): `aisql compare/evaluate --timeout`
 
 
 def aisql_home(home: Path) -> Path:
@@ -185,6 +188,8 @@ def run_executions(
         probe_n=settings.probe_n,
         seed=settings.seed,
         split_fallback=fallback,
+        timeout_s=settings.timeout_s,
+        schema=schema_of(visible_types(db.path)),
     )
     rows, evidence = [], {}
     n = pairs.height

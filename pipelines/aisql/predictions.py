@@ -19,10 +19,11 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.aisql.checks import BadPairInput, check_pair
 from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED
 from pipelines.aisql.evalset import parse_label
 from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings
-from pipelines.aisql.metrics import confusion
+from pipelines.aisql.metrics import COVERAGE_SCHEMA, confusion, coverage, coverage_markdown
 from pipelines.aisql.rewrite import find_operator_names
 from pipelines.aisql.scenarios import SCENARIOS
 
@@ -35,7 +36,9 @@ METHOD_LABELS = {
     "ours": "Multilayered Eval Framework (Ours)",
 }
 LAYERS = ("structural", "ai", "layers", "ex", "ours")
-ENGINE_VERSION = "1"  # bump when a layer's rule changes: stored verdicts of another version are judged again
+ENGINE_VERSION = "2"
+MAX_LINE_BYTES = 1_000_000  # one prediction; a SemBench query is a few kB (#34 item 7)
+MAX_NESTING = 32  # JSON depth of one line; a row is a flat object (deeper ends in a RecursionError)  # bump when a layer's rule changes: stored verdicts of another version are judged again
 
 
 class PredictionsError(ValueError):
@@ -73,17 +76,16 @@ def read_predictions(path: Path) -> tuple[list[Prediction], str]:
     path = Path(path)
     if not path.is_file():
         raise PredictionsError(f"{path}: not found")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PredictionsError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     preds: list[Prediction] = []
     seen: dict[str, int] = {}
     canonical = []
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(_lines(path), 1):
         if not raw.strip():
             continue
         where = f"{path}:{n}"
+        depth = _nesting(raw)
+        if depth > MAX_NESTING:
+            raise PredictionsError(f"{where}: JSON nested {depth} deep (at most {MAX_NESTING}); a row is a flat object")
         try:
             rec = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -117,6 +119,10 @@ def read_predictions(path: Path) -> tuple[list[Prediction], str]:
         dialect = rec.get("dialect") or detect_dialect(rec["gold_sql"])
         if dialect not in DIALECTS:
             raise PredictionsError(f"{where}: dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
+        try:
+            check_pair(rec["gold_sql"], rec["predicted_sql"], dialect)
+        except BadPairInput as exc:
+            raise PredictionsError(f"{where}: {exc}") from None
         preds.append(
             Prediction(
                 pid,
@@ -133,6 +139,50 @@ def read_predictions(path: Path) -> tuple[list[Prediction], str]:
     if not preds:
         raise PredictionsError(f"{path}: no predictions (expected one JSON object per line with {', '.join(REQUIRED)})")
     return preds, hashlib.sha256("\n".join(canonical).encode()).hexdigest()
+
+
+def _lines(path: Path):
+    """The file's lines as text, each read with a cap (a 50 MB line is refused before it is held)."""
+    with path.open("rb") as f:
+        n, offset = 0, 0
+        while True:
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise PredictionsError(
+                    f"{path}:{n}: line longer than {MAX_LINE_BYTES:,} bytes; one prediction is a few kB"
+                )
+            try:
+                yield raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise PredictionsError(f"{path}: not UTF-8 text (byte {offset + exc.start})") from None
+            offset += len(raw)
+
+
+def _nesting(text: str) -> int:
+    """Deepest [ / { nesting outside JSON strings (checked before json.loads, which would recurse)."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_NESTING:
+                return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def parse_methods(text: str) -> tuple[str, ...]:
@@ -181,6 +231,7 @@ def settings_key(settings, methods: tuple[str, ...]) -> str:
             "sample": settings.sample,
             "sample_groups": list(settings.sample_groups or ()),
             "probe_n": settings.probe_n,
+            "timeout_s": settings.timeout_s,
             "threshold": settings.threshold,
             "decision": settings.decision,
             "methods": sorted(methods),
@@ -291,6 +342,8 @@ METRIC_SCHEMA = {
     "tpr": pl.Float64,
     "tnr": pl.Float64,
     "accuracy": pl.Float64,
+    **COVERAGE_SCHEMA,
+    "test_suite_equal": pl.Int64,  # undecided pairs equal on the test suite (counted apart, not a proof)
 }
 
 
@@ -307,6 +360,13 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                 if labelled.height == 0 or labelled[m].is_null().all():
                     continue
                 c = confusion(labelled["label"].to_list(), [v == ACCEPT for v in labelled[m].to_list()])
+
+                cov = coverage(
+                    labelled["label"].to_list(),
+                    _decided(labelled, m),
+                    _decided(labelled, "ex"),
+                    _decided(labelled, "ours"),
+                )
                 rows.append(
                     {
                         **g,
@@ -322,9 +382,29 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                         "tpr": c.tpr,
                         "tnr": c.tnr,
                         "accuracy": c.accuracy,
+                        **cov,
+                        "test_suite_equal": _test_suite_equal(labelled, m),
                     }
                 )
     return pl.DataFrame(rows, schema=METRIC_SCHEMA) if rows else pl.DataFrame(schema=METRIC_SCHEMA)
+
+
+def _decided(rows: pl.DataFrame, col: str) -> list[bool | None] | None:
+    """A method's verdicts as accepted True/False, None when undecided; None when it did not run."""
+    if col not in rows.columns or rows[col].is_null().all():
+        return None
+    return [None if v in (UNDECIDED, None) else v == ACCEPT for v in rows[col].to_list()]
+
+
+def _test_suite_equal(rows: pl.DataFrame, method: str) -> int:
+    """Undecided pairs whose structural layer found them equal on the test suite (not a proof)."""
+    if method not in ("layers", "structural") or "structural_reason" not in rows.columns:
+        return 0
+    return int(
+        rows.filter(
+            (pl.col(method) == UNDECIDED) & pl.col("structural_reason").str.contains("equal on the test suite")
+        ).height
+    )
 
 
 def _pct(v) -> str:
@@ -355,6 +435,15 @@ def summary_markdown(metrics: pl.DataFrame) -> str:
             ]
         if seen:
             lines.append(f"| {METHOD_LABELS[m]} | " + " | ".join(cells) + f" | {undecided} |")
+    lines += [
+        "",
+        "coverage and the score under each policy for undecided pairs (– where that fallback did not run):",
+        "",
+    ]
+    lines.append(coverage_markdown(metrics, METHOD_LABELS))
+    suite = int(metrics["test_suite_equal"].sum()) if metrics.height and "test_suite_equal" in metrics.columns else 0
+    if suite:
+        lines.append(f"\nundecided but equal on the test suite (generated databases; not a proof): {suite}")
     return "\n".join(lines)
 
 

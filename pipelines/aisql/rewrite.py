@@ -16,6 +16,7 @@ ThalamusDB SQL is already DuckDB SQL once the UDFs exist; it is parsed (for the 
 as written. All operator calls end up as ``exp.Anonymous`` nodes named by :data:`AI_OPERATORS`.
 """
 
+import functools
 import re
 
 import sqlglot
@@ -346,8 +347,15 @@ def to_duckdb(sql: str, dialect: str) -> str:
 
 
 def to_duckdb_tree(sql: str, dialect: str) -> exp.Expression:
+    """A fresh DuckDB-form tree of ``sql`` (callers may change it): a copy of a memoised parse, as
+    the judge parses one gold many times (a copy costs a fraction of a parse)."""
     if not isinstance(sql, str) or not sql.strip():
         raise SqlRewriteError("empty SQL")
+    return _parsed(sql, dialect).copy()
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(sql: str, dialect: str) -> exp.Expression:
     tree = _to_duckdb_tree(sql, dialect)
     # sqlglot parses what it cannot understand as an opaque Command: that is not a query.
     if isinstance(tree, exp.Command) or not isinstance(tree, exp.Query):

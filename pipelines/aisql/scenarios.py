@@ -272,6 +272,23 @@ def visible_columns(db_path: Path) -> dict[str, list[str]]:
     return out
 
 
+def visible_types(db_path: Path) -> dict[str, dict[str, str]]:
+    """Every (schema.table -> {column: DuckDB type}) of ``db_path`` (the normal forms' schema)."""
+
+    con = open_duckdb_readonly(Path(db_path), threads=1)
+    try:
+        rows = con.execute(
+            "SELECT table_schema || '.' || table_name, column_name, data_type FROM information_schema.columns "
+            "ORDER BY table_schema, table_name, ordinal_position"
+        ).fetchall()
+    finally:
+        con.close()
+    out: dict[str, dict[str, str]] = {}
+    for t, c, ty in rows:
+        out.setdefault(t, {})[c] = ty
+    return out
+
+
 def leaked_label_columns(db_path: Path, scenario: Scenario) -> list[str]:
     """Hidden label columns reachable in the AI-visible database (must be empty)."""
     hidden = {c.lower() for t in scenario.tables for c in t.hidden}

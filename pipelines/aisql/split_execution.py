@@ -5,15 +5,20 @@ All executions share one :class:`~pipelines.aisql.operators.AIRuntime`, so every
 input) is evaluated once across gold, candidate, their parts and the probe sets.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipelines.aisql.counterexamples import search
 from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement, result_diff
-from pipelines.aisql.execute import RunRecord, run_duckdb_sql
+from pipelines.aisql.execute import DEFAULT_TIMEOUT_S, RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
 from pipelines.aisql.splitter import SplitResult, align_calls, split
-from pipelines.aisql.structural import CANNOT, StructuralVerdict, compare_structures, pair_calls
+from pipelines.aisql.structural import CANNOT, DIFFER, StructuralVerdict, compare_structures, pair_calls
+
+MEMO_ROWS = 10_000  # larger results are not memoised (memory)
+MEMO_RUNS = 5_000
 
 
 @dataclass
@@ -26,6 +31,39 @@ class EvalContext:
     probe_n: int = PROBE_N
     seed: int = 0
     split_fallback: object | None = None  # a council for the LLM splitter fallback
+    timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
+    schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
+    test_suite: bool = True  # search generated databases for a counterexample when undecided
+    runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
+    splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
+
+    def split(self, sql: str, dialect: str) -> SplitResult:
+        """:func:`~pipelines.aisql.splitter.split` memoised for this context (read-only results)."""
+        key = (sql, dialect)
+        if key not in self.splits:
+            if len(self.splits) > MEMO_RUNS:
+                self.splits.clear()
+            self.splits[key] = split(
+                sql, dialect, self.key_columns, fallback=self.split_fallback, table_columns=self.table_columns
+            )
+        return self.splits[key]
+
+    def run(self, sql: str, max_rows: int = 100_000) -> RunRecord:
+        """One query on the scenario database, memoised for this context: a gold query (and its
+        structural valuations) judged against many candidates runs once. Safe because every AI
+        answer is memoised by the runtime too, so a rerun could only repeat the same rows; a
+        timeout, budget stop or error is not kept (it may not repeat)."""
+        key = (sql, max_rows)
+        rec = self.runs.get(key)
+        if rec is not None:  # every AI answer it needs is in the runtime's memo now
+            return dataclasses.replace(rec, made=0, cached=rec.calls)
+        if rec is None:
+            rec = run_duckdb_sql(
+                self.db_path, sql, self.runtime, budget=self.budget, timeout_s=self.timeout_s, max_rows=max_rows
+            )
+            if rec.ok and rec.row_count <= MEMO_ROWS and len(self.runs) < MEMO_RUNS:
+                self.runs[key] = rec
+        return rec
 
 
 def table_columns_of(visible: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -95,20 +133,23 @@ class Evidence:
 def _run_or_error(ctx: EvalContext, res: SplitResult, which: str) -> RunRecord:
     if not res.ok:
         return RunRecord(status="error", sql=res.sql, error=res.error)
-    return run_duckdb_sql(
-        ctx.db_path, res.sql if which == "full" else res.structural_sql, ctx.runtime, budget=ctx.budget
-    )
+    return ctx.run(res.sql if which == "full" else res.structural_sql)
 
 
-def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -> Evidence:
-    gs = split(gold_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
-    cs = split(cand_sql, dialect, ctx.key_columns, fallback=ctx.split_fallback, table_columns=ctx.table_columns)
+def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, parts: bool = True) -> Evidence:
+    """Gold, candidate, the structural verdict and the AI-call probes; with ``parts`` also the four
+    split parts and their diff (the autorater's evidence; no deterministic layer reads them)."""
+    gs, cs = ctx.split(gold_sql, dialect), ctx.split(cand_sql, dialect)
     gold = _run_or_error(ctx, gs, "full")
     cand = _run_or_error(ctx, cs, "full")
-    g_s = _run_or_error(ctx, gs, "structural") if gs.ok else None
-    c_s = _run_or_error(ctx, cs, "structural") if cs.ok else None
-    g_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in gs.ai_parts] if gs.ok else []
-    c_ai = [run_duckdb_sql(ctx.db_path, p.sql, ctx.runtime, budget=ctx.budget) for p in cs.ai_parts] if cs.ok else []
+    g_s = _run_or_error(ctx, gs, "structural") if gs.ok and parts else None
+    c_s = _run_or_error(ctx, cs, "structural") if cs.ok and parts else None
+
+    def part(sql: str) -> RunRecord:
+        return ctx.run(sql)
+
+    g_ai = [part(p.sql) for p in gs.ai_parts] if gs.ok and parts else []
+    c_ai = [part(p.sql) for p in cs.ai_parts] if cs.ok and parts else []
     ordered = gs.ok and has_top_level_order(gs.sql)
     ev = Evidence(
         gs,
@@ -155,6 +196,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str) -
                     n=ctx.probe_n,
                     seed=ctx.seed,
                     budget=ctx.budget,
+                    timeout_s=ctx.timeout_s,
                 )
             ev.alignment.append(item)
     return ev
@@ -172,11 +214,45 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
 
     def run(sql: str):
-        rec = run_duckdb_sql(ctx.db_path, sql, ctx.runtime, budget=ctx.budget, max_rows=1_000_000)
+        rec = ctx.run(sql, max_rows=1_000_000)
         if not rec.ok:
             raise RuntimeError(rec.error or rec.status)
         return rec.rows
 
-    return compare_structures(
-        run, gtree, ctree, pair_calls(gtree, ctree), ordered=ordered, table_columns=ctx.table_columns, seed=ctx.seed
+    verdict = compare_structures(
+        run,
+        gtree,
+        ctree,
+        pair_calls(gtree, ctree),
+        ordered=ordered,
+        table_columns=ctx.table_columns,
+        seed=ctx.seed,
+        schema=ctx.schema,
     )
+    if verdict.verdict == CANNOT and verdict.method == "sampled" and ctx.schema is not None and ctx.test_suite:
+        verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict)
+    return verdict
+
+
+def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
+    """Counterexample databases (:mod:`pipelines.aisql.counterexamples`): a witness rejects; agreement
+    stays 'cannot decide', marked ``test_suite`` (equal on the test suite, not a proof)."""
+    used: set[str] = set()
+
+    def run(path, sql):
+        used.add(str(path))
+        rec = run_duckdb_sql(path, sql, ctx.runtime, budget=0, timeout_s=min(ctx.timeout_s, 10.0))
+        return rec.status, rec.rows
+
+    try:
+        res = search(run, gtree, ctree, ctx.schema, ctx.key_columns, ordered=ordered, seed=ctx.seed)
+    finally:
+        for p in used:
+            ctx.runtime.close_session(p)
+    if res.verdict == "differ":
+        return StructuralVerdict(DIFFER, res.reason, "test_suite", [], verdict.valuations, res.witness)
+    if res.verdict == "agree":
+        return StructuralVerdict(
+            CANNOT, f"{verdict.reason}; {res.reason}", "test_suite", verdict.polarity, verdict.valuations
+        )
+    return verdict

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from pipelines.aisql.diffs import rows_match
+from pipelines.aisql.normal_form import normal_form
 from pipelines.aisql.rewrite import AI_OPERATORS, operator_name
 
 EQUAL, DIFFER, CANNOT = "equal", "differ", "cannot_decide"
@@ -495,6 +496,17 @@ def _domain_hashes(run, key: str, cols: list[exp.Column], table_cols: dict[str, 
     return out
 
 
+def same_normal_form(gold_tree, cand_tree, schema: dict, g_syms=None, c_syms=None) -> bool:
+    """True when both queries, each aligned AI call an unknown function of its inputs, share one
+    normal form (:mod:`pipelines.aisql.normal_form`): equal on every database. Unpaired calls: False."""
+    if g_syms is None:
+        g_syms, c_syms, _, notes = _symbols(gold_tree, cand_tree, pair_calls(gold_tree, cand_tree))
+        if notes:
+            return False
+    g_nf = normal_form(symbolic(gold_tree, g_syms), schema)
+    return g_nf is not None and g_nf == normal_form(symbolic(cand_tree, c_syms), schema)
+
+
 def compare_structures(
     con,
     gold_tree: exp.Expression,
@@ -504,8 +516,11 @@ def compare_structures(
     ordered: bool = False,
     table_columns: dict[str, list[str]] | None = None,
     seed: int = 0,
+    schema: dict | None = None,
 ) -> StructuralVerdict:
-    v = _compare(con, gold_tree, cand_tree, pairs, ordered=ordered, table_columns=table_columns, seed=seed)
+    v = _compare(
+        con, gold_tree, cand_tree, pairs, ordered=ordered, table_columns=table_columns, seed=seed, schema=schema
+    )
     _, _, bool_pairs, _ = _symbols(gold_tree, cand_tree, pairs)
     texts, _ = call_symbols(gold_tree)
     calls = {c.sql("duckdb"): c for c in top_calls(gold_tree)}
@@ -525,6 +540,7 @@ def _compare(
     ordered: bool = False,
     table_columns: dict[str, list[str]] | None = None,
     seed: int = 0,
+    schema: dict | None = None,
 ) -> StructuralVerdict:
     """Decide whether gold and candidate agree for every behaviour of their AI calls (see module doc).
 
@@ -541,6 +557,16 @@ def _compare(
         return StructuralVerdict(
             EQUAL, "identical once the aligned AI calls are identified", "syntactic", ["same"] * len(bool_pairs)
         )
+    # 1b. normal forms: the same query after semantics-preserving rewrites (proven on every database)
+    if not unpaired and schema is not None:
+        if same_normal_form(gold_tree, cand_tree, schema, g_syms, c_syms):
+            return StructuralVerdict(
+                EQUAL,
+                "the same normal form once the aligned AI calls are one unknown function of their inputs "
+                "(holds on every database)",
+                "normal_form",
+                ["same"] * len(bool_pairs),
+            )
 
     run = _as_run(con)
     runner = _Runner(run, ordered)

@@ -33,14 +33,25 @@ def test_compare_prints_every_layer_and_exits_by_the_final_verdict(sembench_root
 
 
 def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_path, monkeypatch, quandary_home):  # noqa: F811
+    """The relational gate (#33 item 4): an autorater answering 5 to everything decides only what
+    the deterministic layers leave open; a proven difference stays a rejection (exit 1)."""
     gold = movie_query(sembench_root, "thalamusdb", "Q3")
     assert main(["aisql", "compare", "movie", gold, gold, "--methods", "ex,magic", "--data", str(sembench_root)]) == 2
     assert "magic" in capsys.readouterr().err
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(scripted_config(tmp_path)))
     reset_councils()
-    install(ScriptedLLM(lambda req: json.dumps(JUDGE_ACCEPT)))
+    asked = []
+    install(ScriptedLLM(lambda req: asked.append(req) or json.dumps(JUDGE_ACCEPT)))
+    code, res = _compare(sembench_root, capsys, gold, gold.replace("taken_3", "taken_4"), "--methods", "ex,ours")
+    layers = {v["layer"]: v for v in res["layers"]}
+    assert code == 1 and res["final"] == "reject" and res["final_method"] == "structural"
+    assert layers["ours"]["verdict"] == "reject" and "not asked" in layers["ours"]["reason"] and not asked
     code, res = _compare(sembench_root, capsys, gold, gold, "--methods", "ex,ours")
-    assert code == 0 and res["final_method"] == "ours" and res["final"] == "accept"
+    assert code == 0 and res["final_method"] == "layers" and not asked
+    # the oracle cannot read this concept: the AI layer cannot decide, so the autorater is asked
+    open_pair = gold.replace("the review sentiment is positive", "the review praises the stunts")
+    code, res = _compare(sembench_root, capsys, gold, open_pair, "--methods", "ex,ours")
+    assert code == 0 and res["final_method"] == "ours" and res["final"] == "accept" and len(asked) == 1
     assert [v["layer"] for v in res["layers"]] == ["structural", "ai", "ex", "ours"]
     reset_councils()
 
