@@ -171,6 +171,16 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     return result
 
 
+def check_job_request(job_name: str, partition: str, run_config: dict | None, council_path: str | None) -> None:
+    """What every job command checks before its run exists: the job card's own option checks and
+    that every council member has its API key (environment only, no network). PreflightError."""
+    from assets.cards import card_for
+    from assets.shared.preflight import check_council, check_keys
+
+    card_for(job_name).preflight(partition, run_config, council_path)
+    check_keys(check_council(council_path))
+
+
 def run_cli_job(
     job_name: str,
     partition: str,
@@ -186,13 +196,15 @@ def run_cli_job(
     handed to the run as its council resource's config (None: the run config's, else the default).
     Returns the result, or 130 when interrupted."""
     from assets.shared.cards import council_config, merge_configs
+    from assets.shared.preflight import PreflightError
     from cli.run_plan import print_plan
     from cli.runs import run_job_for_partition
     from resources.llm.config import CouncilFileNotFound, resolve_council_path
 
-    try:  # a missing council file is one line before a run exists
+    try:  # a missing council file, a bad option or a missing key is one line before a run exists
         resolved = resolve_council_path(council_path)
-    except CouncilFileNotFound as exc:
+        check_job_request(job_name, partition, run_config, str(resolved) if resolved else None)
+    except (CouncilFileNotFound, PreflightError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     if council_path is not None:

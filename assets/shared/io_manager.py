@@ -129,6 +129,12 @@ class VersionedParquetIOManager(ConfigurableIOManager):
             raise TypeError(
                 f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame"
             )
+        if obj.width == 0:
+            # a frame without columns has no schema: every later reader (export, audit, the next
+            # run's upsert) would find the stored file unreadable (#31 item 1); zero rows is fine
+            raise ValueError(
+                f"{context.asset_key.to_user_string()} produced a table with no columns; nothing was stored"
+            )
         partition = context.partition_key if context.has_partition_key else None
         version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
         context.add_output_metadata(

@@ -173,7 +173,7 @@ def _rerun(args) -> int:
         card = card_for(args.job)
     except UnknownJob as exc:
         print(str(exc), file=sys.stderr)
-        return 1
+        return 2  # a usage error, as `run --job` says it
     job = card.name
     resume = resume_command(job, args.db or "ID")
     result = execute_cli_run(start, resume, args.verbose)
