@@ -61,6 +61,29 @@ def confined_path(value: str, what: str = "path") -> Path:
     return resolved
 
 
+SHARED_DATA_ENV = "QUANDARY_DATA"
+
+
+def user_path(value: str | os.PathLike) -> Path:
+    """The one rule for a data path a user types (#31 item 4): ``~`` expanded, a relative path read
+    from the current directory, returned absolute so every message prints where it looked."""
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+
+
+def relative_note(value: str | os.PathLike) -> str:
+    """`` (relative to the current directory, <cwd>)`` for a typed relative path, else ``""``: the
+    hint an error about a missing path adds when the user may be in the wrong folder."""
+    raw = os.path.expanduser(os.fspath(value))
+    return "" if os.path.isabs(raw) else f" (relative to the current directory, {os.getcwd()})"
+
+
+def shared_data_root() -> Path:
+    """The benchmark data folder when none is given: ``$QUANDARY_DATA``, else ``../shared/data``
+    beside the checkout (not the current directory), so every command finds it from any folder."""
+    env = os.environ.get(SHARED_DATA_ENV)
+    return user_path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+
+
 def quandary_home() -> Path:
     home = Path(os.environ.get("QUANDARY_HOME") or PROJECT_ROOT / ".quandary").resolve()
     home.mkdir(parents=True, exist_ok=True)

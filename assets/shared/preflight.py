@@ -173,9 +173,14 @@ def check_run_request(db_ids: list[str], grid_path: str | None = None) -> dict |
     check_keys(council)
     if not grid_path:
         return None
+    from storage.paths import relative_note, user_path
+
+    path = user_path(grid_path)  # the one data-path rule: relative to the current directory (#31 item 4)
+    if not path.is_file():
+        raise PreflightError(f"grid file {path} not found{relative_note(grid_path)}")
     try:
-        grid = load_grid(grid_path)
+        grid = load_grid(str(path))
         check_grid(grid, council)
     except ValueError as exc:
-        raise PreflightError(f"bad grid file {grid_path}: {exc}") from None
+        raise PreflightError(f"bad grid file {path}: {exc}") from None
     return grid
