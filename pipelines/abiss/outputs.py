@@ -39,6 +39,14 @@ DATASET_COLUMNS = (
     "interpretation_index",
 )
 
+# The fixed types of DATASET_COLUMNS: every dataset (and every export of one) has them all, typed,
+# also when no row has a value (a null-typed column would break a consumer's schema on the next one).
+DATASET_SCHEMA: dict[str, pl.DataType] = {
+    **{c: pl.String for c in DATASET_COLUMNS},
+    "is_solvable": pl.Boolean,
+    "interpretation_index": pl.Int64,
+}
+
 VOTE_SCHEMA = {
     "member": pl.String,
     "comparison": pl.String,
@@ -122,9 +130,7 @@ def dataset_frame(candidates: pl.DataFrame, final_decisions: pl.DataFrame) -> pl
                 "interpretation_index": r.get("interpretation_index"),
             }
         )
-    schema = {c: pl.String for c in DATASET_COLUMNS}
-    schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=DATASET_SCHEMA)
 
 
 def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
@@ -399,9 +405,7 @@ def abiss_record_row(rec, i: int) -> dict:
 
 
 def dataset_rows_frame(rows: list[dict]) -> pl.DataFrame:
-    schema = {c: pl.String for c in DATASET_COLUMNS}
-    schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=DATASET_SCHEMA)
 
 
 def number_interpretations(df: pl.DataFrame) -> pl.DataFrame:
