@@ -59,7 +59,8 @@ validate: install dagster-home
 
 ui: install dagster-home
 	@echo "Dagster instance: $(DAGSTER_HOME) (the one the CLI uses); UI on http://127.0.0.1:$${PORT:-3000} (PORT=... to change)"
-	PYTHONWARNINGS=ignore::FutureWarning $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
+	@# a launcher, so Ctrl-C or SIGTERM stops dagster dev and its webserver and daemon (its own process group)
+	PYTHONWARNINGS=ignore::FutureWarning $(BIN)/python -m cli.ui_launcher -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
 
 bench: install
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
