@@ -42,7 +42,8 @@ install: $(STAMP)
 
 dagster-home:
 	@mkdir -p $(DAGSTER_HOME)
-	@test -f $(DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
+	@test -f $(DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\nnux:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
+	@grep -q '^nux:' $(DAGSTER_HOME)/dagster.yaml || printf 'nux:\n  enabled: false\n' >> $(DAGSTER_HOME)/dagster.yaml
 
 demo: install dagster-home
 	$(BIN)/quandary demo

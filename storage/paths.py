@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+# Telemetry off; the UI's community pop-up ("nux") off: it covered every page of a fresh instance
+# (#31 item 7). An instance file that names either keeps its own choice.
+DAGSTER_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 
 
 class UnsafePathError(ValueError):
@@ -113,6 +115,17 @@ def databases_dir() -> Path:
 _exported_home: str | None = None
 
 
+def _add_nux_off(yaml_path: Path) -> None:
+    """An instance file written before the pop-up was turned off gets ``nux: {enabled: false}``
+    appended, unless it has a ``nux`` key of its own (or cannot be read or written: left as is)."""
+    try:
+        text = yaml_path.read_text()
+        if not re.search(r"^nux\s*:", text, re.MULTILINE):
+            yaml_path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + "nux:\n  enabled: false\n")
+    except (OSError, UnicodeDecodeError):
+        pass
+
+
 def dagster_home() -> tuple[Path, str]:
     """The Dagster instance folder and where its path came from ("DAGSTER_HOME" or "project default").
 
@@ -128,6 +141,8 @@ def dagster_home() -> tuple[Path, str]:
     yaml_path = home / "dagster.yaml"
     if not yaml_path.exists():
         yaml_path.write_text(DAGSTER_YAML)
+    else:
+        _add_nux_off(yaml_path)
     os.environ["DAGSTER_HOME"] = str(home)
     if not env:
         _exported_home = str(home)

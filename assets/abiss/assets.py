@@ -435,7 +435,12 @@ def rejection_report(
             preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"
         ),
         **chart_metadata(png, "validation funnel", image_key="funnel_chart_png", path_key="funnel_chart_path"),
-        per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
+        # four narrow columns, rates to 3 digits: renders in place beside the funnel (#31 item 7)
+        per_stage=MetadataValue.md(
+            preview_markdown(per_stage.select("stage", "entered", "rejected", "rate"), rows=20)
+            if per_stage.height
+            else "no stage applied"
+        ),
         funnel_table=_funnel_table(funnel, per_stage),
         **{f"survivors {name}": MetadataValue.int(kept) for name, _, kept in funnel},
     )
