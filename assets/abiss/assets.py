@@ -322,13 +322,14 @@ def _stage_asset(spec, previous_key):
     return stage_asset
 
 
-# candidate, passed, question, reason: the UI clips wide tables at 1,366 px, so four columns with
-# text cut at 60 characters (the whole trail: quandary audit question ID) (#31 item 7)
+# candidate, passed, reason first (what a reader needs), then the question: the UI clips wide tables
+# at 1,366 px, so four columns with text cut at 60 characters (the whole trail: quandary audit
+# question ID) (#31 item 7)
 DECISION_COLUMNS = [
     ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
     ("passed", "bool", ""),
-    ("question", "string", ""),
     ("reason", "string", "why the stage passed or rejected it"),
+    ("question", "string", ""),
 ]
 TABLE_CELL_CHARS = 60
 
