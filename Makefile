@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: install postgres-bin demo test test-fast ui validate bench clean dagster-home
+.PHONY: install postgres-bin chromium demo test test-fast ui validate bench clean dagster-home
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,14 +40,25 @@ postgres-bin:
 
 install: $(STAMP)
 
+# Chromium for the UI screenshot test (tests/dagster/test_ui_screenshot.py skips without it), as root via apt
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      echo "installing chromium (apt-get install chromium)"; \
+	      (apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || \
+	       { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; }) || \
+	      echo "could not install chromium: the UI screenshot test will skip"; \
+	    else echo "no chromium: the UI screenshot test will skip"; fi; }
+
 dagster-home:
 	@mkdir -p $(DAGSTER_HOME)
-	@test -f $(DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
+	@test -f $(DAGSTER_HOME)/dagster.yaml || printf 'telemetry:\n  enabled: false\nnux:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
+	@grep -q '^nux:' $(DAGSTER_HOME)/dagster.yaml || printf 'nux:\n  enabled: false\n' >> $(DAGSTER_HOME)/dagster.yaml
 
 demo: install dagster-home
 	$(BIN)/quandary demo
 
-test: install postgres-bin
+test: install postgres-bin chromium
 	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install postgres-bin
@@ -59,7 +70,8 @@ validate: install dagster-home
 
 ui: install dagster-home
 	@echo "Dagster instance: $(DAGSTER_HOME) (the one the CLI uses); UI on http://127.0.0.1:$${PORT:-3000} (PORT=... to change)"
-	PYTHONWARNINGS=ignore::FutureWarning $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
+	@# a launcher, so Ctrl-C or SIGTERM stops dagster dev and its webserver and daemon (its own process group)
+	PYTHONWARNINGS=ignore::FutureWarning $(BIN)/python -m cli.ui_launcher -w workspace.yaml -h 127.0.0.1 -p $${PORT:-3000}
 
 bench: install
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -45,12 +45,20 @@ def _absolute_path_env() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cli.run_output import TerminateAsInterrupt
+
     args = build_parser().parse_args(argv)
     _absolute_path_env()
-    try:
-        code = args.func(args)
-    except BrokenPipeError:  # e.g. `quandary ... | head`
-        return 0
+    # every command ends on Ctrl-C or SIGTERM with one line (#31 item 6); a command that runs a job
+    # says more (the run kept, the resume command) and returns 130 itself
+    with TerminateAsInterrupt():
+        try:
+            code = args.func(args)
+        except BrokenPipeError:  # e.g. `quandary ... | head`
+            return 0
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: quandary {args.command} stopped", file=sys.stderr)
+            return 130
     return int(code or 0)
 
 

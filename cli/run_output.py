@@ -123,8 +123,11 @@ def use_terminal_for_progress() -> None:
     progress.set_default_stream(stream)
 
 
-class _TerminateAsInterrupt:
-    """SIGTERM while a run works is handled like Ctrl-C: the run stops cleanly and says so."""
+class TerminateAsInterrupt:
+    """SIGTERM while a command works is handled like Ctrl-C: it stops cleanly and says so. Ctrl-C
+    gets the same Python handler (unless SIGINT is ignored, e.g. a background job): Python's
+    built-in ``default_int_handler`` was seen not to wake a main thread waiting on a council call's
+    future (`council check` hung on Ctrl-C while SIGTERM ended it), a Python function does."""
 
     def __enter__(self):
         import signal
@@ -132,17 +135,57 @@ class _TerminateAsInterrupt:
         def handler(signum, frame):
             raise KeyboardInterrupt
 
-        try:
-            self._old = signal.signal(signal.SIGTERM, handler)
-        except ValueError:  # not the main thread
-            self._old = None
+        self._old = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            if sig == signal.SIGINT and signal.getsignal(sig) is not signal.default_int_handler:
+                continue  # ignored (or already handled by the caller): leave it
+            try:
+                self._old[sig] = signal.signal(sig, handler)
+            except ValueError:  # not the main thread
+                pass
         return self
 
     def __exit__(self, *exc):
         import signal
 
-        if self._old is not None:
-            signal.signal(signal.SIGTERM, self._old)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class _OwnGroupSubprocess:
+    """``subprocess`` for Dagster's compute-log mirror, whose children start in their own process
+    group (Popen ``process_group=0``)."""
+
+    def __getattr__(self, name):
+        import subprocess
+
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(*args, **kwargs):  # noqa: N802 - subprocess's name
+        import subprocess
+
+        kwargs.setdefault("process_group", 0)
+        return subprocess.Popen(*args, **kwargs)
+
+
+def quiet_interrupts(verbose: bool = False) -> None:
+    """One line on Ctrl-C, nothing else (#31 item 6). A terminal's Ctrl-C reaches the whole
+    foreground process group: Dagster's compute-log mirror (a ``tail`` and a Python watcher it
+    starts per step) got it too and the watcher printed a KeyboardInterrupt traceback. Started in
+    their own process group they do not; this process stops them as every step ends (and the
+    watcher ends the tail if this process dies). SQLAlchemy's pool logs a traceback when an
+    interrupt lands while it resets a connection: not the user's concern, shown with --verbose."""
+    import logging
+
+    try:
+        from dagster._core.execution import compute_logs  # lazy: dagster is slow to import
+    except ImportError:
+        compute_logs = None
+    if compute_logs is not None and hasattr(compute_logs, "subprocess"):
+        compute_logs.subprocess = _OwnGroupSubprocess()
+    if not verbose:
+        logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 
 def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bool = True):
@@ -157,8 +200,9 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     if name_instance:
         print(describe_instance())
     use_terminal_for_progress()
+    quiet_interrupts(verbose)
     run_id = str(uuid.uuid4())
-    with _TerminateAsInterrupt():
+    with TerminateAsInterrupt():
         try:
             # Dagster's console log shows step failures as stack traces: only with --verbose
             result = start(run_id, "ERROR" if verbose else "CRITICAL")
@@ -169,6 +213,16 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
         print(f"\n{interrupted_line(result.run_id, resume)}", file=sys.stderr)
         return 130
     return result
+
+
+def check_job_request(job_name: str, partition: str, run_config: dict | None, council_path: str | None) -> None:
+    """What every job command checks before its run exists: the job card's own option checks and
+    that every council member has its API key (environment only, no network). PreflightError."""
+    from assets.cards import card_for
+    from assets.shared.preflight import check_council, check_keys
+
+    card_for(job_name).preflight(partition, run_config, council_path)
+    check_keys(check_council(council_path))
 
 
 def run_cli_job(
@@ -186,13 +240,15 @@ def run_cli_job(
     handed to the run as its council resource's config (None: the run config's, else the default).
     Returns the result, or 130 when interrupted."""
     from assets.shared.cards import council_config, merge_configs
+    from assets.shared.preflight import PreflightError
     from cli.run_plan import print_plan
     from cli.runs import run_job_for_partition
     from resources.llm.config import CouncilFileNotFound, resolve_council_path
 
-    try:  # a missing council file is one line before a run exists
+    try:  # a missing council file, a bad option or a missing key is one line before a run exists
         resolved = resolve_council_path(council_path)
-    except CouncilFileNotFound as exc:
+        check_job_request(job_name, partition, run_config, str(resolved) if resolved else None)
+    except (CouncilFileNotFound, PreflightError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
     if council_path is not None:

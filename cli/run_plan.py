@@ -4,9 +4,11 @@ expect, how many of them the call log already holds, a time estimate from the co
 latency, and for the embedded default the one option that shrinks the run.
 
 Estimates, not promises: validation short-circuits and rejects, so its count is an upper bound;
-the time divides the calls by what the council can have in flight, at the median latency of the
-council's last uncached calls in the call log (``$QUANDARY_HOME/llm_calls.sqlite``, or the shared
-PostgreSQL log in distributed mode).
+the time is a range (#31 item 3): the calls divided by what the council can have in flight, at the
+median latency of the council's last uncached calls in the call log (``$QUANDARY_HOME/llm_calls.sqlite``,
+or the shared PostgreSQL log in distributed mode) for the low end, and at their 90th percentile for
+the high end — for the embedded model, which shares this machine's cores, further divided by the
+share of the cores free *now* (other work measured the way the embedded server sizes its threads).
 """
 
 import os
@@ -23,13 +25,13 @@ def _council(council_path: str | None = None):
     return load_council_config(council_path)
 
 
-def _measured_latency_s(models: set[str]) -> tuple[float | None, int]:
-    """Median latency of the last 200 uncached, answered calls of ``models`` in the call log."""
+def _measured_latencies_s(models: set[str]) -> list[float]:
+    """Latencies (s) of the last 200 uncached, answered calls of ``models`` in the call log."""
     from assets.shared.cards import open_call_log_or_none
 
     log = open_call_log_or_none()
     if log is None or not models:
-        return None, 0
+        return []
     try:
         rows = log.rows(
             f"status = 'ok' AND latency_ms > 0 AND model IN ({','.join('?' * len(models))})",
@@ -38,10 +40,37 @@ def _measured_latency_s(models: set[str]) -> tuple[float | None, int]:
             newest=200,
         )
     except Exception:  # noqa: BLE001 - as above
-        return None, 0
-    if not rows:
-        return None, 0
-    return statistics.median(r["latency_ms"] for r in rows) / 1000.0, len(rows)
+        return []
+    return [r["latency_ms"] / 1000.0 for r in rows]
+
+
+def busy_cores(cores: int) -> float:
+    """How many cores other work wants now: the larger of the /proc/stat sample the embedded server
+    sizes its threads by and the 1-minute load average (which also counts work queued beyond the
+    cores, e.g. a load of 9 on 2 cores)."""
+    from resources.llm.embedded import machine_load
+
+    try:
+        avg = os.getloadavg()[0]
+    except OSError:
+        avg = 0.0
+    return max(machine_load(cores, sample_s=0.2), avg)
+
+
+def cpu_share(cores: int, busy: float) -> float:
+    """The share of its full speed a CPU-bound server wanting every core gets beside ``busy`` cores
+    of other work (fair scheduling): 1 on a quiet machine, 2/11 beside a load of 9 on 2 cores."""
+    return min(1.0, cores / max(float(cores), cores + busy))
+
+
+def time_range(calls: int, latencies: list[float], in_flight: int, share: float = 1.0) -> tuple[float, float]:
+    """(low, high) seconds for ``calls`` new calls: median latency ÷ in flight, and the 90th
+    percentile ÷ in flight ÷ ``share`` (the part of the machine the calls get now)."""
+    ordered = sorted(latencies)
+    p50 = statistics.median(ordered)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    per = calls / max(1, in_flight)
+    return per * p50, per * max(p50, p90) / max(share, 0.05)
 
 
 def plan_for(job_name: str, partition: str, run_config: dict | None, council_path: str | None = None):
@@ -58,15 +87,22 @@ def _duration(s: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def plan_lines(job_name: str, partition: str, run_config: dict | None, council_path: str | None = None) -> list[str]:
+def plan_lines(
+    job_name: str,
+    partition: str,
+    run_config: dict | None,
+    council_path: str | None = None,
+    busy: float | None = None,
+) -> list[str]:
     """The plan in at most four lines ([] for a job without an estimate); ``council_path``: the
-    council file the run uses (None: the embedded default)."""
+    council file the run uses (None: the embedded default); ``busy``: cores other work keeps busy
+    (None: measured now)."""
     plan = plan_for(job_name, partition, run_config, council_path)
     if plan is None:
         return []
     council = _council(council_path)
     members = [council.members[n] for n in council.councils.get(plan.role, [])] or list(council.members.values())
-    latency, measured = _measured_latency_s({m.model for m in members})
+    latencies = _measured_latencies_s({m.model for m in members})
     embedded = any(m.is_embedded for m in members)
     in_flight = sum(m.max_in_flight for m in members)
     if embedded:
@@ -81,20 +117,26 @@ def plan_lines(job_name: str, partition: str, run_config: dict | None, council_p
         + (f"; {plan.cached} already in the call log" if plan.cached else "")
         + (f" ({plan.detail})" if plan.detail else ""),
     ]
-    if new_calls:
-        per_call = latency if latency is not None else (EMBEDDED_GUESS_S if embedded else None)
-        if per_call is not None:
-            estimate_s = new_calls * per_call / max(1, in_flight)
-            source = (
-                f"median of the council's last {measured} calls: {per_call:.1f} s"
-                if latency is not None
-                else f"no calls measured yet; ~{per_call:.0f} s per embedded call"
+    if new_calls and (latencies or embedded):
+        measured = latencies or [EMBEDDED_GUESS_S]
+        cores = os.cpu_count() or 1
+        share = 1.0
+        load = ""
+        if embedded:  # the embedded server computes on this machine's cores: what is free now matters
+            busy = busy_cores(cores) if busy is None else busy
+            share = cpu_share(cores, busy)
+            load = f"; {min(busy, cores):.1f} of {cores} cores busy now" + (
+                f" (load {busy:.1f})" if busy > cores else ""
             )
-            lines.append(
-                f"  time: {'up to ' if plan.bound else 'about '}"
-                f"{_duration(estimate_s)} "
-                f"({source}, {in_flight} in flight)"
-            )
+        low, high = time_range(new_calls, measured, in_flight, share)
+        estimate_s = low  # the shrink hint goes by the low end: it is about the run, not the load
+        source = (
+            f"last {len(latencies)} calls: median {statistics.median(latencies):.1f} s"
+            if latencies
+            else f"no calls measured yet; ~{EMBEDDED_GUESS_S:.0f} s per embedded call"
+        )
+        span = _duration(low) if _duration(low) == _duration(high) else f"{_duration(low)}–{_duration(high)}"
+        lines.append(f"  time: {'up to ' if plan.bound else 'about '}{span} ({source}, {in_flight} in flight{load})")
     if embedded and plan.shrink and new_calls and (estimate_s is None or estimate_s > SHRINK_ABOVE_S):
         lines.append(f"  on the embedded model, to shrink it: {plan.shrink}")
     return lines

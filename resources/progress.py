@@ -93,6 +93,7 @@ class Progress:
         self._next_token = 0
         self._latencies: list[float] = []
         self._peak_in_flight = 0
+        self._first_call: float | None = None  # when the first timed call went out
         self._stop_heartbeat = threading.Event()
 
     # --- counting ------------------------------------------------------------------------------
@@ -123,6 +124,8 @@ class Progress:
         with self._lock:
             self._next_token += 1
             self._in_flight[self._next_token] = self._clock()
+            if self._first_call is None:
+                self._first_call = self._in_flight[self._next_token]
             self._peak_in_flight = max(self._peak_in_flight, len(self._in_flight))
             return self._next_token
 
@@ -134,23 +137,29 @@ class Progress:
 
     # --- rendering -----------------------------------------------------------------------------
     def _eta_s(self, elapsed: float) -> float | None:
-        """Seconds left: from the measured call latency when calls were timed (uncached calls per
-        item so far × remaining items × mean latency ÷ calls at once), else from the item rate."""
+        """Seconds left, from the work done so far with the calls in flight included (#31 item 3):
+        uncached calls per item × remaining items × call latency ÷ the concurrency actually reached,
+        less the part of the calls in flight already spent. A call in flight longer than the mean
+        counts with its age as a latency sample, so the estimate grows while a call is stuck instead
+        of freezing; the concurrency is the call-seconds spent per wall second since the first call
+        went out (the peak overstates it when slots sit idle). Without timed calls: the item rate."""
         remaining = self.total - self.done
         if not self.total or remaining <= 0:
             return None
-        if self._latencies:
-            latency = sum(self._latencies) / len(self._latencies)
-            timed = len(self._latencies) + len(self._in_flight)
-            per_item = timed / self.done if self.done else 1.0
-            left = remaining * per_item * latency / max(1, self._peak_in_flight)
-            if self._in_flight:  # the calls in flight are partly done already
-                now = self._clock()
-                left = max(
-                    left - sum(min(latency, now - t) for t in self._in_flight.values()) / max(1, self._peak_in_flight),
-                    0.0,
-                )
-            return left
+        if self._latencies or self._in_flight:
+            now = self._clock()
+            ages = [now - t for t in self._in_flight.values()]
+            mean = sum(self._latencies) / len(self._latencies) if self._latencies else None
+            samples = self._latencies + [a for a in ages if mean is None or a > mean]
+            if samples and self._first_call is not None:
+                latency = sum(samples) / len(samples)
+                timed = len(self._latencies) + len(ages)
+                per_item = timed / self.done if self.done else 1.0
+                span = now - self._first_call
+                busy = sum(self._latencies) + sum(ages)
+                concurrency = min(max(1.0, busy / span), float(self._peak_in_flight)) if span > 0 else 1.0
+                left = remaining * per_item * latency - sum(min(latency, a) for a in ages)
+                return max(left / concurrency, 0.0)
         if self.done:
             return elapsed / self.done * remaining
         return None

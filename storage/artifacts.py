@@ -49,6 +49,15 @@ class ArtifactVersion:
     row_count: int
 
 
+class SchemalessFrame(ValueError):
+    """A frame with no columns: stored, it would be a file no reader can use (#31 item 1)."""
+
+
+def refuse_schemaless(df: pl.DataFrame, asset: str) -> None:
+    if df.width == 0:
+        raise SchemalessFrame(f"{asset}: refusing to store a table with no columns (it has no schema)")
+
+
 def parquet_bytes(df: pl.DataFrame) -> bytes:
     buf = io.BytesIO()
     # Fixed settings so equal frames give equal bytes (and so equal content hashes).
@@ -164,6 +173,7 @@ def write_version(
 
     An existing file of the same name is reused only if its size and hash verify; otherwise it is
     damaged and rewritten."""
+    refuse_schemaless(df, asset)
     folder = _folder(asset, partition, root)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,40 @@ def _features(df: pl.DataFrame) -> list[dict]:
     return out
 
 
+def typed(df: pl.DataFrame, schema: dict | None = None) -> pl.DataFrame:
+    """``df`` with a fixed schema: the columns of ``schema`` first, in its order and types (a missing
+    one all null of its type), then the others; a column with no type (``Null``: no row had a
+    value) becomes a string column, so the Parquet file's schema is the card's and does not change
+    with the next export (#31 item 5)."""
+    schema = schema or {}
+    if schema:
+        df = df.with_columns(
+            (pl.col(c) if c in df.columns else pl.lit(None)).cast(t).alias(c) for c, t in schema.items()
+        ).select([*schema, *(c for c in df.columns if c not in schema)])
+    nulls = {c: _untyped(t) for c, t in df.schema.items() if _has_null(t)}
+    return df.with_columns(pl.col(c).cast(t) for c, t in nulls.items()) if nulls else df
+
+
+def _has_null(dtype: pl.DataType) -> bool:
+    if dtype == pl.Null:
+        return True
+    if isinstance(dtype, pl.List):
+        return _has_null(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_has_null(f.dtype) for f in dtype.fields)
+    return False
+
+
+def _untyped(dtype: pl.DataType) -> pl.DataType:
+    if dtype == pl.Null:
+        return pl.String
+    if isinstance(dtype, pl.List):
+        return pl.List(_untyped(dtype.inner))
+    if isinstance(dtype, pl.Struct):
+        return pl.Struct([pl.Field(f.name, _untyped(f.dtype)) for f in dtype.fields])
+    return dtype
+
+
 def splits_of(df: pl.DataFrame, split_column: str | None = "split", default: str = "test") -> dict[str, pl.DataFrame]:
     """Rows by their ``split_column`` value (sanitised), or all in ``default``."""
     if split_column and split_column in df.columns and df.height:
@@ -80,10 +114,14 @@ def write_hf_dataset(out: Path, splits: dict[str, pl.DataFrame], card: DatasetCa
     data.mkdir(parents=True, exist_ok=True)
     for old in data.glob("*-00000-of-00001.parquet"):
         old.unlink()
-    counts = {}
+    splits = {name: typed(df) for name, df in splits.items()}
+    counts, sizes, files = {}, {}, 0
     for split, df in splits.items():
-        df.write_parquet(data / SPLIT_FILE.format(split=split))
+        path = data / SPLIT_FILE.format(split=split)
+        df.write_parquet(path)
         counts[split] = df.height
+        sizes[split] = int(df.to_arrow().nbytes)
+        files += path.stat().st_size
     first = next(iter(splits.values()))
     header = {
         "license": card.license,
@@ -93,7 +131,10 @@ def write_hf_dataset(out: Path, splits: dict[str, pl.DataFrame], card: DatasetCa
         ],
         "dataset_info": {
             "features": _features(first),
-            "splits": [{"name": s, "num_examples": n} for s, n in counts.items()],
+            # what `datasets` requires of each split: name, num_bytes (Arrow size), num_examples
+            "splits": [{"name": s, "num_bytes": sizes[s], "num_examples": n} for s, n in counts.items()],
+            "download_size": files,
+            "dataset_size": sum(sizes.values()),
         },
     }
     lines = [

@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DAGSTER_YAML = "telemetry:\n  enabled: false\n"
+# Telemetry off; the UI's community pop-up ("nux") off: it covered every page of a fresh instance
+# (#31 item 7). An instance file that names either keeps its own choice.
+DAGSTER_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
 
 
 class UnsafePathError(ValueError):
@@ -61,6 +63,29 @@ def confined_path(value: str, what: str = "path") -> Path:
     return resolved
 
 
+SHARED_DATA_ENV = "QUANDARY_DATA"
+
+
+def user_path(value: str | os.PathLike) -> Path:
+    """The one rule for a data path a user types (#31 item 4): ``~`` expanded, a relative path read
+    from the current directory, returned absolute so every message prints where it looked."""
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+
+
+def relative_note(value: str | os.PathLike) -> str:
+    """`` (relative to the current directory, <cwd>)`` for a typed relative path, else ``""``: the
+    hint an error about a missing path adds when the user may be in the wrong folder."""
+    raw = os.path.expanduser(os.fspath(value))
+    return "" if os.path.isabs(raw) else f" (relative to the current directory, {os.getcwd()})"
+
+
+def shared_data_root() -> Path:
+    """The benchmark data folder when none is given: ``$QUANDARY_DATA``, else ``../shared/data``
+    beside the checkout (not the current directory), so every command finds it from any folder."""
+    env = os.environ.get(SHARED_DATA_ENV)
+    return user_path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+
+
 def quandary_home() -> Path:
     home = Path(os.environ.get("QUANDARY_HOME") or PROJECT_ROOT / ".quandary").resolve()
     home.mkdir(parents=True, exist_ok=True)
@@ -90,6 +115,17 @@ def databases_dir() -> Path:
 _exported_home: str | None = None
 
 
+def _add_nux_off(yaml_path: Path) -> None:
+    """An instance file written before the pop-up was turned off gets ``nux: {enabled: false}``
+    appended, unless it has a ``nux`` key of its own (or cannot be read or written: left as is)."""
+    try:
+        text = yaml_path.read_text()
+        if not re.search(r"^nux\s*:", text, re.MULTILINE):
+            yaml_path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + "nux:\n  enabled: false\n")
+    except (OSError, UnicodeDecodeError):
+        pass
+
+
 def dagster_home() -> tuple[Path, str]:
     """The Dagster instance folder and where its path came from ("DAGSTER_HOME" or "project default").
 
@@ -105,6 +141,8 @@ def dagster_home() -> tuple[Path, str]:
     yaml_path = home / "dagster.yaml"
     if not yaml_path.exists():
         yaml_path.write_text(DAGSTER_YAML)
+    else:
+        _add_nux_off(yaml_path)
     os.environ["DAGSTER_HOME"] = str(home)
     if not env:
         _exported_home = str(home)

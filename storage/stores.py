@@ -144,6 +144,7 @@ class ObjectArtifactStore:
     def write_version(
         self, df: pl.DataFrame, asset: str, partition: str | None = None, *, run_id: str | None = None
     ) -> StoredVersion:
+        A.refuse_schemaless(df, asset)
         folder = _folder_key(asset, partition)
         data = A.parquet_bytes(df)
         digest = hashlib.sha256(data).hexdigest()

@@ -322,14 +322,16 @@ def _stage_asset(spec, previous_key):
     return stage_asset
 
 
-# candidate, passed, reason first: the UI clips wide tables, and these are what a reader needs
+# candidate, passed, reason first (what a reader needs), then the question: the UI clips wide tables
+# at 1,366 px, so four columns with text cut at 60 characters (the whole trail: quandary audit
+# question ID) (#31 item 7)
 DECISION_COLUMNS = [
     ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
     ("passed", "bool", ""),
     ("reason", "string", "why the stage passed or rejected it"),
-    ("subcategory", "string", ""),
     ("question", "string", ""),
 ]
+TABLE_CELL_CHARS = 60
 
 
 def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
@@ -340,7 +342,7 @@ def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
         if decisions.height
         else []
     )
-    return table_metadata(rows, DECISION_COLUMNS)
+    return table_metadata(rows, DECISION_COLUMNS, cell_chars=TABLE_CELL_CHARS)
 
 
 STAGE_ASSETS = []
@@ -435,7 +437,19 @@ def rejection_report(
             preview_markdown(integrity, rows=20) if integrity.height else "no ambiguous groups"
         ),
         **chart_metadata(png, "validation funnel", image_key="funnel_chart_png", path_key="funnel_chart_path"),
-        per_stage=MetadataValue.md(preview_markdown(per_stage, rows=20) if per_stage.height else "no stage applied"),
+        # four narrow columns, rates to 3 digits: renders in place beside the funnel (#31 item 7)
+        per_stage=MetadataValue.md(
+            preview_markdown(
+                per_stage.select(
+                    pl.col("stage").map_elements(short_stage, return_dtype=pl.String),
+                    pl.format("{}/{}", "rejected", "entered").alias("rejected"),
+                    "rate",
+                ),
+                rows=20,
+            )
+            if per_stage.height
+            else "no stage applied"
+        ),
         funnel_table=_funnel_table(funnel, per_stage),
         **{f"survivors {name}": MetadataValue.int(kept) for name, _, kept in funnel},
     )
@@ -456,29 +470,33 @@ def rejection_report(
     )
 
 
+# no "entered" column: it is the row above's survivors, and a fifth column was cut off at 1,366 px
 FUNNEL_COLUMNS = [
     ("stage", "string", ""),
-    ("entered", "int", "survivors of the previous stage"),
     (
-        "applicable",
-        "int",
-        "of those, the candidates this stage judges (the groups the paper names); "
-        "the per-stage rejection rate is rejected / applicable",
+        "rejected",
+        "string",
+        "rejected / applicable: of the survivors of the stage before, the candidates this stage judges "
+        "(the groups the paper names) and how many it rejected; the rejection rate is their ratio",
     ),
-    ("rejected", "int", ""),
     ("survivors", "int", "left after this stage, including candidates it does not judge"),
 ]
+
+
+def short_stage(key: str) -> str:
+    """``s03 category`` for ``s03_category_conformance``: the number says which stage, the word
+    what it is about, short enough for the asset page's value column at 1,366 px (#31 item 7)."""
+    parts = key.split("_")
+    return " ".join(parts[:2]) if len(parts) > 1 and parts[0][:1] == "s" and parts[0][1:].isdigit() else key
 
 
 def _funnel_table(funnel, per_stage: pl.DataFrame):
     applicable = {r["stage"]: (r["entered"], r["rejected"]) for r in per_stage.to_dicts()} if per_stage.height else {}
     rows = [
         {
-            "stage": name,
-            "entered": entered,
+            "stage": short_stage(name),
             "survivors": kept,
-            "applicable": applicable.get(name, (entered if name == "candidates" else 0, 0))[0],
-            "rejected": entered - kept,
+            "rejected": f"{entered - kept}/{applicable.get(name, (entered if name == 'candidates' else 0, 0))[0]}",
         }
         for name, entered, kept in funnel
     ]

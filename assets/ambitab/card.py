@@ -6,7 +6,9 @@ from assets.ambitab.corpus import AmbitabBuildConfig
 from assets.ambitab.definitions import ambitab_corpus_job, ambitab_eval_job
 from assets.ambitab.evaluation import EPISODES, METRICS, AmbitabEvalConfig
 from assets.shared.cards import JobCard, Plan, op_config, op_values
-from pipelines.ambitab.protocol.runs import plan_conditions
+from assets.shared.preflight import PreflightError, check_council
+from pipelines.ambitab.protocol.oracles import canonical_oracle
+from pipelines.ambitab.protocol.runs import check_names, plan_conditions
 from pipelines.ambitab.protocol.tables import table8_markdown
 from storage.stores import artifact_store, latest_frame
 
@@ -64,6 +66,43 @@ def eval_estimate(partition: str, run_config: dict | None, council_path: str | N
     )
 
 
+def eval_preflight(partition: str, run_config: dict | None, council_path: str | None = None) -> None:
+    """Every option of an evaluation checked before its run exists, one line each (#31 item 1): a
+    record limit and a seed count of at least one, a split the corpus's records have, known askers
+    (a custom one a class with ``decide()``), oracles and prompts, and an oracle's ``@member`` in the
+    council's oracles role."""
+    values = op_values(run_config, EPISODES)
+    limit, seeds = values.get("limit"), values.get("seeds")
+    if limit is not None and limit < 1:
+        raise PreflightError(f"--limit {limit}: give at least 1 record (or leave it out for all)")
+    if seeds is not None and not seeds:
+        raise PreflightError("--seeds 0: give at least 1 seed (seeds are 0..N-1)")
+    if any(not isinstance(s, int) or s < 0 for s in seeds or []):
+        raise PreflightError(f"seeds {seeds}: expected whole numbers ≥ 0")
+    try:
+        cfg = AmbitabEvalConfig(**values)
+        check_names(cfg.askers, cfg.oracles, cfg.prompts, cfg.solver)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        raise PreflightError(f"ambitab eval: {' '.join(str(exc).split())}") from None
+    if cfg.split is not None:
+        frame = latest_frame("ambitab_records", partition)
+        splits = sorted(set(frame["split"].drop_nulls())) if frame is not None and "split" in frame.columns else []
+        if cfg.split not in splits:
+            raise PreflightError(
+                f"--split {cfg.split!r}: {partition} has no such split; splits: {', '.join(splits) or 'none'}"
+            )
+    members = [m for o in cfg.oracles if (m := canonical_oracle(o).partition("@")[2])]
+    if members:
+        council = check_council(council_path)
+        known = council.councils.get("oracles", [])
+        bad = [m for m in members if m not in known]
+        if bad:
+            raise PreflightError(
+                f"--oracle llm@{bad[0]}: no member {bad[0]!r} in the oracles council of "
+                f"{council.source}; members: {', '.join(known) or 'none'}"
+            )
+
+
 def eval_summary(result, partition: str) -> list[str]:
     """Episodes new / reused / replaced, the LLM calls, and the corpus's Table 8 rows."""
     meta = _metadata(result, EPISODES)
@@ -88,4 +127,5 @@ EVAL_CARD = JobCard(
     config=eval_config,
     estimate=eval_estimate,
     summary=eval_summary,
+    preflight=eval_preflight,
 )

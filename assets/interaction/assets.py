@@ -20,7 +20,7 @@ from pydantic import Field
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output
 from assets.shared.partitions import databases_partitions
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
@@ -448,7 +448,9 @@ def interaction_metrics(
         **({"complete_with": complete} if k else {}),
         report=MetadataValue.md(f"```\n{text}\n```"),
         **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
-        table4=MetadataValue.md(preview_markdown(t4, rows=40) if t4.height else "no conversations"),
+        # the key table as the report prints it (one line per agent): short enough to render in place
+        # on the asset page; the long per-metric rows are the artifact (#31 item 7)
+        table4=MetadataValue.md(f"```\n{chr(10).join(M.table4_lines(rows))}\n```" if t4.height else "no conversations"),
     )
 
 

@@ -41,6 +41,10 @@ def _no_summary(result, partition: str) -> list[str]:
     return []
 
 
+def _no_preflight(partition: str, run_config: dict | None, council_path: str | None = None) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class JobCard:
     """One job, described once."""
@@ -54,6 +58,9 @@ class JobCard:
     # (finished run's result, partition) -> the lines that summarise it
     summary: Callable[..., list[str]] = _no_summary
     database_partitions: bool = False  # partitioned by registered database (dynamic) vs a fixed list
+    # (partition, run config, council file or None) -> None; raises PreflightError (one line naming
+    # the option and what is allowed) for values the run would only refuse once it exists (#31 item 1)
+    preflight: Callable[..., None] = _no_preflight
 
     @property
     def name(self) -> str:

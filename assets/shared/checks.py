@@ -81,14 +81,19 @@ def rejection_bounds_check(
     )
 
 
-def table_metadata(rows: list[dict], columns: list[tuple[str, str, str]], limit: int = 200) -> MetadataValue:
+def table_metadata(
+    rows: list[dict], columns: list[tuple[str, str, str]], limit: int = 200, cell_chars: int = 160
+) -> MetadataValue:
     """Rows as Dagster table metadata (the UI renders it as a table, not as collapsed Markdown).
-    ``columns``: (name, type, description); text cells are cut to 160 characters."""
+    ``columns``: (name, type, description); text cells are cut to ``cell_chars`` characters, floats
+    rounded to 3 digits."""
     from dagster import TableColumn, TableRecord, TableSchema
 
     def cell(v):
-        if isinstance(v, str) and len(v) > 160:
-            return v[:159] + "…"
+        if isinstance(v, str) and len(v) > cell_chars:
+            return v[: cell_chars - 1] + "…"
+        if isinstance(v, float):
+            return round(v, 3)
         return v
 
     schema = TableSchema(columns=[TableColumn(n, t, description=d) for n, t, d in columns])

@@ -38,19 +38,42 @@ def _asset_name(context) -> str:
     return "__".join(context.asset_key.path)
 
 
-def preview_markdown(df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 60) -> str:
+# The Dagster UI renders a Markdown metadata value in place on the asset page below this length,
+# longer ones only behind "[Show Markdown]" (ui-core MetadataEntry.tsx; tests/cli/test_ui.py)
+UI_INLINE_MARKDOWN_CHARS = 1000
+
+
+def preview_markdown(
+    df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 40, limit: int | None = UI_INLINE_MARKDOWN_CHARS
+) -> str:
+    """``df``'s first ``rows`` rows as a Markdown table shaped for the asset page (#31 item 7): floats
+    to :data:`METADATA_DIGITS` digits, cells cut at ``width`` characters, and — unless ``limit`` is
+    None — as many rows as fit in ``limit`` characters, so it renders in place; a last line says how
+    many rows were left out. Pass fewer columns (``df.select``) for a narrower table."""
     if df.width == 0:
         return "_empty table_"
     head = df.head(rows)
     cols = head.columns
 
     def cell(v) -> str:
+        if isinstance(v, float):
+            v = round(v, METADATA_DIGITS)
         text = "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
         return text if len(text) <= width else text[: width - 1] + "…"
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.iter_rows()]
-    return "\n".join(lines)
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.iter_rows()]
+    if limit is not None:
+        size = sum(len(line) + 1 for line in lines)
+        kept = []
+        for line in body:
+            if size + len(line) + 1 > limit - 40:  # room for the "rows left out" line
+                break
+            kept.append(line)
+            size += len(line) + 1
+        left_out = df.height - len(kept)
+        body = kept + ([f"\n_{left_out} more row(s): the full table is the artifact_"] if left_out > 0 else [])
+    return "\n".join(lines + body)
 
 
 METADATA_DIGITS = 3  # rates and shares as the UI shows them: 0.167, not 0.16666666666666666
@@ -128,6 +151,12 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(
                 f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame"
+            )
+        if obj.width == 0:
+            # a frame without columns has no schema: every later reader (export, audit, the next
+            # run's upsert) would find the stored file unreadable (#31 item 1); zero rows is fine
+            raise ValueError(
+                f"{context.asset_key.to_user_string()} produced a table with no columns; nothing was stored"
             )
         partition = context.partition_key if context.has_partition_key else None
         version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))

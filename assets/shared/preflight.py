@@ -81,6 +81,18 @@ def check_council(path: str | None = None):
         raise PreflightError(f"{where}: {' '.join(str(exc).split())}") from None
 
 
+def check_keys(council, roles=None) -> None:
+    """Every member the council's roles (or ``roles``) name has its API key variable set, read from
+    the environment only (no server is contacted): PreflightError naming each variable Quandary
+    reads (``api_key_env``)."""
+    from resources.llm.config import missing_keys
+
+    missing = missing_keys(council, roles)
+    if missing:
+        where = f" in {council.source}" if council.source != "embedded default" else ""
+        raise PreflightError(f"missing API key{'s' if len(missing) > 1 else ''}{where}: " + "; ".join(missing))
+
+
 def check_database_file(path: str) -> None:
     """A database file the CLI is about to query opens and its schema reads; a corrupt or foreign
     file is refused even for a query that would read no table (``SELECT 1`` never touches pages)."""
@@ -158,11 +170,17 @@ def check_run_request(db_ids: list[str], grid_path: str | None = None) -> dict |
     for db_id in db_ids:
         check_database(db_id)
     council = check_council()
+    check_keys(council)
     if not grid_path:
         return None
+    from storage.paths import relative_note, user_path
+
+    path = user_path(grid_path)  # the one data-path rule: relative to the current directory (#31 item 4)
+    if not path.is_file():
+        raise PreflightError(f"grid file {path} not found{relative_note(grid_path)}")
     try:
-        grid = load_grid(grid_path)
+        grid = load_grid(str(path))
         check_grid(grid, council)
     except ValueError as exc:
-        raise PreflightError(f"bad grid file {grid_path}: {exc}") from None
+        raise PreflightError(f"bad grid file {path}: {exc}") from None
     return grid

@@ -13,8 +13,9 @@ def _export(args) -> int:
 
     import polars as pl
 
+    from cli.exports import export_frame
     from resources.catalog import Catalog
-    from storage.audit import list_views, open_audit
+    from storage.audit import list_views, open_audit, query_frame
 
     if args.db and args.db not in Catalog().ids():
         known = ", ".join(Catalog().ids()) or "none"
@@ -39,9 +40,12 @@ def _export(args) -> int:
             )
             print(f"no {asset} materialized yet; {hint}", file=sys.stderr)
             return 1
-        cur = con.execute(f'SELECT * FROM "{asset}"')
-        columns = [d[0] for d in cur.description]
-        df = pl.DataFrame(cur.fetchall(), schema=columns, orient="row", infer_schema_length=None)
+        # typed from the stored Parquet (a row-wise rebuild would type an all-null column as Null)
+        try:
+            df = export_frame(asset, query_frame(con, f'SELECT * FROM "{asset}"'))
+        except pl.exceptions.PolarsError as exc:  # a stored column whose values do not fit the format
+            print(f"cannot export {asset}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
+            return 1
         if args.db:
             if "db_id" not in df.columns:
                 print(f"{asset} has no db_id column; leave out --db", file=sys.stderr)
@@ -82,6 +86,20 @@ def _export(args) -> int:
     return 0
 
 
+IMPORT_FORMATS = (
+    "import reads ABISS JSON files only: a JSON list of records each, as `quandary export` writes them "
+    "(not a folder, Parquet or CSV)"
+)
+
+
+def _format_hint(path: str) -> str:
+    """The accepted formats, when the file given is not a .json one (#31 item 5)."""
+    from pathlib import Path
+
+    p = Path(path)
+    return "" if p.suffix.lower() == ".json" and not p.is_dir() else f" — {IMPORT_FORMATS}"
+
+
 def _import(args) -> int:
     protected = {
         "candidates",
@@ -120,7 +138,7 @@ def _import(args) -> int:
     try:
         versions = import_abiss_files(args.paths, args.asset)
     except ImportFileError as exc:
-        print(f"cannot import {exc.path}: {exc}; nothing imported", file=sys.stderr)
+        print(f"cannot import {exc.path}: {exc}; nothing imported{_format_hint(exc.path)}", file=sys.stderr)
         return 1
     except StorageError as exc:
         print(f"cannot import: {exc}", file=sys.stderr)
@@ -173,7 +191,7 @@ def _rerun(args) -> int:
         card = card_for(args.job)
     except UnknownJob as exc:
         print(str(exc), file=sys.stderr)
-        return 1
+        return 2  # a usage error, as `run --job` says it
     job = card.name
     resume = resume_command(job, args.db or "ID")
     result = execute_cli_run(start, resume, args.verbose)

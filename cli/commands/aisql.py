@@ -15,8 +15,8 @@ from pathlib import Path
 
 from cli.output import render_table
 from resources.sql import timeout_arg
+from storage.paths import relative_note, shared_data_root, user_path
 
-DEFAULT_DATA = "../shared/data"
 MAX_TIMEOUT_S = 86_400.0  # one day per query: beyond, a deadline overflows timestamps (1e308, #34 item 4)
 
 
@@ -28,6 +28,12 @@ def _timeout(text: str) -> float:
     if value > MAX_TIMEOUT_S:
         raise argparse.ArgumentTypeError(f"{text} s is more than the maximum {MAX_TIMEOUT_S:g} s (one day)")
     return value
+
+
+def _data(args) -> Path:
+    """--data by the one data-path rule (relative to the current directory, absolute in messages);
+    none given: the shared data folder beside the checkout, from any directory (#31 item 4)."""
+    return user_path(args.data) if args.data else shared_data_root()
 
 
 def _groups(args) -> tuple[str, ...] | None:
@@ -66,7 +72,7 @@ def _run(args) -> int:
     try:
         db = prepare_db(
             args.scenario,
-            Path(args.data),
+            _data(args),
             quandary_home(),
             sample=args.sample,
             seed=args.seed,
@@ -164,7 +170,7 @@ def _compare(args) -> int:
         judges = council_for("judges") if "ours" in methods else None
         db = prepare_db(
             args.scenario,
-            Path(args.data),
+            _data(args),
             quandary_home(),
             sample=args.sample,
             seed=args.seed,
@@ -214,9 +220,9 @@ def _evaluate(args) -> int:
         return _err(str(exc))
     if args.export and Path(args.export).suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         return _err(f"--export {args.export}: use a .jsonl or .csv name")
-    data = Path(args.data)
+    data = _data(args)
     if not (data / "sembench" / "files").is_dir():
-        return _err(f"--data {args.data}: no sembench/files folder there")
+        return _err(f"--data {data}: no sembench/files folder there{relative_note(args.data) if args.data else ''}")
     if "ours" in methods:
         from pipelines.aisql.pipeline import council_for
 
@@ -231,7 +237,7 @@ def _aisql_values(args) -> dict:
     """The ``aisql`` resource values shared by `evaluate` and `judge` (data, operator backend,
     sample), for the job card's config builder."""
     return {
-        "data_root": str(Path(args.data).resolve()),
+        "data_root": str(_data(args)),
         "backend": args.backend,
         "flip_rate": args.flip_rate,
         "seed": args.seed,
@@ -454,7 +460,11 @@ def _timeout_option(p) -> None:
 
 def _common(p, data=True) -> None:
     if data:
-        p.add_argument("--data", default=DEFAULT_DATA, help="folder holding sembench/ (default ../shared/data)")
+        p.add_argument(
+            "--data",
+            help="folder holding sembench/, relative to the current directory "
+            "(default: $QUANDARY_DATA, else ../shared/data beside the checkout)",
+        )
     p.add_argument(
         "--backend",
         default="oracle",

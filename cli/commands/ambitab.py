@@ -14,14 +14,16 @@ def _build(args) -> int:
     from cli.run_output import first_failure, resume_command, run_cli_job
     from pipelines.ambitab.corpora import available, default_data_root
     from pipelines.ambitab.record import CORPORA
+    from storage.paths import relative_note, user_path
 
     corpora = [args.corpus] if args.corpus else available()
     if args.corpus and args.corpus not in CORPORA:
         print(f"unknown corpus {args.corpus!r}; expected one of {', '.join(CORPORA)}", file=sys.stderr)
         return 2
-    data_root = Path(args.data) if args.data else default_data_root()
+    data_root = user_path(args.data) if args.data else default_data_root()
     if not data_root.is_dir():
-        print(f"data folder {data_root} not found; pass --data or set QUANDARY_AMBITAB_DATA", file=sys.stderr)
+        where = relative_note(args.data) if args.data else " (the default; pass --data or set QUANDARY_AMBITAB_DATA)"
+        print(f"data folder {data_root} not found{where}", file=sys.stderr)
         return 2
     run_config = CORPUS_CARD.config(
         data_root=str(data_root), seed=args.seed, llm_steps="off" if args.no_llm else args.llm, max_rows=args.max_rows
@@ -126,7 +128,11 @@ def register(sub) -> None:
     s = p.add_subparsers(dest="ambitab_command", required=True, metavar="SUBCOMMAND")
     b = s.add_parser("build", help="convert one corpus (or all) into task records")
     b.add_argument("--corpus", help="ambrosia | ambiqt | taco | ew_bird | bird_interact | bird (default: all)")
-    b.add_argument("--data", help="source data folder (default: $QUANDARY_AMBITAB_DATA or ../shared/data)")
+    b.add_argument(
+        "--data",
+        help="source data folder, relative to the current directory "
+        "(default: $QUANDARY_AMBITAB_DATA, else $QUANDARY_DATA, else ../shared/data beside the checkout)",
+    )
     b.add_argument("--seed", type=int, default=0, help="build seed (default 0)")
     b.add_argument(
         "--llm",

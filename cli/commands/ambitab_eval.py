@@ -71,6 +71,14 @@ def _eval(args) -> int:
         limit=args.limit,
         sql_grounding=None if args.sql_grounding is None else args.sql_grounding == "on",
     )
+    from assets.shared.preflight import PreflightError
+    from cli.run_output import check_job_request
+
+    try:  # every option and name before a run exists (#31 item 1)
+        check_job_request(EVAL_CARD.name, args.corpus, run_config, None)
+    except PreflightError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
     print(
         f"evaluating {args.corpus}: askers {', '.join(askers)} · oracles {', '.join(oracles)} · seeds {args.seeds}",
         flush=True,

@@ -51,6 +51,7 @@ def register(subparsers) -> None:
 
 def cmd_check(args) -> int:
     from resources.llm import Council, load_council_config
+    from resources.llm.config import missing_key
     from resources.llm.registry import call_log
 
     try:
@@ -58,8 +59,17 @@ def cmd_check(args) -> int:
     except Exception as e:  # noqa: BLE001 - a CLI prints errors, it does not trace back
         print(f"council config error: {e}")
         return 2
+    if args.role and args.role not in cfg.councils:
+        print(f"unknown role {args.role!r}; roles: {', '.join(sorted(cfg.councils))}", file=sys.stderr)
+        return 2
     names = cfg.councils[args.role] if args.role else list(cfg.members)
     members = [cfg.members[n] for n in dict.fromkeys(names)]
+    missing = [msg for m in members if (msg := missing_key(m)) is not None]
+    if missing:  # found from the environment alone: no member is pinged without its key
+        print(f"council config: {cfg.source}")
+        for msg in missing:
+            print(f"missing API key: {msg}", file=sys.stderr)
+        return 2
     council = Council("check", members, call_log())
     print(f"council config: {cfg.source}")
     t0 = time.perf_counter()

@@ -39,6 +39,14 @@ DATASET_COLUMNS = (
     "interpretation_index",
 )
 
+# The fixed types of DATASET_COLUMNS: every dataset (and every export of one) has them all, typed,
+# also when no row has a value (a null-typed column would break a consumer's schema on the next one).
+DATASET_SCHEMA: dict[str, pl.DataType] = {
+    **{c: pl.String for c in DATASET_COLUMNS},
+    "is_solvable": pl.Boolean,
+    "interpretation_index": pl.Int64,
+}
+
 VOTE_SCHEMA = {
     "member": pl.String,
     "comparison": pl.String,
@@ -122,9 +130,7 @@ def dataset_frame(candidates: pl.DataFrame, final_decisions: pl.DataFrame) -> pl
                 "interpretation_index": r.get("interpretation_index"),
             }
         )
-    schema = {c: pl.String for c in DATASET_COLUMNS}
-    schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=DATASET_SCHEMA)
 
 
 def rejection_report_frame(candidates: pl.DataFrame, stage_decisions: list[pl.DataFrame]) -> pl.DataFrame:
@@ -198,19 +204,30 @@ def funnel_text(rows: list[tuple[str, int, int]]) -> str:
 UI_INLINE_MARKDOWN_CHARS = 1000
 
 
-def funnel_chart_md(rows: list[tuple[str, int, int]], limit: int = UI_INLINE_MARKDOWN_CHARS) -> str:
-    """The funnel as a text bar chart in a Markdown code block short enough for the UI to show it
-    in place: the widest bars that fit under ``limit`` characters (names shortened if need be)."""
+# Characters of a metadata value the asset page shows without scrolling at 1,366 px (its value
+# column shows about 30 monospace characters, tests/dagster/test_ui_screenshot.py): wider lines hid the bars.
+UI_VALUE_COLUMN_CHARS = 30
+
+
+def funnel_chart_md(
+    rows: list[tuple[str, int, int]], limit: int = UI_INLINE_MARKDOWN_CHARS, width_chars: int = UI_VALUE_COLUMN_CHARS
+) -> str:
+    """The funnel as a text bar chart in a Markdown code block the UI shows in place: under ``limit``
+    characters and, where the counts allow, lines of at most ``width_chars`` (names shortened
+    first, then the bars), so the bars are in view beside the stage names (#31 item 7)."""
     top = max(1, rows[0][1])
-    for width, name_len in ((30, 30), (20, 30), (12, 26), (8, 22), (0, 22), (0, 14)):
+    counts = [f"{kept}/{entered}" for _, entered, kept in rows]
+    c = max(len("kept/in"), *(len(x) for x in counts))
+    text = ""
+    for bar_width, name_len in ((12, 18), (10, 16), (8, 14), (6, 12), (4, 10), (0, 10)):
         names = [(r[0] if len(r[0]) <= name_len else r[0][: name_len - 1] + "…") for r in rows]
         w = max(len(n) for n in names)
-        lines = [f"{'stage':<{w}}  kept/entered" + ("  survivors" if width else "")]
-        for n, (_, entered, kept) in zip(names, rows):
-            bar = "█" * round(width * kept / top) if width else ""
-            lines.append(f"{n:<{w}}  {f'{kept}/{entered}':>12}" + (f"  {bar}" if bar else ""))
+        lines = [f"{'stage':<{w}} {'kept/in':>{c}}" + (" survivors" if bar_width else "")]
+        for n, x, (_, _, kept) in zip(names, counts, rows):
+            bar = "█" * round(bar_width * kept / top) if bar_width else ""
+            lines.append(f"{n:<{w}} {x:>{c}}" + (f" {bar}" if bar else ""))
         text = "```\n" + "\n".join(lines) + "\n```"
-        if len(text) < limit:
+        if len(text) < limit and max(len(line) for line in lines) <= width_chars:
             return text
     return text
 
@@ -399,9 +416,7 @@ def abiss_record_row(rec, i: int) -> dict:
 
 
 def dataset_rows_frame(rows: list[dict]) -> pl.DataFrame:
-    schema = {c: pl.String for c in DATASET_COLUMNS}
-    schema.update({"is_solvable": pl.Boolean, "interpretation_index": pl.Int64})
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=DATASET_SCHEMA)
 
 
 def number_interpretations(df: pl.DataFrame) -> pl.DataFrame:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pipelines.ambitab.build import BuildResult
 from pipelines.ambitab.record import CORPORA
+from storage.paths import shared_data_root, user_path
 
 DATA_ENV = "QUANDARY_AMBITAB_DATA"
 # module per corpus (the corpus names are the record's `corpus` values)
@@ -29,11 +30,10 @@ MODULES = {
 
 
 def default_data_root() -> Path:
-    """``$QUANDARY_AMBITAB_DATA``, else the workplace's ``../shared/data`` next to the repo."""
+    """``$QUANDARY_AMBITAB_DATA``, else the shared data folder (``storage.paths.shared_data_root``:
+    ``$QUANDARY_DATA`` or ``../shared/data`` next to the repo), absolute."""
     env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return user_path(env) if env else shared_data_root()
 
 
 def available() -> list[str]:

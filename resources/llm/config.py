@@ -60,6 +60,50 @@ def check_key_env(name: str | None) -> None:
         )
 
 
+# The variable a provider library reads when a hosted member names no ``api_key_env`` (the client
+# then passes no key and litellm falls back to it). Only well-known providers: an unknown one is
+# not guessed at.
+PROVIDER_KEY_ENVS = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "cohere": "COHERE_API_KEY",
+    "fireworks_ai": "FIREWORKS_API_KEY",
+}
+
+
+def missing_key(member: "Member") -> str | None:
+    """Why ``member`` would be sent without its API key, in one line naming the variable Quandary
+    reads (``api_key_env``, a ``QUANDARY_KEY_*`` name) — or None when its key is set or it needs
+    none (the embedded server, a local server). No network call: this only reads the environment,
+    so a missing key is found before a run exists instead of after a provider's refusal (#31 item 2)."""
+    if member.api_key_env:
+        if os.environ.get(member.api_key_env):
+            return None
+        return f"member {member.name!r} ({member.model}): ${member.api_key_env} is not set (its api_key_env)"
+    if member.is_local or member.api_base:
+        return None  # a local or self-hosted server: no key unless the council file names one
+    provider = member.model.partition("/")[0] if "/" in member.model else "openai"
+    fallback = PROVIDER_KEY_ENVS.get(provider)
+    if fallback is None or os.environ.get(fallback):
+        return None
+    return (
+        f"member {member.name!r} ({member.model}) names no api_key_env: add `api_key_env: "
+        f"{KEY_ENV_PREFIX}{provider.upper()}` to it in the council file and set that variable"
+    )
+
+
+def missing_keys(config: "CouncilConfig", roles=None) -> list[str]:
+    """:func:`missing_key` for every member the council's roles (or ``roles``) name, once each."""
+    names = [n for role, ns in config.councils.items() if roles is None or role in roles for n in ns]
+    return [msg for n in dict.fromkeys(names) if (msg := missing_key(config.members[n])) is not None]
+
+
 def schema_token_budget(members) -> int:
     """Tokens the schema context may take so every prompt fits every member's window."""
     return max(256, min(m.context_window - max(m.max_tokens or 0, 512) - PROMPT_OVERHEAD_TOKENS for m in members))

@@ -104,3 +104,35 @@ def test_the_estimate_follows_call_latency_not_the_item_rate():
         p.call_started()
         clock.t = 40  # a third of the next call's latency has passed
         assert "~1m20s left" in p.line() and "1 in flight (oldest 10s)" in p.line(), p.line()
+
+
+def test_the_estimate_grows_while_a_call_is_stuck_and_uses_the_concurrency_reached():
+    """#31 item 3: once running, the remaining time follows completed work with the time spent in
+    flight included: a call in flight far longer than the others raises the estimate as it ages
+    (it never freezes), and calls that ran one at a time are not divided by an idle peak."""
+    clock, out = Clock(), io.StringIO()
+    with Progress("s03", total=3, stream=out, line_every_s=1000, clock=clock) as p:
+        token = p.call_started()
+        clock.t = 30
+        p.call_finished(token)
+        p.call_started()
+        estimates = []
+        for t in (40, 100, 130, 200):
+            clock.t = t
+            estimates.append(p._eta_s(t))
+        assert estimates[0] == 80  # 3 × 30 s, less the 10 s the call in flight has run
+        assert estimates[1] < estimates[2] < estimates[3], estimates  # the stuck call raises it
+    clock2 = Clock()
+    p2 = Progress("s04", total=10, stream=io.StringIO(), line_every_s=1000, clock=clock2)
+    tokens = [p2.call_started() for _ in range(4)]  # a peak of 4 at once ...
+    clock2.t = 10
+    for tok in tokens:
+        p2.call_finished(tok)
+    p2.advance(4)
+    for _ in range(2):  # ... then calls one at a time
+        tok = p2.call_started()
+        clock2.t += 10
+        p2.call_finished(tok)
+        p2.advance(1)
+    # 6 calls × 10 s in 30 s of wall time: 2 at once on average, not the peak of 4
+    assert p2._eta_s(30) == 4 * 1 * 10 / 2

@@ -7,7 +7,7 @@ import pytest
 from assets.cards import ABISS
 from assets.definitions import MAIN_JOB
 from cli.commands.run import DEMO_COUNCIL, DEMO_GRID
-from cli.run_plan import plan_lines
+from cli.run_plan import cpu_share, plan_lines, time_range
 from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
 from storage.llm_log import CallLog, CallRecord
 from storage.paths import llm_calls_path
@@ -61,7 +61,7 @@ def test_the_estimate_uses_measured_latency_and_counts_cached_calls(home):
         _record(log, 100 + i, 2000.0, stage="generation", item=r["request_id"])
     lines = plan_lines(MAIN_JOB, "university", ABISS.config(grid=DEMO_GRID))
     assert "2 already in the call log" in lines[1], lines
-    assert "median of the council's last 7 calls: 2.0 s" in lines[2], lines
+    assert "last 7 calls: median 2.0 s" in lines[2], lines
 
 
 def test_a_long_run_on_the_embedded_model_names_the_option_that_shrinks_it(home):
@@ -93,3 +93,25 @@ def test_an_ex_only_aisql_plan_says_it_makes_no_llm_call(home, shared_data):
     lines = plan_lines("aisql_job", "movie", _aisql_config(shared_data, methods=["ex"], question_ids=["Q1"]))
     assert lines[1].startswith("  LLM calls: none")
     assert not any("to shrink it" in line for line in lines)
+
+
+def test_the_time_is_a_range_that_widens_with_the_load_on_this_machine(home):
+    """#31 item 3: measured latencies give the low end (median) and the high end (90th percentile,
+    slowed by the share of the cores other work takes now); a busy machine widens the range."""
+    log = CallLog(llm_calls_path())
+    for i, ms in enumerate([1000.0] * 8 + [3000.0] * 2):
+        _record(log, i, ms)
+    quiet = plan_lines(MAIN_JOB, "university", ABISS.config(grid=DEMO_GRID), busy=0.0)[2]
+    busy = plan_lines(MAIN_JOB, "university", ABISS.config(grid=DEMO_GRID), busy=9.0)[2]
+    assert "last 10 calls: median 1.0 s" in quiet and "0.0 of" in quiet, quiet
+    assert "(load 9.0)" in busy, busy
+
+    def bounds(line):
+        low, high = line.split("up to ")[1].split(" ")[0].split("–")
+        return low, high
+
+    assert bounds(quiet)[0] == bounds(busy)[0]  # the median does not depend on the load now
+    assert bounds(quiet)[1] != bounds(busy)[1]
+    low, high = time_range(30, [1.0] * 8 + [3.0] * 2, in_flight=2, share=cpu_share(2, 9.0))
+    assert (low, high) == (15.0, 15 * 3.0 * 11 / 2)
+    assert cpu_share(2, 0.0) == 1.0

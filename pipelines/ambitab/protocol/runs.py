@@ -11,6 +11,7 @@ user's choice and, when ``diagnostics`` is on, adds the runs the leakage diagnos
 Every condition runs for every record and seed; episodes already stored are skipped.
 """
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -103,9 +104,16 @@ def check_names(
             continue
         if "." in a or ":" in a:
             try:
-                load_object(a)
+                obj = load_object(a)
             except ValueError as exc:
                 bad.append(f"{exc} (askers: {', '.join(ASKERS)} or a dotted path package.module:Class)")
+                continue
+            # CustomAsker instantiates the class and calls decide(inp): both are checked here,
+            # before a run exists, not by the first episode
+            if not inspect.isclass(obj):
+                bad.append(f"custom asker {a!r} is a {type(obj).__name__}, not a class with a decide(inp) method")
+            elif not callable(getattr(obj, "decide", None)):
+                bad.append(f"custom asker {a!r} has no decide(inp) method")
             continue
         bad.append(f"unknown asker {a!r}; choose one of {', '.join(ASKERS)} or a dotted path package.module:Class")
     canon = []

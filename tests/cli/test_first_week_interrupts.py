@@ -1,0 +1,59 @@
+"""#31 item 6: Ctrl-C during `interact` ends with one line (no sqlalchemy traceback), like SIGTERM."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.cli.conftest import GatedStub, council_file, quandary
+from tests.cli.test_runs import _answerable, _start
+
+
+def _interrupt_when_held(stub, proc, sig, what):
+    """A terminal's Ctrl-C reaches the whole foreground process group, children included."""
+    try:
+        assert stub.held.wait(300), f"{what} never sent the LLM call the stub holds"
+        os.killpg(proc.pid, sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_during_interact_is_one_line(cli_env, tmp_path):
+    records = tmp_path / "questions.json"
+    records.write_text(
+        json.dumps(
+            [
+                _answerable("How many departments are there?", "SELECT COUNT(*) FROM departments"),
+                _answerable("How many students are there?", "SELECT COUNT(*) FROM students"),
+            ]
+        )
+    )
+    with GatedStub(answer_first=1) as stub:
+        env = {**cli_env, "QUANDARY_COUNCIL_CONFIG": str(council_file(tmp_path / "c.json", stub.url, 600))}
+        assert quandary("import", str(records), env=env).returncode == 0
+        code, out, err = _interrupt_when_held(
+            stub,
+            _start("interact", "--db", "university", "--max-steps", "1", env=env),
+            signal.SIGINT,
+            "the interaction run",
+        )
+    assert code == 130, out[-2000:] + err[-2000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("interrupted:"), err
+    assert "Traceback" not in out + err and "sqlalchemy" not in (out + err).lower()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_command_without_a_run_ends_on_an_interrupt_with_one_line(cli_env, tmp_path, sig):
+    """`council check` waiting on a held call: Ctrl-C or SIGTERM ends it with one line, exit 130."""
+    with GatedStub(answer_first=0) as stub:
+        council = council_file(tmp_path / "c.json", stub.url, 600)
+        code, out, err = _interrupt_when_held(
+            stub, _start("council", "check", "--config", str(council), env=cli_env), sig, "council check"
+        )
+    assert code == 130, out[-2000:] + err[-2000:]
+    assert [line for line in err.splitlines() if line.strip()] == ["interrupted: quandary council stopped"], err

@@ -1,0 +1,73 @@
+"""#31 item 6: `make ui`'s launcher stops the command it runs — and every process that command
+started — on Ctrl-C or SIGTERM, with one line, even when the command ignores SIGTERM (as dagster
+dev did) and was started from a shell that ignores SIGINT (`&`)."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.waiting import wait_until
+
+# A stand-in for dagster dev: ignores SIGTERM, starts a grandchild (its webserver), stops on SIGINT
+# only after a moment of cleanup; writes the grandchild's pid so the test can check it is gone.
+SERVER = textwrap.dedent(
+    """
+    import signal, subprocess, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    child = subprocess.Popen([sys.executable, "-c", "import signal, time\\nsignal.signal(2, signal.SIG_IGN)\\ntime.sleep(600)"])
+    open(sys.argv[1], "w").write(str(child.pid))
+    try:
+        while True:
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        child.kill(); child.wait()
+        print("cleaned up", flush=True)
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_launcher_stops_the_whole_group_with_one_line(tmp_path, sig):
+    script, pidfile = tmp_path / "server.py", tmp_path / "grandchild.pid"
+    script.write_text(SERVER)
+
+    def ignore_sigint():  # as a shell's `&` leaves it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "cli.ui_launcher", "--", sys.executable, str(script), str(pidfile)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ignore_sigint,  # noqa: PLW1509 - the test process starts it before any thread needs it
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: pidfile.is_file() and pidfile.read_text(), 60, "the server's grandchild")
+        grandchild = int(pidfile.read_text())
+        launcher.send_signal(sig)
+        out, err = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    assert "cleaned up" in out  # the forwarded SIGINT reached it despite the inherited SIG_IGN
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "stopped" in lines[0] and signal.Signals(sig).name in lines[0], err
+    assert launcher.returncode == (130 if sig == signal.SIGINT else 143)
+    wait_until(lambda: not _alive(grandchild), 30, "the grandchild to end")
