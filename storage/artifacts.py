@@ -19,10 +19,19 @@ Growing tables (keyed upsert): :func:`upsert_rows` merges new rows into the late
 an asset by a key. A row whose key is new is added, a row whose key is stored replaces the stored
 row, every other stored row is kept as it is. The asset returns the merged frame, which is stored
 as the next version like any other (nothing is ever dropped that the run did not mean to replace).
+
+Concurrent keyed writers (issue 34 item 1): a run that read the stored rows, worked for minutes and
+then wrote ``stored + its rows`` back dropped every row another run stored meanwhile (the last writer
+won). A growing table is therefore written as :class:`KeyedRows` — only the run's own rows and the
+key — and merged into the latest stored rows *at write time*: :func:`upsert_version` holds an
+exclusive ``flock`` on the partition's ``.upsert.lock`` while it reads, merges and writes (one
+machine, or a POSIX shared folder); the object store does the same with compare-and-swap on
+``LATEST`` and a retried merge (:meth:`storage.stores.ObjectArtifactStore.upsert`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -334,3 +343,39 @@ def upsert_rows(stored: pl.DataFrame | None, new: pl.DataFrame, key: tuple[str, 
     kept = stored.join(new.select(key), on=key, how="anti", nulls_equal=True)
     merged = pl.concat([kept, new], how="diagonal_relaxed")
     return Upsert(merged, new.height - hit.height, hit.height, kept.height)
+
+
+@dataclass(frozen=True)
+class KeyedRows:
+    """The rows a run adds or replaces in a growing table keyed by ``key``: what an asset returns so
+    the store merges them into the rows stored *when it writes* (never a stale copy read earlier)."""
+
+    frame: pl.DataFrame
+    key: tuple[str, ...]
+    # key columns a table stored before they existed lacks, with the value its old rows stand for
+    legacy_fill: tuple[tuple[str, object], ...] = ()
+
+    def merge_into(self, stored: pl.DataFrame | None) -> Upsert:
+        if stored is not None and (
+            fill := [pl.lit(v).alias(c) for c, v in self.legacy_fill if c not in stored.columns]
+        ):
+            stored = stored.with_columns(fill)
+        return upsert_rows(stored, self.frame, self.key)
+
+
+def upsert_version(
+    rows: KeyedRows, asset: str, partition: str | None = None, root: Path | None = None
+) -> tuple[ArtifactVersion, Upsert]:
+    """Merge ``rows`` into the latest stored rows by ``key`` and store the result as the next version,
+    under an exclusive lock on the partition so concurrent writers each see the other's rows."""
+    folder = _folder(asset, partition, root)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / ".upsert.lock", "a")
+    except OSError as exc:
+        raise storage_error(exc, folder, "cannot create artifact folder") from exc
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes (also if the process dies)
+        path = latest_path(asset, partition, root)
+        merged = rows.merge_into(pl.read_parquet(path) if path is not None else None)
+        return write_version(merged.frame, asset, partition, root), merged

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from assets.shared.charts import chart_metadata
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output, keyed_output, preview_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource
@@ -521,8 +521,13 @@ def aisql_prediction_verdicts(
     folder = artifacts_dir() / PREDICTION_VERDICTS / "exports"
     stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
     paths = [export(mine, folder / f"{stem}.{ext}") for ext in ("jsonl", "csv")]
-    yield artifact_output(
-        df,
+    from pipelines.aisql.predictions import KEY
+
+    # only this file's rows go to the store, merged by KEY into the rows stored when it writes, so a
+    # concurrent evaluation of another file keeps its verdicts (issue 34 item 1)
+    yield keyed_output(
+        mine,
+        KEY,
         predictions=MetadataValue.int(len(preds)),
         reused=MetadataValue.int(reused),
         judged=MetadataValue.int(judged),
