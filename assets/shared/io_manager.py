@@ -114,7 +114,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         from assets.shared.resources import check_paths_on_launch
 
         super().__init__(**data)
-        check_resource_config_on_launch(self, check_paths_on_launch("base_dir"))
+        check_resource_config_on_launch(self, check_paths_on_launch(write=("base_dir",)))
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         from storage.state_db import state_engine

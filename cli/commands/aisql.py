@@ -206,8 +206,10 @@ def _evaluate(args) -> int:
 def _aisql_values(args) -> dict:
     """The ``aisql`` resource values shared by `evaluate` and `judge` (data, operator backend,
     sample), for the job card's config builder."""
+    from storage.paths import allow_data_root
+
     return {
-        "data_root": str(Path(args.data).resolve()),
+        "data_root": str(allow_data_root(args.data)),  # runs read only the project's roots (issue 34 item 5)
         "backend": args.backend,
         "flip_rate": args.flip_rate,
         "seed": args.seed,
@@ -223,10 +225,16 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     from cli.run_output import execute_cli_run, report_job_result
     from cli.runs import run_job_for_partition
     from pipelines.aisql.predictions import export, file_results, summary_markdown
+    from storage.paths import stage_input
     from storage.stores import artifact_store
 
+    # a run reads only inside the project's roots (issue 34 item 5): a file elsewhere is staged as a
+    # content-addressed copy under $QUANDARY_HOME/inputs; the rows still name the user's file
     run_config = EVALUATE_CARD.config(
-        predictions_path=str(Path(args.predictions).resolve()), methods=list(methods), **_aisql_values(args)
+        predictions_path=str(stage_input(args.predictions, "predictions")),
+        source_name=str(Path(args.predictions).resolve()),
+        methods=list(methods),
+        **_aisql_values(args),
     )
     resume = f"quandary aisql evaluate {args.predictions} (stored verdicts are reused)"
     print(f"evaluating {len(preds)} predictions from {args.predictions} (sha256 {digest[:12]}) ...", file=sys.stderr)

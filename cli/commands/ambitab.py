@@ -23,8 +23,12 @@ def _build(args) -> int:
     if not data_root.is_dir():
         print(f"data folder {data_root} not found; pass --data or set QUANDARY_AMBITAB_DATA", file=sys.stderr)
         return 2
+    from storage.paths import allow_data_root
+
     run_config = CORPUS_CARD.config(
-        data_root=str(data_root), seed=args.seed, llm_steps="off" if args.no_llm else args.llm, max_rows=args.max_rows
+        data_root=str(
+            allow_data_root(data_root)
+        ),  # runs read only the project's roots (issue 34 item 5) seed=args.seed, llm_steps="off" if args.no_llm else args.llm, max_rows=args.max_rows
     )
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
