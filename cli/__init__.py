@@ -47,10 +47,17 @@ def _absolute_path_env() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _absolute_path_env()
+    from storage.faults import StorageError
+
     try:
         code = args.func(args)
     except BrokenPipeError:  # e.g. `quandary ... | head`
         return 0
+    except StorageError as exc:  # full, read-only, damaged: one line naming the file and the fix (issue 34 item 6)
+        if getattr(args, "verbose", False):
+            raise
+        print(str(exc), file=sys.stderr)
+        return 1
     return int(code or 0)
 
 

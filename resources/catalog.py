@@ -391,19 +391,46 @@ class Catalog:
             return load(self._engine)
         if not self.path.exists():
             return {}
+        from storage.faults import CORRUPT, StorageError, storage_error  # lazy: light start-up
+
         try:
-            return json.loads(self.path.read_text())
-        except json.JSONDecodeError as exc:
-            raise BadDatabaseError(f"catalog file {self.path} is corrupt: {exc}") from exc
+            data = json.loads(self.path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # one line naming the file and the fix (issue 34 item 6), never a traceback: the CLI prints it
+            raise StorageError(
+                f"catalog file {self.path} is damaged ({' '.join(str(exc).split())[:120]}); move it away or "
+                "restore it from a backup, then register the databases again (`quandary db register PATH`)",
+                CORRUPT,
+                self.path,
+            ) from None
+        except OSError as exc:
+            raise storage_error(exc, self.path, "catalog file") from None
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise StorageError(
+                f"catalog file {self.path} is damaged (not a mapping of database ids to entries); move it away "
+                "or restore it from a backup, then register the databases again (`quandary db register PATH`)",
+                CORRUPT,
+                self.path,
+            )
+        return data
 
     def _save(self, data: dict[str, dict]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from storage.faults import storage_error  # lazy: light start-up
+
         tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "w") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w") as fh:
+                fh.write(json.dumps(data, indent=2, sort_keys=True))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+        except OSError as exc:  # full, read-only or not ours: one line naming the file and the fix
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise storage_error(exc, self.path, "catalog file") from None
 
     def _update(self, change) -> None:
         """Apply ``change(data)`` to the stored catalog under the inter-process lock."""
@@ -412,11 +439,19 @@ class Catalog:
 
             return update(self._engine, change)
         from resources.locks import file_lock  # lazy: keeps `quandary` start-up light
+        from storage.faults import storage_error
 
-        with file_lock(self.lock_path):
+        lock = file_lock(self.lock_path)
+        try:
+            lock.__enter__()
+        except OSError as exc:  # an unwritable or read-only folder: one line, not a traceback
+            raise storage_error(exc, self.lock_path, "catalog lock file") from None
+        try:
             data = self._load()
             change(data)
             self._save(data)
+        finally:
+            lock.__exit__(None, None, None)
 
     def entries(self) -> list[CatalogEntry]:
         return [CatalogEntry(**v) for _, v in sorted(self._load().items())]

@@ -138,17 +138,35 @@ def _import(args) -> int:
     from cli.runs import get_instance, report_external_version
 
     source = args.paths[0] if len(args.paths) == 1 else f"{args.paths[0]} and {len(args.paths) - 1} more files"
-    instance = get_instance()  # once: opening it costs ~0.5 s, and a file may hold dozens of databases
+    from storage.faults import storage_cause
+
+    try:
+        instance = get_instance()  # once: opening it costs ~0.5 s, and a file may hold dozens of databases
+    except Exception as exc:  # a full or read-only disk under DAGSTER_HOME
+        if storage_cause(exc) is None:
+            raise
+        instance = None
+        print(f"warning: {storage_message(exc, 'DAGSTER_HOME', 'Dagster instance')}", file=sys.stderr)
     for version in versions:
-        reported = report_external_version(
-            args.asset,
-            version.partition,
-            str(version.path),
-            version.row_count,
-            version.content_hash,
-            f"imported from {source}",
-            instance=instance,
-        )
+        try:
+            reported = instance is not None and report_external_version(
+                args.asset,
+                version.partition,
+                str(version.path),
+                version.row_count,
+                version.content_hash,
+                f"imported from {source}",
+                instance=instance,
+            )
+        except Exception as exc:  # the artifact is stored; only the instance's record of it failed
+            if storage_cause(exc) is None:
+                raise
+            reported = False
+            print(
+                f"warning: the import is stored but not recorded in the Dagster instance: "
+                f"{storage_message(exc, 'DAGSTER_HOME', 'Dagster instance')}",
+                file=sys.stderr,
+            )
         where = " (recorded in the Dagster instance)" if reported else ""
         print(
             f"imported {version.row_count} records for {version.partition} → {args.asset} "
