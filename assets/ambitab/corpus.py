@@ -75,6 +75,11 @@ class AmbitabBuildConfig(Config):
         "toy model is not used to filter a benchmark); skipped steps are reported",
     )
     max_rows: int | None = Field(default=None, description="cap on source rows for LLM-built corpora (smoke runs)")
+    allow_malformed: int = Field(
+        default=0,
+        ge=0,
+        description="source rows that may be unreadable (missing field, duplicate id) before the build fails",
+    )
 
 
 def _check_specs():
@@ -145,6 +150,7 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
             progress=context.log.info,
             council_factory=council.get_council if use_llm else None,
             max_rows=config.max_rows,
+            allow_malformed=config.allow_malformed,
         )
     except SourceError as exc:
         raise Failure(f"{corpus}: {exc}") from exc
