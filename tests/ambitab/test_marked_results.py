@@ -5,7 +5,6 @@ cluster)", never a zero-width [x, x]."""
 
 import polars as pl
 
-from pipelines.ambitab.protocol.askers import Asker
 from pipelines.ambitab.protocol.diagnostics import diagnostic
 from pipelines.ambitab.protocol.episode import EPISODE_COLUMNS
 from pipelines.ambitab.protocol.tables import NOT_ESTIMABLE, PRIVILEGED_MARK, table8_markdown, table15_markdown
@@ -61,11 +60,26 @@ def test_a_one_cluster_interval_is_shown_as_not_estimable():
     assert f"2.2 [{NOT_ESTIMABLE}]" in table8_markdown(pl.DataFrame([row]))
 
 
+class Peeking:
+    """A custom asker that declares itself privileged: it is given the hidden terms."""
+
+    privileged = True
+
+    def decide(self, inp):
+        return None
+
+
+class Honest:
+    def decide(self, inp):
+        return None
+
+
 def test_episodes_record_whether_the_asker_was_privileged():
+    from tests.ambitab.records import amb, task
+    from tests.ambitab.test_episode import run
+
     assert EPISODE_COLUMNS["privileged"] is bool
-
-    class Peeking(Asker):
-        name = "peek"
-        privileged = True
-
-    assert Peeking.privileged and not Asker.privileged
+    t = task([amb("age", "Age in years.")])
+    assert run(t, f"{__name__}:Peeking")["privileged"] is True
+    assert run(t, f"{__name__}:Honest")["privileged"] is False
+    assert run(t, "full")["privileged"] is True and run(t, "none")["privileged"] is False
