@@ -1,5 +1,5 @@
-"""The hardening probe of issue 23, re-runnable: each of the issue's nine items' attacks against the
-current code, and one table ``item | tries | held | failed | note``.
+"""The hardening probe of issues 23 and 34, re-runnable: each item's attacks against the current code
+(1-9: issue 23; 10-18: issue 34), and one table ``item | tries | held | failed | note``.
 
     .venv/bin/python bench/bench_hardening_probe.py [--items 1,2,9] [--verbose] [--strict] [--keep]
 
@@ -767,6 +767,281 @@ from storage.paths import UnsafePathError, artifacts_dir  # noqa: E402
 from tests.llm.fault_stub import FaultStub  # noqa: E402
 from tests.storage.test_storage_faults import _inject_enospc_on_tmp_write  # noqa: E402
 
+# ============================================================================ issue 34 (third round)
+# Items 10-18 re-run the attacks of issue 34 (items 1 and 3-10; item 2 is the council's own probe).
+
+SECRET = "probe-Secret-Value-9871"
+
+
+def _abiss_file(name: str, **row) -> Path:
+    from pipelines.abiss.outputs import to_abiss_records
+
+    base = {
+        "db_id": ["university"],
+        "question": ["How many departments?"],
+        "sql": ["SELECT COUNT(*) FROM departments"],
+        "subcategory": ["answerable"],
+        "style": ["formal"],
+        "difficulty": ["simple"],
+    }
+    path = WORK / name
+    path.write_text(json.dumps(to_abiss_records(pl.DataFrame({**base, **{k: [v] for k, v in row.items()}}))))
+    return path
+
+
+UPSERT_WRITER = """
+import sys
+import polars as pl
+from storage.artifacts import KeyedRows
+from storage.stores import artifact_store
+i, rounds = int(sys.argv[1]), int(sys.argv[2])
+sys.stdin.readline()
+store = artifact_store()
+for r in range(rounds):
+    new = pl.DataFrame({"writer": [i] * 40, "n": [r * 40 + j for j in range(40)]})
+    store.upsert(KeyedRows(new, ("writer", "n")), "ambitab_episodes", "race")
+"""
+
+
+def _race(env: dict, writers: int = 4, rounds: int = 4) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", UPSERT_WRITER, str(i), str(rounds)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+            stdin=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(writers)
+    ]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        p.wait(600)
+
+
+def item10() -> list[Try]:
+    from storage.backends import LocalBackend
+    from storage.stores import LocalArtifactStore, ObjectArtifactStore
+
+    tries, expected = [], 4 * 4 * 40
+    home = WORK / "race-home"
+    _race({"QUANDARY_HOME": str(home), "QUANDARY_ARTIFACTS_URL": "", "QUANDARY_STATE_URL": ""})
+    rows = LocalArtifactStore(home / "artifacts").read_latest("ambitab_episodes", "race").height
+    tries.append(Try("4 writer processes x 4 upserts, local folder", rows == expected, f"{rows}/{expected} rows"))
+    objects = WORK / "race-objects"
+    _race({"QUANDARY_ARTIFACTS_URL": objects.as_uri(), "QUANDARY_STATE_URL": ""})
+    rows = ObjectArtifactStore(LocalBackend(objects)).read_latest("ambitab_episodes", "race").height
+    tries.append(Try("4 writer processes x 4 upserts, object store (CAS)", rows == expected, f"{rows}/{expected} rows"))
+    return tries
+
+
+def item11() -> list[Try]:
+    good, tries = _abiss_file("target.json"), []
+    for asset in ("interaction_conversations", "interaction_metrics", "aisql_verdicts", "ambitab_records", "my_table"):
+        rc, _, err = cli("import", str(good), "--asset", asset)
+        stored = (HOME / "artifacts" / asset).exists()
+        tries.append(Try(f"import --asset {asset}", rc == 2 and len(lines(err)) == 1 and not stored, err.strip()[:90]))
+    rc, out, _ = cli("import", str(good), "--asset", "imported_probe")
+    tries.append(
+        Try("import --asset imported_probe says which", rc == 0 and "import-only asset" in out, out.strip()[:90])
+    )
+    return tries
+
+
+def item12() -> list[Try]:
+    db, tries = demo_db(WORK / "t.sqlite"), []
+    for value in ("1e308", "4e9", "86401"):
+        for args in (
+            ("sql", str(db), "SELECT 1"),
+            ("equiv", str(db), "SELECT 1", "SELECT 1"),
+            ("audit", "sql", "SELECT 1"),
+            ("aisql", "run", "movie", "SELECT 1"),
+        ):
+            rc, _, err = cli(*args, "--timeout", value)
+            ok = rc == 2 and "at most 86400" in err and "Traceback" not in err and "Overflow" not in err
+            tries.append(Try(f"{' '.join(args[:2])} --timeout {value}", ok, err.strip().splitlines()[-1][:80]))
+    return tries
+
+
+def item13() -> list[Try]:
+    from dagster import DagsterInvalidConfigError, validate_run_config
+
+    from assets.aisql.assets import PREDICTION_VERDICTS
+    from assets.aisql.card import EVALUATE_CARD
+    from assets.definitions import MAIN_JOB, defs
+
+    os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # the code server runs in the checkout: a relative secret would land there
+    tries = []
+    main_job = defs.resolve_job_def(MAIN_JOB)
+    evaluate_job = defs.resolve_job_def(EVALUATE_CARD.name)
+    env = {"env": "AWS_SECRET_ACCESS_KEY"}
+    cases = [
+        ("council.config_path: {env: SECRET}", main_job, {"resources": {"council": {"config": {"config_path": env}}}}),
+        ("council.log_path: {env: SECRET}", main_job, {"resources": {"council": {"config": {"log_path": env}}}}),
+        (
+            "predictions_path: {env: SECRET}",
+            evaluate_job,
+            {"ops": {PREDICTION_VERDICTS: {"config": {"predictions_path": env}}}},
+        ),
+        (
+            "predictions_path: /etc/shadow",
+            evaluate_job,
+            {"ops": {PREDICTION_VERDICTS: {"config": {"predictions_path": "/etc/shadow"}}}},
+        ),
+        ("aisql.data_root: /etc", evaluate_job, {"resources": {"aisql": {"config": {"data_root": "/etc"}}}}),
+    ]
+    try:
+        for name, job, config in cases:
+            try:
+                validate_run_config(job, config)
+                tries.append(Try(name, False, "accepted at launch"))
+            except DagsterInvalidConfigError as exc:
+                text = str(exc) + " ".join(e.message for e in exc.errors or [])
+                ok = SECRET not in text and not (ROOT / SECRET).exists()
+                tries.append(Try(name, ok, "refused; secret not echoed" if ok else "secret echoed or file created"))
+    finally:
+        os.chdir(cwd)
+        os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
+    return tries
+
+
+def item14() -> list[Try]:
+    tries, root = [], WORK / "corrupt-arts"
+    v1 = artifacts.write_version(pl.DataFrame({"a": [1]}), "dataset", "gone", root)
+    v1.path.unlink()
+    seen: list[str] = []
+    artifacts.latest_paths_by_asset(root, on_damaged=seen.append)
+    tries.append(
+        Try("deleted latest Parquet is reported", any(v1.path.name in m for m in seen), (seen or ["-"])[0][:90])
+    )
+    a = artifacts.write_version(pl.DataFrame({"a": [1]}), "dataset", "stale", root)
+    b = artifacts.write_version(pl.DataFrame({"a": [2]}), "dataset", "stale", root)
+    (a.path.parent / "LATEST").write_text(a.path.name)
+    seen.clear()
+    got = artifacts.latest_path("dataset", "stale", root, on_recovered=seen.append)
+    tries.append(Try("LATEST naming an older version heals", got == b.path and bool(seen), (seen or ["-"])[0][:90]))
+    log_path = WORK / "calls-lost.sqlite"
+    log = CallLog(log_path)
+    log.record(CallRecord(call_id="k", status="ok", member="m", model="x", request={}, raw_response="{}", attempts=1))
+    log.close()
+    CallLog(log_path).close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{log_path}{suffix}").unlink(missing_ok=True)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        CallLog(log_path).close()
+    tries.append(Try("deleted call log warns", any("cached answer is lost" in str(w.message) for w in caught)))
+    HOME.mkdir(parents=True, exist_ok=True)
+    catalog = HOME / "catalog.json"
+    saved = catalog.read_bytes() if catalog.exists() else None
+    catalog.write_text('{"uni": {"db_id": "un')
+    rc, _, err = cli("db", "list")
+    tries.append(Try("truncated catalog.json", rc == 1 and len(lines(err)) == 1 and "catalog.json" in err, err[:90]))
+    if saved is None:
+        catalog.unlink()
+    else:
+        catalog.write_bytes(saved)
+    return tries
+
+
+def item15() -> list[Try]:
+    tries = []
+    path = _abiss_file("surrogate.json", question="How many \ud7ff?")
+    path.write_text(path.read_text().replace("\\ud7ff", "\\ud800"))
+    rc, _, err = cli("import", str(path))
+    tries.append(Try("\\ud800 in a question", rc == 1 and "record 0" in err and len(lines(err)) == 1, err[:90]))
+    for sql in ("DROP TABLE departments", "ATTACH 'x.db' AS x", "SELECT 1; SELECT 2", "PRAGMA writable_schema=1"):
+        rc, _, err = cli("import", str(_abiss_file("gold.json", sql=sql)))
+        tries.append(Try(f"gold {sql[:24]!r}", rc == 1 and "record 0" in err and len(lines(err)) == 1, err[:90]))
+    return tries
+
+
+def item16() -> list[Try]:
+    db, tries = demo_db(WORK / "ids.sqlite"), []
+    for bad in ("x" * 300, "../candidates", "..", "a/b"):
+        rc, _, err = cli("db", "register", str(db), "--db-id", bad)
+        tries.append(Try(f"--db-id {bad[:20]!r}", rc == 1 and "not a usable database id" in err, err.strip()[:90]))
+    odd = WORK / "my-uni.sqlite"
+    shutil.copyfile(db, odd)
+    rc, out, _ = cli("db", "register", str(odd))
+    tries.append(Try("derived id says it changed", rc == 0 and "was changed to the database id" in out, out[-90:]))
+    return tries
+
+
+def item17() -> list[Try]:
+    from pipelines.ambitab.corpora import build_corpus
+    from pipelines.ambitab.sources import SourceError
+    from tests.ambitab.test_corrupt_sources import mirror
+
+    if not SHARED.is_dir():
+        return [Try("damaged sources", False, f"{SHARED} missing: not probed")]
+    tries = []
+    ambrosia, interact = (
+        "ambrosia/ambrosia_resplit_test.jsonl",
+        "bird_interact/bird_interact_conv/data/datasets/bird_interact_data.jsonl",
+    )
+    src = (SHARED / ambrosia).read_text().splitlines(keepends=True)
+    row = json.loads(src[4])
+    del row["question"]
+    cases = [("ambrosia", ambrosia, src[:4] + [json.dumps(row) + "\n"] + src[5:], "line 5")]
+    lines_ = (SHARED / interact).read_text().splitlines(keepends=True)
+    cases.append(("bird_interact", interact, lines_[:3] + [lines_[1]] + lines_[3:], "duplicate"))
+    k = next(i for i, line in enumerate(lines_) if json.loads(line).get("sol_sql"))
+    bad = json.loads(lines_[k])
+    bad["sol_sql"] = ["SELEC broken FRM nowhere"]
+    cases.append(("bird_interact", interact, lines_[:k] + [json.dumps(bad) + "\n"] + lines_[k + 1 :], "does not parse"))
+    spider = json.loads((SHARED / "spider/dev.json").read_text())
+    del spider[3]["query"]
+    for n, (corpus, rel, data, must) in enumerate(cases):
+        root = mirror(SHARED, WORK / f"damaged{n}", rel, "".join(data).encode())
+        try:
+            build_corpus(corpus, root)
+            tries.append(Try(f"{corpus}: {must}", False, "built green"))
+        except SourceError as exc:
+            tries.append(Try(f"{corpus}: {must}", must in str(exc), str(exc)[:90]))
+    root = mirror(SHARED, WORK / "damaged-spider", "spider/dev.json", json.dumps(spider).encode())
+    try:
+        build_corpus("ambiqt", root)
+        tries.append(Try("ambiqt: deleted field in spider dev.json", False, "built green"))
+    except SourceError as exc:
+        tries.append(Try("ambiqt: deleted field in spider dev.json", "dev.json item 4" in str(exc), str(exc)[:90]))
+    return tries
+
+
+def item18() -> list[Try]:
+    from pipelines.ambitab.protocol.diagnostics import diagnostic
+    from pipelines.ambitab.protocol.tables import NOT_ESTIMABLE, PRIVILEGED_MARK, table8_markdown
+
+    frame = pl.DataFrame({"record_id": ["r1", "r2"], "seed": [0, 0], "avt_id": ["a", "b"], "x": [1.0, 0.0]})
+    d = diagnostic(frame, frame.with_columns(pl.lit(0.0).alias("x")), "x", clusters={"a": "c", "b": "c"})
+    row = {
+        "kind": "main",
+        "corpus": "c",
+        "solver": "s",
+        "oracle": "o",
+        "asker": "peek",
+        "prompt": "",
+        "privileged": True,
+        **{m: 100.0 for m in ("nodis", "asker_sr", "full_sr", "prec", "rec", "f1", "gain", "gap")},
+        **{f"{m}_sd": None for m in ("nodis", "asker_sr", "full_sr", "prec", "rec", "f1", "gain", "gap")},
+    }
+    for k in ("d_j_resp", "d_j_full", "d_rec_none"):
+        row.update({k: None, f"{k}_sd": None, f"{k}_lo": None, f"{k}_hi": None, f"{k}_clusters": 0})
+    row.update(d_rec_spec=d["value"], d_rec_spec_sd=None, d_rec_spec_lo=d["ci"].low, d_rec_spec_hi=d["ci"].high)
+    row["d_rec_spec_clusters"] = d["ci"].clusters
+    table = table8_markdown(pl.DataFrame([row]))
+    return [
+        Try("privileged asker marked in Table 8", PRIVILEGED_MARK in table),
+        Try("one-cluster ΔRec-spec interval", NOT_ESTIMABLE in table and d["ci"].low is None, table[-80:]),
+    ]
+
+
 ITEMS = {
     1: ("import writes outside its asset", item1),
     2: ("AI-operator SQL outside the sandbox", item2),
@@ -777,6 +1052,15 @@ ITEMS = {
     7: ("launchpad run config", item7),
     8: ("audit sql bounds", item8),
     9: ("answers, bodies, Retry-After, corrupt log, import", item9),
+    10: ("#34.1 concurrent keyed writers", item10),
+    11: ("#34.3 import into another job's asset", item11),
+    12: ("#34.4 --timeout beyond the maximum", item12),
+    13: ("#34.5 launchpad env values and paths", item13),
+    14: ("#34.6 corrupt state served quietly", item14),
+    15: ("#34.7 unbounded import records", item15),
+    16: ("#34.8 database ids", item16),
+    17: ("#34.9 damaged AmbiTab sources", item17),
+    18: ("#34.10 privileged / one-cluster results", item18),
 }
 
 

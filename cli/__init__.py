@@ -12,6 +12,7 @@ import pkgutil
 import sys
 
 from cli import commands
+from storage.faults import StorageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"\ninterrupted: quandary {args.command} stopped", file=sys.stderr)
             return 130
+        except StorageError as exc:  # full, read-only, damaged: one line naming the file and the fix (#34 item 6)
+            if getattr(args, "verbose", False):
+                raise
+            print(str(exc), file=sys.stderr)
+            return 1
     return int(code or 0)
 
 

@@ -100,6 +100,36 @@ def sanitize_db_id(name: str) -> str:
     return cleaned or "db"
 
 
+MAX_DB_ID = 100  # a partition key and a folder name in every store (storage.paths.MAX_SEGMENT is 200)
+
+
+def derived_db_id(stem: str) -> str:
+    """The id a file name gives: cleaned to the id rule and cut to :data:`MAX_DB_ID` characters."""
+    return sanitize_db_id(stem)[:MAX_DB_ID].strip("_") or "db"
+
+
+def check_db_id(db_id: str, given: bool = True) -> str:
+    """``db_id`` if it is usable as it is: letters, digits and ``_``, not starting or ending with
+    ``_``, at most :data:`MAX_DB_ID` characters, and a safe folder name by the storage's own rule
+    (:func:`storage.paths.path_segment`). A given id is never changed silently (issue 34 item 8):
+    :class:`BadDatabaseError` says what is wrong and proposes the cleaned id."""
+    from storage.paths import UnsafePathError, path_segment
+
+    what = "--db-id" if given else "the id derived from the file name"
+    cleaned = sanitize_db_id(db_id)[:MAX_DB_ID].strip("_") or "db"
+    if db_id != cleaned or len(db_id) > MAX_DB_ID:
+        shown = db_id if len(db_id) <= 60 else db_id[:57] + "..."
+        raise BadDatabaseError(
+            f"{what} {shown!r} is not a usable database id (letters, digits and _ only, not starting or ending "
+            f"with _, at most {MAX_DB_ID} characters); use e.g. --db-id {cleaned}"
+        )
+    try:
+        path_segment(db_id, "database id")
+    except UnsafePathError as exc:
+        raise BadDatabaseError(str(exc)) from None
+    return db_id
+
+
 class AlreadyRegisteredError(ValueError):
     """``db register`` of an existing id with a different file, without --replace; ``changed`` lists
     ``(db_id, old entry, new DatabaseInfo)`` for each such id."""
@@ -214,7 +244,9 @@ def inspect_database(path: str | Path, db_id: str | None = None) -> DatabaseInfo
     )
 
     return DatabaseInfo(
-        db_id=sanitize_db_id(db_id or p.stem),
+        # a given id is checked, never changed; one derived from the file name is cleaned (and the
+        # CLI says so when that changed it)
+        db_id=check_db_id(db_id) if db_id else derived_db_id(p.stem),
         path=str(p.resolve()),
         engine=engine,
         tables=tables,
@@ -335,7 +367,7 @@ def discover(root: str | Path) -> tuple[list[DatabaseInfo], list[SkippedDatabase
     for path in sorted(root.rglob("*")):
         if not path.is_file() or path.suffix.lower() not in _CANDIDATE_SUFFIXES:
             continue
-        base_id = sanitize_db_id(path.parent.name if path.stem == path.parent.name else path.stem)
+        base_id = derived_db_id(path.parent.name if path.stem == path.parent.name else path.stem)
         db_id, n = base_id, 2
         while db_id in seen:
             db_id, n = f"{base_id}_{n}", n + 1
@@ -391,19 +423,46 @@ class Catalog:
             return load(self._engine)
         if not self.path.exists():
             return {}
+        from storage.faults import CORRUPT, StorageError, storage_error  # lazy: light start-up
+
         try:
-            return json.loads(self.path.read_text())
-        except json.JSONDecodeError as exc:
-            raise BadDatabaseError(f"catalog file {self.path} is corrupt: {exc}") from exc
+            data = json.loads(self.path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # one line naming the file and the fix (issue 34 item 6), never a traceback: the CLI prints it
+            raise StorageError(
+                f"catalog file {self.path} is damaged ({' '.join(str(exc).split())[:120]}); move it away or "
+                "restore it from a backup, then register the databases again (`quandary db register PATH`)",
+                CORRUPT,
+                self.path,
+            ) from None
+        except OSError as exc:
+            raise storage_error(exc, self.path, "catalog file") from None
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise StorageError(
+                f"catalog file {self.path} is damaged (not a mapping of database ids to entries); move it away "
+                "or restore it from a backup, then register the databases again (`quandary db register PATH`)",
+                CORRUPT,
+                self.path,
+            )
+        return data
 
     def _save(self, data: dict[str, dict]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from storage.faults import storage_error  # lazy: light start-up
+
         tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "w") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "w") as fh:
+                fh.write(json.dumps(data, indent=2, sort_keys=True))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)  # atomic: readers never see a half-written catalog
+        except OSError as exc:  # full, read-only or not ours: one line naming the file and the fix
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise storage_error(exc, self.path, "catalog file") from None
 
     def _update(self, change) -> None:
         """Apply ``change(data)`` to the stored catalog under the inter-process lock."""
@@ -412,11 +471,19 @@ class Catalog:
 
             return update(self._engine, change)
         from resources.locks import file_lock  # lazy: keeps `quandary` start-up light
+        from storage.faults import storage_error
 
-        with file_lock(self.lock_path):
+        lock = file_lock(self.lock_path)
+        try:
+            lock.__enter__()
+        except OSError as exc:  # an unwritable or read-only folder: one line, not a traceback
+            raise storage_error(exc, self.lock_path, "catalog lock file") from None
+        try:
             data = self._load()
             change(data)
             self._save(data)
+        finally:
+            lock.__exit__(None, None, None)
 
     def entries(self) -> list[CatalogEntry]:
         return [CatalogEntry(**v) for _, v in sorted(self._load().items())]

@@ -32,6 +32,7 @@ import socket
 import sqlite3
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from storage.faults import CORRUPT, storage_cause
@@ -72,11 +73,45 @@ class CallLog(CallLogRules):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._init_rules(str(self.path.resolve()), lease_s)
+        existed = self.path.exists() and self.path.stat().st_size > 0
         try:
             self._retry(self._init_schema)
         except (sqlite3.Error, OSError) as exc:
             raise self._storage_error(exc) from exc
         self._merge_spilled()
+        self._check_not_lost(existed)
+
+    @property
+    def marker(self) -> Path:
+        """``<log>.rows``: how many calls the log held when last opened (to notice it vanish)."""
+        return self.path.with_name(self.path.name + ".rows")
+
+    def _check_not_lost(self, existed: bool) -> None:
+        """A deleted or emptied call log must not start anew silently (issue 34 item 6): every cached
+        answer is gone and each call will be made (and paid for) again. The count of calls at the last
+        open is kept beside it; finding none where there were some is a warning naming the file."""
+        try:
+            had = int(self.marker.read_text().strip() or 0)
+        except (OSError, ValueError):
+            had = 0
+        try:
+            now = int(self._conn().execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+        except sqlite3.Error:
+            return
+        if had > 0 and now == 0:
+            warnings.warn(
+                f"call log {self.path} held {had} calls and is now {'empty' if existed else 'gone'}: every cached "
+                f"answer is lost and each call will be made again; stop and restore it from a backup, or delete "
+                f"{self.marker} to accept the empty log",
+                UserWarning,
+                stacklevel=3,
+            )
+            return  # the marker stays: the warning repeats until the log holds calls again
+        if now != had:
+            try:
+                self.marker.write_text(str(now))
+            except OSError:
+                pass  # a read-only home: nothing to compare next time
 
     def _cause(self, exc: BaseException) -> str | None:
         return storage_cause(exc, self.path)

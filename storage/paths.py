@@ -50,16 +50,26 @@ def path_segment(value, what: str = "name") -> str:
     return value
 
 
-def confined_path(value: str, what: str = "path") -> Path:
-    """``value`` resolved, if it lies inside ``$QUANDARY_HOME`` or the project checkout; else
-    :class:`UnsafePathError`. For paths that arrive in run config (the UI's launchpad), which
-    must not point Quandary's reads or writes at the rest of the host (issue 23 item 7)."""
-    resolved = Path(value).expanduser().resolve()
-    roots = (quandary_home(), PROJECT_ROOT)
-    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
-        raise UnsafePathError(
-            f"{what} {value!r} is outside the project's home; use a path under {roots[0]} or {roots[1]}"
-        )
+# Data folders a run may read besides the state root: the workplace's shared data next to the
+# checkout and the folders named by these variables (the deployment's environment, never run config).
+DATA_ROOT_ENVS = ("QUANDARY_AMBITAB_DATA", "QUANDARY_DATA")
+ENV_SECRET_MIN = 4  # shorter environment values ("1", "yes") are too common to hide
+
+
+def data_roots() -> list[Path]:
+    roots = [PROJECT_ROOT.parent / "shared" / "data"]
+    for env in DATA_ROOT_ENVS:  # QUANDARY_DATA may list several folders (os.pathsep-separated)
+        roots += [Path(v) for v in os.environ.get(env, "").split(os.pathsep) if v.strip()]
+    return [r.expanduser().resolve() for r in roots]
+
+
+def allow_data_root(folder: str | Path) -> Path:
+    """Let this process's runs read ``folder``: what the CLI calls for a ``--data`` its user named
+    (the process environment is the user's, never run config, so the launchpad cannot do this)."""
+    resolved = Path(folder).expanduser().resolve()
+    if not within_read_roots(resolved):
+        current = os.environ.get("QUANDARY_DATA", "")
+        os.environ["QUANDARY_DATA"] = os.pathsep.join([p for p in (current, str(resolved)) if p])
     return resolved
 
 
@@ -84,6 +94,76 @@ def shared_data_root() -> Path:
     beside the checkout (not the current directory), so every command finds it from any folder."""
     env = os.environ.get(SHARED_DATA_ENV)
     return user_path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+
+
+def from_environment(value) -> bool:
+    """Whether ``value`` (or one of its path parts) is the value of an environment variable: a
+    launchpad ``{env: X}`` arrives resolved, and its value must never be echoed (issue 34 item 5)."""
+    if not isinstance(value, str) or not value:
+        return False
+    secrets = {v for v in os.environ.values() if len(v) >= ENV_SECRET_MIN}
+    return value in secrets or any(part in secrets for part in Path(value).parts)
+
+
+def shown(value) -> str:
+    """``repr(value)`` for a message, or a placeholder when it came from an environment variable."""
+    return "(a value from an environment variable, not shown)" if from_environment(value) else repr(value)
+
+
+def confined_path(value: str, what: str = "path", *, write: bool = False) -> Path:
+    """``value`` resolved, if it lies inside the project's roots; else :class:`UnsafePathError`. For
+    paths that arrive in run config (the UI's launchpad), which must not point Quandary's reads or
+    writes at the rest of the host (issue 23 item 7, issue 34 item 5).
+
+    A path a run *writes* (call log, artifacts, catalog) must lie under ``$QUANDARY_HOME``, the state
+    root; one it *reads* may also lie in the checkout (council configs) or a data root
+    (:func:`data_roots`). The message never echoes a value that came from an environment variable."""
+    resolved = Path(value).expanduser().resolve()
+    home = quandary_home()
+    roots = (home,) if write else (home, PROJECT_ROOT, *data_roots())
+    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
+        where = f"under {home}" if write else "under " + ", ".join(str(r) for r in roots)
+        raise UnsafePathError(
+            f"{what} {shown(value)} is outside the project's {'state' if write else ''} roots; "
+            f"use a path {where}".replace("  ", " ")
+        )
+    if resolved.name in {v for v in os.environ.values() if len(v) >= ENV_SECRET_MIN}:
+        # a file named after a secret (`log_path: {env: AWS_SECRET_ACCESS_KEY}`) would publish it
+        raise UnsafePathError(f"{what} is named by an environment variable's value; give the path itself")
+    return resolved
+
+
+def within_read_roots(path: str | Path) -> bool:
+    """Whether a run may read ``path`` (see :func:`confined_path`)."""
+    try:
+        confined_path(str(path))
+    except UnsafePathError:
+        return False
+    return True
+
+
+def stage_input(path: str | Path, kind: str) -> Path:
+    """A file the *CLI* user named (anywhere they can read) as a path a run may read: itself when it
+    lies in the project's roots, else a content-addressed copy under ``$QUANDARY_HOME/inputs/<kind>``.
+    Runs accept only confined paths (the launchpad must not read the host); the CLI stages instead."""
+    import hashlib
+    import shutil
+
+    src = Path(path).expanduser().resolve()
+    if within_read_roots(src):
+        return src
+    h = hashlib.sha256()
+    with open(src, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    folder = quandary_home() / "inputs" / path_segment(kind, "input kind")
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / f"{h.hexdigest()[:20]}{src.suffix}"
+    if not dest.exists():
+        tmp = folder / f".{dest.name}.{os.getpid()}.tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    return dest
 
 
 def quandary_home() -> Path:

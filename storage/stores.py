@@ -74,6 +74,10 @@ class LocalArtifactStore:
         # run_id is not recorded here: versions.jsonl keeps its one-machine format byte for byte
         return A.write_version(df, asset, partition, self.root)
 
+    def upsert(self, rows: A.KeyedRows, asset: str, partition: str | None = None, *, run_id: str | None = None):
+        """Merge ``rows`` into the latest stored rows under the partition's lock: ``(version, Upsert)``."""
+        return A.upsert_version(rows, asset, partition, self.root)
+
     def versions(self, asset: str, partition: str | None = None) -> list[dict]:
         """``versions.jsonl``, oldest first, numbered from 1 in file order."""
         return [{"seq": i, **e} for i, e in enumerate(A.read_versions(A._folder(asset, partition, self.root)), 1)]
@@ -163,6 +167,105 @@ class ObjectArtifactStore:
         return StoredVersion(
             asset, partition or A.UNPARTITIONED, self.backend.uri(f"{folder}/{name}"), digest, df.height, seq
         )
+
+    def upsert(self, rows: A.KeyedRows, asset: str, partition: str | None = None, *, run_id: str | None = None):
+        """Merge ``rows`` into the latest stored rows by their key and store the result as the next
+        version, conditional on the latest version being the one merged into: a writer that lost the
+        race (``LATEST`` moved, or the history row of that seq exists) re-reads and merges again, so
+        concurrent writers on any number of machines each keep the other's rows."""
+        folder = _folder_key(asset, partition)
+        for attempt in range(CAS_ATTEMPTS):
+            current = self.backend.get(f"{folder}/LATEST")
+            pointer = _parse_pointer(current.data) if current is not None else None
+            base = pointer
+            if self.history_engine is not None:
+                from storage.versions_db import newest_version  # lazy: sqlalchemy, distributed mode only
+
+                newest = newest_version(self.history_engine, self.url, asset, partition or A.UNPARTITIONED)
+                if newest is not None and (base is None or newest["seq"] > base["seq"]):
+                    base = newest
+            if base is None and current is not None:  # LATEST garbled: the newest intact version is the base
+                base = next((e for e in reversed(self.versions(asset, partition)) if self._verified(folder, e)), None)
+            stored = None
+            if base is not None:
+                data = self._verified(folder, base)
+                if data is None:
+                    raise A.DamagedArtifactError(
+                        f"artifact {self.backend.uri(folder + '/' + base['file'])} is damaged or missing; "
+                        f"rematerialize {asset} to rewrite it"
+                    )
+                stored = pl.read_parquet(io.BytesIO(data))
+            merged = rows.merge_into(stored)
+            data = A.parquet_bytes(merged.frame)
+            digest = hashlib.sha256(data).hexdigest()
+            name = f"{digest[:20]}.parquet"
+            if base is not None and base["hash"] == digest:  # nothing changed: one hash, one version
+                return StoredVersion(
+                    asset,
+                    partition or A.UNPARTITIONED,
+                    self.backend.uri(f"{folder}/{name}"),
+                    digest,
+                    merged.frame.height,
+                    base["seq"],
+                ), merged
+            put_verified(self.backend, f"{folder}/{name}", data, digest)
+            entry = {
+                "file": name,
+                "hash": digest,
+                "size": len(data),
+                "rows": merged.frame.height,
+                **({"run_id": run_id} if run_id else {}),
+            }
+            seq = self._claim_after(folder, asset, partition, entry, base, current)
+            if seq is not None:
+                version = StoredVersion(
+                    asset,
+                    partition or A.UNPARTITIONED,
+                    self.backend.uri(f"{folder}/{name}"),
+                    digest,
+                    merged.frame.height,
+                    seq,
+                )
+                return version, merged
+            _backoff(attempt)
+        raise TimeoutError(f"could not update {folder}/LATEST: too many concurrent writers")
+
+    def _claim_after(self, folder: str, asset: str, partition, entry: dict, base: dict | None, current) -> int | None:
+        """Record ``entry`` as the version right after ``base``; None when another writer got there first."""
+        seq = (base["seq"] if base is not None else 0) + 1
+        if self.history_engine is not None:
+            from storage.versions_db import VersionConflict, claim_version
+
+            try:
+                version, _ = claim_version(
+                    self.history_engine,
+                    self.url,
+                    asset,
+                    partition or A.UNPARTITIONED,
+                    entry,
+                    previous=base,
+                    run_id=entry.get("run_id"),
+                    expect_seq=seq - 1,
+                )
+            except VersionConflict:
+                return None
+            self._advance_latest(folder, {k: v for k, v in version.items() if v is not None})
+            return version["seq"]
+        if base is None:
+            seq = self._last_seq(folder) + 1
+        body = json.dumps({**entry, "seq": seq, "at": time.time()}, sort_keys=True).encode()
+        try:
+            if current is None:
+                self.backend.put(f"{folder}/LATEST", body, if_none_match=True)
+            else:
+                self.backend.put(f"{folder}/LATEST", body, if_match=current.etag)
+        except PreconditionFailed:
+            return None
+        try:
+            self.backend.put(f"{folder}/versions/{seq:012d}-{entry['hash'][:20]}.json", body, if_none_match=True)
+        except PreconditionFailed:
+            pass  # written already (a retried request)
+        return seq
 
     def _claim_in_bucket(self, folder: str, asset: str, partition: str | None, entry: dict) -> int:
         """The seq is claimed by the compare-and-swap of LATEST; the history is one object per version."""

@@ -20,6 +20,11 @@ from storage.state_tables import METADATA, ensure_tables
 
 CLAIM_ATTEMPTS = 200
 
+
+class VersionConflict(Exception):
+    """The newest version is no longer the one a keyed merge was based on (another writer won)."""
+
+
 VERSIONS = Table(
     "quandary_artifact_versions",
     METADATA,
@@ -64,19 +69,23 @@ def claim_version(
     *,
     previous: dict | None = None,
     run_id: str | None = None,
+    expect_seq: int | None = None,
 ) -> tuple[dict, bool]:
     """Record ``entry`` (file, hash, size, rows) as the next version of ``asset[partition]``.
 
     Returns ``(version, created)``: the row with its ``seq``, and False when the newest version
     already has this hash (nothing inserted). ``previous``: the store's own latest pointer; when it is
     ahead of the table (a bucket written before the table existed, or by a node without it) it counts
-    as the newest version, so numbering never goes back and its content is not recorded twice."""
+    as the newest version, so numbering never goes back and its content is not recorded twice.
+    ``expect_seq``: a keyed merge's base; :class:`VersionConflict` when the newest version is another."""
     ensure_tables(engine, VERSIONS)
     for attempt in range(CLAIM_ATTEMPTS):
         try:
             with engine.begin() as con:
                 known = [v for v in (_newest(con, store, asset, partition), previous) if v is not None]
                 newest = max(known, key=lambda v: v["seq"], default=None)
+                if expect_seq is not None and (newest["seq"] if newest else 0) != expect_seq:
+                    raise VersionConflict(f"{asset}[{partition}] moved past version {expect_seq}")
                 if newest is not None and newest["hash"] == entry["hash"]:
                     return newest, False
                 seq = (newest["seq"] if newest else 0) + 1
@@ -95,6 +104,13 @@ def claim_version(
             # another writer took this seq (or SQLite was busy): re-read the newest and try the next
             time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
     raise TimeoutError(f"could not record a version of {asset}[{partition}] in {store}: too many concurrent writers")
+
+
+def newest_version(engine, store: str, asset: str, partition: str) -> dict | None:
+    """The newest recorded version, or None."""
+    ensure_tables(engine, VERSIONS)
+    with engine.connect() as con:
+        return _newest(con, store, asset, partition)
 
 
 def history(engine, store: str, asset: str, partition: str) -> list[dict]:

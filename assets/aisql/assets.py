@@ -29,11 +29,12 @@ from dagster import (
 from pydantic import Field
 
 from assets.shared.charts import chart_metadata
+from assets.shared.checked_config import check_resource_config_on_launch, checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output, keyed_output, preview_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
-from assets.shared.resources import CouncilResource
+from assets.shared.resources import CouncilResource, check_paths_on_launch
 from pipelines.aisql.evalset import (
     balance_table,
     build_pairs,
@@ -111,6 +112,11 @@ class AisqlResource(ConfigurableResource):
     sweep_rates: list[float] = Field(default=[0.0, 0.1, 0.2, 0.3])
     sweep_methods: list[str] = Field(default=["ex", "ours"])
     sweep_max_pairs: int = Field(default=40, description="labelled pairs per dialect in the sweep")
+
+    def __init__(self, **data):
+        super().__init__(**data)
+        # issue 34 item 5: the data folder a launch names lies in the project's roots
+        check_resource_config_on_launch(self, check_paths_on_launch("data_root"))
 
     def settings(self, **over) -> AisqlSettings:
         base = dict(
@@ -467,6 +473,14 @@ class EvaluateConfig(Config):
 
     predictions_path: str = Field(description="JSONL of {id, scenario, question, gold_sql, predicted_sql[, label]}")
     methods: list[str] = Field(default=["ex", "layers"], description="ex, layers, ours (the LLM autorater)")
+    source_name: str | None = Field(
+        default=None, description="the file as the user named it (recorded in the rows; never read)"
+    )
+
+
+# issue 34 item 5: a run reads predictions only from the project's roots (the CLI stages a copy of a
+# file elsewhere: storage.paths.stage_input), and never echoes a path that came from {env: X}
+check_evaluate_on_launch = check_paths_on_launch("predictions_path", exist=("predictions_path",))
 
 
 PREDICTION_VERDICTS = "aisql_prediction_verdicts"
@@ -475,14 +489,14 @@ PREDICTION_VERDICTS = "aisql_prediction_verdicts"
 @asset(
     name=PREDICTION_VERDICTS,
     group_name=GROUP,
+    config_schema=checked_config(EvaluateConfig, check_evaluate_on_launch),
     code_version=f"1-{PROMPT_VERSION}",
     check_specs=[contract_check_spec(AISQL_PREDICTION_VERDICTS, PREDICTION_VERDICTS)],
     description="One verdict row per user prediction (every layer of `aisql compare`), keyed by the file's "
     "content hash, prediction id, scenario and settings; other files' rows are kept.",
 )
-def aisql_prediction_verdicts(
-    context: AssetExecutionContext, config: EvaluateConfig, aisql: AisqlResource, council: CouncilResource
-):
+def aisql_prediction_verdicts(context: AssetExecutionContext, aisql: AisqlResource, council: CouncilResource):
+    config = EvaluateConfig(**op_config(context))
     from pipelines.aisql.judging import open_judging
     from pipelines.aisql.predictions import (
         Engine,
@@ -511,7 +525,7 @@ def aisql_prediction_verdicts(
         df, reused, judged = evaluate(
             preds,
             digest,
-            str(Path(config.predictions_path).resolve()),
+            config.source_name or str(Path(config.predictions_path).resolve()),
             settings,
             methods,
             Engine(context_for, judges),
@@ -523,8 +537,13 @@ def aisql_prediction_verdicts(
     folder = artifacts_dir() / PREDICTION_VERDICTS / "exports"
     stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
     paths = [export(mine, folder / f"{stem}.{ext}") for ext in ("jsonl", "csv")]
-    yield artifact_output(
-        df,
+    from pipelines.aisql.predictions import KEY
+
+    # only this file's rows go to the store, merged by KEY into the rows stored when it writes, so a
+    # concurrent evaluation of another file keeps its verdicts (issue 34 item 1)
+    yield keyed_output(
+        mine,
+        KEY,
         predictions=MetadataValue.int(len(preds)),
         reused=MetadataValue.int(reused),
         judged=MetadataValue.int(judged),

@@ -43,11 +43,17 @@ def summary(result, partition: str) -> list[str]:
     return [] if metrics is None else table1_sections(metrics, partition)
 
 
-def evaluate_config(predictions_path: str | None = None, methods: list[str] | None = None, **values) -> dict:
+def evaluate_config(
+    predictions_path: str | None = None, methods: list[str] | None = None, source_name: str | None = None, **values
+) -> dict:
     """Run config of ``aisql evaluate``: the predictions file and methods, and AisqlResource fields."""
     return merge_configs(
         config(**values),
-        op_config(PREDICTION_VERDICTS, EvaluateConfig, {"predictions_path": predictions_path, "methods": methods}),
+        op_config(
+            PREDICTION_VERDICTS,
+            EvaluateConfig,
+            {"predictions_path": predictions_path, "methods": methods, "source_name": source_name},
+        ),
     )
 
 

@@ -35,7 +35,7 @@ from pydantic import Field
 from assets.ambitab.partitions import corpus_partitions  # noqa: E402
 from assets.shared.checks import contract_check_name
 from assets.shared.pools import LLM_POOL
-from assets.shared.resources import CouncilResource
+from assets.shared.resources import CouncilResource, check_paths_on_launch
 from pipelines.ambitab.build import rejects_frame
 from pipelines.ambitab.corpora import build_corpus, default_data_root
 from pipelines.ambitab.export import export_path
@@ -75,6 +75,11 @@ class AmbitabBuildConfig(Config):
         "toy model is not used to filter a benchmark); skipped steps are reported",
     )
     max_rows: int | None = Field(default=None, description="cap on source rows for LLM-built corpora (smoke runs)")
+    allow_malformed: int = Field(
+        default=0,
+        ge=0,
+        description="source rows that may be unreadable (missing field, duplicate id) before the build fails",
+    )
 
 
 def _check_specs():
@@ -127,6 +132,11 @@ def _check_specs():
 def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, council: CouncilResource):
     corpus = context.partition_key
     data_root = config.data_root or str(default_data_root())
+    try:  # issue 34 item 5: the sources folder lies in the project's data roots (multi_asset config
+        # cannot carry a launch check: refused at the step's start, before anything is read)
+        check_paths_on_launch("data_root")({"data_root": config.data_root})
+    except ValueError as exc:
+        raise Failure(str(exc)) from None
     if config.llm_steps not in ("auto", "on", "off"):
         raise Failure(f"llm_steps must be auto, on or off (got {config.llm_steps!r})")
     use_llm = config.llm_steps == "on" or (
@@ -140,6 +150,7 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
             progress=context.log.info,
             council_factory=council.get_council if use_llm else None,
             max_rows=config.max_rows,
+            allow_malformed=config.allow_malformed,
         )
     except SourceError as exc:
         raise Failure(f"{corpus}: {exc}") from exc

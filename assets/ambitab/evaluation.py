@@ -21,7 +21,7 @@ from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output, keyed_output, preview_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource
@@ -161,11 +161,17 @@ def ambitab_episodes(
             f"council config: {exc.args[0] if exc.args else exc}; add the askers / solvers / oracles "
             "councils or a `default` council"
         ) from exc
-    # a growing table: this run adds or replaces exactly its own keys, every other stored episode stays
-    merged = upsert_rows(stored if stored.height else None, episodes_frame(rows), EPISODE_KEY)
+    # a growing table: this run adds or replaces exactly its own keys, every other stored episode stays.
+    # Only the run's rows go to the store, which merges them into the rows stored when it writes: a
+    # concurrent run's episodes, stored after `stored` was read, are kept (issue 34 item 1). The
+    # counts below are against `stored`; the stored total is the output's dagster/row_count.
+    new = episodes_frame(rows)
+    merged = upsert_rows(stored if stored.height else None, new, EPISODE_KEY)
     df = merged.frame
-    yield artifact_output(
-        df,
+    yield keyed_output(
+        new,
+        EPISODE_KEY,
+        legacy_fill=_LEGACY_KEY_FILL,
         episodes=df.height,
         new_episodes=merged.added,
         replaced_episodes=merged.replaced,

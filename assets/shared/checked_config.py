@@ -37,8 +37,25 @@ class _CheckedShape(Shape):
         try:
             self._check(dict(value))
         except ValueError as exc:  # PreflightError subclasses it
+            _redact_environment_values(value)
             raise PostProcessingError(" ".join(str(exc).split())) from None
         return value
+
+
+def _redact_environment_values(value) -> None:
+    """Dagster's refusal quotes the config it post-processed ("of original value {...}"), where an
+    ``{env: X}`` arrives resolved: values that came from the environment are replaced in place so a
+    secret is never echoed (issue 34 item 5). The run is refused anyway, so nothing uses them."""
+    from storage.paths import from_environment
+
+    if not isinstance(value, dict):
+        return
+    for key, item in list(value.items()):
+        if from_environment(item):
+            try:
+                value[key] = "(from an environment variable, not shown)"
+            except TypeError:  # an immutable mapping: nothing to redact in place
+                return
 
 
 def checked_config(config_cls: type[Config], check: Callable[[dict], None]) -> Field:

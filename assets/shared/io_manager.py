@@ -28,7 +28,7 @@ from dagster import (
 )
 from pydantic import PrivateAttr
 
-from storage.artifacts import content_hash
+from storage.artifacts import KeyedRows, content_hash
 from storage.stores import artifact_store
 
 PREVIEW_ROWS = 5
@@ -105,6 +105,19 @@ def artifact_output(df: pl.DataFrame, **metadata) -> Output:
         )
 
 
+def keyed_output(rows: pl.DataFrame, key, legacy_fill: dict | None = None, **metadata) -> Output:
+    """A growing table's output: only this run's rows and their key. The IO manager merges them into
+    the rows stored *when it writes* (under a lock or compare-and-swap), so two runs writing the same
+    table at once both keep their rows (issue 34 item 1); the stored total is ``dagster/row_count``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Output(
+            KeyedRows(rows, tuple(key), tuple((legacy_fill or {}).items())),
+            data_version=DataVersion(content_hash(rows)),
+            metadata={k: rounded(v) for k, v in metadata.items()},
+        )
+
+
 def _run_id(context: OutputContext) -> str | None:
     """The producing run (recorded in the distributed version history), if the context has one."""
     try:
@@ -124,7 +137,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
         from assets.shared.resources import check_paths_on_launch
 
         super().__init__(**data)
-        check_resource_config_on_launch(self, check_paths_on_launch("base_dir"))
+        check_resource_config_on_launch(self, check_paths_on_launch(write=("base_dir",)))
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         from storage.state_db import state_engine
@@ -148,6 +161,18 @@ class VersionedParquetIOManager(ConfigurableIOManager):
     def handle_output(self, context: OutputContext, obj: pl.DataFrame) -> None:
         if obj is None:
             return
+        partition = context.partition_key if context.has_partition_key else None
+        if isinstance(obj, KeyedRows):
+            version, merged = self._store().upsert(obj, _asset_name(context), partition, run_id=_run_id(context))
+            self._describe(
+                context,
+                version,
+                merged.frame,
+                stored_rows_added=MetadataValue.int(merged.added),
+                stored_rows_replaced=MetadataValue.int(merged.replaced),
+                stored_rows_kept=MetadataValue.int(merged.kept),
+            )
+            return
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(
                 f"{context.asset_key.to_user_string()} returned {type(obj).__name__}; expected a polars DataFrame"
@@ -158,8 +183,11 @@ class VersionedParquetIOManager(ConfigurableIOManager):
             raise ValueError(
                 f"{context.asset_key.to_user_string()} produced a table with no columns; nothing was stored"
             )
-        partition = context.partition_key if context.has_partition_key else None
         version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
+        self._describe(context, version, obj)
+
+    @staticmethod
+    def _describe(context: OutputContext, version, obj: pl.DataFrame, **extra) -> None:
         context.add_output_metadata(
             {
                 "path": MetadataValue.path(str(version.path)),
@@ -167,6 +195,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
                 "content_hash": MetadataValue.text(version.content_hash),
                 "schema": MetadataValue.md("\n".join(f"- `{name}`: {dtype}" for name, dtype in obj.schema.items())),
                 "preview": MetadataValue.md(preview_markdown(obj)),
+                **extra,
             }
         )
 

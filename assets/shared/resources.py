@@ -26,17 +26,22 @@ from resources.llm.config import CouncilConfig, load_council_config
 from resources.llm.council import Council
 from resources.llm.registry import call_log, get_council
 from resources.sql import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, Outcome, check_timeout, execute_sql
-from storage.paths import confined_path
+from storage.paths import confined_path, shown
 
 
-def check_paths_on_launch(*fields: str):
-    """A launch check: each of ``fields`` given in run config lies inside the project's home (issue 23
-    item 7: the launchpad must not point reads or writes at the rest of the host)."""
+def check_paths_on_launch(*fields: str, write: tuple[str, ...] = (), exist: tuple[str, ...] = ()):
+    """A launch check: each of ``fields`` given in run config lies inside the project's roots — those
+    in ``write`` under the state root ``$QUANDARY_HOME`` (issue 23 item 7, issue 34 item 5: the
+    launchpad must not point reads or writes at the rest of the host); those in ``exist`` must exist.
+    Messages never echo a value that came from an environment variable (``{env: X}``)."""
 
     def check(values: dict) -> None:
-        for f in fields:
+        for f in (*fields, *write):
             if values.get(f) is not None:
-                confined_path(values[f], f)  # UnsafePathError is a ValueError: refuses the launch
+                # UnsafePathError is a ValueError: refuses the launch
+                path = confined_path(values[f], f, write=f in write)
+                if f in exist and not path.exists():
+                    raise ValueError(f"{f} {shown(values[f])} does not exist")
 
     return check
 
@@ -49,7 +54,7 @@ class SeedCatalogResource(ConfigurableResource):
 
     def __init__(self, **data):
         super().__init__(**data)
-        check_resource_config_on_launch(self, check_paths_on_launch("catalog_path"))
+        check_resource_config_on_launch(self, check_paths_on_launch(write=("catalog_path",)))
 
     def catalog(self) -> Catalog:
         return Catalog(self.catalog_path)
@@ -94,11 +99,18 @@ class SafeSqlResource(ConfigurableResource):
 def _check_council_on_launch(values: dict) -> None:
     """Paths confined to the project's home; a council file given at launch loads (like the default
     one is checked before a run), so a bad file or a disallowed api_key_env refuses the launch."""
-    check_paths_on_launch("config_path", "log_path")(values)
+    check_paths_on_launch("config_path", write=("log_path",))(values)
     if values.get("config_path"):
         from assets.shared.preflight import check_council
 
-        check_council(values["config_path"])
+        try:
+            check_council(values["config_path"])
+        except ValueError as exc:
+            value = values["config_path"]
+            if shown(value) == repr(value):
+                raise
+            # `config_path: {env: SECRET}`: say what failed without the secret (issue 34 item 5)
+            raise ValueError(str(exc).replace(value, "(config_path from an environment variable)")) from None
 
 
 class CouncilResource(ConfigurableResource):

@@ -100,30 +100,35 @@ def _format_hint(path: str) -> str:
     return "" if p.suffix.lower() == ".json" and not p.is_dir() else f" — {IMPORT_FORMATS}"
 
 
-def _import(args) -> int:
-    protected = {
-        "candidates",
-        "nlq_objects",
-        "generation_requests",
-        "council_votes",
-        "rejection_report",
-        "seed_databases",
-        "schema_context",
-    }
-    if args.asset in protected or args.asset.startswith("s0") or args.asset.startswith("s10"):
-        print(
-            f"refusing to overwrite the pipeline artifact {args.asset!r}; import into '{IMPORTED_ASSET}' "
-            "(the default) or a new name",
-            file=sys.stderr,
-        )
-        return 2
-    if args.asset == "dataset" and not args.replace:
+IMPORT_PREFIX = "imported_"  # assets meant for imports: no job defines or reads one as its own
+
+
+def import_target_error(asset: str, replace: bool) -> str | None:
+    """Why ``quandary import`` must not write ``asset`` (one line), or None (issue 34 item 3).
+
+    Import writes only to assets meant for imports — ``imported_dataset`` (the default) or another
+    ``imported_<name>`` — or, with ``--replace``, to the ABISS ``dataset``. Any other name could be a
+    job's own artifact (``interaction_conversations``, ``aisql_verdicts``, ``ambitab_records``, …):
+    a new version there would move that asset's LATEST under its readers."""
+    if asset == "dataset":
+        if replace:
+            return None
         # a new `dataset` version would replace the pipeline's own and cut it off from its audit trail
-        print(
+        return (
             f"refusing to replace the pipeline's 'dataset' (its stage decisions and votes would no longer "
-            f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace",
-            file=sys.stderr,
+            f"match it); import into '{IMPORTED_ASSET}' (the default), or pass --replace"
         )
+    if asset.startswith(IMPORT_PREFIX) and len(asset) > len(IMPORT_PREFIX):
+        return None
+    return (
+        f"refusing to import into {asset!r}: import writes only to '{IMPORTED_ASSET}' (the default), another "
+        f"'{IMPORT_PREFIX}<name>' asset, or 'dataset' with --replace"
+    )
+
+
+def _import(args) -> int:
+    if (refusal := import_target_error(args.asset, args.replace)) is not None:
+        print(refusal, file=sys.stderr)
         return 2
     from storage.paths import UnsafePathError, path_segment
 
@@ -151,21 +156,40 @@ def _import(args) -> int:
     from cli.runs import get_instance, report_external_version
 
     source = args.paths[0] if len(args.paths) == 1 else f"{args.paths[0]} and {len(args.paths) - 1} more files"
-    instance = get_instance()  # once: opening it costs ~0.5 s, and a file may hold dozens of databases
+    from storage.faults import storage_cause
+
+    try:
+        instance = get_instance()  # once: opening it costs ~0.5 s, and a file may hold dozens of databases
+    except Exception as exc:  # a full or read-only disk under DAGSTER_HOME
+        if storage_cause(exc) is None:
+            raise
+        instance = None
+        print(f"warning: {storage_message(exc, 'DAGSTER_HOME', 'Dagster instance')}", file=sys.stderr)
     for version in versions:
-        reported = report_external_version(
-            args.asset,
-            version.partition,
-            str(version.path),
-            version.row_count,
-            version.content_hash,
-            f"imported from {source}",
-            instance=instance,
-        )
+        try:
+            reported = instance is not None and report_external_version(
+                args.asset,
+                version.partition,
+                str(version.path),
+                version.row_count,
+                version.content_hash,
+                f"imported from {source}",
+                instance=instance,
+            )
+        except Exception as exc:  # the artifact is stored; only the instance's record of it failed
+            if storage_cause(exc) is None:
+                raise
+            reported = False
+            print(
+                f"warning: the import is stored but not recorded in the Dagster instance: "
+                f"{storage_message(exc, 'DAGSTER_HOME', 'Dagster instance')}",
+                file=sys.stderr,
+            )
         where = " (recorded in the Dagster instance)" if reported else ""
         print(
             f"imported {version.row_count} records for {version.partition} → {args.asset} "
-            f"({str(version.path).rsplit('/', 1)[-1]}){where}"
+            f"({'replacing the pipeline dataset' if args.asset == 'dataset' else 'an import-only asset'}, "
+            f"{str(version.path).rsplit('/', 1)[-1]}){where}"
         )
     return 0
 
@@ -255,7 +279,7 @@ def register(sub) -> None:
     i.add_argument(
         "--asset",
         default=IMPORTED_ASSET,
-        help=f"artifact name to write (default: {IMPORTED_ASSET}; 'dataset' needs --replace)",
+        help=f"artifact name to write: {IMPORTED_ASSET} (default) or another {IMPORT_PREFIX}<name>; 'dataset' needs --replace",
     )
     i.add_argument(
         "--replace",

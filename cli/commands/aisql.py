@@ -14,20 +14,8 @@ import sys
 from pathlib import Path
 
 from cli.output import render_table
-from resources.sql import timeout_arg
+from resources.sql import MAX_TIMEOUT_S, timeout_arg
 from storage.paths import relative_note, shared_data_root, user_path
-
-MAX_TIMEOUT_S = 86_400.0  # one day per query: beyond, a deadline overflows timestamps (1e308, #34 item 4)
-
-
-def _timeout(text: str) -> float:
-    """``--timeout`` of run/compare/evaluate: the shared check (finite, > 0) and a stated maximum."""
-    import argparse
-
-    value = timeout_arg(text)
-    if value > MAX_TIMEOUT_S:
-        raise argparse.ArgumentTypeError(f"{text} s is more than the maximum {MAX_TIMEOUT_S:g} s (one day)")
-    return value
 
 
 def _data(args) -> Path:
@@ -236,8 +224,10 @@ def _evaluate(args) -> int:
 def _aisql_values(args) -> dict:
     """The ``aisql`` resource values shared by `evaluate` and `judge` (data, operator backend,
     sample), for the job card's config builder."""
+    from storage.paths import allow_data_root
+
     return {
-        "data_root": str(_data(args)),
+        "data_root": str(allow_data_root(_data(args))),  # runs read only the project's roots (#34 item 5)
         "backend": args.backend,
         "flip_rate": args.flip_rate,
         "seed": args.seed,
@@ -253,10 +243,14 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
     from cli.run_output import execute_cli_run, report_job_result
     from cli.runs import run_job_for_partition
     from pipelines.aisql.predictions import export, file_results, summary_markdown
+    from storage.paths import stage_input
     from storage.stores import artifact_store
 
+    # a run reads only inside the project's roots (issue 34 item 5): a file elsewhere is staged as a
+    # content-addressed copy under $QUANDARY_HOME/inputs; the rows still name the user's file
     run_config = EVALUATE_CARD.config(
-        predictions_path=str(Path(args.predictions).resolve()),
+        predictions_path=str(stage_input(args.predictions, "predictions")),
+        source_name=str(Path(args.predictions).resolve()),
         methods=list(methods),
         timeout_s=args.timeout,
         **_aisql_values(args),
@@ -452,7 +446,7 @@ def _rate(text: str) -> float:
 def _timeout_option(p) -> None:
     p.add_argument(
         "--timeout",
-        type=_timeout,
+        type=timeout_arg,
         default=600.0,
         help=f"seconds per query (at most {MAX_TIMEOUT_S:g}); in-flight AI-operator calls are cancelled (default 600)",
     )

@@ -25,8 +25,15 @@ def _build(args) -> int:
         where = relative_note(args.data) if args.data else " (the default; pass --data or set QUANDARY_AMBITAB_DATA)"
         print(f"data folder {data_root} not found{where}", file=sys.stderr)
         return 2
+    from storage.paths import allow_data_root
+
+    # runs read only the project's roots (issue 34 item 5): the folder this user named is allowed
     run_config = CORPUS_CARD.config(
-        data_root=str(data_root), seed=args.seed, llm_steps="off" if args.no_llm else args.llm, max_rows=args.max_rows
+        data_root=str(allow_data_root(data_root)),
+        seed=args.seed,
+        llm_steps="off" if args.no_llm else args.llm,
+        max_rows=args.max_rows,
+        allow_malformed=args.allow_malformed,
     )
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
@@ -143,6 +150,14 @@ def register(sub) -> None:
     )
     b.add_argument("--no-llm", action="store_true", help="same as --llm off")
     b.add_argument("--max-rows", type=int, help="cap source rows of LLM-built corpora (smoke runs)")
+    b.add_argument(
+        "--allow-malformed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="build even if up to N source rows cannot be read as their format promises (missing field, "
+        "duplicate id); default 0: such a row fails the build naming file and line",
+    )
     b.add_argument("--verbose", action="store_true", help="show the run's log")
     b.set_defaults(func=_build)
     v = s.add_parser("show", help="print one record as a party sees it")

@@ -130,7 +130,7 @@ def register(sub) -> None:
         "--timeout",
         type=timeout_arg,
         default=60.0,
-        help="seconds the query may run (default 60); it runs in a sandbox with a memory cap "
+        help="seconds the query may run (default 60, at most 86400); it runs in a sandbox with a memory cap "
         "(QUANDARY_AUDIT_MEMORY_MB, default 1024)",
     )
     q.set_defaults(func=_audit_sql)

@@ -25,6 +25,8 @@ def _sync_partitions(db_ids: list[str]) -> None:
 
 
 def _register(args) -> int:
+    from pathlib import Path
+
     catalog = Catalog()
     if args.folder:
         try:
@@ -34,12 +36,14 @@ def _register(args) -> int:
             return 1
         for info in found:
             print(f"registered {info.db_id:<32} {len(info.tables):>3} tables  {info.path}")
+            p = Path(info.path)
+            named = p.parent.name if p.stem == p.parent.name else p.stem
+            if info.db_id != named:
+                print(f"note: {named!r} was changed to the database id {info.db_id!r}")
         for s in skipped:
             print(f"skipped    {s.path}: {s.reason}", file=sys.stderr)
         _sync_partitions([i.db_id for i in found])
         return 0 if found else 1
-    from pathlib import Path
-
     if Path(args.path).is_dir():
         print(
             f"cannot register {args.path}: it is a folder; to register every <root>/<db_id>/<db_id>.sqlite "
@@ -53,6 +57,8 @@ def _register(args) -> int:
         print(f"cannot register {args.path}: {exc}", file=sys.stderr)
         return 1
     print(f"registered {info.db_id} ({info.engine}, {len(info.tables)} tables) {info.path}")
+    if not args.db_id and info.db_id != Path(args.path).stem:
+        print(f"note: the file name {Path(args.path).stem!r} was changed to the database id {info.db_id!r}")
     _sync_partitions([info.db_id])
     return 0
 

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=timeout_arg,
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
-        help=f"per-query timeout in seconds (default {DEFAULT_TIMEOUT_S:g})",
+        help=f"per-query timeout in seconds (default {DEFAULT_TIMEOUT_S:g}, at most 86400)",
     )
     parser.set_defaults(func=run_equiv)
 

@@ -41,7 +41,7 @@ def register(sub) -> None:
     p = sub.add_parser("sql", help="run one read-only query through the safe executor")
     p.add_argument("db_path")
     p.add_argument("sql")
-    p.add_argument("--timeout", type=timeout_arg, default=DEFAULT_TIMEOUT_S, help="seconds (default 3)")
+    p.add_argument("--timeout", type=timeout_arg, default=DEFAULT_TIMEOUT_S, help="seconds (default 3, at most 86400)")
     p.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

@@ -7,6 +7,7 @@ stage-k decision passed (stage k only decides candidates that survived stage k-1
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -331,6 +332,13 @@ def _text(rec: dict, key: str, i: int, required: bool = False) -> str | None:
         return None
     if not isinstance(value, str):
         raise AbissFormatError(f"record {i}: field {key!r} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (JSON "\ud800"): no file or table can store it
+        raise AbissFormatError(
+            f"record {i}: field {key!r} holds text that is not valid Unicode (a lone surrogate escape such as "
+            f"\\u{ord(value[exc.start]):04x} at character {exc.start}); fix the record"
+        ) from None
     return value
 
 
@@ -354,6 +362,9 @@ def _subcategory_of(rec: dict, i: int):
     return sub
 
 
+_LEADING_SELECT = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?:SELECT|VALUES)\b", re.IGNORECASE | re.DOTALL)
+
+
 def _check_sql(sql: str | None, sub, i: int) -> None:
     """A solvable record needs gold SQL that parses (the interaction benchmark executes it).
 
@@ -364,13 +375,27 @@ def _check_sql(sql: str | None, sub, i: int) -> None:
 
     if sql is None:
         raise AbissFormatError(f"record {i}: {sub.category} / {sub.name} is solvable but has no 'sql'")
-    if sqlite_parses(sql):
+    # SQLite's parser: one statement; a SELECT there cannot write. Anything else (a WITH ending in
+    # DELETE, a DROP of a table the empty parse database lacks) is judged by sqlglot below.
+    if _LEADING_SELECT.match(sql) and sqlite_parses(sql):
         return
     try:
-        sqlglot.parse_one(sql, read="sqlite")
+        statements = [st for st in sqlglot.parse(sql, read="sqlite") if st is not None]
     except Exception as exc:  # noqa: BLE001 - any parser error is a bad record
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AbissFormatError(f"record {i}: 'sql' does not parse as SQLite ({first[:120]})") from None
+    # gold is executed by the benchmarks: one read-only query, never a write, ATTACH or PRAGMA (issue 34 item 7)
+    if len(statements) != 1:
+        raise AbissFormatError(
+            f"record {i}: 'sql' must be one read-only query, got {len(statements)} statements; keep only the query"
+        )
+    (statement,) = statements
+    writes = (sqlglot.exp.DML, sqlglot.exp.DDL, sqlglot.exp.Command, sqlglot.exp.Pragma, sqlglot.exp.Transaction)
+    if not isinstance(statement, sqlglot.exp.Query) or any(isinstance(node, writes) for node in statement.walk()):
+        kind = statement.key.upper() if isinstance(statement, sqlglot.exp.Expression) else type(statement).__name__
+        raise AbissFormatError(
+            f"record {i}: 'sql' must be one read-only query (SELECT/WITH), got {kind}; nothing imported"
+        )
 
 
 def _difficulty(value: str | None) -> str:

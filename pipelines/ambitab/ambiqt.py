@@ -49,7 +49,7 @@ from pipelines.ambitab.record import (
     VerifierAssets,
     make_avt_id,
 )
-from pipelines.ambitab.sources import read_json, require_file, schema_text, sql_segments
+from pipelines.ambitab.sources import MALFORMED, read_json, require_file, schema_text, sql_segments
 from resources.sql import execute_sql
 from storage.artifacts import file_sha256
 from storage.paths import quandary_home
@@ -191,8 +191,15 @@ def generate_candidates(dev: list[dict], synonyms: dict, build: BuildResult | No
     for idx, ex in enumerate(dev):
         try:
             db, sql, question = ex["db_id"], ex["query"], ex["question"]
+            if not all(isinstance(v, str) for v in (db, sql, question)):
+                raise TypeError("db_id, query and question must be strings")
+        except (KeyError, TypeError) as exc:  # the row is not what Spider's format promises
+            if build is not None:
+                build.reject(f"dev[{idx}]", MALFORMED, f"{SPIDER_DEV} item {idx + 1}: unreadable ({exc!r})", ex)
+            continue
+        try:
             pairs = select_columns(sql)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
+        except (ValueError, IndexError) as exc:
             if build is not None:
                 build.reject(f"dev[{idx}]", "parse", f"Spider example unusable: {exc!r}", ex)
             continue

@@ -38,7 +38,7 @@ from pipelines.ambitab.record import (
     VerifierAssets,
     make_avt_id,
 )
-from pipelines.ambitab.sources import iter_json_rows, read_json, read_jsonl, require_file, sql_segments
+from pipelines.ambitab.sources import MALFORMED, iter_json_rows, read_json, read_jsonl, require_file, sql_segments
 
 CORPUS = "bird_interact"
 ROOT = Path("bird_interact") / "bird_interact_conv" / "data"
@@ -100,7 +100,7 @@ def build(data_root: Path, seed: int = 0, progress=None) -> BuildResult:
         try:
             rec, merged = _convert(sid, row, db, seed)
         except (KeyError, TypeError, ValueError) as exc:
-            result.reject(sid, "parse", f"malformed task: {exc!r}", row)
+            result.reject(sid, MALFORMED, f"{src} task {sid}: malformed ({exc!r})", row)
             continue
         merged_total += merged
         result.records.append(rec)

@@ -102,27 +102,39 @@ def require_file(path: Path, what: str) -> Path:
     return path
 
 
+MALFORMED = "malformed"  # the reject stage of a row that cannot be read as its format promises
+
+
 def iter_json_rows(
     path: Path, build: BuildResult, required: tuple[str, ...], id_key: str | None = None
 ) -> Iterator[tuple[str, dict]]:
-    """(source_id, row) for every good row; rows lacking required keys are recorded on ``build``
-    as rejects. A file that does not parse whole raises :class:`SourceCorrupt` before any row."""
+    """(source_id, row) for every good row. A row that is not an object, lacks a required key or
+    repeats another row's id is recorded on ``build`` as a :data:`MALFORMED` reject naming the file
+    and line, which fails the build unless the user allows it (issue 34 item 9:
+    :func:`check_build`). A file that does not parse whole raises :class:`SourceCorrupt` before any row."""
     if _decode(path).lstrip().startswith("["):
         items = read_json(path)
-        lines = [(i, item, None) for i, item in enumerate(items)]
+        lines = [(i, item, "item") for i, item in enumerate(items)]
     else:
-        lines = [(n - 1, item, None) for n, item in read_jsonl(path)]
-    for i, item, _ in lines:
+        lines = [(n - 1, item, "line") for n, item in read_jsonl(path)]
+    seen: dict[str, int] = {}
+    for i, item, unit in lines:
         sid = f"{path.name}:{i + 1}"
+        where = f"{path} {unit} {i + 1}"
         if isinstance(item, dict) and id_key and item.get(id_key) is not None:
             sid = str(item[id_key])
         if not isinstance(item, dict):
-            build.reject(sid, "parse", f"{path.name} row {i + 1}: expected an object", item)
+            build.reject(sid, MALFORMED, f"{where}: expected an object", item)
             continue
         missing = [k for k in required if k not in item]
         if missing:
-            build.reject(sid, "parse", f"{path.name} row {i + 1}: missing key(s) {missing}", item)
+            build.reject(sid, MALFORMED, f"{where}: missing key(s) {missing}", item)
             continue
+        if id_key:
+            if sid in seen:
+                build.reject(sid, MALFORMED, f"{where}: duplicate {id_key} {sid!r} (also {unit} {seen[sid]})", item)
+                continue
+            seen[sid] = i + 1
         yield sid, item
 
 

@@ -99,14 +99,22 @@ def engine_of(path: str | Path) -> str:
     return "duckdb" if p.suffix.lower() in DUCKDB_SUFFIXES else "sqlite"
 
 
+# The longest deadline one query may have: one day. Beyond it a deadline is no deadline, and from
+# about 4e9 s deadline arithmetic overflows (OverflowError, "timestamp out of range": issue 34 item 4).
+MAX_TIMEOUT_S = 86_400.0
+
+
 def check_timeout(timeout_s) -> float:
-    """A usable timeout: a finite number of seconds > 0 (``nan``/``inf`` would disable the deadline)."""
+    """A usable timeout: a finite number of seconds > 0 and at most :data:`MAX_TIMEOUT_S` (``nan``/``inf``
+    would disable the deadline, a huge one overflows it)."""
     try:
         value = float(timeout_s)
     except (TypeError, ValueError):
         raise ValueError(f"timeout must be a number of seconds, got {timeout_s!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout_s!r}")
+    if value > MAX_TIMEOUT_S:
+        raise ValueError(f"timeout must be at most {MAX_TIMEOUT_S:g} seconds (one day), got {timeout_s!r}")
     return value
 
 

@@ -247,4 +247,5 @@ def test_table8_prints_every_baseline_asker_asked_for(built, scripted_roles, cap
     # Table 8 columns: corpus | solver | oracle | asker | ... (the run key of issue 20)
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ambrosia | ")]
     rows = [r for r in rows if r[2] == "det_intent"]
-    assert [r[3] for r in rows] == ["none", "full", "full_adv", "generic"], rows
+    # the scripted references see the hidden terms: marked privileged (issue 34 item 10)
+    assert [r[3] for r in rows] == ["none", "full ⚑privileged", "full_adv ⚑privileged", "generic"], rows

@@ -41,7 +41,7 @@ def test_import_refuses_binary_and_pipeline_artifacts(tmp_path, capsys):
     good = tmp_path / "ok.json"
     good.write_text("[]")
     assert main(["import", str(good), "--asset", "candidates"]) == 2
-    assert "refusing to overwrite" in capsys.readouterr().err
+    assert "refusing to import into 'candidates'" in capsys.readouterr().err
 
 
 def test_rerun_without_failed_run_is_a_clear_error(tmp_path, monkeypatch, capsys):

@@ -119,6 +119,10 @@ def diagnostic(
         n_resamples=n_resamples,
         seed=seed,
     ).scaled(scale)
+    if ci.clusters == 1:
+        # resampling one cluster always draws the same data: [x, x] would look like certainty. The
+        # interval is not estimable (issue 34 item 10); the point estimate stays.
+        ci = Interval(ci.estimate, None, None, 1, ci.resamples)
     return {"value": mu, "sd": sd, "ci": ci}
 
 

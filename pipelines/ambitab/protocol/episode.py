@@ -47,6 +47,7 @@ EPISODE_COLUMNS = {
     "asker": str,
     "prompt": str,
     "asker_model": str,
+    "privileged": bool,  # the asker saw the hidden terms (issue 34 item 10)
     "oracle": str,
     "oracle_model": str,
     "solver": str,
@@ -338,6 +339,7 @@ def _row(
         "asker": asker.name,
         "prompt": asker.prompt or "",
         "asker_model": getattr(asker, "model_key", ""),
+        "privileged": bool(getattr(asker, "privileged", False)),
         "oracle": oracle.name,
         "oracle_model": getattr(oracle, "model_key", ""),
         "solver": solver.name,

@@ -120,6 +120,8 @@ def _setting_rows(episodes: pl.DataFrame, setting: dict, tasks: Sequence[Task], 
                 "asker": asker,
                 "prompt": prompt,
                 "asker_model": asker_model,
+                # the asker saw the hidden terms (issue 34 item 10): marked in every table and export
+                "privileged": bool(run["privileged"].fill_null(False).any()) if "privileged" in run.columns else None,
                 "seeds": run_seeds.height,
                 "records": run["record_id"].n_unique(),
                 "episodes": run.height,
@@ -220,11 +222,33 @@ def _pm(v, sd, digits=1) -> str:
     return f"{v:.{digits}f}" + (f"±{sd:.{digits}f}" if sd is not None else "")
 
 
+NOT_ESTIMABLE = "not estimable (one cluster)"
+
+
 def _diag(row: dict, k: str) -> str:
     if row.get(k) is None:
         return "–"
-    ci = f" [{row[f'{k}_lo']:.1f}, {row[f'{k}_hi']:.1f}]" if row.get(f"{k}_lo") is not None else ""
+    if row.get(f"{k}_lo") is not None:
+        ci = f" [{row[f'{k}_lo']:.1f}, {row[f'{k}_hi']:.1f}]"
+    elif row.get(f"{k}_clusters") == 1:  # the AVT–donor graph is one component: no interval
+        ci = f" [{NOT_ESTIMABLE}]"
+    else:
+        ci = ""
     return _pm(row[k], row.get(f"{k}_sd")) + ci
+
+
+PRIVILEGED_MARK = " ⚑privileged"
+PRIVILEGED_NOTE = (
+    "⚑privileged: the asker sees the hidden ambiguous terms (a reference policy, or a custom asker with "
+    "`privileged = True`); its Prec / Rec / F1 and SR are an upper bound, not comparable with other askers."
+)
+
+
+def asker_label(r: dict) -> str:
+    """The asker as every table shows it: name, prompt, and the privileged mark (issue 34 item 10)."""
+    return (
+        r["asker"] + (f" ({r['prompt']})" if r.get("prompt") else "") + (PRIVILEGED_MARK if r.get("privileged") else "")
+    )
 
 
 AGGREGATION = (
@@ -269,7 +293,7 @@ def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
     for r in metrics.iter_rows(named=True):
         if r.get("kind", "main") != "main" or (prompt is not None and r["prompt"] not in (prompt, "")):
             continue
-        asker = r["asker"] + (f" ({r['prompt']})" if r["prompt"] else "")
+        asker = asker_label(r)
         budget = "–" if r.get("budget") is None else f"+{r['budget']}"
         cells = [
             r["corpus"],
@@ -297,6 +321,8 @@ def table8_markdown(metrics: pl.DataFrame, prompt: str | None = None) -> str:
         for r in metrics.iter_rows(named=True)
         if r.get("kind", "main") == "main" and r.get("notes")
     ]
+    if any(r.get("privileged") for r in metrics.iter_rows(named=True)):
+        notes.append(f"- {PRIVILEGED_NOTE}")
     return "\n".join(lines + (["", "Notes:", *notes] if notes else []))
 
 
@@ -310,7 +336,7 @@ def table15_markdown(metrics: pl.DataFrame) -> str:
     lines = ["| corpus | oracle (changed) | asker | ΔJresp | ΔJfull | ΔRecnone |", "|---|---|---|---|---|---|"]
     for r in f.iter_rows(named=True):
         lines.append(
-            f"| {r['corpus']} | {r['oracle']} | {r['asker']} | "
+            f"| {r['corpus']} | {r['oracle']} | {asker_label(r)} | "
             + " | ".join(_diag(r, k) for k in ("d_j_resp", "d_j_full", "d_rec_none"))
             + " |"
         )
