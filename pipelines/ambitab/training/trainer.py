@@ -142,7 +142,11 @@ class Trainer:
         d.mkdir(parents=True, exist_ok=True)
         self.policy.save_pretrained(str(d / "adapter"))
         torch.save(
-            {"optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(), "torch_rng": torch.get_rng_state()},
+            {
+                "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict(),
+                "torch_rng": torch.get_rng_state(),
+            },
             d / "trainer.pt",
         )
         write_json(self.run_dir / "state.json", {"update": self.update, "dir": d.name})  # last: the commit point
@@ -189,12 +193,12 @@ class Trainer:
         )
         return rows, log
 
-    def optimize(self, batch: Batch) -> dict:
+    def accumulate(self, decisions: Sequence[Decision]) -> dict:
+        """Backpropagate Eq. 6 over ``decisions`` (gradients accumulate; no optimizer step)."""
         p = self.preset
         self.policy.train()
-        self.opt.zero_grad(set_to_none=True)
         loss_sum, kl, ent, clip, tokens = 0.0, [], [], [], 0
-        for d in batch.decisions:
+        for d in decisions:
             logp, entropy = token_stats(self.policy, d.prompt_ids, d.completion_ids, p.temperature)
             with torch.no_grad(), self.policy.disable_adapter():
                 ref_logp, _ = token_stats(self.policy, d.prompt_ids, d.completion_ids, p.temperature)
@@ -216,19 +220,24 @@ class Trainer:
             ent.append(terms.entropy)
             clip.append(terms.clipped)
             tokens += terms.tokens
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, p.grad_clip)) if batch.decisions else 0.0
-        lr = self.sched.get_last_lr()[0]
-        self.opt.step()
-        self.sched.step()
         return {
             "loss": loss_sum,
             "kl": _mean(kl) or 0.0,
             "entropy": _mean(ent) or 0.0,
             "clip_fraction": _mean(clip) or 0.0,
-            "grad_norm": grad_norm,
-            "lr": lr,
             "tokens": tokens,
         }
+
+    def optimize(self, batch: Batch) -> dict:
+        self.opt.zero_grad(set_to_none=True)
+        stats = self.accumulate(batch.decisions)
+        grad_norm = (
+            float(torch.nn.utils.clip_grad_norm_(self.params, self.preset.grad_clip)) if batch.decisions else 0.0
+        )
+        lr = self.sched.get_last_lr()[0]
+        self.opt.step()
+        self.sched.step()
+        return {**stats, "grad_norm": grad_norm, "lr": lr}
 
     def step(self) -> UpdateStats:
         t0 = time.monotonic()
