@@ -68,7 +68,7 @@ def test_advantages_match_a_brute_force_standardisation(groups):
             log += _log(eid, 1)
     b = build_batch(rows, log)
     kept = []
-    for g, ks in enumerate(groups):
+    for g in range(len(groups)):
         r = [trajectory_reward(x) for x in rows if x["record_id"] == f"R{g}"]
         mean = sum(r) / len(r)
         sd = math.sqrt(sum((x - mean) ** 2 for x in r) / (len(r) - 1))
