@@ -121,6 +121,27 @@ class Trainer:
         self.curve: list[dict] = []
 
     # -- checkpoints -------------------------------------------------------------------------
+    def start(self, meta: dict) -> int:
+        """Begin or resume the run: a new run writes run.json (preset, model, records, ``meta``)
+        and its zero-initialised adapter as update 0 (the base policy, ``checkpoint:<id>@0``); a
+        run with a checkpoint resumes from it. Returns the update count."""
+        if (self.run_dir / "run.json").is_file():
+            return self.resume()
+        write_json(
+            self.run_dir / "run.json",
+            {
+                **meta,
+                "run_id": self.run_dir.name,
+                "preset": self.preset.to_dict(),
+                "model": self.preset.model,
+                "model_ref": self.model_ref,
+                "train_record_ids": [t.record_id for t in self.tasks],
+                "oracle": self.oracle.name,
+            },
+        )
+        self.save()
+        return 0
+
     def resume(self) -> int:
         """Load the last complete checkpoint of ``run_dir``, if any; returns the update count."""
         state = read_state(self.run_dir)
