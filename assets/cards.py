@@ -6,11 +6,21 @@ from assets.aisql.card import CARD as AISQL
 from assets.aisql.card import EVALUATE_CARD as AISQL_EVALUATE
 from assets.ambitab.card import CORPUS_CARD as AMBITAB_CORPUS
 from assets.ambitab.card import EVAL_CARD as AMBITAB_EVAL
+from assets.ambitab.card import TRAIN_CARD as AMBITAB_TRAIN
 from assets.databases.card import CARD as SEED_DATABASES
 from assets.interaction.card import CARD as INTERACTION
 from assets.shared.cards import JobCard
 
-CARDS: tuple[JobCard, ...] = (SEED_DATABASES, ABISS, INTERACTION, AMBITAB_CORPUS, AMBITAB_EVAL, AISQL, AISQL_EVALUATE)
+CARDS: tuple[JobCard, ...] = (
+    SEED_DATABASES,
+    ABISS,
+    INTERACTION,
+    AMBITAB_CORPUS,
+    AMBITAB_EVAL,
+    AMBITAB_TRAIN,
+    AISQL,
+    AISQL_EVALUATE,
+)
 MAIN = ABISS  # the job `quandary run` and `quandary demo` start without --job
 
 

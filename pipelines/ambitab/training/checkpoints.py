@@ -99,11 +99,14 @@ def resolve_checkpoint(name: str, root: Path | None = None) -> CheckpointRef:
     return CheckpointRef(run_id, run_dir, update, adapter, read_run(run_dir))
 
 
-def check_held_out(ref: CheckpointRef, record_ids) -> None:
-    """Evaluation never runs a trained asker on its own training records."""
-    seen = set(ref.run.get("train_record_ids") or []) & set(record_ids)
-    if seen:
+def check_held_out(ref: CheckpointRef, tasks) -> None:
+    """Evaluation never runs a trained asker on its training split or its training records."""
+    run = ref.run
+    same_split = [t for t in tasks if t.corpus == run.get("corpus") and t.split == run.get("split")]
+    seen = set(run.get("train_record_ids") or []) & {t.record_id for t in tasks}
+    if same_split or seen:
         raise ValueError(
-            f"{ref.name} was trained on {len(seen)} of these records; evaluate it on a held-out split "
-            f"(trained on split {ref.run.get('split')!r} of {ref.run.get('corpus')})"
+            f"{ref.name} was trained on split {run.get('split')!r} of {run.get('corpus')} "
+            f"({len({t.record_id for t in same_split} | seen)} of these records); "
+            "evaluate it on a held-out split (--split)"
         )

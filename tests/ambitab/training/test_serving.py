@@ -20,12 +20,13 @@ def test_checkpoint_asker_runs_held_out_episodes(tmp_path, monkeypatch, tokenize
     model_dir = tmp_path / "tiny"
     tiny_model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
-    train = [task([amb("top")], query="List the top earners.")]
-    heldout = [task([amb("year")], query="Sales per year.", db_id="other")]
+    train = [task([amb("top")], query="List the top earners.", split="train")]
+    heldout = [task([amb("year")], query="Sales per year.", db_id="other", split="test")]
+    also_train = task([amb("month")], query="Sales per month.", db_id="other", split="train")
     p = get_preset("cpu-small", model=str(model_dir), requests_per_rollout=1, trajectories=2, max_new_tokens=4)
     run = new_run_dir("ambrosia", p.name)
     tr = Trainer(p, train, deterministic_oracle_for("ambrosia"), run, tiny_model, tokenizer, model_ref="tiny")
-    assert tr.start({"corpus": "ambrosia", "split": "all"}) == 0
+    assert tr.start({"corpus": "ambrosia", "split": "train"}) == 0
     tr.train(max_updates=1)
     name = f"checkpoint:{run.name}"
     assert check_names([name, f"{name}@0"], ["det"], ["checklist_ledger"], "empty")[0] == [name, f"{name}@0"]
@@ -33,9 +34,10 @@ def test_checkpoint_asker_runs_held_out_episodes(tmp_path, monkeypatch, tokenize
         check_names(["checkpoint:missing-run"], ["det"], ["checklist_ledger"], "empty")
     ref = resolve_checkpoint(name)
     assert ref.update == 1
-    with pytest.raises(ValueError, match="held-out"):
-        check_held_out(ref, [t.record_id for t in train])
-    check_held_out(ref, [t.record_id for t in heldout])
+    for records in (train, [also_train]):  # its records, or any record of its training split
+        with pytest.raises(ValueError, match="held-out"):
+            check_held_out(ref, records)
+    check_held_out(ref, heldout)
     for n in (name, f"{name}@0"):
         rows = run_episodes(
             heldout,
