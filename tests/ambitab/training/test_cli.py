@@ -60,6 +60,7 @@ def test_train_then_eval_the_checkpoint_beside_the_base(built, tiny_dir, capsys)
 
 def test_bad_input_is_refused_before_a_run(built, tiny_dir, tmp_path, tokenizer, capsys):
     capsys.readouterr()  # the fixtures' own output
+
     def refused(*extra):
         code = main(["ambitab", "train", *extra])
         err = capsys.readouterr().err.strip()
