@@ -104,8 +104,12 @@ class Trainer:
             raise ValueError("no training records")
         if preset.reward == "sr" and (solver is None or not getattr(solver, "writes_sql", True)):
             raise ValueError("the outcome reward (sr) needs a solver that writes SQL")
-        self.preset, self.tasks, self.oracle, self.run_dir = preset, list(tasks), oracle, Path(run_dir)
         self.solver, self.verifier = solver or NoSolver(), verifier or Verifier()
+        if preset.reward == "sr":  # an outcome that cannot be verified here is no reward, never a 0
+            tasks = [t for t in tasks if self.verifier.can_verify(t) is None]
+            if not tasks:
+                raise ValueError("the outcome reward (sr) needs records verifiable here; none of these is")
+        self.preset, self.tasks, self.oracle, self.run_dir = preset, list(tasks), oracle, Path(run_dir)
         self.tokenizer, self.model_ref, self.progress = tokenizer, model_ref, progress or (lambda s: None)
         torch.manual_seed(preset.seed)
         self.policy = with_lora(model, preset)
