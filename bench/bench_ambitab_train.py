@@ -5,6 +5,7 @@ zero-initialised adapter) and the trained one (``checkpoint:<id>``) on a held-ou
 the same episode code as ``ambitab eval`` (deterministic oracle, asking metrics only).
 
     .venv/bin/python bench/bench_ambitab_train.py [--corpus ambrosia] [--minutes 15] [--heldout 30]
+        [--requests R] [--trajectories K]
 
 Reports question-F1 (Eq. 2), precision and recall per asker with 95% AVT-cluster bootstrap
 intervals, the paired trained − base difference, seconds per update, peak memory (max RSS) and
@@ -72,6 +73,8 @@ def main() -> None:
     ap.add_argument("--corpus", default="ambrosia", choices=sorted(SPLITS))
     ap.add_argument("--minutes", type=float, default=15.0, help="training time budget")
     ap.add_argument("--heldout", type=int, default=30, help="held-out records evaluated (first N by AVT)")
+    ap.add_argument("--requests", type=int, help="requests per rollout batch (default: the preset's)")
+    ap.add_argument("--trajectories", type=int, help="trajectories per request (default: the preset's)")
     args = ap.parse_args()
     load0 = os.getloadavg()
     t0 = time.monotonic()
@@ -81,7 +84,7 @@ def main() -> None:
     heldout = sorted((t for t in tasks if t.split == test_split), key=lambda t: (t.avt_id, t.record_id))
     heldout = heldout[: args.heldout]
     assert not {t.db_id for t in train} & {t.db_id for t in heldout}, "held-out split shares a database"
-    preset = get_preset("cpu-small")
+    preset = get_preset("cpu-small", requests_per_rollout=args.requests, trajectories=args.trajectories)
     src = resolve_model(preset.model)
     tok = load_tokenizer(src)
     model = load_model(src)
@@ -126,6 +129,7 @@ def main() -> None:
         "corpus": args.corpus,
         "train_records": len(train),
         "heldout_records": len(heldout),
+        "requests_x_trajectories": f"{preset.requests_per_rollout} x {preset.trajectories}",
         "updates": len(curve),
         "train_s": round(train_s),
         "s_per_update": round(train_s / max(1, len(curve)), 1),
