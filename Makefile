@@ -4,6 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The asker trainer's extra (torch CPU build, transformers, peft, TRL): `make test` installs it so the
+# trainer's tests run; `make demo` stays as light as before (#29).
+TRAIN_STAMP := $(VENV)/.installed-train
 export QUANDARY_HOME ?= $(CURDIR)/.quandary
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 # litellm must never try the network for its cost map
@@ -16,7 +19,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: install postgres-bin chromium demo test test-fast ui validate bench clean dagster-home
+.PHONY: install install-train postgres-bin chromium demo test test-fast ui validate bench clean dagster-home
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +43,12 @@ postgres-bin:
 
 install: $(STAMP)
 
+$(TRAIN_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,train]'
+	@touch $(TRAIN_STAMP)
+
+install-train: $(TRAIN_STAMP)
+
 # Chromium for the UI screenshot test (tests/dagster/test_ui_screenshot.py skips without it), as root via apt
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
@@ -58,10 +67,10 @@ dagster-home:
 demo: install dagster-home
 	$(BIN)/quandary demo
 
-test: install postgres-bin chromium
+test: install-train postgres-bin chromium
 	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
-test-fast: install postgres-bin
+test-fast: install-train postgres-bin
 	$(BIN)/python -m pytest -q $(XDIST) -m "not e2e" $(PYTEST_ARGS)
 
 # Dagster marks these CLI commands as superseded (FutureWarning); the warning says nothing about the project

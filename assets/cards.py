@@ -6,6 +6,7 @@ from assets.aisql.card import CARD as AISQL
 from assets.aisql.card import EVALUATE_CARD as AISQL_EVALUATE
 from assets.ambitab.card import CORPUS_CARD as AMBITAB_CORPUS
 from assets.ambitab.card import EVAL_CARD as AMBITAB_EVAL
+from assets.ambitab.card import TRAIN_CARD as AMBITAB_TRAIN
 from assets.benchmark_audit.card import CARD as BENCHMARK_AUDIT
 from assets.benchmark_audit.card import COUNCIL_CARD as BENCHMARK_AUDIT_COUNCIL
 from assets.databases.card import CARD as SEED_DATABASES
@@ -18,6 +19,7 @@ CARDS: tuple[JobCard, ...] = (
     INTERACTION,
     AMBITAB_CORPUS,
     AMBITAB_EVAL,
+    AMBITAB_TRAIN,
     AISQL,
     AISQL_EVALUATE,
     BENCHMARK_AUDIT,

@@ -3,13 +3,16 @@
 import polars as pl
 
 from assets.ambitab.corpus import AmbitabBuildConfig
-from assets.ambitab.definitions import ambitab_corpus_job, ambitab_eval_job
+from assets.ambitab.definitions import ambitab_corpus_job, ambitab_eval_job, ambitab_train_job
 from assets.ambitab.evaluation import EPISODES, METRICS, AmbitabEvalConfig
+from assets.ambitab.training import CHECKPOINT, AmbitabTrainConfig
 from assets.shared.cards import JobCard, Plan, op_config, op_values
 from assets.shared.preflight import PreflightError, check_council
 from pipelines.ambitab.protocol.oracles import canonical_oracle
 from pipelines.ambitab.protocol.runs import check_names, plan_conditions
 from pipelines.ambitab.protocol.tables import table8_markdown
+from pipelines.ambitab.training.checkpoints import checkpoints_root, read_curve, read_run, read_state
+from pipelines.ambitab.training.presets import get_preset
 from storage.stores import artifact_store, latest_frame
 
 CORPUS_OP = "ambitab_corpus"
@@ -128,4 +131,65 @@ EVAL_CARD = JobCard(
     estimate=eval_estimate,
     summary=eval_summary,
     preflight=eval_preflight,
+)
+
+
+def train_config(**values) -> dict:
+    """Run config of one training run (AmbitabTrainConfig fields; None = the default)."""
+    return op_config(CHECKPOINT, AmbitabTrainConfig, values)
+
+
+def _measured_s_per_update(preset: str) -> float | None:
+    """Median seconds per update of earlier runs of this preset (their curves), if any."""
+    root = checkpoints_root()
+    times = []
+    for run in sorted(root.glob("*/run.json")) if root.is_dir() else []:
+        try:
+            if read_run(run.parent).get("preset", {}).get("name") != preset:
+                continue
+        except (OSError, ValueError):
+            continue
+        times += [r["rollout_s"] + r["update_s"] for r in read_curve(run.parent)]
+    return sorted(times)[len(times) // 2] if times else None
+
+
+def train_estimate(partition: str, run_config: dict | None, council_path: str | None = None) -> Plan:
+    cfg = AmbitabTrainConfig(**op_values(run_config, CHECKPOINT))
+    p = get_preset(cfg.preset, model=cfg.model, requests_per_rollout=cfg.requests, trajectories=cfg.trajectories)
+    state = read_state(checkpoints_root() / cfg.run_id) or {}
+    done = int(state.get("update", 0))
+    todo = p.updates - done if cfg.max_updates is None else min(p.updates - done, cfg.max_updates)
+    per = _measured_s_per_update(p.name)
+    eta = (
+        f"about {per * todo / 60:.0f} min ({per:.0f} s per update measured on earlier runs)"
+        if per
+        else "time unmeasured"
+    )
+    return Plan(
+        items=f"{todo} updates of {p.updates} ({done} done) × {p.requests_per_rollout} requests × "
+        f"{p.trajectories} trajectories = {todo * p.requests_per_rollout * p.trajectories} rollouts "
+        f"of {p.model}; {eta}",
+        calls=0,
+        detail="a local model; the deterministic oracle makes no LLM calls",
+        shrink="--max-updates 2",
+    )
+
+
+def train_summary(result, partition: str) -> list[str]:
+    meta = _metadata(result, CHECKPOINT)
+    return [
+        f"{meta.get('checkpoint')}: {meta.get('updates')}/{meta.get('horizon')} updates on {meta.get('train_records')} "
+        f"{meta.get('split')} records (oracle {meta.get('oracle')}; last reward {meta.get('reward_last')})",
+        f"  adapter: {meta.get('adapter_dir')}",
+        f"  evaluate on a held-out split: quandary ambitab eval --corpus {partition} --asker {meta.get('checkpoint')} "
+        "--split <held-out split>",
+    ]
+
+
+TRAIN_CARD = JobCard(
+    job=ambitab_train_job,
+    partitions="a source corpus with built records",
+    config=train_config,
+    estimate=train_estimate,
+    summary=train_summary,
 )

@@ -38,6 +38,8 @@ from pipelines.ambitab.protocol.tables import (
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.record import records_from_frame
+from pipelines.ambitab.training import asker_names  # noqa: F401  (makes checkpoint:<id> an asker name)
+from pipelines.ambitab.training.checkpoints import PREFIX, check_held_out, resolve_checkpoint
 from quality.ambitab import AMBITAB_EPISODES
 from resources.llm.failures import ProviderUnavailable
 from storage.artifacts import upsert_rows
@@ -127,6 +129,9 @@ def ambitab_episodes(
         )
     try:
         askers, oracles, prompts = check_names(config.askers, config.oracles, config.prompts, config.solver)
+        for a in askers:  # a trained asker never meets its training records
+            if a.startswith(PREFIX):
+                check_held_out(resolve_checkpoint(a), tasks)
     except ValueError as exc:
         raise Failure(f"invalid evaluation config: {exc}") from exc
     stored = stored_episodes(context.partition_key)

@@ -13,6 +13,7 @@ dict ``{"type": "clarification"|"done", "output": ...}``, a question string, or 
 import importlib
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -201,8 +202,23 @@ def load_object(path: str):
         raise ValueError(f"custom asker {path!r} cannot be loaded: {exc}") from exc
 
 
+# Asker names by prefix, e.g. ``checkpoint:<run_id>`` (a trained asker, issue 29): prefix ->
+# (check(name), build(name)), check raising a one-line ValueError. Registered by the package that
+# serves them (pipelines.ambitab.training.checkpoints), which the protocol must not import.
+ASKER_PREFIXES: dict[str, tuple[Callable[[str], object], Callable[[str], Asker]]] = {}
+
+
+def register_asker_prefix(prefix: str, check: Callable[[str], object], build: Callable[[str], Asker]) -> None:
+    ASKER_PREFIXES[prefix] = (check, build)
+
+
+def prefixed_asker(name: str) -> tuple[Callable[[str], object], Callable[[str], Asker]] | None:
+    return next((v for p, v in ASKER_PREFIXES.items() if name.startswith(p)), None)
+
+
 def make_asker(name: str, council=None, prompt: str = DEFAULT_ASKER_PROMPT) -> Asker:
-    """``none``, ``full``, ``full_adv``, ``generic``, ``llm`` (needs the askers council) or a dotted path."""
+    """``none``, ``full``, ``full_adv``, ``generic``, ``llm`` (needs the askers council), a
+    registered prefix (``checkpoint:<run_id>[@update]``) or a dotted path."""
     if name == "none":
         return NoDisambiguation()
     if name == "full":
@@ -215,6 +231,8 @@ def make_asker(name: str, council=None, prompt: str = DEFAULT_ASKER_PROMPT) -> A
         if council is None:
             raise ValueError("the llm asker needs the 'askers' council")
         return LLMAsker(council, prompt)
+    if (entry := prefixed_asker(name)) is not None:
+        return entry[1](name)
     if "." in name or ":" in name:
         return CustomAsker(name)
     raise ValueError(f"unknown asker {name!r}; choose none, full, full_adv, generic, llm or a dotted path")

@@ -168,11 +168,19 @@ def _episode_id(task, seed, asker, oracle, solver, spec_donor, settings) -> str:
 class RunSettings:
     skip_clear: bool = True  # |Amb| = 0 skips clarification
     extra_questions: int = 2  # C in B = |Amb| + C (the paper's 2)
+    # training rollouts (Appendix D.1): an |Amb| = 0 request gets a single decision, meant for
+    # stopping (a question there is a fallback stop, reward 0); only read when skip_clear is off
+    stop_only_clear: bool = False
 
     @property
     def options(self) -> str:
         """The run options that change an episode, as one stable string (part of the episode key)."""
-        return f"skip_clear={'on' if self.skip_clear else 'off'}"
+        base = f"skip_clear={'on' if self.skip_clear else 'off'}"
+        return base + (";stop_only_clear=on" if self.stop_only_clear and not self.skip_clear else "")
+
+    def decisions(self, m: int) -> int:
+        """Asker decisions of an episode with m ambiguities (the last is reserved for stopping)."""
+        return 1 if m == 0 and self.stop_only_clear else m + self.extra_questions + 1
 
 
 async def arun_episode(
@@ -222,7 +230,7 @@ async def arun_episode(
             [],
         )
     if not skipped:
-        max_turns = m + settings.extra_questions + 1
+        max_turns = settings.decisions(m)
         for t in range(1, max_turns + 1):
             inp = AskerInput(
                 spec=asker_spec or task.spec,

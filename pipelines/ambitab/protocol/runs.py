@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pipelines.ambitab.protocol.askers import BASELINES, load_object, make_asker
+from pipelines.ambitab.protocol.askers import BASELINES, load_object, make_asker, prefixed_asker
 from pipelines.ambitab.protocol.diagnostics import assign_donors
 from pipelines.ambitab.protocol.episode import RunSettings, arun_episodes
 from pipelines.ambitab.protocol.oracles import (
@@ -101,6 +101,12 @@ def check_names(
     bad = []
     for a in askers:
         if a in ASKERS:
+            continue
+        if (entry := prefixed_asker(a)) is not None:  # e.g. checkpoint:<run_id>: the run must exist
+            try:
+                entry[0](a)
+            except ValueError as exc:
+                bad.append(str(exc))
             continue
         if "." in a or ":" in a:
             try:

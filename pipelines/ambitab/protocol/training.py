@@ -1,5 +1,5 @@
 """The asker's training objective (spec §7, paper Appendix D) as plain functions, and an export of
-episodes as JSONL rollouts that a trainer on a GPU machine can consume. Training is out of scope.
+episodes as JSONL rollouts for a trainer elsewhere. The trainer itself is pipelines.ambitab.training.
 
 - ``reward_f1`` (Eq. 2): 1 if |Amb| = 0 and n = 0; 2pr/(p+r) if |Amb| > 0, n > 0 and p + r > 0;
   0 otherwise.

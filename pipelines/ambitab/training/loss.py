@@ -1,0 +1,66 @@
+"""The per-token loss of Eq. 6 (Appendix D.1) for one decision, on torch.
+
+    L = (1/B) Σ_j (1/T_j) Σ_t [ −min(ρ A_k(j), clip(ρ, 1−ε_low, 1+ε_high) A_k(j))
+                                + β · ½ (log π_φ − log π_ref)²  −  c_H · H ]
+
+Token log-probabilities and entropies come from TRL's ``selective_log_softmax`` and
+``entropy_from_logits`` (the functions GRPOTrainer uses, with the same temperature scaling). The
+reduction is written here because none of TRL's loss types computes it: ``grpo`` averages over
+sequences (divides by the decisions in the batch, not the nominal B), ``dapo`` averages over all
+tokens of the batch (no per-decision token mean), ``dr_grpo`` divides by a constant completion
+length; and TRL's reference penalty is the k3 estimator, not the sampled k2 of Eq. 5.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from trl.trainer.utils import entropy_from_logits, selective_log_softmax
+
+
+def token_stats(model, prompt_ids, completion_ids, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log π(y_t | h_t) and the entropy of π(· | h_t) for every completion token (1-D, length T),
+    logits scaled by the rollout temperature as in TRL."""
+    device = next(model.parameters()).device
+    ids = torch.tensor([list(prompt_ids) + list(completion_ids)], device=device)
+    p, t = len(prompt_ids), len(completion_ids)
+    logits = model(input_ids=ids).logits[:, p - 1 : p - 1 + t, :] / temperature
+    target = ids[:, p : p + t]
+    return selective_log_softmax(logits, target)[0], entropy_from_logits(logits)[0]
+
+
+@dataclass
+class DecisionTerms:
+    loss: torch.Tensor  # the decision's token mean (before the 1/B)
+    kl: float  # token mean of ½ (log π_φ − log π_ref)²
+    entropy: float
+    clipped: float  # fraction of tokens whose ratio left [1−ε_low, 1+ε_high] (the clip bound)
+    tokens: int
+
+
+def decision_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    ref_logp: torch.Tensor,
+    entropy: torch.Tensor,
+    advantage: float,
+    *,
+    clip_low: float = 0.2,
+    clip_high: float = 0.28,
+    beta: float = 0.1,
+    entropy_coef: float = 0.01,
+) -> DecisionTerms:
+    """One decision's term of Eq. 6: the token mean of ℓ_jt (the caller divides by B and sums)."""
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * advantage
+    clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
+    pg = -torch.min(unclipped, clipped)
+    k2 = 0.5 * (logp - ref_logp) ** 2
+    per_token = pg + beta * k2 - entropy_coef * entropy
+    is_clipped = (ratio < 1 - clip_low) | (ratio > 1 + clip_high)
+    return DecisionTerms(
+        loss=per_token.mean(),
+        kl=float(k2.detach().mean()),
+        entropy=float(entropy.detach().mean()),
+        clipped=float(is_clipped.float().mean()),
+        tokens=int(logp.numel()),
+    )

@@ -1,0 +1,79 @@
+"""Eq. 6 against a brute-force per-token reference, and the token log-probabilities against a
+prefix-by-prefix forward pass (only the asker's own tokens are scored)."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.ambitab.training.loss import decision_loss, token_stats
+
+
+def brute_force(logp, old, ref, ent, a, lo=0.2, hi=0.28, beta=0.1, c=0.01):
+    """ℓ_jt written out token by token in floats, averaged over the decision's tokens."""
+    total, clipped = 0.0, 0
+    for lp, o, r, h in zip(logp, old, ref, ent):
+        rho = math.exp(lp - o)
+        pg = -min(rho * a, min(max(rho, 1 - lo), 1 + hi) * a)
+        total += pg + beta * 0.5 * (lp - r) ** 2 - c * h
+        clipped += rho < 1 - lo or rho > 1 + hi
+    return total / len(logp), clipped / len(logp)
+
+
+floats = st.floats(-3, 0, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(floats, floats, floats, st.floats(0, 5)), min_size=1, max_size=12),
+    st.floats(-2, 2, allow_nan=False),
+)
+def test_decision_loss_matches_brute_force(tokens, advantage):
+    logp, old, ref, ent = (torch.tensor([t[i] for t in tokens], dtype=torch.float64) for i in range(4))
+    terms = decision_loss(logp, old, ref, ent, advantage)
+    want, clip = brute_force(*(x.tolist() for x in (logp, old, ref, ent)), advantage)
+    assert float(terms.loss) == pytest.approx(want, rel=1e-9, abs=1e-12)
+    assert terms.clipped == pytest.approx(clip)
+    assert terms.tokens == len(tokens)
+
+
+def test_clipping_is_asymmetric_and_stops_the_gradient():
+    # ratio 1.5 > 1.28 with A > 0: the clipped branch is the min, its gradient is zero
+    lp = torch.tensor([math.log(1.5)], requires_grad=True)
+    decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), 1.0).loss.backward()
+    assert float(lp.grad) == pytest.approx(0.0)
+    # ratio 1.25 lies inside [0.8, 1.28] (outside a symmetric 0.2 clip): it keeps its gradient −ρA
+    lp = torch.tensor([math.log(1.25)], requires_grad=True)
+    t = decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), 1.0)
+    t.loss.backward()
+    assert float(lp.grad) == pytest.approx(-1.25)
+    assert t.clipped == 0.0
+    # ratio 0.7 < 0.8 with A < 0: clipped, no gradient
+    lp = torch.tensor([math.log(0.7)], requires_grad=True)
+    decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), -1.0).loss.backward()
+    assert float(lp.grad) == pytest.approx(0.0)
+
+
+def test_token_mean_within_a_decision():
+    # two tokens with per-token losses 1 and 3 average to 2, whatever the advantage sign convention
+    lp = torch.zeros(2)
+    ent = torch.tensor([-100.0, -300.0])  # −0.01·H = 1 and 3
+    assert float(decision_loss(lp, lp, lp, ent, 0.0).loss) == pytest.approx(2.0)
+
+
+def test_token_stats_score_exactly_the_completion(tokenizer, tiny_model):
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Which year? The user answered: 2020."}], add_generation_prompt=True
+    )
+    prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
+    completion = tokenizer.encode('{"type": "done", "output": null}', add_special_tokens=False)
+    logp, ent = token_stats(tiny_model, prompt, completion, temperature=0.8)
+    assert logp.shape == ent.shape == (len(completion),)
+    with torch.no_grad():
+        for i, tok in enumerate(completion):  # brute force: one forward per prefix
+            logits = tiny_model(input_ids=torch.tensor([prompt + completion[:i]])).logits[0, -1] / 0.8
+            lsm = torch.log_softmax(logits, -1)
+            assert float(logp[i]) == pytest.approx(float(lsm[tok]), abs=1e-4)
+            assert float(ent[i]) == pytest.approx(float(-(lsm.exp() * lsm).sum()), abs=1e-4)

@@ -1,0 +1,111 @@
+"""The trainer on a tiny random Llama with the real tokenizer: the gradient of one update against a
+brute-force Eq. 6, the stop-only decision, checkpoints that never overwrite another run, and a
+resumed run that ends where an uninterrupted one does."""
+
+import json
+
+import pytest
+import torch
+
+from pipelines.ambitab.protocol.episode import RunSettings
+from pipelines.ambitab.protocol.oracles import deterministic_oracle_for
+from pipelines.ambitab.training.checkpoints import new_run_dir, resolve_checkpoint
+from pipelines.ambitab.training.decisions import Decision
+from pipelines.ambitab.training.presets import get_preset
+from pipelines.ambitab.training.trainer import Trainer
+from tests.ambitab.records import amb, task
+
+TASKS = [task([amb("top"), amb("earners")], query="List the top earners."), task([], query="All rows.", db_id="d2")]
+
+
+def preset(**kw):
+    base = dict(requests_per_rollout=2, trajectories=2, max_new_tokens=6, updates=4, checkpoint_every=1, seed=3)
+    return get_preset("cpu-small", **{**base, **kw})
+
+
+def make(tmp_path, tokenizer, model, **kw):
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    return Trainer(preset(**kw), TASKS, deterministic_oracle_for("ambrosia"), run, model, tokenizer, model_ref="tiny")
+
+
+def test_gradient_matches_brute_force_eq6(tmp_path, tokenizer, tiny_model):
+    tr = make(tmp_path, tokenizer, tiny_model)
+    with torch.no_grad():  # move the adapter off its zero init so π_φ ≠ π_ref
+        for n, p in tr.policy.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    decisions = [Decision("e", 1, (1, 2, 3, 4), (5, 6, 7), 1.3), Decision("e", 2, (1, 9), (10, 11), -0.4)]
+    tr.policy.zero_grad()
+    tr.accumulate(decisions)
+    got = {n: p.grad.clone() for n, p in tr.policy.named_parameters() if p.requires_grad}
+    tr.policy.zero_grad()
+    total = 0
+    for d in decisions:  # Eq. 6 written out: full-vocabulary log-softmax, π_old = detached π_φ
+        ids = torch.tensor([list(d.prompt_ids + d.completion_ids)])
+        n = len(d.prompt_ids)
+        logits = tr.policy(input_ids=ids).logits[0, n - 1 : -1] / 0.8
+        lsm = torch.log_softmax(logits, -1)
+        with tr.policy.disable_adapter(), torch.no_grad():
+            ref = torch.log_softmax(tr.policy(input_ids=ids).logits[0, n - 1 : -1] / 0.8, -1)
+        idx = torch.tensor(d.completion_ids)
+        lp, rp = lsm[range(len(idx)), idx], ref[range(len(idx)), idx]
+        rho = torch.exp(lp - lp.detach())
+        pg = -torch.minimum(rho * d.advantage, rho.clamp(0.8, 1.28) * d.advantage)
+        h = -(lsm.exp() * lsm).sum(-1)
+        total = total + (pg + 0.1 * 0.5 * (lp - rp) ** 2 - 0.01 * h).mean()
+    (total / 24).backward()  # cpu-small's nominal B
+    for n, p in tr.policy.named_parameters():
+        if p.requires_grad:
+            assert torch.allclose(got[n], p.grad, atol=1e-6, rtol=1e-4), n
+
+
+def test_clear_requests_get_one_decision_and_the_budget_is_amb_plus_two(tmp_path, tokenizer, tiny_model):
+    s = RunSettings(skip_clear=False, stop_only_clear=True)
+    assert (s.decisions(0), s.decisions(2)) == (1, 5)
+    assert s.options != RunSettings(skip_clear=False).options  # a different episode key
+    tr = make(tmp_path, tokenizer, tiny_model)
+    rows, log = tr.rollout(0)
+    assert len(rows) == 4  # 2 requests × K = 2
+    clear = [r for r in rows if r["n_amb"] == 0]
+    assert clear and all(not r["skipped_clarification"] for r in clear)
+    for r in clear:
+        assert [d.turn for d in log if d.episode_id == r["episode_id"]] == [1]
+    assert all(len([d for d in log if d.episode_id == r["episode_id"]]) <= 5 for r in rows)
+
+
+def test_checkpoint_runs_never_share_a_folder(tmp_path):
+    a, b = new_run_dir("ambrosia", "cpu-small", tmp_path), new_run_dir("ambrosia", "cpu-small", tmp_path)
+    assert a != b and a.is_dir() and b.is_dir()
+    with pytest.raises(ValueError, match="unknown checkpoint"):
+        resolve_checkpoint("checkpoint:nope", tmp_path)
+
+
+def test_resume_after_a_kill_reaches_the_same_update(tmp_path, tokenizer, tiny_model):
+    import copy
+
+    base = copy.deepcopy(tiny_model)
+    (tmp_path / "a").mkdir()
+    straight = make(tmp_path / "a", tokenizer, copy.deepcopy(base))
+    straight.train(max_updates=2)
+
+    (tmp_path / "b").mkdir()
+    first = make(tmp_path / "b", tokenizer, copy.deepcopy(base))
+    first.train(max_updates=1)
+    first.step()  # an update after the last checkpoint, then the process "dies"
+    for d in ("a", "b"):
+        (tmp_path / d / "run" / "run.json").write_text(json.dumps({"corpus": "ambrosia"}))
+    resumed = make(tmp_path / "b", tokenizer, copy.deepcopy(base))
+    assert resumed.resume() == 1
+    assert [r["update"] for r in resumed.curve] == [1]  # the lost update is rolled out again
+    resumed.train(max_updates=1)
+    assert resumed.update == straight.update == 2
+    for x, y in zip(straight.curve, resumed.curve):
+        assert x["reward"] == y["reward"] and x["decisions"] == y["decisions"]
+        assert x["loss"] == pytest.approx(y["loss"], rel=1e-5, abs=1e-9)
+    sa = {n: p for n, p in straight.policy.named_parameters() if p.requires_grad}
+    for n, p in resumed.policy.named_parameters():
+        if p.requires_grad:
+            assert torch.allclose(sa[n], p, atol=1e-6), n
+    ref = resolve_checkpoint("checkpoint:run", tmp_path / "b")
+    assert ref.update == 2 and (ref.adapter_dir / "adapter_config.json").is_file()
