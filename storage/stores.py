@@ -253,6 +253,11 @@ class ObjectArtifactStore:
             return version["seq"]
         if base is None:
             seq = self._last_seq(folder) + 1
+        return seq if self._swap_latest(folder, current, entry, seq) else None
+
+    def _swap_latest(self, folder: str, current, entry: dict, seq: int) -> bool:
+        """Compare-and-swap LATEST to ``entry`` as version ``seq`` (create-only when there is none yet),
+        then write its history object; False when another writer moved LATEST first."""
         body = json.dumps({**entry, "seq": seq, "at": time.time()}, sort_keys=True).encode()
         try:
             if current is None:
@@ -260,12 +265,12 @@ class ObjectArtifactStore:
             else:
                 self.backend.put(f"{folder}/LATEST", body, if_match=current.etag)
         except PreconditionFailed:
-            return None
+            return False
         try:
             self.backend.put(f"{folder}/versions/{seq:012d}-{entry['hash'][:20]}.json", body, if_none_match=True)
         except PreconditionFailed:
             pass  # written already (a retried request)
-        return seq
+        return True
 
     def _claim_in_bucket(self, folder: str, asset: str, partition: str | None, entry: dict) -> int:
         """The seq is claimed by the compare-and-swap of LATEST; the history is one object per version."""
@@ -275,20 +280,9 @@ class ObjectArtifactStore:
             if pointer is not None and pointer["hash"] == entry["hash"]:
                 return pointer["seq"]
             seq = (pointer["seq"] if pointer is not None else self._last_seq(folder)) + 1
-            body = json.dumps({**entry, "seq": seq, "at": time.time()}, sort_keys=True).encode()
-            try:
-                if current is None:
-                    self.backend.put(f"{folder}/LATEST", body, if_none_match=True)
-                else:
-                    self.backend.put(f"{folder}/LATEST", body, if_match=current.etag)
-            except PreconditionFailed:
-                _backoff(attempt)
-                continue
-            try:
-                self.backend.put(f"{folder}/versions/{seq:012d}-{entry['hash'][:20]}.json", body, if_none_match=True)
-            except PreconditionFailed:
-                pass  # written already (a retried request)
-            return seq
+            if self._swap_latest(folder, current, entry, seq):
+                return seq
+            _backoff(attempt)
         raise TimeoutError(f"could not update {folder}/LATEST: too many concurrent writers")
 
     def _claim_in_table(self, folder: str, asset: str, partition: str | None, entry: dict) -> int:

@@ -92,7 +92,9 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
             entries[key] = {e["label"]: e["__typename"] for e in mats[0]["metadataEntries"]}
             markdown.update({(key, e["label"]): e["mdStr"] for e in mats[0]["metadataEntries"] if "mdStr" in e})
         chart = markdown[("rejection_report", "funnel")]
-        assert len(chart) < UI_INLINE_MARKDOWN_CHARS and "s10_style_confo" in chart and "█" in chart
+        # stage names are cut so every funnel line fits the metadata column (#31 item 7)
+        assert len(chart) < UI_INLINE_MARKDOWN_CHARS and "s10_style_c" in chart and "█" in chart
+        assert max(len(line) for line in chart.splitlines()) <= 30
         assert entries["rejection_report"]["funnel_table"] == "TableMetadataEntry"
         assert entries["rejection_report"]["survivors s03_category_conformance"] == "IntMetadataEntry"
         assert entries["s03_category_conformance"]["decisions"] == "TableMetadataEntry"
