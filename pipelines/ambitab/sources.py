@@ -109,7 +109,7 @@ def iter_json_rows(
     path: Path, build: BuildResult, required: tuple[str, ...], id_key: str | None = None
 ) -> Iterator[tuple[str, dict]]:
     """(source_id, row) for every good row. A row that is not an object, lacks a required key or
-    repeats another row's id is recorded on ``build`` as a :data:`MALFORMED` reject naming the file
+    repeats another row's id (or, without ``id_key``, repeats a whole row) is recorded on ``build`` as a :data:`MALFORMED` reject naming the file
     and line, which fails the build unless the user allows it (issue 34 item 9:
     :func:`check_build`). A file that does not parse whole raises :class:`SourceCorrupt` before any row."""
     if _decode(path).lstrip().startswith("["):
@@ -130,11 +130,19 @@ def iter_json_rows(
         if missing:
             build.reject(sid, MALFORMED, f"{where}: missing key(s) {missing}", item)
             continue
-        if id_key:
-            if sid in seen:
-                build.reject(sid, MALFORMED, f"{where}: duplicate {id_key} {sid!r} (also {unit} {seen[sid]})", item)
-                continue
-            seen[sid] = i + 1
+        # a source without ids repeats a record when a whole row repeats (a copy-paste would
+        # otherwise build a second record silently, or fail later with a misleading message)
+        key = sid if id_key else json.dumps(item, sort_keys=True, ensure_ascii=False)
+        if key in seen:
+            what = f"duplicate {id_key} {sid!r}" if id_key else "the same row as"
+            build.reject(
+                sid,
+                MALFORMED,
+                f"{where}: {what} {'(also ' if id_key else ''}{unit} {seen[key]}{')' if id_key else ''}",
+                item,
+            )
+            continue
+        seen[key] = i + 1
         yield sid, item
 
 

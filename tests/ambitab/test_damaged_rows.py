@@ -67,3 +67,17 @@ def test_an_invalid_reference_sql_fails_naming_the_record(shared_data, tmp_path,
     assert "reference SQL does not parse as postgres" in str(err.value) and row["instance_id"] in str(err.value)
     assert main(["ambitab", "build", "--corpus", "bird_interact", "--data", str(root)]) == 1
     assert "reference SQL does not parse" in capsys.readouterr().err
+
+
+def test_a_duplicated_row_in_a_source_without_ids_is_named(shared_data, tmp_path):
+    """Ambrosia and TACO rows carry no id: a whole repeated row is the duplicate (it used to build green)."""
+    lines = _lines(shared_data, AMBROSIA)
+    lines.insert(6, lines[2])
+    root = mirror(shared_data, tmp_path / "r", AMBROSIA, "".join(lines).encode())
+    with pytest.raises(SourceError) as err:
+        build_corpus("ambrosia", root)
+    msg = str(err.value)
+    assert "ambrosia_resplit_test.jsonl line 7: the same row as line 3" in msg and "\n" not in msg
+    assert len(build_corpus("ambrosia", root, allow_malformed=1).records) == len(
+        build_corpus("ambrosia", shared_data).records
+    )
