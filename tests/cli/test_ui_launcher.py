@@ -16,13 +16,14 @@ from tests.waiting import wait_until
 # only after a moment of cleanup; writes the grandchild's pid so the test can check it is gone.
 SERVER = textwrap.dedent(
     """
-    import signal, subprocess, sys, time
+    import signal, subprocess, sys
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    child = subprocess.Popen([sys.executable, "-c", "import signal, time\\nsignal.signal(2, signal.SIG_IGN)\\ntime.sleep(600)"])
+    # both idle on signals, not on a timer: the grandchild until it is killed, the server until SIGINT
+    child = subprocess.Popen([sys.executable, "-c", "import signal\\nsignal.signal(2, signal.SIG_IGN)\\nwhile True: signal.pause()"])
     open(sys.argv[1], "w").write(str(child.pid))
     try:
         while True:
-            time.sleep(0.1)
+            signal.pause()
     except KeyboardInterrupt:
         child.kill(); child.wait()
         print("cleaned up", flush=True)
