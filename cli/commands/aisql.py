@@ -24,6 +24,16 @@ def _data(args) -> Path:
     return user_path(args.data) if args.data else shared_data_root()
 
 
+def _scenario_db(args):
+    """The scenario database a compare/evaluate run judges on (built once, reused by hash)."""
+    from pipelines.aisql.pipeline import prepare_db  # lazy: sqlglot/duckdb, not for `quandary --help`
+    from storage.paths import quandary_home
+
+    return prepare_db(
+        args.scenario, _data(args), quandary_home(), sample=args.sample, seed=args.seed, sample_groups=_groups(args)
+    )
+
+
 def _groups(args) -> tuple[str, ...] | None:
     g = getattr(args, "sample_groups", None)
     return tuple(x.strip() for x in g.split(",") if x.strip()) if g else None
@@ -45,9 +55,8 @@ def _dialect(sql: str, dialect: str) -> str:
 
 def _run(args) -> int:
     from pipelines.aisql.execute import run_query
-    from pipelines.aisql.pipeline import AisqlSettings, make_runtime, prepare_db
+    from pipelines.aisql.pipeline import AisqlSettings, make_runtime
     from pipelines.aisql.scenarios import ScenarioError
-    from storage.paths import quandary_home
 
     settings = AisqlSettings(
         backend=args.backend,
@@ -58,14 +67,7 @@ def _run(args) -> int:
         operator_member=args.member,
     )
     try:
-        db = prepare_db(
-            args.scenario,
-            _data(args),
-            quandary_home(),
-            sample=args.sample,
-            seed=args.seed,
-            sample_groups=_groups(args),
-        )
+        db = _scenario_db(args)
         runtime = make_runtime(settings, db)
     except (ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))
@@ -132,9 +134,8 @@ def _compare(args) -> int:
     from pipelines.aisql.checks import BadPairInput, check_pair
     from pipelines.aisql.compare import BAD_INPUT, EXIT_CODES
     from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings, open_judging
-    from pipelines.aisql.pipeline import AisqlSettings, council_for, prepare_db
+    from pipelines.aisql.pipeline import AisqlSettings, council_for
     from pipelines.aisql.scenarios import ScenarioError
-    from storage.paths import quandary_home
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in COMPARE_METHODS]
@@ -156,14 +157,7 @@ def _compare(args) -> int:
             timeout_s=args.timeout,
         )
         judges = council_for("judges") if "ours" in methods else None
-        db = prepare_db(
-            args.scenario,
-            _data(args),
-            quandary_home(),
-            sample=args.sample,
-            seed=args.seed,
-            sample_groups=_groups(args),
-        )
+        db = _scenario_db(args)
         judging = open_judging(settings, db)
     except (BadPairInput, ScenarioError, KeyError, ValueError) as exc:
         return _err(str(exc).strip("'\""))

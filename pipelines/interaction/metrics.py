@@ -391,17 +391,7 @@ def rate(values) -> tuple[float | None, int, int]:
 
 
 def _row(table, agent, mode, sub, metric, values) -> dict:
-    value, k, n = rate(values)
-    return {
-        "table": table,
-        "agent": agent,
-        "mode": mode,
-        "subcategory": sub,
-        "metric": metric,
-        "value": value,
-        "numerator": k,
-        "denominator": n,
-    }
+    return _mean_row(table, agent, mode, sub, metric, *rate(values))
 
 
 def _mean_row(table, agent, mode, sub, metric, value, k, n) -> dict:
