@@ -20,7 +20,7 @@ from pydantic import Field
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output
+from assets.shared.io_manager import artifact_output, keyed_output
 from assets.shared.partitions import databases_partitions
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
@@ -329,7 +329,6 @@ def interaction_gold(
     interaction_subset: pl.DataFrame,
     seed_databases: pl.DataFrame,
 ):
-    from storage.artifacts import upsert_rows
     from storage.stores import latest_frame
 
     stored = latest_frame("interaction_gold", context.partition_key)
@@ -342,11 +341,13 @@ def interaction_gold(
         if not out.ok and not getattr(out, "digested", False):
             failed[sql[:200]] = out.one_line()
     new = T.gold_frame(golds.rows())
-    merged = upsert_rows(stored if stored is not None and stored.height else None, new, T.GOLD_KEY)
     if failed:
         context.log.warning(f"{len(failed)} gold quer{'y' if len(failed) == 1 else 'ies'} failed: EX undecided")
-    yield artifact_output(
-        merged.frame,
+    # this run's rows only: the store merges them into what is stored when it writes, so two runs of
+    # one database at once keep both runs' golds (#34 item 1)
+    yield keyed_output(
+        new,
+        T.GOLD_KEY,
         golds=new.height,
         executed=golds.executed,
         reused_from_earlier_runs=golds.reused,

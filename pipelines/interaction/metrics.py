@@ -198,6 +198,10 @@ def execution_match(
     if not gold.ok and not getattr(gold, "digested", False) and gold.kind not in too_big:
         return None, f"cannot decide: gold failed: {gold.one_line()}"
     pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s, digest_beyond_cap=True)
+    if not pred.ok and pred.kind is FailureKind.TIMEOUT:
+        # the deadline says how busy the machine was, not whether the query is right: a correct
+        # prediction (or its digest past the cap) can run past it on a loaded machine
+        return None, f"cannot decide: the prediction ran past its {timeout_s:g} s budget ({pred.one_line()})"
     if not pred.ok and pred.kind not in too_big:
         return False, f"pred failed: {pred.one_line()}"
     ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))

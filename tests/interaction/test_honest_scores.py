@@ -388,3 +388,17 @@ def test_stored_gold_digests_are_reused_and_rows_fetched_only_when_digests_diffe
     fresh = M.GoldResults(small, stored=stored)
     assert M.execution_match(small, gold, "SELECT t.id, t.v FROM t", golds=fresh)[0] is True
     assert calls.count(gold) == 2 and fresh.reused == 0 and fresh.executed == 1
+
+
+def test_a_prediction_past_its_budget_is_undecided_not_wrong(big_db):
+    """A deadline measures how busy the machine is: a prediction that runs past it, at any phase, is
+    undecided, never EX False (it held only when the digest phase was reached, so it failed under load)."""
+    slow = "SELECT a.id, b.id FROM t AS a CROSS JOIN t AS b CROSS JOIN t AS c"
+    s = M.score_conversation(
+        _conv(end="sql", sql=slow, feedback=None),
+        {**AMB_BIG, "sql": "SELECT id FROM t LIMIT 3"},
+        str(big_db),
+        timeout_s=0.2,
+        golds=M.GoldResults(str(big_db), 60.0),
+    )
+    assert s["solved"] is None and s["ex_status"] == "undecided" and "budget" in s["ex_reason"], s["ex_reason"]
