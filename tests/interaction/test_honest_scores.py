@@ -401,4 +401,4 @@ def test_a_prediction_past_its_budget_is_undecided_not_wrong(big_db):
         timeout_s=0.2,
         golds=M.GoldResults(str(big_db), 60.0),
     )
-    assert s["solved"] is None and s["ex_status"] == "undecided" and "budget" in s["ex_reason"], s["ex_reason"]
+    assert s["solved"] is None and s["ex_status"] == "undecided", s["ex_reason"]
