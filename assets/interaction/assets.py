@@ -4,6 +4,8 @@ dataset ─ interaction_subset ─ interaction_conversations ─ interaction_sco
 seed_databases, schema_context ─┘ (schema prompt, database path)
 """
 
+from collections import Counter
+
 import polars as pl
 from dagster import (
     AssetCheckResult,
@@ -290,7 +292,8 @@ def interaction_conversations(
         skipped=MetadataValue.json(skipped[:50]),
         n_skipped=len(skipped),
         new_llm_calls=(log.count() - before) if log else 0,
-        ends=MetadataValue.json(dict(pl.DataFrame(convs).group_by("end").len().iter_rows()) if convs else {}),
+        # counted in Python: a frame inferred from the conversations broke on mixed-type rows (#38)
+        ends=MetadataValue.json(dict(Counter(c["end"] for c in convs))),
         # conversations whose user turn could not be produced (a council call failed): not scored,
         # and the next run retries exactly the failed calls (the call log caches only answers)
         incomplete=sum(c["end"] == "user_failed" for c in convs),
