@@ -129,6 +129,7 @@ def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAu
         items=MetadataValue.int(len(items)),
         reused=MetadataValue.int(reused),
         flagged=MetadataValue.int(row["flagged"]),
+        weak=MetadataValue.int(row["weak"]),  # correct but empty here: apart from the flags
         **{t: MetadataValue.int(row[t]) for t in ("E1", "E2", "E3", "E4")},
         **{f"{t}_rate": MetadataValue.float(row[f"{t}_rate"]) for t in ("E1", "E2", "E3", "E4")},
         rates_database=MetadataValue.md(rates_markdown(per_db.filter(pl.col("db_id") != "ALL"))),

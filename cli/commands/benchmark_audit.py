@@ -196,10 +196,11 @@ def _item(args) -> int:
     print(f"  gold:     {row['gold_sql']}")
     print(f"  result:   {'failed' if row['gold_rows'] is None else str(row['gold_rows']) + ' row(s)'}")
     findings = json.loads(row["findings"])
-    if not findings:
+    if not any(not f.get("weak") for f in findings):
         print("  no flag: every deterministic check passed")
     for f in findings:
-        print(f"\n  [{f['error_type']}] {f['check']} ({row['source']}): {f['detail']}")
+        kind = "weak: not a flag" if f.get("weak") else f["error_type"]
+        print(f"\n  [{kind}] {f['check']} ({row['source']}): {f['detail']}")
         for p in f["probes"]:
             print(f"      probe:  {p['sql']}")
             print(f"      result: {p['result']}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.benchmark_audit import checks
+from pipelines.benchmark_audit import checks, question_checks
 from pipelines.benchmark_audit.records import Item, file_digest
 from resources.catalog import DatabaseInfo
 from resources.sql import QueryResult, execute_sql
@@ -36,7 +36,8 @@ SCHEMA = {
     "evidence": pl.Utf8,
     "gold_sql": pl.Utf8,
     "flagged": pl.Boolean,
-    "flags": pl.Utf8,  # comma-separated check names, "" when clean
+    "flags": pl.Utf8,  # comma-separated check names of annotation errors, "" when clean
+    "weak": pl.Utf8,  # comma-separated weak-item checks (correct, but cannot tell systems apart here), ""
     "error_types": pl.Utf8,  # comma-separated E1..E4, "" when clean
     "findings": pl.Utf8,  # JSON list of findings: check, error_type, detail, probes (sql, result), suggested_fix
     "suggested_fix": pl.Utf8,  # the first mechanical fix as JSON {"field": "gold_sql"|"evidence", "value"}, or ""
@@ -48,13 +49,16 @@ SCHEMA = {
 def item_findings(item: Item, db_path: Path, schema: DatabaseInfo | None, timeout_s: float) -> tuple[list, object]:
     """Every per-item check; returns the findings and the gold's outcome (for the duplicate pass)."""
     outcome = execute_sql(db_path, item.gold_sql, timeout_s=timeout_s)
-    findings = checks.execution_findings(item.gold_sql, outcome)
     tree = checks.parse(item.gold_sql)
+    findings = checks.execution_findings(item.gold_sql, outcome, db_path, tree, schema, timeout_s)
     findings += checks.construct_findings(item.gold_sql, tree)
     if outcome.ok:
         findings += checks.limit_findings(db_path, tree, timeout_s)
+        findings += checks.text_number_findings(db_path, tree, schema, timeout_s)
     findings += checks.evidence_findings(item.evidence, item.gold_sql, tree, schema, db_path, timeout_s)
-    findings += checks.question_column_findings(item.question, tree, schema)
+    findings += question_checks.question_column_findings(item.question, tree, schema)
+    findings += question_checks.answer_shape_findings(item.question, tree, schema, outcome)
+    findings += question_checks.comparison_findings(item.question, tree)
     return findings, outcome
 
 
@@ -95,8 +99,9 @@ def duplicate_findings(items: list[Item], outcomes: dict[int, object]) -> dict[i
 
 
 def _row(item: Item, benchmark: str, digest: str, db_sha: str, findings: list, gold_rows, elapsed_ms: float) -> dict:
-    flags = list(dict.fromkeys(f.check for f in findings))
-    types = sorted({f.error_type for f in findings})
+    flags = list(dict.fromkeys(f.check for f in findings if not f.weak))
+    weak = list(dict.fromkeys(f.check for f in findings if f.weak))
+    types = sorted({f.error_type for f in findings if not f.weak})
     fix = next((f.suggested_fix for f in findings if f.suggested_fix), "")  # JSON {field, value}
     return {
         "benchmark": benchmark,
@@ -113,6 +118,7 @@ def _row(item: Item, benchmark: str, digest: str, db_sha: str, findings: list, g
         "gold_sql": item.gold_sql,
         "flagged": bool(flags),
         "flags": ",".join(flags),
+        "weak": ",".join(weak),
         "error_types": ",".join(types),
         "findings": json.dumps([f.to_dict() for f in findings], ensure_ascii=False),
         "suggested_fix": fix,
@@ -193,14 +199,17 @@ def merge_rows(stored: pl.DataFrame | None, fresh: pl.DataFrame) -> pl.DataFrame
         return fresh
     mine = fresh.select("benchmark_sha256", "item_index")
     others = stored.join(mine, on=["benchmark_sha256", "item_index"], how="anti")
+    if "weak" not in others.columns:  # rows stored before weak items were told apart
+        others = others.with_columns(pl.lit(None, dtype=pl.Utf8).alias("weak"))
     return pl.concat([others.select(list(SCHEMA)), fresh], how="vertical_relaxed").sort(
         ["benchmark", "benchmark_sha256", "item_index"]
     )
 
 
 def rates(df: pl.DataFrame) -> pl.DataFrame:
-    """Per database and overall (``db_id`` = ``ALL``): items, flagged, and per error type and per
-    check the count and rate (a flag of several types counts once per type)."""
+    """Per database and overall (``db_id`` = ``ALL``): items, flagged, weak (apart from flagged),
+    and per error type, per check and per weak check the count and rate (a flag of several types
+    counts once per type)."""
     if not df.height:
         return pl.DataFrame()
     frames = []
@@ -208,11 +217,16 @@ def rates(df: pl.DataFrame) -> pl.DataFrame:
         n = part.height
         row = {"db_id": db_id[0], "items": n, "flagged": int(part["flagged"].sum())}
         row["flagged_rate"] = row["flagged"] / n
+        weak = part["weak"].fill_null("") if "weak" in part.columns else pl.Series([""] * n)
+        row["weak"] = int((weak != "").sum())
+        row["weak_rate"] = row["weak"] / n
         for t in ("E1", "E2", "E3", "E4"):
             c = int(part["error_types"].str.contains(t).sum())
             row[f"{t}"] = c
             row[f"{t}_rate"] = c / n
         for check in checks.CHECKS:
             row[check] = int(part["flags"].str.split(",").list.contains(check).sum())
+        for check in checks.WEAK_CHECKS:
+            row[check] = int(weak.str.split(",").list.contains(check).sum())
         frames.append(row)
     return pl.DataFrame(frames)

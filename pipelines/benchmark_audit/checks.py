@@ -5,14 +5,22 @@ it suggests (Jin et al. 2026), the probe queries that show it and their results.
 |---|---|---|
 | ``gold_error`` | E2 | the gold SQL does not execute on its database |
 | ``gold_timeout`` | E2 | the gold SQL runs past the timeout |
-| ``empty_result`` | E2 | the gold returns no rows |
-| ``null_result`` | E2 | every value the gold returns is NULL |
+| ``empty_result`` | E2 | the gold returns no rows because a constant or join key misses the data by case, whitespace or a misspelling (the near miss is shown) |
+| ``null_result`` | E2 | every value the gold returns is NULL, and not because its column is NULL everywhere: a near miss as above, or NULL only in the rows it picks |
 | ``ties_at_limit`` | E4 | ``ORDER BY … LIMIT k``: row k+1 has the same sort key as row k, so the answer is not unique |
 | ``nondeterministic`` | E1 | ``RANDOM()``, the current date/time, or ``LIMIT`` without ``ORDER BY`` over more rows than the limit |
 | ``duplicate_conflict`` | E4 | the same question (normalised) on the same database with gold results that differ |
 | ``evidence_ignored`` | E3 | a literal, number or column the evidence names does not occur in the gold |
 | ``evidence_contradicted`` | E3 | the gold compares a column the evidence binds to a different literal |
-| ``question_column_untouched`` | E1 | the question names a column (a multi-word name, phrase for phrase) of a table the gold reads, and the gold never touches it |
+| ``question_column_untouched`` | E1 | the question sorts ("ordered by X") or filters ("whose X is ...") by a column the gold's ORDER BY / WHERE never touches (:mod:`.question_checks`) |
+| ``answer_shape`` | E1 | the question asks a count / a number / names, the gold projects something else (:mod:`.question_checks`) |
+| ``comparison_strictness`` | E1 | "less than 2" answered by ``<= 2``, "at least 10" by ``> 10`` (:mod:`.question_checks`) |
+| ``text_sorted_as_number`` | E2 | ORDER BY ... LIMIT on a TEXT column holding numbers: the text order picks other rows than the numeric one |
+
+*Weak* items are reported apart, never as flags: ``weak_empty_result`` (the gold returns no rows, yet
+every constant it compares occurs as written and every join key matches: correct, but it cannot
+tell systems apart on this database) and ``weak_null_column`` (it returns only NULL because the
+column it reads is NULL in every row). :mod:`.near_miss` tells the two apart.
 
 A check that cannot decide (the SQL does not parse, a probe fails) says nothing: a finding is
 always backed by a probe result or by the text it quotes.
@@ -25,13 +33,13 @@ from dataclasses import asdict, dataclass, field
 import sqlglot
 from sqlglot import exp
 
-from pipelines.sqltools.identifiers import identifier_words
+from pipelines.benchmark_audit import near_miss
 from pipelines.sqltools.results import has_top_level_order_by, normalize_rows, results_match
 from resources.catalog import DatabaseInfo
 from resources.sql import FailureKind, QueryResult, execute_sql
 from storage.sqlnames import quote_ident
 
-CHECKS_VERSION = "1"  # part of every stored row's key: a changed check is a new finding
+CHECKS_VERSION = "2"  # part of every stored row's key: a changed check is a new finding
 ERROR_TYPES = {
     "gold_error": "E2",
     "gold_timeout": "E2",
@@ -43,8 +51,16 @@ ERROR_TYPES = {
     "evidence_ignored": "E3",
     "evidence_contradicted": "E3",
     "question_column_untouched": "E1",
+    "answer_shape": "E1",
+    "comparison_strictness": "E1",
+    "text_sorted_as_number": "E2",
 }
 CHECKS = tuple(ERROR_TYPES)
+# correct but uninformative here: reported apart from the flags, with their own counts
+WEAK_CHECKS = {
+    "weak_empty_result": "every constant it compares occurs as written and every join key matches",
+    "weak_null_column": "the gold returns only NULL: the column it reads is NULL in every row",
+}
 PROBE_ROWS_SHOWN = 5  # rows of a probe's result kept as evidence
 
 
@@ -62,12 +78,17 @@ class Finding:
     suggested_fix: str = ""  # JSON {"field": "gold_sql" | "evidence", "value": the corrected text}, or ""
 
     @property
+    def weak(self) -> bool:
+        return self.check in WEAK_CHECKS
+
+    @property
     def error_type(self) -> str:
-        return ERROR_TYPES[self.check]
+        return "" if self.weak else ERROR_TYPES[self.check]
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["error_type"] = self.error_type
+        d["weak"] = self.weak
         return d
 
 
@@ -92,16 +113,48 @@ def parse(sql: str) -> exp.Expression | None:
 # --- execution ----------------------------------------------------------------------------------
 
 
-def execution_findings(sql: str, outcome) -> list[Finding]:
-    """``gold_error`` / ``gold_timeout`` / ``empty_result`` / ``null_result`` from the gold's own run."""
+def execution_findings(
+    sql: str,
+    outcome,
+    db_path=None,
+    tree: exp.Expression | None = None,
+    schema: DatabaseInfo | None = None,
+    timeout_s: float = 3.0,
+) -> list[Finding]:
+    """``gold_error`` / ``gold_timeout`` from the gold's own run; an empty or NULL-only result is an
+    ``empty_result`` / ``null_result`` flag only with a near miss to show, else a weak item."""
     if not outcome.ok:
         check = "gold_timeout" if outcome.kind == FailureKind.TIMEOUT else "gold_error"
         return [Finding(check, outcome.one_line(), (Probe(sql, shown(outcome)),))]
-    if not outcome.rows:
-        return [Finding("empty_result", "the gold returns no rows", (Probe(sql, shown(outcome)),))]
-    if all(v is None for row in outcome.rows for v in row):
-        return [Finding("null_result", f"all {len(outcome.rows)} row(s) are NULL only", (Probe(sql, shown(outcome)),))]
-    return []
+    empty = not outcome.rows
+    if not empty and not all(v is None for row in outcome.rows for v in row):
+        return []
+    gold = Probe(sql, shown(outcome))
+    misses = near_miss.near_misses(db_path, tree, schema, timeout_s)
+    if misses:
+        fixed = near_miss.mechanical_fix(sql, misses)
+        what = "the gold returns no rows" if empty else f"all {len(outcome.rows)} row(s) are NULL only"
+        return [
+            Finding(
+                "empty_result" if empty else "null_result",
+                f"{what}: {near_miss.describe(misses)}",
+                (gold, *(Probe(m.probe, json.dumps(list(m.found), ensure_ascii=False)) for m in misses)),
+                suggested_fix=json.dumps({"field": "gold_sql", "value": fixed}) if fixed else "",
+            )
+        ]
+    if empty:
+        detail = f"the gold returns no rows, yet {WEAK_CHECKS['weak_empty_result']}: correct, but empty here"
+        return [Finding("weak_empty_result", detail, (gold,))]
+    nulls = near_miss.null_columns(db_path, tree, schema, timeout_s) if db_path is not None else None
+    if nulls:
+        named = ", ".join(f"{where} (NULL in all {n} rows)" for where, n, _ in nulls)
+        probes = (gold, *(Probe(p, f"NULL in all {n} rows") for _, n, p in nulls))
+        return [Finding("weak_null_column", f"the gold returns only NULL: {named}", probes)]
+    nothing = near_miss.aggregates_over_nothing(db_path, tree, timeout_s) if db_path is not None else None
+    if nothing:
+        detail = f"the gold's aggregates run over no row (NULL), yet {WEAK_CHECKS['weak_empty_result']}"
+        return [Finding("weak_empty_result", detail, (gold, Probe(nothing, "0")))]
+    return [Finding("null_result", f"all {len(outcome.rows)} row(s) are NULL only", (gold,))]
 
 
 # --- ties at the cut and LIMIT without ORDER BY -------------------------------------------------
@@ -201,6 +254,66 @@ def limit_findings(db_path, tree: exp.Expression | None, timeout_s: float) -> li
                 )
             )
     return findings
+
+
+_TEXT_NUMBER_SHARE = 0.8  # a TEXT column whose values are at least this share numbers holds numbers
+_NUMERIC_TEXT = "({c} GLOB '*[0-9]*' AND {c} NOT GLOB '*[^0-9.+-]*')"
+_NUMBER_TYPE = re.compile(r"INT|REAL|NUM|DOUB|FLOA|DEC", re.I)
+
+
+def _holds_numbers_as_text(db_path, table: str, column: str, schema: DatabaseInfo, timeout_s: float) -> bool:
+    declared = schema.table(table).column(column).type or ""
+    if _NUMBER_TYPE.search(declared):
+        return False
+    c = quote_ident(column)
+    out = execute_sql(
+        db_path,
+        f"SELECT COUNT({c}), SUM({_NUMERIC_TEXT.format(c=c)}) FROM {quote_ident(table)} WHERE typeof({c}) = 'text'",
+        timeout_s=timeout_s,
+    )
+    if not isinstance(out, QueryResult) or not out.rows or not out.rows[0][0]:
+        return False
+    total, numeric = out.rows[0]
+    return (numeric or 0) >= _TEXT_NUMBER_SHARE * total
+
+
+def text_number_findings(db_path, tree, schema: DatabaseInfo | None, timeout_s: float) -> list[Finding]:
+    """``text_sorted_as_number``: ``ORDER BY key LIMIT k`` where the key is a TEXT column holding
+    numbers ('97' sorts after '110'): the gold's rows set against the same query ordered by the
+    number (non-numbers last); a difference is the finding, with both probes."""
+    if tree is None or schema is None or db_path is None:
+        return []
+    resolver = near_miss.Resolver(tree, schema)
+    for select in _standalone_selects(tree):
+        if _limit_of(select) is None or select.args.get("order") is None:
+            continue
+        for n, ordered in enumerate(select.args["order"].expressions):
+            key = ordered.this
+            where = resolver.column(key) if isinstance(key, exp.Column) else None
+            if where is None or not _holds_numbers_as_text(db_path, *where, schema, timeout_s):
+                continue
+            numeric = select.copy()
+            keys = numeric.args["order"].expressions
+            text = key.sql(dialect="sqlite")
+            last = exp.maybe_parse(f"CASE WHEN {_NUMERIC_TEXT.format(c=text)} THEN 0 ELSE 1 END", dialect="sqlite")
+            by_number = exp.Ordered(
+                this=exp.Cast(this=key.copy(), to=exp.DataType.build("REAL")), desc=ordered.args.get("desc")
+            )
+            keys[n : n + 1] = [exp.Ordered(this=last), by_number]
+            numeric.set("order", exp.Order(expressions=keys))
+            as_text, as_number = select.sql(dialect="sqlite"), numeric.sql(dialect="sqlite")
+            a = execute_sql(db_path, as_text, timeout_s=timeout_s)
+            b = execute_sql(db_path, as_number, timeout_s=timeout_s)
+            if isinstance(a, QueryResult) and isinstance(b, QueryResult) and not results_match(a.rows, b.rows, "bag"):
+                return [
+                    Finding(
+                        "text_sorted_as_number",
+                        f"{where[0]}.{where[1]} is TEXT holding numbers: ORDER BY {text} sorts it as text, "
+                        "and ordered by its number the LIMIT keeps other rows",
+                        (Probe(as_text, shown(a)), Probe(as_number, shown(b))),
+                    )
+                ]
+    return []
 
 
 _NOW = re.compile(r"""['"]now['"]""", re.I)
@@ -354,57 +467,104 @@ def evidence_findings(
                 fix = json.dumps({"field": "gold_sql", "value": sql.replace(f"'{wrong}'", f"'{right}'")})
         findings.append(Finding("evidence_contradicted", detail, tuple(probes), suggested_fix=fix))
     contradicted = {f.detail for f in findings}
+    gold_literals = {v.lower() for values in bindings.values() for v in values} | {
+        lit.this.lower() for lit in (tree.find_all(exp.Literal) if tree is not None else ()) if lit.is_string
+    }
+    gold_numbers = _numbers(tree, sql)
+    resolved: list[Probe] = []
     for literal in dict.fromkeys(m.group(1).replace("''", "'") for m in _QUOTED.finditer(evidence)):
         if literal and literal.lower() not in gold_text and not any(f"'{literal}'" in c for c in contradicted):
-            ignored.append(f"literal '{literal}'")
-    gold_numbers = _numbers(tree, sql)
+            probe = _id_of_name(evidence, literal, gold_numbers, schema, db_path, timeout_s)
+            if probe:
+                resolved.append(probe)
+            else:
+                ignored.append(f"literal '{literal}'")
     for number in dict.fromkeys(_NUMBER_COMPARED.findall(evidence)):
         if float(number) not in gold_numbers:
-            ignored.append(f"number {number}")
+            probe = _name_of_id(evidence, number, gold_literals, schema, db_path, timeout_s)
+            if probe:
+                resolved.append(probe)
+            else:
+                ignored.append(f"number {number}")
     schema_columns = {c.name.lower() for t in schema.tables for c in t.columns} if schema else set()
-    named = {
-        _bare(tok)
-        for tok in re.findall(_IDENT, evidence)
-        if ("_" in tok or tok[:1] in '`"') and _bare(tok) in schema_columns
-    }
+    named = {_bare(tok) for tok in _evidence_columns(evidence) if _bare(tok) in schema_columns}
     for column in sorted(named - columns):
-        if column not in gold_text:
+        if column not in gold_text and not (column.endswith("_id") and resolved):
             ignored.append(f"column {column}")
     if ignored:
-        findings.append(Finding("evidence_ignored", "the gold does not use the evidence's " + ", ".join(ignored)))
+        detail = "the gold does not use the evidence's " + ", ".join(ignored)
+        if resolved:
+            detail += f" (resolved through their lookup tables: {len(resolved)} other value(s))"
+        findings.append(Finding("evidence_ignored", detail, tuple(resolved)))
     return findings
 
 
-# --- columns the question names ------------------------------------------------------------------
+def _evidence_columns(evidence: str) -> list[str]:
+    """Columns the evidence points at: bound to a value (``col = 'x'``, ``col > 3``) or named after
+    "refers to"; a column inside a formula (``SUM(superhero_name ...)``) is not a claim on the gold."""
+    found = [m.group(1) for m in _BINDING.finditer(evidence)]
+    found += re.findall(rf"refers?\s+to\s+(?:the\s+)?({_IDENT})", evidence, re.I)
+    return [tok for tok in found if "_" in tok or tok[:1] in '`"']
 
 
-def _phrase(words: list[str]) -> str:
-    return " ".join(w.lower() for w in words)
+def _lookup_table(ident: str, schema: DatabaseInfo):
+    """The table an id column points at: ``gender.id`` -> gender, ``race_id`` -> race (by foreign
+    key, else by name: ``eye_colour_id`` -> colour); None when it cannot be told."""
+    ident = ident.strip('`"')
+    if "." in ident:
+        table, _, column = ident.partition(".")
+        info = schema.table(table)
+        return (info, column) if info is not None and column.lower() == "id" and info.column("id") else None
+    name = ident.lower()
+    if not name.endswith("_id"):
+        return None
+    for t in schema.tables:
+        for fk in t.foreign_keys:
+            if fk.column.lower() == name and schema.table(fk.ref_table) is not None:
+                return schema.table(fk.ref_table), fk.ref_column
+    stem = name[:-3]
+    owners = [t for t in schema.tables if (stem == t.name.lower() or stem.endswith("_" + t.name.lower()))]
+    owners = [t for t in owners if t.column("id") is not None]
+    return (owners[0], "id") if len(owners) == 1 else None
 
 
-def question_column_findings(question: str, tree: exp.Expression | None, schema: DatabaseInfo | None) -> list[Finding]:
-    """``question_column_untouched``: a column of a table the gold reads whose multi-word name
-    ("hair colour" for ``hair_colour_id``'s words minus "id" are not used: only the full name) occurs
-    in the question as a phrase, unique to one table among the gold's, and absent from the gold."""
-    if tree is None or schema is None:
-        return []
-    tables = {t.name.lower() for t in tree.find_all(exp.Table)}
-    used = _gold_columns(tree)
-    text = f" {normalised_question(question)} "
-    owners: dict[str, list[str]] = {}
-    for table in schema.tables:
-        if table.name.lower() not in tables:
+def _name_of_id(evidence, number, gold_literals, schema, db_path, timeout_s) -> Probe | None:
+    """A number the evidence binds to an id (``alignment_id = 3``) that the gold names instead:
+    the probe reading the lookup row, when one of its text values is a literal of the gold."""
+    if schema is None or db_path is None:
+        return None
+    for m in _BINDING.finditer(evidence):
+        if m.group(3) != number:
             continue
-        for col in table.columns:
-            words = identifier_words(col.name)
-            if len(words) < 2 or words[-1].lower() == "id":
-                continue  # one word ("name") is too common to tell; ids are join keys
-            owners.setdefault(col.name.lower(), []).append(table.name)
-            phrase = _phrase(words)
-            if f" {phrase} " in text and col.name.lower() not in used:
-                owners.setdefault(f"hit:{col.name.lower()}", []).append(phrase)
-    hits = sorted(k[4:] for k in owners if k.startswith("hit:"))
-    if not hits:
-        return []
-    named = ", ".join(f"{h} ({owners['hit:' + h][0]!r} in the question)" for h in hits)
-    return [Finding("question_column_untouched", f"the question names {named}; the gold never reads it")]
+        lookup = _lookup_table(m.group(1), schema)
+        if lookup is None:
+            continue
+        table, key = lookup
+        sql = f"SELECT * FROM {quote_ident(table.name)} WHERE {quote_ident(key)} = {number}"
+        out = execute_sql(db_path, sql, timeout_s=timeout_s)
+        if not isinstance(out, QueryResult) or len(out.rows) != 1:
+            continue
+        names = [v for v in out.rows[0] if isinstance(v, str)]
+        if any(v.lower() in gold_literals for v in names):
+            return Probe(sql, shown(out))
+    return None
+
+
+def _id_of_name(evidence, literal, gold_numbers, schema, db_path, timeout_s) -> Probe | None:
+    """A name the evidence binds (``publisher_name = 'Marvel Comics'``) whose row's id the gold
+    compares instead: the probe reading that id, when the gold holds it as a number."""
+    if schema is None or db_path is None:
+        return None
+    for m in _BINDING.finditer(evidence):
+        if m.group(3)[1:-1].replace("''", "'") != literal:
+            continue
+        column = _bare(m.group(1))
+        for table in schema.tables:
+            if table.column(column) is None or table.column("id") is None:
+                continue
+            sql = f"SELECT id FROM {quote_ident(table.name)} WHERE {quote_ident(column)} = {near_miss.sql_string(literal)}"
+            out = execute_sql(db_path, sql, timeout_s=timeout_s)
+            if isinstance(out, QueryResult) and len(out.rows) == 1 and isinstance(out.rows[0][0], (int, float)):
+                if float(out.rows[0][0]) in gold_numbers:
+                    return Probe(sql, shown(out))
+    return None

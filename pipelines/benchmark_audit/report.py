@@ -5,7 +5,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.benchmark_audit.checks import CHECKS, ERROR_TYPES
+from pipelines.benchmark_audit.checks import CHECKS, ERROR_TYPES, WEAK_CHECKS
 from storage.charts import png_chart
 
 TYPES = ("E1", "E2", "E3", "E4")
@@ -34,15 +34,22 @@ def rates_chart(rates: pl.DataFrame, path: Path, title: str) -> Path:
 
 
 def rates_markdown(rates: pl.DataFrame) -> str:
-    head = "| database | items | flagged | " + " | ".join(TYPES) + " |"
-    lines = [head, "|" + "---|" * (3 + len(TYPES))]
+    """Flagged items (annotation errors) by type, and weak items (correct, but empty here) apart."""
+    head = "| database | items | flagged | " + " | ".join(TYPES) + " | weak (not flagged) |"
+    lines = [head, "|" + "---|" * (4 + len(TYPES))]
     for r in rates.iter_rows(named=True):
         cells = " | ".join(f"{r[t]} ({100 * r[f'{t}_rate']:.1f} %)" for t in TYPES)
-        lines.append(f"| {r['db_id']} | {r['items']} | {r['flagged']} ({100 * r['flagged_rate']:.1f} %) | {cells} |")
+        weak = f"{r.get('weak', 0)} ({100 * (r.get('weak_rate') or 0):.1f} %)"
+        lines.append(
+            f"| {r['db_id']} | {r['items']} | {r['flagged']} ({100 * r['flagged_rate']:.1f} %) | {cells} | {weak} |"
+        )
     return "\n".join(lines)
 
 
 def checks_lines(rates: pl.DataFrame) -> list[str]:
-    """Per check, the count over ALL (the last row), in check order."""
+    """Per check, the count over ALL (the last row), in check order; the weak items after, apart."""
     total = rates.filter(pl.col("db_id") == "ALL").row(0, named=True)
-    return [f"  {c:<27} {ERROR_TYPES[c]}  {total[c]}" for c in CHECKS]
+    lines = [f"  {c:<27} {ERROR_TYPES[c]}  {total[c]}" for c in CHECKS]
+    lines.append("  weak items (correct, but they cannot tell systems apart here; not flags):")
+    lines += [f"  {c:<27} --  {total.get(c, 0)}" for c in WEAK_CHECKS]
+    return lines

@@ -21,6 +21,7 @@ EXPORT_COLUMNS = (
     "source",
     "flags",
     "error_types",
+    "weak",
     "findings",
 )
 COUNCIL_COLUMN = "council_flags"  # LLM-judged flags, in a column of their own
@@ -33,7 +34,7 @@ def review_rows(flagged: pl.DataFrame, council_flags: dict[int, str] | None = No
     the council's flags, kept apart from the deterministic ``flags``."""
     out = []
     for row in flagged.sort("item_index").iter_rows(named=True):
-        rec = {k: row[k] for k in EXPORT_COLUMNS}
+        rec = {k: row.get(k) or "" if k == "weak" else row[k] for k in EXPORT_COLUMNS}
         rec[COUNCIL_COLUMN] = (council_flags or {}).get(row["item_index"], "")
         fixed = {"gold_sql": row["gold_sql"], "evidence": row["evidence"]}
         if row["suggested_fix"]:

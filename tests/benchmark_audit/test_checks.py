@@ -10,7 +10,7 @@ from pipelines.benchmark_audit.audit import audit_database, merge_rows, rates
 from pipelines.benchmark_audit.checks import ERROR_TYPES, limit_findings, parse
 from pipelines.benchmark_audit.records import Item, read_items
 from resources.catalog import inspect_database
-from tests.benchmark_audit.conftest import ITEMS, PLANTED, TIMEOUT_S, write_shop
+from tests.benchmark_audit.conftest import ITEMS, PLANTED, TIMEOUT_S, WEAK, write_shop
 
 
 def _audit(planted_file, shop_dbs, stored=None):
@@ -26,8 +26,10 @@ def test_every_planted_fault_is_found_and_no_clean_item_is_flagged(planted_file,
     assert reused == 0
     got = {r["item_index"]: set(filter(None, r["flags"].split(","))) for r in df.iter_rows(named=True)}
     assert got == PLANTED
+    weak = {r["item_index"]: set(filter(None, r["weak"].split(","))) for r in df.iter_rows(named=True) if r["weak"]}
+    assert weak == WEAK  # correct but empty here: reported apart, never a flag
     for row in df.iter_rows(named=True):
-        findings = json.loads(row["findings"])
+        findings = [f for f in json.loads(row["findings"]) if not f["weak"]]
         assert row["flagged"] == bool(findings)
         assert set(filter(None, row["error_types"].split(","))) == {ERROR_TYPES[f["check"]] for f in findings}
         assert row["source"] == "deterministic"
@@ -79,7 +81,8 @@ def test_changed_data_is_checked_again(planted_file, shop_dbs, tmp_path):
     con.close()
     again, reused = _audit(planted_file, changed, stored=first)
     assert reused == 0
-    assert "empty_result" not in again.filter(again["item_index"] == 1)["flags"][0]
+    assert first.filter(first["item_index"] == 1)["weak"][0] == "weak_empty_result"
+    assert again.filter(again["item_index"] == 1)["weak"][0] == ""
 
 
 def test_merge_keeps_other_files_rows(planted_file, shop_dbs):
@@ -94,6 +97,8 @@ def test_rates_count_each_type_once_per_item(planted_file, shop_dbs):
     overall = rates(df).filter(rates(df)["db_id"] == "ALL").row(0, named=True)
     assert overall["items"] == len(ITEMS)
     assert overall["flagged"] == sum(1 for f in PLANTED.values() if f)
+    assert overall["weak"] == len(WEAK)
+    assert overall["weak_empty_result"] == 1 and overall["weak_null_column"] == 1
     for t in ("E1", "E2", "E3", "E4"):
         assert overall[t] == sum(1 for f in PLANTED.values() if any(ERROR_TYPES[c] == t for c in f))
 

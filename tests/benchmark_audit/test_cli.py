@@ -10,10 +10,11 @@ from dagster import AssetKey
 from assets.benchmark_audit.assets import FINDINGS
 from cli import main
 from cli.runs import get_instance
+from pipelines.benchmark_audit.checks import ERROR_TYPES
 from resources.llm import reset_councils
 from storage.stores import latest_frame
 from tests.abiss.cascade_helpers import Script
-from tests.benchmark_audit.conftest import ITEMS, PLANTED, write_shop
+from tests.benchmark_audit.conftest import ITEMS, PLANTED, WEAK, write_shop
 from tests.llm_fakes import ScriptedLLM, install
 
 pytestmark = pytest.mark.integration
@@ -35,13 +36,22 @@ def test_audit_resume_explain_export_fix(planted_file, shop_dbs, tmp_path, capsy
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "plan for benchmark_audit_job on planted_dev.shop" in out and "LLM calls: none" in out
-    assert "| ALL | 18 | 12 (66.7 %)" in out
+    flagged = sum(1 for f in PLANTED.values() if f)
+    assert f"| ALL | {len(ITEMS)} | {flagged} ({100 * flagged / len(ITEMS):.1f} %)" in out
+    assert f"| {len(WEAK)} ({100 * len(WEAK) / len(ITEMS):.1f} %) |" in out  # weak items, apart
+    assert "weak_empty_result" in out and "weak_null_column" in out
     df = latest_frame(FINDINGS, "planted_dev.shop")
     assert {r["item_index"]: set(filter(None, r["flags"].split(","))) for r in df.iter_rows(named=True)} == PLANTED
 
     meta = _metadata("planted_dev.shop")
-    assert meta["E2"].value == 4 and meta["E4"].value == 3 and meta["flagged"].value == 12
-    assert "data:image/png;base64," in meta["chart"].value and "| shop | 18 |" in meta["rates_database"].value
+
+    def typed(t):
+        return sum(1 for f in PLANTED.values() if any(ERROR_TYPES[c] == t for c in f))
+
+    assert meta["E2"].value == typed("E2") and meta["E4"].value == typed("E4") and meta["flagged"].value == flagged
+    assert (
+        "data:image/png;base64," in meta["chart"].value and f"| shop | {len(ITEMS)} |" in meta["rates_database"].value
+    )
     exported = [json.loads(x) for x in open(meta["export_jsonl"].value)]
     assert sorted(r["item_index"] for r in exported) == sorted(i for i, f in PLANTED.items() if f)
 
