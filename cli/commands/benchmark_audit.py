@@ -1,9 +1,9 @@
-"""Auditing someone else's benchmark (issue 32), in the ``audit`` group.
+"""Auditing someone else's benchmark (issues 32, 43), in the ``audit`` group.
 
 | command | what it does |
 |---|---|
-| `quandary audit benchmark FILE --dbs DIR [--databases A,B] [--skip-missing] [--timeout S] [--council [--council-checks C,...]]` | one run per database of a Spider / BIRD file: the deterministic checks, rates by error type; with `--council` also the council's checks (LLM-judged, reported apart) |
-| `quandary audit benchmark-item FILE INDEX` | one item: its flags, every finding with the probe queries and their results, the suggested fix |
+| `quandary audit benchmark FILE --dbs DIR [--databases A,B] [--skip-missing] [--timeout S] [--council [--council-checks C,...]]` | one run per database of a Spider / BIRD file: the deterministic checks, rates by error type, weak items (correct but empty here) apart; with `--council` also the council's checks (LLM-judged, reported apart) |
+| `quandary audit benchmark-item FILE INDEX` | one item: its flags (and weak-item notes, marked "not a flag"), every finding with the probe queries and their results, the suggested fix |
 | `quandary audit benchmark-export FILE [--out PATH] [--all]` | the flagged items as JSONL or CSV (by the suffix) for a reviewer, fixes pre-filled |
 | `quandary audit benchmark-fix FILE --review PATH --out PATH` | the corrected file: the fixes a reviewer accepted (``accept`` true) applied |
 
