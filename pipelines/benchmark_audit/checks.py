@@ -17,8 +17,8 @@ it suggests (Jin et al. 2026), the probe queries that show it and their results.
 | ``comparison_strictness`` | E1 | "less than 2" answered by ``<= 2``, "at least 10" by ``> 10`` (:mod:`.question_checks`) |
 | ``text_sorted_as_number`` | E2 | ORDER BY ... LIMIT on a TEXT column holding numbers: the text order picks other rows than the numeric one |
 
-*Weak* items are reported apart, never as flags: ``weak_empty_result`` (the gold returns no rows, yet
-every constant it compares occurs as written and every join key matches: correct, but it cannot
+*Weak* items are reported apart, never as flags: ``weak_empty_result`` (the gold returns no rows, yet no
+constant it compares and no join key misses the data by case, whitespace or spelling: correct, but it cannot
 tell systems apart on this database) and ``weak_null_column`` (it returns only NULL because the
 column it reads is NULL in every row). :mod:`.near_miss` tells the two apart.
 
@@ -58,7 +58,7 @@ ERROR_TYPES = {
 CHECKS = tuple(ERROR_TYPES)
 # correct but uninformative here: reported apart from the flags, with their own counts
 WEAK_CHECKS = {
-    "weak_empty_result": "every constant it compares occurs as written and every join key matches",
+    "weak_empty_result": "no constant it compares and no join key misses the data by case, whitespace or spelling",
     "weak_null_column": "the gold returns only NULL: the column it reads is NULL in every row",
 }
 PROBE_ROWS_SHOWN = 5  # rows of a probe's result kept as evidence
@@ -258,12 +258,12 @@ def limit_findings(db_path, tree: exp.Expression | None, timeout_s: float) -> li
 
 _TEXT_NUMBER_SHARE = 0.8  # a TEXT column whose values are at least this share numbers holds numbers
 _NUMERIC_TEXT = "({c} GLOB '*[0-9]*' AND {c} NOT GLOB '*[^0-9.+-]*')"
-_NUMBER_TYPE = re.compile(r"INT|REAL|NUM|DOUB|FLOA|DEC", re.I)
+NUMBER_TYPE = re.compile(r"INT|REAL|NUM|DOUB|FLOA|DEC|BOOL", re.I)  # declared types that hold numbers
 
 
 def _holds_numbers_as_text(db_path, table: str, column: str, schema: DatabaseInfo, timeout_s: float) -> bool:
     declared = schema.table(table).column(column).type or ""
-    if _NUMBER_TYPE.search(declared):
+    if NUMBER_TYPE.search(declared):
         return False
     c = quote_ident(column)
     out = execute_sql(
@@ -415,8 +415,7 @@ def _value_count(db_path, schema: DatabaseInfo | None, tables: set[str], column:
     owners = [t.name for t in schema.tables if t.name.lower() in tables and t.column(column) is not None]
     if len(owners) != 1:
         return None
-    quoted = literal.replace("'", "''")
-    sql = f"SELECT COUNT(*) FROM {quote_ident(owners[0])} WHERE {quote_ident(column)} = '{quoted}'"
+    sql = f"SELECT COUNT(*) FROM {quote_ident(owners[0])} WHERE {quote_ident(column)} = {near_miss.sql_string(literal)}"
     out = execute_sql(db_path, sql, timeout_s=timeout_s)
     return (Probe(sql, shown(out)), out.rows[0][0]) if isinstance(out, QueryResult) and out.rows else None
 

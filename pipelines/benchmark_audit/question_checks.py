@@ -23,7 +23,7 @@ import re
 
 from sqlglot import exp
 
-from pipelines.benchmark_audit.checks import Finding
+from pipelines.benchmark_audit.checks import NUMBER_TYPE, Finding
 from pipelines.sqltools.identifiers import identifier_words
 from resources.catalog import DatabaseInfo
 
@@ -160,7 +160,6 @@ _ASKS_NAMES = re.compile(
     r"^\s*(?:what\s+(?:are|is)|list|show|find|give(?:\s+me)?|return|tell\s+me)\s+(?:all\s+)?the\s+names?\b", re.I
 )
 _ASKS_YES_NO = re.compile(r"^\s*(?:is|are|does|do|did|was|were|has|have|can)\s", re.I)
-_NUMERIC_TYPE = re.compile(r"INT|REAL|NUM|DOUB|FLOA|DEC|NUMBER|BOOL", re.I)
 
 
 def _first_select(tree: exp.Expression) -> exp.Select | None:
@@ -182,7 +181,7 @@ def _may_be_number(projection: exp.Expression, tree: exp.Expression, schema: Dat
     if not isinstance(node, exp.Column):
         return True  # aggregates, arithmetic, CASE, casts: may well be
     kind = _column_type(node, tree, schema)
-    return kind is None or not kind or bool(_NUMERIC_TYPE.search(kind))
+    return kind is None or not kind or bool(NUMBER_TYPE.search(kind))
 
 
 def _numeric_result_column(outcome) -> bool:
