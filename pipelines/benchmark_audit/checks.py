@@ -130,7 +130,10 @@ def execution_findings(
     if not empty and not all(v is None for row in outcome.rows for v in row):
         return []
     gold = Probe(sql, shown(outcome))
-    misses = near_miss.near_misses(db_path, tree, schema, timeout_s)
+    diagnosis = near_miss.near_misses(db_path, tree, schema, timeout_s)
+    misses = diagnosis.misses
+    # a weak item says what it could not check: "correct" rests on the comparisons that were checked
+    unchecked = f" (not checked: {'; '.join(diagnosis.unchecked)})" if diagnosis.unchecked else ""
     if misses:
         fixed = near_miss.mechanical_fix(sql, misses)
         what = "the gold returns no rows" if empty else f"all {len(outcome.rows)} row(s) are NULL only"
@@ -143,7 +146,7 @@ def execution_findings(
             )
         ]
     if empty:
-        detail = f"the gold returns no rows, yet {WEAK_CHECKS['weak_empty_result']}: correct, but empty here"
+        detail = f"the gold returns no rows, yet {WEAK_CHECKS['weak_empty_result']}: correct, but empty here{unchecked}"
         return [Finding("weak_empty_result", detail, (gold,))]
     nulls = near_miss.null_columns(db_path, tree, schema, timeout_s) if db_path is not None else None
     if nulls:
@@ -152,7 +155,7 @@ def execution_findings(
         return [Finding("weak_null_column", f"the gold returns only NULL: {named}", probes)]
     nothing = near_miss.aggregates_over_nothing(db_path, tree, timeout_s) if db_path is not None else None
     if nothing:
-        detail = f"the gold's aggregates run over no row (NULL), yet {WEAK_CHECKS['weak_empty_result']}"
+        detail = f"the gold's aggregates run over no row (NULL), yet {WEAK_CHECKS['weak_empty_result']}{unchecked}"
         return [Finding("weak_empty_result", detail, (gold, Probe(nothing, "0")))]
     return [Finding("null_result", f"all {len(outcome.rows)} row(s) are NULL only", (gold,))]
 

@@ -34,18 +34,32 @@ class NearMiss:
     literal: str | None = None  # the gold's literal (for a mechanical fix), None for a join
 
 
+@dataclass(frozen=True)
+class Diagnosis:
+    misses: list[NearMiss]
+    unchecked: list[str]  # comparisons that could not be checked (a probe failed, a column unresolved)
+
+
+class _Undecided(Exception):
+    """A probe failed or ran out of time: that part of the gold cannot be checked."""
+
+
 def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
 def _scalar(db_path, sql: str, timeout_s: float):
     out = execute_sql(db_path, sql, timeout_s=timeout_s)
-    return out.rows[0][0] if isinstance(out, QueryResult) and out.rows else None
+    if not isinstance(out, QueryResult) or not out.rows:
+        raise _Undecided(sql)
+    return out.rows[0][0]
 
 
-def _values(db_path, sql: str, timeout_s: float) -> list | None:
+def _values(db_path, sql: str, timeout_s: float) -> list:
     out = execute_sql(db_path, sql, timeout_s=timeout_s)
-    return [r[0] for r in out.rows] if isinstance(out, QueryResult) else None
+    if not isinstance(out, QueryResult):
+        raise _Undecided(sql)
+    return [r[0] for r in out.rows]
 
 
 class Resolver:
@@ -113,8 +127,8 @@ def _constant_near_miss(db_path, table: str, column: str, literal: str, like: bo
     t, c = quote_ident(table), quote_ident(column)
     op = "LIKE" if like else "="
     exact = _scalar(db_path, f"SELECT COUNT(*) FROM {t} WHERE {c} {op} {sql_string(literal)}", timeout_s)
-    if exact is None or exact > 0:
-        return None  # undecidable, or the constant occurs as written
+    if exact > 0:
+        return None  # the constant occurs as written
     if like:
         # LIKE already ignores ASCII case; a value with surrounding spaces is the near miss left
         probe = (
@@ -133,7 +147,7 @@ def _constant_near_miss(db_path, table: str, column: str, literal: str, like: bo
     if like or len(literal.strip()) < MISSPELLING_MIN_LENGTH:
         return None
     probe = f"SELECT DISTINCT {c} FROM {t} WHERE {c} IS NOT NULL LIMIT {DISTINCT_VALUES_READ}"
-    values = [v for v in (_values(db_path, probe, timeout_s) or []) if isinstance(v, str)]
+    values = [v for v in _values(db_path, probe, timeout_s) if isinstance(v, str)]
     lowered: dict[str, str] = {}
     for v in values:
         lowered.setdefault(v.strip().lower(), v)
@@ -149,26 +163,29 @@ def _join_near_miss(db_path, left: tuple[str, str], right: tuple[str, str], time
         return None  # a self-join: the key pairs rows of one table, whitespace cannot split it
     a, b = f"a.{quote_ident(lc)}", f"b.{quote_ident(rc)}"
     source = f"FROM {quote_ident(lt)} AS a JOIN {quote_ident(rt)} AS b"
-    exact = _scalar(db_path, f"SELECT COUNT(*) {source} ON {a} = {b}", timeout_s)
-    if exact is None or exact > 0:
+    if _scalar(db_path, f"SELECT COUNT(*) {source} ON {a} = {b}", timeout_s) > 0:
         return None
     probe = f"SELECT {a}, {b} {source} ON LOWER(TRIM({a})) = LOWER(TRIM({b})) LIMIT 3"
     out = execute_sql(db_path, probe, timeout_s=timeout_s)
-    if not isinstance(out, QueryResult) or not out.rows:
+    if not isinstance(out, QueryResult):
+        raise _Undecided(probe)
+    if not out.rows:
         return None
     x, y = (str(v) for v in out.rows[0])
     shown = tuple(f"{x!r} = {y!r}" for x, y in ((str(p), str(q)) for p, q in out.rows))
     return NearMiss(f"{lt}.{lc} = {rt}.{rc}", f"{lt}.{lc} = {rt}.{rc}", shown, _how(x, y), probe)
 
 
-def near_misses(db_path, tree: exp.Expression | None, schema: DatabaseInfo | None, timeout_s: float) -> list[NearMiss]:
+def near_misses(db_path, tree: exp.Expression | None, schema: DatabaseInfo | None, timeout_s: float) -> Diagnosis:
     """Every constant of the gold's comparisons (``=``, ``IN``, ``LIKE``) that no row of its column
     holds as written but some row holds up to case, whitespace or a misspelling, and every
-    equi-join whose keys meet only once trimmed and lower-cased. Undecidable parts say nothing."""
+    equi-join whose keys meet only once trimmed and lower-cased; and what could not be checked
+    (a failed probe, a column that names no single table), so that no one calls it clean."""
     if tree is None or schema is None or db_path is None:
-        return []
+        return Diagnosis([], ["the gold (unparsed or without its database)"])
     resolver = Resolver(tree, schema)
     found: list[NearMiss] = []
+    unchecked: list[str] = []
     seen: set[tuple] = set()
     for node in tree.find_all(exp.EQ, exp.In, exp.Like):
         sides = [node.this, *(node.expressions if isinstance(node, exp.In) else [node.expression])]
@@ -178,20 +195,35 @@ def near_misses(db_path, tree: exp.Expression | None, schema: DatabaseInfo | Non
             where = resolver.column(columns[0])
             for literal in constants:
                 key = (where, literal, isinstance(node, exp.Like))
-                if where is None or key in seen:
+                if key in seen:
                     continue
                 seen.add(key)
-                miss = _constant_near_miss(db_path, *where, literal, isinstance(node, exp.Like), timeout_s)
+                if where is None:
+                    unchecked.append(f"{columns[0].sql(dialect='sqlite')} vs {literal!r} (column not resolved)")
+                    continue
+                try:
+                    miss = _constant_near_miss(db_path, *where, literal, isinstance(node, exp.Like), timeout_s)
+                except _Undecided:
+                    unchecked.append(f"{where[0]}.{where[1]} vs {literal!r} (probe failed)")
+                    continue
                 if miss:
                     found.append(miss)
         elif isinstance(node, exp.EQ) and len(columns) == 2:
             left, right = (resolver.column(c) for c in columns)
-            if left and right and (left, right) not in seen:
-                seen.add((left, right))
+            if not (left and right):
+                unchecked.append(f"{node.sql(dialect='sqlite')} (column not resolved)")
+                continue
+            if (left, right) in seen:
+                continue
+            seen.add((left, right))
+            try:
                 miss = _join_near_miss(db_path, left, right, timeout_s)
-                if miss:
-                    found.append(miss)
-    return found
+            except _Undecided:
+                unchecked.append(f"{node.sql(dialect='sqlite')} (probe failed)")
+                continue
+            if miss:
+                found.append(miss)
+    return Diagnosis(found, unchecked)
 
 
 def describe(misses: list[NearMiss]) -> str:

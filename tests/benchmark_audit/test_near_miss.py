@@ -46,11 +46,12 @@ def test_a_near_miss_names_the_value_found_and_fixes_the_constant(shop_dbs):
     db = shop_dbs / "shop" / "shop.sqlite"
     schema = inspect_database(db)
     sql = "SELECT p.unit_price FROM product AS p WHERE p.product_name = 'kale' AND p.category = \"Veg\""
-    (miss,) = near_miss.near_misses(db, parse(sql), schema, TIMEOUT_S)
+    (miss,) = near_miss.near_misses(db, parse(sql), schema, TIMEOUT_S).misses
     assert (miss.where, miss.written, miss.found, miss.how) == ("product.product_name", "kale", ("Kale",), "case")
     assert near_miss.mechanical_fix(sql, [miss]) == sql.replace("'kale'", "'Kale'")
     # a double-quoted string that names no column is SQLite's string literal, and it occurs: no near miss
-    assert near_miss.near_misses(db, parse(sql.replace("'kale'", "'Kale'")), schema, TIMEOUT_S) == []
+    clean = near_miss.near_misses(db, parse(sql.replace("'kale'", "'Kale'")), schema, TIMEOUT_S)
+    assert clean.misses == [] and clean.unchecked == []
 
 
 def test_aliases_resolve_in_their_own_select(shop_dbs):
@@ -60,7 +61,7 @@ def test_aliases_resolve_in_their_own_select(shop_dbs):
         "SELECT T1.id FROM product AS T1 WHERE T1.category = 'fruit' "
         "INTERSECT SELECT T1.id FROM color AS T1 WHERE T1.colour = 'blue'"
     )
-    misses = near_miss.near_misses(db, parse(sql), inspect_database(db), TIMEOUT_S)
+    misses = near_miss.near_misses(db, parse(sql), inspect_database(db), TIMEOUT_S).misses
     assert sorted((m.where, m.found) for m in misses) == [("color.colour", ("Blue",)), ("product.category", ("Fruit",))]
 
 
@@ -109,3 +110,17 @@ def test_strict_and_inclusive_bounds():
     assert flagged("Which a have more than 2 rows?", "SELECT a FROM t GROUP BY a HAVING 2 <= count(*)") == [
         "comparison_strictness"
     ]
+
+
+def test_a_comparison_that_cannot_be_checked_is_said_on_the_weak_item(shop_dbs):
+    db = shop_dbs / "shop" / "shop.sqlite"
+    schema = inspect_database(db)
+    sql = "SELECT product_name FROM product JOIN color ON product.id = color.id WHERE colour = 'Blue' AND category = 'Veg'"
+    diagnosis = near_miss.near_misses(db, parse(sql), schema, TIMEOUT_S)
+    assert diagnosis.misses == [] and diagnosis.unchecked == []  # every comparison checked
+    # c is a derived table's column: no table of the schema holds it, so the weak item says it was
+    # not checked instead of claiming every comparison was
+    derived = "SELECT x FROM (SELECT product_name AS x, category AS c FROM product) AS sub WHERE c = 'Meat'"
+    outcome = execute_sql(db, derived, timeout_s=TIMEOUT_S)
+    (finding,) = execution_findings(derived, outcome, db, parse(derived), schema, TIMEOUT_S)
+    assert finding.check == "weak_empty_result" and "not checked: c vs 'Meat' (column not resolved)" in finding.detail
