@@ -145,7 +145,72 @@ def question_column_findings(question: str, tree: exp.Expression | None, schema:
                 f"the question filters on {column} ({m.group(0).strip()!r}); the gold's WHERE / HAVING / JOIN / ORDER BY never reads it",
             )
         )
+    findings += _superlative_findings(question, tree, schema, order_names)
     return findings[:1] if findings else []
+
+
+# a superlative names what is ranked: "the highest capacity" (a column's name), "the oldest" (age)
+_SUPERLATIVE = re.compile(
+    rf"\b(?:highest|lowest|largest|smallest|greatest|biggest|maximum|minimum|max|min|most|least|fewest)\s+{_WORDS}"
+    rf"\s*(?={_STOP}|is\b|are\b|was\b|were\b)",
+    re.I,
+)
+_RANKED_BY = {
+    "oldest": ("age", "birth", "born"),
+    "youngest": ("age", "birth", "born"),
+    "tallest": ("height",),
+    "shortest": ("height", "length"),
+    "heaviest": ("weight",),
+    "lightest": ("weight",),
+    "cheapest": ("price", "cost"),
+    "richest": ("worth", "wealth", "money"),
+}
+
+
+def _ranked_columns(tree: exp.Expression) -> set[str]:
+    """Columns a superlative may rest on: ORDER BY keys, MAX / MIN arguments, and WHERE (a
+    comparison with a subquery's MAX)."""
+    nodes = [*tree.find_all(exp.Order), *tree.find_all(exp.Max), *tree.find_all(exp.Min), *tree.find_all(exp.Where)]
+    nodes += [*tree.find_all(exp.Having)]
+    return _columns_under(nodes)
+
+
+def _superlative_findings(question: str, tree: exp.Expression, schema: DatabaseInfo, order_names: set[str]):
+    """The question ranks by a column ("the highest capacity", "the oldest" -> age) and the gold ranks
+    by another: its ORDER BY / MAX / MIN / WHERE never reads that column, while a plain column is
+    what it sorts by (an aggregate key, "the most concerts", is left alone)."""
+    ranked = _ranked_columns(tree)
+    keys = [o.this for o in tree.find_all(exp.Ordered)]
+    plain_sort = bool(keys) and all(isinstance(k, exp.Column) for k in keys)
+    uses_extreme = any(True for _ in tree.find_all(exp.Max, exp.Min))
+    if not (plain_sort or uses_extreme):
+        return []
+    found = []
+    for m in _SUPERLATIVE.finditer(question):
+        if m.group(0).split()[0].lower() in ("most", "least", "fewest") and m.group(1).lower().endswith("s"):
+            continue  # "the most languages": a count of rows, not the column's value
+        column = _named_column(m.group(1), tree, schema)
+        if column is not None and column not in ranked:
+            found.append((column, m.group(0).strip()))
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", question)}
+    for adjective, stems in _RANKED_BY.items():
+        if adjective not in words:
+            continue
+        candidates = {
+            col.name.lower()
+            for table in _tables(tree, schema)
+            for col in table.columns
+            if any(_norm(w) in stems for w in identifier_words(col.name))
+        }
+        if len(candidates) == 1 and not candidates & ranked:
+            found.append((next(iter(candidates)), adjective))
+    return [
+        Finding(
+            "question_column_untouched",
+            f"the question ranks by {column} ({phrase!r}); the gold ranks by {', '.join(sorted(order_names)) or 'MAX / MIN of other columns'}",
+        )
+        for column, phrase in found[:1]
+    ]
 
 
 # --- the answer's shape --------------------------------------------------------------------------

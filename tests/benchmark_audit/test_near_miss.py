@@ -88,7 +88,7 @@ def test_question_columns_count_only_in_sort_and_filter_phrases(shop_dbs):
     assert flagged("List the products sorted by their unit price.") == ["question_column_untouched"]
     assert flagged("List the products in descending order of unit price.") == ["question_column_untouched"]
     assert flagged("List the products sorted by product name.") == []
-    assert flagged("What is the unit price of the cheapest product?") == []  # names it, neither sorts nor filters
+    assert flagged("What is the unit price of every product?") == []  # names it, neither sorts nor filters
     assert flagged("List the products whose stock count is above 5.") == ["question_column_untouched"]
     by_stock = "SELECT product_name FROM product ORDER BY stock_count DESC LIMIT 1"
     assert flagged("Which product's stock count is the largest?", by_stock) == []
@@ -124,3 +124,21 @@ def test_a_comparison_that_cannot_be_checked_is_said_on_the_weak_item(shop_dbs):
     outcome = execute_sql(db, derived, timeout_s=TIMEOUT_S)
     (finding,) = execution_findings(derived, outcome, db, parse(derived), schema, TIMEOUT_S)
     assert finding.check == "weak_empty_result" and "not checked: c vs 'Meat' (column not resolved)" in finding.detail
+
+
+def test_a_superlative_ranks_by_the_column_it_names(shop_dbs):
+    schema = inspect_database(shop_dbs / "shop" / "shop.sqlite")
+
+    def flagged(question, sql):
+        return [f.check for f in question_column_findings(question, parse(sql), schema)]
+
+    by_stock = "SELECT product_name FROM product ORDER BY stock_count DESC LIMIT 1"
+    by_price = "SELECT product_name FROM product ORDER BY unit_price DESC LIMIT 1"
+    by_max = "SELECT product_name FROM product WHERE unit_price = (SELECT max(unit_price) FROM product)"
+    assert flagged("Which product has the highest unit price?", by_stock) == ["question_column_untouched"]
+    assert flagged("Which product has the highest unit price?", by_price) == []
+    assert flagged("Which product has the highest unit price?", by_max) == []
+    assert flagged("What is the cheapest product?", by_stock) == ["question_column_untouched"]  # cheapest: price
+    assert flagged("What is the cheapest product?", by_price.replace(" DESC", "")) == []
+    most = "SELECT category FROM product GROUP BY category ORDER BY count(*) DESC LIMIT 1"
+    assert flagged("Which category has the most products?", most) == []  # an aggregate key
