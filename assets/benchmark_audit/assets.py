@@ -71,13 +71,13 @@ def stored_rows(benchmark: str, digest: str, skip: str | None = None) -> pl.Data
             if df is not None:
                 frames.append(df.filter(pl.col("benchmark_sha256") == digest))
     frames = [f for f in frames if f.height]
-    return pl.concat(frames, how="vertical_relaxed").sort("item_index") if frames else None
+    return pl.concat(frames, how="diagonal_relaxed").sort("item_index") if frames else None
 
 
 def file_rates(benchmark: str, digest: str, fresh: pl.DataFrame, partition: str) -> pl.DataFrame:
     """Rates over every database of this file audited so far (this run's rows for this partition)."""
     others = stored_rows(benchmark, digest, skip=partition)
-    return rates(fresh if others is None else pl.concat([others, fresh], how="vertical_relaxed"))
+    return rates(fresh if others is None else pl.concat([others, fresh], how="diagonal_relaxed"))
 
 
 @asset(

@@ -3,6 +3,7 @@
 import json
 import sqlite3
 
+import polars as pl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -130,3 +131,14 @@ def test_exists_with_limit_is_not_nondeterministic(shop_dbs):
     assert limit_findings(db, parse(sql), TIMEOUT_S) == []
     inner = "SELECT colour FROM color WHERE id IN (SELECT id FROM product LIMIT 1)"
     assert [f.check for f in limit_findings(db, parse(inner), TIMEOUT_S)] == ["nondeterministic"]
+
+
+def test_rows_stored_before_weak_items_still_merge_and_count(planted_file, shop_dbs):
+    # a partition audited by checks version 1 has no `weak` column: merged and counted, never an error
+    fresh, _ = _audit(planted_file, shop_dbs)
+    old = fresh.drop("weak").with_columns(benchmark_sha256=fresh["benchmark_sha256"].str.replace("d", "e"))
+    merged = merge_rows(old, fresh)
+    assert merged.height == 2 * fresh.height and merged.filter(merged["weak"].is_null()).height == fresh.height
+    mixed = pl.concat([old, fresh], how="diagonal_relaxed")
+    overall = rates(mixed).filter(pl.col("db_id") == "ALL").row(0, named=True)
+    assert overall["weak"] == len(WEAK) and overall["items"] == 2 * len(ITEMS)
