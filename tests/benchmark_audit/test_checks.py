@@ -142,3 +142,18 @@ def test_rows_stored_before_weak_items_still_merge_and_count(planted_file, shop_
     mixed = pl.concat([old, fresh], how="diagonal_relaxed")
     overall = rates(mixed).filter(pl.col("db_id") == "ALL").row(0, named=True)
     assert overall["weak"] == len(WEAK) and overall["items"] == 2 * len(ITEMS)
+
+
+def test_an_evidence_id_resolves_only_to_its_own_name(shop_dbs):
+    from pipelines.benchmark_audit.checks import evidence_findings
+
+    db = shop_dbs / "shop" / "shop.sqlite"
+    schema = inspect_database(db)
+    gold = "SELECT p.name FROM paint AS p JOIN color AS c ON p.colour_id = c.id WHERE c.colour = 'Red'"
+
+    def checks_of(evidence):
+        return [f.check for f in evidence_findings(evidence, gold, parse(gold), schema, db, TIMEOUT_S)]
+
+    assert checks_of("red refers to colour_id = 2") == []  # color 2 is 'Red', the name the gold uses
+    assert checks_of("red refers to colour_id = 1") == ["evidence_ignored"]  # color 1 is 'Blue'
+    assert checks_of("red refers to colour_id = 9") == ["evidence_ignored"]  # no such row
