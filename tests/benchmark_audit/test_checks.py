@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.benchmark_audit.audit import audit_database, merge_rows, rates
-from pipelines.benchmark_audit.checks import ERROR_TYPES, limit_findings, parse
+from pipelines.benchmark_audit.checks import ERROR_TYPES, evidence_findings, limit_findings, parse
 from pipelines.benchmark_audit.records import Item, read_items
 from resources.catalog import inspect_database
 from tests.benchmark_audit.conftest import ITEMS, PLANTED, TIMEOUT_S, WEAK, write_shop
@@ -145,8 +145,6 @@ def test_rows_stored_before_weak_items_still_merge_and_count(planted_file, shop_
 
 
 def test_an_evidence_id_resolves_only_to_its_own_name(shop_dbs):
-    from pipelines.benchmark_audit.checks import evidence_findings
-
     db = shop_dbs / "shop" / "shop.sqlite"
     schema = inspect_database(db)
     gold = "SELECT p.name FROM paint AS p JOIN color AS c ON p.colour_id = c.id WHERE c.colour = 'Red'"
