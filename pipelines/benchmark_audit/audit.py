@@ -53,7 +53,9 @@ def item_findings(item: Item, db_path: Path, schema: DatabaseInfo | None, timeou
     findings = checks.execution_findings(item.gold_sql, outcome, db_path, tree, schema, timeout_s)
     findings += checks.construct_findings(item.gold_sql, tree)
     if outcome.ok:
-        findings += checks.limit_findings(db_path, tree, timeout_s)
+        findings += checks.limit_findings(
+            db_path, tree, timeout_s, lambda k: question_checks.asks_for_any(item.question, k)
+        )
         findings += checks.text_number_findings(db_path, tree, schema, timeout_s)
     findings += checks.evidence_findings(item.evidence, item.gold_sql, tree, schema, db_path, timeout_s)
     findings += question_checks.question_column_findings(item.question, tree, schema)

@@ -305,6 +305,20 @@ _SMALL_NUMBERS = {
     "nine": 9,
     "ten": 10,
 }
+_ANY_N = re.compile(r"\b(?:at least|any|some|a few|up to)\s+(\d+|" + "|".join(_SMALL_NUMBERS) + r")\b", re.I)
+
+
+def asks_for_any(question: str, k: int) -> bool:
+    """The question asks for any ``k`` rows ("list down at least five superpowers", "name any 3
+    students"): an unordered ``LIMIT k`` answers the question whichever rows come back, yet fixes
+    one arbitrary set as the gold."""
+    for m in _ANY_N.finditer(question or ""):
+        word = m.group(1).lower()
+        if _SMALL_NUMBERS.get(word, int(word) if word.isdigit() else None) == k:
+            return True
+    return False
+
+
 _BOUNDS = {
     "less than": "<", "fewer than": "<", "below": "<", "under": "<",
     "more than": ">", "greater than": ">", "larger than": ">", "bigger than": ">", "higher than": ">",

@@ -4,10 +4,11 @@ import json
 import sqlite3
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.benchmark_audit.audit import audit_database, merge_rows, rates
+from pipelines.benchmark_audit.audit import audit_database, item_findings, merge_rows, rates
 from pipelines.benchmark_audit.checks import ERROR_TYPES, evidence_findings, limit_findings, parse
 from pipelines.benchmark_audit.records import Item, read_items
 from resources.catalog import inspect_database
@@ -131,6 +132,24 @@ def test_exists_with_limit_is_not_nondeterministic(shop_dbs):
     assert limit_findings(db, parse(sql), TIMEOUT_S) == []
     inner = "SELECT colour FROM color WHERE id IN (SELECT id FROM product LIMIT 1)"
     assert [f.check for f in limit_findings(db, parse(inner), TIMEOUT_S)] == ["nondeterministic"]
+
+
+@pytest.mark.parametrize(
+    "question, any_k",
+    [
+        ("List down at least two fruits.", True),  # BIRD superhero's form: any two answer the question
+        ("Name any 2 fruits.", True),
+        ("Which two fruits are the cheapest?", False),
+        ("List at least three fruits.", False),  # asks for three, the gold cuts at two
+    ],
+)
+def test_unordered_limit_says_when_the_question_accepts_any_k_rows(shop_dbs, question, any_k):
+    # still an error of the benchmark (EX scores other correct rows wrong), explained as such
+    db = shop_dbs / "shop" / "shop.sqlite"
+    item = Item(0, "shop", question, "SELECT product_name FROM product WHERE category = 'Fruit' LIMIT 2", "")
+    findings, _ = item_findings(item, db, inspect_database(db, "shop"), TIMEOUT_S)
+    [found] = [f for f in findings if f.check == "nondeterministic"]
+    assert ("scored wrong by EX" in found.detail) is any_k
 
 
 def test_rows_stored_before_weak_items_still_merge_and_count(planted_file, shop_dbs):
