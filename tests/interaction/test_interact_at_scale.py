@@ -1,0 +1,152 @@
+"""Issue 38 item 1: `quandary interact` end to end on a few hundred generated questions with a
+scripted council, in the mix that crashed every run on the authors' 310 questions: the earlier
+conversations withhold no value, the later ones do (gold-only WHERE literals in Technical turns).
+
+The real path: `quandary import` of reference-layout records, the CLI, a Dagster instance, the
+council layer with its call log, the safe executor on a real SQLite file; only the model is scripted.
+"""
+
+import json
+import re
+
+import polars as pl
+import pytest
+
+from cli import main
+from pipelines.abiss.outputs import abiss_record_row
+from pipelines.interaction.prompts import PROMPT_OPENINGS as OPEN
+from resources.catalog import Catalog
+from storage.audit import open_audit
+from storage.audit import query_frame as _frame
+from tests.llm_fakes import ScriptedLLM, install
+
+pytestmark = pytest.mark.integration
+
+N_PLAIN, N_LITERAL, N_UNANSWERABLE = 110, 110, 10
+MIDPOINT = "q_8"
+
+
+def _record(name, q, sql, hk, solvable=True) -> dict:
+    return {
+        "db_id": "university",
+        "question": q,
+        "evidence": None,
+        "sql": sql,
+        "category": {"name": name, "subname": None, "answerable": False, "solvable": solvable},
+        "question_style": "formal",
+        "question_difficulty": "simple",
+        "hidden_knowledge": hk,
+        "is_solvable": solvable,
+    }
+
+
+def _qid(rec) -> str:
+    return abiss_record_row(rec, 0)["question_id"]
+
+
+def records() -> tuple[list[dict], dict[str, str]]:
+    """Reference-layout questions, and each question's gold SQL (what the scripted agent answers).
+
+    A run takes its questions in question-id order: the plain ones are chosen among ids below a
+    midpoint, the ones with literals above it, so more than a hundred conversations that withhold
+    nothing come first (polars infers a frame from its first 100 rows)."""
+    plain, literal, i = [], [], 0
+    while len(plain) < N_PLAIN or len(literal) < N_LITERAL:
+        i += 1
+        a = _record(
+            "Lexical Vagueness",
+            f"List the students, batch {i}.",
+            "SELECT first_name FROM students ORDER BY student_id",
+            "in id order",
+        )
+        if len(plain) < N_PLAIN and _qid(a) < MIDPOINT:
+            plain.append(a)
+        b = _record(
+            "Lexical Vagueness",
+            f"List the students with many credits, group {i}.",
+            f"SELECT first_name FROM students WHERE credits > {1000 + i}",
+            f"many means over {1000 + i}",
+        )
+        if len(literal) < N_LITERAL and _qid(b) > MIDPOINT:
+            literal.append(b)
+    jokes = [
+        _record("Improper Question", f"Tell me a joke number {j}.", None, "Not a database question.", solvable=False)
+        for j in range(N_UNANSWERABLE)
+    ]
+    recs = plain + literal + jokes
+    return recs, {r["question"]: r["sql"] for r in recs}
+
+
+def responder(gold: dict[str, str]):
+    def respond(req):
+        text = req.messages[-1]["content"]
+        if text.startswith(OPEN["respond"]):
+            q = text.split("**Question:** ", 1)[1].split("\n", 1)[0]
+            none = {"system_question": None, "system_sql": None, "system_feedback": None}
+            if "joke" in q:
+                return json.dumps({**none, "system_feedback": "This is not a question about the database."})
+            if "Turn:** 1 of" in text:
+                return json.dumps({**none, "system_question": "Which rows exactly do you mean?"})
+            return json.dumps({k: v for k, v in {**none, "system_sql": gold[q]}.items() if k != "system_question"})
+        if text.startswith(OPEN["user_classify"]):
+            # every member picks every fragment: a WHERE literal the question lacks must be withheld
+            n = len(re.findall(r"^\[\d+\]", text, flags=re.M))
+            return json.dumps({"reasoning": "", "relevancy": "Technical", "node_ids": list(range(1, n + 1))})
+        if text.startswith(OPEN["user_answer"]):
+            return json.dumps({"answer": "The first ones, please."})
+        if text.startswith(OPEN["feedback"]):
+            return json.dumps({"analysis": "", "matches": "Yes"})
+        return "?"
+
+    return respond
+
+
+@pytest.fixture
+def council_file(tmp_path, monkeypatch):
+    cfg = tmp_path / "council.yaml"
+    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 8, "timeout_s": 10.0, "max_retries": 0}
+    cfg.write_text(
+        json.dumps(
+            {
+                "members": {n: {"model": f"scripted/{n}", **member} for n in ("sys", "u1", "u2", "u3")},
+                "councils": {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]},
+            }
+        )
+    )
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
+    from resources.llm import reset_councils
+
+    reset_councils()
+    yield
+    reset_councils()
+
+
+def test_interact_runs_hundreds_of_mixed_conversations_to_the_end(council_file, tmp_path, demo_db_path, capsys):
+    recs, gold = records()
+    install(ScriptedLLM(responder(gold)))
+    Catalog().register(demo_db_path, "university")
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps(recs))
+    assert main(["import", str(path)]) == 0
+    capsys.readouterr()
+
+    code = main(["interact", "--db", "university", "--modes", "taxonomy_free", "--max-steps", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"{len(recs)} conversations" in out and "Table 4" in out and "PROVISIONAL" not in out
+
+    con = open_audit()
+    turns = _frame(con, "SELECT * FROM interaction_conversations")
+    scores = _frame(con, "SELECT * FROM interaction_scores")
+    con.close()
+    assert scores.height == len(recs)
+    # the mix that crashed: empty withheld lists first, non-empty ones later, in one frame
+    asked = turns.filter(pl.col("relevance") == "Technical").sort("question_id")
+    withheld = asked["withheld_node_ids"].list.len()
+    assert (withheld[:N_PLAIN] == 0).all() and (withheld > 0).sum() == N_LITERAL
+    assert turns.schema["withheld_node_ids"] == pl.List(pl.Int64)
+    # no withheld literal was handed over, and every answered question is scored exactly
+    assert not any("1000" in f for frags in asked["fragments"].to_list() for f in frags)
+    solvable = scores.filter(pl.col("group") == "ambiguous")
+    assert solvable["solved"].all() and solvable.height == N_PLAIN + N_LITERAL
+    assert scores.filter(pl.col("group") == "unanswerable")["explained"].all()
