@@ -613,7 +613,7 @@ def _cell(row: dict | None) -> str:
         return "  –  "
     u = row.get("undecided") or 0
     value = "  –  " if row["value"] is None or undecided_rate(row) else _pct(row["value"])
-    return f"{value} +{u}?" if u else value
+    return f"{value.strip()} +{u}?" if u else value
 
 
 def undecided_metrics(rows: list[dict]) -> list[dict]:
