@@ -18,7 +18,7 @@ from pipelines.interaction.prompts import PROMPT_OPENINGS as OPEN
 from resources.catalog import Catalog
 from storage.audit import open_audit
 from storage.audit import query_frame as _frame
-from tests.llm_fakes import ScriptedLLM, install
+from tests.llm_fakes import ScriptedLLM, http_error, install
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +85,7 @@ def responder(gold: dict[str, str]):
             none = {"system_question": None, "system_sql": None, "system_feedback": None}
             if "joke" in q:
                 return json.dumps({**none, "system_feedback": "This is not a question about the database."})
-            if "Turn:** 1 of" in text:
+            if "Turn:** 1 of" in text and "final turn" not in text:
                 return json.dumps({**none, "system_question": "Which rows exactly do you mean?"})
             return json.dumps({k: v for k, v in {**none, "system_sql": gold[q]}.items() if k != "system_question"})
         if text.startswith(OPEN["user_classify"]):
@@ -150,3 +150,52 @@ def test_interact_runs_hundreds_of_mixed_conversations_to_the_end(council_file, 
     solvable = scores.filter(pl.col("group") == "ambiguous")
     assert solvable["solved"].all() and solvable.height == N_PLAIN + N_LITERAL
     assert scores.filter(pl.col("group") == "unanswerable")["explained"].all()
+
+
+def test_interact_with_an_outage_and_garbage_judges_says_what_and_how(council_file, tmp_path, demo_db_path, capsys):
+    """#38 items 2, 3, 5 on the CLI: the system's endpoint fails on some calls (HTTP 500, no retry
+    left) and every FB judge answers garbage. The outage leaves conversations incomplete, FB is
+    undecided (never 0 %), the judges are named, the exit code is 3, and `report interaction`
+    prints the exact command that completes the run; that command completes the outage ones."""
+    recs, gold = records()
+    recs = recs[:4] + recs[-4:]  # 4 answerable in effect (the agent answers the gold) + 4 unanswerable
+    base = responder(gold)
+    down = {"on": True}
+
+    def respond(req):
+        text = req.messages[-1]["content"]
+        if text.startswith(OPEN["feedback"]):
+            return "It is hard to say whether that matches."
+        if down["on"] and text.startswith(OPEN["respond"]) and ("batch" in text.split("**Question:** ")[1][:40]):
+            return http_error(500, "upstream unavailable")
+        return base(req)
+
+    install(ScriptedLLM(respond))
+    Catalog().register(demo_db_path, "university")
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps(recs))
+    assert main(["import", str(path)]) == 0
+    capsys.readouterr()
+    argv = ["interact", "--db", "university", "--modes", "taxonomy_free", "--max-steps", "0"]
+    assert main(argv) == 3
+    captured = capsys.readouterr()
+    assert "4 conversation(s) incomplete (4 because the system agent's endpoint gave no answer" in captured.out
+    assert "FB of sys (Taxonomy-free) could not be decided: 4 undecided" in captured.err
+    assert "FB judges without a usable vote" in captured.out
+
+    assert main(["report", "interaction"]) == 3
+    report = capsys.readouterr().out
+    command = next(line for line in report.splitlines() if line.startswith("Complete them with:"))
+    assert "quandary interact --db university --modes taxonomy_free --max-steps 0" in command
+    leak_head = next((line for line in report.splitlines() if line.startswith("Leakage")), None)
+    assert leak_head is None or leak_head.endswith("[provisional]")
+
+    down["on"] = False  # the endpoint is back: the printed command completes the outage conversations
+    assert main(argv) == 3  # FB is still undecided: the garbage judges' answers are what they said
+    out = capsys.readouterr().out
+    assert "incomplete" not in out.split("Table 4")[0]
+    con = open_audit()
+    scores = _frame(con, "SELECT * FROM interaction_scores")
+    con.close()
+    assert scores.height == 8 and (scores["end"] != "system_failed").all()
+    assert scores.filter(pl.col("group") != "unanswerable")["solved"].all()
