@@ -119,20 +119,6 @@ def test_fb_judge_is_its_own_role_in_the_default_and_demo_councils():
 # ----------------------------------------------------------------------------- item 4: big gold
 
 
-@pytest.fixture(scope="module")
-def big_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("big") / "big.sqlite"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
-    con.execute(
-        f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {DEFAULT_MAX_ROWS + 5}) "
-        "INSERT INTO t SELECT i, i % 7 FROM n"
-    )
-    con.commit()
-    con.close()
-    return path
-
-
 GOLD = "SELECT id, v FROM t"
 AMB_BIG = question_row("answerable", "List every row.", sql=GOLD, qid="q-big")
 

@@ -101,26 +101,6 @@ def responder(gold: dict[str, str]):
     return respond
 
 
-@pytest.fixture
-def council_file(tmp_path, monkeypatch):
-    cfg = tmp_path / "council.yaml"
-    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 8, "timeout_s": 10.0, "max_retries": 0}
-    cfg.write_text(
-        json.dumps(
-            {
-                "members": {n: {"model": f"scripted/{n}", **member} for n in ("sys", "u1", "u2", "u3")},
-                "councils": {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]},
-            }
-        )
-    )
-    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils
-
-    reset_councils()
-    yield
-    reset_councils()
-
-
 def test_interact_runs_hundreds_of_mixed_conversations_to_the_end(council_file, tmp_path, demo_db_path, capsys):
     recs, gold = records()
     install(ScriptedLLM(responder(gold)))

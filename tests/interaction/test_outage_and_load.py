@@ -12,7 +12,7 @@ from pipelines.interaction.agents import AgentHandle, ClassifyResult, CouncilSys
 from pipelines.interaction.dialogue import run_conversation
 from pipelines.interaction.user import SimulatedUser
 from resources.llm import Council, call_log
-from resources.sql.results import DEFAULT_MAX_ROWS, FailureKind, QueryFailure
+from resources.sql.results import FailureKind, QueryFailure
 from tests.interaction.helpers import Script, question_row
 from tests.llm_fakes import http_error, scripted_member
 
@@ -147,20 +147,6 @@ def test_a_few_undecided_items_sit_beside_the_rate_and_mark_the_tables_provision
 
 
 # ----------------------------------------------------------------------------- item 4: load
-
-
-@pytest.fixture(scope="module")
-def big_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("big") / "big.sqlite"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
-    con.execute(
-        f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {DEFAULT_MAX_ROWS + 5}) "
-        "INSERT INTO t SELECT i, i % 7 FROM n"
-    )
-    con.commit()
-    con.close()
-    return path
 
 
 GOLD = "SELECT id, v FROM t"
