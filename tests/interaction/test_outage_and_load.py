@@ -10,6 +10,7 @@ from cli.commands.interaction import UNDECIDED_EXIT, _undecided_exit
 from pipelines.interaction import metrics as M
 from pipelines.interaction.agents import AgentHandle, ClassifyResult, CouncilSystemAgent
 from pipelines.interaction.dialogue import run_conversation
+from pipelines.interaction.same_rows import same_rows_in_database
 from pipelines.interaction.user import SimulatedUser
 from resources.llm import Council, call_log
 from resources.sql.results import FailureKind, QueryFailure
@@ -212,3 +213,16 @@ def test_a_slow_gold_gives_the_prediction_at_least_its_own_time(tmp_path):
     # the gold's time is stored with its digest, so a later run gives the same budget
     again = M.GoldResults(str(path), stored=golds.rows())
     assert again.elapsed_s(slow) == pytest.approx(took)
+
+
+@pytest.mark.parametrize(
+    "pred",
+    [
+        "SELECT id, v FROM t WHERE id < 3) SELECT 0 --",  # closes the CTE, answers "no difference"
+        "SELECT 1, 2), gc AS (SELECT 1), pc AS (SELECT 1) SELECT 0 UNION ALL SELECT 0 FROM (SELECT 1",
+    ],
+)
+def test_a_prediction_cannot_escape_the_in_database_comparison(big_db, pred):
+    assert not same_rows_in_database(str(big_db), GOLD, pred, 2, 10.0)
+    assert same_rows_in_database(str(big_db), GOLD, "SELECT id, v FROM t -- every row", 2, 10.0)
+    assert M.execution_match(str(big_db), GOLD, pred, timeout_s=10.0)[0] is not True
