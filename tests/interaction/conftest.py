@@ -1,12 +1,12 @@
 """Fixtures shared by the interaction tests: a database past the row cap, a scripted council file."""
 
-import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from resources.sql.results import DEFAULT_MAX_ROWS
+from tests.interaction.helpers import use_council_file
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +26,9 @@ def big_db(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def council_file(tmp_path, monkeypatch):
-    """A council file of scripted members: system agent ``sys``, user council (and FB judges) u1-u3."""
-    cfg = tmp_path / "council.yaml"
-    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 8, "timeout_s": 10.0, "max_retries": 0}
-    cfg.write_text(
-        json.dumps(
-            {
-                "members": {n: {"model": f"scripted/{n}", **member} for n in ("sys", "u1", "u2", "u3")},
-                "councils": {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]},
-            }
-        )
-    )
-    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils  # lazy: after the environment above is set
+    """System agent ``sys``; user council (and FB judges) u1-u3."""
+    from resources.llm import reset_councils
 
-    reset_councils()
-    yield cfg
+    councils = {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]}
+    yield use_council_file(tmp_path, monkeypatch, councils)
     reset_councils()
