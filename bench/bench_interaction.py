@@ -1,6 +1,8 @@
 """LLM calls and wall time per conversation of the interaction benchmark against a loopback stub.
 
-    .venv/bin/python bench/bench_interaction.py [--latency 0.05] [--questions 12] [--max-steps 3]
+    .venv/bin/python bench/bench_interaction.py [--latency 0.05] [--questions 12] [--max-steps 3] [--smoke]
+
+``--smoke``: 1 question, no latency, the final turn only (seconds).
 
 The stub (tests/llm_fakes.StubOpenAIServer, in-process) answers every request after ``latency``
 seconds with one JSON object that fits every schema: the system agent asks a clarification on
@@ -40,7 +42,10 @@ def main() -> int:
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--questions", type=int, default=12)
     ap.add_argument("--max-steps", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="1 question, no latency, final turn only: seconds")
     args = ap.parse_args()
+    if args.smoke:
+        args.questions, args.latency, args.max_steps = 1, 0.0, 0
     home = Path(tempfile.mkdtemp(prefix="quandary-bench-"))
     os.environ["QUANDARY_HOME"] = str(home)
 

@@ -1,6 +1,8 @@
 """Issue #30 before/after: the interaction rules that bent the numbers, measured on the real code.
 
-    .venv/bin/python bench/bench_interaction_trust.py [--turns 1000] [--garbage 0.3] [--seed 7]
+    .venv/bin/python bench/bench_interaction_trust.py [--turns 1000] [--garbage 0.3] [--seed 7] [--smoke]
+
+``--smoke``: 50 turns, 20 verdicts, no large gold (seconds).
 
 1. **Unreadable label votes** — simulated turns with three honest members (labels drawn per turn:
    unanimous, 2-1, or 1-1-1), one member answering garbage on ``--garbage`` of its calls. *Before*:
@@ -172,14 +174,19 @@ def main() -> int:
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--garbage", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--smoke", action="store_true", help="50 turns, 20 verdicts, no large gold: seconds")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    for name, part in (
-        ("1 labels", lambda: labels_part(args.turns, args.garbage, rng)),
-        ("2 feedback", lambda: feedback_part(200, rng)),
-        ("3 fragments", fragments_part),
-        ("4 large gold", large_gold_part),
-    ):
+    turns, verdicts = (50, 20) if args.smoke else (args.turns, 200)
+    parts = [
+        ("1 labels", lambda: labels_part(turns, args.garbage, rng)),
+        ("2 feedback", lambda: feedback_part(verdicts, rng)),
+    ]
+    if BIRD.is_dir():  # the shared data (../shared/data) is not in a fresh clone
+        parts.append(("3 fragments", fragments_part))
+        if not args.smoke:
+            parts.append(("4 large gold", large_gold_part))
+    for name, part in parts:
         print(name, json.dumps(part()))
     return 0
 

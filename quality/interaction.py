@@ -3,11 +3,11 @@
 import polars as pl
 
 from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
+from pipelines.interaction.ends import ENDS  # user_failed / system_failed: incomplete, not scored
 from pipelines.interaction.modes import MODES
 from quality.base import ColumnRule, Contract
 
-# How a conversation ends; `user_failed` = a user turn could not be produced (incomplete, not scored)
-ENDS = ("sql", "feedback", "give_up", "user_failed")
+__all__ = ["ENDS", "INTERACTION_SCORES", "INTERACTION_TURNS", "SCORE_STATUSES"]
 SCORE_STATUSES = ("scored", "not_applicable", "undecided", "incomplete")
 
 INTERACTION_TURNS = Contract(

@@ -32,6 +32,7 @@ from pipelines.interaction import metrics as M
 from pipelines.interaction import tables as T
 from pipelines.interaction.balance import partition_subset
 from pipelines.interaction.dialogue import MAX_STEPS, run_benchmark
+from pipelines.interaction.ends import INCOMPLETE_ENDS, SYSTEM_FAILED
 from pipelines.interaction.modes import MODES, parse_modes
 from pipelines.interaction.user import MAX_FRAGMENTS, members_without_usable_answer
 from quality.interaction import ENDS, INTERACTION_SCORES, INTERACTION_TURNS
@@ -294,9 +295,11 @@ def interaction_conversations(
         new_llm_calls=(log.count() - before) if log else 0,
         # counted in Python: a frame inferred from the conversations broke on mixed-type rows (#38)
         ends=MetadataValue.json(dict(Counter(c["end"] for c in convs))),
-        # conversations whose user turn could not be produced (a council call failed): not scored,
-        # and the next run retries exactly the failed calls (the call log caches only answers)
-        incomplete=sum(c["end"] == "user_failed" for c in convs),
+        # conversations whose user turn could not be produced (a council call failed) or whose system
+        # endpoint gave no answer: not scored, and the next run retries exactly the failed calls (the
+        # call log caches only answers)
+        incomplete=sum(c["end"] in INCOMPLETE_ENDS for c in convs),
+        system_failed=sum(c["end"] == SYSTEM_FAILED for c in convs),
         members_without_usable_answer=MetadataValue.json(broken),
         hallucinated_node_ids=int(df["invalid_node_ids"].list.len().sum()) if df.height else 0,
     )
@@ -438,24 +441,60 @@ def interaction_metrics(
     rows = M.metric_rows(interaction_scores.to_dicts()) if interaction_scores.height else []
     questions = {r["question_id"]: r for r in interaction_subset.iter_rows(named=True)}
     rows += leakage_rows(observations(interaction_conversations.to_dicts(), questions))
-    df = T.metrics_frame(rows, context.partition_key)
-    complete = f"quandary interact --db {context.partition_key} (with the run's options), or re-execute this run"
+    complete = interact_command(context.partition_key, context.run.run_config)
+    # the command is stored with the tables, so `quandary report interaction` prints it exactly
+    df = T.metrics_frame(rows + [{"table": "run", "metric": "complete_with", "slice": complete}], context.partition_key)
     text = M.report_text(rows, complete)
     png = M.figure2_png(rows, chart_path(context, "interaction_metrics", df))
     t4 = df.filter(pl.col("table") == "table4")
     k, n = M.incomplete_share(rows)
+    provisional = M.is_provisional(rows)
     yield artifact_output(
         df,
-        # #30 item 5: tables with incomplete conversations are provisional, in the UI as on the terminal
-        provisional=k > 0,
+        # #30 item 5: tables with incomplete conversations or undecided items are provisional, in the
+        # UI as on the terminal
+        provisional=provisional,
+        undecided=MetadataValue.json(M.undecided_share(rows)),
         incomplete_conversations=f"{k} of {n}" + (f" ({100 * k / n:.1f} %)" if n else ""),
-        **({"complete_with": complete} if k else {}),
+        **({"complete_with": complete} if provisional else {}),
         report=MetadataValue.md(f"```\n{text}\n```"),
         **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
         # the key table as the report prints it (one line per agent): short enough to render in place
         # on the asset page; the long per-metric rows are the artifact (#31 item 7)
         table4=MetadataValue.md(f"```\n{chr(10).join(M.table4_lines(rows))}\n```" if t4.height else "no conversations"),
     )
+
+
+def interact_command(db: str, run_config: dict | None) -> str:
+    """The exact `quandary interact` command that repeats a run's selection and options (#38 item 5):
+    it completes the run's incomplete conversations (failed calls are re-asked, the rest is cached).
+    Options the command line has no flag for are named after it, to be set in the UI launchpad."""
+    import shlex
+
+    from assets.shared.cards import council_path_of, op_values
+
+    sub, conv = op_values(run_config, "interaction_subset"), op_values(run_config, "interaction_conversations")
+    score, gold = op_values(run_config, "interaction_scores"), op_values(run_config, "interaction_gold")
+    defaults = {**SubsetConfig().model_dump(), **ConversationConfig().model_dump(), **ScoreConfig().model_dump()}
+    given = {k: v for k, v in {**sub, **conv, **score}.items() if v is not None and v != defaults.get(k)}
+    args = ["quandary", "interact", "--db", db]
+    for key, flag in (("agents", "--agents"), ("modes", "--modes"), ("pool", "--pool")):
+        if key in given:
+            args += [flag, *map(str, given[key])]
+    for key in ("balanced", "order_sensitive"):
+        if given.get(key):
+            args.append("--" + key.replace("_", "-"))
+    for key in ("balance_by", "seed", "max_questions", "max_steps", "candidate_filter"):
+        if key in given:
+            args += ["--" + key.replace("_", "-"), str(given[key])]
+    council = council_path_of(run_config)
+    command = (f"QUANDARY_COUNCIL_CONFIG={shlex.quote(council)} " if council else "") + shlex.join(args)
+    no_flag = {k: given[k] for k in ("subcategories", "source", "max_fragments") if k in given}
+    if gold.get("gold_timeout_s") not in (None, M.GOLD_TIMEOUT_S):
+        no_flag["gold_timeout_s"] = gold["gold_timeout_s"]
+    if no_flag:
+        command += " (with " + ", ".join(f"{k}={v!r}" for k, v in no_flag.items()) + " set in the UI launchpad)"
+    return command
 
 
 INTERACTION_ASSETS = [

@@ -48,10 +48,11 @@ def _interact(args) -> int:
             f"{conv.get('new_llm_calls', '?')} new LLM calls{pool}"
         )
         if conv.get("incomplete"):
+            outage = conv.get("system_failed") or 0
             print(
-                f"{conv['incomplete']} conversation(s) incomplete: a user turn could not be produced because a "
-                "council call failed or its answer was unreadable; they are not scored. Complete them with: "
-                f"{_this_command()}"
+                f"{conv['incomplete']} conversation(s) incomplete ({outage} because the system agent's endpoint "
+                "gave no answer, the others because a user turn could not be produced: a council call failed or "
+                f"its answer was unreadable); they are not scored. Complete them with: {_this_command()}"
             )
         if conv.get("members_without_usable_answer"):
             broken = ", ".join(f"{m} ({n})" for m, n in conv["members_without_usable_answer"].items())
@@ -65,7 +66,32 @@ def _interact(args) -> int:
     if args.export:
         n = export(args.export, args.db)
         print(f"wrote {n} result file(s) to {args.export}")
-    return 0
+    return _undecided_exit(rows)
+
+
+# Exit codes of `interact` / `report interaction`: 0 done; 1 a run or step failed, or nothing to
+# report; 2 bad input; 3 a reported metric could not be decided (as `aisql`'s "cannot decide");
+# 130 interrupted.
+UNDECIDED_EXIT = 3
+
+
+def _undecided_exit(rows: list[dict]) -> int:
+    """3 with one line per Table 4 rate that could not be decided (shown as –), else 0."""
+    from pipelines.interaction.metrics import undecided_metrics
+    from pipelines.interaction.modes import LABELS
+
+    bad = undecided_metrics(rows)
+    if not bad:
+        return 0
+    judges = [r["agent"] for r in rows if r["table"] == "judges"]
+    for r in bad:
+        why = f"; FB judges without a usable vote: {', '.join(judges)}" if r["metric"] == "fb" and judges else ""
+        print(
+            f"{r['metric'].upper()} of {r['agent']} ({LABELS.get(r['mode'], r['mode'])}) could not be decided: "
+            f"{r['undecided']} undecided against {r['denominator']} decided{why}",
+            file=sys.stderr,
+        )
+    return UNDECIDED_EXIT
 
 
 def _this_command() -> str:
@@ -74,7 +100,28 @@ def _this_command() -> str:
 
 
 def _complete_command(db: str | None) -> str:
-    return f"quandary interact --db {db or '<db>'} with the options of the run that produced them"
+    """The exact command of the run behind each database's tables (stored with its metrics, #38
+    item 5); several databases: one command each, joined with ``;``."""
+    from storage.audit import list_views, open_audit
+
+    con = open_audit()
+    try:
+        if "interaction_metrics" not in set(list_views(con)):
+            commands = {}
+        else:
+            where, params = (" AND db_id = ?", [db]) if db else ("", [])
+            frame = query_frame(
+                con,
+                "SELECT db_id, slice FROM interaction_metrics WHERE \"table\" = 'run' "
+                f"AND metric = 'complete_with'{where} ORDER BY db_id",
+                params,
+            )
+            commands = dict(frame.iter_rows())
+    finally:
+        con.close()
+    if not commands:  # tables from before the command was stored
+        return f"quandary interact --db {db or '<db>'} with the options of the run that produced them"
+    return "; ".join(commands.values())
 
 
 def export(out_dir: str, db_id: str | list[str] | None = None) -> int:
@@ -107,20 +154,29 @@ def export(out_dir: str, db_id: str | list[str] | None = None) -> int:
 
 
 def _report(args) -> int:
-    from pipelines.interaction.metrics import incomplete_share, report_text
+    from pipelines.interaction.metrics import incomplete_share, is_provisional, report_text, undecided_share
 
     rows = stored_metric_rows(args.db)
     if rows is None:
         print("no interaction scores yet; run `quandary interact --db ID` first", file=sys.stderr)
         return 1
+    command = _complete_command(args.db)
     if args.json:
         k, n = incomplete_share(rows)
-        print(json.dumps({"provisional": k > 0, "incomplete": k, "conversations": n, "rows": rows}, indent=2))
+        doc = {
+            "provisional": is_provisional(rows),
+            "incomplete": k,
+            "conversations": n,
+            "undecided": undecided_share(rows),
+            "complete_with": command if is_provisional(rows) else None,
+            "rows": rows,
+        }
+        print(json.dumps(doc, indent=2))
     else:
-        print(report_text(rows, _complete_command(args.db)))
+        print(report_text(rows, command))
     if args.export:
         print(f"wrote {export(args.export, args.db)} result file(s) to {args.export}")
-    return 0
+    return _undecided_exit(rows)
 
 
 def register(sub) -> None:

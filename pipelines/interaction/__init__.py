@@ -13,6 +13,16 @@ from pathlib import Path
 
 from pipelines.core.prompting import source_version
 
-_SOURCES = ("prompts.py", "agents.py", "user.py", "dialogue.py", "metrics.py", "fragments.py", "leakage.py")
+_SOURCES = (
+    "prompts.py",
+    "agents.py",
+    "user.py",
+    "dialogue.py",
+    "ends.py",
+    "metrics.py",
+    "same_rows.py",
+    "fragments.py",
+    "leakage.py",
+)
 # Code version of the interaction assets: a change to prompts or rules marks them stale in the UI.
 PIPELINE_VERSION = source_version(*(Path(__file__).parent / name for name in _SOURCES))

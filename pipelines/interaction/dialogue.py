@@ -3,9 +3,12 @@
 * Classification first: one prediction per (agent, question), shared by the predicted mode.
 * System turns ``step = 0 .. max_steps`` (default 3 clarifications + 1 final turn). SQL or feedback
   ends the conversation; a clarification is answered by the simulated user; an empty, failed or
-  unparseable answer ends it as a ``give_up`` (raw text kept). A user turn that could not be
-  produced (a council call failed, :mod:`pipelines.interaction.user`) ends it as ``user_failed``:
-  an incomplete conversation, kept out of the metrics and retried by the next run. On the final
+  unparseable answer ends it as a ``give_up`` (raw text kept): scored against the system. A user
+  turn that could not be produced (a council call failed, :mod:`pipelines.interaction.user`) ends it
+  as ``user_failed``; a system call that got no answer at all (its endpoint failed after the
+  council's retries) ends it as ``system_failed`` — an outage is not the agent's answer (#38 item 3).
+  Both are incomplete conversations (:mod:`pipelines.interaction.ends`), kept out of the metrics
+  and retried by the next run. On the final
   turn the schema has no question field, so a conversation never exceeds ``max_steps + 1`` system
   turns.
 * Conversations run concurrently in threads (the council bounds in-flight calls per member);
@@ -20,7 +23,8 @@ from concurrent.futures import as_completed
 from dataclasses import asdict
 
 from pipelines.abiss.ids import stable_id
-from pipelines.interaction.agents import AgentHandle, ClassifyResult, Question, Turn
+from pipelines.interaction.agents import AgentHandle, ClassifyResult, Question, SystemResponse, Turn
+from pipelines.interaction.ends import SYSTEM_FAILED, TRANSPORT_FAILURE, USER_FAILED
 from pipelines.interaction.modes import Mode
 from pipelines.interaction.user import SimulatedUser
 from resources.llm.runtime import call_threads
@@ -75,8 +79,15 @@ def run_conversation(
     history: list[tuple[str, str | None]] = []
     turns: list[dict] = []
     end, out_sql, out_fb = "give_up", None, None
+    # the predicted-mode dialogue needs the system's classification: when its endpoint gave no
+    # answer, the dialogue is not held without a category (it would be another mode) but left
+    # incomplete at its first turn, for the next run to classify and hold
+    unclassified = mode == Mode.PREDICTED.value and prediction is not None and prediction.status == TRANSPORT_FAILURE
     for step in range(max_steps + 1):
-        resp = agent.respond(Turn(q, tuple(history), mode, category, step, max_steps))
+        if unclassified:
+            resp = SystemResponse(status=TRANSPORT_FAILURE, raw=prediction.raw, call_id=prediction.call_id)
+        else:
+            resp = agent.respond(Turn(q, tuple(history), mode, category, step, max_steps))
         base = {
             "conversation_id": cid,
             "question_id": q.question_id,
@@ -113,7 +124,9 @@ def run_conversation(
             end, out_fb = "feedback", resp.feedback
             break
         if resp.kind is None:
-            end = "give_up"
+            # no answer arrived (transport failure): incomplete; an answer that came but is empty or
+            # unreadable is the agent's own and counts against it
+            end = SYSTEM_FAILED if resp.status == TRANSPORT_FAILURE else "give_up"
             break
         u = user.answer(row, schema_context, history, resp.question, cid, step)
         base.update(
@@ -132,7 +145,7 @@ def run_conversation(
             withheld_node_ids=u.withheld_node_ids,
         )
         if u.failed:
-            end = "user_failed"
+            end = USER_FAILED
             break
         history.append((resp.question, u.answer))
     return {

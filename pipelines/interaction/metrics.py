@@ -22,9 +22,12 @@ Per conversation (reference evaluators, ``None`` = not counted):
   when the judges that answered fix that outcome whatever the missing ones would have said**
   (:func:`fb_decision`): with 3 judges two agreeing votes; 1 yes + 2 failed judges is
   ``undecided`` (None), counted apart, never "explained".
-* A conversation that ended ``user_failed`` (a user turn could not be produced) is *incomplete*:
-  EX and FB are None (``ex_status = fb_status = "incomplete"``) and it is left out of every
-  dialogue statistic and AIR; Rec / Cls, which rest on the classification alone, still count.
+* A conversation that ended ``user_failed`` (a user turn could not be produced) or
+  ``system_failed`` (the system's endpoint gave no answer after retries: an outage, not the
+  agent's answer, #38 item 3) is *incomplete*: EX and FB are None (``ex_status = fb_status =
+  "incomplete"``) and it is left out of every dialogue statistic and AIR; Rec / Cls, which rest on
+  the classification alone, still count — unless the classification call itself got no answer
+  (then they are None too).
 
 A rate is ``#True / (#True + #False)``, so the denominators are exactly the paper's: EX over all
 answerable + ambiguous conversations plus unanswerable ones that produced SQL; FB over all
@@ -49,15 +52,18 @@ across models"); ``pooled`` rows give the micro average of the reference analysi
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.abiss.taxonomy import SUBCATEGORIES, SUBCATEGORY_BY_ID, Group, subcategory
 from pipelines.interaction import prompts
+from pipelines.interaction.ends import INCOMPLETE_ENDS, SYSTEM_FAILED, TRANSPORT_FAILURE, USER_FAILED
 from pipelines.interaction.leakage import leakage_lines
 from pipelines.interaction.modes import LABELS as MODE_LABELS
 from pipelines.interaction.modes import MODES
+from pipelines.interaction.same_rows import same_rows_in_database
 from pipelines.sqltools.equivalence import has_top_level_order_by, results_equivalent
 from pipelines.sqltools.results import large_results_match
 from resources.llm.votes import decide, is_decided
@@ -66,7 +72,6 @@ from resources.sql.results import FailureKind, engine_of
 from resources.sql.values import digest_rows
 from storage.charts import png_chart
 
-INCOMPLETE_END = "user_failed"
 FEEDBACK_ROLE = "feedback_judges"
 
 # ----------------------------------------------------------------------------- per conversation
@@ -92,6 +97,11 @@ def fb_outcome(gold_sub: str, pred_feedback: str | None) -> str:
 
 
 GOLD_TIMEOUT_S = 60.0  # gold queries are trusted and run once per question: a larger budget (#30 item 4)
+# #38 item 4: load never decides EX. A prediction gets at least this many times the gold's own
+# time (a correct prediction of a 14 s gold was cut at 3 s), and one cut by its deadline is run
+# once more with twice the budget before it is reported undecided.
+GOLD_TIME_FACTOR = 2.0
+RETRY_BUDGET_FACTOR = 2.0
 GOLD_DIGEST_VERSION = "1"  # bump when the digest or the value normalisation changes
 
 
@@ -105,6 +115,7 @@ class GoldSummary:
     bag_digest: str
     ordered_digest: str
     beyond_cap: bool
+    elapsed_s: float = 0.0  # how long the gold took when it was executed (0 when unknown)
     ok: bool = False
     digested: bool = True
 
@@ -128,8 +139,14 @@ class GoldResults:
         for r in stored or []:
             if r.get("digest_version") == GOLD_DIGEST_VERSION:
                 self._summaries[(r["gold_sha256"], r["db_fingerprint"])] = GoldSummary(
-                    [None] * r["n_columns"], r["row_total"], r["bag_digest"], r["ordered_digest"], r["beyond_cap"]
+                    [None] * r["n_columns"],
+                    r["row_total"],
+                    r["bag_digest"],
+                    r["ordered_digest"],
+                    r["beyond_cap"],
+                    r.get("elapsed_s") or 0.0,
                 )
+        self._elapsed: dict[str, float] = {}
         self.executed = 0
         self.reused = 0
 
@@ -137,10 +154,22 @@ class GoldResults:
         """The gold's outcome with its rows (a QueryResult when it fits), executing it once."""
         if gold_sql not in self._results:
             self.executed += 1
+            start = time.perf_counter()
             self._results[gold_sql] = execute_sql(
                 self.db_path, gold_sql, timeout_s=self.timeout_s, digest_beyond_cap=True
             )
+            self._elapsed[gold_sql] = time.perf_counter() - start
         return self._results[gold_sql]
+
+    def elapsed_s(self, gold_sql: str) -> float:
+        """How long the gold took (this run's execution, else the stored one; 0 when unknown)."""
+        if gold_sql in self._elapsed:
+            return self._elapsed[gold_sql]
+        try:
+            s = self._summaries.get(gold_key(gold_sql, self.db_path))
+        except OSError:
+            return 0.0
+        return s.elapsed_s if s else 0.0
 
     def summary(self, gold_sql: str):
         """The stored summary when there is one, else the executed outcome (then summarised)."""
@@ -153,7 +182,7 @@ class GoldResults:
             return self._summaries[key]
         out = self.get(gold_sql)
         if out.ok or getattr(out, "digested", False):
-            self._summaries[key] = _summarise(out)
+            self._summaries[key] = _summarise(out, self._elapsed.get(gold_sql, 0.0))
         return out
 
     def rows(self) -> list[dict]:
@@ -168,16 +197,17 @@ class GoldResults:
                 "bag_digest": s.bag_digest,
                 "ordered_digest": s.ordered_digest,
                 "beyond_cap": s.beyond_cap,
+                "elapsed_s": s.elapsed_s,
             }
             for (sha, fp), s in self._summaries.items()
         ]
 
 
-def _summarise(out) -> GoldSummary:
+def _summarise(out, elapsed_s: float = 0.0) -> GoldSummary:
     if out.ok:
         d = digest_rows(out.rows)
-        return GoldSummary(list(out.columns), out.row_count, d.bag, d.ordered, False)
-    return GoldSummary(list(out.columns or []), out.row_total, out.bag_digest, out.ordered_digest, True)
+        return GoldSummary(list(out.columns), out.row_count, d.bag, d.ordered, False, elapsed_s)
+    return GoldSummary(list(out.columns or []), out.row_total, out.bag_digest, out.ordered_digest, True, elapsed_s)
 
 
 def execution_match(
@@ -190,22 +220,37 @@ def execution_match(
 ) -> tuple[bool | None, str]:
     """EX of one prediction: True / False, or None when the comparison cannot decide (see module doc).
     The gold runs under ``golds``' budget (default :data:`GOLD_TIMEOUT_S`), the prediction under
-    ``timeout_s``; results past the executor's cap are compared by row count and digest."""
+    ``timeout_s`` or :data:`GOLD_TIME_FACTOR` times the gold's own time, whichever is longer, and once
+    more with twice that when the deadline cuts it; results past the executor's cap are compared
+    inside the database when identical, else by row count and digest (#38 item 4)."""
 
     too_big = (FailureKind.TOO_MANY_ROWS, FailureKind.TOO_LARGE)
     golds = golds or GoldResults(db_path)
     gold = golds.summary(gold_sql)
     if not gold.ok and not getattr(gold, "digested", False) and gold.kind not in too_big:
         return None, f"cannot decide: gold failed: {gold.one_line()}"
-    pred = execute_sql(db_path, pred_sql, timeout_s=timeout_s, digest_beyond_cap=True)
+    budget = max(timeout_s, GOLD_TIME_FACTOR * golds.elapsed_s(gold_sql))
+    ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
+    gold_beyond = gold.beyond_cap if isinstance(gold, GoldSummary) else not gold.ok
+    if (
+        gold_beyond
+        and not ordered
+        and same_rows_in_database(db_path, gold_sql, pred_sql, len(gold.columns or []), budget)
+    ):
+        return True, f"same {gold.row_total} rows (compared inside the database beyond the cap)"
+    pred = execute_sql(db_path, pred_sql, timeout_s=budget, digest_beyond_cap=True)
     if not pred.ok and pred.kind is FailureKind.TIMEOUT:
         # the deadline says how busy the machine was, not whether the query is right: a correct
-        # prediction (or its digest past the cap) can run past it on a loaded machine
-        return None, f"cannot decide: the prediction ran past its {timeout_s:g} s budget ({pred.one_line()})"
+        # prediction (or its digest past the cap) can run past it on a loaded machine; once more
+        budget *= RETRY_BUDGET_FACTOR
+        pred = execute_sql(db_path, pred_sql, timeout_s=budget, digest_beyond_cap=True)
+        if not pred.ok and pred.kind is FailureKind.TIMEOUT:
+            return None, (
+                f"cannot decide: the prediction ran past its budget twice (the second {budget:g} s; {pred.one_line()})"
+            )
     if not pred.ok and pred.kind not in too_big:
         return False, f"pred failed: {pred.one_line()}"
-    ordered = order_sensitive and has_top_level_order_by(gold_sql, dialect=engine_of(db_path))
-    beyond = not pred.ok or (gold.beyond_cap if isinstance(gold, GoldSummary) else not gold.ok)
+    beyond = not pred.ok or gold_beyond
     if beyond:  # past the cap (rows or bytes): counted and digested, never held
         return large_results_match(gold, pred, ordered=ordered)
     if isinstance(gold, GoldSummary):  # stored digest: equal digests decide without the gold's rows
@@ -269,12 +314,17 @@ def score_conversation(
     out.update(
         subcategory=gold, group=subcategory(gold).group.value, style=q.get("style"), difficulty=q.get("difficulty")
     )
-    predicted_mode = conv["mode"] == "predicted"
+    # a classification whose call got no answer is no prediction to score (an outage, not a miss)
+    predicted_mode = conv["mode"] == "predicted" and conv.get("classification_status") != TRANSPORT_FAILURE
     out["recognition"] = recognition(gold, conv["predicted_subcategory"]) if predicted_mode else None
     out["classification"] = (conv["predicted_subcategory"] == gold) if predicted_mode else None
-    out["fb_votes"] = []
-    if conv["end"] == INCOMPLETE_END:
-        reason = "incomplete: a user turn could not be produced (a council call failed; run again to retry it)"
+    out["fb_votes"], out["fb_judges"], out["fb_unusable_judges"] = [], [], []
+    if conv["end"] in INCOMPLETE_ENDS:
+        reason = (
+            "incomplete: a user turn could not be produced (a council call failed; run again to retry it)"
+            if conv["end"] == USER_FAILED
+            else "incomplete: the system's endpoint gave no answer (transport failure after retries; run again)"
+        )
         out.update(
             solved=None,
             explained=None,
@@ -339,6 +389,9 @@ def _score_fb(out, conv, q, gold, feedback_judge) -> None:
     else:
         decision, votes = feedback_judge(q, conv["predicted_feedback"])
         out["explained"], out["fb_votes"] = decision, votes
+        # which judges were asked, and which of them gave no usable vote (named by the report)
+        out["fb_judges"] = [v["member"] for v in votes]
+        out["fb_unusable_judges"] = [v["member"] for v in votes if v["vote"] is None]
         yes, no = sum(v["vote"] == "Yes" for v in votes), sum(v["vote"] == "No" for v in votes)
         n = getattr(feedback_judge, "n_judges", len(votes))
         tally = f"{yes} yes, {no} no of {n} judges"
@@ -398,7 +451,7 @@ def _row(table, agent, mode, sub, metric, values) -> dict:
     return _mean_row(table, agent, mode, sub, metric, *rate(values))
 
 
-def _mean_row(table, agent, mode, sub, metric, value, k, n) -> dict:
+def _mean_row(table, agent, mode, sub, metric, value, k, n, undecided=None) -> dict:
     return {
         "table": table,
         "agent": agent,
@@ -408,11 +461,48 @@ def _mean_row(table, agent, mode, sub, metric, value, k, n) -> dict:
         "value": value,
         "numerator": k,
         "denominator": n,
+        "undecided": undecided,
     }
 
 
+_STATUS = {"solved": "ex_status", "explained": "fb_status"}
+
+
+def _outcome_row(table, agent, mode, sub, metric, scores: list[dict], field: str) -> dict:
+    """A rate of EX (``solved``) or FB (``explained``) with the items that could not be decided
+    beside it (#38 item 2): they are in neither numerator nor denominator, and a rate resting on
+    fewer decided items than undecided ones is shown as undecided (:func:`undecided_rate`)."""
+    row = _row(table, agent, mode, sub, metric, [s[field] for s in scores])
+    row["undecided"] = sum(1 for s in scores if s.get(_STATUS[field]) == "undecided")
+    return row
+
+
+def undecided_rate(row: dict | None) -> bool:
+    """The rate could not be decided: undecided items, at least as many as the decided ones (a rate
+    over the few items decided by rule alone, e.g. FB 0/4 beside 151 undecided, says nothing)."""
+    return bool(row and row.get("undecided")) and row["undecided"] >= row["denominator"]
+
+
+def judge_failure_rows(scores: list[dict]) -> list[dict]:
+    """Per FB judge: in how many of the judged conversations its vote was unusable (its call failed
+    or its answer could not be read), so a report names the judges that left FB undecided."""
+    judged = [s for s in scores if s.get("fb_status") in ("scored", "undecided") and s.get("fb_judges")]
+    asked: dict[str, int] = defaultdict(int)
+    failed: dict[str, int] = defaultdict(int)
+    for s in judged:
+        for m in s["fb_judges"]:
+            asked[m] += 1
+        for m in s.get("fb_unusable_judges") or []:
+            failed[m] += 1
+    return [
+        _mean_row("judges", m, "all", None, "fb_unusable_votes", failed[m] / asked[m], failed[m], asked[m])
+        for m in sorted(asked)
+        if failed[m]
+    ]
+
+
 def _complete(c: dict) -> bool:
-    return c.get("end") != INCOMPLETE_END
+    return c.get("end") not in INCOMPLETE_ENDS
 
 
 def _count_row(agent, mode, metric, convs: list[dict], flagged) -> dict:
@@ -453,32 +543,29 @@ def metric_rows(scores: list[dict]) -> list[dict]:
             convs = by.get((agent, mode), [])
             if not convs:
                 continue
-            rows.append(_row("table4", agent, mode, None, "ex", [s["solved"] for s in convs]))
-            rows.append(_row("table4", agent, mode, None, "fb", [s["explained"] for s in convs]))
+            rows.append(_outcome_row("table4", agent, mode, None, "ex", convs, "solved"))
+            rows.append(_outcome_row("table4", agent, mode, None, "fb", convs, "explained"))
             # counted apart, never in a rate: incomplete dialogues, EX / FB that cannot be decided
             rows.append(_count_row(agent, mode, "incomplete", convs, lambda c: not _complete(c)))
+            # of which the system's endpoint gave no answer (an outage of the system under test)
+            rows.append(_count_row(agent, mode, "system_failed", convs, lambda c: c.get("end") == SYSTEM_FAILED))
             rows.append(_count_row(agent, mode, "ex_undecided", convs, lambda c: c.get("ex_status") == "undecided"))
             rows.append(_count_row(agent, mode, "fb_undecided", convs, lambda c: c.get("fb_status") == "undecided"))
-            rows.append(
-                _row("table5", agent, mode, None, "ans_ex", [s["solved"] for s in convs if s["group"] == "answerable"])
-            )
-            rows.append(
-                _row("table5", agent, mode, None, "amb_ex", [s["solved"] for s in convs if s["group"] == "ambiguous"])
-            )
-            rows.append(_row("table5", agent, mode, None, "fb", [s["explained"] for s in convs]))
+            for metric, group in (("ans_ex", "answerable"), ("amb_ex", "ambiguous")):
+                rows.append(
+                    _outcome_row(
+                        "table5", agent, mode, None, metric, [s for s in convs if s["group"] == group], "solved"
+                    )
+                )
+            rows.append(_outcome_row("table5", agent, mode, None, "fb", convs, "explained"))
             rows += _dialogue_rows("table6", agent, mode, convs)
             for sub in SUBCATEGORIES:
                 sc = [s for s in convs if s["subcategory"] == sub.id]
                 if sc:
                     metric = "ex" if sub.solvable else "fb"
                     rows.append(
-                        _row(
-                            "figure2",
-                            agent,
-                            mode,
-                            sub.id,
-                            metric,
-                            [s["solved"] if sub.solvable else s["explained"] for s in sc],
+                        _outcome_row(
+                            "figure2", agent, mode, sub.id, metric, sc, "solved" if sub.solvable else "explained"
                         )
                     )
         rows += _dialogue_rows("appendix_d", agent, "all", [s for s in scores if s["agent"] == agent])
@@ -492,13 +579,12 @@ def metric_rows(scores: list[dict]) -> list[dict]:
                 per = [r for r in rows if r["table"] == table and r["mode"] == mode and r["metric"] == metric]
                 vals = [r["value"] for r in per if r["value"] is not None]
                 k, n = sum(r["numerator"] for r in per), sum(r["denominator"] for r in per)
+                u = sum(r["undecided"] for r in per) if table == "table5" else None
                 if per:
-                    rows.append(
-                        _mean_row(table, "mean", mode, None, metric, sum(vals) / len(vals) if vals else None, k, n)
-                    )
-                    pooled = (k / n if n else None) if metric != "avg_turns" else (k / n if n else None)
-                    rows.append(_mean_row(table, "pooled", mode, None, metric, pooled, k, n))
-    return rows
+                    mean = sum(vals) / len(vals) if vals else None
+                    rows.append(_mean_row(table, "mean", mode, None, metric, mean, k, n, u))
+                    rows.append(_mean_row(table, "pooled", mode, None, metric, k / n if n else None, k, n, u))
+    return rows + judge_failure_rows(scores)
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -508,11 +594,39 @@ def _pct(v) -> str:
     return "  –  " if v is None else f"{100 * v:5.1f}"
 
 
-def _get(rows, table, agent, mode, metric, sub=None):
+def _find(rows, table, agent, mode, metric, sub=None) -> dict | None:
     for r in rows:
         if (r["table"], r["agent"], r["mode"], r["metric"], r["subcategory"]) == (table, agent, mode, metric, sub):
-            return r["value"]
+            return r
     return None
+
+
+def _get(rows, table, agent, mode, metric, sub=None):
+    r = _find(rows, table, agent, mode, metric, sub)
+    return None if r is None else r["value"]
+
+
+def _cell(row: dict | None) -> str:
+    """A rate as printed: ``–`` when there is none or it could not be decided; the undecided items
+    beside it whenever there are any (``58.7 +3?``: 3 more items could not be decided)."""
+    if row is None:
+        return "  –  "
+    u = row.get("undecided") or 0
+    value = "  –  " if row["value"] is None or undecided_rate(row) else _pct(row["value"])
+    return f"{value.strip()} +{u}?" if u else value
+
+
+def undecided_metrics(rows: list[dict]) -> list[dict]:
+    """The Table 4 EX / FB rates that could not be decided (``–``): the CLI exits 3 on them."""
+    return [r for r in rows if r["table"] == "table4" and r["metric"] in ("ex", "fb") and undecided_rate(r)]
+
+
+def undecided_share(rows: list[dict]) -> dict[str, int]:
+    """Undecided EX / FB items over every agent and mode of Table 4 (0 when all decided)."""
+    out = {}
+    for metric in ("ex", "fb"):
+        out[metric] = sum(r.get("undecided") or 0 for r in rows if r["table"] == "table4" and r["metric"] == metric)
+    return out
 
 
 def incomplete_share(rows: list[dict]) -> tuple[int, int]:
@@ -522,24 +636,28 @@ def incomplete_share(rows: list[dict]) -> tuple[int, int]:
 
 
 def is_provisional(rows: list[dict]) -> bool:
-    """True when some conversation is incomplete: every rate may still shift when it completes."""
-    return incomplete_share(rows)[0] > 0
+    """True when some conversation is incomplete or some reported EX / FB item could not be decided:
+    the rates may still shift once they complete or are decided (#38 item 2)."""
+    return incomplete_share(rows)[0] > 0 or any(undecided_share(rows).values())
 
 
 def table4_lines(rows: list[dict]) -> list[str]:
     """Table 4, with the incomplete share beside it (predicted mode, ground truth in parentheses):
     the rates leave incomplete conversations out, so a reader must see how many there are."""
     agents = sorted({r["agent"] for r in rows if r["table"] == "table4"})
-    out = [f"{'agent':<24} {'Rec.':>6} {'Cls.':>6} {'EX (GT)':>15} {'FB (GT)':>15} {'Incompl. (GT)':>15}"]
 
-    def pair(metric):
-        return f"{_pct(_get(rows, 'table4', a, 'predicted', metric))} ({_pct(_get(rows, 'table4', a, 'ground_truth', metric)).strip()})"
+    def pair(a, metric):
+        pred, gt = (_cell(_find(rows, "table4", a, m, metric)) for m in ("predicted", "ground_truth"))
+        return f"{pred} ({gt.strip()})"
 
+    # a rate with undecided items carries their count, so the columns widen to fit it
+    w = max([15] + [len(pair(a, m)) for a in agents for m in ("ex", "fb")])
+    out = [f"{'agent':<24} {'Rec.':>6} {'Cls.':>6} {'EX (GT)':>{w}} {'FB (GT)':>{w}} {'Incompl. (GT)':>15}"]
     for a in agents:
         out.append(
             f"{a:<24} {_pct(_get(rows, 'table4', a, 'predicted', 'rec')):>6} "
-            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {pair('ex'):>15} {pair('fb'):>15} "
-            f"{pair('incomplete'):>15}"
+            f"{_pct(_get(rows, 'table4', a, 'predicted', 'cls')):>6} {pair(a, 'ex'):>{w}} {pair(a, 'fb'):>{w}} "
+            f"{pair(a, 'incomplete'):>15}"
         )
     return out
 
@@ -548,18 +666,39 @@ DEFAULT_COMPLETE_COMMAND = "run the same `quandary interact` command again"
 
 
 def provisional_lines(rows: list[dict], complete_command: str | None = None) -> list[str]:
-    """The banner over tables with incomplete conversations (none when every conversation completed)."""
+    """The banner over provisional tables: incomplete conversations, undecided EX / FB items and the
+    FB judges that gave no usable vote, with the command that completes them (none when all is in)."""
     k, n = incomplete_share(rows)
-    if not k:
+    undecided = undecided_share(rows)
+    if not k and not any(undecided.values()):
         return []
     how = f"`{complete_command}`" if complete_command else DEFAULT_COMPLETE_COMMAND
-    return [
-        f"PROVISIONAL: {k} of {n} conversations ({100 * k / n:.1f} %) are incomplete (a user turn could not "
-        "be produced: a council call failed or its answer was unreadable). Every rate below leaves them out "
-        "and may shift once they complete.",
-        f"Complete them with: {how} (it re-asks exactly the failed calls; the others come from the cache).",
-        "",
-    ]
+    out = []
+    if k:
+        outage = sum(r["numerator"] for r in rows if r["table"] == "table4" and r["metric"] == "system_failed")
+        out += [
+            f"PROVISIONAL: {k} of {n} conversations ({100 * k / n:.1f} %) are incomplete ({k - outage} because a "
+            "user turn could not be produced: a council call failed or its answer was unreadable; "
+            f"{outage} because the system agent's endpoint gave no answer). Every rate below leaves them out "
+            "and may shift once they complete.",
+            f"Complete them with: {how} (it re-asks exactly the failed calls; the others come from the cache).",
+        ]
+    if any(undecided.values()):
+        what = ", ".join(f"{m.upper()} {u}" for m, u in undecided.items() if u)
+        out.append(
+            f"PROVISIONAL: items that could not be decided ({what} conversations over every agent and mode) are "
+            "left out of their rate and shown beside it as +N?; a rate with at least as many undecided items as "
+            "decided ones is shown as – (undecided)."
+        )
+        judges = [r for r in rows if r["table"] == "judges" and r["metric"] == "fb_unusable_votes"]
+        if judges:
+            named = ", ".join(f"{r['agent']} ({r['numerator']} of {r['denominator']} votes)" for r in judges)
+            out.append(
+                f"FB judges without a usable vote (call failed or answer unreadable): {named}. Check their model "
+                f"and endpoint in the council file, then run {how} again (failed calls are re-asked; an unreadable "
+                "answer is cached, so a judge that answers garbage must be replaced)."
+            )
+    return out + [""]
 
 
 def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
@@ -571,10 +710,8 @@ def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
             and _get(rows, "table5", agent, mode, "amb_ex") is None
         ):
             continue
-        out.append(
-            f"{MODE_LABELS[mode]:<16} {_pct(_get(rows, 'table5', agent, mode, 'ans_ex')):>8} "
-            f"{_pct(_get(rows, 'table5', agent, mode, 'amb_ex')):>8} {_pct(_get(rows, 'table5', agent, mode, 'fb')):>8}"
-        )
+        cells = [_cell(_find(rows, "table5", agent, mode, m)) for m in ("ans_ex", "amb_ex", "fb")]
+        out.append(f"{MODE_LABELS[mode]:<16} " + " ".join(f"{c:>8}" for c in cells))
     return out
 
 
@@ -606,16 +743,18 @@ def appendix_d_lines(rows: list[dict]) -> list[str]:
 
 
 def not_counted_lines(rows: list[dict]) -> list[str]:
-    """Conversations no rate counts: incomplete dialogues (a failed council call) and undecided EX / FB."""
-    out = [f"{'agent':<24} {'mode':<16} {'incomplete':>10} {'EX undecided':>13} {'FB undecided':>13}"]
+    """Conversations no rate counts: incomplete dialogues (a failed council call; of which the system's
+    endpoint gave no answer) and undecided EX / FB."""
+    head = ("incomplete", "system outage", "EX undecided", "FB undecided")
+    out = [f"{'agent':<24} {'mode':<16} " + " ".join(f"{h:>13}" for h in head)]
     keys = sorted({(r["agent"], r["mode"]) for r in rows if r["table"] == "table4" and r["metric"] == "incomplete"})
     for agent, mode in keys:
         got = {r["metric"]: r for r in rows if r["table"] == "table4" and (r["agent"], r["mode"]) == (agent, mode)}
         cells = [
             f"{got[m]['numerator']}/{got[m]['denominator']}" if m in got else "–"
-            for m in ("incomplete", "ex_undecided", "fb_undecided")
+            for m in ("incomplete", "system_failed", "ex_undecided", "fb_undecided")
         ]
-        out.append(f"{agent:<24} {MODE_LABELS.get(mode, mode):<16} {cells[0]:>10} {cells[1]:>13} {cells[2]:>13}")
+        out.append(f"{agent:<24} {MODE_LABELS.get(mode, mode):<16} " + " ".join(f"{c:>13}" for c in cells))
     return out
 
 
@@ -627,8 +766,9 @@ def report_text(rows: list[dict], complete_command: str | None = None) -> str:
         + (" [provisional]" if provisional else ""),
         *table4_lines(rows),
         "",
-        "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed; "
-        "run again to retry exactly those calls); undecided: EX / FB cannot be decided",
+        "Not counted in any rate — incomplete: a user turn could not be produced (a council call failed) or "
+        "the system agent's endpoint gave no answer (system outage); run again to retry exactly those calls; "
+        "undecided: EX / FB cannot be decided",
         *not_counted_lines(rows),
         "",
         "Table 5 — per mode, mean over agents, %" + (" [provisional]" if provisional else ""),
@@ -648,7 +788,7 @@ def report_text(rows: list[dict], complete_command: str | None = None) -> str:
             "",
             "Leakage — user answers with a gold-only SQL value or the hidden knowledge verbatim, "
             "% [95% bootstrap interval over questions]; per member: every answer it wrote, per label: the "
-            "answers the system received",
+            "answers the system received" + (" [provisional]" if provisional else ""),
             *leak,
         ]
     return "\n".join(parts)

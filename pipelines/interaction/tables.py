@@ -13,6 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipelines.abiss.outputs import reference_category, to_abiss_records
+from pipelines.interaction.ends import INCOMPLETE_ENDS
 from pipelines.interaction.modes import REFERENCE_CATEGORY_USE
 
 # every vote keeps its call's status (ok / parse_failed / call_failed) and error, for the audit trail
@@ -84,6 +85,7 @@ GOLD_SCHEMA = {
     "bag_digest": pl.String,
     "ordered_digest": pl.String,
     "beyond_cap": pl.Boolean,
+    "elapsed_s": pl.Float64,  # the gold's own time: a prediction gets at least twice it (#38 item 4)
 }
 
 
@@ -116,6 +118,8 @@ SCORE_SCHEMA = {
     "fb_status": pl.String,
     "fb_reason": pl.String,
     "fb_votes": pl.List(FB_VOTE),
+    "fb_judges": pl.List(pl.String),
+    "fb_unusable_judges": pl.List(pl.String),
     "n_clarifications": pl.Int64,
     "n_relevant": pl.Int64,
     "n_technical": pl.Int64,
@@ -137,6 +141,8 @@ METRIC_SCHEMA = {
     "slice": pl.String,
     "low": pl.Float64,
     "high": pl.Float64,
+    # EX / FB items left out of the rate because they could not be decided (#38 item 2)
+    "undecided": pl.Int64,
 }
 
 
@@ -225,7 +231,7 @@ def results_json(
                 "classification": s.get("classification"),
                 "solved": s.get("solved"),
                 "explained": s.get("explained"),
-                "complete": c["end"] != "user_failed",
+                "complete": c["end"] not in INCOMPLETE_ENDS,
             }
         )
     for doc in docs.values():  # #30 item 5: an export with incomplete conversations says so

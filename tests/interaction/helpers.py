@@ -69,3 +69,18 @@ def question_row(
         "generator": "test",
         "interpretation_index": None,
     }
+
+
+def use_council_file(tmp_path, monkeypatch, councils: dict[str, list[str]]):
+    """Write a council file of scripted members (``scripted/<name>``) and point the council layer at it."""
+    cfg = tmp_path / "council.yaml"
+    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 8, "timeout_s": 10.0, "max_retries": 0}
+    names = sorted({n for members in councils.values() for n in members})
+    cfg.write_text(
+        json.dumps({"members": {n: {"model": f"scripted/{n}", **member} for n in names}, "councils": councils})
+    )
+    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
+    from resources.llm import reset_councils  # lazy: after the environment above is set
+
+    reset_councils()
+    return cfg

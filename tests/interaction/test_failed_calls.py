@@ -156,7 +156,9 @@ def test_failed_user_turn_ends_the_conversation_and_is_counted_apart(scripted):
     assert t4[2].split()[0] == "ask-then-sql" and t4[2].rstrip().endswith("(–)")  # taxonomy-free run only
     heads = [line for line in text.splitlines() if line.startswith(("Table 5", "Table 6", "Appendix D"))]
     assert len(heads) == 3 and all(h.endswith("[provisional]") for h in heads)
-    complete = M.metric_rows([score[1]])
+    # no database here, so its EX is undecided, which alone marks the tables provisional (#38 item 2)
+    assert score[1]["ex_status"] == "undecided" and M.is_provisional(M.metric_rows([score[1]]))
+    complete = M.metric_rows([{**score[1], "ex_status": "scored", "solved": True}])
     assert not M.is_provisional(complete) and "PROVISIONAL" not in M.report_text(complete)
     turns = T.turns_frame([conv, ok], 3)
     docs = T.results_json(turns, T.scores_frame(score), pl.DataFrame(schema={"question_id": pl.String}), "u", "uni")

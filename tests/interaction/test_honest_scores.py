@@ -119,20 +119,6 @@ def test_fb_judge_is_its_own_role_in_the_default_and_demo_councils():
 # ----------------------------------------------------------------------------- item 4: big gold
 
 
-@pytest.fixture(scope="module")
-def big_db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("big") / "big.sqlite"
-    con = sqlite3.connect(path)
-    con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)")
-    con.execute(
-        f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {DEFAULT_MAX_ROWS + 5}) "
-        "INSERT INTO t SELECT i, i % 7 FROM n"
-    )
-    con.commit()
-    con.close()
-    return path
-
-
 GOLD = "SELECT id, v FROM t"
 AMB_BIG = question_row("answerable", "List every row.", sql=GOLD, qid="q-big")
 
@@ -166,7 +152,8 @@ def test_large_results_are_compared_as_bags_without_holding_them(big_db, pred, s
     s = _score_sql(big_db, pred)
     assert s["solved"] is solved, s["ex_reason"]
     if solved:
-        assert "compared by digest beyond the cap" in s["ex_reason"]
+        # #38 item 4: identical ones inside the database, the rest by digest; rows never held
+        assert "compared inside the database beyond the cap" in s["ex_reason"] or "by digest" in s["ex_reason"]
 
 
 def test_large_result_digest_matches_a_brute_force_bag():
@@ -195,7 +182,8 @@ def test_gold_runs_once_with_its_own_budget(big_db, monkeypatch):
         conv = {**_conv(end="sql", sql="SELECT id, v FROM t WHERE id < 3", feedback=None), "agent": agent}
         assert M.score_conversation(conv, AMB_BIG, str(big_db), timeout_s=2.0, golds=golds)["solved"] is False
     assert [c for c in calls if c[0] == GOLD] == [(GOLD, 45.0)] and golds.executed == 1
-    assert all(t == 2.0 for sql, t in calls if sql != GOLD)  # predictions keep the executor's budget
+    # predictions keep the executor's budget, or twice the gold's own time when that is longer (#38 item 4)
+    assert all(t == max(2.0, M.GOLD_TIME_FACTOR * golds.elapsed_s(GOLD)) for sql, t in calls if sql != GOLD)
 
 
 def test_gold_beyond_the_row_cap_still_decides_what_it_can(big_db):

@@ -174,25 +174,10 @@ def responder(req):
 
 
 @pytest.fixture
-def scripted_council(tmp_path, monkeypatch):
-    cfg = tmp_path / "council.yaml"
-    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0, "max_retries": 0}
-    cfg.write_text(
-        json.dumps(
-            {
-                "members": {n: {"model": f"scripted/{n}", **member} for n in ("sys", "u1", "u2", "u3")},
-                "councils": {"default": ["sys"], "system_agents": ["sys"], "user_simulator": ["u1", "u2", "u3"]},
-            }
-        )
-    )
-    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
-
-    reset_councils()
+def scripted_council(council_file):
     handler = ScriptedLLM(responder)
     install(handler)
-    yield handler
-    reset_councils()
+    return handler
 
 
 def test_reference_records_import_and_round_trip():

@@ -17,6 +17,7 @@ from resources.catalog import Catalog
 from storage.audit import open_audit
 from storage.audit import query_frame as _frame
 from tests.interaction import sanity_agents
+from tests.interaction.helpers import use_council_file
 from tests.llm_fakes import ScriptedLLM, install
 
 pytestmark = pytest.mark.integration
@@ -98,24 +99,10 @@ def council_reply(req):
 
 @pytest.fixture
 def scripted_council(tmp_path, monkeypatch):
-    cfg = tmp_path / "council.yaml"
-    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0, "max_retries": 0}
-    cfg.write_text(
-        json.dumps(
-            {
-                "members": {n: {"model": f"scripted/{n}", **member} for n in ("u1", "u2", "u3")},
-                "councils": {
-                    "default": ["u1"],
-                    "user_simulator": ["u1", "u2", "u3"],
-                    "feedback_judges": ["u1", "u2", "u3"],
-                },
-            }
-        )
-    )
-    monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
-    from resources.llm import reset_councils  # lazy: after the setup above it (environment, monkeypatch or sys.path)
+    from resources.llm import reset_councils
 
-    reset_councils()
+    users = ["u1", "u2", "u3"]
+    use_council_file(tmp_path, monkeypatch, {"default": ["u1"], "user_simulator": users, "feedback_judges": users})
     handler = ScriptedLLM(council_reply)
     install(handler)
     yield handler
