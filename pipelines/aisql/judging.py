@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.aisql.checks import BadPairInput
-from pipelines.aisql.compare import UNDECIDED, LayerVerdict, PairJudgement, autorater_layer, judge_pair
+from pipelines.aisql.compare import JUDGED, UNDECIDED, LayerVerdict, PairJudgement, autorater_layer, judge_pair
 from pipelines.aisql.methods import JudgeSettings, autorate
 from pipelines.aisql.normal_form import schema_of as schema_of_types
 from pipelines.aisql.pipeline import AisqlSettings, make_runtime, schema_text
@@ -107,6 +107,7 @@ def judge_pairs(
                 layer = autorater_layer(v)
                 r.layers.append(layer)
                 r.final, r.final_method = layer.verdict, "ours"
+                r.verdict_class = JUDGED if layer.verdict != UNDECIDED else r.verdict_class
         if advance:
             advance(len(pairs))
     return done

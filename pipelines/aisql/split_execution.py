@@ -14,8 +14,16 @@ from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement,
 from pipelines.aisql.execute import DEFAULT_TIMEOUT_S, RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
-from pipelines.aisql.splitter import SplitResult, align_calls, split
-from pipelines.aisql.structural import CANNOT, DIFFER, StructuralVerdict, compare_structures, pair_calls
+from pipelines.aisql.splitter import SplitResult, align_calls, call_identity, split
+from pipelines.aisql.structural import (
+    CANNOT,
+    DIFFER,
+    EQUAL_HERE,
+    EQUAL_SUITE,
+    StructuralVerdict,
+    compare_structures,
+    pair_calls,
+)
 
 MEMO_ROWS = 10_000  # larger results are not memoised (memory)
 MEMO_RUNS = 5_000
@@ -175,6 +183,8 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
             gtree = ctree = None
         for a in align_calls(gs.ai_parts, cs.ai_parts):
             item = {"gold_call": a.gold, "candidate_call": a.candidate, "status": a.status}
+            if a.repeat_of is not None:
+                item["repeat_of"] = a.repeat_of
             if a.status == "paired" and gtree is not None:
                 gp, cp = gs.ai_parts[a.gold], cs.ai_parts[a.candidate]
                 item.update(
@@ -184,6 +194,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
                     candidate_inputs=cp.input_columns,
                     gold_op=gp.op,
                     candidate_op=cp.op,
+                    same_call=call_identity(gp) == call_identity(cp),
                 )
                 item["probe"] = probe_agreement(
                     ctx.db_path,
@@ -229,14 +240,15 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         seed=ctx.seed,
         schema=ctx.schema,
     )
-    if verdict.verdict == CANNOT and verdict.method == "sampled" and ctx.schema is not None and ctx.test_suite:
+    open_ = verdict.verdict == EQUAL_HERE or (verdict.verdict == CANNOT and verdict.method == "sampled")
+    if open_ and ctx.schema is not None and ctx.test_suite:
         verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict)
     return verdict
 
 
 def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
     """Counterexample databases (:mod:`pipelines.aisql.counterexamples`): a witness rejects; agreement
-    stays 'cannot decide', marked ``test_suite`` (equal on the test suite, not a proof)."""
+    is ``equal_on_test_suite`` (evidence, not a proof: the judge does not accept on it)."""
     used: set[str] = set()
 
     def run(path, sql):
@@ -253,6 +265,11 @@ def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: Str
         return StructuralVerdict(DIFFER, res.reason, "test_suite", [], verdict.valuations, res.witness)
     if res.verdict == "agree":
         return StructuralVerdict(
-            CANNOT, f"{verdict.reason}; {res.reason}", "test_suite", verdict.polarity, verdict.valuations
+            EQUAL_SUITE,
+            f"{verdict.reason}; {res.reason}",
+            "test_suite",
+            verdict.polarity,
+            verdict.valuations,
+            polarity_inputs=verdict.polarity_inputs,
         )
     return verdict
