@@ -42,6 +42,7 @@ class EvalContext:
     timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
     test_suite: bool = True  # search generated databases for a counterexample when undecided
+    unique_keys: dict | None = None  # keys the data satisfies (test-suite databases keep only these unique)
     runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
     splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
 
@@ -257,7 +258,8 @@ def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: Str
         return rec.status, rec.rows
 
     try:
-        res = search(run, gtree, ctree, ctx.schema, ctx.key_columns, ordered=ordered, seed=ctx.seed)
+        keys = ctx.unique_keys if ctx.unique_keys is not None else {}  # unknown: assume no key
+        res = search(run, gtree, ctree, ctx.schema, keys, ordered=ordered, seed=ctx.seed)
     finally:
         for p in used:
             ctx.runtime.close_session(p)
