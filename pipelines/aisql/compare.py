@@ -31,7 +31,7 @@ ACCEPT, REJECT, UNDECIDED = "accept", "reject", "cannot decide"
 BAD_INPUT = "bad input"
 # What a verdict claims (#39 item 1, spec §5.5), stored with every verdict and counted apart:
 PROOF = "equivalent (proof)"  # every database, every behaviour of the aligned AI calls
-BOUNDED = "equivalent up to k rows"  # the symbolic verifier found no counterexample up to its bound
+BOUNDED = "equivalent up to k rows per table"  # the symbolic verifier: no counterexample up to its bound k
 WITNESS = "differ (witness)"  # a database and AI behaviour (or probe rows) where they differ, shown
 EQUAL_DB = "equal on this database"  # evidence only: never an accept by the deterministic layers
 EQUAL_SUITE_CLASS = "equal on the test suite"  # evidence only (generated databases)

@@ -18,12 +18,16 @@ from pipelines.aisql.splitter import SplitResult, align_calls, call_identity, sp
 from pipelines.aisql.structural import (
     CANNOT,
     DIFFER,
+    EQUAL,
     EQUAL_HERE,
     EQUAL_SUITE,
     StructuralVerdict,
     compare_structures,
     pair_calls,
 )
+from pipelines.aisql.verifier import BUDGET_MS, EQUIVALENT_UP_TO_K, replay, verify
+from pipelines.aisql.verifier import DEFAULT_K as VERIFIER_K
+from pipelines.aisql.verifier import DIFFER as V_DIFFER
 
 MEMO_ROWS = 10_000  # larger results are not memoised (memory)
 MEMO_RUNS = 5_000
@@ -42,6 +46,8 @@ class EvalContext:
     timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
     test_suite: bool = True  # search generated databases for a counterexample when undecided
+    verifier_k: int = VERIFIER_K  # rows per table of the bounded symbolic verifier (0: off)
+    verifier_budget_ms: int = BUDGET_MS  # its solver time per pair
     unique_keys: dict | None = None  # keys the data satisfies (test-suite databases keep only these unique)
     runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
     splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
@@ -242,9 +248,34 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         schema=ctx.schema,
     )
     open_ = verdict.verdict == EQUAL_HERE or (verdict.verdict == CANNOT and verdict.method == "sampled")
+    if open_ and ctx.schema is not None and ctx.verifier_k:
+        verdict = _with_verifier(ctx, gtree, ctree, verdict)
+        open_ = verdict.verdict not in (EQUAL, DIFFER)
     if open_ and ctx.schema is not None and ctx.test_suite:
         verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict)
     return verdict
+
+
+def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -> StructuralVerdict:
+    """The bounded symbolic verifier (:mod:`pipelines.aisql.verifier`): no counterexample up to k rows
+    per table is its own decided class; a counterexample replayed on DuckDB rejects; what it does
+    not cover keeps the verdict it had, the reason saying why (the test suite runs next)."""
+    keys = ctx.unique_keys if ctx.unique_keys is not None else {}
+    res = verify(gtree, ctree, ctx.schema, keys, k=ctx.verifier_k, budget_ms=ctx.verifier_budget_ms)
+    if res.verdict == V_DIFFER:
+        res = replay(gtree, ctree, res, ctx.schema)
+    if res.verdict == EQUIVALENT_UP_TO_K:
+        return StructuralVerdict(
+            EQUAL,
+            f"equivalent up to {res.k} rows per table: {res.reason}",
+            "verifier",
+            res.polarity,
+            verdict.valuations,
+            polarity_inputs=verdict.polarity_inputs,
+        )
+    if res.verdict == V_DIFFER:
+        return StructuralVerdict(DIFFER, res.reason, "verifier", [], verdict.valuations, res.witness)
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; verifier: {res.reason}")
 
 
 def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
