@@ -27,6 +27,7 @@ numbers), casts to numbers. Property-tested against DuckDB on random small datab
 
 import datetime
 import itertools
+import time
 from dataclasses import dataclass, field
 
 import duckdb
@@ -601,7 +602,7 @@ def verify(
     g_syms, c_syms, bool_pairs, _ = _symbols(gold_tree, cand_tree, pair_calls(gold_tree, cand_tree))
     if len(bool_pairs) > 2:
         return VerifierResult(UNSUPPORTED, "more than 2 aligned AI conditions (polarity choices)", k)
-    deadline = budget_ms
+    deadline = time.monotonic() + budget_ms / 1000
     last_model = None
     for bits in itertools.product((False, True), repeat=len(bool_pairs)):
         flips = dict(zip(bool_pairs, bits))
@@ -614,8 +615,11 @@ def verify(
             return VerifierResult(UNSUPPORTED, f"not covered by the verifier: {exc}", k)
         except (z3.Z3Exception, TypeError, AttributeError, KeyError) as exc:
             return VerifierResult(UNSUPPORTED, f"not covered by the verifier: {type(exc).__name__} {exc}"[:200], k)
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms <= 0:
+            return VerifierResult(UNKNOWN, f"solver budget ({budget_ms} ms) spent", k)
         s = z3.Solver()
-        s.set("timeout", max(1, deadline))
+        s.set("timeout", left_ms)
         s.add(*db.constraints)
         s.add(_bags_differ(g, c))
         res = s.check()
