@@ -318,9 +318,10 @@ def _signature(p: AIPart) -> tuple:
 
 def call_identity(p: AIPart) -> tuple:
     """What makes two calls one function (#39 item 2): the operator, the prompt and the input
-    columns' names and tables, whatever alias a query reads them under (``r.reviewText`` in the
-    outer query and ``r2.reviewText`` in a subquery ask the same question of the same values)."""
-    return (p.op, " ".join(p.prompt.split()), _signature(p))
+    columns' names, whatever alias or table (a CTE over the same table) a query reads them under:
+    an AI call is a function of its prompt and input values, and whether the values are the right
+    ones is the structural layer's question (it shares one unknown function between the calls)."""
+    return (p.op, " ".join(p.prompt.split()), _signature(p)[1])
 
 
 def _repeats(parts: list[AIPart]) -> dict[int, int]:
