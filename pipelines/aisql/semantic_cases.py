@@ -416,6 +416,7 @@ def prediction_rows(cases=CASES) -> list[dict]:
             "gold_sql": c.gold_sql,
             "predicted_sql": c.candidate_sql,
             "label": c.equivalent,
+            "dialect": "bigquery",  # two golds have no AI call, which detection would read as ThalamusDB
         }
         for c in cases
     ]
