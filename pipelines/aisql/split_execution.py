@@ -271,6 +271,7 @@ def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -
             "verifier",
             res.polarity,
             verdict.valuations,
+            {"bounded_proof": {"rows_per_table": res.k, "solver": "z3", "budget_ms": ctx.verifier_budget_ms}},
             polarity_inputs=verdict.polarity_inputs,
         )
     if res.verdict == V_DIFFER:

@@ -51,7 +51,14 @@ def test_no_decided_verdict_is_wrong_and_most_are_decided(judged):
 
 
 def test_an_accept_is_a_proof_and_a_reject_has_a_witness(judged):
+    import json
+
     for c, r in judged.values():
+        stored = json.loads(json.dumps(r.evidence.to_dict(), default=str))["structural"]  # as evaluate stores it
+        if stored["method"] == "verifier" and stored["verdict"] == "differ":
+            assert stored["witness"]["database"] and stored["witness"]["differ"], c.id
+        if stored["method"] == "verifier" and stored["verdict"] == "equal":
+            assert stored["witness"]["bounded_proof"]["rows_per_table"] == 3, c.id
         if r.final == ACCEPT:
             assert r.verdict_class in (PROOF, BOUNDED), (c.id, r.verdict_class)
         if r.final == REJECT:
