@@ -61,6 +61,7 @@ def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_p
     open_pair = gold.replace("the review sentiment is positive", "the review praises the stunts")
     code, res = _compare(sembench_root, capsys, gold, open_pair, "--methods", "ex,ours")
     assert code == 0 and res["final_method"] == "ours" and res["final"] == "accept" and len(asked) == 1
+    assert res["verdict_class"] == "judged by the autorater"  # an LLM's judgement: neither proof nor witness
     assert [v["layer"] for v in res["layers"]] == ["structural", "ai", "ex", "ours"]
     reset_councils()
 
