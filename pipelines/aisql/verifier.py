@@ -166,6 +166,8 @@ class Encoder:
         texts, _ = call_symbols(tree)
         self.sym_of = {t: syms[i] for i, t in enumerate(texts)}
         self.used: dict[str, str] = {}  # call text -> the z3 function valuing it (for the replay)
+        self.ctes: dict[str, exp.Select] = {}
+        self.derived_sorts: dict[str, dict[str, str]] = {}  # derived-table alias -> {column: sort}
         self.divz = funcs.setdefault("__div0__", z3.Function("div0", z3.RealSort(), z3.RealSort()))
 
     # rows of a FROM clause: list of (condition, env); env: alias -> (qualified table, row index | None)
@@ -183,26 +185,50 @@ class Encoder:
             items.append((j.this, kind, j.args.get("on")))
         rows = [(z3.BoolVal(True), dict(outer))]
         for node, kind, on in items:
-            if not isinstance(node, exp.Table):
-                raise Unsupported("a derived table or table function in FROM")
-            q, t = self.db.table(node)
-            alias = (node.alias_or_name or node.name).lower()
+            alias, sources = self._source(node)
             out = []
             for cond, env in rows:
                 matched = []
-                for i in range(self.db.k):
-                    e2 = {**env, alias: (q, i)}
-                    c = z3.And(cond, t["present"][i])
+                for present, binding in sources:
+                    e2 = {**env, alias: binding}
+                    c = z3.And(cond, present)
                     if on is not None:
                         c = z3.And(c, self.truth(self.expr(on, e2)))
                     out.append((c, e2))
                     matched.append(c)
                 if kind == "LEFT":
-                    out.append((z3.And(cond, z3.Not(z3.Or(*matched))), {**env, alias: (q, None)}))
+                    pad = (sources[0][1][0], None) if sources else ("__derived__", None)
+                    out.append((z3.And(cond, z3.Not(z3.Or(*matched))), {**env, alias: pad}))
             rows = out
             if len(rows) > MAX_COMBOS:
                 raise Unsupported(f"more than {MAX_COMBOS} row combinations in one FROM")
         return rows
+
+    def _source(self, node) -> tuple[str, list[tuple[object, tuple]]]:
+        """(alias, [(row present, env binding)]) of one FROM item: a base table's k symbolic rows, or
+        a derived table's / CTE's output rows (its columns by their output names)."""
+        inner = None
+        if isinstance(node, exp.Subquery):
+            inner = node.this
+        elif isinstance(node, exp.Table) and not node.db and node.name.lower() in self.ctes:
+            inner = self.ctes[node.name.lower()]
+        if inner is None:
+            if not isinstance(node, exp.Table):
+                raise Unsupported(f"{type(node).__name__} in FROM")
+            q, t = self.db.table(node)
+            return (node.alias_or_name or node.name).lower(), [(t["present"][i], (q, i)) for i in range(self.db.k)]
+        if not isinstance(inner, exp.Select) or not node.alias_or_name:
+            raise Unsupported("a derived table other than one aliased SELECT block")
+        names = [x.alias_or_name.lower() for x in inner.expressions]
+        if any(not n or n == "*" for n in names) or len(set(names)) != len(names):
+            raise Unsupported("a derived table without one distinct name per column")
+        if node.args.get("alias") is not None and node.args["alias"].columns:
+            raise Unsupported("a derived table with renamed columns")
+        rows = self.output(inner, top=False)
+        if not rows:
+            raise Unsupported("an empty derived table")
+        self.derived_sorts[node.alias_or_name.lower()] = {n: v.sort for n, v in zip(names, rows[0][1])}
+        return node.alias_or_name.lower(), [(p, ("__derived__", dict(zip(names, vals)))) for p, vals in rows]
 
     @staticmethod
     def truth(b: V):
@@ -216,6 +242,11 @@ class Encoder:
         for a, (q, i) in env.items():
             if alias is not None and a != alias:
                 continue
+            if q == "__derived__":
+                known = self.derived_sorts.get(a, {})
+                if name in known:
+                    hits.append((a, q, i))
+                continue
             cols = self.db.tables[q]["cols"]
             if name in cols:
                 hits.append((a, q, i))
@@ -223,7 +254,12 @@ class Encoder:
             hits = hits[-1:]  # the innermost scope (env keeps insertion order: outer first)
         if not hits:
             raise Unsupported(f"column {col.sql('duckdb')}")
-        _, q, i = hits[-1]
+        a, q, i = hits[-1]
+        if q == "__derived__":
+            if i is None:  # a NULL-extended row of a LEFT JOIN over a derived table
+                sort = self.derived_sorts[a][name]
+                return V(sort, z3.FreshConst(_z3_sort(sort)), z3.BoolVal(True))
+            return i[name]
         sort = self.db.tables[q]["cols"][name][0].sort
         if sort.startswith("unsupported"):
             raise Unsupported(f"column type {sort.split(':', 1)[1]}")
@@ -501,11 +537,19 @@ class Encoder:
         raise Unsupported(f"aggregate {node.key.upper()}")
 
     # ------------------------------------------------------------------ the query
-    def output(self, tree) -> list[tuple[object, list[V]]]:
+    def output(self, tree, top: bool = True) -> list[tuple[object, list[V]]]:
         """The query's result as candidate rows: (present, [values])."""
         sel = tree
-        if not isinstance(sel, exp.Select) or sel.args.get("with") or sel.args.get("with_"):
-            raise Unsupported("a top level other than one SELECT block")
+        if not isinstance(sel, exp.Select):
+            raise Unsupported("a query other than SELECT blocks (set operations)")
+        with_ = sel.args.get("with_") or sel.args.get("with")
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise Unsupported("WITH RECURSIVE")
+            for cte in with_.expressions:
+                if cte.args.get("alias") is not None and cte.args["alias"].columns:
+                    raise Unsupported("a CTE with renamed columns")
+                self.ctes[cte.alias.lower()] = cte.this
         for k in ("order", "limit", "offset", "qualify", "windows"):
             if sel.args.get(k):
                 raise Unsupported(k.upper().replace("_", " ") if k != "order" else "ORDER BY")

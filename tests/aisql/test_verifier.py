@@ -33,6 +33,9 @@ SHAPES = [
     "SELECT t.a FROM s.t AS t WHERE {w} AND EXISTS (SELECT 1 FROM s.u AS u WHERE u.a = t.a)",
     "SELECT t.a FROM s.t AS t WHERE {w} AND t.a NOT IN (SELECT u.d FROM s.u AS u)",
     "SELECT {e} FROM s.t AS t WHERE {w}",
+    "WITH q AS (SELECT t.a, t.b, t.c FROM s.t AS t WHERE {w}) SELECT q.a FROM q",
+    "SELECT q.b, q.n FROM (SELECT t.b, COUNT(*) AS n FROM s.t AS t WHERE {w} GROUP BY t.b) AS q WHERE q.n > 1",
+    "SELECT t.a FROM s.t AS t LEFT JOIN (SELECT u.a FROM s.u AS u) AS q ON q.a = t.a WHERE {w} AND q.a IS NULL",
 ]
 PREDICATES = [
     "t.a > 1",
@@ -156,6 +159,16 @@ KNOWN = [
         True,
     ),
     (f"SELECT t.a FROM s.t AS t WHERE {AI.format(x='t')}", "SELECT t.a FROM s.t AS t", False),
+    (
+        "SELECT t.b, COUNT(*) FROM s.t AS t GROUP BY t.b HAVING COUNT(*) > 1",
+        "SELECT q.b, q.n FROM (SELECT t.b, COUNT(*) AS n FROM s.t AS t GROUP BY t.b) AS q WHERE q.n > 1",
+        True,
+    ),
+    (
+        "SELECT t.a FROM s.t AS t WHERE t.a > 1",
+        "WITH x AS (SELECT t.a FROM s.t AS t) SELECT x.a FROM x WHERE x.a >= 1",
+        False,
+    ),
 ]
 
 
@@ -177,5 +190,7 @@ def test_a_declared_key_removes_duplicates_but_only_when_declared():
 def test_what_it_does_not_cover_says_so():
     res = _verify("SELECT t.a FROM s.t AS t ORDER BY t.a LIMIT 1", "SELECT t.a FROM s.t AS t ORDER BY t.a LIMIT 2")
     assert res.verdict == UNSUPPORTED and "ORDER BY" in res.reason
+    res = _verify("WITH x AS (SELECT * FROM s.t AS t) SELECT x.a FROM x", "SELECT t.a FROM s.t AS t")
+    assert res.verdict == UNSUPPORTED and "derived table" in res.reason
     res = _verify("SELECT t.a FROM s.t AS t WHERE t.b LIKE 'x%'", "SELECT t.a FROM s.t AS t")
     assert res.verdict == UNSUPPORTED and "Like" in res.reason
