@@ -770,13 +770,26 @@ def _rows_text(tables: dict) -> str:
 
 
 def _behaviour(model, funcs: dict) -> str:
+    """Each AI function of the counterexample as 'inputs -> answer' entries (strings as text)."""
     out = []
     for name, f in funcs.items():
         if name.startswith("__"):
             continue
-        interp = model.get_interp(f) if any(d.eq(f) for d in model.decls()) else "any"
-        out.append(f"{name.split('_')[1]} = {interp}"[:160])
-    return "; ".join(out)
+        if not any(d.eq(f) for d in model.decls()):
+            out.append(f"{name.split('_')[1]}: any answer")
+            continue
+        interp = model.get_interp(f)
+        if not isinstance(interp, z3.FuncInterp):
+            out.append(f"{name.split('_')[1]}: always {interp}")
+            continue
+        entries = []
+        for i in range(interp.num_entries()):
+            e = interp.entry(i)
+            args = ", ".join(str(z3.simplify(e.arg_value(j))) for j in range(e.num_args()))
+            entries.append(f"({args}) -> {e.value()}")
+        entries.append(f"otherwise {interp.else_value()}")
+        out.append(f"{name.split('_')[1]}: " + "; ".join(entries))
+    return " | ".join(out)[:300]
 
 
 def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression:
@@ -822,6 +835,7 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
 
 
 def _sql_lit(v) -> exp.Expression:
+    v = z3.simplify(v)  # a model may write the string "a" as Unit(97)
     if z3.is_string_value(v):
         return exp.Literal.string(v.as_string())
     if z3.is_int_value(v):
