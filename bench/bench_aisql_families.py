@@ -67,7 +67,7 @@ def main() -> None:
         judging.ctx.test_suite = not args.no_test_suite
         judging.ctx.verifier_k = 0 if args.no_verifier else judging.ctx.verifier_k
         t1 = time.perf_counter()
-        todo = [PairToJudge(r["id"], r["gold_sql"], r["predicted_sql"], "bigquery") for r in mine]
+        todo = [PairToJudge(r["id"], r["gold_sql"], r["predicted_sql"], r.get("dialect", "bigquery")) for r in mine]
         try:
             done = judge_pairs(judging, todo, ("ex", "layers"))
         finally:

@@ -23,6 +23,7 @@ MED_GEN = (
     'AI.GENERATE(FORMAT("Patient with these symptoms has {d}. Symptoms: %s. Answer only TRUE or FALSE.", '
     "{a}.symptoms)).result = '{v}'"
 )
+TDB = "NLfilter(reviewText, 'the review sentiment is positive')"
 PS = "FROM medical_dataset.patients AS p JOIN medical_dataset.symptoms_texts AS s ON p.patient_id = s.patient_id"
 
 
@@ -35,6 +36,7 @@ class SemanticCase:
     gold_sql: str
     candidate_sql: str
     why: str
+    dialect: str = "bigquery"
 
 
 def _m(a: str = "r") -> str:
@@ -399,6 +401,27 @@ def _cases() -> list[SemanticCase]:
             f"SELECT p.patient_id {PS} WHERE {_d('psoriasis')}",
             "two skin diseases",
         ),
+        # the ThalamusDB dialect (NLfilter) through the same layers
+        SemanticCase(
+            "movie-tdb-count-1-vs-star",
+            "movie",
+            "rewrite",
+            True,
+            f"SELECT COUNT(*) FROM Reviews WHERE id = 'taken_3' AND {TDB}",
+            f"SELECT COUNT(1) FROM Reviews WHERE {TDB} AND id = 'taken_3'",
+            "COUNT(1) counts every row",
+            "thalamusdb",
+        ),
+        SemanticCase(
+            "movie-tdb-count-star-vs-count-column",
+            "movie",
+            "data_blind",
+            False,
+            f"SELECT COUNT(*) FROM Reviews WHERE id = 'taken_3' AND {TDB}",
+            f"SELECT COUNT(criticName) FROM Reviews WHERE id = 'taken_3' AND {TDB}",
+            "a review without a critic name is counted by the gold only",
+            "thalamusdb",
+        ),
     ]
     return out
 
@@ -416,7 +439,7 @@ def prediction_rows(cases=CASES) -> list[dict]:
             "gold_sql": c.gold_sql,
             "predicted_sql": c.candidate_sql,
             "label": c.equivalent,
-            "dialect": "bigquery",  # two golds have no AI call, which detection would read as ThalamusDB
+            "dialect": c.dialect,  # two golds have no AI call, which detection would read as ThalamusDB
         }
         for c in cases
     ]

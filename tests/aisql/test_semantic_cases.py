@@ -31,7 +31,7 @@ def judged(sembench_root, tmp_path_factory):
         judging = open_judging(AisqlSettings(flip_rate=0.0), prepare_db(scenario, sembench_root, home))
         try:
             done = judge_pairs(
-                judging, [PairToJudge(c.id, c.gold_sql, c.candidate_sql, "bigquery") for c in cases], ("ex", "layers")
+                judging, [PairToJudge(c.id, c.gold_sql, c.candidate_sql, c.dialect) for c in cases], ("ex", "layers")
             )
         finally:
             judging.close()
