@@ -175,6 +175,7 @@ def _compare(args) -> int:
                 {
                     "final": result.final,
                     "final_method": result.final_method,
+                    "verdict_class": result.verdict_class,
                     "dialect": dialect,
                     "layers": [v.row() for v in shown],
                 },
@@ -188,6 +189,7 @@ def _compare(args) -> int:
             print("final: cannot decide (no layer decided; --methods ex,layers,ours asks the autorater)")
         else:
             print(f"final (decided by {result.final_method}): {result.final}")
+        print(f"verdict class: {result.verdict_class}")
     return EXIT_CODES.get(result.final, EXIT_CODES[BAD_INPUT])
 
 

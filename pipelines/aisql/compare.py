@@ -29,9 +29,24 @@ from pipelines.aisql.split_execution import EvalContext, Evidence, execute_pair
 
 ACCEPT, REJECT, UNDECIDED = "accept", "reject", "cannot decide"
 BAD_INPUT = "bad input"
+# What a verdict claims (#39 item 1, spec §5.5), stored with every verdict and counted apart:
+PROOF = "equivalent (proof)"  # every database, every behaviour of the aligned AI calls
+BOUNDED = "equivalent up to k rows per table"  # the symbolic verifier: no counterexample up to its bound k
+WITNESS = "differ (witness)"  # a database and AI behaviour (or probe rows) where they differ, shown
+EQUAL_DB = "equal on this database"  # evidence only: never an accept by the deterministic layers
+EQUAL_SUITE_CLASS = "equal on the test suite"  # evidence only (generated databases)
+OPEN = "cannot decide"
+JUDGED = "judged by the autorater"  # an LLM's judgement of what the layers left open: neither proof nor witness
+VERDICT_CLASSES = (PROOF, BOUNDED, WITNESS, EQUAL_DB, EQUAL_SUITE_CLASS, JUDGED, OPEN, BAD_INPUT)
 EXIT_CODES = {ACCEPT: 0, REJECT: 1, BAD_INPUT: 2, UNDECIDED: 3}
-AI_ACCEPT = 0.75  # probe agreement from which an AI call counts as the same question
+AI_ACCEPT = 0.75  # value calls (scores, texts): probe agreement from which a call counts as the same question
 AI_REJECT = 0.5  # below: the calls answer differently (a coin flip agrees half the time)
+# boolean calls are decided on what they select (#39 item 2): Cohen's kappa over the probe rows, so
+# that shared negatives (two rare diseases, 0 positives in common, 94 % raw agreement) count for
+# nothing beyond chance. Landis & Koch: >= 0.6 substantial agreement accepts, < 0.2 slight rejects.
+AI_KAPPA_ACCEPT = 0.6
+AI_KAPPA_REJECT = 0.2
+AI_MIN_SELECTED = 3  # fewer rows accepted (or rejected) by either call: the probe cannot tell them apart
 
 
 @dataclass
@@ -51,15 +66,38 @@ class PairJudgement:
     final_method: str = "layers"  # who decided: structural | ai | execution | layers | ours | input | none
     evidence: Evidence | None = None
     bad_input: str = ""  # why the pair cannot be judged as given (the gold does not run)
+    verdict_class: str = OPEN  # what the final verdict claims (VERDICT_CLASSES)
 
     def layer(self, name: str) -> LayerVerdict | None:
         return next((v for v in self.layers if v.layer == name), None)
 
     def to_dict(self) -> dict:
-        out = {"final": self.final, "final_method": self.final_method, "layers": [v.row() for v in self.layers]}
+        out = {
+            "final": self.final,
+            "final_method": self.final_method,
+            "verdict_class": self.verdict_class,
+            "layers": [v.row() for v in self.layers],
+        }
         if self.bad_input:
             out["bad_input"] = self.bad_input
         return out
+
+
+def verdict_class(final: str, ev: Evidence | None, bad_input: str = "") -> str:
+    """What a deterministic verdict claims: accepts only on a proof (or a bounded proof), rejects on a
+    witness; an open pair says what evidence it has (agreement on this database or the test suite)."""
+    if bad_input:
+        return BAD_INPUT
+    sv = ev.structural if ev is not None else None
+    if final == ACCEPT:
+        return BOUNDED if sv is not None and sv.method == "verifier" else PROOF
+    if final == REJECT:
+        return WITNESS
+    if sv is not None and sv.verdict == "equal_on_test_suite":
+        return EQUAL_SUITE_CLASS
+    if sv is not None and sv.verdict == "equal_on_database":
+        return EQUAL_DB
+    return OPEN
 
 
 def structural_layer(ev: Evidence) -> LayerVerdict:
@@ -72,6 +110,50 @@ def structural_layer(ev: Evidence) -> LayerVerdict:
     return LayerVerdict("structural", verdict, f"{sv.reason} [{sv.method}]{extra}")
 
 
+def kappa(counts: list[int], flipped: bool = False) -> float | None:
+    """Cohen's kappa of two boolean calls from [both, gold only, candidate only, neither] (the
+    candidate negated when ``flipped``); None when chance agreement is total (both constant)."""
+    both, g_only, c_only, neither = counts
+    if flipped:
+        both, g_only, c_only, neither = g_only, both, neither, c_only
+    n = both + g_only + c_only + neither
+    if not n:
+        return None
+    po = (both + neither) / n
+    pg, pc = (both + g_only) / n, (both + c_only) / n
+    pe = pg * pc + (1 - pg) * (1 - pc)
+    return None if pe >= 1 else (po - pe) / (1 - pe)
+
+
+def _bool_call_verdict(probe: dict, flipped: bool) -> tuple[str, str]:
+    """(verdict, reason) for a paired boolean call from its probe's 2x2 counts."""
+    counts = probe["counts"]
+    both, g_only, c_only, neither = counts
+    if flipped:
+        both, g_only, c_only, neither = g_only, both, neither, c_only
+    sel_g, sel_c = both + g_only, both + c_only
+    n = sum(counts)
+    k = kappa(counts, flipped)
+    tag = " (candidate read with opposite polarity)" if flipped else ""
+    what = f"gold selects {sel_g}, candidate {sel_c}, {both} in common of {n} probe rows{tag}" + (
+        f", {probe['mapped']}" if probe.get("mapped") else ""
+    )
+    identical = g_only == 0 and c_only == 0
+    if not identical and min(both + g_only + c_only, n - both) < AI_MIN_SELECTED:
+        return UNDECIDED, f"{what}: too few rows selected (or rejected) to compare (fewer than {AI_MIN_SELECTED})"
+    if k is None:
+        return UNDECIDED, f"{what}: both calls answer the same on every probe row; the probe cannot tell them apart"
+    if k >= AI_KAPPA_ACCEPT:
+        return ACCEPT, f"{what}; kappa {k:.2f} >= {AI_KAPPA_ACCEPT}"
+    if k < AI_KAPPA_REJECT:
+        return REJECT, f"{what}; kappa {k:.2f} < {AI_KAPPA_REJECT}"
+    return UNDECIDED, f"{what}; kappa {k:.2f} between {AI_KAPPA_REJECT} and {AI_KAPPA_ACCEPT}"
+
+
+def _worse(a: str, b: str) -> str:
+    return REJECT if REJECT in (a, b) else UNDECIDED if UNDECIDED in (a, b) else ACCEPT
+
+
 def ai_layer(ev: Evidence) -> LayerVerdict:
     if not ev.alignment:
         if not ev.gold_split.ai_parts and not ev.cand_split.ai_parts and ev.gold_split.ok and ev.cand_split.ok:
@@ -82,6 +164,12 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
         opposite = {inp for inp, p in zip(ev.structural.polarity_inputs, ev.structural.polarity) if p == "opposite"}
     worst, reasons = ACCEPT, []
     for a in ev.alignment:
+        if a["status"] == "repeated_call":
+            side = "gold" if a["gold_call"] is not None else "candidate"
+            reasons.append(
+                f"{side} call {a['gold_call'] if side == 'gold' else a['candidate_call']} repeats call {a['repeat_of']} (same prompt and input columns)"
+            )
+            continue
         if a["status"] != "paired":
             worst = REJECT
             reasons.append(
@@ -94,23 +182,35 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
             worst = REJECT
             reasons.append(f"call {a['gold_call']}: candidate reads {ci}, gold reads {gi}")
             continue
+        flipped = ",".join(sorted({c for c in gi})) in opposite
+        if a.get("same_call"):
+            v = REJECT if flipped else ACCEPT
+            reasons.append(
+                f"call {a['gold_call']}: the same call (operator, prompt, input columns)"
+                + (" read with opposite polarity" if flipped else "")
+            )
+            worst = _worse(worst, v)
+            continue
         probe = a.get("probe") or {}
+        if probe.get("comparable") and probe.get("counts") is not None:
+            v, why = _bool_call_verdict(probe, flipped)
+            reasons.append(f"call {a['gold_call']}: {why}")
+            worst = _worse(worst, v)
+            continue
         agreement = probe.get("agreement", probe.get("exact_match"))
         if not probe.get("comparable") or agreement is None:
-            if worst != REJECT:
-                worst = UNDECIDED
+            worst = _worse(worst, UNDECIDED)
             reasons.append(
                 f"call {a['gold_call']}: probe not comparable ({probe.get('reason') or probe.get('error') or probe.get('status')})"
             )
             continue
-        flipped = ",".join(sorted({c for c in gi})) in opposite
         eff = 1 - agreement if flipped else agreement
         tag = " (opposite polarity)" if flipped else ""
         reasons.append(f"call {a['gold_call']}: agreement {eff:.2f}{tag} on {probe.get('probe_rows')} probe rows")
         if eff < AI_REJECT:
             worst = REJECT
-        elif eff < AI_ACCEPT and worst == ACCEPT:
-            worst = UNDECIDED
+        elif eff < AI_ACCEPT:
+            worst = _worse(worst, UNDECIDED)
     return LayerVerdict("ai", worst, "; ".join(reasons))
 
 
@@ -162,7 +262,7 @@ def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, par
     if _not_running(ev.gold):
         why = public_names(f"the gold query does not run: {ev.gold.error}")[:300]
         layers = [LayerVerdict(n, UNDECIDED, why) for n in ("structural", "ai", "layers")] + [x]
-        return PairJudgement(layers, UNDECIDED, "input", ev, bad_input=why)
+        return PairJudgement(layers, UNDECIDED, "input", ev, bad_input=why, verdict_class=BAD_INPUT)
     if _not_running(ev.cand):
         why = public_names(f"the candidate does not run: {ev.cand.error}")[:300]
         s, a = LayerVerdict("structural", REJECT, why), LayerVerdict("ai", REJECT, why)
@@ -174,7 +274,7 @@ def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, par
         (f"decided by the {method} layer; " if final == REJECT else "") + "deterministic stand-in for the autorater: "
         "reject if a layer rejects, accept if structural and AI layers accept",
     )
-    return PairJudgement([s, a, stand_in, x], stand_in.verdict, method, ev)
+    return PairJudgement([s, a, stand_in, x], stand_in.verdict, method, ev, verdict_class=verdict_class(final, ev))
 
 
 def autorater_layer(verdict) -> LayerVerdict:

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 from sqlglot import exp
 
-from pipelines.aisql.diffs import rows_match
+from pipelines.aisql.diffs import differing_rows, rows_match
 from pipelines.aisql.rewrite import operator_name
 from pipelines.aisql.structural import (
     MAX_POLARITY_PAIRS,
@@ -243,6 +243,7 @@ def search(
                         "behaviour": val.label,
                         "gold": [list(map(str, r)) for r in grows[:10]],
                         "candidate": [list(map(str, r)) for r in crows[:10]],
+                        "differ": differing_rows(grows, crows, ordered),
                     }
                     break
             if witness is None:
@@ -258,7 +259,9 @@ def search(
             witness_for_all = witness_for_all or witness
         return SuiteResult(
             DIFFER,
-            f"results differ on a generated database under {witness_for_all['behaviour']} (witness shown)",
+            f"results differ on a generated database under {witness_for_all['behaviour']}: "
+            f"only in gold {witness_for_all['differ'].get('only_in_gold', '(order)')}, "
+            f"only in candidate {witness_for_all['differ'].get('only_in_candidate', '(order)')}"[:400],
             DATABASES,
             len(behaviours),
             witness_for_all,

@@ -76,6 +76,29 @@ def rows_match(gold_rows, cand_rows, ordered: bool = False) -> bool:
     return compare_rows(norm_rows(gold_rows), norm_rows(cand_rows), "ordered" if ordered else EX_UNORDERED_MODE)
 
 
+def differing_rows(gold_rows, cand_rows, ordered: bool = False, limit: int = 5) -> dict:
+    """The rows that tell two results apart (#39 item 1: a witness shows what differs, not the first
+    rows, which are often the same on both sides): each side's rows the other lacks, counted as bags;
+    under ORDER BY, the first position where the sequences part."""
+    from collections import Counter
+
+    ga, cb = norm_rows(gold_rows), norm_rows(cand_rows)
+    out: dict = {"gold_rows": len(ga), "candidate_rows": len(cb)}
+    if ordered and Counter(ga) == Counter(cb):
+        i = next((i for i, (x, y) in enumerate(zip(ga, cb)) if x != y), min(len(ga), len(cb)))
+        out.update(first_difference_at=i, gold_from_there=[list(map(str, r)) for r in ga[i : i + limit]])
+        out["candidate_from_there"] = [list(map(str, r)) for r in cb[i : i + limit]]
+        return out
+    only_g, only_c = Counter(ga) - Counter(cb), Counter(cb) - Counter(ga)
+    out["only_in_gold"] = [
+        [*map(str, r), f"x{n}"] if n > 1 else list(map(str, r)) for r, n in list(only_g.items())[:limit]
+    ]
+    out["only_in_candidate"] = [
+        [*map(str, r), f"x{n}"] if n > 1 else list(map(str, r)) for r, n in list(only_c.items())[:limit]
+    ]
+    return out
+
+
 def ex_equal(gold, cand, ordered: bool = False) -> bool:
     """Execution accuracy: both ran and :func:`rows_match` (bag semantics, ordered under a gold ORDER BY)."""
     if not (gold.ok and cand.ok):
@@ -167,6 +190,31 @@ def _base_sources(part: AIPart, tree: exp.Expression) -> list[str]:
     return out
 
 
+def _as_bool(v, kind: str) -> bool:
+    """A call's answer as the boolean it encodes (a text answer: 'TRUE', any case and spacing)."""
+    if kind == "bool":
+        return bool(v)
+    return str(v).strip().strip(".").upper() == "TRUE" if v is not None else False
+
+
+def bool_stats(pairs) -> dict:
+    """Positives of each call, their overlap and the 2x2 counts the AI layer decides on (#39 item 2):
+    ``both`` / ``gold_only`` / ``candidate_only`` / ``neither`` (gold and candidate accepting)."""
+    both = sum(1 for g, c in pairs if g and c)
+    g_only = sum(1 for g, c in pairs if g and not c)
+    c_only = sum(1 for g, c in pairs if c and not g)
+    neither = len(pairs) - both - g_only - c_only
+    union = both + g_only + c_only
+    return {
+        "positives_gold": both + g_only,
+        "positives_candidate": both + c_only,
+        "overlap": both,
+        "jaccard": round(both / union, 4) if union else 1.0,
+        "agreement": round((both + neither) / len(pairs), 4) if pairs else 1.0,
+        "counts": [both, g_only, c_only, neither],
+    }
+
+
 def probe_agreement(
     db_path,
     runtime,
@@ -231,17 +279,12 @@ def probe_agreement(
         return out
     pairs = rec.rows
     kind = gold_part.kind
-    if kind == "bool" and cand_part.kind == "bool":
-        pg = {i for i, (g, _) in enumerate(pairs) if g}
-        pc = {i for i, (_, c) in enumerate(pairs) if c}
-        union = pg | pc
-        out.update(
-            positives_gold=len(pg),
-            positives_candidate=len(pc),
-            overlap=len(pg & pc),
-            jaccard=round(len(pg & pc) / len(union), 4) if union else 1.0,
-            agreement=round(sum(bool(g) == bool(c) for g, c in pairs) / len(pairs), 4) if pairs else 1.0,
-        )
+    if kind != cand_part.kind and {kind, cand_part.kind} == {"bool", "text"}:
+        # AI.GENERATE(... TRUE or FALSE).result compared with 'TRUE' is the boolean call (spec §3, §12.3)
+        pairs = [(_as_bool(g, kind), _as_bool(c, cand_part.kind)) for g, c in pairs]
+        out.update(bool_stats(pairs), mapped="text answers read as booleans (TRUE/FALSE)")
+    elif kind == "bool" and cand_part.kind == "bool":
+        out.update(bool_stats(pairs))
     elif kind == "score" and cand_part.kind == "score":
         vals = [(g, c) for g, c in pairs if g is not None and c is not None]
         out.update(mae=round(sum(abs(g - c) for g, c in vals) / len(vals), 4) if vals else None)

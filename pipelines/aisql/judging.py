@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.aisql.checks import BadPairInput
-from pipelines.aisql.compare import UNDECIDED, LayerVerdict, PairJudgement, autorater_layer, judge_pair
+from pipelines.aisql.compare import JUDGED, UNDECIDED, LayerVerdict, PairJudgement, autorater_layer, judge_pair
 from pipelines.aisql.methods import JudgeSettings, autorate
 from pipelines.aisql.normal_form import schema_of as schema_of_types
 from pipelines.aisql.pipeline import AisqlSettings, make_runtime, schema_text
-from pipelines.aisql.scenarios import ScenarioDB, get_scenario, visible_columns, visible_types
+from pipelines.aisql.scenarios import ScenarioDB, get_scenario, satisfied_keys, visible_columns, visible_types
 from pipelines.aisql.split_execution import EvalContext, table_columns_of
 
 
@@ -43,16 +43,18 @@ def open_judging(settings: AisqlSettings, db: ScenarioDB, getter: Callable | Non
     """The evaluation context for ``db`` under ``settings`` (``getter``: the council factory, e.g.
     the Dagster council resource's; None: the process's registry)."""
     runtime = make_runtime(settings, db, getter=getter)
+    keys = get_scenario(db.scenario).key_columns()
     ctx = EvalContext(
         db.path,
         runtime,
-        get_scenario(db.scenario).key_columns(),
+        keys,
         table_columns_of(visible_columns(Path(db.path))),
         budget=settings.budget,
         probe_n=settings.probe_n,
         seed=settings.seed,
         timeout_s=settings.timeout_s,
         schema=schema_of_types(visible_types(Path(db.path))),
+        unique_keys=satisfied_keys(Path(db.path), keys),
     )
     cache: dict[str, str] = {}
 
@@ -107,6 +109,7 @@ def judge_pairs(
                 layer = autorater_layer(v)
                 r.layers.append(layer)
                 r.final, r.final_method = layer.verdict, "ours"
+                r.verdict_class = JUDGED if layer.verdict != UNDECIDED else r.verdict_class
         if advance:
             advance(len(pairs))
     return done

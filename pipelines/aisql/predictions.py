@@ -20,7 +20,18 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.aisql.checks import BadPairInput, check_pair
-from pipelines.aisql.compare import ACCEPT, REJECT, UNDECIDED
+from pipelines.aisql.compare import (
+    ACCEPT,
+    BOUNDED,
+    EQUAL_DB,
+    EQUAL_SUITE_CLASS,
+    JUDGED,
+    OPEN,
+    PROOF,
+    REJECT,
+    UNDECIDED,
+    WITNESS,
+)
 from pipelines.aisql.evalset import parse_label
 from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings
 from pipelines.aisql.metrics import COVERAGE_SCHEMA, confusion, coverage, coverage_markdown
@@ -36,7 +47,7 @@ METHOD_LABELS = {
     "ours": "Multilayered Eval Framework (Ours)",
 }
 LAYERS = ("structural", "ai", "layers", "ex", "ours")
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "3"  # 3: verdict classes, kappa AI layer, row-wise/exhaustive rules are evidence (#39)
 MAX_LINE_BYTES = 1_000_000  # one prediction; a SemBench query is a few kB (#34 item 7)
 MAX_NESTING = 32  # JSON depth of one line; a row is a flat object (deeper ends in a RecursionError)  # bump when a layer's rule changes: stored verdicts of another version are judged again
 
@@ -209,6 +220,7 @@ VERDICT_SCHEMA = {
     "label": pl.Boolean,
     "final": pl.String,
     "final_method": pl.String,
+    "verdict_class": pl.String,
     "accepted": pl.Boolean,
     **{layer: pl.String for layer in LAYERS},
     **{f"{layer}_reason": pl.String for layer in LAYERS},
@@ -314,6 +326,7 @@ def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, 
         "label": p.label,
         "final": r.final,
         "final_method": r.final_method,
+        "verdict_class": r.verdict_class,
         "accepted": r.final == ACCEPT,
         "calls": r.evidence.calls if r.evidence is not None else 0,
         "elapsed_s": round(elapsed, 3),
@@ -324,6 +337,37 @@ def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, 
         row[name] = v.verdict if v is not None else None
         row[f"{name}_reason"] = v.reason if v is not None else None
     return row
+
+
+# verdict class -> column suffix; the claim each class makes about a labelled pair (None: no claim)
+CLASS_KEYS = {
+    PROOF: "proof",
+    BOUNDED: "bounded",
+    WITNESS: "witness",
+    EQUAL_DB: "equal_on_database",
+    EQUAL_SUITE_CLASS: "equal_on_test_suite",
+    JUDGED: "judged",
+    OPEN: "open",
+}
+CLASS_CLAIM = {PROOF: True, BOUNDED: True, WITNESS: False, EQUAL_DB: True, EQUAL_SUITE_CLASS: True}
+
+
+def _class_counts(labelled: pl.DataFrame) -> dict:
+    """Per verdict class: how many labelled pairs, and how many the label contradicts (for an
+    evidence class: pairs equal on this database or the test suite that are not equivalent)."""
+    out = {}
+    cls = labelled["verdict_class"].to_list() if "verdict_class" in labelled.columns else []
+    for name, key in CLASS_KEYS.items():
+        rows = [
+            (y, a) for c, y, a in zip(cls, labelled["label"].to_list(), labelled["accepted"].to_list()) if c == name
+        ]
+        claim = CLASS_CLAIM.get(name)
+        out[f"n_{key}"] = len(rows)
+        if name == JUDGED:
+            out[f"wrong_{key}"] = sum(1 for y, a in rows if bool(a) != y)
+        else:
+            out[f"wrong_{key}"] = sum(1 for y, _ in rows if y != claim) if claim is not None else None
+    return out
 
 
 METRIC_SCHEMA = {
@@ -344,6 +388,8 @@ METRIC_SCHEMA = {
     "accuracy": pl.Float64,
     **COVERAGE_SCHEMA,
     "test_suite_equal": pl.Int64,  # undecided pairs equal on the test suite (counted apart, not a proof)
+    **{f"n_{k}": pl.Int64 for k in CLASS_KEYS.values()},  # the final verdicts per class (#39 item 1)
+    **{f"wrong_{k}": pl.Int64 for k in CLASS_KEYS.values()},  # ... whose claim the label contradicts
 }
 
 
@@ -356,6 +402,8 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
         for g in groups.iter_rows(named=True):
             sub = verdicts.filter(pl.all_horizontal([pl.col(k) == v for k, v in g.items()]))
             labelled = sub.filter(pl.col("label").is_not_null())
+            # the verdict class describes the final verdict: the autorater's when it ran, else the layers'
+            final_method = "ours" if "ours" in sub.columns and not sub["ours"].is_null().all() else "layers"
             for m in METHODS:
                 if labelled.height == 0 or labelled[m].is_null().all():
                     continue
@@ -384,6 +432,7 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                         "accuracy": c.accuracy,
                         **cov,
                         "test_suite_equal": _test_suite_equal(labelled, m),
+                        **(_class_counts(labelled) if m == final_method else {}),
                     }
                 )
     return pl.DataFrame(rows, schema=METRIC_SCHEMA) if rows else pl.DataFrame(schema=METRIC_SCHEMA)
@@ -398,13 +447,32 @@ def _decided(rows: pl.DataFrame, col: str) -> list[bool | None] | None:
 
 def _test_suite_equal(rows: pl.DataFrame, method: str) -> int:
     """Undecided pairs whose structural layer found them equal on the test suite (not a proof)."""
-    if method not in ("layers", "structural") or "structural_reason" not in rows.columns:
+    if method not in ("layers", "structural") or "verdict_class" not in rows.columns:
         return 0
-    return int(
-        rows.filter(
-            (pl.col(method) == UNDECIDED) & pl.col("structural_reason").str.contains("equal on the test suite")
-        ).height
-    )
+    return int(rows.filter((pl.col(method) == UNDECIDED) & (pl.col("verdict_class") == EQUAL_SUITE_CLASS)).height)
+
+
+def class_markdown(metrics: pl.DataFrame) -> str:
+    """Decided share and errors per verdict class (#39 item 1): what each final verdict claims, how
+    many pairs it covers and how many of them the label contradicts."""
+    rows = metrics.filter(pl.col("n_proof").is_not_null()) if metrics.height and "n_proof" in metrics.columns else None
+    if rows is None or not rows.height:
+        return ""
+    lines = [
+        "| verdict class (what it claims) | dialect | pairs | share | label contradicts |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows.iter_rows(named=True):
+        for name, key in CLASS_KEYS.items():
+            n = r[f"n_{key}"]
+            if not n:
+                continue
+            wrong = r[f"wrong_{key}"]
+            lines.append(
+                f"| {name} | {r['dialect']} | {n} | {_pct(n / r['n'] if r['n'] else None)} | "
+                f"{'–' if wrong is None else wrong} |"
+            )
+    return "\n".join(lines)
 
 
 def _pct(v) -> str:
@@ -441,9 +509,15 @@ def summary_markdown(metrics: pl.DataFrame) -> str:
         "",
     ]
     lines.append(coverage_markdown(metrics, METHOD_LABELS))
-    suite = int(metrics["test_suite_equal"].sum()) if metrics.height and "test_suite_equal" in metrics.columns else 0
-    if suite:
-        lines.append(f"\nundecided but equal on the test suite (generated databases; not a proof): {suite}")
+    classes = class_markdown(metrics)
+    if classes:
+        lines += [
+            "",
+            "what each final verdict claims (a proof holds on every database; 'equal on ...' is evidence, "
+            "never an accept; 'label contradicts': wrong proofs or witnesses, evidence that was not equivalence):",
+            "",
+            classes,
+        ]
     return "\n".join(lines)
 
 
@@ -456,6 +530,7 @@ EXPORT_COLUMNS = (
     "label",
     "final",
     "final_method",
+    "verdict_class",
     "accepted",
     *LAYERS,
     *(f"{x}_reason" for x in LAYERS),

@@ -255,6 +255,32 @@ def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:
         con.close()
 
 
+def satisfied_keys(db_path: Path, key_columns: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The declared keys the data of ``db_path`` satisfies (unique and never NULL), by the same
+    table names as ``key_columns``. The movie data repeats ``Reviews.reviewId`` (135 duplicate
+    rows) and ``Movies.id`` (11): a generated database that kept them unique could never tell
+    ``COUNT(*)`` from ``COUNT(DISTINCT reviewId)`` (#39 item 3)."""
+    tables = visible_columns(db_path)
+    con = open_duckdb_readonly(Path(db_path), threads=1)
+    ok: dict[str, bool] = {}
+    try:
+        for qualified in tables:
+            _, _, bare = qualified.partition(".")
+            key = key_columns.get(qualified.lower()) or key_columns.get(bare.lower())
+            if not key:
+                continue
+            cols = ", ".join(f'"{c}"' for c in key)
+            nonnull = " AND ".join(f'"{c}" IS NOT NULL' for c in key)
+            total, distinct, full = con.execute(
+                f"SELECT COUNT(*), (SELECT COUNT(*) FROM (SELECT DISTINCT {cols} FROM {qualified})), "
+                f"COUNT(*) FILTER (WHERE {nonnull}) FROM {qualified}"
+            ).fetchone()
+            ok[bare.lower()] = total == distinct == full
+    finally:
+        con.close()
+    return {name: key for name, key in key_columns.items() if ok.get(name.split(".")[-1], False)}
+
+
 def visible_columns(db_path: Path) -> dict[str, list[str]]:
     """Every (schema.table -> columns) an AI-visible query can reach in ``db_path``."""
 

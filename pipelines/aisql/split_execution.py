@@ -14,8 +14,20 @@ from pipelines.aisql.diffs import PROBE_N, has_top_level_order, probe_agreement,
 from pipelines.aisql.execute import DEFAULT_TIMEOUT_S, RunRecord, run_duckdb_sql
 from pipelines.aisql.operators import AIRuntime
 from pipelines.aisql.rewrite import SqlRewriteError, fill_placeholders, to_duckdb_tree
-from pipelines.aisql.splitter import SplitResult, align_calls, split
-from pipelines.aisql.structural import CANNOT, DIFFER, StructuralVerdict, compare_structures, pair_calls
+from pipelines.aisql.splitter import SplitResult, align_calls, call_identity, split
+from pipelines.aisql.structural import (
+    CANNOT,
+    DIFFER,
+    EQUAL,
+    EQUAL_HERE,
+    EQUAL_SUITE,
+    StructuralVerdict,
+    compare_structures,
+    pair_calls,
+)
+from pipelines.aisql.verifier import BUDGET_MS, EQUIVALENT_UP_TO_K, replay, verify
+from pipelines.aisql.verifier import DEFAULT_K as VERIFIER_K
+from pipelines.aisql.verifier import DIFFER as V_DIFFER
 
 MEMO_ROWS = 10_000  # larger results are not memoised (memory)
 MEMO_RUNS = 5_000
@@ -34,6 +46,9 @@ class EvalContext:
     timeout_s: float = DEFAULT_TIMEOUT_S  # per query run (gold, candidate, parts, probes)
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
     test_suite: bool = True  # search generated databases for a counterexample when undecided
+    verifier_k: int = VERIFIER_K  # rows per table of the bounded symbolic verifier (0: off)
+    verifier_budget_ms: int = BUDGET_MS  # its solver time per pair
+    unique_keys: dict | None = None  # keys the data satisfies (test-suite databases keep only these unique)
     runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
     splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
 
@@ -175,6 +190,8 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
             gtree = ctree = None
         for a in align_calls(gs.ai_parts, cs.ai_parts):
             item = {"gold_call": a.gold, "candidate_call": a.candidate, "status": a.status}
+            if a.repeat_of is not None:
+                item["repeat_of"] = a.repeat_of
             if a.status == "paired" and gtree is not None:
                 gp, cp = gs.ai_parts[a.gold], cs.ai_parts[a.candidate]
                 item.update(
@@ -184,6 +201,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
                     candidate_inputs=cp.input_columns,
                     gold_op=gp.op,
                     candidate_op=cp.op,
+                    same_call=call_identity(gp) == call_identity(cp),
                 )
                 item["probe"] = probe_agreement(
                     ctx.db_path,
@@ -229,14 +247,41 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         seed=ctx.seed,
         schema=ctx.schema,
     )
-    if verdict.verdict == CANNOT and verdict.method == "sampled" and ctx.schema is not None and ctx.test_suite:
+    open_ = verdict.verdict == EQUAL_HERE or (verdict.verdict == CANNOT and verdict.method == "sampled")
+    if open_ and ctx.schema is not None and ctx.verifier_k:
+        verdict = _with_verifier(ctx, gtree, ctree, verdict)
+        open_ = verdict.verdict not in (EQUAL, DIFFER)
+    if open_ and ctx.schema is not None and ctx.test_suite:
         verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict)
     return verdict
 
 
+def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -> StructuralVerdict:
+    """The bounded symbolic verifier (:mod:`pipelines.aisql.verifier`): no counterexample up to k rows
+    per table is its own decided class; a counterexample replayed on DuckDB rejects; what it does
+    not cover keeps the verdict it had, the reason saying why (the test suite runs next)."""
+    keys = ctx.unique_keys if ctx.unique_keys is not None else {}
+    res = verify(gtree, ctree, ctx.schema, keys, k=ctx.verifier_k, budget_ms=ctx.verifier_budget_ms)
+    if res.verdict == V_DIFFER:
+        res = replay(gtree, ctree, res, ctx.schema)
+    if res.verdict == EQUIVALENT_UP_TO_K:
+        return StructuralVerdict(
+            EQUAL,
+            f"equivalent up to {res.k} rows per table: {res.reason}",
+            "verifier",
+            res.polarity,
+            verdict.valuations,
+            {"bounded_proof": {"rows_per_table": res.k, "solver": "z3", "budget_ms": ctx.verifier_budget_ms}},
+            polarity_inputs=verdict.polarity_inputs,
+        )
+    if res.verdict == V_DIFFER:
+        return StructuralVerdict(DIFFER, res.reason, "verifier", [], verdict.valuations, res.witness)
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; verifier: {res.reason}")
+
+
 def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
     """Counterexample databases (:mod:`pipelines.aisql.counterexamples`): a witness rejects; agreement
-    stays 'cannot decide', marked ``test_suite`` (equal on the test suite, not a proof)."""
+    is ``equal_on_test_suite`` (evidence, not a proof: the judge does not accept on it)."""
     used: set[str] = set()
 
     def run(path, sql):
@@ -245,7 +290,8 @@ def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: Str
         return rec.status, rec.rows
 
     try:
-        res = search(run, gtree, ctree, ctx.schema, ctx.key_columns, ordered=ordered, seed=ctx.seed)
+        keys = ctx.unique_keys if ctx.unique_keys is not None else {}  # unknown: assume no key
+        res = search(run, gtree, ctree, ctx.schema, keys, ordered=ordered, seed=ctx.seed)
     finally:
         for p in used:
             ctx.runtime.close_session(p)
@@ -253,6 +299,11 @@ def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: Str
         return StructuralVerdict(DIFFER, res.reason, "test_suite", [], verdict.valuations, res.witness)
     if res.verdict == "agree":
         return StructuralVerdict(
-            CANNOT, f"{verdict.reason}; {res.reason}", "test_suite", verdict.polarity, verdict.valuations
+            EQUAL_SUITE,
+            f"{verdict.reason}; {res.reason}",
+            "test_suite",
+            verdict.polarity,
+            verdict.valuations,
+            polarity_inputs=verdict.polarity_inputs,
         )
     return verdict

@@ -297,9 +297,12 @@ def split(
 class AlignedCall:
     gold: int | None
     candidate: int | None
+    repeat_of: int | None = None  # this side's call it repeats (same operator, prompt and input columns)
 
     @property
     def status(self) -> str:
+        if self.repeat_of is not None:
+            return "repeated_call"
         if self.gold is None:
             return "extra_ai_operator"
         if self.candidate is None:
@@ -313,11 +316,35 @@ def _signature(p: AIPart) -> tuple:
     return (tuple(tables), tuple(cols))
 
 
+def call_identity(p: AIPart) -> tuple:
+    """What makes two calls one function (#39 item 2): the operator, the prompt and the input
+    columns' names, whatever alias or table (a CTE over the same table) a query reads them under:
+    an AI call is a function of its prompt and input values, and whether the values are the right
+    ones is the structural layer's question (it shares one unknown function between the calls)."""
+    return (p.op, " ".join(p.prompt.split()), _signature(p)[1])
+
+
+def _repeats(parts: list[AIPart]) -> dict[int, int]:
+    """{index: index of the first call it repeats} within one query."""
+    first: dict[tuple, int] = {}
+    out = {}
+    for i, p in enumerate(parts):
+        k = call_identity(p)
+        if k in first:
+            out[i] = first[k]
+        else:
+            first[k] = i
+    return out
+
+
 def align_calls(gold: list[AIPart], cand: list[AIPart]) -> list[AlignedCall]:
-    """Pair gold and candidate AI calls by (table, input columns), then by order (spec §3.2)."""
-    left_g = list(range(len(gold)))
-    left_c = list(range(len(cand)))
-    pairs = []
+    """Pair gold and candidate AI calls by (table, input columns), then by order (spec §3.2). A call
+    that repeats another call of its own query (same operator, prompt and input columns, another
+    alias) is that call, reported as ``repeated_call``, never as a missing or extra operator."""
+    g_rep, c_rep = _repeats(gold), _repeats(cand)
+    left_g = [i for i in range(len(gold)) if i not in g_rep]
+    left_c = [i for i in range(len(cand)) if i not in c_rep]
+    pairs = [AlignedCall(i, None, j) for i, j in g_rep.items()] + [AlignedCall(None, i, j) for i, j in c_rep.items()]
     for gi in list(left_g):
         for ci in left_c:
             if _signature(gold[gi]) == _signature(cand[ci]):

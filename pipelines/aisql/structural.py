@@ -17,10 +17,12 @@ from the call's own input columns, so its position (OR, NOT, CASE, correlated su
 
 Verdicts (never a guess):
 
-* ``equal`` — proven for every AI behaviour: the two queries are identical once the aligned calls
-  are identified; or they differ only in the top-level WHERE clause and, row by row, the two
-  predicates agree under every truth assignment of the AI calls (AI calls only in that WHERE,
-  outside subqueries); or every valuation was enumerated (few distinct AI inputs).
+* ``equal`` — proven on every database and for every AI behaviour: the two queries are identical
+  once the aligned calls are identified, or share one normal form.
+* ``equal_on_database`` — evidence, not a proof (#39 item 1): they differ only in per-row
+  expressions that agree on every row *of this database* under every truth assignment of the AI
+  calls, or every valuation of the AI calls was enumerated on this database. A filter the shipped
+  rows happen to satisfy (``p.age >= 18``) passes both rules, so neither ever accepts.
 * ``differ`` — a concrete valuation (a function of the inputs, the same for both queries) under
   which the results differ, for every polarity choice: no behaviour of the AI calls can make the
   candidate's structure give the gold's answer in general.
@@ -37,11 +39,15 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from pipelines.aisql.diffs import rows_match
+from pipelines.aisql.diffs import differing_rows, rows_match
 from pipelines.aisql.normal_form import normal_form
 from pipelines.aisql.rewrite import AI_OPERATORS, operator_name
 
 EQUAL, DIFFER, CANNOT = "equal", "differ", "cannot_decide"
+# evidence, never a proof (#39 item 1, spec §5.5): agreement checked on this database only, or also on
+# the generated test-suite databases; the judge counts both apart and never accepts on them
+EQUAL_HERE, EQUAL_SUITE = "equal_on_database", "equal_on_test_suite"
+PROOF_METHODS = ("syntactic", "normal_form")
 MAX_EXHAUSTIVE_BITS = 10  # at most 2**10 valuations per polarity when enumerating every AI behaviour
 HASH_SAMPLES = 6
 MAX_POLARITY_PAIRS = 3
@@ -95,13 +101,23 @@ def top_calls(tree: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+def call_text(call: exp.Expression) -> str:
+    """The call's text with its columns unqualified: the same prompt over the same column under two
+    aliases (an outer query and its correlated subquery) is one function of the values (#39 item 2)."""
+    c = call.copy()
+    for col in c.find_all(exp.Column):
+        col.set("table", None)
+    return c.sql("duckdb")
+
+
 def call_symbols(tree: exp.Expression) -> tuple[list[str], list[int]]:
     """(distinct call texts in document order, symbol index of every top call). Identical calls
-    (movie Q8's SELECT and GROUP BY copies) are one unknown."""
+    (movie Q8's SELECT and GROUP BY copies, or one prompt on one column under two aliases) are one
+    unknown."""
     texts: list[str] = []
     idx = []
     for c in top_calls(tree):
-        t = c.sql("duckdb")
+        t = call_text(c)
         if t not in texts:
             texts.append(t)
         idx.append(texts.index(t))
@@ -218,7 +234,7 @@ def substitute(
     texts, _ = call_symbols(tree)
     out = tree.copy()
     for call in top_calls(out):
-        sym = syms[texts.index(call.sql("duckdb"))]
+        sym = syms[texts.index(call_text(call))]
         call.replace(
             _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
         )
@@ -230,7 +246,7 @@ def symbolic(tree: exp.Expression, syms: list[_Sym]) -> exp.Expression:
     texts, _ = call_symbols(tree)
     out = tree.copy()
     for call in top_calls(out):
-        sym = syms[texts.index(call.sql("duckdb"))]
+        sym = syms[texts.index(call_text(call))]
         call.replace(exp.Anonymous(this=f"__ai_{sym.key}_{_kind_of(call)}", expressions=_inputs(call)))
     return out
 
@@ -247,8 +263,8 @@ def pair_calls(gold_tree: exp.Expression, cand_tree: exp.Expression) -> list[tup
     input column names, then by order; unmatched calls pair with None (spec §3.2)."""
     g_texts, _ = call_symbols(gold_tree)
     c_texts, _ = call_symbols(cand_tree)
-    g_calls = {c.sql("duckdb"): c for c in top_calls(gold_tree)}
-    c_calls = {c.sql("duckdb"): c for c in top_calls(cand_tree)}
+    g_calls = {call_text(c): c for c in top_calls(gold_tree)}
+    c_calls = {call_text(c): c for c in top_calls(cand_tree)}
     gsig = [_signature(g_calls[t]) for t in g_texts]
     csig = [_signature(c_calls[t]) for t in c_texts]
     left_g, left_c, pairs = list(range(len(g_texts))), list(range(len(c_texts))), []
@@ -269,8 +285,8 @@ def _symbols(gold_tree, cand_tree, pairs):
     calls the structural layer cannot pair."""
     g_texts, _ = call_symbols(gold_tree)
     c_texts, _ = call_symbols(cand_tree)
-    g_calls = {t: c for t, c in ((c.sql("duckdb"), c) for c in top_calls(gold_tree))}
-    c_calls = {t: c for t, c in ((c.sql("duckdb"), c) for c in top_calls(cand_tree))}
+    g_calls = {t: c for t, c in ((call_text(c), c) for c in top_calls(gold_tree))}
+    c_calls = {t: c for t, c in ((call_text(c), c) for c in top_calls(cand_tree))}
     g_syms: list[_Sym | None] = [None] * len(g_texts)
     c_syms: list[_Sym | None] = [None] * len(c_texts)
     notes, bool_pairs = [], []
@@ -447,9 +463,9 @@ def _rowwise(runner, gold_tree, cand_tree, g_syms, c_syms, all_syms, bool_pairs,
                 break
         if agree:
             return StructuralVerdict(
-                EQUAL,
-                "the queries differ only in per-row expressions, which agree on every "
-                "row under every truth value of the AI calls",
+                EQUAL_HERE,
+                "equal on this database, not a proof: the queries differ only in per-row expressions, which "
+                "agree on every row of this database under every truth value of the AI calls",
                 "rowwise",
                 ["opposite" if flips.get(k) else "same" for k in bool_pairs],
                 runner.n,
@@ -523,10 +539,10 @@ def compare_structures(
     )
     _, _, bool_pairs, _ = _symbols(gold_tree, cand_tree, pairs)
     texts, _ = call_symbols(gold_tree)
-    calls = {c.sql("duckdb"): c for c in top_calls(gold_tree)}
+    calls = {call_text(c): c for c in top_calls(gold_tree)}
     v.polarity_inputs = [",".join(_signature(calls[texts[int(k[1:])]])) for k in bool_pairs]
     if len(v.polarity) != len(bool_pairs):
-        v.polarity = ["same"] * len(bool_pairs) if v.verdict == EQUAL else []
+        v.polarity = ["same"] * len(bool_pairs) if v.verdict in (EQUAL, EQUAL_HERE) else []
         v.polarity_inputs = v.polarity_inputs if v.polarity else []
     return v
 
@@ -591,7 +607,7 @@ def _compare(
         for tree, syms in ((gold_tree, g_syms), (cand_tree, c_syms)):
             texts, _ = call_symbols(tree)
             for call in top_calls(tree):
-                cols_of.setdefault(syms[texts.index(call.sql("duckdb"))].key, _inputs(call))
+                cols_of.setdefault(syms[texts.index(call_text(call))].key, _inputs(call))
         for k, cols in cols_of.items():
             try:
                 d = _domain_hashes(run, k, cols, table_columns)
@@ -631,6 +647,8 @@ def _compare(
                 continue
             if gs != cs or not rows_match(grows, crows, ordered):
                 witness = {"valuation": val.label, "gold": _brief(gs, grows), "candidate": _brief(cs, crows)}
+                if gs == cs == "ok":
+                    witness["differ"] = differing_rows(grows, crows, ordered)
                 break
         if witness is None:
             agreeing = flips
@@ -643,8 +661,9 @@ def _compare(
         return StructuralVerdict(CANNOT, f"the gold's structure does not run: {first[1]}", "-", [], runner.n)
     if agreeing is not None and exhaustive:
         return StructuralVerdict(
-            EQUAL,
-            f"results agree under all {len(valuations)} behaviours of the AI calls on this database",
+            EQUAL_HERE,
+            f"equal on this database, not a proof: results agree under all {len(valuations)} behaviours "
+            "of the AI calls on this database",
             "exhaustive",
             pol,
             runner.n,
@@ -681,8 +700,8 @@ def _compare(
         )
     return StructuralVerdict(
         DIFFER,
-        "results differ when the aligned AI calls behave identically: "
-        f"{w['valuation']} gives gold {w['gold']} vs candidate {w['candidate']}",
+        "results differ on this database when the aligned AI calls behave identically: "
+        f"{w['valuation']} gives gold {w['gold']} vs candidate {w['candidate']}{_shown(w)}",
         "witness",
         pol,
         runner.n,
@@ -695,7 +714,7 @@ def _pred(where: exp.Expression, tree, syms, val, domains, flips) -> exp.Express
     texts, _ = call_symbols(tree)
     out = where.copy()
     for call in top_calls(out):
-        sym = syms[texts.index(call.sql("duckdb"))]
+        sym = syms[texts.index(call_text(call))]
         call.replace(
             _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
         )
@@ -704,6 +723,15 @@ def _pred(where: exp.Expression, tree, syms, val, domains, flips) -> exp.Express
 
 def _notes(notes: list[str]) -> str:
     return ("; " + "; ".join(notes)) if notes else ""
+
+
+def _shown(w: dict) -> str:
+    d = w.get("differ") or {}
+    if "first_difference_at" in d:
+        return f"; same rows, order parts at row {d['first_difference_at']}"
+    if not d:
+        return ""
+    return f"; only in gold: {d['only_in_gold'][:3]}, only in candidate: {d['only_in_candidate'][:3]}"
 
 
 def _brief(status: str, rows) -> str:

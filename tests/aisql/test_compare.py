@@ -20,13 +20,22 @@ def _compare(sembench_root, capsys, gold, cand, *extra):
 
 def test_compare_prints_every_layer_and_exits_by_the_final_verdict(sembench_root, capsys):
     gold = movie_query(sembench_root, "bigquery", "Q3")
-    code, res = _compare(sembench_root, capsys, gold, gold.replace("clearly positive, review: ", "positive? Review: "))
+    para = gold.replace("clearly positive, review: ", "positive? Review: ")
+    # an oracle without noise: the paraphrase selects the same reviews (kappa 1); with 10 % flips on
+    # taken_3's 11 % positives two honest raters reach kappa ~0.4 and the AI layer cannot decide (#39)
+    code, res = _compare(sembench_root, capsys, gold, para, "--flip-rate", "0")
     layers = {v["layer"]: v["verdict"] for v in res["layers"]}
     assert code == 0 and res["final"] == "accept" and res["final_method"] == "layers"
-    assert layers["structural"] == "accept" and layers["ai"] == "accept" and layers["ex"] == "reject"
+    assert res["verdict_class"] == "equivalent (proof)"
+    assert layers["structural"] == "accept" and layers["ai"] == "accept" and layers["ex"] == "accept"
+    code, res = _compare(sembench_root, capsys, gold, para)
+    layers = {v["layer"]: v for v in res["layers"]}
+    assert code == 3 and res["verdict_class"] == "cannot decide" and "kappa" in layers["ai"]["reason"]
+    assert layers["ex"]["verdict"] == "reject"  # the noise moved the count
     code, res = _compare(sembench_root, capsys, gold, gold.replace("taken_3", "taken_4"))
     layers = {v["layer"]: v["verdict"] for v in res["layers"]}
     assert code == 1 and layers["structural"] == "reject" and res["final"] == "reject"
+    assert res["verdict_class"] == "differ (witness)"
     code, res = _compare(sembench_root, capsys, gold, gold.replace("clearly positive", "negative"))
     layers = {v["layer"]: v["verdict"] for v in res["layers"]}
     assert code == 1 and layers["structural"] == "accept" and layers["ai"] == "reject"
@@ -52,6 +61,7 @@ def test_compare_with_the_autorater_and_bad_methods(sembench_root, capsys, tmp_p
     open_pair = gold.replace("the review sentiment is positive", "the review praises the stunts")
     code, res = _compare(sembench_root, capsys, gold, open_pair, "--methods", "ex,ours")
     assert code == 0 and res["final_method"] == "ours" and res["final"] == "accept" and len(asked) == 1
+    assert res["verdict_class"] == "judged by the autorater"  # an LLM's judgement: neither proof nor witness
     assert [v["layer"] for v in res["layers"]] == ["structural", "ai", "ex", "ours"]
     reset_councils()
 

@@ -35,8 +35,12 @@ def test_judge_table1_has_coverage_with_errors_undecided():
 
 def test_evaluate_summary_shows_coverage_and_test_suite_count():
     rows = []
-    for i, (label, layers, ex, reason) in enumerate(
-        [(True, "accept", "reject", "x"), (True, "cannot decide", "accept", "…; equal on the test suite (12 …)")]
+    for i, (label, layers, ex, reason, cls) in enumerate(
+        [
+            (True, "accept", "reject", "x", "equivalent (proof)"),
+            (True, "cannot decide", "accept", "…; equal on the test suite (12 …)", "equal on the test suite"),
+            (False, "cannot decide", "accept", "equal on this database", "equal on this database"),
+        ]
     ):
         rows.append(
             {
@@ -48,10 +52,19 @@ def test_evaluate_summary_shows_coverage_and_test_suite_count():
                 "layers": layers,
                 "ex": ex,
                 "structural_reason": reason,
+                "verdict_class": cls,
+                "accepted": layers == "accept",
             }
         )
     m = summary_table(verdicts_frame(rows))
     layers = m.filter(pl.col("method") == "layers").row(0, named=True)
-    assert layers["decided"] == 1 and layers["acc_undecided_ex"] == 1.0 and layers["test_suite_equal"] == 1
+    assert layers["decided"] == 1 and layers["test_suite_equal"] == 1
+    assert abs(layers["acc_undecided_ex"] - 2 / 3) < 1e-9
+    # per verdict class (#39): the evidence on this database was wrong once (the pair is not equivalent)
+    assert (layers["n_proof"], layers["wrong_proof"]) == (1, 0)
+    assert (layers["n_equal_on_database"], layers["wrong_equal_on_database"]) == (1, 1)
+    assert (layers["n_equal_on_test_suite"], layers["wrong_equal_on_test_suite"]) == (1, 0)
+    assert m.filter(pl.col("method") == "ex").row(0, named=True)["n_proof"] is None  # classes: the final method
     text = summary_markdown(m)
-    assert "undecided = reject" in text and "equal on the test suite" in text
+    assert "undecided = reject" in text and "| equal on the test suite | bigquery | 1 |" in text
+    assert "| equal on this database | bigquery | 1 | 33.3 | 1 |" in text

@@ -1,0 +1,196 @@
+"""#39 item 4: the bounded symbolic verifier against brute force. Random query pairs over a small
+schema (NULLs, duplicates, joins, aggregates, GROUP BY, DISTINCT, EXISTS, CASE / COALESCE, one AI
+call) are run by DuckDB on random databases of at most k rows per table under random AI behaviours:
+whenever DuckDB sees the results differ, the verifier must not have said "equivalent up to k"; every
+counterexample it reports differs when DuckDB runs it; and a batch of known pairs is decided."""
+
+import random
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipelines.aisql.diffs import rows_match
+from pipelines.aisql.rewrite import to_duckdb_tree
+from pipelines.aisql.verifier import DIFFER, EQUIVALENT_UP_TO_K, UNSUPPORTED, replay, verify
+
+SCHEMA = {"s": {"t": {"a": "BIGINT", "b": "VARCHAR", "c": "BOOLEAN"}, "u": {"a": "BIGINT", "d": "BIGINT"}}}
+AI = "AI.IF(('is it good? ', {x}.b))"
+K = 2
+
+# templates: {w} a WHERE predicate over alias t (may hold the AI call), {e} a scalar over t
+SHAPES = [
+    "SELECT t.a FROM s.t AS t WHERE {w}",
+    "SELECT DISTINCT t.b FROM s.t AS t WHERE {w}",
+    "SELECT COUNT(*) FROM s.t AS t WHERE {w}",
+    "SELECT COUNT(t.a), SUM(t.a) FROM s.t AS t WHERE {w}",
+    "SELECT AVG(t.a) FROM s.t AS t WHERE {w}",
+    "SELECT t.b, COUNT(*) FROM s.t AS t WHERE {w} GROUP BY t.b",
+    "SELECT t.b, MAX(t.a) FROM s.t AS t WHERE {w} GROUP BY t.b HAVING COUNT(*) > 1",
+    "SELECT t.a, u.d FROM s.t AS t JOIN s.u AS u ON t.a = u.a WHERE {w}",
+    "SELECT t.a, u.d FROM s.t AS t LEFT JOIN s.u AS u ON t.a = u.a WHERE {w}",
+    "SELECT t.a FROM s.t AS t WHERE {w} AND EXISTS (SELECT 1 FROM s.u AS u WHERE u.a = t.a)",
+    "SELECT t.a FROM s.t AS t WHERE {w} AND t.a NOT IN (SELECT u.d FROM s.u AS u)",
+    "SELECT {e} FROM s.t AS t WHERE {w}",
+    "WITH q AS (SELECT t.a, t.b, t.c FROM s.t AS t WHERE {w}) SELECT q.a FROM q",
+    "SELECT q.b, q.n FROM (SELECT t.b, COUNT(*) AS n FROM s.t AS t WHERE {w} GROUP BY t.b) AS q WHERE q.n > 1",
+    "SELECT t.a FROM s.t AS t LEFT JOIN (SELECT u.a FROM s.u AS u) AS q ON q.a = t.a WHERE {w} AND q.a IS NULL",
+]
+PREDICATES = [
+    "t.a > 1",
+    "t.a >= 2",
+    "t.a BETWEEN 1 AND 2",
+    "t.a = 1 OR t.b = 'x'",
+    "t.c",
+    "t.c = TRUE",
+    "NOT t.c",
+    "t.b IS NULL",
+    "t.a IN (1, 2)",
+    "COALESCE(t.a, 0) > 0",
+    AI.format(x="t"),
+    "NOT " + AI.format(x="t"),
+    f"{AI.format(x='t')} AND t.a > 0",
+    "TRUE",
+]
+SCALARS = ["t.a + 1", "COALESCE(t.a, 0)", "CASE WHEN t.a IS NULL THEN 0 ELSE t.a END", "t.a * 2", "t.a / 2"]
+
+
+def _fill(shape: str, w: str, e: str) -> str:
+    return shape.replace("{w}", w).replace("{e}", e)
+
+
+@st.composite
+def pairs(draw):
+    shape = draw(st.sampled_from(SHAPES))
+    other = draw(st.sampled_from([shape, shape, *SHAPES]))
+    return (
+        _fill(shape, draw(st.sampled_from(PREDICATES)), draw(st.sampled_from(SCALARS))),
+        _fill(other, draw(st.sampled_from(PREDICATES)), draw(st.sampled_from(SCALARS))),
+    )
+
+
+def _random_db(rng: random.Random) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(":memory:")
+    con.execute("CREATE SCHEMA s")
+    con.execute("CREATE TABLE s.t (a BIGINT, b VARCHAR, c BOOLEAN)")
+    con.execute("CREATE TABLE s.u (a BIGINT, d BIGINT)")
+    for _ in range(rng.randint(0, K)):
+        con.execute(
+            "INSERT INTO s.t VALUES (?, ?, ?)",
+            [rng.choice([None, 0, 1, 2, 3]), rng.choice([None, "x", "y"]), rng.choice([None, True, False])],
+        )
+    for _ in range(rng.randint(0, K)):
+        con.execute("INSERT INTO s.u VALUES (?, ?)", [rng.choice([None, 1, 2]), rng.choice([None, 1, 2, 3])])
+    return con
+
+
+def _run(con, sql: str, good: set, flip: bool = False):
+    """``sql`` with the AI call valued TRUE on the texts in ``good`` (NULL in, NULL out); ``flip``:
+    the call read with opposite polarity (the candidate's call meant the negation)."""
+    lits = ", ".join(f"'{g}'" for g in sorted(good))
+    test = f"t.b IN ({lits})" if good else "FALSE"
+    test = f"NOT ({test})" if flip else test
+    valued = sql.replace(AI.format(x="t"), f"(CASE WHEN t.b IS NULL THEN NULL ELSE {test} END)")
+    return con.execute(valued).fetchall()
+
+
+def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: bool = False) -> bool:
+    rng = random.Random(seed)
+    for _ in range(tries):
+        con = _random_db(rng)
+        good = set(rng.sample(["x", "y"], rng.randint(0, 2)))
+        try:
+            if not rows_match(_run(con, gold, good), _run(con, cand, good, flip)):
+                return True
+        finally:
+            con.close()
+    return False
+
+
+def _verify(gold: str, cand: str):
+    g, c = to_duckdb_tree(gold, "bigquery"), to_duckdb_tree(cand, "bigquery")
+    res = verify(g, c, SCHEMA, {}, k=K, budget_ms=5000)
+    if res.verdict == DIFFER:
+        res = replay(g, c, res, SCHEMA)
+    return res
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=pairs(), seed=st.integers(0, 1000))
+def test_verifier_agrees_with_brute_force(pair, seed):
+    gold, cand = pair
+    res = _verify(gold, cand)
+    if res.verdict == EQUIVALENT_UP_TO_K:
+        flip = res.polarity == ["opposite"]
+        assert not _brute_differs(gold, cand, seed=seed, flip=flip), (gold, cand, res.reason, res.polarity)
+    elif res.verdict == DIFFER:  # the replayed witness: DuckDB saw the difference on the model's database
+        d = res.witness["differ"]
+        assert d.get("only_in_gold") or d.get("only_in_candidate") or "first_difference_at" in d, (gold, cand)
+        assert res.witness["database"] is not None
+
+
+KNOWN = [
+    ("SELECT COUNT(*) FROM s.t AS t WHERE t.c", "SELECT COUNT(1) FROM s.t AS t WHERE t.c = TRUE", True),
+    ("SELECT AVG(t.a) FROM s.t AS t", "SELECT SUM(t.a) / COUNT(t.a) FROM s.t AS t", True),
+    ("SELECT AVG(t.a) FROM s.t AS t", "SELECT SUM(t.a) / COUNT(*) FROM s.t AS t", False),
+    ("SELECT COUNT(*) FROM s.t AS t", "SELECT COUNT(DISTINCT t.a) FROM s.t AS t", False),
+    ("SELECT t.a FROM s.t AS t WHERE t.a >= 2", "SELECT t.a FROM s.t AS t WHERE t.a > 2", False),
+    (
+        "SELECT t.a FROM s.t AS t LEFT JOIN s.u AS u ON u.a = t.a WHERE u.a IS NULL",
+        "SELECT t.a FROM s.t AS t WHERE NOT EXISTS (SELECT 1 FROM s.u AS u WHERE u.a = t.a)",
+        True,
+    ),
+    (
+        "SELECT t.a FROM s.t AS t WHERE t.a NOT IN (SELECT u.a FROM s.u AS u)",
+        "SELECT t.a FROM s.t AS t WHERE NOT EXISTS (SELECT 1 FROM s.u AS u WHERE u.a = t.a)",
+        False,
+    ),
+    ("SELECT DISTINCT t.b FROM s.t AS t", "SELECT t.b FROM s.t AS t GROUP BY t.b", True),
+    ("SELECT DISTINCT t.b FROM s.t AS t", "SELECT t.b FROM s.t AS t", False),
+    (
+        "SELECT t.a, t.b, COUNT(*) FROM s.t AS t GROUP BY t.a, t.b",
+        "SELECT t.a, t.b, COUNT(*) FROM s.t AS t GROUP BY t.b, t.a",
+        True,
+    ),
+    (
+        f"SELECT t.a FROM s.t AS t WHERE {AI.format(x='t')}",
+        f"SELECT x.a FROM s.t AS x WHERE {AI.format(x='x')} = TRUE",
+        True,
+    ),
+    (f"SELECT t.a FROM s.t AS t WHERE {AI.format(x='t')}", "SELECT t.a FROM s.t AS t", False),
+    (
+        "SELECT t.b, COUNT(*) FROM s.t AS t GROUP BY t.b HAVING COUNT(*) > 1",
+        "SELECT q.b, q.n FROM (SELECT t.b, COUNT(*) AS n FROM s.t AS t GROUP BY t.b) AS q WHERE q.n > 1",
+        True,
+    ),
+    (
+        "SELECT t.a FROM s.t AS t WHERE t.a > 1",
+        "WITH x AS (SELECT t.a FROM s.t AS t) SELECT x.a FROM x WHERE x.a >= 1",
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize("gold,cand,equivalent", KNOWN)
+def test_known_rewrites_are_decided(gold, cand, equivalent):
+    res = _verify(gold, cand)
+    assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), (gold, cand, res.reason)
+    if not equivalent:
+        assert "only in gold" in res.reason and res.witness["database"]
+
+
+def test_a_declared_key_removes_duplicates_but_only_when_declared():
+    gold, cand = "SELECT COUNT(*) FROM s.t AS t", "SELECT COUNT(DISTINCT t.a) FROM s.t AS t"
+    g, c = to_duckdb_tree(gold, "bigquery"), to_duckdb_tree(cand, "bigquery")
+    assert verify(g, c, SCHEMA, {"s.t": ("a",)}, k=K).verdict == EQUIVALENT_UP_TO_K
+    assert verify(g, c, SCHEMA, {}, k=K).verdict == DIFFER
+
+
+def test_what_it_does_not_cover_says_so():
+    res = _verify("SELECT t.a FROM s.t AS t ORDER BY t.a LIMIT 1", "SELECT t.a FROM s.t AS t ORDER BY t.a LIMIT 2")
+    assert res.verdict == UNSUPPORTED and "ORDER BY" in res.reason
+    res = _verify("WITH x AS (SELECT * FROM s.t AS t) SELECT x.a FROM x", "SELECT t.a FROM s.t AS t")
+    assert res.verdict == UNSUPPORTED and "derived table" in res.reason
+    res = _verify("SELECT t.a FROM s.t AS t WHERE t.b LIKE 'x%'", "SELECT t.a FROM s.t AS t")
+    assert res.verdict == UNSUPPORTED and "Like" in res.reason
