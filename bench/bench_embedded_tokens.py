@@ -32,7 +32,6 @@ from resources.catalog import inspect_database  # noqa: E402
 from resources.llm import get_council, reset_councils  # noqa: E402
 from resources.llm.config import load_council_config, schema_token_budget  # noqa: E402
 
-
 SMOKE_COUNCIL = """members:
   smollm2: {model: scripted/smollm2, temperature: 0.0, max_tokens: 512, seed: 0, max_in_flight: 4}
 councils:
