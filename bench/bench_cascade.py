@@ -237,7 +237,9 @@ def main() -> int:
 
     handler = ScriptedLLM(Responder(candidates))
     install(handler)
-    members = [scripted_member(n, max_in_flight=8, max_retries=0) for n in "abc"]
+    # a zero-latency provider never times out on its own: a long timeout keeps a loaded machine's
+    # stalls (an event loop busy with the cascade's SQL) from failing a stage
+    members = [scripted_member(n, max_in_flight=8, max_retries=0, timeout_s=600) for n in "abc"]
     FullCouncil = _make_full_council_cls()
 
     results = {}
