@@ -21,19 +21,35 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "integration", "e2e")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "embedded_model: starts the embedded model (its lane under `make test`: one model at a time)"
+    )
+
+
+def lane(item) -> str | None:
+    """The xdist lane of a test under `make test` (``--dist loadgroup``), None for the shared pool.
+
+    The tests that start the embedded model share one lane, so at most one model runs at a time
+    (each is CPU-bound: two at once starve each other and the rest); the multi-node tests (each a
+    PostgreSQL server, a daemon and several runs) share another. Other end-to-end tests (a real
+    webserver, a browser) run anywhere: they used to queue behind the embedded model in one lane."""
+    if item.get_closest_marker("embedded_model") or "embedded" in item.path.name:
+        return "embedded"
+    if item.path.parent.name == "distributed":
+        return "distributed"
+    return None
+
+
 def pytest_collection_modifyitems(items):
     """Folders are jobs and layers; the kind of a test is a marker. A test marked neither
     ``integration`` nor ``e2e`` is a ``unit`` test (``-m unit`` selects the fast, isolated ones)."""
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             item.add_marker(pytest.mark.unit)
-        # `make test` runs two xdist workers (``--dist loadgroup``): the end-to-end tests share one
-        # worker, so that at most one embedded model runs at a time, and the multi-node tests (each a
-        # PostgreSQL server, a daemon and several runs) share another lane instead of piling up
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group("e2e"))
-        elif item.path.parent.name == "distributed":
-            item.add_marker(pytest.mark.xdist_group("distributed"))
+        name = lane(item)
+        if name is not None:
+            item.add_marker(pytest.mark.xdist_group(name))
 
 
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

@@ -36,8 +36,18 @@ def test_every_bench_is_discovered():
     assert len(BENCHES) >= 10, BENCHES  # the glob found the bench folder
 
 
+# Benches whose smoke run starts the embedded model: its lane (tests/conftest.py), one model at a time.
+# (bench_embedded_tokens' smoke run uses the scripted council.)
+STARTS_THE_MODEL = {"bench_embedded_demo.py", "bench_embedded_reproducibility.py"}
+
+
+def _param(script: Path):
+    marks = [pytest.mark.e2e, pytest.mark.embedded_model] if script.name in STARTS_THE_MODEL else []
+    return pytest.param(script, id=script.name, marks=marks)
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("script", BENCHES, ids=[p.name for p in BENCHES])
+@pytest.mark.parametrize("script", [_param(p) for p in BENCHES])
 def test_bench_smoke(script: Path, tmp_path):
     source = script.read_text()
     assert "--smoke" in source, f"{script.name} has no --smoke mode (the bench convention, bench/README.md)"
