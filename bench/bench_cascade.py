@@ -19,7 +19,7 @@ waves of stages 5 and 6 ask all members (their wave sizing, ``is_decided``/``min
 instead of stopping at a candidate's first lost one (``StageContext.stop_at_first_loss``: DESIGN.md
 names that stop a short-circuit). The early stop that is the paper's rule stays in both modes: stage 7
 stops at the first member whose SQL is judged correct. Decisions must be identical in both modes; the
-benchmark checks that. ``--smoke`` (``make test``): the first 20 candidates of a one-sample grid.
+benchmark checks that. ``--smoke`` (``make test``): the first 12 candidates of a one-sample grid.
 
 The council is deterministic: every answer is a hash of (member, prompt); member a is mostly
 positive, b less so, c is a coin flip, so some votes need the third member.
@@ -205,7 +205,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=2, help="samples per grid cell")
     ap.add_argument("--json", help="also write the results here")
-    ap.add_argument("--smoke", action="store_true", help="20 candidates of a one-sample grid (make test)")
+    ap.add_argument("--smoke", action="store_true", help="12 candidates of a one-sample grid (make test)")
     args = ap.parse_args()
     if args.smoke:
         args.n = 1
@@ -233,7 +233,7 @@ def main() -> int:
         "university",
     )
     objects, _ = generate_nlq_objects(grid, schema_context, db_path)
-    candidates = ground_sql(objects, schema_context)[: 20 if args.smoke else None]
+    candidates = ground_sql(objects, schema_context)[: 12 if args.smoke else None]
 
     handler = ScriptedLLM(Responder(candidates))
     install(handler)
