@@ -21,24 +21,44 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "integration", "e2e")
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "embedded_model: starts the embedded model (its lane under `make test`: one model at a time)"
-    )
+# The lanes of `make test` (``-n 2 --dist loadgroup``): the tests that start the embedded model share
+# one xdist worker, so at most one model runs at a time (each is CPU-bound: two at once starve each
+# other and the rest), and the multi-node tests (each a PostgreSQL server, a daemon and several runs)
+# share another; every other test, end-to-end webserver tests included, goes to whichever worker is
+# free. A lane is decided from the test's id alone, because the controller that schedules has no items.
+EMBEDDED_MODEL_TESTS = (
+    "tests/cli/test_interrupt.py",  # `quandary demo` on the embedded model, interrupted
+    "tests/bench/test_bench_smoke.py::test_bench_smoke[bench_embedded_demo.py]",
+    "tests/bench/test_bench_smoke.py::test_bench_smoke[bench_embedded_reproducibility.py]",
+)
 
 
-def lane(item) -> str | None:
-    """The xdist lane of a test under `make test` (``--dist loadgroup``), None for the shared pool.
-
-    The tests that start the embedded model share one lane, so at most one model runs at a time
-    (each is CPU-bound: two at once starve each other and the rest); the multi-node tests (each a
-    PostgreSQL server, a daemon and several runs) share another. Other end-to-end tests (a real
-    webserver, a browser) run anywhere: they used to queue behind the embedded model in one lane."""
-    if item.get_closest_marker("embedded_model") or "embedded" in item.path.name:
+def lane(nodeid: str) -> str | None:
+    """The lane of a test id (``None``: the shared pool). Test files named ``*embedded*`` start the
+    embedded model."""
+    path = nodeid.split("::", 1)[0]
+    if "embedded" in path.rsplit("/", 1)[-1] or nodeid.startswith(EMBEDDED_MODEL_TESTS):
         return "embedded"
-    if item.path.parent.name == "distributed":
+    if path.startswith("tests/distributed/"):
         return "distributed"
     return None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's ``loadgroup`` with the lanes above. (Its own ``xdist_group`` markers are lost
+    under pytest 9: xdist writes the group into ``item._nodeid``, which pytest 9 no longer reads, so
+    the lanes marked that way never existed and the embedded-model tests ran on both workers.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # lazy: only under xdist
+
+    class LaneScheduling(LoadScopeScheduling):
+        # a lane is one unit of work (one worker, in order); any other test is a unit of its own.
+        # Units are handed out largest first, so the two lanes start at once, one per worker.
+        def _split_scope(self, nodeid: str) -> str:
+            return lane(nodeid) or nodeid
+
+    return LaneScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items):
@@ -47,9 +67,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             item.add_marker(pytest.mark.unit)
-        name = lane(item)
-        if name is not None:
-            item.add_marker(pytest.mark.xdist_group(name))
 
 
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

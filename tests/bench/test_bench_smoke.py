@@ -36,14 +36,13 @@ def test_every_bench_is_discovered():
     assert len(BENCHES) >= 10, BENCHES  # the glob found the bench folder
 
 
-# Benches whose smoke run starts the embedded model: its lane (tests/conftest.py), one model at a time.
-# (bench_embedded_tokens' smoke run uses the scripted council.)
+# Benches whose smoke run starts the embedded model (tests/conftest.py gives them the model's lane;
+# bench_embedded_tokens' smoke run uses the scripted council).
 STARTS_THE_MODEL = {"bench_embedded_demo.py", "bench_embedded_reproducibility.py"}
 
 
 def _param(script: Path):
-    marks = [pytest.mark.e2e, pytest.mark.embedded_model] if script.name in STARTS_THE_MODEL else []
-    return pytest.param(script, id=script.name, marks=marks)
+    return pytest.param(script, id=script.name, marks=[pytest.mark.e2e] if script.name in STARTS_THE_MODEL else [])
 
 
 @pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.embedded_model]  # `quandary demo` on the embedded model
+pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 
 
