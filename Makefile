@@ -14,8 +14,9 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export LITELLM_OFFLINE_MODE := true
 PYTEST_ARGS ?=
 # Two pytest-xdist workers: most of the suite waits on subprocesses and servers, so two lanes use
-# both cores (18 → 12 min idle). The e2e tests share one lane (one embedded model at a time) and the
-# multi-node tests another (tests/conftest.py). TEST_WORKERS=0 runs everything in one process.
+# both cores (18 → 12 min idle). The tests that start the embedded model share one lane (one model at
+# a time) and the multi-node tests another, each on its own worker; the rest go to whichever is free
+# (tests/conftest.py: lane, pytest_xdist_make_scheduler). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 

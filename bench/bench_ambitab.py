@@ -1,11 +1,12 @@
 """Benchmark the AmbiTab conversions: records built per second per corpus; AmbiQT unit DBs.
 
-    .venv/bin/python bench/bench_ambitab.py [--data PATH] [--repeat R] [--corpus NAME ...]
+    .venv/bin/python bench/bench_ambitab.py [--data PATH] [--repeat R] [--corpus NAME ...] [--smoke]
 
 Runs each deterministic conversion (no LLM: EW-Bird's filter and Bird's authoring are skipped,
 as with ``--no-llm``) ``--repeat`` times into a fresh ``$QUANDARY_HOME`` and reports the median
 wall time, records and records/s. For AmbiQT it also reports the cold build of the unit databases
-(time and disk per unit) and the warm rebuild (content-addressed units reused).
+(time and disk per unit) and the warm rebuild (content-addressed units reused). ``--smoke``: the
+same path on 5 Ambrosia records and 3 AmbiQT units, once (seconds; ``make test`` runs it).
 """
 
 from __future__ import annotations
@@ -29,11 +30,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--corpus", action="append", choices=DETERMINISTIC)
+    ap.add_argument("--smoke", action="store_true", help="tiny inputs, seconds (make test)")
     args = ap.parse_args(argv)
     data = Path(args.data)
     if not data.is_dir():
+        if args.smoke:
+            print(f"SKIP: data folder {data} not found")
+            return 0
         print(f"data folder {data} not found (pass --data)", file=sys.stderr)
         return 2
+    # --smoke: a few records and units of the two corpora with a size knob, once
+    sizes = {"ambrosia": {"limit": 5}, "ambiqt": {"limit_units": 3}} if args.smoke else {}
+    if args.smoke:
+        args.corpus, args.repeat = list(sizes), 1
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["QUANDARY_HOME"] = tmp
         from pipelines.ambitab import ambiqt  # lazy: only on this branch
@@ -45,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.repeat):
                 out = Path(tmp) / f"units-{corpus}-{i}"  # AmbiQT: a cold unit build every repeat
                 t0 = time.perf_counter()
-                res = build_corpus(corpus, data, **({"out_dir": out} if corpus == "ambiqt" else {}))
+                options = {"out_dir": out} if corpus == "ambiqt" else {}
+                res = build_corpus(corpus, data, **options, **sizes.get(corpus, {}))
                 times.append(time.perf_counter() - t0)
                 n = len(res.records)
             med = statistics.median(times)
@@ -53,10 +63,10 @@ def main(argv: list[str] | None = None) -> int:
 
         out = Path(tmp) / "units-bench"
         t0 = time.perf_counter()
-        ambiqt.build(data, out_dir=out)
+        ambiqt.build(data, out_dir=out, **sizes.get("ambiqt", {}))
         cold_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ambiqt.build(data, out_dir=out)
+        ambiqt.build(data, out_dir=out, **sizes.get("ambiqt", {}))
         warm_s = time.perf_counter() - t0
         files = list(out.glob("*.sqlite"))
         total = sum(f.stat().st_size for f in files)

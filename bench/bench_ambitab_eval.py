@@ -1,6 +1,6 @@
 """Benchmark the AmbiTab evaluation protocol (no LLM).
 
-    .venv/bin/python bench/bench_ambitab_eval.py [--seeds 3] [--records 3000] [--resamples 2000]
+    .venv/bin/python bench/bench_ambitab_eval.py [--seeds 3] [--records 3000] [--resamples 2000] [--smoke]
 
 1. Episodes per second with the deterministic oracle and a zero-latency scripted solver (it
    submits the reference reading's SQL through the real verifier, so execution is included) on
@@ -9,6 +9,9 @@
 2. Bootstrap time: a paired AVT-cluster percentile bootstrap (2,000 resamples) over ``--records``
    synthetic records × seeds (target: under 2 s on 2 cores), and the recall bootstrap with
    ineligible episodes.
+
+``--smoke``: the same on 5 Ambrosia records, 1 seed, 200 records and 50 resamples (seconds; ``make
+test`` runs it).
 """
 
 import argparse
@@ -34,12 +37,12 @@ from pipelines.core.stats import cluster_bootstrap  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 
 
-def bench_episodes(seeds: int) -> None:
+def bench_episodes(seeds: int, limit: int | None = None) -> None:
     if not (SHARED / "ambrosia").is_dir():
         print(f"episodes: skipped ({SHARED / 'ambrosia'} not found)")
         return
 
-    tasks = [Task.from_record(r) for r in ambrosia.build(SHARED).records]
+    tasks = [Task.from_record(r) for r in ambrosia.build(SHARED, limit=limit).records]
     sql_of = {t.spec.user_query: t.verifier.reference_sql[0] for t in tasks}
     solver = ScriptedSolver(lambda spec, history: sql_of[spec.user_query], name="reference-reading")
     verifier = Verifier()
@@ -87,9 +90,12 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--records", type=int, default=3000)
     p.add_argument("--resamples", type=int, default=2000)
+    p.add_argument("--smoke", action="store_true", help="tiny inputs, seconds (make test)")
     args = p.parse_args()
-    bench_episodes(args.seeds)
-    bench_bootstrap(args.records, args.seeds, args.resamples)
+    if args.smoke:
+        args.seeds, args.records, args.resamples = 1, 200, 50
+    bench_episodes(args.seeds, limit=5 if args.smoke else None)
+    bench_bootstrap(args.records, args.seeds, args.resamples, repeat=1 if args.smoke else 3)
 
 
 if __name__ == "__main__":

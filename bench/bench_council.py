@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_council.py --latency 1.0 --levels 16,64     # wall / ideal
     .venv/bin/python bench/bench_council.py --latency 0 --levels 64 --requests 3000  # requests/s
     .venv/bin/python bench/bench_council.py --latency 1.0 --levels 64 --repeat 5     # median of 5 passes
+    .venv/bin/python bench/bench_council.py --smoke     # seconds: 20 requests at 1 and 4 in flight (make test)
 
 For each level (requests in flight), sends N unique structured requests through
 ``Council.ask_many`` (cache lookup and claim, HTTP, parsing, SQLite log write) to a stub that answers
@@ -70,7 +71,10 @@ def main() -> int:
         help="measured passes per level (fresh requests each): "
         "the median is shown, the spread of a shared machine's load",
     )
+    ap.add_argument("--smoke", action="store_true", help="20 requests at 1 and 4 in flight, 10 ms (make test)")
     args = ap.parse_args()
+    if args.smoke:
+        args.latency, args.requests, args.levels, args.repeat = 0.01, 20, "1,4", 1
     if not args.requests and args.latency <= 0:
         ap.error("--latency 0 needs --requests")
 

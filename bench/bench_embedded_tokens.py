@@ -2,9 +2,12 @@
 the schema), on the demo's own calls: step 1 generation, step 2 SQL grounding, stage 3 verdicts.
 
     python bench/bench_embedded_tokens.py            # both modes, one server, fresh call logs
+    python bench/bench_embedded_tokens.py --smoke    # seconds (make test): the scripted council
 
 "before" sends the output schema as it is and the member's max_tokens (512), as the code did;
 "after" is the current request. Same prompts, seeds and server; only the request shaping differs.
+``--smoke`` runs both modes on one grid cell against the scripted council of the pipeline tests
+instead of the embedded model: the same steps and call-log reading, no token figure worth reading.
 """
 
 import json
@@ -29,27 +32,28 @@ from resources.catalog import inspect_database  # noqa: E402
 from resources.llm import get_council, reset_councils  # noqa: E402
 from resources.llm.config import load_council_config, schema_token_budget  # noqa: E402
 
+SMOKE_COUNCIL = """members:
+  smollm2: {model: scripted/smollm2, temperature: 0.0, max_tokens: 512, seed: 0, max_in_flight: 4}
+councils:
+  default: [smollm2]
+"""
 
-def run(mode: str, tmp: str) -> dict:
+
+def run(mode: str, tmp: str, council: Path = DEMO_COUNCIL, subcategories: tuple | None = None) -> dict:
     originals = (client.bounded_schema, client.embedded_max_tokens)
     if mode == "before":
         client.bounded_schema = lambda schema: schema
         client.embedded_max_tokens = lambda member, schema: member.max_tokens
     os.environ["QUANDARY_HOME"] = f"{tmp}/{mode}"
-    os.environ["QUANDARY_COUNCIL_CONFIG"] = str(DEMO_COUNCIL)
+    os.environ["QUANDARY_COUNCIL_CONFIG"] = str(council)
+    subs = subcategories or tuple(DEMO_GRID["llm_subcategories"])
     reset_councils()
     try:
         db = write_demo_db(Path(tmp) / f"{mode}.sqlite")
         info = inspect_database(db, "university")
         ctx_text = fit_schema_context(info, schema_token_budget(load_council_config().members.values())).text
         spec = GridSpec(
-            ("smollm2",),
-            tuple(DEMO_GRID["llm_subcategories"]),
-            tuple(DEMO_GRID["styles"]),
-            tuple(DEMO_GRID["difficulties"]),
-            1,
-            DEMO_GRID["seed"],
-            tuple(DEMO_GRID["llm_subcategories"]),
+            ("smollm2",), subs, tuple(DEMO_GRID["styles"]), tuple(DEMO_GRID["difficulties"]), 1, DEMO_GRID["seed"], subs
         )
         requests = [r for r in expand_grid(spec, "university") if r["generator"] != PROGRAMMATIC]
         t0 = time.monotonic()
@@ -89,8 +93,21 @@ def run(mode: str, tmp: str) -> dict:
 
 
 def main() -> int:
+    smoke = "--smoke" in sys.argv[1:]
     with tempfile.TemporaryDirectory() as tmp:
-        results = [run(mode, tmp) for mode in ("before", "after")]
+        options = {}
+        if smoke:
+            from tests.abiss.pipeline_helpers import healthy  # lazy: the pipeline tests' scripted council
+            from tests.llm_fakes import ScriptedLLM, install
+
+            install(ScriptedLLM(healthy))
+            council = Path(tmp) / "council.yaml"
+            council.write_text(SMOKE_COUNCIL)
+            options = {"council": council, "subcategories": ("answerable",)}
+        results = [run(mode, tmp, **options) for mode in ("before", "after")]
+        if smoke and not all(r["calls"] and not any(s["not_ok"] for s in r["by_stage"].values()) for r in results):
+            print(json.dumps(results), file=sys.stderr)
+            return 1
     for r in results:
         print(json.dumps({"bench": "embedded_tokens", "load": [round(x, 1) for x in os.getloadavg()], **r}))
     return 0

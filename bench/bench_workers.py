@@ -1,7 +1,7 @@
 """Wall time of N partitions of the ABISS cascade on 1 vs 2 worker processes (issue 21), as nodes
 would run them, against the loopback OpenAI stub with a fixed latency.
 
-    .venv/bin/python bench/bench_workers.py [--partitions 4] [--latency 0.2] [--n 1]
+    .venv/bin/python bench/bench_workers.py [--partitions 4] [--latency 0.2] [--n 1] [--smoke]
 
 A partition is the cascade's council stages (2..10, ``run_stage`` exactly as the assets call it) on
 the programmatic candidates of the demo database; partitions differ by a line in the schema context,
@@ -16,6 +16,7 @@ its share of the partitions one after another with a 3-member validator council 
 
 Workers import and set up first, then start together; the wall time runs from that start to the last
 worker's end. speedup = wall(1 worker) / wall(2 workers); 2.0 is the most two workers can give.
+``--smoke`` (``make test``): 2 partitions of 12 candidates at 10 ms, every mode.
 """
 
 import argparse
@@ -48,8 +49,9 @@ REPLY = json.dumps(
 )
 
 
-def make_candidates(home: Path, n: int) -> Path:
-    """The demo database and its programmatic candidates (generated once, read by every worker)."""
+def make_candidates(home: Path, n: int, limit: int | None = None) -> Path:
+    """The demo database and its programmatic candidates (generated once, read by every worker;
+    the first ``limit`` of them when given)."""
 
     db_path = str(write_demo_db(home / "university.sqlite"))
     grid = expand_grid(
@@ -58,7 +60,8 @@ def make_candidates(home: Path, n: int) -> Path:
     )
     objects, _ = generate_nlq_objects(grid, "", db_path)
     path = home / "candidates.json"
-    path.write_text(json.dumps({"db_path": db_path, "candidates": ground_sql(objects, "")}, default=str))
+    candidates = ground_sql(objects, "")[:limit]
+    path.write_text(json.dumps({"db_path": db_path, "candidates": candidates}, default=str))
     return path
 
 
@@ -163,13 +166,16 @@ def main() -> int:
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--candidates", help=argparse.SUPPRESS)
     ap.add_argument("--worker-partitions", help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="2 partitions of 12 candidates at 10 ms (make test)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
+    if args.smoke:
+        args.partitions, args.latency, args.n = 2, 0.01, 1
 
     root = Path(tempfile.mkdtemp(prefix="quandary-bench-workers-"))
     os.environ["QUANDARY_HOME"] = str(root / "setup")
-    candidates = make_candidates(root, args.n)
+    candidates = make_candidates(root, args.n, limit=12 if args.smoke else None)
     n_cands = len(json.loads(candidates.read_text())["candidates"])
     stub = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "llm_fakes.py"), "--latency", str(args.latency), "--content", REPLY],

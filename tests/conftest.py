@@ -21,19 +21,52 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("unit", "integration", "e2e")
 
 
+# The lanes of `make test` (``-n 2 --dist loadgroup``): the tests that start the embedded model share
+# one xdist worker, so at most one model runs at a time (each is CPU-bound: two at once starve each
+# other and the rest), and the multi-node tests (each a PostgreSQL server, a daemon and several runs)
+# share another; every other test, end-to-end webserver tests included, goes to whichever worker is
+# free. A lane is decided from the test's id alone, because the controller that schedules has no items.
+EMBEDDED_MODEL_TESTS = (
+    "tests/cli/test_interrupt.py",  # `quandary demo` on the embedded model, interrupted
+    "tests/bench/test_bench_smoke.py::test_bench_smoke[bench_embedded_demo.py]",
+    "tests/bench/test_bench_smoke.py::test_bench_smoke[bench_embedded_reproducibility.py]",
+)
+
+
+def lane(nodeid: str) -> str | None:
+    """The lane of a test id (``None``: the shared pool). Test files named ``*embedded*`` start the
+    embedded model."""
+    path = nodeid.split("::", 1)[0]
+    if "embedded" in path.rsplit("/", 1)[-1] or nodeid.startswith(EMBEDDED_MODEL_TESTS):
+        return "embedded"
+    if path.startswith("tests/distributed/"):
+        return "distributed"
+    return None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's ``loadgroup`` with the lanes above. (Its own ``xdist_group`` markers are lost
+    under pytest 9: xdist writes the group into ``item._nodeid``, which pytest 9 no longer reads, so
+    the lanes marked that way never existed and the embedded-model tests ran on both workers.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # lazy: only under xdist
+
+    class LaneScheduling(LoadScopeScheduling):
+        # a lane is one unit of work (one worker, in order); any other test is a unit of its own.
+        # Units are handed out largest first, so the two lanes start at once, one per worker.
+        def _split_scope(self, nodeid: str) -> str:
+            return lane(nodeid) or nodeid
+
+    return LaneScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items):
     """Folders are jobs and layers; the kind of a test is a marker. A test marked neither
     ``integration`` nor ``e2e`` is a ``unit`` test (``-m unit`` selects the fast, isolated ones)."""
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             item.add_marker(pytest.mark.unit)
-        # `make test` runs two xdist workers (``--dist loadgroup``): the end-to-end tests share one
-        # worker, so that at most one embedded model runs at a time, and the multi-node tests (each a
-        # PostgreSQL server, a daemon and several runs) share another lane instead of piling up
-        if item.get_closest_marker("e2e"):
-            item.add_marker(pytest.mark.xdist_group("e2e"))
-        elif item.path.parent.name == "distributed":
-            item.add_marker(pytest.mark.xdist_group("distributed"))
 
 
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

@@ -509,6 +509,18 @@ def test_stage9_stops_at_the_first_loss(scripted, make_ctx):
     assert d["calls_saved"] == 1 + 1 + 3 * remaining
 
 
+def test_stage9_without_the_stop_asks_every_comparison_and_decides_the_same(scripted, make_ctx):
+    """``stop_at_first_loss=False`` (bench_cascade's short-circuit-off baseline): every comparison is
+    asked, the first loss still names the decision."""
+    loser_to = UNA_COMPETITORS[0]
+    script = Script(consistency=prefer(loser_to, "missing_entity"))
+    scripted.responder = script
+    [d] = run_stage(9, [una_row()], make_ctx(stop_at_first_loss=False))
+    assert not d["passed"] and d["reason"] == f"lost against {loser_to}"
+    assert script.count("consistency") == 2 * len(UNA_COMPETITORS)
+    assert {v["comparison"] for v in d["votes"]} == {f"vs:{o}" for o in UNA_COMPETITORS}
+
+
 def test_stage9_strict_majority_per_comparison(scripted, make_ctx):
     """One member of three prefers a competitor: still won; two members of two split: lost."""
     handlers = {"a": prefer("missing_entity"), "b": prefer(UNA_COMPETITORS[0]), "c": prefer("missing_entity")}

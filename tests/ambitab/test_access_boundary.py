@@ -25,8 +25,13 @@ def _builds(shared_data, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def builds(shared_data, tmp_path_factory):
-    return _builds(shared_data, tmp_path_factory)
+def builds(corpus_build, shared_data, tmp_path_factory):
+    # the session's builds (tests/ambitab/conftest.py); determinism below rebuilds every corpus
+    units = tmp_path_factory.mktemp("units")
+    return {
+        name: ambiqt.build(shared_data, out_dir=units, limit_units=12) if name == "ambiqt" else corpus_build(name)
+        for name in ("ambrosia", "ambiqt", "taco", "ew_bird", "bird_interact")
+    }
 
 
 def _secrets(rec):

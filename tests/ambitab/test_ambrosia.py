@@ -11,8 +11,8 @@ from pipelines.ambitab.sources import SourceCorrupt
 
 
 @pytest.fixture(scope="module")
-def built(shared_data):
-    return ambrosia.build(shared_data)
+def built(corpus_build):
+    return corpus_build("ambrosia")
 
 
 def test_303_records_with_native_intents(built, shared_data):

@@ -9,8 +9,8 @@ from pipelines.ambitab import bird_interact
 
 
 @pytest.fixture(scope="module")
-def built(shared_data):
-    return bird_interact.build(shared_data)
+def built(corpus_build):
+    return corpus_build("bird_interact")
 
 
 def test_14_records_structurally_with_verification_skipped(built):

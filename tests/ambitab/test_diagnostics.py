@@ -3,7 +3,6 @@
 import polars as pl
 import pytest
 
-from pipelines.ambitab import ambrosia
 from pipelines.ambitab.protocol.diagnostics import (
     assign_donors,
     donor_clusters,
@@ -39,8 +38,8 @@ def test_donors_come_from_another_database_one_per_group_and_are_stable():
     assert assign_donors(tasks, seed=1) != donors
 
 
-def test_donors_on_real_ambrosia_records(shared_data):
-    tasks = [Task.from_record(r) for r in ambrosia.build(shared_data).records]
+def test_donors_on_real_ambrosia_records(corpus_build):
+    tasks = [Task.from_record(r) for r in corpus_build("ambrosia").records]
     donors = assign_donors(tasks)
     by_id = {t.record_id: t for t in tasks}
     assert len(donors) == len(tasks)

@@ -13,7 +13,6 @@ import polars as pl
 import pytest
 
 from cli import main
-from pipelines.ambitab import ambrosia
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.record import records_frame
 from storage.artifacts import latest_path, read_latest, write_version
@@ -30,8 +29,8 @@ class AskOnce:
 
 
 @pytest.fixture
-def corpus(shared_data):
-    records = ambrosia.build(shared_data).records
+def corpus(corpus_build):
+    records = corpus_build("ambrosia").records
     tasks = select_tasks([Task.from_record(r) for r in records], limit=1)
     avts = list(dict.fromkeys(r.avt_id for r in records))[:AVTS]
     keep = [r for r in records if r.avt_id in avts]

@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 
 from cli import main
-from pipelines.ambitab import ambrosia
 from pipelines.ambitab.protocol.task import Task, select_tasks
 from pipelines.ambitab.record import records_frame
 from storage.artifacts import read_latest, write_version
@@ -25,8 +24,8 @@ LIMIT = 6
 
 
 @pytest.fixture(scope="module")
-def ambrosia_records(shared_data):
-    return ambrosia.build(shared_data).records
+def ambrosia_records(corpus_build):
+    return corpus_build("ambrosia").records
 
 
 @pytest.fixture

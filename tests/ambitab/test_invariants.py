@@ -10,8 +10,7 @@ import statistics
 
 import pytest
 
-from pipelines.ambitab import ambiqt, ambrosia
-from pipelines.ambitab.corpora import build_corpus
+from pipelines.ambitab import ambiqt
 from pipelines.ambitab.protocol.askers import make_asker
 from pipelines.ambitab.protocol.episode import run_episodes
 from pipelines.ambitab.protocol.oracles import make_oracle
@@ -21,8 +20,8 @@ from pipelines.ambitab.protocol.verifier import Verifier
 
 
 @pytest.fixture(scope="module")
-def ambrosia_tasks(shared_data):
-    res = ambrosia.build(shared_data)
+def ambrosia_tasks(corpus_build):
+    res = corpus_build("ambrosia")
     if not res.records:
         pytest.skip("no Ambrosia records could be built from ../shared/data")
     return [Task.from_record(r) for r in res.records]
@@ -48,22 +47,22 @@ def _rates(tasks, asker):
 
 
 @pytest.fixture(scope="module")
-def taco_tasks(shared_data):
-    return _built(shared_data, "taco")
+def taco_tasks(corpus_build):
+    return _built(corpus_build, "taco")
 
 
 @pytest.fixture(scope="module")
-def bird_interact_tasks(shared_data):
-    return _built(shared_data, "bird_interact")
+def bird_interact_tasks(corpus_build):
+    return _built(corpus_build, "bird_interact")
 
 
 @pytest.fixture(scope="module")
-def ew_bird_tasks(shared_data):
-    return _built(shared_data, "ew_bird")  # issue 20 item 5: duplicate hint terms merged at conversion
+def ew_bird_tasks(corpus_build):
+    return _built(corpus_build, "ew_bird")  # issue 20 item 5: duplicate hint terms merged at conversion
 
 
-def _built(shared_data, corpus):
-    res = build_corpus(corpus, shared_data)
+def _built(corpus_build, corpus):
+    res = corpus_build(corpus)
     if not res.records:
         pytest.skip(f"no {corpus} records could be built from ../shared/data")
     return [Task.from_record(r) for r in res.records]

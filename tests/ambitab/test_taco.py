@@ -80,8 +80,8 @@ def test_us_single_table_sqls_verbalise_without_the_table(shared_data):
 
 
 @pytest.fixture(scope="module")
-def built(shared_data):
-    return taco.build(shared_data)
+def built(corpus_build):
+    return corpus_build("taco")
 
 
 def test_smoke_build_on_the_beijing_database(built):

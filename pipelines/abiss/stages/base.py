@@ -58,6 +58,9 @@ class StageContext:
     # Unreadable answers of the non-vote calls (kept for callers that tally those separately).
     max_unparseable_share: float = 0.5
     wellformedness: bool = True  # step 0 on; False = paper-exact run (every candidate passes, not applied)
+    # Stage 9 stops at a candidate's first lost comparison (DESIGN.md's short-circuit); False asks every
+    # comparison, with the same decisions: the baseline bench/bench_cascade.py measures the saving against
+    stop_at_first_loss: bool = True
     stats: dict = field(default_factory=lambda: defaultdict(int))
     tally: FailureTally = field(default_factory=FailureTally)
     # When the database's schema does not fit the context window: row -> a schema context fitted

@@ -16,7 +16,7 @@ async def decide(rows, stage, ctx):
     async def one(row):
         assigned = subcategory(row["subcategory"])
         competitors = [s for s in subcategories_in(assigned.group) if s.id != assigned.id]
-        votes, saved = [], 0
+        votes, saved, lost = [], 0, None
         for i, other in enumerate(competitors):
             flip = hashlib.sha256(f"{row['candidate_id']}|{other.id}".encode()).digest()[0] % 2 == 1
             a, b = (other, assigned) if flip else (assigned, other)
@@ -31,12 +31,15 @@ async def decide(rows, stage, ctx):
             )
             votes.extend(v)
             saved += outcome.calls_saved
-            if not ok:
-                never_asked = (len(competitors) - i - 1) * ctx.n_members  # comparisons never asked
-                saved += never_asked
-                ctx.stats["calls_saved"] += never_asked
-                why = f"lost against {other.id}" if outcome.decided else f"{UNDECIDED} (against {other.id})"
-                return decision(row, stage, False, why, votes, calls_saved=saved)
+            if not ok and lost is None:
+                lost = f"lost against {other.id}" if outcome.decided else f"{UNDECIDED} (against {other.id})"
+                if ctx.stop_at_first_loss:
+                    never_asked = (len(competitors) - i - 1) * ctx.n_members  # comparisons never asked
+                    saved += never_asked
+                    ctx.stats["calls_saved"] += never_asked
+                    break
+        if lost is not None:
+            return decision(row, stage, False, lost, votes, calls_saved=saved)
         return decision(row, stage, True, f"won all {len(competitors)} comparisons", votes, calls_saved=saved)
 
     return list(await asyncio.gather(*(one(r) for r in rows)))
