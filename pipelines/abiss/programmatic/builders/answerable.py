@@ -36,6 +36,7 @@ from pipelines.abiss.programmatic.builders.base import (
     with_article_or_plural,
 )
 from pipelines.abiss.programmatic.entity_kinds import column_kind
+from pipelines.abiss.programmatic.phrasing import readable
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a
 # weight, "expensive" only for a price. A measure no entry fits gets the neutral "high-<column>"
@@ -141,7 +142,12 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                     plans.append(("join", child, e, t))
                 plans.append(("count_per_parent", child, e, t))
         for c in t.columns:
-            if c.name != label and not c.is_key and c.role in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT):
+            if (
+                c.name != label
+                and not c.is_key
+                and c.role in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT)
+                and readable(c.words)
+            ):
                 plans.append(("lookup", t, c, None))
         plans.append(("list_all", t, None, None))
     for bridge, ea, ta, eb, tb in labelled_bridges(a):

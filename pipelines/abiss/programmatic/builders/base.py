@@ -27,6 +27,7 @@ from pipelines.abiss.programmatic.phrasing import (
     is_relation_name,
     plural,
     quote_value,
+    readable,
     render,
     singular,
     table_plural,
@@ -375,11 +376,15 @@ def number_shaped(col) -> bool:
 
 def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
     """Numeric *measures* (see :func:`is_measure`) with at least ``min_distinct`` values."""
-    return [c for c in table.columns if c.role == NUMERIC and c.distinct >= min_distinct and is_measure(c)]
+    return [
+        c
+        for c in table.columns
+        if c.role == NUMERIC and c.distinct >= min_distinct and is_measure(c) and readable(c.words)
+    ]
 
 
 def temporal_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
-    return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct]
+    return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct and readable(c.words)]
 
 
 def categorical_columns(table: TableProfile, text_only: bool = False) -> list[ColumnProfile]:
@@ -395,6 +400,7 @@ def categorical_columns(table: TableProfile, text_only: bool = False) -> list[Co
         and not c.primary_key
         and not is_flag(c)
         and (c.role != NUMERIC or c.text_number or is_measure(c) or c.is_year)
+        and readable(c.words)
     ]
 
 
@@ -429,6 +435,8 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
             continue
         if c.role == NUMERIC and not (is_measure(c) or c.is_year):
             continue
+        if not readable(c.words):
+            continue  # "whose in season is ...": no phrase a person would say
         out.append(Attr(c.expr("T1"), c.words, c.role, tuple(c.values), tuple(c.sample), "", c.name))
     for i, e in enumerate([e for e in analysis.out_edges(table.name) if e.dst != table.name]):
         parent = analysis.table(e.dst)

@@ -1,0 +1,167 @@
+"""Issue #41: programmatic questions a careful annotator accepts on unseen databases — column names
+read as English, no invented concepts, foreign-key roles said, no placeholder categories,
+missing relationships only where nothing links the tables, scope over the whole named set, and
+templates only where a person would ask them.
+
+The fixture rebuilds the shape of the databases the issue's annotator read (Spider train's bike_1,
+college and aircraft schemas are not on this machine): stations reached by two keys of a trip,
+weather records with unit-suffixed columns and an empty event, faculty advising students through
+an ``Advisor`` key, races whose winner column holds a 'Cancelled' placeholder."""
+
+import random
+import re
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from pipelines.abiss.programmatic import generate_candidates
+from pipelines.abiss.programmatic.phrasing import column_words, readable, table_plural, table_singular
+
+
+def _bike(path: Path) -> Path:
+    rng = random.Random(1)
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+    CREATE TABLE station (id INTEGER PRIMARY KEY, name TEXT, lat NUMERIC, long NUMERIC, dock_count INTEGER,
+        city TEXT, installation_date TEXT);
+    CREATE TABLE trip (id INTEGER PRIMARY KEY, duration INTEGER, start_date TEXT, start_station_name TEXT,
+        start_station_id INTEGER, end_date TEXT, end_station_name TEXT, end_station_id INTEGER, bike_id INTEGER,
+        subscription_type TEXT, zip_code INTEGER);
+    CREATE TABLE weather (date TEXT, max_temperature_f INTEGER, mean_temperature_f INTEGER,
+        min_temperature_f INTEGER, mean_humidity INTEGER, precipitation_inches INTEGER, events TEXT,
+        zip_code INTEGER, cloud_cover INTEGER);
+    CREATE TABLE faculty (FacID INTEGER PRIMARY KEY, Lname TEXT, Fname TEXT, Rank TEXT, Sex TEXT, Room TEXT,
+        Building TEXT);
+    CREATE TABLE student (StuID INTEGER PRIMARY KEY, LName TEXT, Fname TEXT, Age INTEGER, Sex TEXT,
+        Major INTEGER, Advisor INTEGER, city_code TEXT);
+    CREATE TABLE pilot (pilot_id INTEGER PRIMARY KEY, name TEXT, age INTEGER, height REAL);
+    CREATE TABLE race (race_id INTEGER PRIMARY KEY, name TEXT, winning_pilot TEXT, class TEXT);
+    """
+    )
+    cities = ["San Jose", "Redwood City", "Mountain View", "Palo Alto", "San Francisco"]
+    for i in range(1, 41):
+        con.execute(
+            "INSERT INTO station VALUES (?,?,?,?,?,?,?)",
+            (
+                i,
+                f"Station {i} Plaza",
+                round(37.3 + rng.random(), 6),
+                round(-122.4 + rng.random(), 6),
+                rng.choice([11, 15, 19, 23, 27]),
+                rng.choice(cities),
+                f"2013-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}",
+            ),
+        )
+    dates = [f"{m}/{d}/2014" for m in range(1, 7) for d in range(1, 29)]
+    for d in dates:
+        for z in (94107, 94301):
+            t = rng.randint(45, 80)
+            con.execute(
+                "INSERT INTO weather VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    d,
+                    t + 8,
+                    t,
+                    t - 8,
+                    rng.randint(40, 90),
+                    rng.choice([0, 0, 0, 1, 2]),
+                    rng.choice(["", "", "", "Rain", "Fog", "Fog-Rain"]),
+                    z,
+                    rng.randint(0, 8),
+                ),
+            )
+    for i in range(1, 401):
+        s, e = rng.randint(1, 40), rng.randint(1, 40)
+        d = rng.choice(dates)
+        con.execute(
+            "INSERT INTO trip VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                i,
+                rng.randint(60, 5000),
+                d + " 08:00",
+                f"Station {s} Plaza",
+                s,
+                d + " 09:00",
+                f"Station {e} Plaza",
+                e,
+                rng.randint(100, 900),
+                rng.choice(["Subscriber", "Customer"]),
+                rng.choice([94107, 94301, 95112]),
+            ),
+        )
+    names = (
+        "Smith Jones Brown Lee Kumar Garcia Chen Kim Young Adams Baker Clark Davis Evans Fox Gray Hill Ito Jung King"
+    )
+    names = names.split()
+    for i, n in enumerate(names):
+        con.execute(
+            "INSERT INTO faculty VALUES (?,?,?,?,?,?,?)",
+            (
+                1000 + i,
+                n,
+                n[::-1].title(),
+                rng.choice(["Professor", "AsstProf", "Instructor"]),
+                rng.choice("MF"),
+                rng.choice(["119", "288", "224"]),
+                rng.choice(["NEB", "Barton"]),
+            ),
+        )
+    for i in range(40):
+        con.execute(
+            "INSERT INTO student VALUES (?,?,?,?,?,?,?,?)",
+            (
+                1001 + i,
+                names[i % 20] + "son",
+                f"S{i}",
+                rng.randint(17, 26),
+                rng.choice("MF"),
+                rng.choice([600, 520, 550]),
+                1000 + rng.randint(0, 3),
+                rng.choice(["BAL", "PIT", "NYC", "HKG"]),
+            ),
+        )
+    pilots = ["Ann Hale", "Bo Diaz", "Cy Park", "Di Rossi", "Ed Nunez", "Flo Grant"]
+    for i, n in enumerate(pilots):
+        con.execute(
+            "INSERT INTO pilot VALUES (?,?,?,?)", (i + 1, n, rng.randint(25, 50), round(1.6 + rng.random() * 0.3, 2))
+        )
+    for i in range(12):
+        winner = "Cancelled" if i == 3 else rng.choice(pilots + ["Cancelled"])
+        con.execute("INSERT INTO race VALUES (?,?,?,?)", (i + 1, f"Race {i + 1}", winner, rng.choice(["GT1", "GT2"])))
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def bike(tmp_path_factory) -> Path:
+    return _bike(tmp_path_factory.mktemp("issue41") / "bike.sqlite")
+
+
+@pytest.fixture(scope="module")
+def bike_report(bike):
+    return generate_candidates(bike, per_subcategory=6, seed=0)
+
+
+def _texts(report) -> list[str]:
+    return [x for c in report.candidates for x in (c.question, c.evidence or "", c.hidden_knowledge or "")]
+
+
+def test_column_names_read_as_english():
+    assert column_words("lat") == "latitude" and column_words("long") == "longitude"
+    assert column_words("mean_temperature_f") == "mean temperature"
+    assert column_words("precipitation_inches") == "precipitation"
+    assert column_words("Show_times_per_day") == "daily show times"
+    assert column_words("long_name") == "long name"  # an adjective, not a coordinate
+    assert not readable(column_words("Num_in_season")) and not readable("is male")
+    assert table_plural("weather") == "weather records" and table_singular("faculty") == "faculty member"
+
+
+def test_no_column_name_pasted_into_questions(bike_report):
+    for t in _texts(bike_report):
+        # "long trips" is English (a duration); "a high long" or "whose long is" is a column name
+        assert not re.search(r"\b(lat|temperature f|weathers|faculties|inches)\b", t), t
+        assert not re.search(r"\b(a|the|high|low|large|small|whose) long\b(?! \w+s\b)", t), t
