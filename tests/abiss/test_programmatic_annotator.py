@@ -165,3 +165,15 @@ def test_no_column_name_pasted_into_questions(bike_report):
         # "long trips" is English (a duration); "a high long" or "whose long is" is a column name
         assert not re.search(r"\b(lat|temperature f|weathers|faculties|inches)\b", t), t
         assert not re.search(r"\b(a|the|high|low|large|small|whose) long\b(?! \w+s\b)", t), t
+
+
+def test_concepts_fit_what_the_column_measures(bike_report):
+    for c in bike_report.candidates:
+        said = " ".join([c.question, c.evidence or "", c.hidden_knowledge or ""])
+        assert not re.search(r"\b(notable|standout|important|outstanding|considerable|modest)\b", said), said
+        if c.subcategory in ("conflicting_knowledge", "lexical_vagueness", "answerable_with_evidence"):
+            assert not re.search(r"\b(latitude|longitude)\b", said), said  # a coordinate is no concept
+    defs = [c.evidence for c in bike_report.candidates if c.subcategory == "conflicting_knowledge"]
+    for ev in defs:  # both definitions name one fitting concept ("a tall pilot", "an older student")
+        adjs = re.findall(r"\b(?:A|An) ([\w-]+) ", ev)
+        assert len(set(adjs)) == 1 and adjs[0] in {"tall", "older", "long", "hot", "humid", "wet", "large"}, ev

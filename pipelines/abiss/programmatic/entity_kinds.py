@@ -28,6 +28,9 @@ tax budgeted level floors rooms beds employees staff members students passengers
 )
 
 
+COORDINATE_WORDS = frozenset({"latitude", "longitude", "lat", "lng", "lon", "coordinate", "coordinates", "x", "y"})
+
+
 def is_measure(col) -> bool:
     """A numeric column measuring something (thresholds and "high"/"low" make sense on it)."""
     if getattr(col, "role", None) != "numeric":
@@ -35,6 +38,8 @@ def is_measure(col) -> bool:
     words = [w.lower() if not w.isupper() else w for w in col.words.split()]
     if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
         return False
+    if {w.lower() for w in words} & COORDINATE_WORDS:
+        return False  # a coordinate measures no amount: "a high latitude station" is no concept
     if "phone" in [w.lower() for w in words] or (len(words) > 1 and words[-1].lower() == "number"):
         return False  # phone number, block number, room number: identifiers, not quantities
     if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):

@@ -58,6 +58,11 @@ FITTING_ADJECTIVES = (
     (("revenue", "sales", "profit"), ("high-revenue", "low-revenue")),
     (("attendance",), ("well-attended", "poorly attended")),
     (("experience",), ("experienced", "inexperienced")),
+    (("temperature",), ("hot", "cold")),
+    (("humidity",), ("humid", "dry")),
+    (("precipitation", "rainfall"), ("wet", "dry")),
+    (("distance", "mileage"), ("long-distance", "short-distance")),
+    (("enrollment", "employees", "members", "staff"), ("large", "small")),
 )
 RECENT_CONCEPTS = ["recent", "latest", "newer"]
 EARLY_CONCEPTS = ["early", "earlier", "older"]
@@ -236,6 +241,17 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def generic_degree(c, high: bool = True) -> str:
+    """The plain degree word for a measure no adjective fits: "large"/"small" for a count or an
+    amount of things ("a large number of staff"), "high"/"low" for any other measure ("a high dock
+    count" reads as a count, "a high mean humidity"); never "considerable" or "modest", which a
+    reader takes for a concept (issue #41 item 2)."""
+    words = c.words.lower().split()
+    if column_kind(c) == "count" and words[:2] == ["number", "of"]:
+        return "large" if high else "small"
+    return "high" if high else "low"
+
+
 def concept_measure(c) -> bool:
     """A measure where high/low means something (an amount, a count, a size), not a rank (high rank
     = low number), a year, a code or a version (issue #35: "high-weekly-rank", "notable templates
@@ -280,7 +296,7 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
                 if not fit:
                     if not concept_measure(c):
                         continue  # "high-weekly-rank TV series", "high-indep-year countries": no concept
-                    adj = f"{tn} with {with_article_or_plural(ctx.rng.choice(['high', 'large']) + ' ' + col)}"
+                    adj = f"{tn} with {with_article_or_plural(generic_degree(c, high=True) + ' ' + col)}"
                 cond = f"{c.expr()} > {lit(th[0])}"
                 evidence = f"{_cap(_subject(adj, tn))} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
         if kind == "date":
