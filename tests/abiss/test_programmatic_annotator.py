@@ -11,7 +11,6 @@ an ``Advisor`` key, races whose winner column holds a 'Cancelled' placeholder.""
 import random
 import re
 import sqlite3
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -177,3 +176,29 @@ def test_concepts_fit_what_the_column_measures(bike_report):
     for ev in defs:  # both definitions name one fitting concept ("a tall pilot", "an older student")
         adjs = re.findall(r"\b(?:A|An) ([\w-]+) ", ev)
         assert len(set(adjs)) == 1 and adjs[0] in {"tall", "older", "long", "hot", "humid", "wet", "large"}, ev
+
+
+def test_foreign_key_roles_are_said(bike_report, bike):
+    from pipelines.abiss.programmatic.builders.base import child_of, child_of_each, edge_role, for_each_parent
+    from pipelines.abiss.programmatic.schema_analysis import analyze
+
+    a = analyze(bike)
+    trip_edges = {e.src_col: e for e in a.out_edges("trip") if e.dst == "station"}
+    assert {"start_station_id", "end_station_id"} <= set(trip_edges)  # inferred from the data
+    assert edge_role(a, trip_edges["start_station_id"]) == "start station"
+    assert for_each_parent(a, trip_edges["end_station_id"]) == "for each end station"
+    advisor = next(e for e in a.out_edges("student") if e.src_col == "Advisor")
+    assert edge_role(a, advisor) == "advisor"
+    assert child_of(a, advisor, "'Smith'") == "whose advisor is the faculty member 'Smith'"
+    assert child_of_each(a, advisor, "every") == "with every faculty member as their advisor"
+    for c in bike_report.candidates:  # no "trips of each station", no "students of my faculty member"
+        assert not re.search(r"\btrips (of|for) (each|every|my|the) station\b", c.question), c.question
+        assert not re.search(r"\bstudents (of|for) (each|every|my|the) faculty member\b", c.question), c.question
+
+
+def test_a_role_fixed_by_its_key_is_kept():
+    from pipelines.abiss.programmatic.builders.knowledge import role_phrase
+
+    assert role_phrase("winning aircraft", "aircraft") == "won by my aircraft"
+    assert role_phrase("lost in battle", "battle") == "lost in my battle"
+    assert role_phrase("advisor", "faculty member", "advisor") == "with the same advisor as mine"

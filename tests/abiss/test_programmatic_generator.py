@@ -154,6 +154,11 @@ def test_demo_counts_per_subcategory(demo_report):
     per = Counter(c.subcategory for c in demo_report.candidates)
     for s in SUBCATEGORIES:
         expected = 4 if s.group.value == "ambiguous" else 2  # two questions; two readings each
+        if s.id == "conflicting_knowledge":
+            # Issue #41 item 2: a concept needs an adjective fitting what its column measures; of the
+            # demo's measures only the budget has one ("big-budget"), so one question, not two
+            # ("notable students" by credits was an invented concept a reader rejects).
+            expected = 2
         assert per[s.id] == expected, (s.id, per[s.id])
 
 

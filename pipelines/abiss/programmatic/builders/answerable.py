@@ -16,7 +16,10 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    child_of,
     condition_phrase,
+    edge_role,
+    for_each_parent,
     is_plural,
     is_relation_name,
     join_sql,
@@ -189,7 +192,9 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                 continue
             v = ctx.rng.choice(vals)[0]
             sql = f"SELECT {al[child.name]}.{q(child.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
-            ask = Ask("list", target=f"{label_np(child)} of the {table_singular(parent.name)} {value_text(v)}")
+            if edge_role(a, edge) == "linked":
+                continue  # a role without a readable name cannot be said
+            ask = Ask("list", target=f"{label_np(child)} {child_of(a, edge, value_text(v))}")
         elif kind == "count_per_parent":
             child, edge, parent = t, c, extra
             if is_relation_name(child.name) or child.name in {b for b, _, _ in a.bridges()}:
@@ -198,7 +203,7 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             sql = f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {al[parent.name]}.{q(parent.label)}"
             ask = Ask(
                 "list",
-                target=f"the number of {table_plural(child.name)} for each {table_singular(parent.name)}",
+                target=f"the number of {table_plural(child.name)} {for_each_parent(a, edge)}",
                 singular=True,
             )
         elif kind == "lookup":

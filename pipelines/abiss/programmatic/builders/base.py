@@ -98,6 +98,13 @@ __all__ = [
     "noun_tables",
     "number_shaped",
     "same_content",
+    "edge_role",
+    "child_of",
+    "child_of_each",
+    "for_each_parent",
+    "role_head",
+    "role_predicate",
+    "ROLE_VERBS",
 ]
 
 q = quote_ident
@@ -229,6 +236,119 @@ def condition_phrase(col, value) -> str:
     if agent_noun(words):
         return f"{' '.join(w.lower() for w in words)} {quote_value(value)}"
     return f"whose {col.words} {be(col.words)} {quote_value(value)}"
+
+
+_KEY_WORDS = {"id", "ids", "code", "key", "no", "number", "ref", "uid"}
+
+
+def _stems(words: str) -> set[str]:
+    return {singular(w.lower()) for w in words.split()} - _KEY_WORDS
+
+
+def edge_role(analysis: SchemaAnalysis, e: Edge) -> str | None:
+    """The role a foreign key gives its parent, when a question must say it (issue #41 item 3):
+    the key column's words ("start station", "advisor", "winning aircraft") when the child reaches
+    that parent through more than one key, or when the key's name is not the parent's name (a
+    ``Student.Advisor`` key to ``Faculty`` makes the faculty member an advisor). None when the key
+    just names its parent (``station_id``, ``owner_id`` → Owners)."""
+    child = analysis.table(e.src)
+    col = child.column(e.src_col) if child else None
+    if col is None:
+        return None
+    ws = col.words.split()
+    while len(ws) > 1 and ws[-1].lower() in {"id", "ids", "name", "code", "key", "no", "number"}:
+        ws = ws[:-1]  # start_station_name → "start station": the key says which station, not its name
+    words = " ".join(ws)
+    parent = analysis.table(e.dst)
+    named = _stems(table_words(e.dst))
+    if parent is not None:
+        for k in parent.primary_key:
+            named |= _stems(column_words(k))
+    several = sum(1 for x in analysis.out_edges(e.src) if x.dst == e.dst) > 1
+    own = _stems(words)
+    if not several and (not own or own <= named):
+        return None
+    return words if words and readable(words) else "linked"
+
+
+def role_head(role: str, parent: str) -> bool:
+    """Whether a role names the parent's kind itself ("start station" of a station)."""
+    return bool(role.split()) and singular(role.split()[-1].lower()) == singular(parent.lower().split()[-1])
+
+
+# a key column named by a role of its parent ("winning aircraft", "home team") keeps that role
+ROLE_VERBS = {
+    "winning": "won by",
+    "losing": "lost by",
+    "owning": "owned by",
+    "hosting": "hosted by",
+    "home": "at home against",
+    "away": "away against",
+    "managing": "managed by",
+    "directing": "directed by",
+    "performing": "performed by",
+    "organizing": "organised by",
+    "organising": "organised by",
+    "sponsoring": "sponsored by",
+}
+_ROLE_PREPOSITIONS = {"in", "by", "at", "for", "from", "to", "with", "on"}
+
+
+def role_predicate(role: str, parent: str) -> str | None:
+    """A role said as a verb phrase with a slot for the parent: ``lost in battle`` → "lost in {}",
+    ``winning aircraft`` → "won by {}"; None when the role is a plain noun ("start station")."""
+    words = role.lower().split()
+    if len(words) < 2 or not role_head(role, parent):
+        return None
+    mods = words[:-1]
+    if len(mods) == 1 and mods[0] in ROLE_VERBS:
+        return ROLE_VERBS[mods[0]] + " {}"
+    if mods[-1] in _ROLE_PREPOSITIONS:
+        return " ".join(mods) + " {}"
+    return None
+
+
+def child_of(analysis: SchemaAnalysis, e: Edge, value_said: str) -> str:
+    """How child rows relate to one parent row with label ``value_said``: "of the station 'X'",
+    "whose start station is 'X'", "whose advisor is the faculty member 'Smith'"."""
+    ps = table_singular(e.dst)
+    role = edge_role(analysis, e)
+    if role is None:
+        return f"of the {ps} {value_said}"
+    pred = role_predicate(role, ps)
+    if pred:
+        return pred.format(f"the {ps} {value_said}")
+    if role_head(role, ps):
+        return f"whose {role} is {value_said}"
+    return f"whose {role} is the {ps} {value_said}"
+
+
+def child_of_each(analysis: SchemaAnalysis, e: Edge, quant: str, post: str = "") -> str:
+    """A quantified parent (``post`` modifies it) with its role: "of each station", "lost in every
+    battle", "with every station as their start station", "with each faculty member whose rank is
+    'Instructor' as their advisor"."""
+    ps = table_singular(e.dst)
+    role = edge_role(analysis, e)
+    if role is None:
+        return f"of {quant} {ps}{post}"
+    pred = role_predicate(role, ps)
+    if pred:
+        return pred.format(f"{quant} {ps}{post}")
+    return f"with {quant} {ps}{post} as their {role}"
+
+
+def for_each_parent(analysis: SchemaAnalysis, e: Edge) -> str:
+    """ "for each station", "for each start station", "for each faculty member as advisor"."""
+    ps = table_singular(e.dst)
+    role = edge_role(analysis, e)
+    if role is None:
+        return f"for each {ps}"
+    pred = role_predicate(role, ps)
+    if pred:
+        return pred.format(f"each {ps}")
+    if role_head(role, ps):
+        return f"for each {role}"
+    return f"for each {ps} as {role}"
 
 
 def label_np(table: TableProfile) -> str:
@@ -447,7 +567,10 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
             continue
         alias = f"P{i + 1}"
         join = f"JOIN {q(parent.name)} AS {alias} ON T1.{q(e.src_col)} = {alias}.{q(e.dst_col)}"
-        words = table_singular(parent.name)
+        role = edge_role(analysis, e)
+        if role == "linked":
+            continue  # a role with no readable name cannot be said
+        words = role or table_singular(parent.name)
         if words.lower() in {w.lower() for w in [x.words for x in out]}:
             words = humanize(e.src_col).removesuffix(" id")
         out.append(

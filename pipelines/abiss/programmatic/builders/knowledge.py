@@ -12,6 +12,7 @@ from pipelines.abiss.programmatic.builders.answerable import (
     generic_degree,
 )
 from pipelines.abiss.programmatic.builders.base import (
+    ROLE_VERBS,
     TEMPORAL,
     Ask,
     BuildContext,
@@ -19,6 +20,7 @@ from pipelines.abiss.programmatic.builders.base import (
     Reading,
     be,
     categorical_columns,
+    edge_role,
     join_sql,
     label_np,
     labelled_tables,
@@ -26,6 +28,7 @@ from pipelines.abiss.programmatic.builders.base import (
     numeric_columns,
     q,
     register,
+    role_head,
     singular,
     table_plural,
     table_singular,
@@ -127,29 +130,16 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
         yield Draft("lexical_vagueness", f"lexical_vagueness.{kind}", ctx.say(ask, style), style, readings=readings)
 
 
-# a key column named by a role of its parent ("winning aircraft", "home team") keeps that role
-ROLE_VERBS = {
-    "winning": "won by",
-    "losing": "lost by",
-    "owning": "owned by",
-    "hosting": "hosted by",
-    "home": "at home against",
-    "away": "away against",
-    "managing": "managed by",
-    "directing": "directed by",
-    "performing": "performed by",
-    "organizing": "organised by",
-    "organising": "organised by",
-    "sponsoring": "sponsored by",
-}
-
-
-def role_phrase(key_words: str, parent: str) -> str:
+def role_phrase(key_words: str, parent: str, role: str | None = None) -> str:
     """How rows relate to "my <parent>" through a key column: ``Winning_Aircraft`` → "won by my
     aircraft", ``lost_in_battle`` → "lost in my battle", ``current_address_id`` → "whose current
     address is mine", a key named like its parent → "of my aircraft"."""
     words = key_words.lower().split()
+    if words[-1:] == ["id"] and len(words) > 1:
+        words = words[:-1]
     head = singular(parent.lower().split()[-1]) if parent.split() else ""
+    if role and words and singular(words[-1]) != head and len(words) == 1:
+        return f"with the same {role} as mine"  # Advisor → faculty: "with the same advisor as mine"
     if not words or [singular(w) for w in words] == [singular(w) for w in parent.lower().split()]:
         return f"of my {parent}"
     if singular(words[-1]) == head and len(words) > 1:
@@ -201,8 +191,16 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
                 f"SELECT {al[t.name]}.{q(t.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
                 for v in (v1, v2)
             ]
-            # the key column says the parent's role: Winning_Aircraft → "won by my aircraft"
-            np = f"{label_np(t)} {role_phrase(t.column(edge.src_col).words, what)}"
+            # the key column says the parent's role: Winning_Aircraft → "won by my aircraft",
+            # Advisor → "with the same advisor as mine" (not "of my faculty member")
+            role = edge_role(a, edge)
+            if role == "linked":
+                continue
+            np = f"{label_np(t)} {role_phrase(role or t.column(edge.src_col).words, what, role)}"
+            if role and not role_head(role, what) and np.endswith(f"of my {what}"):
+                np = f"{label_np(t)} with the same {role} as mine"
+            if role:
+                what = role  # "the user's end station is ...", not "the user's station"
         readings = [Reading(s, f"The user's {what} {be(what)} {value_text(v)}.") for s, v in zip(sqls, (v1, v2))]
         yield Draft(
             "missing_user_knowledge",
