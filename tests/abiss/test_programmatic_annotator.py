@@ -202,3 +202,16 @@ def test_a_role_fixed_by_its_key_is_kept():
     assert role_phrase("winning aircraft", "aircraft") == "won by my aircraft"
     assert role_phrase("lost in battle", "battle") == "lost in my battle"
     assert role_phrase("advisor", "faculty member", "advisor") == "with the same advisor as mine"
+
+
+def test_placeholders_are_never_category_values(bike_report, bike):
+    from pipelines.abiss.programmatic.schema_analysis import analyze, is_placeholder
+
+    assert is_placeholder("") and is_placeholder("  ") and is_placeholder("N/A") and is_placeholder("Cancelled")
+    assert not is_placeholder("Rain") and not is_placeholder(0)
+    a = analyze(bike)
+    assert "" not in a.table("weather").column("events").values
+    assert "Cancelled" not in a.table("race").column("winning_pilot").values  # a status word among names
+    for c in bike_report.candidates:
+        for t in (c.question, c.hidden_knowledge or "", c.sql or ""):
+            assert not re.search(r"(= |is |^|\s)''(?!\w)(?!')", t) and "Cancelled" not in t, t

@@ -96,6 +96,44 @@ def _typical(values: list, counts: Counter) -> list:
     return values
 
 
+# Words a column holds in place of a value: "the race won by 'Cancelled'", "weather whose events
+# are ''" (issue #41 item 4). Never a category value, a filter value or an example.
+PLACEHOLDERS = frozenset(
+    """n/a na none null nil unknown tbd tba - -- --- ? ?? cancelled canceled postponed abandoned void vacant
+not available not applicable not known missing blank empty undefined unspecified no data""".split("\n")[0].split()
+    + ["not available", "not applicable", "not known", "no data", "to be announced", "to be determined"]
+)
+
+
+def is_placeholder(v) -> bool:
+    """An empty value or a placeholder word standing for no value."""
+    if v is None:
+        return True
+    if isinstance(v, str):
+        t = " ".join(v.split()).lower()
+        return not t or t in PLACEHOLDERS or t.strip(".") in PLACEHOLDERS
+    return False
+
+
+def _name_like(v) -> bool:
+    return isinstance(v, str) and len(v.split()) >= 2 and all(w[:1].isupper() for w in v.split() if w[:1].isalpha())
+
+
+def _of_its_kind(values: list, counts: Counter) -> list:
+    """Values of the kind most of the column holds: no placeholder, and in a column of names
+    ("Ann Hale", "Bo Diaz") no lone word of another kind ('Cancelled', 'Retired')."""
+    kept = [v for v in values if not is_placeholder(v)]
+    numbers = [v for v in kept if _is_number(v) or (isinstance(v, str) and _TIME_OR_NUMBER.match(v.strip()))]
+    others = [v for v in kept if v not in numbers]
+    if numbers and (len(numbers) >= 0.7 * len(kept) or all(len(str(v).strip()) <= 2 for v in others)):
+        return numbers  # a tonnage of 't' among '391', '225': not a value of the column
+    rows = sum(n for v, n in counts.items() if not is_placeholder(v)) or 1
+    named = sum(n for v, n in counts.items() if _name_like(v))
+    if named >= 0.8 * rows:
+        kept = [v for v in kept if _name_like(v) or not isinstance(v, str)]
+    return kept
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
@@ -746,8 +784,9 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
             )
             prof.examples = list(dict.fromkeys(v for v in vals[:200] if isinstance(v, str)))[:20]
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
-                prof.values = _typical(
-                    [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))], counts
+                prof.values = _of_its_kind(
+                    _typical([v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))], counts),
+                    counts,
                 )
             if role == IDENTIFIER and fk and not pk:
                 # a foreign key says the parent it points at: current_address_id → "current address"

@@ -20,6 +20,7 @@ from pipelines.abiss.programmatic.builders.base import (
     condition_phrase,
     edge_role,
     for_each_parent,
+    is_placeholder,
     is_plural,
     is_relation_name,
     join_sql,
@@ -187,7 +188,11 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
         elif kind == "join":
             child, edge, parent = t, c, extra
             frm, al = join_sql([(child.name, edge, parent.name)], child.name)
-            vals = ctx.rows(f"SELECT DISTINCT {al[parent.name]}.{q(parent.label)} {frm} ORDER BY 1 LIMIT 20")
+            vals = [
+                r
+                for r in ctx.rows(f"SELECT DISTINCT {al[parent.name]}.{q(parent.label)} {frm} ORDER BY 1 LIMIT 25")
+                if not is_placeholder(r[0])
+            ][:20]
             if not vals:
                 continue
             v = ctx.rng.choice(vals)[0]
@@ -211,6 +216,9 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                 f"SELECT {q(t.label)} FROM {tq} WHERE {q(t.label)} IS NOT NULL AND {q(c.name)} IS NOT NULL "
                 f"GROUP BY {q(t.label)} HAVING COUNT(*) = 1 ORDER BY 1 LIMIT 20"
             )
+            if not rows:
+                continue
+            rows = [r for r in rows if not is_placeholder(r[0])]
             if not rows:
                 continue
             v = ctx.rng.choice(rows)[0]

@@ -45,6 +45,7 @@ from pipelines.abiss.programmatic.schema_analysis import (
     Edge,
     SchemaAnalysis,
     TableProfile,
+    is_placeholder,
     quote_ident,
     sql_literal,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "noun_tables",
     "number_shaped",
     "same_content",
+    "is_placeholder",
     "edge_role",
     "child_of",
     "child_of_each",
@@ -182,7 +184,8 @@ class BuildContext:
 
     def top_values(self, expr: str, frm: str, limit: int) -> list:
         """The ``limit`` most frequent values of ``expr`` over ``frm`` (ties by value)."""
-        return [r[0] for r in self.rows(f"SELECT {expr}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {limit}")]
+        rows = self.rows(f"SELECT {expr}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {limit + 5}")
+        return [r[0] for r in rows if not is_placeholder(r[0])][:limit]  # no "the template ''"
 
     def say(self, ask: Ask, style: str) -> str:
         return render(ask, style, self.rng)
@@ -568,8 +571,8 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
         alias = f"P{i + 1}"
         join = f"JOIN {q(parent.name)} AS {alias} ON T1.{q(e.src_col)} = {alias}.{q(e.dst_col)}"
         role = edge_role(analysis, e)
-        if role == "linked":
-            continue  # a role with no readable name cannot be said
+        if role == "linked" or (role and role_predicate(role, table_singular(parent.name))):
+            continue  # a role with no readable name, or a verb ("lost in battle"), is no attribute noun
         words = role or table_singular(parent.name)
         if words.lower() in {w.lower() for w in [x.words for x in out]}:
             words = humanize(e.src_col).removesuffix(" id")

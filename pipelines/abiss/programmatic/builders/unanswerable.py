@@ -14,6 +14,7 @@ from pipelines.abiss.programmatic.builders.base import (
     Ask,
     BuildContext,
     Draft,
+    is_placeholder,
     is_plural,
     labelled_tables,
     noun_tables,
@@ -152,7 +153,8 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
             if lab and lab.values:
                 example = ctx.rng.choice(lab.values[:5])
             else:
-                rows = ctx.rows(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(t.label)} IS NOT NULL LIMIT 5")
+                rows = ctx.rows(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(t.label)} IS NOT NULL LIMIT 10")
+                rows = [r for r in rows if not is_placeholder(r[0])][:5]
                 if rows:
                     example = ctx.rng.choice(rows)[0]
         cols = ", ".join(c.name for c in t.columns[:8]) + (", ..." if len(t.columns) > 8 else "")
@@ -219,6 +221,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
                 for r in ctx.rows(f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5")
             ]
         )
+        vals = [x for x in vals if not is_placeholder(x)]
         if not vals:
             continue
         v = ctx.rng.choice(vals)
