@@ -215,3 +215,46 @@ def test_placeholders_are_never_category_values(bike_report, bike):
     for c in bike_report.candidates:
         for t in (c.question, c.hidden_knowledge or "", c.sql or ""):
             assert not re.search(r"(= |is |^|\s)''(?!\w)(?!')", t) and "Cancelled" not in t, t
+
+
+def test_missing_relationship_only_where_nothing_links(bike_report, bike):
+    from pipelines.abiss.programmatic.schema_analysis import analyze
+
+    a = analyze(bike)
+    assert a.value_linked("trip", "weather")  # every trip's start day is a weather date
+    assert a.value_linked("race", "pilot")  # winners are pilots' names ('Cancelled' aside)
+    assert not a.joinable("trip", "race") and not a.value_linked("trip", "race")
+    claims = [c for c in bike_report.candidates if c.subcategory == "missing_relationship"]
+    assert claims, bike_report.skipped
+    for c in claims:
+        tables = set(bike_report.absence_claims[c.candidate_id]["tables"])
+        assert tables not in ({"trip", "weather"}, {"race", "pilot"}, {"trip", "station"}), c.question
+        assert not re.search(r"\b(working with|assigned to|responsible for)\b", c.question), c.question
+
+
+def test_missing_relationship_refused_through_a_chain_of_tables(tmp_path):
+    # invoice lines lead to tracks and so to playlists: no "playlists of the invoice 7" is missing
+    db = tmp_path / "music.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(
+        """
+        CREATE TABLE invoices (InvoiceId INTEGER PRIMARY KEY, BillingCity TEXT);
+        CREATE TABLE tracks (TrackId INTEGER PRIMARY KEY, Name TEXT);
+        CREATE TABLE invoice_lines (InvoiceLineId INTEGER PRIMARY KEY,
+            InvoiceId INTEGER REFERENCES invoices(InvoiceId), TrackId INTEGER REFERENCES tracks(TrackId));
+        CREATE TABLE playlists (PlaylistId INTEGER PRIMARY KEY, Name TEXT);
+        CREATE TABLE playlist_track (PlaylistId INTEGER REFERENCES playlists(PlaylistId),
+            TrackId INTEGER REFERENCES tracks(TrackId));
+        """
+    )
+    for i in range(1, 9):
+        con.execute("INSERT INTO invoices VALUES (?, ?)", (i, ["Oslo", "Paris", "Rome"][i % 3]))
+        con.execute("INSERT INTO tracks VALUES (?, ?)", (i, f"Song {i}"))
+        con.execute("INSERT INTO invoice_lines VALUES (?, ?, ?)", (i, i, i))
+        con.execute("INSERT INTO playlists VALUES (?, ?)", (i, f"List {i}"))
+        con.execute("INSERT INTO playlist_track VALUES (?, ?)", (i, i))
+    con.commit()
+    con.close()
+    report = generate_candidates(db, per_subcategory=4, seed=0)
+    assert not [c for c in report.candidates if c.subcategory == "missing_relationship"]
+    assert "missing_relationship" in report.skipped

@@ -134,6 +134,33 @@ def _of_its_kind(values: list, counts: Counter) -> list:
     return kept
 
 
+_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})[ T]\d")
+
+
+def _day(v):
+    """A date-time value's day ('2014-01-05 08:00' → '2014-01-05'); any other value as it is."""
+    if isinstance(v, str):
+        m = _DAY.match(v.strip())
+        if m:
+            return m.group(1)
+        return v.strip()
+    return v
+
+
+_NAME_PARTS = {"first", "last", "middle", "given", "family", "surname", "forename"}
+
+
+def _may_refer(t: TableProfile, c: ColumnProfile, dense: bool, pt: TableProfile, pc: ColumnProfile) -> bool:
+    """Whether ``t.c``'s values, all found in ``pt.pc``, can be references to ``pt``'s rows: not the
+    row's own name (a student's last name that a professor also has), not a primary key of its own,
+    and a small dense counter only when its name points at ``pt``."""
+    if c.name == t.label or (c.primary_key and len(t.primary_key) == 1):
+        return False
+    if {w.lower() for w in identifier_words(c.name)} & _NAME_PARTS:
+        return False
+    return not dense or bool(_stem_words(c.name) & (_stem_words(pt.name) | _stem_words(pc.name)))
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
@@ -503,6 +530,89 @@ class SchemaAnalysis:
                         queue.append(nxt)
             comp.append(sorted(group))
         return comp
+
+    def joinable(self, a: str, b: str) -> bool:
+        """Whether a chain of relationships links ``a`` and ``b`` (issue #41 item 5): a relationship
+        (:meth:`related`) or a chain of them in which a many-to-many linking table may be crossed at
+        any point. Invoice lines lead to tracks, tracks to playlists through ``playlist_track``: a
+        person can ask which playlists hold what an invoice bought. Two tables that only share a
+        parent (professors and courses of one department, the paper's own example) are not linked."""
+        if a == b or self.related(a, b):
+            return True
+        return b in self._chained(a)
+
+    def _chained(self, a: str) -> frozenset[str]:
+        cache = self.__dict__.setdefault("_chain_cache", {})
+        if a in cache:
+            return cache[a]
+        hops: dict[str, set[str]] = {}
+        for _bridge, e1, e2 in self.bridges():
+            hops.setdefault(e1.dst, set()).add(e2.dst)
+            hops.setdefault(e2.dst, set()).add(e1.dst)
+        start = (a, 0)
+        seen = {start}
+        queue = deque([start])
+        out: set[str] = set(self.related_set(a))
+        while queue:
+            node, phase = queue.popleft()
+            moves = [(e.dst, 1) for e in self._out_edges.get(node, []) if e.dst != node]  # up
+            moves += [(x, 1) for x in hops.get(node, ())]  # across a linking table
+            if phase == 0:
+                moves += [(e.src, 0) for e in self._in_edges.get(node, []) if e.src != node]  # down
+            for nxt, ph in moves:
+                out.add(nxt)
+                if (nxt, ph) not in seen:
+                    seen.add((nxt, ph))
+                    queue.append((nxt, ph))
+        out.discard(a)
+        cache[a] = frozenset(out)
+        return cache[a]
+
+    def value_linked(self, a: str, b: str) -> bool:
+        """Whether the data links ``a`` and ``b`` though the schema declares nothing (issue #41 item
+        5): every value (at least 3 distinct) of a column of one is a value of a column of the other —
+        dates compared by their day ("1/5/2014 08:00" is on the weather date "1/5/2014"). A small
+        dense counter (1..n, in any id column by chance) counts only when its name points at the
+        other table. Columns with more than :data:`MAX_INCLUSION_VALUES` values are not read."""
+        ta, tb = self.table(a), self.table(b)
+        if ta is None or tb is None:
+            return False
+        cols_a, cols_b = self._link_values(ta), self._link_values(tb)
+        for ca, va, dense_a in cols_a:
+            for cb, vb, dense_b in cols_b:
+                if va <= vb and _may_refer(ta, ca, dense_a, tb, cb):
+                    return True
+                if vb <= va and _may_refer(tb, cb, dense_b, ta, ca):
+                    return True
+        return False
+
+    def _link_values(self, t: TableProfile) -> list[tuple[ColumnProfile, frozenset, bool]]:
+        cache = self.__dict__.setdefault("_link_cache", {})
+        if t.name in cache:
+            return cache[t.name]
+        out = []
+        for c in t.columns:
+            if c.role == OTHER or c.distinct < 3 or c.distinct > MAX_INCLUSION_VALUES:
+                continue
+            if c.foreign_key:
+                continue  # two keys of one parent (courses' and professors' departments) make siblings
+            if c.role == NUMERIC and not _keyish(c):
+                continue  # a measure (ages, prices) contained in another measure links nothing
+            res = execute_sql(
+                self.db_path,
+                f"SELECT DISTINCT {quote_ident(c.name)} FROM {quote_ident(t.name)} WHERE {quote_ident(c.name)} IS NOT NULL",
+                timeout_s=PROFILE_TIMEOUT_S,
+            )
+            if not res.ok:
+                continue
+            vals = {_day(r[0]) for r in res.rows if not is_placeholder(r[0])}
+            if len(vals) < 3:
+                continue
+            nums = [v for v in vals if isinstance(v, (int, float))]
+            dense = len(nums) == len(vals) and max(nums) <= 3 * len(vals) + 5
+            out.append((c, frozenset(vals), dense))
+        cache[t.name] = out
+        return out
 
     @cached_property
     def _bridges(self) -> list[tuple[str, Edge, Edge]]:

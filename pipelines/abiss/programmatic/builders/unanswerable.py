@@ -194,18 +194,57 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
         )
 
 
+# How a person relates rows of two kinds (entity_kinds.table_kind): "students who took part in the
+# race", "concerts held at the stadium", not "working with" / "assigned to" everywhere. A pair of
+# kinds not listed takes the neutral "related to".
+RELATION_VERBS = {
+    ("person", "organisation"): ["who work for", "who are members of"],
+    ("person", "event"): ["who took part in", "who attended"],
+    ("person", "place"): ["who have visited", "who live in"],
+    ("person", "product"): ["who own", "who bought"],
+    ("person", "person"): ["who know", "who have worked with"],
+    ("person", "document"): ["who wrote", "who have read"],
+    ("organisation", "person"): ["employing", "with as a member"],
+    ("organisation", "place"): ["located in", "based in"],
+    ("organisation", "event"): ["that took part in", "that sponsored"],
+    ("organisation", "product"): ["that make", "that sell"],
+    ("event", "place"): ["held at", "that took place at"],
+    ("event", "organisation"): ["organised by", "sponsored by"],
+    ("event", "person"): ["involving", "attended by"],
+    ("event", "product"): ["involving", "featuring"],
+    ("event", "event"): ["that took place during"],
+    ("product", "person"): ["owned by", "bought by"],
+    ("product", "organisation"): ["made by", "sold by"],
+    ("product", "place"): ["available in", "sold in"],
+    ("product", "event"): ["used in", "featured in"],
+    ("place", "person"): ["visited by", "home to"],
+    ("place", "event"): ["that hosted"],
+    ("place", "organisation"): ["home to"],
+    ("document", "person"): ["written by", "about"],
+    ("document", "organisation"): ["issued by", "about"],
+}
+
+
+def relation_verb(ta, tb, rng) -> str:
+    """A verb phrase a person uses between rows of ``ta`` and a row of ``tb``."""
+    return rng.choice(RELATION_VERBS.get((table_kind(ta), table_kind(tb)), ["related to"]))
+
+
 @register("missing_relationship", "missing_relationship.unlinked_tables")
 def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
+    """Two entity tables nothing links: no join path in the schema (not even through other tables
+    or a same-named key) and no inclusion dependency in the data (issue #41 item 5). A relationship
+    through tracks (invoice lines → tracks ← playlist tracks) or through shared values (a trip's
+    start day is a weather date) is not missing."""
     a = ctx.analysis
     bridge_names = {b for b, _, _ in a.bridges()}
     ents = [t for t in labelled_tables(a) if t.name not in bridge_names]
 
     def unrelated_pairs():
-        # lazily, source by source (one relationship search each): the driver stops after a few
-        # drafts, so wide schemas never pay for all pairs of tables
+        # lazily, source by source: the driver stops after a few drafts, so wide schemas never pay
+        # for all pairs of tables (the data check runs in the driver, on the drafts it sees)
         for ta in ctx.shuffled(ents):
-            rel = a.related_set(ta.name)
-            others = [tb for tb in ents if tb.name != ta.name and tb.name not in rel]
+            others = [tb for tb in ents if tb.name != ta.name and not a.joinable(ta.name, tb.name)]
             for tb in ctx.shuffled(others)[:3]:
                 yield ta, tb
 
@@ -227,22 +266,16 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
         v = ctx.rng.choice(vals)
         style = ctx.next_style()
         an, bs = table_plural(ta.name), table_singular(tb.name)
-        verb = ctx.rng.choice(["associated with", "responsible for", "assigned to", "working with", "linked to"])
+        verb = relation_verb(ta, tb, ctx.rng)
         if ctx.rng.random() < 0.35:
             ask = Ask("count", subject=f"{an} {verb} the {bs} {value_text(v)}")
         else:
             ask = Ask("list", target=f"the {an} {verb} the {bs} {value_text(v)}")
-        path = a.path(ta.name, tb.name, max_edges=len(a.tables))
-        via = ""
-        if path:
-            hops = [s[2] for s in path[:-1]]
-            if hops:
-                via = f" They are only indirectly connected through {', '.join(hops)}, which does not record which {an} are {verb} which {plural(bs)}."
-        else:
-            via = " No chain of foreign keys connects the two tables at all."
         feedback = (
-            f"Both {ta.name} and {tb.name} exist, but no foreign key, linking table or column holding the other's keys relates {an} to "
-            f"{plural(bs)}.{via} {ADMIN[0].upper() + ADMIN[1:]} to add a table recording this relationship."
+            f"Both {ta.name} and {tb.name} exist, but nothing in the database relates {an} to {plural(bs)}: "
+            f"no foreign key, linking table or chain of tables joins them, and no column of one holds values "
+            f"of the other. {ADMIN[0].upper() + ADMIN[1:]} to add a table recording which {an} are {verb} "
+            f"which {plural(bs)}."
         )
         yield Draft(
             "missing_relationship",
@@ -253,7 +286,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             absence=Absence("relationship", tables=(ta.name, tb.name)),
         )
     if not found:
-        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
+        ctx.unsupported("every pair of entity tables is joined by a path of foreign keys or shared key columns")
 
 
 @register("missing_external_knowledge", "missing_external_knowledge.mapping")
