@@ -258,3 +258,25 @@ def test_missing_relationship_refused_through_a_chain_of_tables(tmp_path):
     report = generate_candidates(db, per_subcategory=4, seed=0)
     assert not [c for c in report.candidates if c.subcategory == "missing_relationship"]
     assert "missing_relationship" in report.skipped
+
+
+def test_templates_fit_entity_kinds(bike, bike_report):
+    from types import SimpleNamespace
+
+    from pipelines.abiss.programmatic.entity_kinds import fits, table_kinds
+    from pipelines.abiss.programmatic.schema_analysis import analyze
+
+    a = analyze(bike)
+    station, faculty = table_kinds(a.table("station")), table_kinds(a.table("faculty"))
+    assert not fits("awards", station) and not fits("regulations", station)
+    assert not fits("loyalty points", faculty) and fits("loyalty points", {"person", "customer"})
+    club = table_kinds(SimpleNamespace(name="student_club", columns=[]))
+    assert not fits("regulations", club) and fits(
+        "regulations", table_kinds(SimpleNamespace(name="Company", columns=[]))
+    )
+    continent = table_kinds(SimpleNamespace(name="continents", columns=[]))
+    assert not fits("opening hours", continent) and not fits("staff members", continent)
+    for c in bike_report.candidates:
+        assert not re.search(r"stations? that comply|awards of (each|the) station|loyalty points", c.question), (
+            c.question
+        )

@@ -27,11 +27,13 @@ from pipelines.abiss.programmatic.builders.base import (
 )
 from pipelines.abiss.programmatic.entity_kinds import (
     EU_PLACES,
+    FITS,
     TIME_ZONE_PLACES,
     column_head,
     column_kind,
     fits,
     table_kind,
+    table_kinds,
 )
 from pipelines.abiss.programmatic.phrasing import render_free
 
@@ -120,10 +122,14 @@ ATTRIBUTE_FITS = {
 }
 
 
-def _attribute_fits(phrase: str, t, kind: str | None = None) -> bool:
-    """Ask only for what such a row could have: a person's phone number, a company's website."""
+def _attribute_fits(phrase: str, t, kinds: set[str] | None = None) -> bool:
+    """Ask only for what such a row could have: a person's phone number, a company's website, a
+    customer's loyalty points (not a professor's)."""
+    kinds = kinds or table_kinds(t)
+    if phrase in FITS:
+        return fits(phrase, kinds)
     allowed = ATTRIBUTE_FITS.get(phrase)
-    return allowed is None or (kind or table_kind(t)) in allowed
+    return (allowed is None or bool(kinds & allowed)) and fits(phrase, kinds)
 
 
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
@@ -135,12 +141,12 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
     tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
     plans = []
     for t in tables:
-        kind = table_kind(t)
+        kinds = table_kinds(t)
         for phrase, terms in MISSING_ATTRIBUTES:
-            if _attribute_fits(phrase, t, kind):
+            if _attribute_fits(phrase, t, kinds):
                 plans.append(("attribute", t, phrase, terms))
         for phrase, terms in MISSING_ENTITIES:
-            if fits(phrase, kind):  # no "suppliers of a pilot", "parking spaces of a schedule"
+            if fits(phrase, kinds):  # no "suppliers of a pilot", "awards of a bike station"
                 plans.append(("entity", t, phrase, terms))
     for kind, t, phrase, terms in ctx.shuffled(plans):
         if any(a.mentions(term) for term in terms):
@@ -326,6 +332,8 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                     )
                 )
             place = column_head(c) if kind == "place" else ""  # place names, not codes, addresses or e-mails
+            if place and (c.name == t.label or place == table_singular(t.name).split()[-1].lower()):
+                place = ""  # "countries whose country name is in an EU member state": the row is the place
             if place in EU_PLACES:
                 plans.append(
                     (
@@ -362,8 +370,8 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                     )
                 )
                 break
-        if not fits("regulations", table_kind(t)):
-            continue  # only organisations are subject to industry regulations
+        if not fits("regulations", table_kinds(t)):
+            continue  # only businesses are subject to industry regulations (not student clubs)
         plans.append(
             (
                 Ask("which", subject=f"{tn} that comply with the current industry regulations"),
