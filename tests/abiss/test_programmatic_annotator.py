@@ -280,3 +280,34 @@ def test_templates_fit_entity_kinds(bike, bike_report):
         assert not re.search(r"stations? that comply|awards of (each|the) station|loyalty points", c.question), (
             c.question
         )
+
+
+def test_collective_reading_counts_every_row_of_the_named_set(tmp_path):
+    # in room 119 two of three faculty members advise students from 'NYC'; the third
+    # advises nobody, so "the city codes of the students of every faculty member in room 119" shares
+    # nothing. In room 288 both advise a student from 'BAL': that collective reading is 'BAL'.
+    db = tmp_path / "advising.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(
+        """
+        CREATE TABLE faculty (FacID INTEGER PRIMARY KEY, Lname TEXT, Room TEXT);
+        CREATE TABLE student (StuID INTEGER PRIMARY KEY, LName TEXT, city_code TEXT,
+            FacID INTEGER REFERENCES faculty(FacID));
+        INSERT INTO faculty VALUES (1, 'Smith', '119'), (2, 'Jones', '119'), (3, 'Brown', '119'),
+            (4, 'Lee', '288'), (5, 'Kim', '288');
+        INSERT INTO student VALUES (1, 'Ames', 'NYC', 1), (2, 'Bell', 'NYC', 2), (3, 'Cole', 'PIT', 1),
+            (4, 'Dunn', 'BAL', 4), (5, 'Eddy', 'BAL', 5), (6, 'Ford', 'HKG', 4), (7, 'Gale', 'PIT', 1);
+        """
+    )
+    con.commit()
+    con.close()
+    report = generate_candidates(db, per_subcategory=6, seed=0)
+    collective = [
+        c
+        for c in report.candidates
+        if c.subcategory == "scope_ambiguity" and c.hidden_knowledge.startswith("Collective")
+    ]
+    assert not [c for c in collective if "'119'" in c.question]
+    room_288 = [c for c in collective if "'288'" in c.question]
+    assert room_288, [c.question for c in collective]
+    assert sqlite3.connect(db).execute(room_288[0].sql).fetchall() == [("BAL",)]

@@ -97,8 +97,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
     for plan in ctx.shuffled(plans):
         # optional filter on A's categorical columns so the collective reading is non-empty
         filters = [("", "")]
-        for c in categorical_columns(plan["atable"], text_only=True)[:4]:
-            for v in c.values[:5]:
+        for c in categorical_columns(plan["atable"], text_only=False)[:6]:
+            for v in c.values[:8]:
                 filters.append(
                     (
                         f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}",
@@ -106,9 +106,13 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                     )
                 )
         for where, phrase in filters:
+            # the collective reading quantifies over every row of the named set, not only those with
+            # linked rows: "every faculty member in room 119" divides by all 20 in the room, not by
+            # the 4 who advise students (issue #41 item 6)
+            named_set = f"FROM {q(plan['atable'].name)} AS {plan['aalias']}{where}"
             collective = (
                 f"SELECT {plan['value']} {plan['frm']}{where} GROUP BY {plan['value']} "
-                f"HAVING COUNT(DISTINCT {plan['key']}) = (SELECT COUNT(DISTINCT {plan['key']}) {plan['frm']}{where})"
+                f"HAVING COUNT(DISTINCT {plan['key']}) = (SELECT COUNT(DISTINCT {plan['key']}) {named_set})"
             )
             if not ctx.rows(collective):
                 continue
