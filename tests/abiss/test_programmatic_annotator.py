@@ -11,6 +11,7 @@ an ``Advisor`` key, races whose winner column holds a 'Cancelled' placeholder.""
 import random
 import re
 import sqlite3
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -311,3 +312,81 @@ def test_collective_reading_counts_every_row_of_the_named_set(tmp_path):
     room_288 = [c for c in collective if "'288'" in c.question]
     assert room_288, [c.question for c in collective]
     assert sqlite3.connect(db).execute(room_288[0].sql).fetchall() == [("BAL",)]
+
+
+def _reviewer(db):
+    import sys
+
+    from pipelines.abiss.programmatic.schema_analysis import analyze
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        from review_checks import Reviewer
+    finally:
+        sys.path.remove(str(bench))
+    return Reviewer(db, analyze(db))
+
+
+def _group(sub, question, sqls=(), hks=(), evidence=None, feedback=None):
+    rows = [
+        {"subcategory": sub, "question": question, "sql": s, "hidden_knowledge": h, "evidence": evidence}
+        for s, h in zip(sqls, hks)
+    ]
+    return rows or [{"subcategory": sub, "question": question, "sql": None, "evidence": evidence, "feedback": feedback}]
+
+
+def test_bench_detectors_see_the_issue_examples(bike):
+    rv = _reviewer(bike)
+    d = rv.defects(_group("lexical_vagueness", "What are the stations with a large long?"))
+    assert "column_pasted" in d
+    assert "column_pasted" in rv.defects(_group("answerable", "List the dates of the weathers."))
+    assert "column_pasted" in rv.defects(_group("answerable", "Give the mean temperature f of each day."))
+    ev = "A standout station is one whose latitude is greater than 38."
+    assert "invented_concept" in rv.defects(_group("conflicting_knowledge", "Name the standout stations.", evidence=ev))
+    trips = (
+        'SELECT COUNT(*) FROM "trip" AS T1 JOIN "station" AS T2 ON T1."end_station_id" = T2."id" '
+        "WHERE T2.\"name\" = 'Station 3 Plaza'"
+    )
+    assert "fk_role_unsaid" in rv.defects(
+        _group("answerable", "How many trips of the station 'Station 3 Plaza'?", [trips], [None])
+    )
+    assert "fk_role_unsaid" not in rv.defects(
+        _group("answerable", "How many trips whose end station is 'Station 3 Plaza'?", [trips], [None])
+    )
+    race = 'SELECT "name" FROM "race" WHERE "winning_pilot" = \'Cancelled\''
+    assert "placeholder_value" in rv.defects(_group("answerable", "Races won by 'Cancelled'?", [race], [None]))
+    fb = "Both trip and weather exist, but nothing relates them."
+    assert "linked_missing_relationship" in rv.defects(
+        _group("missing_relationship", "trips during the weather record '1/5/2014'", feedback=fb)
+    )
+    old_collective = (
+        'SELECT T1."city_code" FROM "student" AS T1 JOIN "faculty" AS T2 ON T1."Advisor" = T2."FacID" '
+        'WHERE T2."Room" = \'119\' GROUP BY T1."city_code" HAVING COUNT(DISTINCT T2."FacID") = '
+        '(SELECT COUNT(DISTINCT T2."FacID") FROM "student" AS T1 JOIN "faculty" AS T2 ON T1."Advisor" = T2."FacID" '
+        "WHERE T2.\"Room\" = '119')"
+    )
+    assert rv._linked_only(old_collective)
+    assert "template_unfit" in rv.defects(
+        _group(
+            "missing_external_knowledge", "Which stations comply with the current industry regulations?", feedback="x"
+        )
+    )
+
+
+def test_bench_detectors_pass_the_generated_questions(bike, bike_report):
+    rv = _reviewer(bike)
+    groups = defaultdict(list)
+    for c in bike_report.candidates:
+        groups[c.group_id].append(c.to_dict())
+    new = {
+        "column_pasted",
+        "invented_concept",
+        "fk_role_unsaid",
+        "placeholder_value",
+        "linked_missing_relationship",
+        "scope_linked_only",
+        "template_unfit",
+    }
+    found = {g[0]["question"]: rv.defects(g) & new for g in groups.values()}
+    assert not {q: d for q, d in found.items() if d}
