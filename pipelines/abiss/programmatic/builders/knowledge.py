@@ -21,6 +21,7 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     categorical_columns,
     edge_role,
+    is_round_number,
     join_sql,
     label_np,
     labelled_tables,
@@ -228,7 +229,7 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
                 continue
             for qn in (0.5, 0.65, 0.85):
                 th = thresholds(c, (qn,))
-                if th:
+                if th and is_round_number(th[0]):  # "greater than 322" is no definition a person writes
                     conds.append(
                         (
                             f"{c.expr()} > {lit(th[0])}",
