@@ -467,30 +467,44 @@ def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
     return t.get(style, t["imperative"])
 
 
+_RELATIVE = re.compile(r" (whose|who|that|with|in|of|from|for|linked|related|associated) ")
+
+
+def _there_are(subj: str, question: bool = False) -> str:
+    """ "employees there are whose age is 29" (or "are there" in a question), not "employees whose
+    age is 29 there are"."""
+    there = "are there" if question else "there are"
+    m = _RELATIVE.search(subj)
+    if not m:
+        return f"{subj} {there}"
+    return f"{subj[: m.start()]} {there}{subj[m.start() :]}"
+
+
 def _count_templates(style: str, subj: str) -> list[str]:
+    there, are_there = _there_are(subj), _there_are(subj, question=True)
     t = {
         "imperative": [
             f"Count the {subj}.",
             f"Give me the number of {subj}.",
-            f"Show how many {subj} there are.",
+            f"Show how many {there}.",
             f"Return the number of {subj}.",
         ],
-        "interrogative": [f"How many {subj} are there?", f"What is the number of {subj}?", f"How many {subj} exist?"],
+        "interrogative": [f"How many {are_there}?", f"What is the number of {subj}?", f"How many {subj} exist?"],
         "formal": [
             f"Please provide the total number of {subj}.",
-            f"Could you please state how many {subj} there are?",
+            f"Could you please state how many {there}?",
             f"Kindly report the number of {subj}.",
         ],
         "colloquial": [
-            f"how many {subj} are there?",
-            f"hey, how many {subj} are there?",
+            f"how many {are_there}?",
+            f"hey, how many {are_there}?",
             f"quick one: number of {subj}?",
-            f"so how many {subj} are there?",
+            f"so how many {are_there}?",
         ],
         "descriptive": [
             f"I need the number of {subj}.",
             f"I am looking for the count of {subj}.",
-            f"I would like to know how many {subj} there are.",
+            f"I would like to know how many {there}.",
         ],
     }
     return t.get(style, t["imperative"])

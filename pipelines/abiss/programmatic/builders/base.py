@@ -363,8 +363,8 @@ def label_np(table: TableProfile) -> str:
         return f"the {tname}"
     col = table.column(table.label)
     lwords = col.words if col is not None else column_words(table.label)
-    tw = {w.rstrip("s") for w in table_words(table.name).lower().split()}
-    rest = [w for w in lwords.split() if w.lower().rstrip("s") not in tw]
+    tw = {singular(w) for w in table_words(table.name).lower().split()}
+    rest = [w for w in lwords.split() if singular(w.lower()) not in tw]  # "country name" of countries
     if not rest:
         return f"the {tname}"
     return f"the {plural(' '.join(rest))} of the {tname}"
