@@ -48,6 +48,20 @@ def is_measure(col) -> bool:
     return any(isinstance(v, float) and not float(v).is_integer() for v in sample[:200])
 
 
+def is_school_level(col) -> bool:
+    """A grade or level that is a school year or tier (9, 10, 11, 12), not a score: a few small
+    integers. "Top-rated" or "low-grade" high-schoolers, or their grade in letters, mean nothing."""
+    words = {w.lower() for w in col.words.split()}
+    if not words & {"grade", "level", "class", "form", "tier"}:
+        return False
+    vals = [v for v in getattr(col, "sample", []) or getattr(col, "values", []) if v is not None]
+    try:
+        nums = [float(v) for v in vals]
+    except (TypeError, ValueError):
+        return False
+    return bool(nums) and all(x.is_integer() and 0 <= x <= 13 for x in nums) and len(set(nums)) <= 6
+
+
 def is_flag(col) -> bool:
     """A yes/no column (``is_male``, ``has_wifi``, values T/F, Y/N, 0/1): "whose is male is 'F'" is no English."""
     words = [w.lower() for w in col.words.split()]
@@ -254,7 +268,7 @@ FITS = {
     "reviewers": {"document", "product"},
     "translations": {"document"},
     "insurance policy number": {"person", "product"},
-    "tax identification number": {"person", "organisation"},
+    "tax identification number": {"person", "business"},
     "photo": {"person", "place", "product"},
     "exchange_rate": {"money"},
     "holiday": {"date"},

@@ -39,7 +39,7 @@ from pipelines.abiss.programmatic.builders.base import (
     value_text,
     with_article_or_plural,
 )
-from pipelines.abiss.programmatic.entity_kinds import column_kind
+from pipelines.abiss.programmatic.entity_kinds import column_kind, is_school_level
 from pipelines.abiss.programmatic.phrasing import readable
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a
@@ -274,6 +274,8 @@ def concept_measure(c) -> bool:
         return False
     if "number" in words and words[0] != "number":
         return False  # a block, room or phone number names a thing, it measures nothing
+    if is_school_level(c):
+        return False  # grade 9..12 is a school year, not a rating
     return column_kind(c) in ("money", "measure", "count")
 
 
@@ -302,6 +304,8 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
             if c.is_year:
                 kind = "date"
             else:
+                if is_school_level(c):
+                    continue  # "top-rated high-schoolers" by their school year
                 th = thresholds(c, (ctx.rng.choice([0.6, 0.7, 0.75, 0.8]),))
                 if not th:
                     continue

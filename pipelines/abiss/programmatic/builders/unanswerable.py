@@ -32,6 +32,7 @@ from pipelines.abiss.programmatic.entity_kinds import (
     column_head,
     column_kind,
     fits,
+    is_school_level,
     table_kind,
     table_kinds,
 )
@@ -112,7 +113,7 @@ ATTRIBUTE_FITS = {
     "energy rating": {"place", "product"},
     **{p: {"person"} for p in PERSON_ONLY},
     "insurance policy number": {"person", "product"},
-    "tax identification number": {"person", "organisation"},
+    "tax identification number": {"person", "business"},
     "website": {"organisation"},
     "annual revenue": {"organisation"},
     "opening hours": {"organisation", "place"},
@@ -314,7 +315,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                         ("exchange", "currency", "rate"),
                     )
                 )
-            if kind in ("measure", "count") and words & _GRADE:
+            if kind in ("measure", "count") and words & _GRADE and not is_school_level(c):
                 plans.append(
                     (
                         Ask("list", target=f"the {col} of the {tn} in letter-grade notation (A-F)"),
