@@ -89,6 +89,12 @@ def _values_look_like_places(values: list) -> bool:
     return len(placey) >= 0.8 * len(words)
 
 
+def _measure(c) -> bool:
+    from pipelines.abiss.programmatic.entity_kinds import is_measure  # lazy: absent in old trees
+
+    return is_measure(c)
+
+
 def _stem(name: str) -> set[str]:
     words = {w.lower() for w in re.split(r"[\W_]+|(?<=[a-z])(?=[A-Z])", name) if len(w) > 2}
     return {w[:-1] if w.endswith("s") else w for w in words} - {"id", "code", "name"}
@@ -126,6 +132,8 @@ class Reviewer:
             for c in t.columns:
                 if c.role in ("other", "temporal"):
                     continue
+                if c.role == "numeric" and not c.is_key and _measure(c):
+                    continue  # capacities 500, 600, 700 in two tables link nothing (issue #41)
                 vals = self.rows(f'SELECT DISTINCT "{c.name}" FROM "{t.name}" WHERE "{c.name}" IS NOT NULL LIMIT 5001')
                 if not vals or len(vals) > 5000:
                     continue
@@ -341,8 +349,8 @@ class Reviewer:
                 v = v.replace("''", "'")
                 if v.strip().lower() in self._PLACEHOLDERS:
                     return True
-                if " " not in v.strip() and self._names_column(col):
-                    return True
+                if v.strip().lower() in {"cancelled", "canceled", "postponed"} and self._names_column(col):
+                    return True  # a status word among names
         return bool(re.search(r"(?:is|are|of|the \w+) '(N/A|TBD|TBA|Cancelled|Unknown|None|null|-)'", said))
 
     def _names_column(self, col: str) -> bool:
@@ -482,7 +490,7 @@ CUSTOMERS = {"customer", "client", "guest", "member", "passenger", "user", "shop
 BUSINESSES = {
     "company", "business", "restaurant", "hotel", "shop", "store", "bank", "agency", "airline", "manufacturer",
     "maker", "brand", "firm", "vendor", "supplier", "dealer", "clinic", "hospital", "farm", "kennel", "publisher",
-    "studio", "operator", "gym", "retailer", "carrier", "insurer", "distributor", "producer",
+    "studio", "operator", "gym", "retailer", "carrier", "insurer", "distributor",
 }  # fmt: skip
 REGIONS_AND_STATIONS = {"station", "continent", "country", "region", "state", "province", "county", "district", "city"}
 

@@ -145,7 +145,7 @@ _CODE_WORDS = {"code", "zip", "phone", "fax", "number", "no", "id", "ids", "vers
 BUSINESS_WORDS = frozenset(
     """company business restaurant hotel shop store bank agency airline manufacturer maker brand firm vendor
 supplier dealer clinic hospital farm kennel publisher studio operator gym shipping retailer carrier
-insurer distributor producer""".split()
+insurer distributor""".split()
 )
 CUSTOMER_WORDS = frozenset("customer client guest member passenger user shopper buyer subscriber patron".split())
 EMPLOYEE_WORDS = frozenset("employee worker clerk staff technician engineer nurse agent cashier officer".split())

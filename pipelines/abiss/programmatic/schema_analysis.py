@@ -545,10 +545,7 @@ class SchemaAnalysis:
         cache = self.__dict__.setdefault("_chain_cache", {})
         if a in cache:
             return cache[a]
-        hops: dict[str, set[str]] = {}
-        for _bridge, e1, e2 in self.bridges():
-            hops.setdefault(e1.dst, set()).add(e2.dst)
-            hops.setdefault(e2.dst, set()).add(e1.dst)
+        hops = self._linking_hops
         start = (a, 0)
         seen = {start}
         queue = deque([start])
@@ -564,9 +561,33 @@ class SchemaAnalysis:
                 if (nxt, ph) not in seen:
                     seen.add((nxt, ph))
                     queue.append((nxt, ph))
+        reached = out | {a}
+        out |= {t for t, parents in self.linking_tables.items() if parents & reached}  # its rows link them
         out.discard(a)
         cache[a] = frozenset(out)
         return cache[a]
+
+    @cached_property
+    def linking_tables(self) -> dict[str, set[str]]:
+        """Linking tables and their parents: a table with keys to two different parents and at most
+        two columns of its own (``FilmActors(filmID, actorID, role)``)."""
+        out: dict[str, set[str]] = {}
+        for t in self.tables:
+            fks = [e for e in self._out_edges.get(t.name, []) if e.dst != t.name]
+            own = {e.src_col for e in fks}
+            payload = [c for c in t.columns if c.name not in own and not c.primary_key and c.role != IDENTIFIER]
+            parents = {e.dst for e in fks}
+            if len(payload) <= 2 and len(parents) >= 2:
+                out[t.name] = parents
+        return out
+
+    @cached_property
+    def _linking_hops(self) -> dict[str, set[str]]:
+        hops: dict[str, set[str]] = {}
+        for parents in self.linking_tables.values():
+            for p in parents:
+                hops.setdefault(p, set()).update(parents - {p})
+        return hops
 
     def value_linked(self, a: str, b: str) -> bool:
         """Whether the data links ``a`` and ``b`` though the schema declares nothing (issue #41 item

@@ -244,7 +244,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
     through tracks (invoice lines → tracks ← playlist tracks) or through shared values (a trip's
     start day is a weather date) is not missing."""
     a = ctx.analysis
-    bridge_names = {b for b, _, _ in a.bridges()}
+    bridge_names = {b for b, _, _ in a.bridges()} | set(a.linking_tables)
     ents = [t for t in labelled_tables(a) if t.name not in bridge_names]
 
     def unrelated_pairs():
