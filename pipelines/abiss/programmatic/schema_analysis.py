@@ -421,15 +421,21 @@ class SchemaAnalysis:
     def related_set(self, a: str) -> frozenset[str]:
         """Every table a relationship links to ``a`` (see :meth:`related`), from one search."""
         cache = self.__dict__.setdefault("_related_cache", {})
-        if a in cache:
-            return cache[a]
-        out: set[str] = set(self._implicit_links.get(a, ()))
+        if a not in cache:
+            cache[a] = self._reach(a, {}) | frozenset(self._implicit_links.get(a, ())) - {a}
+        return cache[a]
+
+    def _reach(self, a: str, hops: dict[str, set[str]]) -> frozenset[str]:
+        """Tables reached from ``a`` going down (to referencing tables) only before going up, plus
+        ``hops`` (parent → parents across a linking table) at any point."""
+        out: set[str] = set()
         start = (a, 0)
         seen = {start}
         queue = deque([start])
         while queue:
             node, phase = queue.popleft()
             moves = [(e.dst, 1) for e in self._out_edges.get(node, []) if e.dst != node]  # up
+            moves += [(x, 1) for x in hops.get(node, ())]  # across a linking table
             if phase == 0:
                 moves += [(e.src, 0) for e in self._in_edges.get(node, []) if e.src != node]  # down
             for nxt, ph in moves:
@@ -438,8 +444,7 @@ class SchemaAnalysis:
                     seen.add((nxt, ph))
                     queue.append((nxt, ph))
         out.discard(a)
-        cache[a] = frozenset(out)
-        return cache[a]
+        return frozenset(out)
 
     @cached_property
     def _implicit_links(self) -> dict[str, set[str]]:
@@ -543,28 +548,12 @@ class SchemaAnalysis:
 
     def _chained(self, a: str) -> frozenset[str]:
         cache = self.__dict__.setdefault("_chain_cache", {})
-        if a in cache:
-            return cache[a]
-        hops = self._linking_hops
-        start = (a, 0)
-        seen = {start}
-        queue = deque([start])
-        out: set[str] = set(self.related_set(a))
-        while queue:
-            node, phase = queue.popleft()
-            moves = [(e.dst, 1) for e in self._out_edges.get(node, []) if e.dst != node]  # up
-            moves += [(x, 1) for x in hops.get(node, ())]  # across a linking table
-            if phase == 0:
-                moves += [(e.src, 0) for e in self._in_edges.get(node, []) if e.src != node]  # down
-            for nxt, ph in moves:
-                out.add(nxt)
-                if (nxt, ph) not in seen:
-                    seen.add((nxt, ph))
-                    queue.append((nxt, ph))
-        reached = out | {a}
-        out |= {t for t, parents in self.linking_tables.items() if parents & reached}  # its rows link them
-        out.discard(a)
-        cache[a] = frozenset(out)
+        if a not in cache:
+            out = set(self.related_set(a)) | self._reach(a, self._linking_hops)
+            reached = out | {a}
+            out |= {t for t, parents in self.linking_tables.items() if parents & reached}  # its rows link them
+            out.discard(a)
+            cache[a] = frozenset(out)
         return cache[a]
 
     @cached_property

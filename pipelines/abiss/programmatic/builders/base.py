@@ -312,19 +312,30 @@ def role_predicate(role: str, parent: str) -> str | None:
     return None
 
 
+def _role_said(analysis: SchemaAnalysis, e: Edge, plain: str, slot: str, noun) -> str:
+    """``plain`` when the key needs no role, the role's verb around ``slot`` ("lost in {slot}"), else
+    ``noun(role, parent_singular)``."""
+    ps = table_singular(e.dst)
+    role = edge_role(analysis, e)
+    if role is None:
+        return plain
+    pred = role_predicate(role, ps)
+    return pred.format(slot) if pred else noun(role, ps)
+
+
 def child_of(analysis: SchemaAnalysis, e: Edge, value_said: str) -> str:
     """How child rows relate to one parent row with label ``value_said``: "of the station 'X'",
     "whose start station is 'X'", "whose advisor is the faculty member 'Smith'"."""
     ps = table_singular(e.dst)
-    role = edge_role(analysis, e)
-    if role is None:
-        return f"of the {ps} {value_said}"
-    pred = role_predicate(role, ps)
-    if pred:
-        return pred.format(f"the {ps} {value_said}")
-    if role_head(role, ps):
-        return f"whose {role} is {value_said}"
-    return f"whose {role} is the {ps} {value_said}"
+    return _role_said(
+        analysis,
+        e,
+        f"of the {ps} {value_said}",
+        f"the {ps} {value_said}",
+        lambda role, ps: (
+            f"whose {role} is {value_said}" if role_head(role, ps) else f"whose {role} is the {ps} {value_said}"
+        ),
+    )
 
 
 def child_of_each(analysis: SchemaAnalysis, e: Edge, quant: str, post: str = "") -> str:
@@ -332,27 +343,25 @@ def child_of_each(analysis: SchemaAnalysis, e: Edge, quant: str, post: str = "")
     battle", "with every station as their start station", "with each faculty member whose rank is
     'Instructor' as their advisor"."""
     ps = table_singular(e.dst)
-    role = edge_role(analysis, e)
-    if role is None:
-        return f"of {quant} {ps}{post}"
-    pred = role_predicate(role, ps)
-    if pred:
-        return pred.format(f"{quant} {ps}{post}")
-    return f"with {quant} {ps}{post} as their {role}"
+    return _role_said(
+        analysis,
+        e,
+        f"of {quant} {ps}{post}",
+        f"{quant} {ps}{post}",
+        lambda role, ps: f"with {quant} {ps}{post} as their {role}",
+    )
 
 
 def for_each_parent(analysis: SchemaAnalysis, e: Edge) -> str:
     """ "for each station", "for each start station", "for each faculty member as advisor"."""
     ps = table_singular(e.dst)
-    role = edge_role(analysis, e)
-    if role is None:
-        return f"for each {ps}"
-    pred = role_predicate(role, ps)
-    if pred:
-        return pred.format(f"each {ps}")
-    if role_head(role, ps):
-        return f"for each {role}"
-    return f"for each {ps} as {role}"
+    return _role_said(
+        analysis,
+        e,
+        f"for each {ps}",
+        f"each {ps}",
+        lambda role, ps: f"for each {role}" if role_head(role, ps) else f"for each {ps} as {role}",
+    )
 
 
 def label_np(table: TableProfile) -> str:
