@@ -1,7 +1,7 @@
 """Defect rate of the programmatic generator, per defect type, before and after (issue #12).
 
     .venv/bin/python bench/bench_defects.py [--baseline-src DIR] [--per-subcategory N] [--seed S]
-        [--ambrosia N] [--spider] [--sample K] [--json OUT]
+        [--ambrosia N] [--spider] [--db PATH ...] [--sample K] [--json OUT] [--smoke]
 
 Generates programmatic candidates on every database in ``../shared/data`` (Spider dev, BIRD
 ``superhero``, the Ambrosia databases; ``--ambrosia N`` takes the first N in path order, 0 = all)
@@ -29,7 +29,9 @@ Detectors (deterministic; a question can show several):
 * ``label_not_a_name`` — rows shown by a repeating property (a building) instead of a name;
 * issue #35, what a careful annotator rejects (``bench/review_checks.py``): ``identifier_shaped``,
   ``template_unfit``, ``unrounded_threshold``, ``made_up_concept``, ``projection_only_readings``,
-  ``always_true_condition``, ``undeclared_inclusion``, ``near_duplicate``.
+  ``always_true_condition``, ``undeclared_inclusion``, ``near_duplicate``;
+* issue #41 (also ``bench/review_checks.py``): ``column_pasted``, ``invented_concept``,
+  ``fk_role_unsaid``, ``placeholder_value``, ``linked_missing_relationship``, ``scope_linked_only``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ DEFECTS = (
     "always_true_condition",
     "undeclared_inclusion",
     "near_duplicate",
+    # issue #41: what a careful annotator still rejects on unseen databases
+    "column_pasted",
+    "invented_concept",
+    "fk_role_unsaid",
+    "placeholder_value",
+    "linked_missing_relationship",
+    "scope_linked_only",
 )
 
 
@@ -318,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spider", action="store_true", help="only the Spider dev databases (issue #35 rates)")
     ap.add_argument("--sample", type=int, default=0, help="print K questions per column for reading by hand")
     ap.add_argument("--json", type=Path, help="write counts and the sampled questions here")
+    ap.add_argument("--smoke", action="store_true", help="seconds-long check: two small databases, one question each")
+    ap.add_argument("--db", action="append", type=Path, help="database file (repeatable) instead of ../shared/data")
     ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--paths", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -326,27 +337,39 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(dump([Path(p) for p in args.paths], args.per_subcategory, args.seed), default=str)
         )
         return 0
-    if not SHARED.is_dir():
+    if args.smoke:
+        import tempfile
+
+        from pipelines.abiss.demo_db import write_demo_db
+
+        args.per_subcategory, args.baseline_src, args.sample = 1, None, 0
+        tmp = Path(tempfile.mkdtemp(prefix="bench_defects_smoke_"))
+        spider = sorted((SHARED / "spider" / "database").glob("*/*.sqlite"))[:1]
+        args.db = [write_demo_db(tmp / "university.sqlite"), *spider]
+    if args.db:
+        paths = list(args.db)
+    elif not SHARED.is_dir():
         print(f"shared data not found at {SHARED}: nothing to measure", file=sys.stderr)
         return 2
-    paths = databases(args.ambrosia, spider_only=args.spider)
+    else:
+        paths = databases(args.ambrosia, spider_only=args.spider)
     columns = {}
     if args.baseline_src:
         columns["before"] = generate_with(args.baseline_src, paths, args.per_subcategory, args.seed)
     columns["after"] = generate_with(None, paths, args.per_subcategory, args.seed)
     results = {name: judge(gen, paths) for name, gen in columns.items()}
     print(f"{len(paths)} databases; per_subcategory={args.per_subcategory}, seed={args.seed}")
-    head = f"{'defect':<22}" + "".join(f"{name:>18}" for name in results)
+    head = f"{'defect':<28}" + "".join(f"{name:>18}" for name in results)
     print(head)
     print("-" * len(head))
     for d in (*DEFECTS, "any"):
         cells = []
         for counts, total, _, _ in results.values():
             cells.append(f"{counts[d]:>6} {100 * counts[d] / total if total else 0:>6.1f} %   ")
-        print(f"{d:<22}" + "".join(f"{c:>18}" for c in cells))
+        print(f"{d:<28}" + "".join(f"{c:>18}" for c in cells))
     print("-" * len(head))
-    print(f"{'questions':<22}" + "".join(f"{r[1]:>18}" for r in results.values()))
-    print(f"{'generation seconds':<22}" + "".join(f"{columns[n]['seconds']:>18.1f}" for n in results))
+    print(f"{'questions':<28}" + "".join(f"{r[1]:>18}" for r in results.values()))
+    print(f"{'generation seconds':<28}" + "".join(f"{columns[n]['seconds']:>18.1f}" for n in results))
     report = {
         name: {"counts": dict(r[0]), "questions": r[1], "seconds": columns[name]["seconds"]}
         for name, r in results.items()

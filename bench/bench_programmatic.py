@@ -1,7 +1,7 @@
 """Benchmark the programmatic generator: candidates per second per database.
 
     .venv/bin/python bench/bench_programmatic.py [--per-subcategory N] [--repeat R] [--seed S]
-        [--db PATH ...]
+        [--db PATH ...] [--smoke]
     .venv/bin/python bench/bench_programmatic.py --wide 50 100 200 500   # scaling with table count
 
 ``--wide`` writes synthetic wide SQLite databases (N tables of 20 rows, each with a name, an
@@ -88,11 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         "--db", action="append", type=Path, help="database file (repeatable); default: demo + Spider dev + superhero"
     )
     ap.add_argument("--wide", type=int, nargs="+", help="table counts of synthetic wide databases (scaling run)")
+    ap.add_argument("--smoke", action="store_true", help="seconds-long check: the demo database once")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.repeat, args.wide = 1, None
     if args.wide:
         return scaling(args.wide, args.per_subcategory, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
-        dbs = args.db or default_dbs(Path(tmp))
+        dbs = args.db or (default_dbs(Path(tmp))[:1] if args.smoke else default_dbs(Path(tmp)))
         header = f"{'database':<30} {'tables':>6} {'subcats':>7} {'questions':>9} {'records':>7} {'median s':>9} {'records/s':>10}"
         print(header)
         print("-" * len(header))

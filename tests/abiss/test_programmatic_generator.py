@@ -154,6 +154,11 @@ def test_demo_counts_per_subcategory(demo_report):
     per = Counter(c.subcategory for c in demo_report.candidates)
     for s in SUBCATEGORIES:
         expected = 4 if s.group.value == "ambiguous" else 2  # two questions; two readings each
+        if s.id == "conflicting_knowledge":
+            # Issue #41 item 2: a concept needs an adjective fitting what its column measures; of the
+            # demo's measures only the budget has one ("big-budget"), so one question, not two
+            # ("notable students" by credits was an invented concept a reader rejects).
+            expected = 2
         assert per[s.id] == expected, (s.id, per[s.id])
 
 
@@ -386,12 +391,18 @@ def test_shared_coverage_average_near_nine(shared_reports):
     # missing relationship the data refutes ("airlines linked to the airport 'Municipal'" while
     # flights.Airline holds airlines.uid), EU membership of area-code states 'NJ', and scope questions
     # whose two readings return the same values (bench_defects: projection_only_readings, 10 of 10
-    # scope questions on Spider dev). 8.4 keeps the bar without them.
+    # scope questions on Spider dev). 8.4 kept the bar without them.
+    # Issue #41 lowered it to 7.8 on purpose, for items a careful annotator rejected: conflicting
+    # definitions by a concept no column measures ("standout stations" by latitude, "notable singers" by
+    # age), missing relationships that a chain of relationships or the data refutes (superpowers and
+    # attributes both belong to heroes), and collective scope readings that divided by the linked rows
+    # only (most named sets have a member without linked rows, so nothing is shared by all), and
+    # concepts on a school year read as a score ("top-rated high-schoolers" by grade 9-12). 7.85 measured.
     if len(SPIDER_DBS) == 0:
         pytest.skip(f"Spider dev databases not found under {SHARED / 'spider' / 'database'}")
     if not SUPERHERO.is_file():
         pytest.skip(f"BIRD superhero not found at {SUPERHERO}")
     covered = {p.stem: len(r.covered) for p, r in shared_reports.items()}
     average = sum(covered.values()) / len(covered)
-    assert average >= 8.4, covered
+    assert average >= 7.8, covered
     assert len(shared_reports) == len(SPIDER_DBS) + 1

@@ -28,6 +28,9 @@ tax budgeted level floors rooms beds employees staff members students passengers
 )
 
 
+COORDINATE_WORDS = frozenset({"latitude", "longitude", "lat", "lng", "lon", "coordinate", "coordinates", "x", "y"})
+
+
 def is_measure(col) -> bool:
     """A numeric column measuring something (thresholds and "high"/"low" make sense on it)."""
     if getattr(col, "role", None) != "numeric":
@@ -35,12 +38,28 @@ def is_measure(col) -> bool:
     words = [w.lower() if not w.isupper() else w for w in col.words.split()]
     if words and words[-1].lower() in {"code", "id", "zip", "phone", "fax"}:
         return False
+    if {w.lower() for w in words} & COORDINATE_WORDS:
+        return False  # a coordinate measures no amount: "a high latitude station" is no concept
     if "phone" in [w.lower() for w in words] or (len(words) > 1 and words[-1].lower() == "number"):
         return False  # phone number, block number, room number: identifiers, not quantities
     if any(w in MEASURE_WORDS or w.lower() in MEASURE_WORDS or singular(w.lower()) in MEASURE_WORDS for w in words):
         return True
     sample = list(getattr(col, "sample", []) or [])
     return any(isinstance(v, float) and not float(v).is_integer() for v in sample[:200])
+
+
+def is_school_level(col) -> bool:
+    """A grade or level that is a school year or tier (9, 10, 11, 12), not a score: a few small
+    integers. "Top-rated" or "low-grade" high-schoolers, or their grade in letters, mean nothing."""
+    words = {w.lower() for w in col.words.split()}
+    if not words & {"grade", "level", "class", "form", "tier"}:
+        return False
+    vals = [v for v in getattr(col, "sample", []) or getattr(col, "values", []) if v is not None]
+    try:
+        nums = [float(v) for v in vals]
+    except (TypeError, ValueError):
+        return False
+    return bool(nums) and all(x.is_integer() and 0 <= x <= 13 for x in nums) and len(set(nums)) <= 6
 
 
 def is_flag(col) -> bool:
@@ -63,12 +82,12 @@ ORGANISATION_WORDS = frozenset(
     """company business restaurant hotel shop store museum bank agency school university college club airline
 library hospital studio publisher manufacturer maker brand festival channel network firm organization
 organisation institution gym clinic farm kennel gallery vendor supplier dealer orchestra band team office
-branch department party government church station shipping company operator""".split()
+branch department party government church shipping company operator""".split()
 )
 PLACE_WORDS = frozenset(
     """country city state region area district town province county continent location address airport
 stadium venue building room campus place site park street zone port track circuit cinema theater theatre
-mountain lake river island arena hall property house apartment home""".split()
+mountain lake river island arena hall property house apartment home station""".split()
 )
 EVENT_WORDS = frozenset(
     """concert match game battle race event election show performance festival tournament competition
@@ -118,6 +137,37 @@ _MONEY_WORDS = {
 }
 _RANK_WORDS = {"rank", "ranking", "position", "place", "order", "seed"}
 _CODE_WORDS = {"code", "zip", "phone", "fax", "number", "no", "id", "ids", "version"}
+
+
+# Narrower kinds some templates need (issue #41 item 7): industry regulations, suppliers and invoices
+# are asked of businesses, not of student clubs or orchestras; loyalty points of customers, not of
+# professors.
+BUSINESS_WORDS = frozenset(
+    """company business restaurant hotel shop store bank agency airline manufacturer maker brand firm vendor
+supplier dealer clinic hospital farm kennel publisher studio operator gym shipping retailer carrier
+insurer distributor""".split()
+)
+CUSTOMER_WORDS = frozenset("customer client guest member passenger user shopper buyer subscriber patron".split())
+EMPLOYEE_WORDS = frozenset("employee worker clerk staff technician engineer nurse agent cashier officer".split())
+# Areas on a map, not premises: no opening hours, staff or parking spaces of a continent.
+REGION_WORDS = frozenset("continent country region state province county district city town area zone".split())
+
+
+def table_kinds(t) -> set[str]:
+    """The table's kind (:func:`table_kind`) plus the narrower ``business`` or ``customer`` when its
+    head noun says so."""
+    kinds = {table_kind(t)}
+    head = [w for w in table_words(t.name).lower().split() if w.isalpha()]
+    h = singular(head[-1]) if head else ""
+    if h in BUSINESS_WORDS:
+        kinds.add("business")
+    if h in CUSTOMER_WORDS:
+        kinds.add("customer")
+    if h in EMPLOYEE_WORDS:
+        kinds.add("employee")
+    if h in REGION_WORDS:
+        kinds.add("region")
+    return kinds
 
 
 def table_kind(t) -> str:
@@ -202,21 +252,23 @@ def column_kind(c) -> str:
 
 # What each template fits: table kinds for entities asked about, column kinds for columns used.
 FITS = {
-    "regulations": {"organisation"},
-    "suppliers": {"organisation", "product"},
+    "regulations": {"business"},
+    "suppliers": {"business", "product"},
     "parking spaces": {"place", "organisation"},
     "staff members": {"organisation", "place", "event"},
     "sponsors": {"event", "organisation", "person"},
-    "customer reviews": {"product", "organisation", "place"},
+    "customer reviews": {"product", "business"},
     "insurance claims": {"person", "product", "organisation"},
     "volunteers": {"event", "organisation"},
     "awards": {"person", "product", "organisation"},
     "maintenance logs": {"product", "place"},
-    "invoices": {"organisation", "person"},
+    "invoices": {"business", "customer"},
+    "loyalty points": {"customer"},
+    "manager": {"employee"},
     "reviewers": {"document", "product"},
     "translations": {"document"},
     "insurance policy number": {"person", "product"},
-    "tax identification number": {"person", "organisation"},
+    "tax identification number": {"person", "business"},
     "photo": {"person", "place", "product"},
     "exchange_rate": {"money"},
     "holiday": {"date"},
@@ -229,8 +281,18 @@ EU_PLACES = frozenset({"country", "city", "nationality", "citizenship", "hometow
 TIME_ZONE_PLACES = frozenset({"country", "city", "state", "hometown", "town", "district", "location", "province"})
 
 
-def fits(template: str, kind: str) -> bool:
-    """Whether ``template`` (a key of :data:`FITS`) applies to a table or column of ``kind``;
-    a template without a stated fit applies everywhere."""
+def fits(template: str, kind: str | set[str]) -> bool:
+    """Whether ``template`` (a key of :data:`FITS`) applies to a table or column of ``kind`` (one
+    kind, or a table's :func:`table_kinds`); a template without a stated fit applies everywhere."""
     allowed = FITS.get(template)
-    return allowed is None or kind in allowed
+    kinds = {kind} if isinstance(kind, str) else set(kind)
+    if "region" in kinds and template in REGION_UNFIT:
+        return False
+    return allowed is None or bool(kinds & allowed)
+
+
+# what an area on a map has none of
+REGION_UNFIT = frozenset(
+    {"opening hours", "staff members", "parking spaces", "customer rating", "customer reviews", "photo",
+     "maintenance logs", "energy rating", "volunteers", "awards", "insurance claims"}
+)  # fmt: skip

@@ -13,8 +13,9 @@ Verification (a draft failing any check is dropped, never emitted):
 * the two readings of an ambiguous question return different results, compared as multisets
   of rows (order-insensitive);
 * unanswerable questions name something the schema truly lacks: the named attribute or entity
-  occurs in no table or column name; for a missing relationship the two tables exist and no
-  relationship path links them (:meth:`SchemaAnalysis.related`).
+  occurs in no table or column name; for a missing relationship the two tables exist, no join
+  path links them (:meth:`SchemaAnalysis.joinable`) and no inclusion dependency in the data does
+  (:meth:`SchemaAnalysis.value_linked`).
 
 Output is deterministic for a seed: every random choice comes from ``random.Random`` seeded
 with ``f"{seed}|{db_id}|{subcategory}"``; nothing depends on set order or time.
@@ -247,6 +248,10 @@ def _verify_execution(draft: Draft, ctx: BuildContext) -> str | None:
             return "relationship claim on unknown tables"
         if a.related(*ab.tables):
             return "tables are related"
+        if a.joinable(*ab.tables):
+            return "a join path links the tables"  # invoice lines → tracks ← playlist tracks → playlists
+        if a.value_linked(*ab.tables):
+            return "the data links the tables"  # every trip's start day is a weather date
         return None
     if ab.kind == "improper":
         return None

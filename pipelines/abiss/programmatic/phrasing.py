@@ -57,21 +57,62 @@ _UNITS = {
 }
 
 
+# Unit words a column name carries after its measure (``mean_temperature_f``,
+# ``precipitation_inches``, ``wind_speed_mph``): the question names the measure, not the unit.
+_UNIT_TAILS = _UNITS | {
+    "f", "c", "k", "inches", "inch", "in", "feet", "ft", "miles", "mi", "mph", "kmh", "kph", "sec", "secs",
+    "mins", "hrs", "meters", "metres", "kilometers", "kilometres", "pounds", "grams", "dollars", "usd",
+}  # fmt: skip
+# Abbreviated coordinates: "a large long" is no English, "the longitude" is.
+UNIT_WORDS = frozenset(w.strip("()") for w in _UNIT_TAILS)
+_COORDINATES = {"lat": "latitude", "lng": "longitude", "lon": "longitude", "long": "longitude"}
+_PER = {"day": "daily", "week": "weekly", "month": "monthly", "year": "yearly", "hour": "hourly"}
+_PREPOSITIONS = {"in", "on", "at", "of", "by", "to", "for", "per", "from", "with", "if", "is", "has", "was", "yn"}
+
+
 def column_words(name: str) -> str:
     """A column as words for questions, without a trailing unit: ``height_cm`` → "height",
-    ``Net_Worth_Millions`` → "net worth"; a predicate column names its agent: ``Directed_by`` →
-    "director"."""
+    ``Net_Worth_Millions`` → "net worth", ``mean_temperature_f`` → "mean temperature",
+    ``lat`` → "latitude", ``show_times_per_day`` → "daily show times"; a predicate column names
+    its agent: ``Directed_by`` → "director"."""
     words = identifier_words(name)
     agent = agent_noun(words)
     if agent:
         return agent
-    if len(words) > 1 and words[0].lower() in {"number", "num"} and words[1].lower() not in {"of", "(millions)"}:
+    if words and words[-1].lower() in _COORDINATES and (len(words) == 1 or words[-1].lower() != "long"):
+        words = [*words[:-1], _COORDINATES[words[-1].lower()]]
+    elif words == ["long"]:
+        words = ["longitude"]
+    if (
+        len(words) > 1
+        and words[0].lower() in {"number", "num"}
+        and words[1].lower() not in {"of", "(millions)"} | _PREPOSITIONS
+    ):
         words = [words[0], "of", *words[1:]]  # Number_products → "number of products"
     while len(words) > 1 and words[-1].lower() in {"for", "of", "by", "in", "to"} and not agent:
         words = words[:-1]  # Reason_For → "reason"
-    while len(words) > 1 and words[-1].lower() in _UNITS:
+    while len(words) > 1 and words[-1].lower() in _UNIT_TAILS and len(words[-2]) > 2:
         words = words[:-1]
+    if len(words) > 2 and words[-2].lower() == "per" and words[-1].lower() in _PER:
+        words = [_PER[words[-1].lower()], *words[:-2]]  # show times per day → daily show times
     return " ".join(words) if words else humanize(name)
+
+
+def readable(words: str) -> bool:
+    """Whether a column's words read as an English noun phrase a question can use: not led by a
+    preposition or a verb ("in season", "is male"), no stray letters or bare numbers ("temperature
+    f", "18 49"), not ended by a preposition, at most five words. A column without such a phrase
+    is left out of questions (issue #41 item 1)."""
+    ws = words.lower().split()
+    if not ws or len(ws) > 5:
+        return False
+    if ws[0] in _PREPOSITIONS or ws[-1] in _PREPOSITIONS:
+        return False
+    if any(len(w) == 1 or w.isdigit() for w in ws):
+        return False
+    if len(ws) > 1 and ws[0] == "number" and (ws[1] in _PREPOSITIONS - {"of"} or ws[1:3] == ["of", "in"]):
+        return False  # "number in season", "number of in season"
+    return all(re.search(r"[a-z]", w) for w in ws)
 
 
 def head_noun(name: str) -> str | None:
@@ -242,12 +283,43 @@ def is_relation_name(name: str) -> bool:
     return bool(words) and (words[0] in _VERBS or any(w in {"has", "takes", "teaches"} for w in words[1:2]))
 
 
+# A table named by a mass noun holds countable records of it: a person says "weather records",
+# "faculty members", not "the weathers" or "the faculties" (issue #41 item 1).
+MASS_NOUNS = {
+    "weather": "weather record",
+    "faculty": "faculty member",
+    "staff": "staff member",
+    "personnel": "staff member",
+    "equipment": "piece of equipment",
+    "furniture": "piece of furniture",
+    "information": "information record",
+    "music": "music track",
+    "software": "software package",
+    "feedback": "feedback entry",
+    "housing": "housing unit",
+    "inventory": "inventory item",
+    "luggage": "luggage item",
+    "baggage": "baggage item",
+    "mail": "mail item",
+    "traffic": "traffic record",
+}
+
+
+def _countable(words: str) -> str:
+    parts = words.split()
+    if parts and parts[-1].lower() in MASS_NOUNS:
+        return " ".join([*parts[:-1], MASS_NOUNS[parts[-1].lower()]])
+    if parts and singular(parts[-1].lower()) in MASS_NOUNS and parts[-1].lower().endswith("s"):
+        return " ".join([*parts[:-1], MASS_NOUNS[singular(parts[-1].lower())]])
+    return words
+
+
 def table_plural(name: str) -> str:
-    return plural(table_words(name))
+    return plural(_countable(table_words(name)))
 
 
 def table_singular(name: str) -> str:
-    return singular(table_words(name))
+    return singular(_countable(table_words(name)))
 
 
 def is_plural(phrase: str) -> bool:
@@ -395,30 +467,44 @@ def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
     return t.get(style, t["imperative"])
 
 
+_RELATIVE = re.compile(r" (whose|who|that|with|in|of|from|for|linked|related|associated) ")
+
+
+def _there_are(subj: str, question: bool = False) -> str:
+    """ "employees there are whose age is 29" (or "are there" in a question), not "employees whose
+    age is 29 there are"."""
+    there = "are there" if question else "there are"
+    m = _RELATIVE.search(subj)
+    if not m:
+        return f"{subj} {there}"
+    return f"{subj[: m.start()]} {there}{subj[m.start() :]}"
+
+
 def _count_templates(style: str, subj: str) -> list[str]:
+    there, are_there = _there_are(subj), _there_are(subj, question=True)
     t = {
         "imperative": [
             f"Count the {subj}.",
             f"Give me the number of {subj}.",
-            f"Show how many {subj} there are.",
+            f"Show how many {there}.",
             f"Return the number of {subj}.",
         ],
-        "interrogative": [f"How many {subj} are there?", f"What is the number of {subj}?", f"How many {subj} exist?"],
+        "interrogative": [f"How many {are_there}?", f"What is the number of {subj}?", f"How many {subj} exist?"],
         "formal": [
             f"Please provide the total number of {subj}.",
-            f"Could you please state how many {subj} there are?",
+            f"Could you please state how many {there}?",
             f"Kindly report the number of {subj}.",
         ],
         "colloquial": [
-            f"how many {subj} are there?",
-            f"hey, how many {subj} are there?",
+            f"how many {are_there}?",
+            f"hey, how many {are_there}?",
             f"quick one: number of {subj}?",
-            f"so how many {subj} are there?",
+            f"so how many {are_there}?",
         ],
         "descriptive": [
             f"I need the number of {subj}.",
             f"I am looking for the count of {subj}.",
-            f"I would like to know how many {subj} there are.",
+            f"I would like to know how many {there}.",
         ],
     }
     return t.get(style, t["imperative"])

@@ -96,6 +96,71 @@ def _typical(values: list, counts: Counter) -> list:
     return values
 
 
+# Words a column holds in place of a value: "the race won by 'Cancelled'", "weather whose events
+# are ''" (issue #41 item 4). Never a category value, a filter value or an example.
+PLACEHOLDERS = frozenset(
+    """n/a na none null nil unknown tbd tba - -- --- ? ?? cancelled canceled postponed abandoned void vacant
+not available not applicable not known missing blank empty undefined unspecified no data""".split("\n")[0].split()
+    + ["not available", "not applicable", "not known", "no data", "to be announced", "to be determined"]
+)
+
+
+def is_placeholder(v) -> bool:
+    """An empty value or a placeholder word standing for no value."""
+    if v is None:
+        return True
+    if isinstance(v, str):
+        t = " ".join(v.split()).lower()
+        return not t or t in PLACEHOLDERS or t.strip(".") in PLACEHOLDERS
+    return False
+
+
+def _name_like(v) -> bool:
+    return isinstance(v, str) and len(v.split()) >= 2 and all(w[:1].isupper() for w in v.split() if w[:1].isalpha())
+
+
+def _of_its_kind(values: list, counts: Counter) -> list:
+    """Values of the kind most of the column holds: no placeholder, and in a column of names
+    ("Ann Hale", "Bo Diaz") no lone word of another kind ('Cancelled', 'Retired')."""
+    kept = [v for v in values if not is_placeholder(v)]
+    numbers = [v for v in kept if _is_number(v) or (isinstance(v, str) and _TIME_OR_NUMBER.match(v.strip()))]
+    others = [v for v in kept if v not in numbers]
+    if numbers and (len(numbers) >= 0.7 * len(kept) or all(len(str(v).strip()) <= 2 for v in others)):
+        return numbers  # a tonnage of 't' among '391', '225': not a value of the column
+    rows = sum(n for v, n in counts.items() if not is_placeholder(v)) or 1
+    named = sum(n for v, n in counts.items() if _name_like(v))
+    if named >= 0.8 * rows:
+        kept = [v for v in kept if _name_like(v) or not isinstance(v, str)]
+    return kept
+
+
+_DAY = re.compile(r"^(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})[ T]\d")
+
+
+def _day(v):
+    """A date-time value's day ('2014-01-05 08:00' → '2014-01-05'); any other value as it is."""
+    if isinstance(v, str):
+        m = _DAY.match(v.strip())
+        if m:
+            return m.group(1)
+        return v.strip()
+    return v
+
+
+_NAME_PARTS = {"first", "last", "middle", "given", "family", "surname", "forename"}
+
+
+def _may_refer(t: TableProfile, c: ColumnProfile, dense: bool, pt: TableProfile, pc: ColumnProfile) -> bool:
+    """Whether ``t.c``'s values, all found in ``pt.pc``, can be references to ``pt``'s rows: not the
+    row's own name (a student's last name that a professor also has), not a primary key of its own,
+    and a small dense counter only when its name points at ``pt``."""
+    if c.name == t.label or (c.primary_key and len(t.primary_key) == 1):
+        return False
+    if {w.lower() for w in identifier_words(c.name)} & _NAME_PARTS:
+        return False
+    return not dense or bool(_stem_words(c.name) & (_stem_words(pt.name) | _stem_words(pc.name)))
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
@@ -356,15 +421,21 @@ class SchemaAnalysis:
     def related_set(self, a: str) -> frozenset[str]:
         """Every table a relationship links to ``a`` (see :meth:`related`), from one search."""
         cache = self.__dict__.setdefault("_related_cache", {})
-        if a in cache:
-            return cache[a]
-        out: set[str] = set(self._implicit_links.get(a, ()))
+        if a not in cache:
+            cache[a] = self._reach(a, {}) | frozenset(self._implicit_links.get(a, ())) - {a}
+        return cache[a]
+
+    def _reach(self, a: str, hops: dict[str, set[str]]) -> frozenset[str]:
+        """Tables reached from ``a`` going down (to referencing tables) only before going up, plus
+        ``hops`` (parent → parents across a linking table) at any point."""
+        out: set[str] = set()
         start = (a, 0)
         seen = {start}
         queue = deque([start])
         while queue:
             node, phase = queue.popleft()
             moves = [(e.dst, 1) for e in self._out_edges.get(node, []) if e.dst != node]  # up
+            moves += [(x, 1) for x in hops.get(node, ())]  # across a linking table
             if phase == 0:
                 moves += [(e.src, 0) for e in self._in_edges.get(node, []) if e.src != node]  # down
             for nxt, ph in moves:
@@ -373,8 +444,7 @@ class SchemaAnalysis:
                     seen.add((nxt, ph))
                     queue.append((nxt, ph))
         out.discard(a)
-        cache[a] = frozenset(out)
-        return cache[a]
+        return frozenset(out)
 
     @cached_property
     def _implicit_links(self) -> dict[str, set[str]]:
@@ -465,6 +535,94 @@ class SchemaAnalysis:
                         queue.append(nxt)
             comp.append(sorted(group))
         return comp
+
+    def joinable(self, a: str, b: str) -> bool:
+        """Whether a chain of relationships links ``a`` and ``b`` (issue #41 item 5): a relationship
+        (:meth:`related`) or a chain of them in which a many-to-many linking table may be crossed at
+        any point. Invoice lines lead to tracks, tracks to playlists through ``playlist_track``: a
+        person can ask which playlists hold what an invoice bought. Two tables that only share a
+        parent (professors and courses of one department, the paper's own example) are not linked."""
+        if a == b or self.related(a, b):
+            return True
+        return b in self._chained(a)
+
+    def _chained(self, a: str) -> frozenset[str]:
+        cache = self.__dict__.setdefault("_chain_cache", {})
+        if a not in cache:
+            out = set(self.related_set(a)) | self._reach(a, self._linking_hops)
+            reached = out | {a}
+            out |= {t for t, parents in self.linking_tables.items() if parents & reached}  # its rows link them
+            out.discard(a)
+            cache[a] = frozenset(out)
+        return cache[a]
+
+    @cached_property
+    def linking_tables(self) -> dict[str, set[str]]:
+        """Linking tables and their parents: a table with keys to two different parents and at most
+        two columns of its own (``FilmActors(filmID, actorID, role)``)."""
+        out: dict[str, set[str]] = {}
+        for t in self.tables:
+            fks = [e for e in self._out_edges.get(t.name, []) if e.dst != t.name]
+            own = {e.src_col for e in fks}
+            payload = [c for c in t.columns if c.name not in own and not c.primary_key and c.role != IDENTIFIER]
+            parents = {e.dst for e in fks}
+            if len(payload) <= 2 and len(parents) >= 2:
+                out[t.name] = parents
+        return out
+
+    @cached_property
+    def _linking_hops(self) -> dict[str, set[str]]:
+        hops: dict[str, set[str]] = {}
+        for parents in self.linking_tables.values():
+            for p in parents:
+                hops.setdefault(p, set()).update(parents - {p})
+        return hops
+
+    def value_linked(self, a: str, b: str) -> bool:
+        """Whether the data links ``a`` and ``b`` though the schema declares nothing (issue #41 item
+        5): every value (at least 3 distinct) of a column of one is a value of a column of the other —
+        dates compared by their day ("1/5/2014 08:00" is on the weather date "1/5/2014"). A small
+        dense counter (1..n, in any id column by chance) counts only when its name points at the
+        other table. Columns with more than :data:`MAX_INCLUSION_VALUES` values are not read."""
+        ta, tb = self.table(a), self.table(b)
+        if ta is None or tb is None:
+            return False
+        cols_a, cols_b = self._link_values(ta), self._link_values(tb)
+        for ca, va, dense_a in cols_a:
+            for cb, vb, dense_b in cols_b:
+                if va <= vb and _may_refer(ta, ca, dense_a, tb, cb):
+                    return True
+                if vb <= va and _may_refer(tb, cb, dense_b, ta, ca):
+                    return True
+        return False
+
+    def _link_values(self, t: TableProfile) -> list[tuple[ColumnProfile, frozenset, bool]]:
+        cache = self.__dict__.setdefault("_link_cache", {})
+        if t.name in cache:
+            return cache[t.name]
+        out = []
+        for c in t.columns:
+            if c.role == OTHER or c.distinct < 3 or c.distinct > MAX_INCLUSION_VALUES:
+                continue
+            if c.foreign_key:
+                continue  # two keys of one parent (courses' and professors' departments) make siblings
+            if c.role == NUMERIC and not _keyish(c):
+                continue  # a measure (ages, prices) contained in another measure links nothing
+            res = execute_sql(
+                self.db_path,
+                f"SELECT DISTINCT {quote_ident(c.name)} FROM {quote_ident(t.name)} WHERE {quote_ident(c.name)} IS NOT NULL",
+                timeout_s=PROFILE_TIMEOUT_S,
+            )
+            if not res.ok:
+                continue
+            vals = {_day(r[0]) for r in res.rows if not is_placeholder(r[0])}
+            if len(vals) < 3:
+                continue
+            nums = [v for v in vals if isinstance(v, (int, float))]
+            dense = len(nums) == len(vals) and max(nums) <= 3 * len(vals) + 5
+            out.append((c, frozenset(vals), dense))
+        cache[t.name] = out
+        return out
 
     @cached_property
     def _bridges(self) -> list[tuple[str, Edge, Edge]]:
@@ -746,8 +904,9 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
             )
             prof.examples = list(dict.fromkeys(v for v in vals[:200] if isinstance(v, str)))[:20]
             if distinct <= CATEGORICAL_MAX_DISTINCT and role in (CATEGORICAL, NUMERIC, TEXT, TEMPORAL, IDENTIFIER):
-                prof.values = _typical(
-                    [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))], counts
+                prof.values = _of_its_kind(
+                    _typical([v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))], counts),
+                    counts,
                 )
             if role == IDENTIFIER and fk and not pk:
                 # a foreign key says the parent it points at: current_address_id → "current address"

@@ -16,7 +16,11 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    child_of,
     condition_phrase,
+    edge_role,
+    for_each_parent,
+    is_placeholder,
     is_plural,
     is_relation_name,
     join_sql,
@@ -35,7 +39,8 @@ from pipelines.abiss.programmatic.builders.base import (
     value_text,
     with_article_or_plural,
 )
-from pipelines.abiss.programmatic.entity_kinds import column_kind
+from pipelines.abiss.programmatic.entity_kinds import column_kind, is_school_level
+from pipelines.abiss.programmatic.phrasing import readable
 
 # Concept adjectives for evidence definitions, chosen by what the column means: "heavy" only for a
 # weight, "expensive" only for a price. A measure no entry fits gets the neutral "high-<column>"
@@ -57,6 +62,11 @@ FITTING_ADJECTIVES = (
     (("revenue", "sales", "profit"), ("high-revenue", "low-revenue")),
     (("attendance",), ("well-attended", "poorly attended")),
     (("experience",), ("experienced", "inexperienced")),
+    (("temperature",), ("hot", "cold")),
+    (("humidity",), ("humid", "dry")),
+    (("precipitation", "rainfall"), ("wet", "dry")),
+    (("distance", "mileage"), ("long-distance", "short-distance")),
+    (("enrollment", "employees", "members", "staff"), ("large", "small")),
 )
 RECENT_CONCEPTS = ["recent", "latest", "newer"]
 EARLY_CONCEPTS = ["early", "earlier", "older"]
@@ -141,7 +151,12 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                     plans.append(("join", child, e, t))
                 plans.append(("count_per_parent", child, e, t))
         for c in t.columns:
-            if c.name != label and not c.is_key and c.role in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT):
+            if (
+                c.name != label
+                and not c.is_key
+                and c.role in (NUMERIC, TEMPORAL, CATEGORICAL, TEXT)
+                and readable(c.words)
+            ):
                 plans.append(("lookup", t, c, None))
         plans.append(("list_all", t, None, None))
     for bridge, ea, ta, eb, tb in labelled_bridges(a):
@@ -173,12 +188,18 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
         elif kind == "join":
             child, edge, parent = t, c, extra
             frm, al = join_sql([(child.name, edge, parent.name)], child.name)
-            vals = ctx.rows(f"SELECT DISTINCT {al[parent.name]}.{q(parent.label)} {frm} ORDER BY 1 LIMIT 20")
+            vals = [
+                r
+                for r in ctx.rows(f"SELECT DISTINCT {al[parent.name]}.{q(parent.label)} {frm} ORDER BY 1 LIMIT 25")
+                if not is_placeholder(r[0])
+            ][:20]
             if not vals:
                 continue
             v = ctx.rng.choice(vals)[0]
             sql = f"SELECT {al[child.name]}.{q(child.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
-            ask = Ask("list", target=f"{label_np(child)} of the {table_singular(parent.name)} {value_text(v)}")
+            if edge_role(a, edge) == "linked":
+                continue  # a role without a readable name cannot be said
+            ask = Ask("list", target=f"{label_np(child)} {child_of(a, edge, value_text(v))}")
         elif kind == "count_per_parent":
             child, edge, parent = t, c, extra
             if is_relation_name(child.name) or child.name in {b for b, _, _ in a.bridges()}:
@@ -187,7 +208,7 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             sql = f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {al[parent.name]}.{q(parent.label)}"
             ask = Ask(
                 "list",
-                target=f"the number of {table_plural(child.name)} for each {table_singular(parent.name)}",
+                target=f"the number of {table_plural(child.name)} {for_each_parent(a, edge)}",
                 singular=True,
             )
         elif kind == "lookup":
@@ -195,6 +216,9 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
                 f"SELECT {q(t.label)} FROM {tq} WHERE {q(t.label)} IS NOT NULL AND {q(c.name)} IS NOT NULL "
                 f"GROUP BY {q(t.label)} HAVING COUNT(*) = 1 ORDER BY 1 LIMIT 20"
             )
+            if not rows:
+                continue
+            rows = [r for r in rows if not is_placeholder(r[0])]
             if not rows:
                 continue
             v = ctx.rng.choice(rows)[0]
@@ -230,6 +254,17 @@ def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def generic_degree(c, high: bool = True) -> str:
+    """The plain degree word for a measure no adjective fits: "large"/"small" for a count or an
+    amount of things ("a large number of staff"), "high"/"low" for any other measure ("a high dock
+    count" reads as a count, "a high mean humidity"); never "considerable" or "modest", which a
+    reader takes for a concept (issue #41 item 2)."""
+    words = c.words.lower().split()
+    if column_kind(c) == "count" and words[:2] == ["number", "of"]:
+        return "large" if high else "small"
+    return "high" if high else "low"
+
+
 def concept_measure(c) -> bool:
     """A measure where high/low means something (an amount, a count, a size), not a rank (high rank
     = low number), a year, a code or a version (issue #35: "high-weekly-rank", "notable templates
@@ -239,6 +274,8 @@ def concept_measure(c) -> bool:
         return False
     if "number" in words and words[0] != "number":
         return False  # a block, room or phone number names a thing, it measures nothing
+    if is_school_level(c):
+        return False  # grade 9..12 is a school year, not a rating
     return column_kind(c) in ("money", "measure", "count")
 
 
@@ -267,6 +304,8 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
             if c.is_year:
                 kind = "date"
             else:
+                if is_school_level(c):
+                    continue  # "top-rated high-schoolers" by their school year
                 th = thresholds(c, (ctx.rng.choice([0.6, 0.7, 0.75, 0.8]),))
                 if not th:
                     continue
@@ -274,7 +313,7 @@ def build_with_evidence(ctx: BuildContext) -> Iterator[Draft]:
                 if not fit:
                     if not concept_measure(c):
                         continue  # "high-weekly-rank TV series", "high-indep-year countries": no concept
-                    adj = f"{tn} with {with_article_or_plural(ctx.rng.choice(['high', 'large']) + ' ' + col)}"
+                    adj = f"{tn} with {with_article_or_plural(generic_degree(c, high=True) + ' ' + col)}"
                 cond = f"{c.expr()} > {lit(th[0])}"
                 evidence = f"{_cap(_subject(adj, tn))} are {tn} whose {col} {be(col)} greater than {value_text(th[0])}."
         if kind == "date":

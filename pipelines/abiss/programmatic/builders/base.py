@@ -27,6 +27,7 @@ from pipelines.abiss.programmatic.phrasing import (
     is_relation_name,
     plural,
     quote_value,
+    readable,
     render,
     singular,
     table_plural,
@@ -44,6 +45,7 @@ from pipelines.abiss.programmatic.schema_analysis import (
     Edge,
     SchemaAnalysis,
     TableProfile,
+    is_placeholder,
     quote_ident,
     sql_literal,
 )
@@ -97,6 +99,15 @@ __all__ = [
     "noun_tables",
     "number_shaped",
     "same_content",
+    "is_placeholder",
+    "is_round_number",
+    "edge_role",
+    "child_of",
+    "child_of_each",
+    "for_each_parent",
+    "role_head",
+    "role_predicate",
+    "ROLE_VERBS",
 ]
 
 q = quote_ident
@@ -174,7 +185,8 @@ class BuildContext:
 
     def top_values(self, expr: str, frm: str, limit: int) -> list:
         """The ``limit`` most frequent values of ``expr`` over ``frm`` (ties by value)."""
-        return [r[0] for r in self.rows(f"SELECT {expr}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {limit}")]
+        rows = self.rows(f"SELECT {expr}, COUNT(*) {frm} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT {limit + 5}")
+        return [r[0] for r in rows if not is_placeholder(r[0])][:limit]  # no "the template ''"
 
     def say(self, ask: Ask, style: str) -> str:
         return render(ask, style, self.rng)
@@ -230,6 +242,128 @@ def condition_phrase(col, value) -> str:
     return f"whose {col.words} {be(col.words)} {quote_value(value)}"
 
 
+_KEY_WORDS = {"id", "ids", "code", "key", "no", "number", "ref", "uid"}
+
+
+def _stems(words: str) -> set[str]:
+    return {singular(w.lower()) for w in words.split()} - _KEY_WORDS
+
+
+def edge_role(analysis: SchemaAnalysis, e: Edge) -> str | None:
+    """The role a foreign key gives its parent, when a question must say it (issue #41 item 3):
+    the key column's words ("start station", "advisor", "winning aircraft") when the child reaches
+    that parent through more than one key, or when the key's name is not the parent's name (a
+    ``Student.Advisor`` key to ``Faculty`` makes the faculty member an advisor). None when the key
+    just names its parent (``station_id``, ``owner_id`` → Owners)."""
+    child = analysis.table(e.src)
+    col = child.column(e.src_col) if child else None
+    if col is None:
+        return None
+    ws = col.words.split()
+    while len(ws) > 1 and ws[-1].lower() in {"id", "ids", "name", "code", "key", "no", "number"}:
+        ws = ws[:-1]  # start_station_name → "start station": the key says which station, not its name
+    words = " ".join(ws)
+    parent = analysis.table(e.dst)
+    named = _stems(table_words(e.dst))
+    if parent is not None:
+        for k in parent.primary_key:
+            named |= _stems(column_words(k))
+    several = sum(1 for x in analysis.out_edges(e.src) if x.dst == e.dst) > 1
+    own = _stems(words)
+    if not several and (not own or own <= named):
+        return None
+    return words if words and readable(words) else "linked"
+
+
+def role_head(role: str, parent: str) -> bool:
+    """Whether a role names the parent's kind itself ("start station" of a station)."""
+    return bool(role.split()) and singular(role.split()[-1].lower()) == singular(parent.lower().split()[-1])
+
+
+# a key column named by a role of its parent ("winning aircraft", "home team") keeps that role
+ROLE_VERBS = {
+    "winning": "won by",
+    "losing": "lost by",
+    "owning": "owned by",
+    "hosting": "hosted by",
+    "home": "at home against",
+    "away": "away against",
+    "managing": "managed by",
+    "directing": "directed by",
+    "performing": "performed by",
+    "organizing": "organised by",
+    "organising": "organised by",
+    "sponsoring": "sponsored by",
+}
+_ROLE_PREPOSITIONS = {"in", "by", "at", "for", "from", "to", "with", "on"}
+
+
+def role_predicate(role: str, parent: str) -> str | None:
+    """A role said as a verb phrase with a slot for the parent: ``lost in battle`` → "lost in {}",
+    ``winning aircraft`` → "won by {}"; None when the role is a plain noun ("start station")."""
+    words = role.lower().split()
+    if len(words) < 2 or not role_head(role, parent):
+        return None
+    mods = words[:-1]
+    if len(mods) == 1 and mods[0] in ROLE_VERBS:
+        return ROLE_VERBS[mods[0]] + " {}"
+    if mods[-1] in _ROLE_PREPOSITIONS:
+        return " ".join(mods) + " {}"
+    return None
+
+
+def _role_said(analysis: SchemaAnalysis, e: Edge, plain: str, slot: str, noun) -> str:
+    """``plain`` when the key needs no role, the role's verb around ``slot`` ("lost in {slot}"), else
+    ``noun(role, parent_singular)``."""
+    ps = table_singular(e.dst)
+    role = edge_role(analysis, e)
+    if role is None:
+        return plain
+    pred = role_predicate(role, ps)
+    return pred.format(slot) if pred else noun(role, ps)
+
+
+def child_of(analysis: SchemaAnalysis, e: Edge, value_said: str) -> str:
+    """How child rows relate to one parent row with label ``value_said``: "of the station 'X'",
+    "whose start station is 'X'", "whose advisor is the faculty member 'Smith'"."""
+    ps = table_singular(e.dst)
+    return _role_said(
+        analysis,
+        e,
+        f"of the {ps} {value_said}",
+        f"the {ps} {value_said}",
+        lambda role, ps: (
+            f"whose {role} is {value_said}" if role_head(role, ps) else f"whose {role} is the {ps} {value_said}"
+        ),
+    )
+
+
+def child_of_each(analysis: SchemaAnalysis, e: Edge, quant: str, post: str = "") -> str:
+    """A quantified parent (``post`` modifies it) with its role: "of each station", "lost in every
+    battle", "with every station as their start station", "with each faculty member whose rank is
+    'Instructor' as their advisor"."""
+    ps = table_singular(e.dst)
+    return _role_said(
+        analysis,
+        e,
+        f"of {quant} {ps}{post}",
+        f"{quant} {ps}{post}",
+        lambda role, ps: f"with {quant} {ps}{post} as their {role}",
+    )
+
+
+def for_each_parent(analysis: SchemaAnalysis, e: Edge) -> str:
+    """ "for each station", "for each start station", "for each faculty member as advisor"."""
+    ps = table_singular(e.dst)
+    return _role_said(
+        analysis,
+        e,
+        f"for each {ps}",
+        f"each {ps}",
+        lambda role, ps: f"for each {role}" if role_head(role, ps) else f"for each {ps} as {role}",
+    )
+
+
 def label_np(table: TableProfile) -> str:
     """Plural noun phrase naming rows of a table by its label: "the titles of the courses"; a label
     that repeats the table's name says nothing more ("the departments" for ``department.dept_name``)."""
@@ -238,8 +372,8 @@ def label_np(table: TableProfile) -> str:
         return f"the {tname}"
     col = table.column(table.label)
     lwords = col.words if col is not None else column_words(table.label)
-    tw = {w.rstrip("s") for w in table_words(table.name).lower().split()}
-    rest = [w for w in lwords.split() if w.lower().rstrip("s") not in tw]
+    tw = {singular(w) for w in table_words(table.name).lower().split()}
+    rest = [w for w in lwords.split() if singular(w.lower()) not in tw]  # "country name" of countries
     if not rest:
         return f"the {tname}"
     return f"the {plural(' '.join(rest))} of the {tname}"
@@ -349,12 +483,26 @@ def round_threshold(v, values: list, qn: float, side: str = "upper"):
             t = int(t) if t.is_integer() else float(f"{t:.6g}")
         if t == 0 and x != 0:
             continue
-        if _keeps_rows(values, t, side) and abs(_share_below(values, t) - qn) <= ROUND_TOLERANCE:
+        # on a handful of rows one row moves the share by more than the tolerance: allow one row
+        tol = max(ROUND_TOLERANCE, 1.5 / len(values)) if values else ROUND_TOLERANCE
+        if _keeps_rows(values, t, side) and abs(_share_below(values, t) - qn) <= tol:
             return t
     return v
 
 
 _DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def is_round_number(v) -> bool:
+    """Whether a person says ``v`` as it is: two significant digits (45, 2,500,000, 0.5), a half step
+    (185), an integer up to 100 or a year; a date or text counts as said."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return True
+    x = float(v)
+    if x == 0 or (x.is_integer() and (abs(x) <= 100 or 1000 <= x <= 2200)):
+        return True
+    digits = f"{abs(x):.10g}".replace(".", "").lstrip("0").rstrip("0")
+    return len(digits) <= 2 or (len(digits) == 3 and digits.endswith("5"))
 
 
 def _gt(x, y) -> bool:
@@ -375,11 +523,15 @@ def number_shaped(col) -> bool:
 
 def numeric_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
     """Numeric *measures* (see :func:`is_measure`) with at least ``min_distinct`` values."""
-    return [c for c in table.columns if c.role == NUMERIC and c.distinct >= min_distinct and is_measure(c)]
+    return [
+        c
+        for c in table.columns
+        if c.role == NUMERIC and c.distinct >= min_distinct and is_measure(c) and readable(c.words)
+    ]
 
 
 def temporal_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnProfile]:
-    return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct]
+    return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct and readable(c.words)]
 
 
 def categorical_columns(table: TableProfile, text_only: bool = False) -> list[ColumnProfile]:
@@ -395,6 +547,7 @@ def categorical_columns(table: TableProfile, text_only: bool = False) -> list[Co
         and not c.primary_key
         and not is_flag(c)
         and (c.role != NUMERIC or c.text_number or is_measure(c) or c.is_year)
+        and readable(c.words)
     ]
 
 
@@ -429,6 +582,8 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
             continue
         if c.role == NUMERIC and not (is_measure(c) or c.is_year):
             continue
+        if not readable(c.words):
+            continue  # "whose in season is ...": no phrase a person would say
         out.append(Attr(c.expr("T1"), c.words, c.role, tuple(c.values), tuple(c.sample), "", c.name))
     for i, e in enumerate([e for e in analysis.out_edges(table.name) if e.dst != table.name]):
         parent = analysis.table(e.dst)
@@ -439,7 +594,10 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
             continue
         alias = f"P{i + 1}"
         join = f"JOIN {q(parent.name)} AS {alias} ON T1.{q(e.src_col)} = {alias}.{q(e.dst_col)}"
-        words = table_singular(parent.name)
+        role = edge_role(analysis, e)
+        if role == "linked" or (role and role_predicate(role, table_singular(parent.name))):
+            continue  # a role with no readable name, or a verb ("lost in battle"), is no attribute noun
+        words = role or table_singular(parent.name)
         if words.lower() in {w.lower() for w in [x.words for x in out]}:
             words = humanize(e.src_col).removesuffix(" id")
         out.append(

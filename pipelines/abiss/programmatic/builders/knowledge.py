@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pipelines.abiss.programmatic.builders.answerable import FITTING_ADJECTIVES, concept_measure, date_concepts
+from pipelines.abiss.programmatic.builders.answerable import (
+    FITTING_ADJECTIVES,
+    concept_measure,
+    date_concepts,
+    fitting_adjective,
+    generic_degree,
+)
 from pipelines.abiss.programmatic.builders.base import (
+    ROLE_VERBS,
     TEMPORAL,
     Ask,
     BuildContext,
@@ -13,6 +20,8 @@ from pipelines.abiss.programmatic.builders.base import (
     Reading,
     be,
     categorical_columns,
+    edge_role,
+    is_round_number,
     join_sql,
     label_np,
     labelled_tables,
@@ -20,6 +29,7 @@ from pipelines.abiss.programmatic.builders.base import (
     numeric_columns,
     q,
     register,
+    role_head,
     singular,
     table_plural,
     table_singular,
@@ -47,8 +57,6 @@ _PLACE_LIKE = {
     "location",
     "zone",
 }
-VAGUE_HIGH = ["high", "large", "considerable"]
-VAGUE_LOW = ["low", "small", "modest"]
 # quantiles of the two readings: far apart, so the readings differ by a real share of rows
 # (the driver also checks that share, see pipelines.abiss.programmatic._verify)
 VAGUE_QUANTILES = {"high": (0.4, 0.8), "low": (0.2, 0.6), "recent": (0.4, 0.8)}
@@ -59,18 +67,17 @@ def _recent_fits(words: str) -> bool:
     return concepts is not None and "younger" not in concepts[0]
 
 
-def _vague_word(words: str, kind: str, rng) -> tuple[str, bool]:
+def _vague_word(col, kind: str) -> tuple[str, bool]:
     """``(word, adjective_alone)``: a fitting adjective says it alone ("heavy cars", "old students");
-    otherwise a generic one qualifies the column ("cars with a high engine displacement")."""
-    ws = {w.lower() for w in words.split()}
+    otherwise the plain degree qualifies the column ("cars with a high engine displacement")."""
+    ws = {w.lower() for w in col.words.split()}
     for keys, (hi, lo) in FITTING_ADJECTIVES:
         if ws & set(keys) and " " not in hi and "-" not in hi:
             return (lo if kind == "low" else hi), True
-    return rng.choice(VAGUE_LOW if kind == "low" else VAGUE_HIGH), False
+    return generic_degree(col, high=kind != "low"), False
 
 
 VAGUE_RECENT = ["recent", "latest", "new"]
-CONFLICT_CONCEPTS = ["notable", "standout", "important", "outstanding"]
 
 
 @register("lexical_vagueness", "lexical_vagueness.threshold")
@@ -102,7 +109,7 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
             subject = f"{word} {tn}" if only else f"{tn} with {with_article(word + ' ' + col)}"
             hk = [f"'{word}' means {with_article_or_plural(col)} on or after {value_text(th)}." for th in ths]
         else:
-            word, alone = _vague_word(col, kind, ctx.rng)
+            word, alone = _vague_word(c, kind)
             if alone:
                 subject, term = f"{word} {tn}", word
             else:
@@ -124,29 +131,16 @@ def build_vagueness(ctx: BuildContext) -> Iterator[Draft]:
         yield Draft("lexical_vagueness", f"lexical_vagueness.{kind}", ctx.say(ask, style), style, readings=readings)
 
 
-# a key column named by a role of its parent ("winning aircraft", "home team") keeps that role
-ROLE_VERBS = {
-    "winning": "won by",
-    "losing": "lost by",
-    "owning": "owned by",
-    "hosting": "hosted by",
-    "home": "at home against",
-    "away": "away against",
-    "managing": "managed by",
-    "directing": "directed by",
-    "performing": "performed by",
-    "organizing": "organised by",
-    "organising": "organised by",
-    "sponsoring": "sponsored by",
-}
-
-
-def role_phrase(key_words: str, parent: str) -> str:
+def role_phrase(key_words: str, parent: str, role: str | None = None) -> str:
     """How rows relate to "my <parent>" through a key column: ``Winning_Aircraft`` → "won by my
     aircraft", ``lost_in_battle`` → "lost in my battle", ``current_address_id`` → "whose current
     address is mine", a key named like its parent → "of my aircraft"."""
     words = key_words.lower().split()
+    if words[-1:] == ["id"] and len(words) > 1:
+        words = words[:-1]
     head = singular(parent.lower().split()[-1]) if parent.split() else ""
+    if role and words and singular(words[-1]) != head and len(words) == 1:
+        return f"with the same {role} as mine"  # Advisor → faculty: "with the same advisor as mine"
     if not words or [singular(w) for w in words] == [singular(w) for w in parent.lower().split()]:
         return f"of my {parent}"
     if singular(words[-1]) == head and len(words) > 1:
@@ -198,8 +192,16 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
                 f"SELECT {al[t.name]}.{q(t.label)} {frm} WHERE {al[parent.name]}.{q(parent.label)} = {lit(v)}"
                 for v in (v1, v2)
             ]
-            # the key column says the parent's role: Winning_Aircraft → "won by my aircraft"
-            np = f"{label_np(t)} {role_phrase(t.column(edge.src_col).words, what)}"
+            # the key column says the parent's role: Winning_Aircraft → "won by my aircraft",
+            # Advisor → "with the same advisor as mine" (not "of my faculty member")
+            role = edge_role(a, edge)
+            if role == "linked":
+                continue
+            np = f"{label_np(t)} {role_phrase(role or t.column(edge.src_col).words, what, role)}"
+            if role and not role_head(role, what) and np.endswith(f"of my {what}"):
+                np = f"{label_np(t)} with the same {role} as mine"
+            if role:
+                what = role  # "the user's end station is ...", not "the user's station"
         readings = [Reading(s, f"The user's {what} {be(what)} {value_text(v)}.") for s, v in zip(sqls, (v1, v2))]
         yield Draft(
             "missing_user_knowledge",
@@ -212,24 +214,32 @@ def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
 
 @register("conflicting_knowledge", "conflicting_knowledge.two_definitions")
 def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
+    """Two definitions of one concept whose adjective fits what both columns measure ("an expensive
+    product is one whose price is above 50" / "... above 100"; "large" by capacity or by area). A
+    measure no adjective fits defines no concept: no "standout station" by latitude, no "notable
+    student" by age (issue #41 item 2)."""
     plans = []
     for t in labelled_tables(ctx.analysis):
         conds = []
         for c in numeric_columns(t):
             if not concept_measure(c):
-                continue  # an "important singer" is not defined by a birth year or a version number
+                continue
+            adj, fit = fitting_adjective(c.words, high=True)
+            if not fit:
+                continue
             for qn in (0.5, 0.65, 0.85):
                 th = thresholds(c, (qn,))
-                if th:
+                if th and is_round_number(th[0]):  # "greater than 322" is no definition a person writes
                     conds.append(
                         (
                             f"{c.expr()} > {lit(th[0])}",
                             f"{c.words} {be(c.words)} greater than {value_text(th[0])}",
                             c.name,
                             qn,
+                            adj,
                         )
                     )
-        pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[2] != c2[2]]
+        pairs = [(c1, c2) for i, c1 in enumerate(conds) for c2 in conds[i + 1 :] if c1[2] != c2[2] and c1[4] == c2[4]]
         if not pairs:
             # one measure: two definitions that disagree on its threshold ("more than 90 credits" vs
             # "more than 120"), at distant quantiles so the readings differ
@@ -237,16 +247,16 @@ def build_conflicting(ctx: BuildContext) -> Iterator[Draft]:
                 (c1, c2)
                 for i, c1 in enumerate(conds)
                 for c2 in conds[i + 1 :]
-                if c1[0] != c2[0] and abs(c1[3] - c2[3]) >= 0.3
+                if c1[2] == c2[2] and c1[0] != c2[0] and abs(c1[3] - c2[3]) >= 0.3
             ]
         plans += [(t, c1, c2) for c1, c2 in pairs]
     if not plans:
-        ctx.unsupported("no labelled table with two distinct definable conditions")
+        ctx.unsupported("no labelled table with a measure an adjective fits, at two distinct thresholds")
         return
     for t, c1, c2 in ctx.shuffled(plans):
         style = ctx.next_style()
         tn, ts = table_plural(t.name), table_singular(t.name)
-        adj = ctx.rng.choice(CONFLICT_CONCEPTS)
+        adj = c1[4]
         defs = [f"{with_article(adj + ' ' + ts).capitalize()} is one whose {c[1]}." for c in (c1, c2)]
         evidence = " ".join(defs)
         count = ctx.rng.random() < 0.4

@@ -28,6 +28,7 @@ from pipelines.abiss.programmatic.builders.base import (
     value_text,
     with_article_or_plural,
 )
+from pipelines.abiss.programmatic.phrasing import UNIT_WORDS
 
 _NAME_PARTS = {"first", "last", "middle", "given", "family", "sur", "maiden"}
 _WEAK_HEADS = {"by", "of", "in", "on", "at", "to", "is", "if", "yn", "old", "new", "code", "details", "other"}
@@ -38,8 +39,8 @@ def build_lexical_overlap(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
     plans = []
     for tname, head, cols in a.head_noun_groups():
-        if head in _WEAK_HEADS or len(head) < 3:
-            continue
+        if head in _WEAK_HEADS or head in UNIT_WORDS or len(head) < 3:
+            continue  # "the inches of the weather records": a unit is no head noun
         if head == "name" and all(c.words.split()[0] in _NAME_PARTS for c in cols):
             continue  # "the names of the students" means the full name, not a first or last name
         t = a.table(tname)

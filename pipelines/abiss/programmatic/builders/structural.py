@@ -17,7 +17,9 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     bridge_join_sql,
     categorical_columns,
+    child_of_each,
     condition_phrase,
+    edge_role,
     is_relation_name,
     join_sql,
     label_np,
@@ -50,6 +52,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             continue
         if is_relation_name(child.name) or is_relation_name(parent.name):
             continue  # "the grades of the takes of every course": a relationship table is no noun
+        if edge_role(a, e) == "linked":
+            continue  # the key's role has no readable name
         for c in categorical_columns(child, text_only=True):
             if c.name == e.src_col or c.is_key or c.role == NUMERIC or number_shaped(c):
                 continue  # "the ages shared by all breeds", a collective price of 9.99: no shared property
@@ -63,8 +67,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                     alabel=f"{al[parent.name]}.{q(parent.label)}",
                     atable=parent,
                     aalias=al[parent.name],
-                    np=lambda quant, parent=parent, child=child, c=c: (
-                        f"the {plural(c.words)} of the {table_plural(child.name)} of {quant} {table_singular(parent.name)}"
+                    np=lambda quant, post, child=child, c=c, e=e: (
+                        f"the {plural(c.words)} of the {table_plural(child.name)} {child_of_each(a, e, quant, post)}"
                     ),
                     what=plural(c.words),
                 )
@@ -80,7 +84,9 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                 alabel=f"T2.{q(ta.label)}",
                 atable=ta,
                 aalias="T2",
-                np=lambda quant, ta=ta, tb=tb: f"the {table_plural(tb.name)} of {quant} {table_singular(ta.name)}",
+                np=lambda quant, post, ta=ta, tb=tb: (
+                    f"the {table_plural(tb.name)} of {quant} {table_singular(ta.name)}{post}"
+                ),
                 what=table_plural(tb.name),
             )
         )
@@ -91,8 +97,8 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
     for plan in ctx.shuffled(plans):
         # optional filter on A's categorical columns so the collective reading is non-empty
         filters = [("", "")]
-        for c in categorical_columns(plan["atable"], text_only=True)[:4]:
-            for v in c.values[:5]:
+        for c in categorical_columns(plan["atable"], text_only=False)[:6]:
+            for v in c.values[:8]:
                 filters.append(
                     (
                         f" WHERE {plan['aalias']}.{q(c.name)} = {lit(v)}",
@@ -100,9 +106,13 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
                     )
                 )
         for where, phrase in filters:
+            # the collective reading quantifies over every row of the named set, not only those with
+            # linked rows: "every faculty member in room 119" divides by all 20 in the room, not by
+            # the 4 who advise students (issue #41 item 6)
+            named_set = f"FROM {q(plan['atable'].name)} AS {plan['aalias']}{where}"
             collective = (
                 f"SELECT {plan['value']} {plan['frm']}{where} GROUP BY {plan['value']} "
-                f"HAVING COUNT(DISTINCT {plan['key']}) = (SELECT COUNT(DISTINCT {plan['key']}) {plan['frm']}{where})"
+                f"HAVING COUNT(DISTINCT {plan['key']}) = (SELECT COUNT(DISTINCT {plan['key']}) {named_set})"
             )
             if not ctx.rows(collective):
                 continue
@@ -116,7 +126,7 @@ def build_scope(ctx: BuildContext) -> Iterator[Draft]:
             style = ctx.next_style()
             quant = ctx.rng.choice(QUANTIFIERS)
             aname = table_singular(plan["atable"].name)
-            np = plan["np"](quant) + phrase
+            np = plan["np"](quant, phrase)  # the filter modifies the quantified parent
             readings = [
                 Reading(
                     collective,
@@ -163,6 +173,8 @@ def build_attachment(ctx: BuildContext) -> Iterator[Draft]:
             continue
         if any(is_relation_name(x.name) for x in (ta, tb, tp)):
             continue
+        if edge_role(a, e1) or edge_role(a, e2):
+            continue  # "the trips and the stations of the city X" would leave a key's role unsaid
         plans.append(("siblings", ta, e1, tb, e2, tp))
         plans.append(("siblings", tb, e2, ta, e1, tp))
     # one table: "whose c is v1 or v2 with a n above x" (c may be a parent's label)

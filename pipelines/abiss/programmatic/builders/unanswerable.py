@@ -14,6 +14,7 @@ from pipelines.abiss.programmatic.builders.base import (
     Ask,
     BuildContext,
     Draft,
+    is_placeholder,
     is_plural,
     labelled_tables,
     noun_tables,
@@ -26,11 +27,14 @@ from pipelines.abiss.programmatic.builders.base import (
 )
 from pipelines.abiss.programmatic.entity_kinds import (
     EU_PLACES,
+    FITS,
     TIME_ZONE_PLACES,
     column_head,
     column_kind,
     fits,
+    is_school_level,
     table_kind,
+    table_kinds,
 )
 from pipelines.abiss.programmatic.phrasing import render_free
 
@@ -109,7 +113,7 @@ ATTRIBUTE_FITS = {
     "energy rating": {"place", "product"},
     **{p: {"person"} for p in PERSON_ONLY},
     "insurance policy number": {"person", "product"},
-    "tax identification number": {"person", "organisation"},
+    "tax identification number": {"person", "business"},
     "website": {"organisation"},
     "annual revenue": {"organisation"},
     "opening hours": {"organisation", "place"},
@@ -119,10 +123,14 @@ ATTRIBUTE_FITS = {
 }
 
 
-def _attribute_fits(phrase: str, t, kind: str | None = None) -> bool:
-    """Ask only for what such a row could have: a person's phone number, a company's website."""
+def _attribute_fits(phrase: str, t, kinds: set[str] | None = None) -> bool:
+    """Ask only for what such a row could have: a person's phone number, a company's website, a
+    customer's loyalty points (not a professor's)."""
+    kinds = kinds or table_kinds(t)
+    if phrase in FITS:
+        return fits(phrase, kinds)
     allowed = ATTRIBUTE_FITS.get(phrase)
-    return allowed is None or (kind or table_kind(t)) in allowed
+    return (allowed is None or bool(kinds & allowed)) and fits(phrase, kinds)
 
 
 _GRADE = {"grade", "score", "rating", "mark", "marks", "points"}
@@ -134,12 +142,12 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
     tables = labelled_tables(a) or noun_tables(a) or a.nonempty_tables or a.tables
     plans = []
     for t in tables:
-        kind = table_kind(t)
+        kinds = table_kinds(t)
         for phrase, terms in MISSING_ATTRIBUTES:
-            if _attribute_fits(phrase, t, kind):
+            if _attribute_fits(phrase, t, kinds):
                 plans.append(("attribute", t, phrase, terms))
         for phrase, terms in MISSING_ENTITIES:
-            if fits(phrase, kind):  # no "suppliers of a pilot", "parking spaces of a schedule"
+            if fits(phrase, kinds):  # no "suppliers of a pilot", "awards of a bike station"
                 plans.append(("entity", t, phrase, terms))
     for kind, t, phrase, terms in ctx.shuffled(plans):
         if any(a.mentions(term) for term in terms):
@@ -152,7 +160,8 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
             if lab and lab.values:
                 example = ctx.rng.choice(lab.values[:5])
             else:
-                rows = ctx.rows(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(t.label)} IS NOT NULL LIMIT 5")
+                rows = ctx.rows(f"SELECT {q(t.label)} FROM {q(t.name)} WHERE {q(t.label)} IS NOT NULL LIMIT 10")
+                rows = [r for r in rows if not is_placeholder(r[0])][:5]
                 if rows:
                     example = ctx.rng.choice(rows)[0]
         cols = ", ".join(c.name for c in t.columns[:8]) + (", ..." if len(t.columns) > 8 else "")
@@ -192,18 +201,57 @@ def build_missing_entity(ctx: BuildContext) -> Iterator[Draft]:
         )
 
 
+# How a person relates rows of two kinds (entity_kinds.table_kind): "students who took part in the
+# race", "concerts held at the stadium", not "working with" / "assigned to" everywhere. A pair of
+# kinds not listed takes the neutral "related to".
+RELATION_VERBS = {
+    ("person", "organisation"): ["who work for", "who are members of"],
+    ("person", "event"): ["who took part in", "who attended"],
+    ("person", "place"): ["who have visited", "who live in"],
+    ("person", "product"): ["who own", "who bought"],
+    ("person", "person"): ["who know", "who have worked with"],
+    ("person", "document"): ["who wrote", "who have read"],
+    ("organisation", "person"): ["employing", "with as a member"],
+    ("organisation", "place"): ["located in", "based in"],
+    ("organisation", "event"): ["that took part in", "that sponsored"],
+    ("organisation", "product"): ["that make", "that sell"],
+    ("event", "place"): ["held at", "that took place at"],
+    ("event", "organisation"): ["organised by", "sponsored by"],
+    ("event", "person"): ["involving", "attended by"],
+    ("event", "product"): ["involving", "featuring"],
+    ("event", "event"): ["that took place during"],
+    ("product", "person"): ["owned by", "bought by"],
+    ("product", "organisation"): ["made by", "sold by"],
+    ("product", "place"): ["available in", "sold in"],
+    ("product", "event"): ["used in", "featured in"],
+    ("place", "person"): ["visited by", "home to"],
+    ("place", "event"): ["that hosted"],
+    ("place", "organisation"): ["home to"],
+    ("document", "person"): ["written by", "about"],
+    ("document", "organisation"): ["issued by", "about"],
+}
+
+
+def relation_verb(ta, tb, rng) -> str:
+    """A verb phrase a person uses between rows of ``ta`` and a row of ``tb``."""
+    return rng.choice(RELATION_VERBS.get((table_kind(ta), table_kind(tb)), ["related to"]))
+
+
 @register("missing_relationship", "missing_relationship.unlinked_tables")
 def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
+    """Two entity tables nothing links: no join path in the schema (not even through other tables
+    or a same-named key) and no inclusion dependency in the data (issue #41 item 5). A relationship
+    through tracks (invoice lines → tracks ← playlist tracks) or through shared values (a trip's
+    start day is a weather date) is not missing."""
     a = ctx.analysis
-    bridge_names = {b for b, _, _ in a.bridges()}
+    bridge_names = {b for b, _, _ in a.bridges()} | set(a.linking_tables)
     ents = [t for t in labelled_tables(a) if t.name not in bridge_names]
 
     def unrelated_pairs():
-        # lazily, source by source (one relationship search each): the driver stops after a few
-        # drafts, so wide schemas never pay for all pairs of tables
+        # lazily, source by source: the driver stops after a few drafts, so wide schemas never pay
+        # for all pairs of tables (the data check runs in the driver, on the drafts it sees)
         for ta in ctx.shuffled(ents):
-            rel = a.related_set(ta.name)
-            others = [tb for tb in ents if tb.name != ta.name and tb.name not in rel]
+            others = [tb for tb in ents if tb.name != ta.name and not a.joinable(ta.name, tb.name)]
             for tb in ctx.shuffled(others)[:3]:
                 yield ta, tb
 
@@ -219,27 +267,22 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
                 for r in ctx.rows(f"SELECT {q(tb.label)} FROM {q(tb.name)} WHERE {q(tb.label)} IS NOT NULL LIMIT 5")
             ]
         )
+        vals = [x for x in vals if not is_placeholder(x)]
         if not vals:
             continue
         v = ctx.rng.choice(vals)
         style = ctx.next_style()
         an, bs = table_plural(ta.name), table_singular(tb.name)
-        verb = ctx.rng.choice(["associated with", "responsible for", "assigned to", "working with", "linked to"])
+        verb = relation_verb(ta, tb, ctx.rng)
         if ctx.rng.random() < 0.35:
             ask = Ask("count", subject=f"{an} {verb} the {bs} {value_text(v)}")
         else:
             ask = Ask("list", target=f"the {an} {verb} the {bs} {value_text(v)}")
-        path = a.path(ta.name, tb.name, max_edges=len(a.tables))
-        via = ""
-        if path:
-            hops = [s[2] for s in path[:-1]]
-            if hops:
-                via = f" They are only indirectly connected through {', '.join(hops)}, which does not record which {an} are {verb} which {plural(bs)}."
-        else:
-            via = " No chain of foreign keys connects the two tables at all."
         feedback = (
-            f"Both {ta.name} and {tb.name} exist, but no foreign key, linking table or column holding the other's keys relates {an} to "
-            f"{plural(bs)}.{via} {ADMIN[0].upper() + ADMIN[1:]} to add a table recording this relationship."
+            f"Both {ta.name} and {tb.name} exist, but nothing in the database relates {an} to {plural(bs)}: "
+            f"no foreign key, linking table or chain of tables joins them, and no column of one holds values "
+            f"of the other. {ADMIN[0].upper() + ADMIN[1:]} to add a table recording which {an} are {verb} "
+            f"which {plural(bs)}."
         )
         yield Draft(
             "missing_relationship",
@@ -250,7 +293,7 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
             absence=Absence("relationship", tables=(ta.name, tb.name)),
         )
     if not found:
-        ctx.unsupported("every pair of entity tables is linked by a foreign-key relationship")
+        ctx.unsupported("every pair of entity tables is joined by a path of foreign keys or shared key columns")
 
 
 @register("missing_external_knowledge", "missing_external_knowledge.mapping")
@@ -272,7 +315,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                         ("exchange", "currency", "rate"),
                     )
                 )
-            if kind in ("measure", "count") and words & _GRADE:
+            if kind in ("measure", "count") and words & _GRADE and not is_school_level(c):
                 plans.append(
                     (
                         Ask("list", target=f"the {col} of the {tn} in letter-grade notation (A-F)"),
@@ -290,6 +333,8 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                     )
                 )
             place = column_head(c) if kind == "place" else ""  # place names, not codes, addresses or e-mails
+            if place and (c.name == t.label or place == table_singular(t.name).split()[-1].lower()):
+                place = ""  # "countries whose country name is in an EU member state": the row is the place
             if place in EU_PLACES:
                 plans.append(
                     (
@@ -326,8 +371,8 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                     )
                 )
                 break
-        if not fits("regulations", table_kind(t)):
-            continue  # only organisations are subject to industry regulations
+        if not fits("regulations", table_kinds(t)):
+            continue  # only businesses are subject to industry regulations (not student clubs)
         plans.append(
             (
                 Ask("which", subject=f"{tn} that comply with the current industry regulations"),
