@@ -38,6 +38,7 @@ class Preset:
     checkpoint_every: int = 8  # rollout batches (= updates) between checkpoints
     extra_questions: int = 2  # budget |Amb| + 2
     reward: str = "f1"  # f1 (Eq. 2) or sr (Eq. 3, the ablation)
+    constrained: bool = True  # decode the decision under its JSON grammar (forced tokens carry no loss)
     seed: int = 0
 
     def to_dict(self) -> dict:
