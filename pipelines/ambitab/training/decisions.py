@@ -13,7 +13,7 @@
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pipelines.ambitab.protocol.training import group_advantages, reward_f1, reward_sr
@@ -55,10 +55,13 @@ class Batch:
     groups_kept: int  # groups with a non-zero advantage (or the one kept)
 
 
-def build_batch(rows: Sequence[dict], log: Sequence[Decision], reward: str = "f1") -> Batch:
+def build_batch(
+    rows: Sequence[dict], log: Sequence[Decision], reward: str = "f1", reward_fn: Callable[[dict], float] | None = None
+) -> Batch:
     """Rewards, group advantages (a group = the K trajectories of one request) and the retained
-    decisions, in rollout order. ``log`` holds every asker output of the rollout (any order)."""
-    rewards = {r["episode_id"]: trajectory_reward(r, reward) for r in rows}
+    decisions, in rollout order. ``log`` holds every asker output of the rollout (any order);
+    ``reward_fn`` (an episode row -> reward) replaces the named reward (tests, toy tasks)."""
+    rewards = {r["episode_id"]: (reward_fn(r) if reward_fn else trajectory_reward(r, reward)) for r in rows}
     groups: dict[str, list[str]] = {}
     for r in rows:
         groups.setdefault(r["record_id"], []).append(r["episode_id"])

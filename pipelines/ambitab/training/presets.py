@@ -38,6 +38,7 @@ class Preset:
     checkpoint_every: int = 8  # rollout batches (= updates) between checkpoints
     extra_questions: int = 2  # budget |Amb| + 2
     reward: str = "f1"  # f1 (Eq. 2) or sr (Eq. 3, the ablation)
+    gradient_checkpointing: bool = False  # recompute activations in backward (GPU memory for long prompts)
     constrained: bool = True  # decode the decision under its JSON grammar (forced tokens carry no loss)
     seed: int = 0
 
@@ -56,6 +57,9 @@ PRESETS = {
         nominal_batch=512,
         updates=136,
         lr=5e-5,
+        # one 140 GB GPU: 8B bf16 weights (16 GB) + LoRA + AdamW states; prompts up to 32k tokens
+        # are trained one decision at a time with activations recomputed in the backward pass
+        gradient_checkpointing=True,
     ),
     # this 2-core machine: the embedded SmolLM2-135M, 2 requests x 4 trajectories (B = 4 x 8
     # trajectories x ~3 decisions ~ 24 decisions per update), short outputs, a small adapter

@@ -99,6 +99,7 @@ class Trainer:
         solver: Solver | None = None,
         verifier: Verifier | None = None,
         progress: Callable[[str], None] | None = None,
+        reward_fn: Callable[[dict], float] | None = None,
     ):
         if not tasks:
             raise ValueError("no training records")
@@ -111,6 +112,7 @@ class Trainer:
                 raise ValueError("the outcome reward (sr) needs records verifiable here; none of these is")
         self.preset, self.tasks, self.oracle, self.run_dir = preset, list(tasks), oracle, Path(run_dir)
         self.tokenizer, self.model_ref, self.progress = tokenizer, model_ref, progress or (lambda s: None)
+        self.reward_fn = reward_fn
         torch.manual_seed(preset.seed)
         self.policy = with_lora(model, preset)
         self.sampler = make_sampler(
@@ -284,7 +286,7 @@ class Trainer:
         t0 = time.monotonic()
         rows, log = self.rollout(self.update)
         t1 = time.monotonic()
-        batch = build_batch(rows, log, self.preset.reward)
+        batch = build_batch(rows, log, self.preset.reward, self.reward_fn)
         opt = self.optimize(batch)
         self.update += 1
         stats = UpdateStats(
