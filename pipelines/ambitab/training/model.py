@@ -14,6 +14,33 @@ class ModelError(ValueError):
     """A model that cannot be used as an asker (one line, names the model and what to do)."""
 
 
+def check_hub_model(src: ModelSource, timeout_s: float = 3.0) -> None:
+    """A hub id is used from the local cache, or downloaded when the hub answers within
+    ``timeout_s``; offline it is refused at once (transformers retried for ~86 s first)."""
+    if src.gguf_file or os.path.isdir(src.path):
+        return
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if isinstance(try_to_load_from_cache(src.path, "config.json"), str):
+        return  # cached: transformers loads it without the network
+    if constants.HF_HUB_OFFLINE:
+        raise ModelError(
+            f"model {src.path}: not in the local model cache and HF_HUB_OFFLINE is set; "
+            "download it first or give a local model folder (--model PATH)"
+        )
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout_s).close()
+    except OSError:
+        raise ModelError(
+            f"model {src.path}: not in the local model cache and the model hub is unreachable; "
+            "give a local model folder (--model PATH)"
+        ) from None
+
+
 def load_tokenizer(src: ModelSource):
     try:
         tok = AutoTokenizer.from_pretrained(src.path, gguf_file=src.gguf_file)
