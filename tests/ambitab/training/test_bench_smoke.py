@@ -29,3 +29,15 @@ def test_bench_smoke_writes_a_report_and_figures(shared_data, tmp_path, isolated
     for png in ("learning_curve.png", "gain.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["s_per_update"] > 0 and report["peak_rss_mib"] > 0
+
+
+@pytest.mark.integration
+def test_gpu_bench_smoke_runs_the_paper_preset_path_on_the_cpu(shared_data, tmp_path, isolated_home):
+    """The GPU bench's smoke mode: the paper preset (gradient checkpointing on) on a tiny model."""
+    env = {**os.environ, "QUANDARY_HOME": str(isolated_home), "HF_HUB_OFFLINE": "1"}
+    bench = [sys.executable, str(REPO / "bench" / "bench_ambitab_train_gpu.py"), "--smoke", "--out", str(tmp_path)]
+    done = subprocess.run(bench, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["preset"] == "paper" and report["device"] == "cpu" and report["updates"] == 2
+    assert (tmp_path / "learning_curve.png").is_file() and (tmp_path / "gain.png").is_file()
