@@ -140,7 +140,7 @@ def ambitab_asker_checkpoint(
 
         def show(line: str) -> None:
             context.log.info(line)
-            p.step = line.split(" · ", 1)[1] if " · " in line else "training"
+            p.step = line  # the live bar shows the last update's reward, KL, entropy, kept groups
             p.advance(1)
 
         trainer.progress = show

@@ -316,7 +316,7 @@ class Trainer:
             s = self.step()
             self.progress(
                 f"update {s.update}/{p.updates}: reward {s.reward:.3f} · KL {s.kl:.4f} · entropy {s.entropy:.3f} "
-                f"· {s.decisions} decisions · {s.rollout_s + s.update_s:.0f}s"
+                f"· kept {s.groups_kept}/{s.groups} groups · {s.decisions} decisions · {s.rollout_s + s.update_s:.0f}s"
             )
             if self.update % p.checkpoint_every == 0 or self.update == stop_at:
                 self.save()
