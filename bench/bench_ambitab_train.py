@@ -44,7 +44,13 @@ from pipelines.ambitab.protocol.verifier import Verifier  # noqa: E402
 from pipelines.ambitab.training import asker_names  # noqa: E402, F401  (registers checkpoint:)
 from pipelines.ambitab.training.checkpoints import new_run_dir  # noqa: E402
 from pipelines.ambitab.training.decisions import trajectory_reward  # noqa: E402
-from pipelines.ambitab.training.model import load_model, load_tokenizer, resolve_device, set_threads  # noqa: E402
+from pipelines.ambitab.training.model import (  # noqa: E402
+    load_model,
+    load_tokenizer,
+    resolve_device,
+    set_threads,
+    tiny_random_model,
+)
 from pipelines.ambitab.training.presets import get_preset, resolve_model  # noqa: E402
 from pipelines.ambitab.training.trainer import Trainer  # noqa: E402
 from pipelines.core.stats import cluster_bootstrap  # noqa: E402
@@ -89,24 +95,8 @@ def paired_gain(trained: list[dict], base: list[dict]) -> dict:
 
 def tiny_model_dir(folder: Path) -> str:
     """--smoke: a tiny random Llama with the embedded model's tokenizer, saved as a local folder."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     tok = load_tokenizer(resolve_model("embedded:smollm2"))
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        initializer_range=0.2,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(folder)
+    tiny_random_model(tok, initializer_range=0.2).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
 

@@ -100,6 +100,28 @@ def load_model(src: ModelSource, dtype: torch.dtype | None = None, device: str =
     return model.to(device)
 
 
+def tiny_random_model(tokenizer, initializer_range: float = 0.02):
+    """A tiny randomly initialised Llama with ``tokenizer``'s vocabulary (tests and the benches'
+    smoke runs: the real code paths in seconds). A larger ``initializer_range`` gives weights a
+    LoRA can move the choices of (at 0.02 the logits barely leave uniform)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        initializer_range=initializer_range,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return LlamaForCausalLM(cfg)
+
+
 def lora_config(preset: Preset) -> LoraConfig:
     return LoraConfig(
         r=preset.lora_r,

@@ -8,6 +8,7 @@ import torch
 
 from pipelines.ambitab.protocol.oracles import deterministic_oracle_for
 from pipelines.ambitab.training.local_asker import prompt_ids
+from pipelines.ambitab.training.model import tiny_random_model
 from pipelines.ambitab.training.presets import get_preset
 from pipelines.ambitab.training.trainer import Trainer
 from tests.ambitab.records import amb, task
@@ -44,27 +45,6 @@ def p_clarification(tr: Trainer, tokenizer) -> float:
     return float(sum(p[t] for t in allowed if "clarification".startswith(tokenizer.decode([t]))))
 
 
-def toy_model(tokenizer):
-    """A tiny random Llama whose weights are large enough for a LoRA to move its choice (at the
-    default init of 0.02 the logits barely leave uniform whatever the adapter does)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        initializer_range=0.2,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return LlamaForCausalLM(cfg)
-
-
 def test_a_toy_reward_rises_over_updates(tmp_path, tokenizer):
     preset = get_preset(
         "cpu-small",
@@ -83,7 +63,7 @@ def test_a_toy_reward_rises_over_updates(tmp_path, tokenizer):
         TASKS,
         deterministic_oracle_for("ambrosia"),
         tmp_path,
-        toy_model(tokenizer),
+        tiny_random_model(tokenizer, initializer_range=0.2),  # a LoRA can move its choice
         tokenizer,
         model_ref="tiny",
         reward_fn=asked,
