@@ -139,15 +139,22 @@ def train_config(**values) -> dict:
     return op_config(CHECKPOINT, AmbitabTrainConfig, values)
 
 
-def _measured_s_per_update(preset: str) -> float | None:
-    """Median seconds per update of earlier runs of this preset (their curves), if any."""
+def _shape(preset: dict) -> tuple:
+    """What a training update's time depends on: the model and the rollout batch's shape."""
+    return tuple(preset.get(k) for k in ("model", "requests_per_rollout", "trajectories", "max_new_tokens"))
+
+
+def _measured_s_per_update(preset) -> float | None:
+    """Median seconds per update of earlier runs of the same model and batch shape (their
+    curves), if any: another model's or another shape's timings say nothing about this one."""
     root = checkpoints_root()
+    want = _shape(preset.to_dict())
     times = []
     for run in sorted(root.glob("*/run.json")) if root.is_dir() else []:
         try:
-            if read_run(run.parent).get("preset", {}).get("name") != preset:
+            if _shape(read_run(run.parent).get("preset", {})) != want:
                 continue
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             continue
         times += [r["rollout_s"] + r["update_s"] for r in read_curve(run.parent)]
     return sorted(times)[len(times) // 2] if times else None
@@ -159,11 +166,12 @@ def train_estimate(partition: str, run_config: dict | None, council_path: str | 
     state = read_state(checkpoints_root() / cfg.run_id) or {}
     done = int(state.get("update", 0))
     todo = p.updates - done if cfg.max_updates is None else min(p.updates - done, cfg.max_updates)
-    per = _measured_s_per_update(p.name)
+    per = _measured_s_per_update(p)
     eta = (
-        f"about {per * todo / 60:.0f} min ({per:.0f} s per update measured on earlier runs)"
+        f"about {per * todo / 60:.0f} min ({per:.0f} s per update measured on earlier runs of this model "
+        "and batch shape)"
         if per
-        else "time unmeasured"
+        else "time unmeasured for this model and batch shape"
     )
     return Plan(
         items=f"{todo} updates of {p.updates} ({done} done) × {p.requests_per_rollout} requests × "
@@ -173,6 +181,39 @@ def train_estimate(partition: str, run_config: dict | None, council_path: str | 
         detail="a local model; the deterministic oracle makes no LLM calls",
         shrink="--max-updates 2",
     )
+
+
+_TRAIN_LEAST = {"limit": ("--limit", 1), "max_updates": ("--max-updates", 1), "requests": ("--requests", 1)}
+
+
+def train_preflight(partition: str, run_config: dict | None, council_path: str | None = None) -> None:
+    """Every training option checked before a run folder exists, one line each (#45 item 4):
+    counts of at least one (K at least two: a group needs two trajectories to compare), a run id
+    that is one folder name, a known preset, reward and device, and a split the records have."""
+    values = op_values(run_config, CHECKPOINT)
+    for key, (opt, least) in {**_TRAIN_LEAST, "trajectories": ("--trajectories", 2)}.items():
+        v = values.get(key)
+        if v is not None and (not isinstance(v, int) or v < least):
+            why = " (a group compares K trajectories of a request)" if key == "trajectories" else ""
+            raise PreflightError(f"ambitab train: {opt} {v}: give at least {least}{why}")
+    split = values.get("split")
+    if split is not None and (not isinstance(split, str) or not split or "/" in split or "\\" in split):
+        raise PreflightError(f"ambitab train: --split {split!r}: a split name, not a path")
+    try:
+        cfg = AmbitabTrainConfig(**values)
+        get_preset(cfg.preset, model=cfg.model, reward=cfg.reward)
+    except ValueError as exc:  # pydantic's ValidationError is one
+        raise PreflightError(f"ambitab train: {' '.join(str(exc).split())[:300]}") from None
+    if cfg.device not in (None, "auto", "cpu") and not str(cfg.device).startswith("cuda"):
+        raise PreflightError(f"ambitab train: --device {cfg.device!r}: use cpu, cuda or cuda:N")
+    if cfg.split is not None:
+        frame = latest_frame("ambitab_records", partition)
+        splits = sorted(set(frame["split"].drop_nulls())) if frame is not None and "split" in frame.columns else []
+        if cfg.split not in splits:
+            raise PreflightError(
+                f"ambitab train: --split {cfg.split!r}: {partition} has no such split; "
+                f"splits: {', '.join(splits) or 'none'}"
+            )
 
 
 def train_summary(result, partition: str) -> list[str]:
@@ -192,4 +233,5 @@ TRAIN_CARD = JobCard(
     config=train_config,
     estimate=train_estimate,
     summary=train_summary,
+    preflight=train_preflight,
 )

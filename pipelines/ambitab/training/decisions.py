@@ -8,12 +8,13 @@
   one kept if all are).
 - Every decision the asker emitted in a retained trajectory, the stop and a fallback included,
   carries the trajectory's advantage; oracle responses and SQL are context, never decisions, so
-  they carry no loss by construction (only the asker's own sampled tokens are trained on).
+  they carry no loss by construction (only the asker's own sampled tokens are trained on), and
+  within a decision the tokens its grammar forced carry none either (``Decision.chosen``).
 """
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from pipelines.ambitab.protocol.training import group_advantages, reward_f1, reward_sr
 
@@ -37,6 +38,13 @@ class Decision:
     prompt_ids: tuple[int, ...]
     completion_ids: tuple[int, ...]
     advantage: float = 0.0
+    forced: tuple[bool, ...] = ()  # per completion token: the grammar allowed only it (no gradient)
+    old_logp: tuple[float, ...] = ()  # log π_old(y_t) of the policy that sampled it (empty: recompute)
+
+    @property
+    def chosen(self) -> tuple[bool, ...]:
+        """Per completion token: sampled by the policy (True) or forced by the grammar (False)."""
+        return tuple(not f for f in self.forced) if self.forced else (True,) * len(self.completion_ids)
 
 
 @dataclass
@@ -47,10 +55,13 @@ class Batch:
     groups_kept: int  # groups with a non-zero advantage (or the one kept)
 
 
-def build_batch(rows: Sequence[dict], log: Sequence[Decision], reward: str = "f1") -> Batch:
+def build_batch(
+    rows: Sequence[dict], log: Sequence[Decision], reward: str = "f1", reward_fn: Callable[[dict], float] | None = None
+) -> Batch:
     """Rewards, group advantages (a group = the K trajectories of one request) and the retained
-    decisions, in rollout order. ``log`` holds every asker output of the rollout (any order)."""
-    rewards = {r["episode_id"]: trajectory_reward(r, reward) for r in rows}
+    decisions, in rollout order. ``log`` holds every asker output of the rollout (any order);
+    ``reward_fn`` (an episode row -> reward) replaces the named reward (tests, toy tasks)."""
+    rewards = {r["episode_id"]: (reward_fn(r) if reward_fn else trajectory_reward(r, reward)) for r in rows}
     groups: dict[str, list[str]] = {}
     for r in rows:
         groups.setdefault(r["record_id"], []).append(r["episode_id"])
@@ -65,5 +76,5 @@ def build_batch(rows: Sequence[dict], log: Sequence[Decision], reward: str = "f1
         if e not in per_episode:
             continue
         for d in sorted(by_episode.get(e, []), key=lambda d: d.turn):
-            out.append(Decision(d.episode_id, d.turn, d.prompt_ids, d.completion_ids, per_episode[e]))
+            out.append(replace(d, advantage=per_episode[e]))
     return Batch(out, rewards, len(groups), len(adv))

@@ -3,13 +3,20 @@ evaluation) behind the same :class:`Asker` interface the episode code calls, so 
 training and episodes for ``ambitab eval`` run one code path (same prompt, parser, budget).
 
 Each decision samples at the preset's temperature from a generator seeded by (run seed, record,
-seed, turn): a rerun reproduces it. The sampled token ids are logged for the trainer; the output
-is read with the council's parser (``parse_structured``) into the asker's strict JSON, and anything
-unreadable is a fallback stop, as for the LLM asker.
+seed, turn): a rerun reproduces it. With ``constrained`` (the default) the decision is decoded
+under its JSON grammar (:mod:`.grammar`), so it is always readable; the tokens the grammar forced
+are logged as such and carry no gradient. The sampled token ids are logged for the trainer; the
+output is read with the council's parser (``parse_structured``) into the asker's strict JSON, and
+anything unreadable is a fallback stop, as for the LLM asker.
+
+Decisions that are pending at the same time (the K trajectories of one request, rolled out
+together) are sampled in one batched forward pass per token (:class:`DecisionBatcher`).
 """
 
+import asyncio
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -35,6 +42,127 @@ def decision_seed(run_seed: int, inp: AskerInput) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 1
 
 
+@dataclass(frozen=True)
+class Sampled:
+    tokens: tuple[int, ...]
+    forced: tuple[bool, ...]  # True where the grammar allowed one token only
+    logp: tuple[float, ...]  # log π(y_t) under the sampling policy (temperature-scaled, unmasked)
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Samples completions for a batch of prompts: one forward pass per token for the whole batch
+    (left-padded, KV cache, logits of the last position only)."""
+
+    model: object
+    tokenizer: object
+    temperature: float
+    max_new_tokens: int
+    grammar: object | None = None  # a DecisionGrammar, or None for free decoding up to EOS
+
+    def __call__(self, prompts: list[list[int]], seeds: list[int]) -> list[Sampled]:
+        from pipelines.ambitab.training.grammar import MaskedStep
+
+        model, n = self.model, len(prompts)
+        device = next(model.parameters()).device
+        gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]
+        eos = self.tokenizer.eos_token_id
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
+        width = max(len(p) for p in prompts)
+        x = torch.full((n, width), pad, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, p in enumerate(prompts):  # left padding: every row's next token is at the end
+            x[i, width - len(p) :] = torch.tensor(p)
+            mask[i, width - len(p) :] = 1
+        x, mask = x.to(device), mask.to(device)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        matchers = [self.grammar.matcher() for _ in prompts] if self.grammar else [None] * n
+        step = MaskedStep(n, self.grammar.vocab) if self.grammar else None
+        out: list[list[int]] = [[] for _ in prompts]
+        forced: list[list[bool]] = [[] for _ in prompts]
+        logps: list[list[float]] = [[] for _ in prompts]
+        live = [True] * n
+        cache = None
+        # a plain sampling loop: generate() takes no per-row generator, and a per-decision seed is
+        # what makes a rollout reproducible whatever ran before it or beside it in the batch
+        with torch.no_grad():
+            for _ in range(self.max_new_tokens):
+                o = model(
+                    input_ids=x, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True, logits_to_keep=1
+                )
+                cache = o.cache
+                logits = o.logits[:, -1].float().cpu()
+                # π_old of Eq. 6: the model's own distribution at the rollout temperature, as the
+                # trainer recomputes π_φ (the grammar's renormalisation is not part of either)
+                lsm = torch.log_softmax(logits / max(self.temperature, 1e-6), dim=-1)
+                counts = step.apply(logits, [m if live[i] else None for i, m in enumerate(matchers)]) if step else None
+                nxt = []
+                for i in range(n):
+                    if not live[i]:
+                        nxt.append(pad)
+                        continue
+                    if counts is not None and counts[i] == 1:
+                        tok = int(torch.argmax(logits[i]))  # the grammar's only choice
+                    elif self.temperature > 0:
+                        probs = torch.softmax(logits[i] / self.temperature, dim=-1)
+                        tok = int(torch.multinomial(probs, 1, generator=gens[i]))
+                    else:
+                        tok = int(torch.argmax(logits[i]))
+                    out[i].append(tok)
+                    forced[i].append(counts is not None and counts[i] == 1)
+                    logps[i].append(float(lsm[i, tok]))
+                    if matchers[i] is not None:
+                        if not matchers[i].consume_token(tok):
+                            raise RuntimeError(f"decision grammar refused its own token: {matchers[i].get_error()}")
+                        done = matchers[i].is_stopped()
+                    else:
+                        done = tok == eos
+                    if done:
+                        live[i] = False
+                    nxt.append(tok)
+                if not any(live):
+                    break
+                x = torch.tensor(nxt, device=device).unsqueeze(-1)
+                mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=device)], dim=-1)
+                pos = pos[:, -1:] + 1
+        return [Sampled(tuple(o), tuple(f), tuple(lp)) for o, f, lp in zip(out, forced, logps)]
+
+
+class DecisionBatcher:
+    """Collects the decisions of episodes running concurrently and samples them in one batch.
+
+    ``live`` is the number of episodes still running (the caller lowers it with ``episode_done``);
+    a batch is sampled when every live episode is waiting for a decision, so K trajectories of a
+    request advance turn by turn together, and an episode that ended early never stalls the rest."""
+
+    def __init__(self, sampler: Sampler, live: int):
+        self.sampler, self.live = sampler, live
+        self.pending: list[tuple[list[int], int, asyncio.Future]] = []
+
+    async def sample(self, ids: list[int], seed: int) -> Sampled:
+        fut = asyncio.get_running_loop().create_future()
+        self.pending.append((ids, seed, fut))
+        self._maybe_flush()
+        return await fut
+
+    def episode_done(self) -> None:
+        self.live -= 1
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if not self.pending or len(self.pending) < self.live:
+            return
+        batch, self.pending = self.pending, []
+        try:
+            results = self.sampler([b[0] for b in batch], [b[1] for b in batch])
+        except BaseException as exc:  # every waiting episode sees the failure
+            for *_, fut in batch:
+                fut.set_exception(exc)
+            return
+        for (*_, fut), r in zip(batch, results):
+            fut.set_result(r)
+
+
 class LocalAsker(Asker):
     def __init__(
         self,
@@ -48,50 +176,49 @@ class LocalAsker(Asker):
         max_prompt_tokens: int = 32768,
         run_seed: int = 0,
         prompt: str = DEFAULT_ASKER_PROMPT,
+        constrained: bool = True,
         log: Callable[[Decision], None] | None = None,
+        batcher: DecisionBatcher | None = None,
     ):
         self.model, self.tokenizer = model, tokenizer
         self.name, self.model_key, self.prompt = name, model_key, prompt
         self.temperature, self.max_new_tokens, self.max_prompt_tokens = temperature, max_new_tokens, max_prompt_tokens
-        self.run_seed, self.log = run_seed, log
+        self.run_seed, self.log, self.batcher = run_seed, log, batcher
+        self.constrained = constrained
 
-    def generate(self, ids: list[int], seed: int) -> list[int]:
-        device = next(self.model.parameters()).device
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        eos = self.tokenizer.eos_token_id
-        past, out = None, []
-        x = torch.tensor([ids], device=device)
-        # a plain sampling loop with the KV cache: generate() takes no per-call generator, and a
-        # per-decision seed is what makes a rollout reproducible whatever ran before it
-        with torch.no_grad():
-            for _ in range(self.max_new_tokens):
-                o = self.model(input_ids=x, cache=past, use_cache=True)
-                past = o.cache
-                logits = o.logits[0, -1].float().cpu()
-                if self.temperature > 0:
-                    probs = torch.softmax(logits / self.temperature, dim=-1)
-                    tok = int(torch.multinomial(probs, 1, generator=gen))
-                else:
-                    tok = int(torch.argmax(logits))
-                out.append(tok)
-                if tok == eos:
-                    break
-                x = torch.tensor([[tok]], device=device)
-        return out
+    def sampler(self) -> Sampler:
+        return make_sampler(self.model, self.tokenizer, self.temperature, self.max_new_tokens, self.constrained)
 
     async def decide(self, inp: AskerInput) -> AskerDecision:
         messages = asker_messages(self.prompt, inp.spec, list(inp.history), inp.turn, inp.max_turns)
         ids = prompt_ids(self.tokenizer, messages, self.max_prompt_tokens)
+        seed = decision_seed(self.run_seed, inp)
         was_training = self.model.training
         self.model.eval()
         try:
-            completion = self.generate(ids, decision_seed(self.run_seed, inp))
+            if self.batcher is not None:
+                s = await self.batcher.sample(ids, seed)
+            else:
+                s = self.sampler()([ids], [seed])[0]
         finally:
             self.model.train(was_training)
         if self.log is not None:
-            self.log(Decision(str(inp.tag.get("episode_id", "")), inp.turn, tuple(ids), tuple(completion)))
-        text = self.tokenizer.decode(completion, skip_special_tokens=True)
+            self.log(
+                Decision(
+                    str(inp.tag.get("episode_id", "")), inp.turn, tuple(ids), s.tokens, forced=s.forced, old_logp=s.logp
+                )
+            )
+        text = self.tokenizer.decode(s.tokens, skip_special_tokens=True)
         parsed = parse_structured(text, AskerOutput)
         if not parsed.ok:
             return AskerDecision("fallback", raw=text, reason=f"unparseable asker output: {parsed.error}")
         return decision_from_output(parsed.value, raw=text)
+
+
+def make_sampler(model, tokenizer, temperature: float, max_new_tokens: int, constrained: bool) -> Sampler:
+    grammar = None
+    if constrained:
+        from pipelines.ambitab.training.grammar import DecisionGrammar
+
+        grammar = DecisionGrammar(tokenizer, max_new_tokens)
+    return Sampler(model, tokenizer, temperature, max_new_tokens, grammar)

@@ -19,12 +19,13 @@ from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
 def token_stats(model, prompt_ids, completion_ids, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Log π(y_t | h_t) and the entropy of π(· | h_t) for every completion token (1-D, length T),
-    logits scaled by the rollout temperature as in TRL."""
+    logits scaled by the rollout temperature as in TRL. Only the T + 1 last positions get logits
+    (``logits_to_keep``): the prompt's rows of a vocabulary-wide matrix are never built."""
     device = next(model.parameters()).device
     ids = torch.tensor([list(prompt_ids) + list(completion_ids)], device=device)
-    p, t = len(prompt_ids), len(completion_ids)
-    logits = model(input_ids=ids).logits[:, p - 1 : p - 1 + t, :] / temperature
-    target = ids[:, p : p + t]
+    t = len(completion_ids)
+    logits = model(input_ids=ids, logits_to_keep=t + 1).logits[:, :t, :].float() / temperature
+    target = ids[:, -t:]
     return selective_log_softmax(logits, target)[0], entropy_from_logits(logits)[0]
 
 
@@ -48,8 +49,19 @@ def decision_loss(
     clip_high: float = 0.28,
     beta: float = 0.1,
     entropy_coef: float = 0.01,
+    chosen: torch.Tensor | None = None,
 ) -> DecisionTerms:
-    """One decision's term of Eq. 6: the token mean of ℓ_jt (the caller divides by B and sums)."""
+    """One decision's term of Eq. 6: the token mean of ℓ_jt (the caller divides by B and sums).
+
+    ``chosen`` (bool, length T) marks the tokens the policy sampled; tokens a grammar forced are
+    left out of every term and of T_j (a forced token is no action of the policy: its gradient
+    would only teach the scaffolding). None = every token was chosen."""
+    if chosen is not None:
+        chosen = chosen.to(logp.device)
+        logp, old_logp, ref_logp, entropy = logp[chosen], old_logp[chosen], ref_logp[chosen], entropy[chosen]
+    if logp.numel() == 0:  # nothing the policy chose: no term
+        zero = logp.sum() * 0.0
+        return DecisionTerms(loss=zero, kl=float("nan"), entropy=float("nan"), clipped=float("nan"), tokens=0)
     ratio = torch.exp(logp - old_logp)
     unclipped = ratio * advantage
     clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage

