@@ -17,6 +17,7 @@ from dagster import AssetExecutionContext, Config, DynamicPartitionsDefinition, 
 from pydantic import Field
 
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.io_manager import artifact_output, preview_markdown
 from assets.shared.pools import LLM_POOL
@@ -86,10 +87,12 @@ def file_rates(benchmark: str, digest: str, fresh: pl.DataFrame, partition: str)
     partitions_def=benchmark_partitions,
     code_version="1",
     check_specs=[contract_check_spec(BENCHMARK_AUDIT_FINDINGS, FINDINGS)],
+    config_schema=checked_config(BenchmarkAuditConfig),  # paths confined before launch (#45 item 1)
     description="One row per gold item of one database of an audited benchmark: the deterministic checks' flags, "
     "error types (E1-E4), probe queries and results, a suggested fix; other files' rows are kept.",
 )
-def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAuditConfig):
+def benchmark_audit_findings(context: AssetExecutionContext):
+    config = BenchmarkAuditConfig(**op_config(context))
     benchmark, db_id = split_partition(context.partition_key)
     path = Path(config.benchmark_path)
     try:
@@ -174,10 +177,12 @@ class CouncilAuditConfig(Config):
     code_version=f"1-{PROMPT_VERSIONS['s04']}-{PROMPT_VERSIONS['s05']}-{VERIFY_VERSION}",
     pool=LLM_POOL,
     check_specs=[contract_check_spec(BENCHMARK_AUDIT_COUNCIL, COUNCIL)],
+    config_schema=checked_config(CouncilAuditConfig),
     description="The council's verdicts on one database's gold items (cascade stages 4 and 5, SQL rewrites): one row "
     "per (item, check) with the votes and their call ids; 'undecided' when the decision rests on failed calls.",
 )
-def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAuditConfig, council: CouncilResource):
+def benchmark_audit_council(context: AssetExecutionContext, council: CouncilResource):
+    config = CouncilAuditConfig(**op_config(context))
     benchmark, db_id = split_partition(context.partition_key)
     path = Path(config.benchmark_path)
     unknown = sorted(set(config.checks) - set(COUNCIL_CHECKS))
