@@ -99,7 +99,7 @@ def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
     ``hidden_knowledge`` strings when present. Returns (items, ABISS records without a gold by
     design)."""
     path = Path(path)
-    records = _parse(path, read_text_file(path, "benchmark file"))
+    records = read_records(path)
     if len(records) > MAX_ITEMS:
         raise BenchmarkFileError(
             f"{path}: {len(records):,} records, more than the {MAX_ITEMS:,} a run audits; split it"
@@ -147,6 +147,11 @@ def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
             f"{path}: no auditable records" + (f" ({no_gold} without gold SQL by design)" if no_gold else "")
         )
     return items, no_gold
+
+
+def read_records(path: Path) -> list:
+    """The file's records as parsed JSON (a list, JSONL, or one object), read within the limits."""
+    return _parse(path, read_text_file(path, "benchmark file"))
 
 
 def read_text_file(path: Path, what: str) -> str:
