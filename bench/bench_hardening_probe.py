@@ -1285,7 +1285,6 @@ def item23() -> list[Try]:
             str(review),
             "--out",
             str(out),
-            *(["--dbs", str(dbs)] if not must_refuse else []),
         )
         if must_refuse:
             tries.append(
