@@ -1,7 +1,9 @@
-"""The hardening probe of issues 23 and 34, re-runnable: each item's attacks against the current code
-(1-9: issue 23; 10-18: issue 34), and one table ``item | tries | held | failed | note``.
+"""The hardening probe of issues 23, 34 and 45, re-runnable: each item's attacks against the current
+code (1-9: issue 23; 10-18: issue 34; 19-26: issue 45), and one table ``item | tries | held | failed | note``.
 
-    .venv/bin/python bench/bench_hardening_probe.py [--items 1,2,9] [--verbose] [--strict] [--keep]
+    .venv/bin/python bench/bench_hardening_probe.py [--items 1,2,9] [--verbose] [--strict] [--keep] [--smoke]
+
+``--smoke`` runs the seconds-long items only (strict: exit 1 when a try failed).
 
 Everything runs in a scratch folder (its own QUANDARY_HOME, DAGSTER_HOME and spill folder); LLM
 calls go to the loopback fault stub (tests/llm/fault_stub.py), never to the embedded model.
@@ -1042,6 +1044,394 @@ def item18() -> list[Try]:
     ]
 
 
+# ------------------------------------------------------------------------- items 19-25: issue 45
+
+
+def _launch_settings():
+    """(job, section, node, setting, kind) for every path-, id- or number-valued setting of every job,
+    enumerated from the Definitions (the shared rule's own classification when the code has one)."""
+    from dagster._config import ConfigTypeKind
+
+    from assets.definitions import defs
+
+    try:
+        from assets.shared.checked_config import setting_kind
+    except ImportError:  # the code before issue 45: classify by the same names
+
+        def setting_kind(n):
+            return (
+                "path"
+                if n.endswith(("_path", "_dir", "_root"))
+                else "id"
+                if n.endswith("_id") or n == "split"
+                else "model"
+                if n == "model"
+                else None
+            )
+
+    def walk(ct, path=()):
+        if ConfigTypeKind.is_shape(ct.kind) or ct.kind == ConfigTypeKind.SELECTOR:
+            for name, f in ct.fields.items():
+                yield from walk(f.config_type, (*path, name))
+        elif ct.kind in (ConfigTypeKind.ARRAY, ConfigTypeKind.NONEABLE):
+            yield from walk(ct.inner_type, path)
+        elif ct.kind == ConfigTypeKind.SCALAR_UNION:
+            yield from walk(ct.scalar_type, path)
+        else:
+            yield path, ct
+
+    seen = {}
+    for job in defs.get_repository_def().get_all_jobs():
+        if job.name.startswith("__"):
+            continue
+        for path, ct in walk(job.run_config_schema.config_type):
+            if path[0] in ("ops", "resources") and len(path) == 4:
+                kind = setting_kind(path[3]) or ("number" if ct.given_name == "Float" else None)
+                if kind and (path[0], path[1], path[3]) not in seen:
+                    seen[(path[0], path[1], path[3])] = (job, kind)
+    return [(job, s, n, f, kind) for (s, n, f), (job, kind) in seen.items()]
+
+
+def item19() -> list[Try]:
+    from dagster import DagsterInvalidConfigError, validate_run_config
+
+    os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    tries = []
+    try:
+        for job, section, node, field, kind in _launch_settings():
+            fields = job.run_config_schema.config_type.fields[section].config_type.fields[node]
+            shape = fields.config_type.fields["config"].config_type
+            base = {
+                f: (str(ROOT) if f.endswith(("_path", "_dir", "_root")) else "probe45")
+                for f, fd in shape.fields.items()
+                if fd.is_required and f != field
+            }
+            is_list = shape.fields[field].config_type.kind.name == "ARRAY"
+            attacks = (
+                [(float("nan"), "nan")]
+                if kind == "number"
+                else [({"env": "AWS_SECRET_ACCESS_KEY"}, "{env: SECRET}")]
+                + [({"path": "/etc/shadow", "id": "../../../../../../tmp/x45", "model": "/etc"}[kind], "hostile")]
+            )
+            for value, label in attacks:
+                config = {section: {node: {"config": {**base, field: [value] if is_list else value}}}}
+                name = f"{job.name}: {node}.{field}: {label}"
+                try:
+                    validate_run_config(job, config)
+                    tries.append(Try(name, False, "accepted at launch"))
+                except DagsterInvalidConfigError as exc:
+                    text = str(exc) + " ".join(e.message for e in exc.errors or [])
+                    ok = SECRET not in text and field in text
+                    tries.append(Try(name, ok, "refused" if ok else "secret echoed or refused for another reason"))
+    finally:
+        os.chdir(cwd)
+        os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
+    return tries
+
+
+def _shop(folder: Path) -> Path:
+    from tests.benchmark_audit.conftest import write_shop
+
+    if not (folder / "shop" / "shop.sqlite").exists():
+        write_shop(folder / "shop" / "shop.sqlite")
+    return folder
+
+
+SLOW_SQL = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+def item20() -> list[Try]:
+    from tests.benchmark_audit.conftest import ITEMS as AUDIT_ITEMS
+
+    dbs, home = _shop(WORK / "audit-dbs"), WORK / "audit-race"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QUANDARY_HOME": str(home), "DAGSTER_HOME": str(WORK / "race-dh")}
+    files = []
+    for tag in ("a", "b"):
+        recs = [{"db_id": "shop", "question": f"{q} ({tag})", "SQL": s} for q, s, _, _ in AUDIT_ITEMS]
+        recs += [{"db_id": "shop", "question": f"slow {k} ({tag})", "SQL": SLOW_SQL} for k in range(3)]
+        (WORK / tag).mkdir(exist_ok=True)
+        (WORK / tag / "dev.json").write_text(json.dumps(recs))
+        files.append((WORK / tag / "dev.json", len(recs)))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLI, "audit", "benchmark", str(f), "--dbs", str(dbs), "--timeout", "1"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for f, _ in files
+    ]
+    codes = [p.wait(900) for p in procs]
+    from storage.stores import LocalArtifactStore
+
+    stored = LocalArtifactStore(home / "artifacts").read_latest("benchmark_audit_findings", "dev.shop")
+    import hashlib
+
+    kept = [
+        stored.filter(pl.col("benchmark_sha256") == hashlib.sha256(f.read_bytes()).hexdigest()).height for f, _ in files
+    ]
+    want = [n for _, n in files]
+    return [
+        Try(
+            "two audits at once, one partition, two files",
+            codes == [0, 0] and kept == want,
+            f"rows kept {kept} of {want}",
+        )
+    ]
+
+
+def _hostile_audit_files(folder: Path):
+    folder.mkdir(exist_ok=True)
+    ok = {"db_id": "shop", "question": "How many products?", "SQL": "SELECT count(*) FROM product"}
+    nested = "[" * 100_000 + "]" * 100_000
+
+    def w(name, text):
+        (folder / name).write_text(text)
+        return str(folder / name)
+
+    yield "nested file", w("deep.json", nested)
+    yield "nested value", w("deepv.json", json.dumps([ok])[:-2] + ', "x": ' + nested + "}]")
+    yield "nested JSONL line", w("deep.jsonl", json.dumps(ok) + '\n{"x": ' + nested + "}\n")
+    yield "300-char db_id", w("db.json", json.dumps([{**ok, "db_id": "d" * 300}]))
+    yield "100 MB question", w("q.json", json.dumps([{**ok, "question": "q" * 100_000_000}]))
+    yield (
+        "1 MB gold SQL",
+        w(
+            "sql.json",
+            json.dumps([{**ok, "SQL": "SELECT 1 FROM product WHERE " + " OR ".join(["unit_price > 1"] * 70_000)}]),
+        ),
+    )
+    yield (
+        "gold SQL nested 60 parentheses",
+        w("dsql.json", json.dumps([{**ok, "SQL": "SELECT " + "(" * 60 + "1" + ")" * 60}])),
+    )
+    yield "lone surrogate", w("s.json", '[{"db_id": "shop", "question": "q\\ud800", "SQL": "SELECT 1"}]')
+    yield "400k items", w("n.json", json.dumps([ok] * 400_000))
+    yield "/dev/zero", "/dev/zero"
+    fifo = folder / "fifo.json"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    yield "FIFO", str(fifo)
+
+
+def item21() -> list[Try]:
+    dbs, tries = _shop(WORK / "audit-dbs"), []
+    for name, path in _hostile_audit_files(WORK / "hostile-audit"):
+        child = run_child(["audit", "benchmark", path, "--dbs", str(dbs), "--timeout", "10"], wall_s=120)
+        ok = child.rc == 2 and len(lines(child.err)) == 1 and "Traceback" not in child.err
+        tries.append(
+            Try(name, ok, f"rc {child.rc}, {child.seconds:.1f} s, {child.peak_mb:.0f} MB: {child.err.strip()[:70]}")
+        )
+    slow = WORK / "slow.json"
+    slow.write_text(json.dumps([{"db_id": "shop", "question": f"q{i}", "SQL": SLOW_SQL} for i in range(3)]))
+    env = {"QUANDARY_PROGRESS": "1", "DAGSTER_HOME": str(WORK / "ctrl-c-dh")}
+    child = run_child(
+        ["audit", "benchmark", str(slow), "--dbs", str(dbs), "--timeout", "600"],
+        env=env,
+        wall_s=300,
+        interrupt_when=lambda pid: any(
+            (Path(f"/proc/{p}/cmdline").exists() and b"sql" in Path(f"/proc/{p}/cmdline").read_bytes())
+            for p in _tree(pid)[1:]
+        ),
+    )
+    tries.append(
+        Try(
+            "Ctrl-C during a 600 s gold query",
+            child.rc == 130 and child.seconds < 15,
+            f"rc {child.rc} after {child.seconds:.1f} s",
+        )
+    )
+    return tries
+
+
+def item22() -> list[Try]:
+    tries = []
+    for sql in ("SELECT * FROM t; DROP TABLE t", "SELECT * FROM t -- x\n; DELETE FROM departments"):
+        rc, _, err = cli("import", str(_abiss_file("gold45.json", sql=sql)))
+        tries.append(Try(f"gold {sql[:30]!r}", rc == 1 and "2 statements" in err and len(lines(err)) == 1, err[:90]))
+    return tries
+
+
+def item23() -> list[Try]:
+    dbs, folder = _shop(WORK / "audit-dbs"), WORK / "fix"
+    folder.mkdir(exist_ok=True)
+    gold = "SELECT product_name FROM product WHERE category = 'Meat'"
+    bench = folder / "spider_dev.json"
+    bench.write_text(
+        json.dumps(
+            [{"db_id": "shop", "question": "Meat?", "query": gold, "query_toks": gold.split(), "sql": {"from": {}}}]
+        )
+    )
+    cli("audit", "benchmark", str(bench), "--dbs", str(dbs))
+    review = folder / "r.jsonl"
+    cli("audit", "benchmark-export", str(bench), "--out", str(review))
+    row = json.loads(review.read_text().splitlines()[0])
+    tries = []
+    for fixed, must_refuse in (
+        ("SELEC broken garbage", True),
+        ("SELECT product_name FROM product WHERE category = 'Veg'", False),
+    ):
+        review.write_text(json.dumps({**row, "accept": True, "fixed_sql": fixed}) + "\n")
+        out = folder / "fixed.json"
+        out.unlink(missing_ok=True)
+        rc, _, err = cli(
+            "audit",
+            "benchmark-fix",
+            str(bench),
+            "--review",
+            str(review),
+            "--out",
+            str(out),
+        )
+        if must_refuse:
+            tries.append(
+                Try(
+                    "accepted fixed_sql 'SELEC broken garbage'",
+                    rc == 2 and not out.exists(),
+                    (err or f"rc {rc}, written").strip()[:90],
+                )
+            )
+        else:
+            rec = json.loads(out.read_text())[0] if out.exists() else {}
+            stale = [k for k in ("query_toks", "sql") if k in rec]
+            tries.append(Try("fixed query leaves no stale query_toks / sql", rc == 0 and not stale, f"stale: {stale}"))
+    return tries
+
+
+def item24() -> list[Try]:
+    mount = WORK / "tiny-disk"
+    mount.mkdir(exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True).returncode:
+        return [Try("full disk", False, "cannot mount a tmpfs here: not probed")]
+    tries = []
+    try:
+        from tests.storage.test_full_disk_cli import _fill
+
+        gold = (SHARED / "sembench/files/movie/query/bigquery/Q3.sql").read_text()
+        preds = WORK / "p45.jsonl"
+        preds.write_text(
+            json.dumps({"id": 1, "scenario": "movie", "question": "q", "gold_sql": gold, "predicted_sql": gold}) + "\n"
+        )
+        big = WORK / "imp45.json"
+        big.write_text(
+            json.dumps(
+                [json.loads(_abiss_file("one.json").read_text())[0] | {"question": f"q {i}"} for i in range(4000)]
+            )
+        )
+        env = {"QUANDARY_HOME": str(mount / "home"), "DAGSTER_HOME": str(WORK / "disk-dh")}
+        for name, args, leave in (
+            ("aisql evaluate, disk full", ["aisql", "evaluate", str(preds), "--data", str(SHARED)], 0),
+            ("aisql evaluate, scenario database", ["aisql", "evaluate", str(preds), "--data", str(SHARED)], 16),
+            ("import, disk full", ["import", str(big)], 0),
+            ("import, staging", ["import", str(big)], 64),
+        ):
+            _fill(mount, leave)
+            child = run_child(args, env=env, wall_s=300)
+            text = child.out + child.err
+            left = [p.name for p in mount.rglob("*") if ".tmp" in p.name or p.name.startswith(".import-staging")]
+            ok = child.rc not in (0, None) and "Traceback" not in text and "ENOSPC" in text and not left
+            tries.append(
+                Try(
+                    name, ok, f"rc {child.rc}, left {left[:2]}: {lines(child.err)[-1][:60] if lines(child.err) else ''}"
+                )
+            )
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+    return tries
+
+
+def item25() -> list[Try]:
+    import warnings
+
+    tries = []
+    for how in ("0 bytes", "deleted"):
+        home = WORK / f"lost-{how[0]}"
+        log_path = home / "llm_calls.sqlite"
+        home.mkdir(exist_ok=True)
+        log = CallLog(log_path)  # one run's log: written once, never reopened
+        log.record(
+            CallRecord(call_id="k", status="ok", member="m", model="x", request={}, raw_response="{}", attempts=1)
+        )
+        log.close()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{log_path}{suffix}").unlink(missing_ok=True)
+        log_path.write_bytes(b"") if how == "0 bytes" else log_path.unlink()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            CallLog(log_path).close()
+        tries.append(
+            Try(f"call log {how} after one run warns", any("cached answer is lost" in str(w.message) for w in caught))
+        )
+        log_path.write_bytes(b"") if how == "0 bytes" else log_path.unlink(missing_ok=True)
+        seen: list[str] = []
+        con = open_audit(home / "artifacts", log_path, warn=seen.append)
+        views = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+        tries.append(
+            Try(
+                f"llm_calls view, log {how}",
+                "llm_calls" in views and any("held 1 calls" in m for m in seen),
+                f"views {views[:3]}, warnings {len(seen)}",
+            )
+        )
+    return tries
+
+
+def item26() -> list[Try]:
+    from dagster import DagsterInstance
+
+    gold = (SHARED / "sembench/files/movie/query/bigquery/Q3.sql").read_text()
+    preds = WORK / "kill9.jsonl"
+    preds.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": i,
+                    "scenario": "movie",
+                    "question": "q",
+                    "gold_sql": gold,
+                    "predicted_sql": gold.replace("taken_3", f"taken_{i % 7}"),
+                }
+            )
+            + "\n"
+            for i in range(200)
+        )
+    )
+    home, dh = WORK / "kill9-home", WORK / "kill9-dh"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QUANDARY_HOME": str(home), "DAGSTER_HOME": str(dh)}
+    args = [sys.executable, "-c", CLI, "aisql", "evaluate", str(preds), "--data", str(SHARED)]
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    progressed, db_at = False, None
+    db = home / "aisql" / "databases" / "sembench_movie.duckdb"
+    while proc.poll() is None and time.monotonic() - t0 < 300:  # until some verdicts are judged
+        journals = list((home / "journals").rglob("*.jsonl")) if (home / "journals").is_dir() else []
+        db_at = db_at or (time.monotonic() if db.exists() else None)
+        # a journal (this code) or, for code without one, judging under way for 8 s
+        if journals or (db_at and time.monotonic() - db_at > 8):
+            progressed = True
+            break
+        time.sleep(0.2)  # polling the state folder, not waiting for a result
+    proc.kill()
+    proc.wait()
+    again = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    import re
+
+    m = re.search(r"reused (\d+) stored verdicts, judged (\d+)", again.stdout)
+    with DagsterInstance.from_config(str(dh)) as instance:
+        statuses = sorted(r.status.name for r in instance.get_runs())
+    return [
+        Try(
+            "resume after kill -9 reuses finished verdicts",
+            bool(m) and progressed and int(m.group(1)) > 0,
+            m.group(0) if m else again.stderr.strip()[-80:],
+        ),
+        Try("killed run not left STARTED", "STARTED" not in statuses, f"statuses {statuses}"),
+    ]
+
+
 ITEMS = {
     1: ("import writes outside its asset", item1),
     2: ("AI-operator SQL outside the sandbox", item2),
@@ -1061,7 +1451,17 @@ ITEMS = {
     16: ("#34.8 database ids", item16),
     17: ("#34.9 damaged AmbiTab sources", item17),
     18: ("#34.10 privileged / one-cluster results", item18),
+    19: ("#45.1 launchpad: every job's paths, ids, numbers", item19),
+    20: ("#45.2 concurrent audits, one partition", item20),
+    21: ("#45.3 audit inputs, Ctrl-C", item21),
+    22: ("#45.5 multi-statement gold at import", item22),
+    23: ("#45.5 benchmark-fix validation", item23),
+    24: ("#45.5 full disk (tmpfs)", item24),
+    25: ("#45.5 call log emptied after one run", item25),
+    26: ("#45.5 kill -9 during aisql evaluate", item26),
 }
+# seconds-long: what `make test` runs (tests/bench smoke); the rest start processes or build databases
+SMOKE_ITEMS = (13, 15, 19, 22, 25)
 
 
 def main() -> int:
@@ -1070,7 +1470,10 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument("--verbose", action="store_true", help="print every try")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a try failed (`make bench` runs it without)")
+    ap.add_argument("--smoke", action="store_true", help=f"seconds: items {SMOKE_ITEMS} only, strict")
     args = ap.parse_args()
+    if args.smoke:
+        args.items, args.strict = ",".join(map(str, SMOKE_ITEMS)), True
     rows, t0 = [], time.monotonic()
     for n in (int(x) for x in args.items.split(",")):
         title, probe = ITEMS[n]

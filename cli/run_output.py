@@ -72,6 +72,8 @@ def resume_command(job_name: str, partition: str) -> str:
 
     if job_name == MAIN.name:
         return f"quandary rerun --db {partition}"
+    if not partition:  # an unpartitioned job (aisql evaluate): no empty --partition to type
+        return f"quandary rerun --job {job_name}"
     flag = "--db" if card_for(job_name).database_partitions else "--partition"
     return f"quandary rerun --job {job_name} {flag} {partition}"
 

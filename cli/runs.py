@@ -278,6 +278,7 @@ def run_job_for_partition(
     instance = instance or get_instance()
     if uses_database_partitions(job_name):
         ensure_partitions(instance, [db_id])
+    fail_orphaned_runs(instance, job_name)  # a killed earlier run is not left STARTED for ever (#45 item 5)
     job = defs.resolve_job_def(job_name)
     return job.execute_in_process(
         instance=instance,

@@ -30,7 +30,7 @@ import duckdb
 import polars as pl
 
 from storage.faults import CORRUPT, storage_cause, storage_message
-from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS, CallLogError, open_call_log
+from storage.llm_log import AUDIT_COLUMNS, LEASE_COLUMNS, CallLogError, lost_calls_note, open_call_log
 from storage.paths import llm_calls_path
 from storage.sqlnames import quote_ident
 from storage.state_db import state_url
@@ -61,7 +61,8 @@ def _load_llm_calls(con: duckdb.DuckDBPyConnection, path: Path | None, warn=_std
         return False
     cols, rows = loaded
     if not rows:
-        con.execute("CREATE TABLE llm_calls AS SELECT * FROM (SELECT NULL::VARCHAR AS call_id) WHERE false")
+        nulls = ", ".join(f"NULL::VARCHAR AS {_ident(c)}" for c in cols or ["call_id"])
+        con.execute(f"CREATE TABLE llm_calls AS SELECT * FROM (SELECT {nulls}) WHERE false")
         return True
     import pyarrow as pa  # lazy: pyarrow, only for the audit catalog; keeps `quandary` start-up light
 
@@ -85,14 +86,21 @@ def _calls_from_database(warn) -> tuple[list, list] | None:
 
 
 def _calls_from_file(path: Path, warn) -> tuple[list, list] | None:
-    if not path.exists():
-        return None
+    """The log's calls; a missing or empty log is an empty ``llm_calls`` view (never a vanished one),
+    with a warning when it held calls before (#45 item 5)."""
+    empty = (list(AUDIT_COLUMNS), [])
+    if not path.exists() or path.stat().st_size == 0:
+        if (note := lost_calls_note(path, 0)) is not None:
+            warn(f"{note}; the llm_calls view is empty")
+        return empty
     try:
         src = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             exists = src.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'").fetchall()
             if not exists:
-                return None
+                if (note := lost_calls_note(path, 0)) is not None:
+                    warn(f"{note}; the llm_calls view is empty")
+                return empty
             have = [r[1] for r in src.execute("PRAGMA table_info(llm_calls)")]
             cols = [c for c in have if c not in LEASE_COLUMNS]  # claims' bookkeeping is not audit
             # in_flight rows are claims of calls being sent right now, not calls
@@ -112,6 +120,8 @@ def _calls_from_file(path: Path, warn) -> tuple[list, list] | None:
         else:  # unreadable for another cause (permissions, I/O): not damage, keep the file
             warn(f"{storage_message(exc, path, 'call log')}; the llm_calls view is left out")
         return None
+    if not rows and (note := lost_calls_note(path, 0)) is not None:
+        warn(f"{note}; the llm_calls view is empty")
     return cols, rows
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 
 NO_SPACE = "no_space"
@@ -47,6 +48,12 @@ _ERRNO = {
     errno.EACCES: PERMISSION,
     errno.EPERM: PERMISSION,
     errno.EIO: IO,
+}
+
+_OS_TEXT = {
+    "No space left on device": NO_SPACE,
+    "Disk quota exceeded": NO_SPACE,
+    "Read-only file system": READ_ONLY,
 }
 
 # SQLite primary result codes (the low byte of the extended code)
@@ -103,6 +110,11 @@ def storage_cause(exc: BaseException, path: Path | str | None = None) -> str | N
         if isinstance(e, OSError) and e.errno in _ERRNO:
             return _ERRNO[e.errno]
     for e in exception_chain(exc):
+        # DuckDB's and polars' errors carry no errno, only the operating system's message (#45 item 5)
+        if not isinstance(e, sqlite3.Error) and getattr(e, "errno", None) is None:
+            for message, cause in _OS_TEXT.items():
+                if message in str(e):
+                    return cause
         if isinstance(e, sqlite3.Error):
             code = getattr(e, "sqlite_errorcode", None)
             primary = code & 0xFF if isinstance(code, int) else None
@@ -128,6 +140,26 @@ def storage_message(exc: BaseException, path: Path | str, what: str = "file", ca
     cause = cause or storage_cause(exc, path) or IO
     detail = " ".join(str(exc).split())[:200]
     return f"{what} {path}: {WHAT[cause]} ({type(exc).__name__}: {detail}); {REMEDY[cause]}"
+
+
+@contextmanager
+def written_via_temp(path: Path, what: str = "file"):
+    """Yields a temporary sibling of ``path`` to build, which replaces ``path`` when the block ends;
+    on any failure the temporary file (and a DuckDB ``.wal`` beside it) is removed, and a storage
+    failure (a full disk) is raised as one :class:`StorageError` line (issue 45 item 5)."""
+    tmp = path.with_suffix(".tmp")
+    leftovers = (tmp, tmp.with_name(tmp.name + ".wal"))
+    for f in leftovers:
+        f.unlink(missing_ok=True)
+    try:
+        yield tmp
+        tmp.replace(path)
+    except BaseException as exc:
+        for f in leftovers:
+            f.unlink(missing_ok=True)
+        if isinstance(exc, Exception) and not isinstance(exc, StorageError) and storage_cause(exc, tmp):
+            raise storage_error(exc, path, f"cannot write {what}") from exc
+        raise
 
 
 def storage_error(exc: BaseException, path: Path | str, what: str = "file") -> StorageError:

@@ -73,7 +73,8 @@ class CallLog(CallLogRules):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._init_rules(str(self.path.resolve()), lease_s)
-        existed = self.path.exists() and self.path.stat().st_size > 0
+        existed = self.path.exists()
+        self._noted = False  # the marker holds a count above 0 (set at open or at the first record)
         try:
             self._retry(self._init_schema)
         except (sqlite3.Error, OSError) as exc:
@@ -88,30 +89,34 @@ class CallLog(CallLogRules):
 
     def _check_not_lost(self, existed: bool) -> None:
         """A deleted or emptied call log must not start anew silently (issue 34 item 6): every cached
-        answer is gone and each call will be made (and paid for) again. The count of calls at the last
-        open is kept beside it; finding none where there were some is a warning naming the file."""
-        try:
-            had = int(self.marker.read_text().strip() or 0)
-        except (OSError, ValueError):
-            had = 0
+        answer is gone and each call will be made (and paid for) again. The count of calls is kept
+        beside it (at open, and at this process's first record: a log written once and then emptied
+        is noticed too, #45 item 5); finding none where there were some is a warning naming the file."""
         try:
             now = int(self._conn().execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
         except sqlite3.Error:
             return
-        if had > 0 and now == 0:
-            warnings.warn(
-                f"call log {self.path} held {had} calls and is now {'empty' if existed else 'gone'}: every cached "
-                f"answer is lost and each call will be made again; stop and restore it from a backup, or delete "
-                f"{self.marker} to accept the empty log",
-                UserWarning,
-                stacklevel=3,
-            )
+        if (note := lost_calls_note(self.path, now, existed)) is not None:
+            warnings.warn(note, UserWarning, stacklevel=3)
+            self._noted = True
             return  # the marker stays: the warning repeats until the log holds calls again
-        if now != had:
+        self._note_count(now)
+
+    def _note_count(self, now: int) -> None:
+        if now != noted_calls(self.path):
             try:
                 self.marker.write_text(str(now))
             except OSError:
                 pass  # a read-only home: nothing to compare next time
+        self._noted = now > 0
+
+    def record(self, rec: CallRecord) -> None:
+        super().record(rec)
+        if not self._noted:  # once per process: the log now holds calls; note it beside the file
+            try:
+                self._note_count(int(self._conn().execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0]))
+            except sqlite3.Error:
+                pass
 
     def _cause(self, exc: BaseException) -> str | None:
         return storage_cause(exc, self.path)
@@ -214,6 +219,28 @@ class CallLog(CallLogRules):
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def noted_calls(path: Path) -> int:
+    """How many calls the log at ``path`` held when last noted (``<log>.rows``; 0 when none)."""
+    try:
+        return int(path.with_name(path.name + ".rows").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def lost_calls_note(path: Path, now: int, existed: bool | None = None) -> str | None:
+    """The warning for a call log that held calls and now holds ``now`` = 0 (deleted or emptied),
+    else None; shared by the log itself and the audit catalog's ``llm_calls`` view."""
+    had = noted_calls(path)
+    if had <= 0 or now > 0:
+        return None
+    existed = path.exists() if existed is None else existed
+    return (
+        f"call log {path} held {had} calls and is now {'empty' if existed else 'gone'}: every cached "
+        f"answer is lost and each call will be made again; stop and restore it from a backup, or delete "
+        f"{path.with_name(path.name + '.rows')} to accept the empty log"
+    )
 
 
 def _owner_host_pid(owner: str | None) -> tuple[str, int | None]:

@@ -160,9 +160,15 @@ def stage_input(path: str | Path, kind: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     dest = folder / f"{h.hexdigest()[:20]}{src.suffix}"
     if not dest.exists():
+        from storage.faults import storage_error
+
         tmp = folder / f".{dest.name}.{os.getpid()}.tmp"
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
+        try:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, dest)
+        except OSError as exc:  # a full disk: one line naming the folder, no half copy left (#45 item 5)
+            tmp.unlink(missing_ok=True)
+            raise storage_error(exc, folder, "cannot stage the input file in") from None
     return dest
 
 

@@ -24,7 +24,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.shared.charts import chart_metadata, chart_path
-from assets.shared.checked_config import checked_config, op_config
+from assets.shared.checked_config import check_resource_config_on_launch, checked_config, op_config
 from assets.shared.checks import (
     REJECTION_CHECK,
     contract_check_result,
@@ -113,6 +113,10 @@ class CascadeSettings(ConfigurableResource):
     drop_incomplete_groups: bool = False
     # stages with fewer applicable candidates are not judged (2 of 2 rejected is no signal)
     min_entered_for_bounds: int = 5
+
+    def __init__(self, **data):
+        super().__init__(**data)
+        check_resource_config_on_launch(self)  # the shared rule: finite shares and rates (#45 item 1)
 
 
 _db = seed_row  # the seed database row, its path the file to read on this node

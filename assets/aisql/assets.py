@@ -71,6 +71,7 @@ from quality.aisql import (
     AISQL_SPLITS,
     AISQL_VERDICTS,
 )
+from storage.journal import RowJournal
 from storage.paths import artifacts_dir, quandary_home
 
 GROUP = "aisql"
@@ -521,6 +522,9 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, aisql: AisqlResour
 
     judges = council_for("judges", council.get_council) if "ours" in methods else None
     stored = latest_frame(PREDICTION_VERDICTS)
+    skey = settings_key(settings, methods)
+    stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
+    journal = RowJournal(PREDICTION_VERDICTS, stem)  # verdicts finished before a kill -9 (#45 item 5)
     with step_progress(context, total=len(preds)) as p:  # predictions judged or reused
         df, reused, judged = evaluate(
             preds,
@@ -531,11 +535,10 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, aisql: AisqlResour
             Engine(context_for, judges),
             stored=stored,
             advance=p.advance,
+            journal=journal,
         )
-    skey = settings_key(settings, methods)
     mine = df.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
     folder = artifacts_dir() / PREDICTION_VERDICTS / "exports"
-    stem = f"{digest[:16]}-{hashlib.sha256(skey.encode()).hexdigest()[:8]}"
     paths = [export(mine, folder / f"{stem}.{ext}") for ext in ("jsonl", "csv")]
     from pipelines.aisql.predictions import KEY
 
@@ -552,6 +555,7 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, aisql: AisqlResour
         export_csv=MetadataValue.path(str(paths[1])),
         accepted=MetadataValue.int(int(mine["accepted"].sum())),
     )
+    journal.clear()  # the rows are stored (the IO manager handled the output above)
     yield contract_check_result(AISQL_PREDICTION_VERDICTS, df)
 
 

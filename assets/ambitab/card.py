@@ -135,7 +135,12 @@ EVAL_CARD = JobCard(
 
 
 def train_config(**values) -> dict:
-    """Run config of one training run (AmbitabTrainConfig fields; None = the default)."""
+    """Run config of one training run (AmbitabTrainConfig fields; None = the default). A model
+    folder the CLI's user named is theirs to read: its folder becomes a read root of this process
+    (runs launched elsewhere, the UI's, accept only confined paths; #45 item 1)."""
+    from assets.shared.checked_config import allow_user_paths
+
+    allow_user_paths(values, "model")
     return op_config(CHECKPOINT, AmbitabTrainConfig, values)
 
 

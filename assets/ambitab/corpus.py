@@ -33,6 +33,7 @@ from dagster import (
 from pydantic import Field
 
 from assets.ambitab.partitions import corpus_partitions  # noqa: E402
+from assets.shared.checked_config import check_multi_asset_config_on_launch, op_config
 from assets.shared.checks import contract_check_name
 from assets.shared.pools import LLM_POOL
 from assets.shared.resources import CouncilResource, check_paths_on_launch
@@ -128,8 +129,10 @@ def _check_specs():
     partitions_def=corpus_partitions,
     check_specs=_check_specs(),
     pool=LLM_POOL,
+    config_schema=AmbitabBuildConfig.to_fields_dict(),
 )
-def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, council: CouncilResource):
+def ambitab_corpus(context: AssetExecutionContext, council: CouncilResource):
+    config = AmbitabBuildConfig(**op_config(context))
     corpus = context.partition_key
     data_root = config.data_root or str(default_data_root())
     try:  # issue 34 item 5: the sources folder lies in the project's data roots (multi_asset config
@@ -234,4 +237,5 @@ def ambitab_corpus(context: AssetExecutionContext, config: AmbitabBuildConfig, c
     )
 
 
+check_multi_asset_config_on_launch(ambitab_corpus, AmbitabBuildConfig)  # data_root confined before launch (#45)
 AMBITAB_ASSETS = [ambitab_corpus]

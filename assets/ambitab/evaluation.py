@@ -20,6 +20,7 @@ from pydantic import Field
 from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
 from assets.shared.io_manager import artifact_output, keyed_output, preview_markdown
 from assets.shared.pools import LLM_POOL
@@ -117,10 +118,10 @@ def _call_stats(rows: list[dict]) -> dict:
     check_specs=[contract_check_spec(AMBITAB_EPISODES, EPISODES)],
     description="Ask-then-solve episodes (record × seed × asker × prompt × oracle), every turn kept.",
     pool=LLM_POOL,
+    config_schema=checked_config(AmbitabEvalConfig),  # the shared launch rule (#45 item 1)
 )
-def ambitab_episodes(
-    context: AssetExecutionContext, config: AmbitabEvalConfig, council: CouncilResource, records: pl.DataFrame
-):
+def ambitab_episodes(context: AssetExecutionContext, council: CouncilResource, records: pl.DataFrame):
+    config = AmbitabEvalConfig(**op_config(context))
     tasks = select_tasks([Task.from_record(r) for r in records_from_frame(records)], config.split, config.limit)
     if not tasks:
         raise Failure(

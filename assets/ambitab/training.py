@@ -19,6 +19,7 @@ from pydantic import Field
 from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.checked_config import checked_config, op_config
 from assets.shared.io_manager import artifact_output, preview_markdown
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource
@@ -85,11 +86,11 @@ def training_tasks(
     group_name=GROUP,
     code_version="1",
     ins={"records": AssetIn(RECORDS)},
+    config_schema=checked_config(AmbitabTrainConfig),  # run_id, split, model confined before launch (#45 item 1)
     description="A trained asker (LoRA adapter + training curve), multi-turn GRPO on the corpus's training split.",
 )
-def ambitab_asker_checkpoint(
-    context: AssetExecutionContext, config: AmbitabTrainConfig, council: CouncilResource, records: pl.DataFrame
-):
+def ambitab_asker_checkpoint(context: AssetExecutionContext, council: CouncilResource, records: pl.DataFrame):
+    config = AmbitabTrainConfig(**op_config(context))
     # lazy: torch and transformers load only when a training run executes, never at definitions load
     from pipelines.ambitab.protocol.oracles import make_oracle
     from pipelines.ambitab.protocol.runs import make_solver

@@ -17,14 +17,15 @@ from dagster import AssetExecutionContext, Config, DynamicPartitionsDefinition, 
 from pydantic import Field
 
 from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import keyed_output, preview_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import StageContext
-from pipelines.benchmark_audit.audit import DEFAULT_TIMEOUT_S, audit_database, merge_rows, rates
+from pipelines.benchmark_audit.audit import DEFAULT_TIMEOUT_S, audit_database, rates
 from pipelines.benchmark_audit.council_checks import calls_bound, council_verdicts
 from pipelines.benchmark_audit.records import BenchmarkFileError, database_path, file_digest, read_items
 from pipelines.benchmark_audit.report import rates_chart, rates_markdown
@@ -38,6 +39,10 @@ from storage.paths import artifacts_dir, path_segment
 from storage.stores import artifact_store, latest_frame, latest_partitions
 
 FINDINGS = "benchmark_audit_findings"
+# a stored row is defined by the file's content and the item's place in it: two files sharing a
+# partition (same name, same database) keep both their rows, also when audited at once (#45 item 2)
+FINDINGS_KEY = ("benchmark_sha256", "item_index")
+COUNCIL_KEY = ("benchmark_sha256", "item_index", "check")
 GROUP = "benchmark_audit"
 benchmark_partitions = DynamicPartitionsDefinition(name="benchmark_audit_databases")
 
@@ -86,10 +91,12 @@ def file_rates(benchmark: str, digest: str, fresh: pl.DataFrame, partition: str)
     partitions_def=benchmark_partitions,
     code_version="1",
     check_specs=[contract_check_spec(BENCHMARK_AUDIT_FINDINGS, FINDINGS)],
+    config_schema=checked_config(BenchmarkAuditConfig),  # paths confined before launch (#45 item 1)
     description="One row per gold item of one database of an audited benchmark: the deterministic checks' flags, "
     "error types (E1-E4), probe queries and results, a suggested fix; other files' rows are kept.",
 )
-def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAuditConfig):
+def benchmark_audit_findings(context: AssetExecutionContext):
+    config = BenchmarkAuditConfig(**op_config(context))
     benchmark, db_id = split_partition(context.partition_key)
     path = Path(config.benchmark_path)
     try:
@@ -114,7 +121,6 @@ def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAu
             stored=stored,
             advance=p.advance,
         )
-    df = merge_rows(stored, fresh)
     per_db = rates(fresh)
     overall = file_rates(benchmark, digest, fresh, context.partition_key)
     png = rates_chart(overall, chart_path(context, FINDINGS, overall), f"{benchmark}: flagged items by error type")
@@ -124,8 +130,10 @@ def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAu
         write_review(flagged, folder / f"{context.partition_key}-{digest[:12]}.{ext}") for ext in ("jsonl", "csv")
     ]
     row = per_db.filter(pl.col("db_id") == "ALL").row(0, named=True)
-    yield artifact_output(
-        df,
+    # this run's rows only: the store merges them into the rows stored when it writes (#45 item 2)
+    yield keyed_output(
+        fresh,
+        FINDINGS_KEY,
         items=MetadataValue.int(len(items)),
         reused=MetadataValue.int(reused),
         flagged=MetadataValue.int(row["flagged"]),
@@ -143,7 +151,7 @@ def benchmark_audit_findings(context: AssetExecutionContext, config: BenchmarkAu
         ),
         **chart_metadata(png, "flagged items by error type"),
     )
-    yield contract_check_result(BENCHMARK_AUDIT_FINDINGS, df)
+    yield contract_check_result(BENCHMARK_AUDIT_FINDINGS, fresh)
 
 
 BENCHMARK_AUDIT_ASSETS = [benchmark_audit_findings]
@@ -175,10 +183,12 @@ class CouncilAuditConfig(Config):
     code_version=f"1-{PROMPT_VERSIONS['s04']}-{PROMPT_VERSIONS['s05']}-{VERIFY_VERSION}",
     pool=LLM_POOL,
     check_specs=[contract_check_spec(BENCHMARK_AUDIT_COUNCIL, COUNCIL)],
+    config_schema=checked_config(CouncilAuditConfig),
     description="The council's verdicts on one database's gold items (cascade stages 4 and 5, SQL rewrites): one row "
     "per (item, check) with the votes and their call ids; 'undecided' when the decision rests on failed calls.",
 )
-def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAuditConfig, council: CouncilResource):
+def benchmark_audit_council(context: AssetExecutionContext, council: CouncilResource):
+    config = CouncilAuditConfig(**op_config(context))
     benchmark, db_id = split_partition(context.partition_key)
     path = Path(config.benchmark_path)
     unknown = sorted(set(config.checks) - set(COUNCIL_CHECKS))
@@ -220,16 +230,6 @@ def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAudit
         ],
         schema=COUNCIL_SCHEMA,
     )
-    stored = latest_frame(COUNCIL, context.partition_key)
-    if stored is not None and stored.height:
-        stored = stored.join(
-            fresh.select("benchmark_sha256", "item_index", "check"),
-            on=["benchmark_sha256", "item_index", "check"],
-            how="anti",
-        )
-        df = pl.concat([stored, fresh], how="vertical_relaxed")
-    else:
-        df = fresh
     counts = {
         f"{check}_{verdict}": MetadataValue.int(
             fresh.filter((pl.col("check") == check) & (pl.col("verdict") == verdict)).height
@@ -237,8 +237,9 @@ def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAudit
         for check in config.checks
         for verdict in ("flag", "pass", "undecided")
     }
-    yield artifact_output(
-        df.sort(["benchmark_sha256", "item_index", "check"]),
+    yield keyed_output(
+        fresh.sort(list(COUNCIL_KEY)),
+        COUNCIL_KEY,
         items=MetadataValue.int(len(items)),
         benchmark_sha256=MetadataValue.text(digest),
         source=MetadataValue.text("council (LLM-judged), never mixed with the deterministic findings"),
@@ -247,7 +248,7 @@ def benchmark_audit_council(context: AssetExecutionContext, config: CouncilAudit
         calls_failed=MetadataValue.int(int(ctx.stats["call_failed"] + ctx.stats["parse_failed"])),
         **counts,
     )
-    yield contract_check_result(BENCHMARK_AUDIT_COUNCIL, df)
+    yield contract_check_result(BENCHMARK_AUDIT_COUNCIL, fresh)
 
 
 COUNCIL_SCHEMA = {

@@ -9,6 +9,7 @@ from assets.benchmark_audit.assets import (
 )
 from assets.benchmark_audit.definitions import benchmark_audit_council_job, benchmark_audit_job
 from assets.shared.cards import JobCard, Plan, council, op_config, op_values
+from assets.shared.checked_config import allow_user_paths
 from pipelines.benchmark_audit.audit import rates
 from pipelines.benchmark_audit.council_checks import calls_bound
 from pipelines.benchmark_audit.records import BenchmarkFileError, read_items
@@ -17,7 +18,9 @@ from storage.stores import latest_frame
 
 
 def config(**values) -> dict:
-    """Run config from plain values (BenchmarkAuditConfig fields; None = the default)."""
+    """Run config from plain values (BenchmarkAuditConfig fields; None = the default). The CLI's
+    user's file and database folder become read roots of this process (#45 item 1)."""
+    allow_user_paths(values, "benchmark_path", "dbs_dir")
     return op_config(FINDINGS, BenchmarkAuditConfig, values)
 
 
@@ -59,6 +62,7 @@ CARD = JobCard(
 
 def council_config(**values) -> dict:
     """Run config of the council checks (CouncilAuditConfig fields; None = the default)."""
+    allow_user_paths(values, "benchmark_path", "dbs_dir")
     return op_config(COUNCIL, CouncilAuditConfig, values)
 
 

@@ -328,15 +328,16 @@ def interaction_conversations(
     code_version=PIPELINE_VERSION,
     description="Each gold query's result as row count and order-independent digest, computed once per gold "
     "and database version (kept across runs) and reused by every agent and mode (#30 item 4).",
+    config_schema=checked_config(GoldConfig),  # a finite budget, checked before launch (#45 item 1)
 )
 def interaction_gold(
     context: AssetExecutionContext,
-    config: GoldConfig,
     interaction_subset: pl.DataFrame,
     seed_databases: pl.DataFrame,
 ):
     from storage.stores import latest_frame
 
+    config = GoldConfig(**op_config(context))
     stored = latest_frame("interaction_gold", context.partition_key)
     golds = M.GoldResults(
         _db(seed_databases)["path"], config.gold_timeout_s, stored.to_dicts() if stored is not None else None

@@ -87,6 +87,10 @@ class SafeSqlResource(ConfigurableResource):
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_rows: int = DEFAULT_MAX_ROWS
 
+    def __init__(self, **data):
+        super().__init__(**data)
+        check_resource_config_on_launch(self)  # the shared rule: a finite timeout before launch (#45 item 1)
+
     @field_validator("timeout_s")
     @classmethod
     def _finite_timeout(cls, v: float) -> float:

@@ -5,7 +5,7 @@
 | `quandary audit benchmark FILE --dbs DIR [--databases A,B] [--skip-missing] [--timeout S] [--council [--council-checks C,...]]` | one run per database of a Spider / BIRD file: the deterministic checks, rates by error type, weak items (correct but empty here) apart; with `--council` also the council's checks (LLM-judged, reported apart) |
 | `quandary audit benchmark-item FILE INDEX` | one item: its flags (and weak-item notes, marked "not a flag"), every finding with the probe queries and their results, the suggested fix |
 | `quandary audit benchmark-export FILE [--out PATH] [--all]` | the flagged items as JSONL or CSV (by the suffix) for a reviewer, fixes pre-filled |
-| `quandary audit benchmark-fix FILE --review PATH --out PATH` | the corrected file: the fixes a reviewer accepted (``accept`` true) applied |
+| `quandary audit benchmark-fix FILE --review PATH --out PATH [--dbs DIR]` | the corrected file: the fixes a reviewer accepted (``accept`` true) applied, each fixed SQL run on its database first |
 
 Everything is checked before a run exists: the file's records (a malformed one is refused in one
 line naming the file and record), the database folder, the names given to ``--databases``.
@@ -278,15 +278,34 @@ def _fix(args) -> int:
     if out.resolve() == Path(args.file).resolve():
         print("--out: give a new file (the original benchmark is never overwritten)", file=sys.stderr)
         return 2
+    dbs = args.dbs or _audited_dbs(Path(args.file))
     try:
-        records, applied = corrected_records(Path(args.file), Path(args.review))
+        records, applied, stale = corrected_records(Path(args.file), Path(args.review), dbs and Path(dbs))
     except BenchmarkFileError as exc:
         print(f"audit benchmark-fix: {exc}", file=sys.stderr)
         return 2
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}: {applied} accepted fix(es) applied to {len(records)} records")
+    print(f"wrote {out}: {applied} accepted fix(es) applied to {len(records)} records (each fixed SQL ran on {dbs})")
+    if stale:
+        print(
+            f"{stale} record(s): Spider's query_toks / query_toks_no_value / sql described the old query and were "
+            "removed; re-derive them with Spider's process_sql if a tool needs them"
+        )
     return 0
+
+
+def _audited_dbs(path: Path) -> str | None:
+    """The database folder the latest audit of this file used (its run's config), if any."""
+    from assets.benchmark_audit.assets import FINDINGS
+    from cli.runs import get_instance
+
+    target = str(path.resolve())
+    for run in get_instance().get_runs(limit=200):
+        config = ((run.run_config or {}).get("ops") or {}).get(FINDINGS, {}).get("config") or {}
+        if config.get("benchmark_path") == target and config.get("dbs_dir"):
+            return config["dbs_dir"]
+    return None
 
 
 def register(sub) -> None:
@@ -324,4 +343,5 @@ def register(sub) -> None:
     f.add_argument("file")
     f.add_argument("--review", required=True, help="the reviewed export (.jsonl or .csv; accept = true applies a line)")
     f.add_argument("--out", required=True, help="the corrected file to write (never the original)")
+    f.add_argument("--dbs", help="the database folder each fixed SQL is run on first (default: the audit's)")
     f.set_defaults(func=_fix)

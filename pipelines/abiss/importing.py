@@ -20,7 +20,7 @@ import polars as pl
 
 from pipelines.abiss.outputs import AbissFormatError, iter_abiss_batches, number_interpretations
 from storage.artifacts import ArtifactVersion
-from storage.faults import storage_error
+from storage.faults import storage_cause, storage_error
 from storage.paths import quandary_home
 from storage.stores import StoredVersion, artifact_store
 
@@ -56,8 +56,10 @@ def _stage(paths: Sequence[str | Path], staging: Path, batch: int | None) -> dic
                 out = folders[db_id] / f"{len(parts.setdefault(db_id, [])):06d}.parquet"
                 try:
                     part.write_parquet(out, compression="lz4", statistics=False)
-                except OSError as exc:
-                    raise storage_error(exc, out, "cannot stage the import in") from exc
+                except Exception as exc:  # polars reports a full disk as a ComputeError (#45 item 5)
+                    if isinstance(exc, OSError) or storage_cause(exc, out):
+                        raise storage_error(exc, out, "cannot stage the import in") from None
+                    raise
                 parts[db_id].append(out)
     return parts
 

@@ -273,13 +273,19 @@ def evaluate(
     engine: Engine,
     stored: pl.DataFrame | None = None,
     advance: Callable[[int], None] | None = None,
+    journal=None,
 ) -> tuple[pl.DataFrame, int, int]:
     """(every stored row plus this file's rows, reused, judged). Rows of other files or settings are
-    kept as they are; this file's rows under these settings are reused when stored, else judged."""
+    kept as they are; this file's rows under these settings are reused when stored, else judged.
+    ``journal`` (storage.journal.RowJournal): rows a killed run finished are reused too, and each
+    batch judged here is appended to it as it finishes (#45 item 5)."""
     skey = settings_key(settings, methods)
     stored = stored if stored is not None and stored.height else verdicts_frame([])
     mine = stored.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
     have = {(r["prediction_id"], r["scenario"]): r for r in mine.iter_rows(named=True)}
+    for r in journal.rows() if journal is not None else ():
+        if r.get("predictions_sha256") == digest and r.get("settings_key") == skey:
+            have.setdefault((r.get("prediction_id"), r.get("scenario")), r)
     reused = [
         dict(have[(p.id, p.scenario)], predictions_file=source, line=p.line)
         for p in preds
@@ -294,10 +300,17 @@ def evaluate(
         mine_todo = [q for q in todo if q.scenario == scenario]
         pairs = [PairToJudge(p.id, p.gold_sql, p.predicted_sql, p.dialect, p.question) for p in mine_todo]
         try:
-            judged = judge_pairs(judging, pairs, methods, engine.judges, judge_settings(settings), advance)
+            for at in range(0, len(pairs), JOURNAL_BATCH):  # a batch at a time: each is journaled
+                judged = judge_pairs(
+                    judging, pairs[at : at + JOURNAL_BATCH], methods, engine.judges, judge_settings(settings), advance
+                )
+                batch = mine_todo[at : at + JOURNAL_BATCH]
+                rows = [_row(p, r, t, digest, source, skey, methods) for p, (r, t) in zip(batch, judged)]
+                if journal is not None:
+                    journal.append(rows)
+                fresh += rows
         finally:
             judging.close()
-        fresh += [_row(p, r, t, digest, source, skey, methods) for p, (r, t) in zip(mine_todo, judged)]
     others = stored.filter(~((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey)))
     df = pl.concat([others, verdicts_frame(reused + fresh)], how="vertical_relaxed")
     order = {p.id: i for i, p in enumerate(preds)}
@@ -308,6 +321,9 @@ def evaluate(
         .drop("_o")
     )
     return pl.concat([others, mine], how="vertical_relaxed"), len(reused), len(fresh)
+
+
+JOURNAL_BATCH = 16  # pairs judged between two journal writes (the autorater batches within one)
 
 
 def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, methods) -> dict:

@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from resources.sql import open_duckdb_readonly
+from storage.faults import written_via_temp
 from storage.sqlnames import quote_ident
 
 SEMBENCH_FILES = Path("sembench") / "files"
@@ -195,9 +196,15 @@ def build_scenario_db(
     labels_path = out_dir / f"sembench_{sc.name}{suffix}_labels.duckdb"
     if not rebuild and path.is_file() and labels_path.is_file():
         return ScenarioDB(sc.name, path, labels_path, sample, _row_counts(path, sc))
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
     counts: dict[str, int] = {}
+    with written_via_temp(path, "the scenario database") as tmp:
+        _build_tables(tmp, sc, src, sample, seed, groups, counts)
+    with written_via_temp(labels_path, "the scenario's labels") as ltmp:
+        _build_labels(ltmp, sc, src)
+    return ScenarioDB(sc.name, path, labels_path, sample, counts)
+
+
+def _build_tables(tmp: Path, sc: Scenario, src: Path, sample, seed, groups, counts: dict) -> None:
     con = duckdb.connect(str(tmp))
     try:
         con.execute(f"CREATE SCHEMA {_q(sc.bigquery_schema)}")
@@ -230,9 +237,9 @@ def build_scenario_db(
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    tmp.replace(path)
-    ltmp = labels_path.with_suffix(".tmp")
-    ltmp.unlink(missing_ok=True)
+
+
+def _build_labels(ltmp: Path, sc: Scenario, src: Path) -> None:
     con = duckdb.connect(str(ltmp))
     try:
         con.execute(
@@ -243,8 +250,6 @@ def build_scenario_db(
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    ltmp.replace(labels_path)
-    return ScenarioDB(sc.name, path, labels_path, sample, counts)
 
 
 def _row_counts(path: Path, sc: Scenario) -> dict[str, int]:

@@ -10,9 +10,28 @@ with another gold is the dataset's point (one gold per reading), not a conflict.
 
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+# Stated limits on a benchmark file, checked before a run exists (issue 45 item 3), each well above
+# the real files (Spider dev: 3.6 MB, 1,034 items, nesting 14, SQL ≤ 422 chars; BIRD dev: 1,534
+# items, SQL ≤ 1,446 chars, evidence ≤ 591; Spider/BIRD train: under 10k items, 30 MB).
+MAX_FILE_BYTES = 100 * 1024 * 1024
+MAX_ITEMS = 50_000
+MAX_DEPTH = 64  # nested JSON lists/objects (Spider's parsed ``sql`` trees: 14)
+MAX_QUESTION_CHARS = 4_000
+MAX_SQL_CHARS = 20_000  # also bounds what the SQL parser is given per item (≤ 0.3 s a parse)
+MAX_SQL_NESTING = 20  # parentheses; the SQL parser (sqlglot) overflows Python's stack from ~45 (real golds: ≤ 6)
+MAX_TEXT_CHARS = 8_000  # evidence, hidden knowledge
+MAX_DB_ID_CHARS = 100
+LIMITS = (
+    f"at most {MAX_FILE_BYTES // 2**20} MB, {MAX_ITEMS:,} records, nesting {MAX_DEPTH} deep; "
+    f"question ≤ {MAX_QUESTION_CHARS:,} characters, SQL ≤ {MAX_SQL_CHARS:,} nested ≤ {MAX_SQL_NESTING}, evidence ≤ {MAX_TEXT_CHARS:,}, "
+    f"db_id ≤ {MAX_DB_ID_CHARS}"
+)
 
 GOLD_KEYS = ("query", "SQL", "sql")  # Spider, BIRD, BIRD copies (the jar dev file)
 # Spider's "sql" is its parsed tree (a dict), not a string: only a string counts as the gold
@@ -80,13 +99,12 @@ def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
     ``hidden_knowledge`` strings when present. Returns (items, ABISS records without a gold by
     design)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BenchmarkFileError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BenchmarkFileError(f"{path}: cannot read: {exc}") from None
-    records = _parse(path, text)
+    records = read_records(path)
+    if len(records) > MAX_ITEMS:
+        raise BenchmarkFileError(
+            f"{path}: {len(records):,} records, more than the {MAX_ITEMS:,} a run audits; split it"
+        )
+    _check_depth(path, records)
     items = []
     no_gold = 0
     for i, record in enumerate(records):
@@ -109,8 +127,9 @@ def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
             if not isinstance(value, str):
                 raise BenchmarkFileError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
             texts[key] = value.strip()
+        _check_texts(where, record, gold, texts)
         if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+@=-]*", record["db_id"]):
-            raise BenchmarkFileError(f"{where}: db_id {record['db_id']!r} is not a database folder name")
+            raise BenchmarkFileError(f"{where}: db_id {record['db_id'][:60]!r} is not a database folder name")
         qid = record.get("question_id", "")
         items.append(
             Item(
@@ -130,11 +149,101 @@ def read_benchmark(path: str | Path) -> tuple[list[Item], int]:
     return items, no_gold
 
 
+def read_records(path: Path) -> list:
+    """The file's records as parsed JSON (a list, JSONL, or one object), read within the limits."""
+    return _parse(path, read_text_file(path, "benchmark file"))
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of ``path`` if it is a regular file within :data:`MAX_FILE_BYTES`; else one
+    line naming it (a FIFO, a device such as /dev/zero or a folder is refused without reading)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a FIFO never waits
+    except FileNotFoundError:
+        raise BenchmarkFileError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise BenchmarkFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "folder" if stat.S_ISDIR(mode) else "FIFO" if stat.S_ISFIFO(mode) else "device or special file"
+        raise BenchmarkFileError(f"{path}: a {kind}, not a regular file; give the {what} itself")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise BenchmarkFileError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MB, the limit of a {what}; split it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
+def _check_depth(path: Path, records: list) -> None:
+    """Nesting beyond :data:`MAX_DEPTH` refused (iteratively: a deep value never recurses here)."""
+    stack = [(r, 2, i) for i, r in enumerate(records)]
+    while stack:
+        value, depth, i = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BenchmarkFileError(f"{path}: record {i} is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, dict):
+            stack += [(v, depth + 1, i) for v in value.values() if isinstance(v, (dict, list))]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1, i) for v in value if isinstance(v, (dict, list))]
+
+
+def _check_texts(where: str, record: dict, gold: str, texts: dict) -> None:
+    """Length limits, and text that is valid Unicode (a lone surrogate from a ``\\ud800`` escape
+    cannot be written to any table or report: refused here, not inside the run)."""
+    for key, value, limit in (
+        ("db_id", record["db_id"], MAX_DB_ID_CHARS),
+        ("question", record["question"], MAX_QUESTION_CHARS),
+        ("gold SQL", gold, MAX_SQL_CHARS),
+        ("evidence", texts["evidence"], MAX_TEXT_CHARS),
+        ("hidden_knowledge", texts["hidden_knowledge"], MAX_TEXT_CHARS),
+    ):
+        if len(value) > limit:
+            raise BenchmarkFileError(f"{where}: {key} is {len(value):,} characters, more than the limit of {limit:,}")
+        if key == "gold SQL" and (depth := sql_nesting(value)) > MAX_SQL_NESTING:
+            raise BenchmarkFileError(
+                f"{where}: gold SQL nests parentheses {depth} deep, more than the limit of {MAX_SQL_NESTING}"
+            )
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BenchmarkFileError(
+                f"{where}: {key} holds an invalid character (a lone surrogate at {exc.start}); fix the file"
+            ) from None
+
+
+def sql_nesting(sql: str) -> int:
+    """The deepest parenthesis nesting of ``sql`` outside quoted strings and identifiers."""
+    deepest = depth = 0
+    quote = None
+    for ch in sql:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"`[":
+            quote = "]" if ch == "[" else ch
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
+
+
+def _loads(path: Path, text: str, where: str):
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise BenchmarkFileError(f"{path}: {where} is nested more than {MAX_DEPTH} levels deep") from None
+
+
 def _parse(path: Path, text: str) -> list:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            data = json.loads(text)
+            data = _loads(path, text, "the file")
         except json.JSONDecodeError as exc:
             raise BenchmarkFileError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
         return data
@@ -144,14 +253,14 @@ def _parse(path: Path, text: str) -> list:
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                records.append(_loads(path, line, f"line {n}"))
             except json.JSONDecodeError as exc:
                 raise BenchmarkFileError(
                     f"{path}: record {len(records)} (line {n}) is not valid JSON: {exc.msg}"
                 ) from None
         return records
     try:
-        data = json.loads(text)
+        data = _loads(path, text, "the file")
     except json.JSONDecodeError as exc:
         raise BenchmarkFileError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if isinstance(data, dict):

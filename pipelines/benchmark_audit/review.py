@@ -8,7 +8,14 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.benchmark_audit.records import GOLD_KEYS, BenchmarkFileError, file_digest
+from pipelines.benchmark_audit.records import (
+    GOLD_KEYS,
+    MAX_SQL_CHARS,
+    BenchmarkFileError,
+    database_path,
+    file_digest,
+    read_records,
+)
 
 EXPORT_COLUMNS = (
     "benchmark_sha256",
@@ -85,13 +92,38 @@ def read_review(path: Path) -> list[dict]:
         raise BenchmarkFileError(f"{path}: no such file") from None
 
 
-def corrected_records(benchmark: Path, review: Path) -> tuple[list, int]:
+# Spider's tokens and parsed tree of the gold: they describe the old query once its SQL is fixed
+SPIDER_DERIVED = ("query_toks", "query_toks_no_value", "sql")
+FIX_TIMEOUT_S = 30.0
+
+
+def check_fixed_sql(sql: str, db_path: Path | None, timeout_s: float = FIX_TIMEOUT_S) -> str | None:
+    """Why an accepted ``fixed_sql`` cannot be the new gold (None when it can): it must be one
+    statement that runs read-only on its database (SQLite parses it there) within ``timeout_s``."""
+    from pipelines.sqltools.syntax import has_second_statement
+    from resources.sql import execute_sql
+
+    if len(sql) > MAX_SQL_CHARS:
+        return f"is {len(sql):,} characters, more than the limit of {MAX_SQL_CHARS:,}"
+    if has_second_statement(sql):
+        return "holds more than one statement"
+    if db_path is None:
+        return "cannot be run: no database file for its db_id (give --dbs)"
+    outcome = execute_sql(db_path, sql, timeout_s=timeout_s, digest_beyond_cap=True)
+    if not outcome.ok and not getattr(outcome, "digested", False):
+        return f"does not run on {db_path.name} ({outcome.one_line()[:200]})"
+    return None
+
+
+def corrected_records(benchmark: Path, review: Path, dbs_dir: Path | None = None) -> tuple[list, int, int]:
     """The benchmark's records with every accepted fix applied (its own keys kept: Spider's
-    ``query``, BIRD's ``SQL``); returns (records, fixes applied). A review of another version of the
-    file, or naming an item the file does not have, is refused in one line."""
-    records = json.loads(benchmark.read_text(encoding="utf-8"))
+    ``query``, BIRD's ``SQL``); returns (records, fixes applied, records whose Spider tokens and
+    parsed tree were removed as stale). A review of another version of the file, naming an item the
+    file does not have, or an accepted ``fixed_sql`` that does not run on the item's database
+    (``dbs_dir``), is refused in one line; nothing is written then."""
+    records = read_records(benchmark)
     digest = file_digest(benchmark)
-    applied = 0
+    applied = stale = 0
     for n, row in enumerate(read_review(review), 1):
         where = f"{review}: line {n}"
         if not _truthy(row.get("accept", "")):
@@ -111,7 +143,14 @@ def corrected_records(benchmark: Path, review: Path) -> tuple[list, int]:
         changed = False
         # the export holds stripped text: only a real edit changes a record
         if row.get("fixed_sql") and row["fixed_sql"].strip() != record[key].strip():
+            db = database_path(dbs_dir, str(record.get("db_id"))) if dbs_dir else None
+            if (why := check_fixed_sql(row["fixed_sql"], db)) is not None:
+                raise BenchmarkFileError(f"{where}: item {index}'s fixed_sql {why}; fix or un-accept it")
             record[key] = row["fixed_sql"]
+            derived = [k for k in SPIDER_DERIVED if k in record and k != key]
+            for k in derived:  # they described the old query; a tool needing them re-derives them
+                del record[k]
+            stale += bool(derived)
             changed = True
         if (
             "evidence" in record
@@ -121,4 +160,4 @@ def corrected_records(benchmark: Path, review: Path) -> tuple[list, int]:
             record["evidence"] = row["fixed_evidence"]
             changed = True
         applied += changed
-    return records, applied
+    return records, applied, stale

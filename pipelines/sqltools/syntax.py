@@ -28,9 +28,37 @@ def _connection() -> sqlite3.Connection:
     return con
 
 
+def has_second_statement(sql: str) -> bool:
+    """Whether anything but blanks, ``;`` and comments follows the first ``;`` outside quotes and
+    comments. SQLite compiles only the first statement (and a missing table there reads as
+    "parsed"), so ``SELECT * FROM t; DROP TABLE t`` must be caught here (issue 45 item 5)."""
+    i, n, ended = 0, len(sql), False
+    while i < n:
+        ch = sql[i]
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+        elif ch in " \t\r\n\f;":
+            ended = ended or ch == ";"
+            i += 1
+        elif ended:
+            return True
+        elif ch in "'\"`[":
+            j = sql.find("]" if ch == "[" else ch, i + 1)
+            i = n if j < 0 else j + 1  # a doubled quote ('it''s') reads as two quoted runs: same result
+        else:
+            i += 1
+    return False
+
+
 def sqlite_parses(sql: str) -> bool:
     """True if SQLite's parser accepts ``sql`` as one read-only statement; False when it refuses it
     or cannot tell (a write, a pragma, several statements): the caller then decides another way."""
+    if has_second_statement(sql):
+        return False
     try:
         _connection().execute("EXPLAIN " + sql).fetchall()
     except sqlite3.Error as exc:

@@ -77,6 +77,9 @@ def test_an_unencodable_escape_is_refused_naming_the_record(tmp_path, capsys):
         ("PRAGMA writable_schema = 1", "got PRAGMA"),
         ("SELECT 1; DROP TABLE departments", "2 statements"),
         ("SELECT 1; SELECT 2", "2 statements"),
+        # a first statement naming an unknown table used to hide the rest from the check (#45 item 5)
+        ("SELECT * FROM t; DROP TABLE t", "2 statements"),
+        ("SELECT * FROM t -- x\n; DELETE FROM departments", "2 statements"),
     ],
 )
 def test_gold_that_is_not_one_read_only_query_is_refused(tmp_path, capsys, sql, needle):
