@@ -374,7 +374,7 @@ def label_np(table: TableProfile) -> str:
     lwords = col.words if col is not None else column_words(table.label)
     tw = {singular(w) for w in table_words(table.name).lower().split()}
     rest = [w for w in lwords.split() if singular(w.lower()) not in tw]  # "country name" of countries
-    if not rest:
+    if not rest or not readable(" ".join(rest)):  # "the values of the topics": a generic label says nothing
         return f"the {tname}"
     return f"the {plural(' '.join(rest))} of the {tname}"
 

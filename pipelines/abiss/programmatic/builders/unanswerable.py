@@ -36,7 +36,7 @@ from pipelines.abiss.programmatic.entity_kinds import (
     table_kind,
     table_kinds,
 )
-from pipelines.abiss.programmatic.phrasing import event_verb, render_free
+from pipelines.abiss.programmatic.phrasing import event_verb, readable, render_free
 
 ADMIN = "ask the database administrator"
 
@@ -449,9 +449,10 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
             tn, ts = table_plural(t.name), table_singular(t.name)
             lab = t.column(t.label) if t.label else None
             col = lab.words if lab is not None else "details"
-            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {
-                w.rstrip("s") for w in tn.lower().split()
-            }:
+            if lab is not None and (
+                {w.rstrip("s") for w in col.lower().split()} <= {w.rstrip("s") for w in tn.lower().split()}
+                or not readable(col)  # "change the value of all the topics": a generic label is their name
+            ):
                 col = "name"  # "change the continent of all the continents" → "the name of ..."
             if kind == "write":
                 variants = {
