@@ -324,9 +324,41 @@ _VERBS = {
 }
 
 
+class TableName(str):
+    """A table's name that also carries the noun a person says for its rows when the name alone
+    misleads: a linking table ``ApplicationJobs`` (applicants ↔ jobs) holds *applications*
+    (:func:`relationship_noun`). Compares, hashes and quotes as the plain name."""
+
+    noun: str | None = None
+
+    def __new__(cls, name: str, noun: str | None = None):
+        obj = super().__new__(cls, name)
+        obj.noun = noun
+        return obj
+
+    def __reduce__(self):
+        return (TableName, (str(self), self.noun))
+
+
+def relationship_noun(name: str, parents: list[str]) -> str | None:
+    """The noun of a linking table's rows: its name without the words naming the tables it links
+    (``ApplicationJobs`` linking Applicants and Jobs → "application"); None when every word names a
+    parent (``student_course``) or nothing names one (issue #41b item 1)."""
+    words = [w.lower() for w in identifier_words(name)]
+    named = {singular(w.lower()) for p in parents for w in identifier_words(p)}
+    rest = [w for w in words if singular(w) not in named and w not in _TABLE_FILLER]
+    if not rest or len(rest) == len(words) or not readable(" ".join(rest)):
+        return None
+    return " ".join(rest)
+
+
 def table_words(name: str) -> str:
     """A table as a noun phrase: ``cars_data`` → "cars", ``model_list`` → "model"; filler words
-    (data, info, list, details, table) are dropped when other words remain."""
+    (data, info, list, details, table) are dropped when other words remain; a linking table's
+    relationship noun when it has one (:class:`TableName`)."""
+    noun = getattr(name, "noun", None)
+    if noun:
+        return noun
     words = identifier_words(name)
     if len(words) > 1 and words[0].lower() == "reference":
         words = words[1:]  # Ref_Template_Types: a lookup table of template types
