@@ -20,6 +20,7 @@ from pipelines.abiss.programmatic.builders.base import (
     Reading,
     be,
     categorical_columns,
+    is_free_text,
     edge_role,
     is_round_number,
     join_sql,
@@ -151,19 +152,6 @@ def role_phrase(key_words: str, parent: str, role: str | None = None) -> str:
             return f"{' '.join(mods)} my {parent}"  # lost in my battle
         return f"whose {key_words} is mine"
     return f"of my {parent}"
-
-
-_FREE_TEXT_WORDS = {"description", "comment", "comments", "note", "notes", "summary", "remark", "remarks", "text",
-                    "details", "bio", "biography", "review", "message", "body", "content", "abstract"}  # fmt: skip
-
-
-def is_free_text(col) -> bool:
-    """A column of prose (descriptions, notes, long or truncated sentences): nobody has "the same
-    description as mine" (issue #41b item 2)."""
-    if set(col.words.lower().split()) & _FREE_TEXT_WORDS:
-        return True
-    texts = [str(v) for v in (col.values or col.examples or []) if isinstance(v, str)]
-    return any(len(v.split()) > 4 or len(v) > 40 or v.rstrip().endswith(("...", "…")) for v in texts)
 
 
 def identifies(parent) -> bool:
