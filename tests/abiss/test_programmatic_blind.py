@@ -187,6 +187,10 @@ def test_templates_read_as_a_person_writes():
         assert "are there of" not in q and "there are of" not in q, q
     listed = Ask("list", target="the first names of the employees")
     assert not any("information I need" in render(listed, "descriptive", rng) for _ in range(40))
+    born = Ask("which", subject="pilots who were born on a public holiday in Japan")
+    assert "Which pilots were born on a public holiday in Japan?" in {
+        render(born, "interrogative", rng) for _ in range(20)
+    }
     assert event_verb("date of birth") == "born"
     assert event_verb("year established") == "established"
     assert event_verb("hire date") is None and event_verb("speed") is None

@@ -606,9 +606,11 @@ def _count_templates(style: str, subj: str) -> list[str]:
 
 
 def _which_templates(style: str, subj: str) -> list[str]:
+    # "Which pilots were born on ...?", not "Which are the pilots who were born on ...?"
+    which = f"Which {subj.replace(' who were ', ' were ', 1)}?" if " who were " in subj else f"Which are the {subj}?"
     t = {
         "imperative": [f"List the {subj}.", f"Show the {subj}.", f"Find the {subj}.", f"Give me the {subj}."],
-        "interrogative": [f"Which are the {subj}?", f"What are the {subj}?"],
+        "interrogative": [which, f"What are the {subj}?"],
         "formal": [f"Please list the {subj}.", f"Kindly identify the {subj}.", f"Could you please provide the {subj}?"],
         "colloquial": [
             f"which ones are the {subj}?",
