@@ -21,12 +21,12 @@ import pytest
 
 from pipelines.abiss.programmatic import generate_candidates
 from pipelines.abiss.programmatic.phrasing import (
+    Ask,
     event_verb,
     is_english_word,
     readable,
     relationship_noun,
     render,
-    Ask,
 )
 from resources.sql import execute_sql
 

@@ -37,8 +37,8 @@ from pipelines.abiss.programmatic.phrasing import (
     column_words,
     head_noun,
     humanize,
-    relationship_noun,
     identifier_words,
+    relationship_noun,
 )
 from resources.catalog import DatabaseInfo, inspect_database
 from resources.sql import execute_sql

@@ -209,7 +209,9 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             frm, al = join_sql([(child.name, edge, parent.name)], child.name)
             # grouped by the parent's key (two applicants may share a first name), shown by its label
             pa = al[parent.name]
-            sql = f"SELECT {pa}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {pa}.{q(edge.dst_col)}, {pa}.{q(parent.label)}"
+            sql = (
+                f"SELECT {pa}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {pa}.{q(edge.dst_col)}, {pa}.{q(parent.label)}"
+            )
             ask = Ask(
                 "list",
                 target=f"the number of {table_plural(child.name)} {for_each_parent(a, edge)}",
