@@ -16,6 +16,7 @@ digits only, punctuation, non-ASCII); the hypothesis tests check this.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -98,6 +99,61 @@ def column_words(name: str) -> str:
     return " ".join(words) if words else humanize(name)
 
 
+# Words too general to say alone: "the value of the topics" names no property (issue #41b item 1).
+GENERIC_WORDS = frozenset({"value", "values", "data", "info", "information", "details", "detail", "content",
+                           "contents", "field", "misc", "other", "item", "entry", "text", "thing", "stuff"})  # fmt: skip
+# Key suffixes glued onto a word with no separator ("dataid", "roleid", "deptno").
+_GLUED_KEYS = ("id", "ids", "no", "num", "nbr", "cd", "key", "ref")
+# Common words of today missing from the 1913 dictionary and Webster's second edition.
+_MODERN = frozenset({"email", "url", "website", "online", "app", "internet", "software", "timezone", "timestamp",
+                     "runtime", "username", "login", "laptop", "podcast", "smartphone", "ethnicity", "wifi"})  # fmt: skip
+
+
+@functools.cache
+def _dictionary() -> frozenset[str]:
+    """English words (GCIDE and Webster's 2nd, lower case) from the ``english-words`` package."""
+    from english_words import get_english_words_set
+
+    return frozenset(get_english_words_set(["gcide", "web2"], alpha=True, lower=True))
+
+
+_INFLECTIONS = (("", ""), ("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"),
+                ("er", ""), ("est", ""), ("ity", ""), ("ment", ""), ("or", "e"))  # fmt: skip
+
+
+def _known(word: str) -> bool:
+    d = _dictionary()
+    return word in _MODERN or any(
+        word.endswith(suf) and len(word) - len(suf) >= 3 and word[: len(word) - len(suf)] + rep in d
+        for suf, rep in _INFLECTIONS
+    )
+
+
+def is_english_word(word: str) -> bool:
+    """Whether one token reads as English: a dictionary word (or its inflection), a short acronym
+    (``url``, ``gnp``: four letters or fewer), or two dictionary words run together whose second is
+    no key suffix ("windspeed", "classroom"); ``dataid``, ``roleid`` are identifiers (issue #41b)."""
+    w = word.lower()
+    if not w.isalpha() or len(w) <= 4 or _known(w):
+        return True
+    if w.endswith(_GLUED_KEYS):
+        return False
+    return any(_known(w[:i]) and _known(w[i:]) for i in range(3, len(w) - 2))
+
+
+def event_verb(words: str) -> str | None:
+    """The verb a date column records, when its words hold one: "date of birth" → "born",
+    ``Year_Established`` → "established", ``Hire_Date`` → None (a noun). Lets a question say "pilots
+    born on a public holiday", not "pilots whose date of birth fell on" (issue #41b item 3)."""
+    ws = words.lower().split()
+    if {"birth", "born", "birthday", "birthdate"} & set(ws):
+        return "born"
+    for w in ws:
+        if len(w) >= 6 and w.endswith("ed") and (_known(w[:-2]) or _known(w[:-1])) and w not in {"speed", "breed"}:
+            return w
+    return None
+
+
 def readable(words: str) -> bool:
     """Whether a column's words read as an English noun phrase a question can use: not led by a
     preposition or a verb ("in season", "is male"), no stray letters or bare numbers ("temperature
@@ -112,6 +168,8 @@ def readable(words: str) -> bool:
         return False
     if len(ws) > 1 and ws[0] == "number" and (ws[1] in _PREPOSITIONS - {"of"} or ws[1:3] == ["of", "in"]):
         return False  # "number in season", "number of in season"
+    if len(ws) == 1 and (ws[0] in GENERIC_WORDS or not is_english_word(ws[0])):
+        return False  # "the value of the topics", "the same dataid as mine"
     return all(re.search(r"[a-z]", w) for w in ws)
 
 
@@ -266,9 +324,41 @@ _VERBS = {
 }
 
 
+class TableName(str):
+    """A table's name that also carries the noun a person says for its rows when the name alone
+    misleads: a linking table ``ApplicationJobs`` (applicants ↔ jobs) holds *applications*
+    (:func:`relationship_noun`). Compares, hashes and quotes as the plain name."""
+
+    noun: str | None = None
+
+    def __new__(cls, name: str, noun: str | None = None):
+        obj = super().__new__(cls, name)
+        obj.noun = noun
+        return obj
+
+    def __reduce__(self):
+        return (TableName, (str(self), self.noun))
+
+
+def relationship_noun(name: str, parents: list[str]) -> str | None:
+    """The noun of a linking table's rows: its name without the words naming the tables it links
+    (``ApplicationJobs`` linking Applicants and Jobs → "application"); None when every word names a
+    parent (``student_course``) or nothing names one (issue #41b item 1)."""
+    words = [w.lower() for w in identifier_words(name)]
+    named = {singular(w.lower()) for p in parents for w in identifier_words(p)}
+    rest = [w for w in words if singular(w) not in named and w not in _TABLE_FILLER]
+    if not rest or len(rest) == len(words) or not readable(" ".join(rest)):
+        return None
+    return " ".join(rest)
+
+
 def table_words(name: str) -> str:
     """A table as a noun phrase: ``cars_data`` → "cars", ``model_list`` → "model"; filler words
-    (data, info, list, details, table) are dropped when other words remain."""
+    (data, info, list, details, table) are dropped when other words remain; a linking table's
+    relationship noun when it has one (:class:`TableName`)."""
+    noun = getattr(name, "noun", None)
+    if noun:
+        return noun
     words = identifier_words(name)
     if len(words) > 1 and words[0].lower() == "reference":
         words = words[1:]  # Ref_Template_Types: a lookup table of template types
@@ -461,13 +551,14 @@ def _list_templates(style: str, np: str, one: bool = False) -> list[str]:
             f"I need {np}.",
             f"I am looking for {np}.",
             f"I would like to see {np}.",
-            f"The information I need is {np}.",
         ],
     }
     return t.get(style, t["imperative"])
 
 
-_RELATIVE = re.compile(r" (whose|who|that|with|in|of|from|for|linked|related|associated) ")
+_RELATIVE = re.compile(r" (whose|who|that|with|in|from|for|linked|related|associated) ")
+# "insurance claims of the bank 'STU Bank'": counted as "does the bank 'STU Bank' have" (issue #41b item 3)
+_OWNED = re.compile(r"^(?P<what>[^']+?) of (?P<owner>the [^']+ '[^']*')$")
 
 
 def _there_are(subj: str, question: bool = False) -> str:
@@ -482,6 +573,10 @@ def _there_are(subj: str, question: bool = False) -> str:
 
 def _count_templates(style: str, subj: str) -> list[str]:
     there, are_there = _there_are(subj), _there_are(subj, question=True)
+    owned = _OWNED.match(subj)
+    if owned:  # "how many insurance claims does the bank 'X' have", not "are there of the bank"
+        what, owner = owned["what"], owned["owner"]
+        there, are_there = f"{what} {owner} has", f"{what} does {owner} have"
     t = {
         "imperative": [
             f"Count the {subj}.",
@@ -511,9 +606,11 @@ def _count_templates(style: str, subj: str) -> list[str]:
 
 
 def _which_templates(style: str, subj: str) -> list[str]:
+    # "Which pilots were born on ...?", not "Which are the pilots who were born on ...?"
+    which = f"Which {subj.replace(' who were ', ' were ', 1)}?" if " who were " in subj else f"Which are the {subj}?"
     t = {
         "imperative": [f"List the {subj}.", f"Show the {subj}.", f"Find the {subj}.", f"Give me the {subj}."],
-        "interrogative": [f"Which are the {subj}?", f"What are the {subj}?"],
+        "interrogative": [which, f"What are the {subj}?"],
         "formal": [f"Please list the {subj}.", f"Kindly identify the {subj}.", f"Could you please provide the {subj}?"],
         "colloquial": [
             f"which ones are the {subj}?",

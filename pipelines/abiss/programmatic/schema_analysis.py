@@ -33,10 +33,12 @@ from pathlib import Path
 
 from pipelines.abiss.programmatic.entity_kinds import MEASURE_WORDS
 from pipelines.abiss.programmatic.phrasing import (
+    TableName,
     column_words,
     head_noun,
     humanize,
     identifier_words,
+    relationship_noun,
 )
 from resources.catalog import DatabaseInfo, inspect_database
 from resources.sql import execute_sql
@@ -933,7 +935,25 @@ def analyze(db_path: str | Path, db_id: str | None = None, info: DatabaseInfo | 
         if len(ws) > 1 and ws[-1].lower() in {"id", "ids"}:
             prof.words = " ".join(ws[:-1])
     edges = sorted(edges + inferred, key=lambda e: (e.src, e.src_col, e.dst, e.dst_col))
+    tables, edges = _name_linking_rows(tables, edges)
     return SchemaAnalysis(info.db_id, db_path, info.engine, tables, edges, info)
+
+
+def _name_linking_rows(tables: list[TableProfile], edges: list[Edge]) -> tuple[list[TableProfile], list[Edge]]:
+    """Give a table linking two or more others the noun of its rows (``ApplicationJobs`` →
+    "applications", :func:`relationship_noun`), carried by its name wherever it goes (tables, edges)."""
+    names: dict[str, TableName] = {}
+    for t in tables:
+        parents = sorted({e.dst for e in edges if e.src == t.name and e.dst != t.name})
+        noun = relationship_noun(t.name, parents) if len(parents) >= 2 else None
+        if noun:
+            names[t.name] = TableName(t.name, noun)
+            t.name = names[t.name]
+    if not names:
+        return tables, edges
+    return tables, [
+        Edge(names.get(e.src, e.src), e.src_col, names.get(e.dst, e.dst), e.dst_col, e.inferred) for e in edges
+    ]
 
 
 MAX_INCLUSION_VALUES = 5000  # distinct values read per column; larger columns are not checked

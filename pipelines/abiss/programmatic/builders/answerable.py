@@ -204,8 +204,14 @@ def _answerable_drafts(ctx: BuildContext) -> Iterator[Draft]:
             child, edge, parent = t, c, extra
             if is_relation_name(child.name) or child.name in {b for b, _, _ in a.bridges()}:
                 continue  # "the number of has pets / farms animals for each ..." is no English
+            if edge_role(a, edge) == "linked":
+                continue  # a key with no readable name ("CATID"): "for each category as linked" is no English
             frm, al = join_sql([(child.name, edge, parent.name)], child.name)
-            sql = f"SELECT {al[parent.name]}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {al[parent.name]}.{q(parent.label)}"
+            # grouped by the parent's key (two applicants may share a first name), shown by its label
+            pa = al[parent.name]
+            sql = (
+                f"SELECT {pa}.{q(parent.label)}, COUNT(*) {frm} GROUP BY {pa}.{q(edge.dst_col)}, {pa}.{q(parent.label)}"
+            )
             ask = Ask(
                 "list",
                 target=f"the number of {table_plural(child.name)} {for_each_parent(a, edge)}",

@@ -100,6 +100,7 @@ __all__ = [
     "number_shaped",
     "same_content",
     "is_placeholder",
+    "is_free_text",
     "is_round_number",
     "edge_role",
     "child_of",
@@ -374,7 +375,7 @@ def label_np(table: TableProfile) -> str:
     lwords = col.words if col is not None else column_words(table.label)
     tw = {singular(w) for w in table_words(table.name).lower().split()}
     rest = [w for w in lwords.split() if singular(w.lower()) not in tw]  # "country name" of countries
-    if not rest:
+    if not rest or not readable(" ".join(rest)):  # "the values of the topics": a generic label says nothing
         return f"the {tname}"
     return f"the {plural(' '.join(rest))} of the {tname}"
 
@@ -534,6 +535,19 @@ def temporal_columns(table: TableProfile, min_distinct: int = 3) -> list[ColumnP
     return [c for c in table.columns if c.role == TEMPORAL and c.distinct >= min_distinct and readable(c.words)]
 
 
+_FREE_TEXT_WORDS = {"description", "comment", "comments", "note", "notes", "summary", "remark", "remarks", "text",
+                    "details", "bio", "biography", "review", "message", "body", "content", "abstract"}  # fmt: skip
+
+
+def is_free_text(col) -> bool:
+    """A column of prose (descriptions, notes, long or truncated sentences): nobody has "the same
+    description as mine" (issue #41b item 2)."""
+    if set(col.words.lower().split()) & _FREE_TEXT_WORDS:
+        return True
+    texts = [str(v) for v in (col.values or col.examples or []) if isinstance(v, str)]
+    return any(len(v.split()) > 4 or len(v) > 40 or v.rstrip().endswith(("...", "…")) for v in texts)
+
+
 def categorical_columns(table: TableProfile, text_only: bool = False) -> list[ColumnProfile]:
     """Columns with a few repeated values; ``text_only`` keeps text ones (incl. numbers stored as
     text such as years '2008')."""
@@ -548,6 +562,7 @@ def categorical_columns(table: TableProfile, text_only: bool = False) -> list[Co
         and not is_flag(c)
         and (c.role != NUMERIC or c.text_number or is_measure(c) or c.is_year)
         and readable(c.words)
+        and not is_free_text(c)  # no "for each description", no "whose notes are 'Books and tea every...'"
     ]
 
 
@@ -582,8 +597,8 @@ def attributes(analysis: SchemaAnalysis, table: TableProfile) -> list[Attr]:
             continue
         if c.role == NUMERIC and not (is_measure(c) or c.is_year):
             continue
-        if not readable(c.words):
-            continue  # "whose in season is ...": no phrase a person would say
+        if not readable(c.words) or (c.role in (CATEGORICAL, TEXT) and is_free_text(c)):
+            continue  # "whose in season is ...", "whose description is 'Books and tea every...'"
         out.append(Attr(c.expr("T1"), c.words, c.role, tuple(c.values), tuple(c.sample), "", c.name))
     for i, e in enumerate([e for e in analysis.out_edges(table.name) if e.dst != table.name]):
         parent = analysis.table(e.dst)

@@ -21,6 +21,7 @@ from pipelines.abiss.programmatic.builders.base import (
     be,
     categorical_columns,
     edge_role,
+    is_free_text,
     is_round_number,
     join_sql,
     label_np,
@@ -153,17 +154,31 @@ def role_phrase(key_words: str, parent: str, role: str | None = None) -> str:
     return f"of my {parent}"
 
 
+def identifies(parent) -> bool:
+    """Whether a parent's label names one row (a bank, a department): only then is "my <parent>"
+    something a user has. A repeating label (a flight shown by its origin airport) is a property of
+    the parent, and "my flight is 'JFK'" says a role nobody said (issue #41b item 2)."""
+    lab = parent.column(parent.label) if parent.label else None
+    if lab is None or lab.non_null == 0 or lab.distinct < 0.95 * lab.non_null:
+        return False
+    ws = {singular(w) for w in lab.words.lower().split()}
+    # a name says which row; a place with a role (a flight's origin airport) only describes it
+    return bool(ws & {"name", "title", "label", "number", "code"} or ws <= set(table_singular(parent.name).split()))
+
+
 @register("missing_user_knowledge", "missing_user_knowledge.my_value")
 def build_user_knowledge(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
     plans = []
     for t in labelled_tables(a):
         for c in categorical_columns(t, text_only=True):
+            if is_free_text(c):
+                continue
             if c.name != t.label and len(c.values) >= 2 and singular(c.words) != table_singular(t.name):
                 plans.append(("column", t, c, None))  # not "event spaces with the same event space as mine"
         for e in a.out_edges(t.name):
             parent = a.table(e.dst)
-            if parent and parent.label and parent.name != t.name:
+            if parent and parent.label and parent.name != t.name and identifies(parent):
                 plans.append(("parent", t, e, parent))
     if not plans:
         ctx.unsupported("no categorical column or FK-linked labelled parent to personalise ('my X')")

@@ -36,7 +36,7 @@ from pipelines.abiss.programmatic.entity_kinds import (
     table_kind,
     table_kinds,
 )
-from pipelines.abiss.programmatic.phrasing import render_free
+from pipelines.abiss.programmatic.phrasing import event_verb, readable, render_free
 
 ADMIN = "ask the database administrator"
 
@@ -296,6 +296,16 @@ def build_missing_relationship(ctx: BuildContext) -> Iterator[Draft]:
         ctx.unsupported("every pair of entity tables is joined by a path of foreign keys or shared key columns")
 
 
+def _on_date(c, t, during: bool = False) -> str:
+    """How rows relate to a date by what it records: "born on", "who were born during", "established
+    during", else "whose submission date fell on" (issue #41b item 3)."""
+    verb = event_verb(c.words)
+    prep = "during" if during else "on"
+    if verb is None:
+        return f"whose {c.words} {'falls within' if during else 'fell on'}"
+    return f"who were {verb} {prep}" if _is_person_table(t) else f"{verb} {prep}"
+
+
 @register("missing_external_knowledge", "missing_external_knowledge.mapping")
 def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
     a = ctx.analysis
@@ -327,7 +337,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
                 country = ctx.rng.choice(["Italy", "Japan", "the United States", "Germany"])
                 plans.append(
                     (
-                        Ask("which", subject=f"{tn} whose {col} fell on a public holiday in {country}"),
+                        Ask("which", subject=f"{tn} {_on_date(c, t)} a public holiday in {country}"),
                         f"The calendar of public holidays in {country} is external knowledge that is not in the database or the knowledge base.",
                         ("holiday", "calendar"),
                     )
@@ -365,7 +375,7 @@ def build_missing_external(ctx: BuildContext) -> Iterator[Draft]:
             if (c.role == TEMPORAL or c.is_year) and date_concepts(c.words) is not None:
                 plans.append(
                     (
-                        Ask("which", subject=f"{tn} whose {c.words} falls within Barack Obama's US presidency"),
+                        Ask("which", subject=f"{tn} {_on_date(c, t, during=True)} Barack Obama's US presidency"),
                         "The dates of Barack Obama's presidency are external historical knowledge that neither the database nor the knowledge base holds.",
                         ("president", "presidency", "obama"),
                     )
@@ -439,9 +449,10 @@ def build_improper(ctx: BuildContext) -> Iterator[Draft]:
             tn, ts = table_plural(t.name), table_singular(t.name)
             lab = t.column(t.label) if t.label else None
             col = lab.words if lab is not None else "details"
-            if lab is not None and {w.rstrip("s") for w in col.lower().split()} <= {
-                w.rstrip("s") for w in tn.lower().split()
-            }:
+            if lab is not None and (
+                {w.rstrip("s") for w in col.lower().split()} <= {w.rstrip("s") for w in tn.lower().split()}
+                or not readable(col)  # "change the value of all the topics": a generic label is their name
+            ):
                 col = "name"  # "change the continent of all the continents" → "the name of ..."
             if kind == "write":
                 variants = {
