@@ -225,6 +225,20 @@ def check_job_request(job_name: str, partition: str, run_config: dict | None, co
     check_keys(check_council(council_path))
 
 
+def refused(job_name: str, partitions: list[str], run_config: dict | None, council_path: str | None = None) -> int:
+    """:func:`check_job_request` for every partition a command will run, before the first run
+    exists: 0 when all pass, else the one-line reason on stderr and exit code 2 (#42 item 1)."""
+    from assets.shared.preflight import PreflightError
+
+    try:
+        for partition in partitions:
+            check_job_request(job_name, partition, run_config, council_path)
+    except PreflightError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0
+
+
 def run_cli_job(
     job_name: str,
     partition: str,
