@@ -32,6 +32,32 @@ from storage.artifacts import KeyedRows, content_hash
 from storage.stores import artifact_store
 
 PREVIEW_ROWS = 5
+# Definition metadata of a table whose runs add results (#42 item 2): a run that produced no rows
+# never replaces the rows stored before it, unless the run is tagged REPLACE_WITH_EMPTY=true.
+GROWING = "quandary/growing"
+REPLACE_WITH_EMPTY = "quandary/replace_with_empty"
+
+
+class EmptyReplacement(ValueError):
+    """A growing table's run produced no rows while rows are stored: nothing was written."""
+
+
+def _refuse_empty_replacement(context: OutputContext, store, asset: str, partition: str | None, obj) -> None:
+    if obj.height or not (context.definition_metadata or {}).get(GROWING):
+        return
+    try:
+        asked = context.step_context.dagster_run.tags.get(REPLACE_WITH_EMPTY) == "true"
+    except (DagsterInvariantViolationError, AttributeError):  # a context built outside a run
+        asked = False
+    if asked or store.latest_location(asset, partition) is None:
+        return
+    stored = store.read_latest(asset, partition).height
+    if stored:
+        where = f" ({partition})" if partition else ""
+        raise EmptyReplacement(
+            f"{asset}{where}: this run produced no rows and would replace the {stored} stored ones; nothing "
+            f"was stored (tag the run {REPLACE_WITH_EMPTY}=true to empty it on purpose)"
+        )
 
 
 def _asset_name(context) -> str:
@@ -183,6 +209,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
             raise ValueError(
                 f"{context.asset_key.to_user_string()} produced a table with no columns; nothing was stored"
             )
+        _refuse_empty_replacement(context, self._store(), _asset_name(context), partition, obj)
         version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
         self._describe(context, version, obj)
 
