@@ -3,6 +3,7 @@ step in one line, the resume command, interrupts (Ctrl-C / SIGTERM), and the run
 
 import os
 import sys
+from contextlib import contextmanager
 
 
 def check_lines(result) -> list[str]:
@@ -129,10 +130,16 @@ class TerminateAsInterrupt:
     built-in ``default_int_handler`` was seen not to wake a main thread waiting on a council call's
     future (`council check` hung on Ctrl-C while SIGTERM ended it), a Python function does."""
 
+    def __init__(self, on_signal=None):
+        self._on_signal = on_signal  # called once, before the interrupt is raised
+
     def __enter__(self):
         import signal
 
         def handler(signum, frame):
+            on_signal, self._on_signal = self._on_signal, None
+            if on_signal is not None:
+                on_signal()
             raise KeyboardInterrupt
 
         self._old = {}
@@ -188,6 +195,54 @@ def quiet_interrupts(verbose: bool = False) -> None:
         logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 
+def _mark_canceling() -> None:
+    """On Ctrl-C/SIGTERM, before the interrupt unwinds the run: mark this process's run CANCELING so
+    Dagster ends it CANCELED (a termination), not FAILURE with a stack trace (#42 item 4)."""
+    from cli.runs import get_instance, mark_own_runs_canceling
+
+    try:
+        mark_own_runs_canceling(get_instance())
+    except Exception:  # noqa: BLE001 - the interrupt goes on; the run then reads as failed, as before
+        pass
+
+
+_interrupt_hook: list = []  # the callback Dagster's interrupt handlers call first, while a CLI run executes
+
+
+@contextmanager
+def _canceling_on_interrupt():
+    """While a run executes in this process, Dagster replaces the SIGINT/SIGTERM handlers with its
+    own (which turn the signal into DagsterExecutionInterruptedError). Each handler it installs is
+    wrapped to mark the run CANCELING first, synchronously, so Dagster's own end-of-run code finds a
+    termination request and ends the run CANCELED (#42 item 4). Dagster has no public hook for this."""
+    try:
+        from dagster._utils import interrupts
+    except ImportError:
+        yield
+        return
+    if not getattr(interrupts._replace_interrupt_signal, "_quandary", False):
+        original = interrupts._replace_interrupt_signal
+
+        def replace(handler):
+            if callable(handler):
+                inner = handler
+
+                def handler(signo, frame):
+                    if _interrupt_hook:
+                        _interrupt_hook.pop()()
+                    return inner(signo, frame)
+
+            original(handler)
+
+        replace._quandary = True
+        interrupts._replace_interrupt_signal = replace
+    _interrupt_hook[:] = [_mark_canceling]
+    try:
+        yield
+    finally:
+        _interrupt_hook.clear()
+
+
 def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bool = True):
     """Run ``start(run_id, log_level)`` (a run or a re-execution) the way every CLI run looks: the
     instance named first, progress while it works, one line on Ctrl-C or SIGTERM naming ``resume``
@@ -202,7 +257,7 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     use_terminal_for_progress()
     quiet_interrupts(verbose)
     run_id = str(uuid.uuid4())
-    with TerminateAsInterrupt():
+    with TerminateAsInterrupt(on_signal=_mark_canceling), _canceling_on_interrupt():
         try:
             # Dagster's console log shows step failures as stack traces: only with --verbose
             result = start(run_id, "ERROR" if verbose else "CRITICAL")
