@@ -63,7 +63,8 @@ def run(cmd: list[str], grace_s: float = GRACE_S) -> int:
 
     def forward(signum, frame):
         stopping.append(signum)
-        raise KeyboardInterrupt
+        if len(stopping) == 1:  # only the first: make forwards its own SIGTERM too, which must not cut the stop short
+            raise KeyboardInterrupt
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -77,7 +78,8 @@ def run(cmd: list[str], grace_s: float = GRACE_S) -> int:
         stop_group(proc, grace_s)
         name = signal.Signals(stopping[0]).name if stopping else "SIGINT"
         print(f"\n{Path(cmd[0]).name} stopped ({name}): its process group has ended", file=sys.stderr)
-        return 130 if not stopping or stopping[0] == signal.SIGINT else 143
+        # a stop the user asked for is a success: `make ui` then ends without "Error 143" (#42 item 4)
+        return 0
     finally:
         for s, h in old.items():
             signal.signal(s, h)
