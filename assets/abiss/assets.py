@@ -322,16 +322,15 @@ def _stage_asset(spec, previous_key):
     return stage_asset
 
 
-# candidate, passed, reason first (what a reader needs), then the question: the UI clips wide tables
-# at 1,366 px, so four columns with text cut at 60 characters (the whole trail: quandary audit
-# question ID) (#31 item 7)
+# candidate, passed, reason: the value column holds ~120 characters at 1,366 px with the side panel
+# open, and a fourth column (the question) cut the reasons off (#42 item 7); the question and the
+# whole trail are one command away (quandary audit question ID)
 DECISION_COLUMNS = [
-    ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
+    ("candidate_id", "string", "quandary audit question ID: its question and whole trail"),
     ("passed", "bool", ""),
     ("reason", "string", "why the stage passed or rejected it"),
-    ("question", "string", ""),
 ]
-TABLE_CELL_CHARS = 60
+TABLE_CELL_CHARS = 80
 
 
 def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
@@ -473,13 +472,9 @@ def rejection_report(
 # no "entered" column: it is the row above's survivors, and a fifth column was cut off at 1,366 px
 FUNNEL_COLUMNS = [
     ("stage", "string", ""),
-    (
-        "rejected",
-        "string",
-        "rejected / applicable: of the survivors of the stage before, the candidates this stage judges "
-        "(the groups the paper names) and how many it rejected; the rejection rate is their ratio",
-    ),
-    ("survivors", "int", "left after this stage, including candidates it does not judge"),
+    # short descriptions: a long one widened its header past the value column (#42 item 7)
+    ("rejected", "string", "rejected / judged (of the survivors before)"),
+    ("survivors", "int", "left after it"),
 ]
 
 

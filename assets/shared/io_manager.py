@@ -69,17 +69,27 @@ def _asset_name(context) -> str:
 UI_INLINE_MARKDOWN_CHARS = 1000
 
 
+# What the value column of a metadata table holds at 1,366 px with Dagster's side panel open
+# (~995 px, #42 item 7), in characters of the UI's table font with each cell's padding (+4 a column).
+UI_TABLE_CHARS = 120
+
+
 def preview_markdown(
-    df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 40, limit: int | None = UI_INLINE_MARKDOWN_CHARS
+    df: pl.DataFrame,
+    rows: int = PREVIEW_ROWS,
+    width: int = 40,
+    limit: int | None = UI_INLINE_MARKDOWN_CHARS,
+    columns_chars: int | None = UI_TABLE_CHARS,
 ) -> str:
     """``df``'s first ``rows`` rows as a Markdown table shaped for the asset page (#31 item 7): floats
     to :data:`METADATA_DIGITS` digits, cells cut at ``width`` characters, and — unless ``limit`` is
     None — as many rows as fit in ``limit`` characters, so it renders in place; a last line says how
-    many rows were left out. Pass fewer columns (``df.select``) for a narrower table."""
+    many rows were left out. Unless ``columns_chars`` is None, only the columns that fit in that
+    many characters side by side (in the frame's order; a wide one is skipped for the narrower
+    ones after it) so none is cut off at 1,366 px; a line names the others (#42 item 7)."""
     if df.width == 0:
         return "_empty table_"
     head = df.head(rows)
-    cols = head.columns
 
     def cell(v) -> str:
         if isinstance(v, float):
@@ -87,10 +97,28 @@ def preview_markdown(
         text = "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
         return text if len(text) <= width else text[: width - 1] + "…"
 
+    cols, hidden = list(head.columns), []
+    if columns_chars is not None:
+        room, cols = columns_chars, []
+        for name in head.columns:
+            need = max([len(name), *(len(cell(v)) for v in head[name])]) + 4
+            if need <= room:
+                cols.append(name)
+                room -= need
+            else:
+                hidden.append(name)
+        if not cols:  # one column wider than the room: show it cut rather than nothing
+            cols, hidden = hidden[:1], hidden[1:]
+        head = head.select(cols)
+
+    note = ""
+    if hidden:
+        names = ", ".join(hidden)
+        note = f"\n_{len(hidden)} more column(s), in the artifact: {names if len(names) <= 240 else names[:239] + '…'}_"
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.iter_rows()]
     if limit is not None:
-        size = sum(len(line) + 1 for line in lines)
+        size = sum(len(line) + 1 for line in lines) + len(note)
         kept = []
         for line in body:
             if size + len(line) + 1 > limit - 40:  # room for the "rows left out" line
@@ -99,6 +127,8 @@ def preview_markdown(
             size += len(line) + 1
         left_out = df.height - len(kept)
         body = kept + ([f"\n_{left_out} more row(s): the full table is the artifact_"] if left_out > 0 else [])
+    if note:
+        body.append(note)
     return "\n".join(lines + body)
 
 

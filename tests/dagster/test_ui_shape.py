@@ -36,3 +36,24 @@ def test_a_fresh_instance_turns_off_the_community_popup(tmp_path, monkeypatch):
     (old / "dagster.yaml").write_text("nux:\n  enabled: true\n")
     dagster_home()
     assert (old / "dagster.yaml").read_text() == "nux:\n  enabled: true\n"  # the operator's choice stays
+
+
+def test_a_wide_preview_shows_the_columns_that_fit_and_names_the_others():
+    """#42 item 7: the dataset's 17 columns were cut after the second at 1,366 px. The preview keeps
+    the columns that fit the value column side by side (a wide one skipped for narrower ones after
+    it) and names the rest, and still renders in place."""
+    from assets.shared.io_manager import UI_TABLE_CHARS
+
+    df = pl.DataFrame(
+        {"candidate_id": ["c" * 16] * 3, "question": ["How many " + "x" * 200] * 3}
+        | {f"col_{i:02d}": [f"value {i}"] * 3 for i in range(15)}
+    )
+    md = preview_markdown(df)
+    header = md.splitlines()[0]
+    shown = [c.strip() for c in header.strip("|").split("|")]
+    widest_row = max(len(line) for line in md.splitlines() if line.startswith("|"))
+    assert widest_row <= UI_TABLE_CHARS + len(shown)  # what the cells hold, plus the separators
+    assert shown[:2] == ["candidate_id", "question"] and len(shown) < df.width
+    hidden = [c for c in df.columns if c not in shown]
+    assert f"{len(hidden)} more column(s), in the artifact: {', '.join(hidden)}" in md
+    assert len(md) < UI_INLINE_MARKDOWN_CHARS
