@@ -32,7 +32,7 @@ from assets.shared.checks import (
     rejection_bounds_check,
     table_metadata,
 )
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output, list_markdown, preview_markdown
 from assets.shared.partitions import databases_partitions
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
@@ -322,26 +322,26 @@ def _stage_asset(spec, previous_key):
     return stage_asset
 
 
-# candidate, passed, reason: the value column holds ~120 characters at 1,366 px with the side panel
-# open, and a fourth column (the question) cut the reasons off (#42 item 7); the question and the
-# whole trail are one command away (quandary audit question ID)
-DECISION_COLUMNS = [
-    ("candidate_id", "string", "quandary audit question ID: its question and whole trail"),
-    ("passed", "bool", ""),
-    ("reason", "string", "why the stage passed or rejected it"),
-]
-TABLE_CELL_CHARS = 80
+REASON_CHARS = 160  # a reason this long reads whole in a wrapped list item
 
 
 def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
-    """The stage's decisions on the candidates it applies to, with question text and reason."""
-    by_id = {r["candidate_id"]: r for r in entering}
-    rows = (
-        [{**by_id.get(d["candidate_id"], {}), **d} for d in decisions.filter(pl.col("applies")).to_dicts()]
-        if decisions.height
-        else []
+    """The stage's decisions on the candidates it applies to, rejections first, as a Markdown list:
+    a table's reason column was cut at ~45 characters in the value column at 1,366 px, a list item
+    wraps (#42 item 7). The question and whole trail: ``quandary audit question ID``."""
+    applied = decisions.filter(pl.col("applies")).to_dicts() if decisions.height else []
+    applied.sort(key=lambda d: bool(d["passed"]))
+
+    def item(d) -> str:
+        reason = " ".join(str(d.get("reason") or "").split()).replace("|", "/")
+        reason = reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
+        return f"{'passed' if d['passed'] else '**rejected**'} `{d['candidate_id']}`: {reason}"
+
+    return MetadataValue.md(
+        list_markdown([item(d) for d in applied], more="in this stage's artifact (quandary audit question ID)")
+        if applied
+        else "_the stage applied to no candidate_"
     )
-    return table_metadata(rows, DECISION_COLUMNS, cell_chars=TABLE_CELL_CHARS)
 
 
 STAGE_ASSETS = []
@@ -474,7 +474,7 @@ FUNNEL_COLUMNS = [
     ("stage", "string", ""),
     # short descriptions: a long one widened its header past the value column (#42 item 7)
     ("rejected", "string", "rejected / judged (of the survivors before)"),
-    ("survivors", "int", "left after it"),
+    ("kept", "int", "survivors: left after it"),
 ]
 
 
@@ -490,7 +490,7 @@ def _funnel_table(funnel, per_stage: pl.DataFrame):
     rows = [
         {
             "stage": short_stage(name),
-            "survivors": kept,
+            "kept": kept,
             "rejected": f"{entered - kept}/{applicable.get(name, (entered if name == 'candidates' else 0, 0))[0]}",
         }
         for name, entered, kept in funnel

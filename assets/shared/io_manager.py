@@ -69,9 +69,11 @@ def _asset_name(context) -> str:
 UI_INLINE_MARKDOWN_CHARS = 1000
 
 
-# What the value column of a metadata table holds at 1,366 px with Dagster's side panel open
-# (~995 px, #42 item 7), in characters of the UI's table font with each cell's padding (+4 a column).
-UI_TABLE_CHARS = 120
+# What the value column of the asset page's metadata table shows at 1,366 px beside Dagster's
+# navigation and definition panels (it ends at ~995 px, #42 item 7): ~45 characters of the
+# monospace font tables and code blocks use (a screenshot of a 150-digit ruler showed 45); table
+# rows do not wrap, so a wider one is cut. Each column counts its padding (+4).
+UI_TABLE_CHARS = 45
 
 
 def preview_markdown(
@@ -101,6 +103,9 @@ def preview_markdown(
     if columns_chars is not None:
         room, cols = columns_chars, []
         for name in head.columns:
+            if head.height and head[name].null_count() == head.height:
+                hidden.append(name)  # nothing to see in the rows shown: room for a column with values
+                continue
             need = max([len(name), *(len(cell(v)) for v in head[name])]) + 4
             if need <= room:
                 cols.append(name)
@@ -130,6 +135,21 @@ def preview_markdown(
     if note:
         body.append(note)
     return "\n".join(lines + body)
+
+
+def list_markdown(items: list[str], more: str = "in the artifact", limit: int = UI_INLINE_MARKDOWN_CHARS) -> str:
+    """``items`` as a Markdown bullet list: unlike a table row, a list item wraps in the value
+    column, so long text (a stage's reasons) reads whole at 1,366 px (#42 item 7). As many items as
+    keep it under ``limit`` characters (it renders in place); a last line says how many more, where."""
+    out, size = [], 0
+    for i, item in enumerate(items):
+        line = "- " + item.replace("\n", " ")
+        if size + len(line) + 1 > limit - 80:
+            out.append(f"\n_{len(items) - i} more, {more}_")
+            break
+        out.append(line)
+        size += len(line) + 1
+    return "\n".join(out) or "_none_"
 
 
 METADATA_DIGITS = 3  # rates and shares as the UI shows them: 0.167, not 0.16666666666666666
