@@ -56,7 +56,15 @@ def test_bad_options_are_one_line_before_any_run(cli_env, tmp_path):
 def test_aisql_question_ids_are_checked_against_the_scenario(cli_env, tmp_path):
     if not (SHARED_DATA / "sembench").is_dir():
         pytest.skip(f"SemBench data not found under {SHARED_DATA}")
-    line = _refused(("aisql", "judge", "--questions", "Q2,Q99"), "--questions Q2,Q99: unknown Q99", cli_env)
+    line = _refused(
+        ("aisql", "judge", "--data", str(SHARED_DATA), "--questions", "Q2,Q99"),
+        "--questions Q2,Q99: unknown Q99",
+        cli_env,
+    )
     assert "known: Q1, Q2, Q3" in line  # in the scenario's own order
-    _refused(("aisql", "judge", "--variants", "paraphrse"), "--variants paraphrse: unknown paraphrse", cli_env)
+    _refused(
+        ("aisql", "judge", "--data", str(SHARED_DATA), "--variants", "paraphrse"),
+        "--variants paraphrse: unknown paraphrse",
+        cli_env,
+    )
     assert runs_in(tmp_path / "dagster_home") == []
