@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -87,7 +88,8 @@ def test_make_ui_stops_quietly_on_sigterm(tmp_path):
     (tmp_path / "Makefile").write_text(
         f"ui:\n\t{sys.executable} -m cli.ui_launcher -- {sys.executable} {script} {pidfile}\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    repo = str(Path(__file__).resolve().parents[2])  # make -C runs the recipe in tmp_path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
     make = subprocess.Popen(
         ["make", "-s", "-C", str(tmp_path), "ui"],
         stdout=subprocess.PIPE,
