@@ -100,7 +100,9 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
         # a stage's decisions: a list whose reasons wrap, in place (a table cut them at 1,366 px, #42 item 7)
         assert entries["s03_category_conformance"]["decisions"] == "MarkdownMetadataEntry"
         decisions = markdown[("s03_category_conformance", "decisions")]
-        assert len(decisions) < UI_INLINE_MARKDOWN_CHARS and all(line.startswith("- ") for line in decisions.splitlines())
+        assert len(decisions) < UI_INLINE_MARKDOWN_CHARS and all(
+            line.startswith("- ") for line in decisions.splitlines()
+        )
 
         selector = {
             "pipelineName": "abiss_dataset_job",
