@@ -195,22 +195,31 @@ def quiet_interrupts(verbose: bool = False) -> None:
         logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 
-def _mark_canceling() -> None:
-    """On Ctrl-C/SIGTERM, before the interrupt unwinds the run: mark this process's run CANCELING so
-    Dagster ends it CANCELED (a termination), not FAILURE with a stack trace (#42 item 4)."""
+def _canceling_marker():
+    """A callback that marks this process's runs CANCELING (#42 item 4), bound to an instance opened
+    now: a signal handler must not open one (opening takes a file lock the interrupted main thread
+    may hold)."""
     from cli.runs import get_instance, mark_own_runs_canceling
 
     try:
-        mark_own_runs_canceling(get_instance())
-    except Exception:  # noqa: BLE001 - the interrupt goes on; the run then reads as failed, as before
-        pass
+        instance = get_instance()
+    except Exception:  # noqa: BLE001 - without an instance an interrupted run reads as failed, as before
+        return None
+
+    def mark() -> None:
+        try:
+            mark_own_runs_canceling(instance)
+        except Exception:  # noqa: BLE001 - the interrupt goes on; the run then reads as failed
+            pass
+
+    return mark
 
 
 _interrupt_hook: list = []  # the callback Dagster's interrupt handlers call first, while a CLI run executes
 
 
 @contextmanager
-def _canceling_on_interrupt():
+def _canceling_on_interrupt(mark):
     """While a run executes in this process, Dagster replaces the SIGINT/SIGTERM handlers with its
     own (which turn the signal into DagsterExecutionInterruptedError). Each handler it installs is
     wrapped to mark the run CANCELING first, synchronously, so Dagster's own end-of-run code finds a
@@ -236,7 +245,7 @@ def _canceling_on_interrupt():
 
         replace._quandary = True
         interrupts._replace_interrupt_signal = replace
-    _interrupt_hook[:] = [_mark_canceling]
+    _interrupt_hook[:] = [mark] if mark is not None else []
     try:
         yield
     finally:
@@ -257,7 +266,8 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     use_terminal_for_progress()
     quiet_interrupts(verbose)
     run_id = str(uuid.uuid4())
-    with TerminateAsInterrupt(on_signal=_mark_canceling), _canceling_on_interrupt():
+    mark = _canceling_marker()
+    with TerminateAsInterrupt(on_signal=mark), _canceling_on_interrupt(mark):
         try:
             # Dagster's console log shows step failures as stack traces: only with --verbose
             result = start(run_id, "ERROR" if verbose else "CRITICAL")
