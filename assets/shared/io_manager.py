@@ -152,6 +152,21 @@ def list_markdown(items: list[str], more: str = "in the artifact", limit: int = 
     return "\n".join(out) or "_none_"
 
 
+def code_markdown(text: str, lang: str = "", more: str = "the whole text is the artifact") -> str:
+    """``text`` as a code block that renders in place on the asset page at 1,366 px (#42 item 7):
+    lines cut to the value column's width (a code line does not wrap), as many lines as keep it
+    under the inline limit; a last line says how many more, where."""
+    lines = [line if len(line) < UI_TABLE_CHARS else line[: UI_TABLE_CHARS - 2] + "…" for line in text.splitlines()]
+    kept, size = [], len(lang) + 8 + 80
+    for line in lines:
+        if size + len(line) + 1 > UI_INLINE_MARKDOWN_CHARS:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    note = f"\n_{len(lines) - len(kept)} more line(s): {more}_" if len(kept) < len(lines) else ""
+    return f"```{lang}\n" + "\n".join(kept) + "\n```" + note
+
+
 METADATA_DIGITS = 3  # rates and shares as the UI shows them: 0.167, not 0.16666666666666666
 
 

@@ -85,3 +85,17 @@ def test_table4_reads_whole_in_the_value_column_and_its_headers_are_explained():
     for header in ("Rec.", "Cls.", "EX", "FB", "Incompl.", "GT"):
         assert f"{header}:" in TABLE4_LEGEND or f"({header})" in TABLE4_LEGEND
     assert "\n" not in TABLE4_LEGEND
+
+
+def test_a_long_code_block_renders_in_place_with_lines_that_fit():
+    """#42 item 7: the schema context's 1,500-character SQL preview was behind [Show Markdown]."""
+    from assets.shared.io_manager import UI_TABLE_CHARS, code_markdown
+
+    ddl = "\n".join(
+        f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, a_rather_long_column_name TEXT, b REAL);" for i in range(40)
+    )
+    md = code_markdown(ddl, "sql")
+    body = md.split("```")[1].splitlines()[1:]
+    assert len(md) < UI_INLINE_MARKDOWN_CHARS and body and max(len(line) for line in body) < UI_TABLE_CHARS
+    assert f"{40 - len(body)} more line(s): the whole text is the artifact" in md
+    assert code_markdown("SELECT 1", "sql") == "```sql\nSELECT 1\n```"
