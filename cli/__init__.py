@@ -15,8 +15,17 @@ from cli import commands
 from storage.faults import StorageError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with one-line errors (#42 item 1): the problem and where the help is, not the
+    4-10 line usage block argparse prints first. Sub-command parsers are of the same class
+    (``add_subparsers`` makes them with ``type(self)``)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="quandary",
         description="Benchmarks of answerable, ambiguous and unanswerable text-to-SQL questions.",
     )

@@ -133,6 +133,108 @@ def _members(con, view: str, generation: bool) -> list[str]:
     return [f"{m} ({model})" for m, model in rows]
 
 
+REJECTIONS_FILE = "rejection_report.md"
+
+
+def _views(con) -> set[str]:
+    from storage.audit import list_views
+
+    return set(list_views(con))
+
+
+def stages_applied(con, asset: str, df: pl.DataFrame) -> str:
+    """Which validation stages applied to which of the exported rows, from the stored stage
+    decisions (#42 item 6): a row is in the dataset because every stage that applied to it passed
+    it; a stage that applied to none of them checked nothing here, and the card says so."""
+    from pipelines.abiss.stages import STAGES
+
+    views = _views(con)
+    if "candidate_id" not in df.columns or not df.height:
+        return "No rows to describe."
+    applied: dict[int, list[str]] = {}
+    for spec in STAGES:
+        if spec.key not in views:
+            applied.setdefault(-1, []).append(f"s{spec.no:02d}")
+            continue
+        n = con.execute(
+            f'SELECT COUNT(DISTINCT candidate_id) FROM "{spec.key}" WHERE applies AND candidate_id IN '
+            f'(SELECT candidate_id FROM "{asset}")'
+        ).fetchone()[0]
+        applied.setdefault(int(n), []).append(f"s{spec.no:02d}")
+    total = df.height
+    parts = []
+    for n in sorted((k for k in applied if k >= 0), reverse=True):
+        stages = ", ".join(applied[n])
+        if n == 0:
+            parts.append(f"applied to none of them: {stages} (not applicable to their categories; nothing was checked)")
+        elif n >= total:
+            parts.append(f"applied to all {total} rows and passed them: {stages}")
+        else:
+            parts.append(f"applied to {n} of the {total} rows and passed them: {stages}")
+    if -1 in applied:
+        parts.append(f"no stored decisions: {', '.join(applied[-1])}")
+    return "Validation (the ABISS cascade, s00–s10) — " + "; ".join(parts) + "."
+
+
+def rejection_summary(con, df: pl.DataFrame) -> str:
+    """How many generated candidates of the exported databases the cascade rejected, linking the
+    rejection report written beside the card ("" when none is stored)."""
+    if "rejection_report" not in _views(con) or "db_id" not in df.columns:
+        return ""
+    dbs = sorted(set(df["db_id"].drop_nulls().to_list()))
+    if not dbs:
+        return ""
+    where = f"WHERE db_id IN ({', '.join('?' * len(dbs))})"
+    candidates = (
+        con.execute(f'SELECT COUNT(*) FROM "candidates" {where}', dbs).fetchone()[0]
+        if "candidates" in _views(con)
+        else None
+    )
+    rejected = con.execute(f'SELECT COALESCE(SUM(rejected), 0) FROM "rejection_report" {where}', dbs).fetchone()[0]
+    of = f" of {candidates} generated candidates" if candidates is not None else " generated candidates"
+    return f"{int(rejected)}{of} were rejected on the way: see the [rejection report]({REJECTIONS_FILE})."
+
+
+def rejection_report_markdown(con, df: pl.DataFrame) -> str:
+    """The rejection report of the exported databases: per stage, and every rejected candidate with
+    the stage and reason that rejected it."""
+    from pipelines.abiss.stages import STAGES
+
+    views = _views(con)
+    dbs = sorted(set(df["db_id"].drop_nulls().to_list())) if "db_id" in df.columns else []
+    if "rejection_report" not in views or not dbs:
+        return ""
+    marks = ", ".join("?" * len(dbs))
+    per_stage = con.execute(
+        f'SELECT stage, SUM(entered), SUM(rejected) FROM "rejection_report" WHERE db_id IN ({marks}) '
+        "GROUP BY stage_no, stage ORDER BY stage_no",
+        dbs,
+    ).fetchall()
+    lines = [
+        "# Rejection report",
+        "",
+        f"Databases: {', '.join(dbs)}. Each stage sees the candidates the earlier stages kept and that it applies to.",
+        "",
+        "| stage | entered | rejected |",
+        "|---|---|---|",
+        *(f"| {stage} | {entered} | {rejected} |" for stage, entered, rejected in per_stage),
+    ]
+    rows = []
+    for spec in STAGES:
+        if spec.key in views and "candidates" in views:
+            rows += con.execute(
+                f'SELECT d.candidate_id, ?, d.reason, c.question FROM "{spec.key}" d JOIN "candidates" c '
+                f"USING (candidate_id) WHERE d.applies AND NOT d.passed AND c.db_id IN ({marks}) ORDER BY 1",
+                [spec.key, *dbs],
+            ).fetchall()
+    if rows:
+        lines += ["", "## Rejected candidates", "", "| candidate | stage | reason | question |", "|---|---|---|---|"]
+        for cid, stage, reason, question in rows:
+            cells = [str(x or "").replace("|", "/").replace("\n", " ")[:200] for x in (cid, stage, reason, question)]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def how_made(con, asset: str, df: pl.DataFrame) -> str:
     """What generated and what validated the rows, as the call log and the rows themselves say
     (#31 item 5): a dataset whose questions are all ``generator: programmatic`` says so, not "a
@@ -157,14 +259,18 @@ def how_made(con, asset: str, df: pl.DataFrame) -> str:
     if asset == "dataset":
         validators = _members(con, asset, generation=False) if calls else []
         parts.append(
-            "Every row passed the ABISS validation cascade (stages s00–s10); "
+            stages_applied(con, asset, df)
+            + " "
             + (
-                f"its LLM votes came from {', '.join(validators)}."
+                f"Its LLM votes came from {', '.join(validators)}."
                 if validators
-                else "no LLM validation call is logged for these rows (their checks were programmatic, "
+                else "No LLM validation call is logged for these rows (their checks were programmatic, "
                 "or the call log was cleared)."
             )
         )
+        rejected = rejection_summary(con, df)
+        if rejected:
+            parts.append(rejected)
     elif calls and (used := _members(con, asset, generation=False)):
         parts.append(f"LLM calls logged for these rows: {', '.join(used)}.")
     used_all = " ".join(parts)
@@ -195,4 +301,7 @@ def card_for(con, asset: str, df: pl.DataFrame, licence: str | None = None):
         f"`quandary export --format hf`. {how_made(con, asset, df)}".rstrip(),
         provenance=provenance,
         count_by=tuple(c for c in COUNT_COLUMNS if c in df.columns),
+        attachments={REJECTIONS_FILE: report}
+        if asset == "dataset" and (report := rejection_report_markdown(con, df))
+        else {},
     )

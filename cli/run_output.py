@@ -3,6 +3,7 @@ step in one line, the resume command, interrupts (Ctrl-C / SIGTERM), and the run
 
 import os
 import sys
+from contextlib import contextmanager
 
 
 def check_lines(result) -> list[str]:
@@ -131,10 +132,16 @@ class TerminateAsInterrupt:
     built-in ``default_int_handler`` was seen not to wake a main thread waiting on a council call's
     future (`council check` hung on Ctrl-C while SIGTERM ended it), a Python function does."""
 
+    def __init__(self, on_signal=None):
+        self._on_signal = on_signal  # called once, before the interrupt is raised
+
     def __enter__(self):
         import signal
 
         def handler(signum, frame):
+            on_signal, self._on_signal = self._on_signal, None
+            if on_signal is not None:
+                on_signal()
             raise KeyboardInterrupt
 
         self._old = {}
@@ -190,6 +197,63 @@ def quiet_interrupts(verbose: bool = False) -> None:
         logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 
+def _canceling_marker():
+    """A callback that marks this process's runs CANCELING (#42 item 4), bound to an instance opened
+    now: a signal handler must not open one (opening takes a file lock the interrupted main thread
+    may hold)."""
+    from cli.runs import get_instance, mark_own_runs_canceling
+
+    try:
+        instance = get_instance()
+    except Exception:  # noqa: BLE001 - without an instance an interrupted run reads as failed, as before
+        return None
+
+    def mark() -> None:
+        try:
+            mark_own_runs_canceling(instance)
+        except Exception:  # noqa: BLE001 - the interrupt goes on; the run then reads as failed
+            pass
+
+    return mark
+
+
+_interrupt_hook: list = []  # the callback Dagster's interrupt handlers call first, while a CLI run executes
+
+
+@contextmanager
+def _canceling_on_interrupt(mark):
+    """While a run executes in this process, Dagster replaces the SIGINT/SIGTERM handlers with its
+    own (which turn the signal into DagsterExecutionInterruptedError). Each handler it installs is
+    wrapped to mark the run CANCELING first, synchronously, so Dagster's own end-of-run code finds a
+    termination request and ends the run CANCELED (#42 item 4). Dagster has no public hook for this."""
+    try:
+        from dagster._utils import interrupts
+    except ImportError:
+        yield
+        return
+    if not getattr(interrupts._replace_interrupt_signal, "_quandary", False):
+        original = interrupts._replace_interrupt_signal
+
+        def replace(handler):
+            if callable(handler):
+                inner = handler
+
+                def handler(signo, frame):
+                    if _interrupt_hook:
+                        _interrupt_hook.pop()()
+                    return inner(signo, frame)
+
+            original(handler)
+
+        replace._quandary = True
+        interrupts._replace_interrupt_signal = replace
+    _interrupt_hook[:] = [mark] if mark is not None else []
+    try:
+        yield
+    finally:
+        _interrupt_hook.clear()
+
+
 def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bool = True):
     """Run ``start(run_id, log_level)`` (a run or a re-execution) the way every CLI run looks: the
     instance named first, progress while it works, one line on Ctrl-C or SIGTERM naming ``resume``
@@ -204,7 +268,8 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     use_terminal_for_progress()
     quiet_interrupts(verbose)
     run_id = str(uuid.uuid4())
-    with TerminateAsInterrupt():
+    mark = _canceling_marker()
+    with TerminateAsInterrupt(on_signal=mark), _canceling_on_interrupt(mark):
         try:
             # Dagster's console log shows step failures as stack traces: only with --verbose
             result = start(run_id, "ERROR" if verbose else "CRITICAL")
@@ -225,6 +290,20 @@ def check_job_request(job_name: str, partition: str, run_config: dict | None, co
 
     card_for(job_name).preflight(partition, run_config, council_path)
     check_keys(check_council(council_path))
+
+
+def refused(job_name: str, partitions: list[str], run_config: dict | None, council_path: str | None = None) -> int:
+    """:func:`check_job_request` for every partition a command will run, before the first run
+    exists: 0 when all pass, else the one-line reason on stderr and exit code 2 (#42 item 1)."""
+    from assets.shared.preflight import PreflightError
+
+    try:
+        for partition in partitions:
+            check_job_request(job_name, partition, run_config, council_path)
+    except PreflightError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0
 
 
 def run_cli_job(

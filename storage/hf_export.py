@@ -28,6 +28,7 @@ class DatasetCard:
     license: str  # SPDX-like id or a sentence ("other: the seed database's own")
     provenance: dict = field(default_factory=dict)  # key -> value (str, list or dict)
     count_by: tuple[str, ...] = ()  # columns to count rows by (subcategory, corpus, ...)
+    attachments: dict = field(default_factory=dict)  # file name -> Markdown written beside README.md (linked from it)
 
 
 def split_name(value) -> str:
@@ -36,32 +37,37 @@ def split_name(value) -> str:
     return name or "test"
 
 
-def _feature(dtype: pl.DataType) -> dict | str:
+def _value(dtype: pl.DataType) -> str:
+    """A scalar column's ``datasets`` Value type."""
     if dtype == pl.String or dtype == pl.Categorical:
         return "string"
     if dtype == pl.Boolean:
         return "bool"
     if dtype.is_integer() or dtype.is_float():
         return str(dtype).lower()
-    if isinstance(dtype, pl.List):
-        return {"list": _feature(dtype.inner)}
-    if isinstance(dtype, pl.Struct):
-        return {f.name: _feature(f.dtype) for f in dtype.fields}
-    if dtype == pl.Datetime or dtype == pl.Date:
-        return "timestamp[us]" if dtype == pl.Datetime else "date32"
+    if dtype == pl.Datetime:
+        return "timestamp[us]"
+    if dtype == pl.Date:
+        return "date32"
     return "string"
 
 
+def _feature(dtype: pl.DataType) -> dict:
+    """One column's type in the card format ``datasets`` reads (``Features._to_yaml_list``, #42 item
+    6): ``dtype: string``; a list ``list: string``, or ``list:`` the fields of its struct; a struct
+    ``struct:`` a list of ``{name, dtype | list | struct}`` (a mapping there made
+    ``datasets.load_dataset(PATH)`` fail with "'str' object is not a mapping")."""
+    if isinstance(dtype, pl.List | pl.Array):
+        inner = _feature(dtype.inner)
+        only = next(iter(inner.values())) if len(inner) == 1 and set(inner) <= {"dtype", "struct"} else None
+        return {"list": only if only is not None else inner}
+    if isinstance(dtype, pl.Struct):
+        return {"struct": [{"name": f.name, **_feature(f.dtype)} for f in dtype.fields]}
+    return {"dtype": _value(dtype)}
+
+
 def _features(df: pl.DataFrame) -> list[dict]:
-    out = []
-    for name, dtype in df.schema.items():
-        f = _feature(dtype)
-        out.append(
-            {"name": name, "dtype": f}
-            if isinstance(f, str)
-            else {"name": name, **({"list": f["list"]} if "list" in f else {"struct": f})}
-        )
-    return out
+    return [{"name": name, **_feature(dtype)} for name, dtype in df.schema.items()]
 
 
 def typed(df: pl.DataFrame, schema: dict | None = None) -> pl.DataFrame:
@@ -175,4 +181,6 @@ def write_hf_dataset(out: Path, splits: dict[str, pl.DataFrame], card: DatasetCa
         lines.append(f"| {key} | {text.replace('|', '/')} |")
     lines += ["", f"Licence: {card.license}.", ""]
     (out / "README.md").write_text("\n".join(lines))
+    for name, text in card.attachments.items():
+        (out / name).write_text(text)
     return counts

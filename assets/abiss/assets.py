@@ -32,7 +32,7 @@ from assets.shared.checks import (
     rejection_bounds_check,
     table_metadata,
 )
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output, list_markdown, preview_markdown
 from assets.shared.partitions import databases_partitions
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
@@ -326,27 +326,26 @@ def _stage_asset(spec, previous_key):
     return stage_asset
 
 
-# candidate, passed, reason first (what a reader needs), then the question: the UI clips wide tables
-# at 1,366 px, so four columns with text cut at 60 characters (the whole trail: quandary audit
-# question ID) (#31 item 7)
-DECISION_COLUMNS = [
-    ("candidate_id", "string", "the candidate (quandary audit question ID shows its whole trail)"),
-    ("passed", "bool", ""),
-    ("reason", "string", "why the stage passed or rejected it"),
-    ("question", "string", ""),
-]
-TABLE_CELL_CHARS = 60
+REASON_CHARS = 160  # a reason this long reads whole in a wrapped list item
 
 
 def _decisions_table(decisions: pl.DataFrame, entering: list[dict]):
-    """The stage's decisions on the candidates it applies to, with question text and reason."""
-    by_id = {r["candidate_id"]: r for r in entering}
-    rows = (
-        [{**by_id.get(d["candidate_id"], {}), **d} for d in decisions.filter(pl.col("applies")).to_dicts()]
-        if decisions.height
-        else []
+    """The stage's decisions on the candidates it applies to, rejections first, as a Markdown list:
+    a table's reason column was cut at ~45 characters in the value column at 1,366 px, a list item
+    wraps (#42 item 7). The question and whole trail: ``quandary audit question ID``."""
+    applied = decisions.filter(pl.col("applies")).to_dicts() if decisions.height else []
+    applied.sort(key=lambda d: bool(d["passed"]))
+
+    def item(d) -> str:
+        reason = " ".join(str(d.get("reason") or "").split()).replace("|", "/")
+        reason = reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"
+        return f"{'passed' if d['passed'] else '**rejected**'} `{d['candidate_id']}`: {reason}"
+
+    return MetadataValue.md(
+        list_markdown([item(d) for d in applied], more="in this stage's artifact (quandary audit question ID)")
+        if applied
+        else "_the stage applied to no candidate_"
     )
-    return table_metadata(rows, DECISION_COLUMNS, cell_chars=TABLE_CELL_CHARS)
 
 
 STAGE_ASSETS = []
@@ -477,13 +476,9 @@ def rejection_report(
 # no "entered" column: it is the row above's survivors, and a fifth column was cut off at 1,366 px
 FUNNEL_COLUMNS = [
     ("stage", "string", ""),
-    (
-        "rejected",
-        "string",
-        "rejected / applicable: of the survivors of the stage before, the candidates this stage judges "
-        "(the groups the paper names) and how many it rejected; the rejection rate is their ratio",
-    ),
-    ("survivors", "int", "left after this stage, including candidates it does not judge"),
+    # short descriptions: a long one widened its header past the value column (#42 item 7)
+    ("rejected", "string", "rejected / judged (of the survivors before)"),
+    ("kept", "int", "survivors: left after it"),
 ]
 
 
@@ -499,7 +494,7 @@ def _funnel_table(funnel, per_stage: pl.DataFrame):
     rows = [
         {
             "stage": short_stage(name),
-            "survivors": kept,
+            "kept": kept,
             "rejected": f"{entered - kept}/{applicable.get(name, (entered if name == 'candidates' else 0, 0))[0]}",
         }
         for name, entered, kept in funnel

@@ -4,6 +4,7 @@ user predictions (``quandary aisql evaluate``)."""
 from assets.aisql.assets import PREDICTION_VERDICTS, AisqlResource, EvaluateConfig, planned_pairs
 from assets.aisql.definitions import aisql_evaluate_job, aisql_job
 from assets.shared.cards import JobCard, Plan, merge_configs, op_config, resource_config, resource_values
+from assets.shared.preflight import PreflightError
 from pipelines.aisql.metrics import table1_sections
 from storage.stores import latest_frame
 
@@ -37,6 +38,48 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
     )
 
 
+def _known(flag: str, given, known) -> None:
+    bad = [str(x) for x in given or () if x not in known]
+    if bad:
+        listed = ", ".join(known) or "none (check --data)"
+        raise PreflightError(f"{flag} {','.join(map(str, given))}: unknown {', '.join(bad)}; known: {listed}")
+
+
+def preflight(partition: str, run_config: dict | None, council_path: str | None = None) -> None:
+    """Every option of `aisql judge` checked before its run exists, one line each naming the fix
+    (#42 item 1): a known scenario, methods, dialects and variant types, and question ids the
+    scenario's gold queries have (read from the data folder: no LLM call, no database built)."""
+    from pipelines.aisql.methods import METHODS
+    from pipelines.aisql.rewrite import DIALECTS
+    from pipelines.aisql.scenarios import SCENARIOS, ScenarioError, load_queries
+    from pipelines.aisql.variants import VARIANT_TYPES
+
+    if partition not in SCENARIOS:
+        raise PreflightError(f"--scenario {partition}: unknown scenario; scenarios: {', '.join(sorted(SCENARIOS))}")
+    values = resource_values(run_config, RESOURCE)
+    _known("--methods", values.get("methods"), METHODS)
+    _known("--methods (sweep)", values.get("sweep_methods"), METHODS)
+    _known("--dialects", values.get("dialects"), DIALECTS)
+    _known("--variants", values.get("variant_types"), VARIANT_TYPES)
+    if values.get("methods") == [] or values.get("dialects") == []:
+        raise PreflightError("--methods/--dialects: give at least one")
+    n = values.get("generator_samples")
+    if n is not None and n < 0:
+        raise PreflightError(f"--generate {n}: give 0 (none) or more candidates per question")
+    try:
+        aisql = AisqlResource(**values)
+        asked = values.get("question_ids")
+        if asked:
+            have = list(
+                dict.fromkeys(g.question_id for g in load_queries(partition, aisql.root(), tuple(aisql.dialects)))
+            )
+            _known("--questions", asked, have)
+    except PreflightError:
+        raise
+    except (ScenarioError, ValueError, OSError) as exc:
+        raise PreflightError(f"aisql judge --scenario {partition}: {' '.join(str(exc).split())}") from None
+
+
 def summary(result, partition: str) -> list[str]:
     """Table 1 of the scenario, per evaluation set."""
     metrics = latest_frame("aisql_metrics", partition)
@@ -64,7 +107,9 @@ def evaluate_summary(result, partition: str | None) -> list[str]:
     return [f"{meta.get('predictions', 0)} predictions; reused {meta.get('reused', 0)}, judged {meta.get('judged', 0)}"]
 
 
-CARD = JobCard(job=aisql_job, partitions="a scenario", config=config, estimate=estimate, summary=summary)
+CARD = JobCard(
+    job=aisql_job, partitions="a scenario", config=config, estimate=estimate, summary=summary, preflight=preflight
+)
 EVALUATE_CARD = JobCard(
     job=aisql_evaluate_job, partitions="none (one file per run)", config=evaluate_config, summary=evaluate_summary
 )

@@ -89,6 +89,11 @@ def eval_preflight(partition: str, run_config: dict | None, council_path: str | 
         raise PreflightError(f"ambitab eval: {' '.join(str(exc).split())}") from None
     if cfg.split is not None:
         frame = latest_frame("ambitab_records", partition)
+        if frame is None:
+            raise PreflightError(
+                f"--split {cfg.split!r}: no {partition} records materialized; run "
+                f"`quandary ambitab build --corpus {partition}` first"
+            )
         splits = sorted(set(frame["split"].drop_nulls())) if frame is not None and "split" in frame.columns else []
         if cfg.split not in splits:
             raise PreflightError(
@@ -121,8 +126,29 @@ def eval_summary(result, partition: str) -> list[str]:
     ]
 
 
+def corpus_preflight(partition: str, run_config: dict | None, council_path: str | None = None) -> None:
+    """The conversion's options checked before its run exists (#42 item 1): a known corpus, a row
+    cap of at least one, a malformed-row allowance of 0 or more, known LLM-step switch."""
+    from pipelines.ambitab.record import CORPORA
+
+    if partition not in CORPORA:
+        raise PreflightError(f"--corpus {partition}: unknown corpus; corpora: {', '.join(CORPORA)}")
+    values = op_values(run_config, CORPUS_OP)
+    rows, malformed = values.get("max_rows"), values.get("allow_malformed")
+    if rows is not None and rows < 1:
+        raise PreflightError(f"--max-rows {rows}: give at least 1 source row (or leave it out for all)")
+    if malformed is not None and malformed < 0:
+        raise PreflightError(f"--allow-malformed {malformed}: give 0 (none allowed) or more")
+    if values.get("llm_steps", "auto") not in ("auto", "on", "off"):
+        raise PreflightError(f"--llm {values['llm_steps']}: use auto, on or off")
+
+
 CORPUS_CARD = JobCard(
-    job=ambitab_corpus_job, partitions="a source corpus", config=corpus_config, summary=corpus_summary
+    job=ambitab_corpus_job,
+    partitions="a source corpus",
+    config=corpus_config,
+    summary=corpus_summary,
+    preflight=corpus_preflight,
 )
 EVAL_CARD = JobCard(
     job=ambitab_eval_job,

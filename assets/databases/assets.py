@@ -6,7 +6,7 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output
+from assets.shared.io_manager import artifact_output, code_markdown
 from assets.shared.partitions import databases_partitions
 from assets.shared.resources import CouncilResource, SeedCatalogResource
 from pipelines.sqltools.schema_context import fit_schema_context
@@ -106,6 +106,7 @@ def schema_context(context: AssetExecutionContext, seed_databases: pl.DataFrame,
         approx_tokens=MetadataValue.int(len(text) // 4),
         budget_tokens=MetadataValue.int(budget),
         omitted=MetadataValue.json(fitted.omitted()),
-        context_preview=MetadataValue.md(f"```sql\n{text[:1500]}\n```"),
+        # in place at 1,366 px: lines cut to the value column, under the inline limit (#42 item 7)
+        context_preview=MetadataValue.md(code_markdown(text, "sql", "the whole context is the artifact")),
     )
     yield contract_check_result(SCHEMA_CONTEXT, df)

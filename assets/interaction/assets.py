@@ -462,7 +462,10 @@ def interaction_metrics(
         **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
         # the key table as the report prints it (one line per agent): short enough to render in place
         # on the asset page; the long per-metric rows are the artifact (#31 item 7)
-        table4=MetadataValue.md(f"```\n{chr(10).join(M.table4_lines(rows))}\n```" if t4.height else "no conversations"),
+        table4=MetadataValue.md(
+            f"```\n{chr(10).join(M.table4_narrow_lines(rows))}\n```" if t4.height else "no conversations"
+        ),
+        table4_legend=M.TABLE4_LEGEND,  # the headers in one line (#42 item 7)
     )
 
 

@@ -10,6 +10,7 @@ from assets.interaction.assets import (
 )
 from assets.interaction.definitions import interaction_job
 from assets.shared.cards import JobCard, Plan, council, op_values, ops_config
+from assets.shared.preflight import PreflightError, check_council, check_database
 from pipelines.interaction.leakage import leakage_rows, observations
 from pipelines.interaction.metrics import metric_rows, table4_lines
 from pipelines.interaction.modes import MODES
@@ -59,6 +60,56 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
     )
 
 
+def preflight(partition: str, run_config: dict | None, council_path: str | None = None) -> None:
+    """Every option of `quandary interact` checked before its run exists, one line each naming the
+    fix (#42 item 1): registered databases (listed), a dataset to evaluate, at least one question
+    (a zero-sized run would replace the stored results with empty tables, #42 item 2), turn counts,
+    modes, and agents that are system_agents members or importable classes."""
+    from pipelines.interaction.agents import load_agent
+    from pipelines.interaction.modes import parse_modes
+
+    subset, conv = op_values(run_config, SUBSET), op_values(run_config, CONVERSATIONS)
+    for db in [partition, *(subset.get("pool") or [])]:
+        check_database(db)
+    n = subset.get("max_questions")
+    if n is not None and n < 1:
+        raise PreflightError(
+            f"--max-questions {n}: give at least 1 question (or leave it out for all); "
+            "a run of no questions would replace the stored results with empty tables"
+        )
+    for key, flag, low in (
+        ("max_steps", "--max-steps", 0),
+        ("workers", "workers", 1),
+        ("max_fragments", "max_fragments", 1),
+    ):
+        if conv.get(key) is not None and conv[key] < low:
+            raise PreflightError(f"{flag} {conv[key]}: give {low} or more")
+    members = check_council(council_path).councils.get("system_agents", [])
+    for spec in conv.get("agents") or ():
+        if spec in members:
+            continue
+        if ":" not in spec and "." not in spec:
+            raise PreflightError(
+                f"--agents {spec}: not a system_agents member of the council (members: "
+                f"{', '.join(members) or 'none'}) nor a package.module:Class path"
+            )
+        try:
+            load_agent(spec, None)  # imports it: a typo'd path is refused here
+        except ValueError as exc:
+            raise PreflightError(f"--agents {' '.join(str(exc).split())}") from None
+
+    try:
+        parse_modes(conv.get("modes"))
+        questions, source, _pool = select_questions(partition, SubsetConfig(**subset))  # as the run will
+    except ValueError as exc:  # no dataset, an unknown source or pool database: one line
+        raise PreflightError(str(exc)) from None
+    if questions.height == 0:  # a zero-sized run would replace the stored results with empty tables (#42 item 2)
+        raise PreflightError(
+            f"{partition}: these options select no question of {source}; nothing to evaluate "
+            "(check --max-questions, --pool and the dataset)"
+        )
+
+
 def stored_metric_rows(db_id: str | list[str] | None = None):
     """The metric rows of the stored scores (and the leakage rows of the stored conversations)."""
     con = open_audit()
@@ -94,4 +145,5 @@ CARD = JobCard(
     estimate=estimate,
     summary=summary,
     database_partitions=True,
+    preflight=preflight,
 )

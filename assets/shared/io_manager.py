@@ -32,6 +32,32 @@ from storage.artifacts import KeyedRows, content_hash
 from storage.stores import artifact_store
 
 PREVIEW_ROWS = 5
+# Definition metadata of a table whose runs add results (#42 item 2): a run that produced no rows
+# never replaces the rows stored before it, unless the run is tagged REPLACE_WITH_EMPTY=true.
+GROWING = "quandary/growing"
+REPLACE_WITH_EMPTY = "quandary/replace_with_empty"
+
+
+class EmptyReplacement(ValueError):
+    """A growing table's run produced no rows while rows are stored: nothing was written."""
+
+
+def _refuse_empty_replacement(context: OutputContext, store, asset: str, partition: str | None, obj) -> None:
+    if obj.height or not (context.definition_metadata or {}).get(GROWING):
+        return
+    try:
+        asked = context.step_context.dagster_run.tags.get(REPLACE_WITH_EMPTY) == "true"
+    except (DagsterInvariantViolationError, AttributeError):  # a context built outside a run
+        asked = False
+    if asked or store.latest_location(asset, partition) is None:
+        return
+    stored = store.read_latest(asset, partition).height
+    if stored:
+        where = f" ({partition})" if partition else ""
+        raise EmptyReplacement(
+            f"{asset}{where}: this run produced no rows and would replace the {stored} stored ones; nothing "
+            f"was stored (tag the run {REPLACE_WITH_EMPTY}=true to empty it on purpose)"
+        )
 
 
 def _asset_name(context) -> str:
@@ -43,17 +69,29 @@ def _asset_name(context) -> str:
 UI_INLINE_MARKDOWN_CHARS = 1000
 
 
+# What the value column of the asset page's metadata table shows at 1,366 px beside Dagster's
+# navigation and definition panels (it ends at ~995 px, #42 item 7): ~45 characters of the
+# monospace font tables and code blocks use (a screenshot of a 150-digit ruler showed 45); table
+# rows do not wrap, so a wider one is cut. Each column counts its padding (+4).
+UI_TABLE_CHARS = 45
+
+
 def preview_markdown(
-    df: pl.DataFrame, rows: int = PREVIEW_ROWS, width: int = 40, limit: int | None = UI_INLINE_MARKDOWN_CHARS
+    df: pl.DataFrame,
+    rows: int = PREVIEW_ROWS,
+    width: int = 40,
+    limit: int | None = UI_INLINE_MARKDOWN_CHARS,
+    columns_chars: int | None = UI_TABLE_CHARS,
 ) -> str:
     """``df``'s first ``rows`` rows as a Markdown table shaped for the asset page (#31 item 7): floats
     to :data:`METADATA_DIGITS` digits, cells cut at ``width`` characters, and — unless ``limit`` is
     None — as many rows as fit in ``limit`` characters, so it renders in place; a last line says how
-    many rows were left out. Pass fewer columns (``df.select``) for a narrower table."""
+    many rows were left out. Unless ``columns_chars`` is None, only the columns that fit in that
+    many characters side by side (in the frame's order; a wide one is skipped for the narrower
+    ones after it) so none is cut off at 1,366 px; a line names the others (#42 item 7)."""
     if df.width == 0:
         return "_empty table_"
     head = df.head(rows)
-    cols = head.columns
 
     def cell(v) -> str:
         if isinstance(v, float):
@@ -61,10 +99,31 @@ def preview_markdown(
         text = "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
         return text if len(text) <= width else text[: width - 1] + "…"
 
+    cols, hidden = list(head.columns), []
+    if columns_chars is not None:
+        room, cols = columns_chars, []
+        for name in head.columns:
+            if head.height and head[name].null_count() == head.height:
+                hidden.append(name)  # nothing to see in the rows shown: room for a column with values
+                continue
+            need = max([len(name), *(len(cell(v)) for v in head[name])]) + 4
+            if need <= room:
+                cols.append(name)
+                room -= need
+            else:
+                hidden.append(name)
+        if not cols:  # one column wider than the room: show it cut rather than nothing
+            cols, hidden = hidden[:1], hidden[1:]
+        head = head.select(cols)
+
+    note = ""
+    if hidden:
+        names = ", ".join(hidden)
+        note = f"\n_{len(hidden)} more column(s), in the artifact: {names if len(names) <= 240 else names[:239] + '…'}_"
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in head.iter_rows()]
     if limit is not None:
-        size = sum(len(line) + 1 for line in lines)
+        size = sum(len(line) + 1 for line in lines) + len(note)
         kept = []
         for line in body:
             if size + len(line) + 1 > limit - 40:  # room for the "rows left out" line
@@ -73,7 +132,39 @@ def preview_markdown(
             size += len(line) + 1
         left_out = df.height - len(kept)
         body = kept + ([f"\n_{left_out} more row(s): the full table is the artifact_"] if left_out > 0 else [])
+    if note:
+        body.append(note)
     return "\n".join(lines + body)
+
+
+def list_markdown(items: list[str], more: str = "in the artifact", limit: int = UI_INLINE_MARKDOWN_CHARS) -> str:
+    """``items`` as a Markdown bullet list: unlike a table row, a list item wraps in the value
+    column, so long text (a stage's reasons) reads whole at 1,366 px (#42 item 7). As many items as
+    keep it under ``limit`` characters (it renders in place); a last line says how many more, where."""
+    out, size = [], 0
+    for i, item in enumerate(items):
+        line = "- " + item.replace("\n", " ")
+        if size + len(line) + 1 > limit - 80:
+            out.append(f"\n_{len(items) - i} more, {more}_")
+            break
+        out.append(line)
+        size += len(line) + 1
+    return "\n".join(out) or "_none_"
+
+
+def code_markdown(text: str, lang: str = "", more: str = "the whole text is the artifact") -> str:
+    """``text`` as a code block that renders in place on the asset page at 1,366 px (#42 item 7):
+    lines cut to the value column's width (a code line does not wrap), as many lines as keep it
+    under the inline limit; a last line says how many more, where."""
+    lines = [line if len(line) < UI_TABLE_CHARS else line[: UI_TABLE_CHARS - 2] + "…" for line in text.splitlines()]
+    kept, size = [], len(lang) + 8 + 80
+    for line in lines:
+        if size + len(line) + 1 > UI_INLINE_MARKDOWN_CHARS:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    note = f"\n_{len(lines) - len(kept)} more line(s): {more}_" if len(kept) < len(lines) else ""
+    return f"```{lang}\n" + "\n".join(kept) + "\n```" + note
 
 
 METADATA_DIGITS = 3  # rates and shares as the UI shows them: 0.167, not 0.16666666666666666
@@ -183,6 +274,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
             raise ValueError(
                 f"{context.asset_key.to_user_string()} produced a table with no columns; nothing was stored"
             )
+        _refuse_empty_replacement(context, self._store(), _asset_name(context), partition, obj)
         version = self._store().write_version(obj, _asset_name(context), partition, run_id=_run_id(context))
         self._describe(context, version, obj)
 

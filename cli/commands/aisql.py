@@ -288,7 +288,7 @@ def _run_evaluate(args, preds, digest: str, methods) -> int:
 def _judge(args) -> int:
     from assets.aisql.assets import AISQL_ASSETS
     from assets.aisql.card import CARD
-    from cli.run_output import report_job_result, run_cli_job
+    from cli.run_output import refused, report_job_result, run_cli_job
 
     def listed(text):
         return [x.strip() for x in text.split(",") if x.strip()] if text else None
@@ -306,6 +306,8 @@ def _judge(args) -> int:
         generator_samples=args.generate or None,
     )
     keys = [a.key for a in AISQL_ASSETS if args.sweep or a.key.to_user_string() != "aisql_sweep"]
+    if code := refused(CARD.name, [args.scenario], run_config):
+        return code
     print(f"materializing {len(keys)} aisql assets for scenario {args.scenario} ...", file=sys.stderr)
     result = run_cli_job(CARD.name, args.scenario, run_config, args.verbose, asset_selection=keys)
     code = report_job_result(result, CARD.name, args.scenario, args.verbose)

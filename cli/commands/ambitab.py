@@ -11,7 +11,7 @@ VIEWS = ("asker", "solver", "oracle", "verifier")
 
 def _build(args) -> int:
     from assets.ambitab.card import CORPUS_CARD, corpus_metadata
-    from cli.run_output import first_failure, resume_command, run_cli_job
+    from cli.run_output import first_failure, refused, resume_command, run_cli_job
     from pipelines.ambitab.corpora import available, default_data_root
     from pipelines.ambitab.record import CORPORA
     from storage.paths import relative_note, user_path
@@ -35,6 +35,8 @@ def _build(args) -> int:
         max_rows=args.max_rows,
         allow_malformed=args.allow_malformed,
     )
+    if code := refused(CORPUS_CARD.name, corpora, run_config):  # every corpus's options first (#42 item 1)
+        return code
     rows, failed = [], 0
     for i, corpus in enumerate(corpora, 1):
         print(f"[{i}/{len(corpora)}] building {corpus} ...", flush=True)

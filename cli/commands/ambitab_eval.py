@@ -38,12 +38,6 @@ def _eval(args) -> int:
     if args.corpus not in CORPORA:
         print(f"unknown corpus {args.corpus!r}; expected one of {', '.join(CORPORA)}", file=sys.stderr)
         return 2
-    if artifact_store().latest_location("ambitab_records", args.corpus) is None:
-        print(
-            f"no {args.corpus} records materialized; run `quandary ambitab build --corpus {args.corpus}` first",
-            file=sys.stderr,
-        )
-        return 1
     defaults = AmbitabEvalConfig()
     from pipelines.ambitab.protocol.runs import check_names
 
@@ -71,14 +65,16 @@ def _eval(args) -> int:
         limit=args.limit,
         sql_grounding=None if args.sql_grounding is None else args.sql_grounding == "on",
     )
-    from assets.shared.preflight import PreflightError
-    from cli.run_output import check_job_request
+    from cli.run_output import refused
 
-    try:  # every option and name before a run exists (#31 item 1)
-        check_job_request(EVAL_CARD.name, args.corpus, run_config, None)
-    except PreflightError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
+    if code := refused(EVAL_CARD.name, [args.corpus], run_config):  # every option before a run exists (#31 item 1)
+        return code
+    if artifact_store().latest_location("ambitab_records", args.corpus) is None:  # after the options (#42 item 1)
+        print(
+            f"no {args.corpus} records materialized; run `quandary ambitab build --corpus {args.corpus}` first",
+            file=sys.stderr,
+        )
+        return 1
     print(
         f"evaluating {args.corpus}: askers {', '.join(askers)} · oracles {', '.join(oracles)} · seeds {args.seeds}",
         flush=True,

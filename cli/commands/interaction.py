@@ -12,31 +12,15 @@ from storage.audit import query_frame
 
 
 def _interact(args) -> int:
+    from cli.run_output import refused
     from pipelines.interaction.metrics import report_text
-    from pipelines.interaction.modes import parse_modes
-    from resources.catalog import Catalog
 
-    registered = Catalog().ids()
-    for db in [*args.db, *(args.pool or [])]:
-        if db not in registered:
-            print(f"database {db!r} is not registered; use `quandary db register`", file=sys.stderr)
-            return 2
-    try:
-        parse_modes(args.modes)
-    except ValueError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    from assets.interaction.assets import dataset_source
-
-    for db in args.db:
-        if dataset_source(db) is None:
-            print(
-                f"no dataset for {db!r}: run `quandary run --db {db}` or `quandary import FILE` first", file=sys.stderr
-            )
-            return 2
+    config = run_config(args)
+    if code := refused(job_name(), args.db, config):  # every database's run, before the first exists (#42 item 1)
+        return code
     code = 0
     for db in args.db:  # one run per database; a balanced subset is pooled over the pool every time
-        result = execute(db, run_config(args), args.verbose)
+        result = execute(db, config, args.verbose)
         if isinstance(result, int):
             return result
         conv = materialization_metadata(result, "interaction_conversations")

@@ -662,6 +662,30 @@ def table4_lines(rows: list[dict]) -> list[str]:
     return out
 
 
+TABLE4_LEGEND = (
+    "Rec.: the predicted category's group (answerable / ambiguous / unanswerable) is right; Cls.: the "
+    "category itself is right; EX: solvable questions answered with the gold result; FB: unanswerable "
+    "ones explained; Incompl.: conversations left out (a user turn failed). In %, predicted mode, "
+    "ground-truth mode in parentheses (GT); – = undecided."
+)
+
+
+def table4_narrow_lines(rows: list[dict]) -> list[str]:
+    """Table 4 as :func:`table4_lines`, one block per agent, each line under 40 characters: the
+    asset page's value column shows ~45 at 1,366 px and cut the wide table after "Cls." (#42 item 7)."""
+    out = []
+    for a in sorted({r["agent"] for r in rows if r["table"] == "table4"}):
+
+        def pair(metric, a=a):
+            gt = _pct(_get(rows, "table4", a, "ground_truth", metric)).strip()
+            return f"{_pct(_get(rows, 'table4', a, 'predicted', metric)).strip():>5} (GT {gt})"
+
+        rec, cls = (_pct(_get(rows, "table4", a, "predicted", m)).strip() for m in ("rec", "cls"))
+        out += [a if len(a) <= 38 else a[:37] + "…", f"  Rec. {rec:>5}  Cls. {cls:>5}"]
+        out += [f"  EX   {pair('ex')}", f"  FB   {pair('fb')}", f"  Incompl. {pair('incomplete')}"]
+    return out
+
+
 DEFAULT_COMPLETE_COMMAND = "run the same `quandary interact` command again"
 
 

@@ -150,7 +150,7 @@ def test_hf_export_has_a_fixed_typed_schema_and_a_truthful_card(stored, tmp_path
     assert str(schema.field("interpretation_index").type) == "int64"
     card = (out / "README.md").read_text()
     assert "All 3 rows were generated programmatically" in card and "council of LLMs" not in card
-    assert "no LLM validation call is logged for these rows" in card
+    assert "No LLM validation call is logged for these rows" in card
     header = yaml.safe_load(card.split("---")[1])
     assert {"name": "hidden_knowledge", "dtype": "string"} in header["dataset_info"]["features"]
 
@@ -182,3 +182,108 @@ def test_import_names_the_formats_it_accepts(isolated_home, tmp_path, capsys):
         assert err.count("\n") == 1
     assert main(["import", str(tmp_path)]) == 1
     assert "import reads ABISS JSON files only" in capsys.readouterr().err
+
+
+NESTED = pl.DataFrame(
+    {
+        "record_id": ["r1", "r2"],
+        "corpus": ["ambrosia", "ambrosia"],
+        "split": ["train", "train"],
+        "tables": [["a", "b"], []],
+        "category": [{"name": "Ambiguous", "answerable": False}, {"name": "Answerable", "answerable": True}],
+        "interpretations": [[{"index": 0, "sql": "SELECT 1", "ids": [1, 2]}], [{"index": 1, "sql": None, "ids": []}]],
+        "score": [0.5, None],
+        "created": [None, None],
+    },
+    schema={
+        "record_id": pl.String,
+        "corpus": pl.String,
+        "split": pl.String,
+        "tables": pl.List(pl.String),
+        "category": pl.Struct({"name": pl.String, "answerable": pl.Boolean}),
+        "interpretations": pl.List(pl.Struct({"index": pl.Int64, "sql": pl.String, "ids": pl.List(pl.Int64)})),
+        "score": pl.Float64,
+        "created": pl.Datetime("us"),
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("asset", "frame"),
+    [("dataset", pl.DataFrame(ROWS)), ("ambitab_records", NESTED), ("interaction_subset", NESTED.drop("split"))],
+)
+def test_the_documented_load_dataset_path_form_reads_every_export(stored, tmp_path, asset, frame):
+    """#42 item 6: `datasets.load_dataset(PATH)` (docs/usage.md's form) reads what `quandary export
+    --format hf` wrote, nested columns (lists, structs, lists of structs) included, row for row."""
+    datasets = pytest.importorskip("datasets", reason="the `train` extra installs datasets")
+    write_version(frame, asset, "university")
+    out = tmp_path / asset
+    assert main(["export", str(out), "--asset", asset, "--format", "hf"]) == 0
+    ds = datasets.load_dataset(str(out))
+    [split] = ds.keys()
+    loaded = ds[split].to_polars().select(frame.columns)
+    key = frame.columns[0]
+    assert loaded.sort(key).to_dicts() == frame.sort(key).to_dicts()
+    features = yaml.safe_load((out / "README.md").read_text().split("---")[1])["dataset_info"]["features"]
+    if "category" in frame.columns:
+        assert {
+            "name": "category",
+            "struct": [{"name": "name", "dtype": "string"}, {"name": "answerable", "dtype": "bool"}],
+        } in features
+
+
+def test_the_dataset_card_says_which_stages_applied_and_links_the_rejections(stored, tmp_path):
+    """#42 item 6: the card does not claim every stage passed every row. It names the stages that
+    applied to all rows, to some, to none (not applicable: nothing checked), counts the rejected
+    candidates and links the rejection report written beside it (every rejected candidate with
+    the stage and reason)."""
+    from pipelines.abiss.outputs import rejection_report_frame
+    from pipelines.abiss.stages import STAGES
+
+    kept = ["c1", "c2", "c3"]
+    candidates = pl.DataFrame(
+        {
+            "candidate_id": [*kept, "x1", "x2"],
+            "db_id": ["university"] * 5,
+            "question": ["q1", "q2", "q3", "Which dean?", "Who?"],
+            "subcategory": ["answerable"] * 5,
+            "generator": ["programmatic"] * 5,
+        }
+    )
+    write_version(candidates, "candidates", "university")
+    decisions = []
+    for spec in STAGES:
+        ids = {0: [*kept, "x1", "x2"], 2: [*kept, "x2"], 6: ["c1"]}.get(
+            spec.no, kept if spec.no not in (7, 8, 9) else []
+        )
+        frame = pl.DataFrame(
+            {
+                "candidate_id": ids,
+                "applies": [True] * len(ids),
+                "passed": [i in kept for i in ids] if spec.no in (0, 2) else [True] * len(ids),
+                "reason": ["ok" if i in kept else f"rejected by {spec.key}" for i in ids],
+                "n_votes": [0] * len(ids),
+                "calls_saved": [0] * len(ids),
+                "stage_no": [spec.no] * len(ids),
+                "stage": [spec.key] * len(ids),
+            },
+            schema_overrides={"candidate_id": pl.String, "reason": pl.String},
+        )
+        if spec.no == 0:  # x2 passed s00 here, so it reaches s02 and is rejected there
+            frame = frame.with_columns(passed=pl.col("candidate_id") != "x1")
+        write_version(frame, spec.key, "university")
+        decisions.append(frame)
+    write_version(rejection_report_frame(candidates, decisions), "rejection_report", "university")
+    out = tmp_path / "hf"
+    assert main(["export", str(out), "--format", "hf"]) == 0
+    card = (out / "README.md").read_text()
+    assert "Every row passed" not in card
+    assert "applied to all 3 rows and passed them: s00, s01, s02, s03, s04, s05, s10" in card
+    assert "applied to 1 of the 3 rows and passed them: s06" in card
+    assert "applied to none of them: s07, s08, s09 (not applicable" in card
+    assert (
+        "2 of 5 generated candidates were rejected on the way: see the [rejection report](rejection_report.md)" in card
+    )
+    report = (out / "rejection_report.md").read_text()
+    assert "| x1 | s00_wellformedness | rejected by s00_wellformedness | Which dean? |" in report
+    assert "| x2 | s02_sql_executability | rejected by s02_sql_executability | Who? |" in report

@@ -1,4 +1,5 @@
-"""#31 item 6: Ctrl-C during `interact` ends with one line (no sqlalchemy traceback), like SIGTERM."""
+"""#31 item 6: Ctrl-C during `interact` ends with one line (no sqlalchemy traceback), like SIGTERM;
+#42 item 4: at once, cancelling the call in flight, and the run reads as CANCELED."""
 
 import json
 import os
@@ -6,7 +7,8 @@ import signal
 
 import pytest
 
-from tests.cli.conftest import GatedStub, council_file, quandary
+from storage.stores import artifact_store
+from tests.cli.conftest import GatedStub, council_file, quandary, runs_in
 from tests.cli.test_runs import _answerable, _start
 
 
@@ -41,10 +43,17 @@ def test_ctrl_c_during_interact_is_one_line(cli_env, tmp_path):
             signal.SIGINT,
             "the interaction run",
         )
+        # #42 item 4: the held call (600 s timeout) was never answered: the process cancelled it
+        # rather than waiting it out
+        assert len(stub.answered) == 1
     assert code == 130, out[-2000:] + err[-2000:]
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("interrupted:"), err
     assert "Traceback" not in out + err and "sqlalchemy" not in (out + err).lower()
+    # a termination, as the UI's terminate marks it: CANCELED, not a failure with a stack trace
+    [run] = runs_in(tmp_path / "dagster_home")
+    assert run.status.value == "CANCELED", run.status
+    assert artifact_store().latest_location("interaction_subset", "university") is not None  # completed work kept
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -136,3 +136,22 @@ def test_the_estimate_grows_while_a_call_is_stuck_and_uses_the_concurrency_reach
         p2.advance(1)
     # 6 calls × 10 s in 30 s of wall time: 2 at once on average, not the peak of 4
     assert p2._eta_s(30) == 4 * 1 * 10 / 2
+
+
+def test_the_remaining_time_follows_the_measured_item_rate_once_items_finish():
+    """#42 item 5: mid-stage the estimate is the rate measured so far (10 items in 100 s: 10 s
+    each), however slow the calls in flight look on a loaded machine or however many calls early
+    items took (later ones short-circuit)."""
+    clock = Clock()
+    p = Progress("s05", total=40, stream=io.StringIO(), line_every_s=1000, clock=clock)
+    slow = [p.call_started() for _ in range(8)]  # eight 90 s calls at once, from the start
+    clock.t = 90
+    for tok in slow:
+        p.call_finished(tok)
+    p.advance(9)
+    [p.call_started() for _ in range(8)]  # eight more in flight ...
+    clock.t = 100
+    p.advance(1)  # ... while the tenth item finishes
+    assert p._eta_s(100) == 100 / 10 * 30
+    clock.t = 160  # nothing finished for a minute: the estimate grows with the wall time
+    assert p._eta_s(160) == 160 / 10 * 30

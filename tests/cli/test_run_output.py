@@ -50,7 +50,7 @@ def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path
     messages = [e.user_message for e in instance.all_logs(run.run_id)]
     assert any(re.match(r"s03_category_conformance: \d+/\d+ items  LLM calls \d+", msg) for msg in messages)
 
-    # the UI shows the funnel and each stage's decisions as tables (not collapsed Markdown)
+    # the UI shows the funnel as a table and each stage's decisions as a list in place (not collapsed)
     from dagster import AssetKey, TableMetadataValue
 
     report = instance.get_latest_materialization_event(AssetKey("rejection_report")).asset_materialization.metadata
@@ -58,15 +58,16 @@ def test_run_output_progress_warnings_and_prompts(scripted_council, demo_db_path
     assert isinstance(funnel, TableMetadataValue)
     stages = [r.data for r in funnel.records]
     i = next(i for i, r in enumerate(stages) if r["stage"] == "s03 category")
-    s03, entered = stages[i], stages[i - 1]["survivors"]  # entered: the row above's survivors
+    s03, entered = stages[i], stages[i - 1]["kept"]  # entered: the row above's survivors
     rejected, applicable = map(int, s03["rejected"].split("/"))  # "rejected/applicable"
-    assert applicable == rejected == int(m.group(2)) and s03["survivors"] == entered - rejected
-    assert report["survivors s03_category_conformance"].value == s03["survivors"]
+    assert applicable == rejected == int(m.group(2)) and s03["kept"] == entered - rejected
+    assert report["survivors s03_category_conformance"].value == s03["kept"]
     decisions = instance.get_latest_materialization_event(
         AssetKey("s03_category_conformance")
     ).asset_materialization.metadata["decisions"]
-    assert len(decisions.records) == applicable
-    assert all(r.data["question"] and r.data["reason"] and r.data["passed"] is False for r in decisions.records)
+    # a Markdown list read in place, each reason whole (a table cut them at 1,366 px, #42 item 7)
+    items = [line for line in decisions.value.splitlines() if line.startswith("- ")]
+    assert len(items) == applicable and all(line.startswith("- **rejected** `") for line in items), decisions.value
 
     con = open_audit()
     cid = con.execute(

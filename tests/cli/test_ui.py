@@ -97,7 +97,12 @@ def test_ui_shows_cli_run_tables_and_refuses_bad_grid(cli_env, tmp_path):
         assert max(len(line) for line in chart.splitlines()) <= 30
         assert entries["rejection_report"]["funnel_table"] == "TableMetadataEntry"
         assert entries["rejection_report"]["survivors s03_category_conformance"] == "IntMetadataEntry"
-        assert entries["s03_category_conformance"]["decisions"] == "TableMetadataEntry"
+        # a stage's decisions: a list whose reasons wrap, in place (a table cut them at 1,366 px, #42 item 7)
+        assert entries["s03_category_conformance"]["decisions"] == "MarkdownMetadataEntry"
+        decisions = markdown[("s03_category_conformance", "decisions")]
+        assert len(decisions) < UI_INLINE_MARKDOWN_CHARS and all(
+            line.startswith("- ") for line in decisions.splitlines()
+        )
 
         selector = {
             "pipelineName": "abiss_dataset_job",

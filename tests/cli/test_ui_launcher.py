@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -70,5 +71,47 @@ def test_the_launcher_stops_the_whole_group_with_one_line(tmp_path, sig):
     assert "cleaned up" in out  # the forwarded SIGINT reached it despite the inherited SIG_IGN
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "stopped" in lines[0] and signal.Signals(sig).name in lines[0], err
-    assert launcher.returncode == (130 if sig == signal.SIGINT else 143)
+    assert launcher.returncode == 0  # a requested stop: `make ui` prints no "Error 143" (#42 item 4)
+    wait_until(lambda: not _alive(grandchild), 30, "the grandchild to end")
+
+
+def test_make_ui_stops_quietly_on_sigterm(tmp_path):
+    """#42 item 4: SIGTERM to `make ui`'s process group (a terminal closing, `kill -- -PGID`) stops
+    the launcher, the server and its grandchild; make ends with exit 0 and no "Error 143"."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    script, pidfile = tmp_path / "server.py", tmp_path / "grandchild.pid"
+    script.write_text(SERVER)
+    # the Makefile's ui recipe, with the stand-in server for dagster dev
+    (tmp_path / "Makefile").write_text(
+        f"ui:\n\t{sys.executable} -m cli.ui_launcher -- {sys.executable} {script} {pidfile}\n"
+    )
+    repo = str(Path(__file__).resolve().parents[2])  # make -C runs the recipe in tmp_path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
+    make = subprocess.Popen(
+        ["make", "-s", "-C", str(tmp_path), "ui"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
+    try:
+        wait_until(
+            lambda: pidfile.is_file() and pidfile.read_text(),
+            60,
+            "the server's grandchild",
+            alive=lambda: make.poll() is None,
+        )
+        grandchild = int(pidfile.read_text())
+        os.killpg(make.pid, signal.SIGTERM)  # the whole foreground group, as a terminal's hangup or kill does
+        out, err = make.communicate(timeout=60)
+    finally:
+        if make.poll() is None:
+            os.killpg(make.pid, signal.SIGKILL)
+    assert "Error" not in err and "***" not in err, err
+    assert make.returncode in (0, -signal.SIGTERM), err  # make itself may die of the SIGTERM it got
+    assert "Traceback" not in err, err
     wait_until(lambda: not _alive(grandchild), 30, "the grandchild to end")

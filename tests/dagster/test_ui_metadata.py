@@ -3,8 +3,8 @@
 import polars as pl
 from dagster import MetadataValue
 
-from assets.abiss.assets import DECISION_COLUMNS
 from assets.shared.io_manager import artifact_output
+from pipelines.abiss.stages import STAGES
 
 
 def test_rates_in_metadata_are_rounded():
@@ -21,5 +21,36 @@ def test_rates_in_metadata_are_rounded():
     assert out.metadata["n"].value == 7
 
 
-def test_decision_tables_lead_with_candidate_passed_reason():
-    assert [c[0] for c in DECISION_COLUMNS[:3]] == ["candidate_id", "passed", "reason"]
+def test_stage_decisions_read_whole_rejections_first():
+    """#42 item 7: a decision table's reasons were cut at ~45 characters; as a Markdown list each
+    reason wraps and reads whole, rejections first, in place (under the inline limit)."""
+    from assets.abiss.assets import REASON_CHARS, _decisions_table
+    from assets.shared.io_manager import UI_INLINE_MARKDOWN_CHARS
+
+    long_reason = "the SQL returns no rows on the seed database, so the answerable question has no answer " * 3
+    decisions = pl.DataFrame(
+        {
+            "candidate_id": [f"c{i:02d}" for i in range(30)],
+            "applies": [True] * 29 + [False],
+            "passed": [True, False] * 15,
+            "reason": [long_reason] * 30,
+        }
+    )
+    md = _decisions_table(decisions, []).value
+    items = [line for line in md.splitlines() if line.startswith("- ")]
+    assert items[0].startswith("- **rejected** `c01`: the SQL returns no rows")
+    assert len(items[0]) <= len("- **rejected** `c01`: ") + REASON_CHARS
+    assert len(md) < UI_INLINE_MARKDOWN_CHARS and f"{29 - len(items)} more, in this stage's artifact" in md
+    assert "c29" not in md  # not applicable: not a decision
+
+
+def test_metadata_tables_fit_the_value_column_at_1366px():
+    """#42 item 7: the funnel's third header was cut at ~995 px (a long column description widened
+    the second): its three columns fit the value column."""
+    from assets.abiss.assets import FUNNEL_COLUMNS, short_stage
+    from assets.shared.io_manager import UI_TABLE_CHARS
+
+    # headers show the names (descriptions are behind "Show schema"); the widest cells a run writes
+    widest = {"stage": max(len(short_stage(s.key)) for s in STAGES), "rejected": len("999/999"), "kept": 3}
+    row = sum(max(len(name), widest[name]) + 4 for name, _, _ in FUNNEL_COLUMNS)
+    assert row <= UI_TABLE_CHARS, row

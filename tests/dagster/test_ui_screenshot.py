@@ -1,4 +1,4 @@
-"""#31 item 7: the asset page at 1,366 px in a real headless browser. After a CLI run of the ABISS
+"""#31 item 7, #42 item 7: asset pages at 1,366 px in a real headless browser. After a CLI run of the ABISS
 job, the webserver's `rejection_report` page renders the funnel and the per-stage table in place
 (no "[Show Markdown]" for them), rates to 3 digits, and no community pop-up covers it. The
 screenshot is kept beside the test's files (and in $QUANDARY_SCREENSHOTS when set) for a person to
@@ -93,9 +93,34 @@ def test_the_asset_page_shows_its_tables_in_place_at_1366px(tmp_path, isolated_h
         assert "Show Markdown" not in dom.split("per_stage")[1][:3000], "per_stage is behind [Show Markdown]"
         assert not re.search(r">\s*\d+\.\d{4,}\s*<", dom), "a value with more than 3 digits"
         assert "Join the Dagster" not in dom and "community" not in dom.lower(), "a pop-up covers the page"
+        _every_asset_page_reads_in_place(port, home, tmp_path)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _every_asset_page_reads_in_place(port: int, home: Path, tmp_path: Path) -> None:
+    """#42 item 7: every asset page the run wrote metadata for, at 1,366 px: nothing behind
+    "[Show Markdown]" (the charts' PNGs aside), the dataset preview names the columns it leaves out,
+    a stage's decisions are a list whose reasons wrap, the funnel's columns all have headers."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(home)) as instance:
+        assets = sorted(k.to_user_string() for k in instance.get_asset_keys())
+    assert {"dataset", "s03_category_conformance", "rejection_report"} <= set(assets), assets
+    for asset in assets:
+        url = f"http://127.0.0.1:{port}/assets/{asset}?partition=university"
+        dom = _chromium("--dump-dom", url).stdout
+        (tmp_path / f"{asset}.html").write_text(dom)
+        assert "Metadata" in dom, f"{asset}: the page did not render its metadata"
+        charts = 1 if asset == "rejection_report" else 0  # the funnel's PNG is long Markdown
+        assert dom.count("Show Markdown") <= charts, f"{asset}: metadata behind [Show Markdown]"
+        if asset == "dataset":
+            assert "more column(s), in the artifact" in dom
+        if asset.startswith("s03_"):
+            assert "<li>" in dom and "rejected" in dom, "the stage's decisions are not a list in place"
+        if asset == "rejection_report":
+            assert all(f">{header}<" in dom for header in ("stage", "rejected", "kept"))

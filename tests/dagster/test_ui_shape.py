@@ -36,3 +36,66 @@ def test_a_fresh_instance_turns_off_the_community_popup(tmp_path, monkeypatch):
     (old / "dagster.yaml").write_text("nux:\n  enabled: true\n")
     dagster_home()
     assert (old / "dagster.yaml").read_text() == "nux:\n  enabled: true\n"  # the operator's choice stays
+
+
+def test_a_wide_preview_shows_the_columns_that_fit_and_names_the_others():
+    """#42 item 7: the dataset's 17 columns were cut after the second at 1,366 px. The preview keeps
+    the columns that fit the value column side by side (a wide one skipped for narrower ones after
+    it) and names the rest, and still renders in place. The value column shows ~45 monospace
+    characters there (a screenshot of a ruler; UI_TABLE_CHARS)."""
+    from assets.shared.io_manager import UI_TABLE_CHARS
+
+    df = pl.DataFrame(
+        {"candidate_id": ["c" * 16] * 3, "question": ["How many " + "x" * 200] * 3}
+        | {f"col_{i:02d}": [f"value {i}"] * 3 for i in range(15)}
+    )
+    md = preview_markdown(df)
+    header = md.splitlines()[0]
+    shown = [c.strip() for c in header.strip("|").split("|")]
+    widest_row = max(len(line) for line in md.splitlines() if line.startswith("|"))
+    assert widest_row <= UI_TABLE_CHARS + len(shown)  # what the cells hold, plus the separators
+    assert shown[0] == "candidate_id" and "question" not in shown and len(shown) > 2  # narrower ones after it
+    hidden = [c for c in df.columns if c not in shown]
+    assert f"{len(hidden)} more column(s), in the artifact: {', '.join(hidden)}" in md
+    assert len(md) < UI_INLINE_MARKDOWN_CHARS
+
+
+def test_table4_reads_whole_in_the_value_column_and_its_headers_are_explained():
+    """#42 item 7: Table 4 was cut after "Cls." at 1,366 px; the asset page gets it one block per
+    agent, every line within the value column, and its headers explained in one line."""
+    from assets.shared.io_manager import UI_TABLE_CHARS
+    from pipelines.interaction.metrics import TABLE4_LEGEND, table4_narrow_lines
+
+    agent = "a_rather_long_agent_name_from_a_module:WithAClass"
+    rows = [
+        {"table": "table4", "agent": agent, "mode": mode, "metric": metric, "subcategory": None, "value": value}
+        for mode, metric, value in [
+            ("predicted", "rec", 1.0),
+            ("predicted", "cls", 0.5),
+            ("predicted", "ex", 0.25),
+            ("ground_truth", "ex", 1 / 3),
+            ("predicted", "fb", None),
+            ("predicted", "incomplete", 0.0),
+        ]
+    ]
+    lines = table4_narrow_lines(rows)
+    assert lines and max(len(line) for line in lines) <= UI_TABLE_CHARS - 5, lines
+    assert any(line.strip().startswith("Rec.") and "Cls." in line for line in lines)
+    assert any(line.strip().startswith("EX") and "(GT" in line for line in lines)
+    for header in ("Rec.", "Cls.", "EX", "FB", "Incompl.", "GT"):
+        assert f"{header}:" in TABLE4_LEGEND or f"({header})" in TABLE4_LEGEND
+    assert "\n" not in TABLE4_LEGEND
+
+
+def test_a_long_code_block_renders_in_place_with_lines_that_fit():
+    """#42 item 7: the schema context's 1,500-character SQL preview was behind [Show Markdown]."""
+    from assets.shared.io_manager import UI_TABLE_CHARS, code_markdown
+
+    ddl = "\n".join(
+        f"CREATE TABLE t{i} (id INTEGER PRIMARY KEY, a_rather_long_column_name TEXT, b REAL);" for i in range(40)
+    )
+    md = code_markdown(ddl, "sql")
+    body = md.split("```")[1].splitlines()[1:]
+    assert len(md) < UI_INLINE_MARKDOWN_CHARS and body and max(len(line) for line in body) < UI_TABLE_CHARS
+    assert f"{40 - len(body)} more line(s): the whole text is the artifact" in md
+    assert code_markdown("SELECT 1", "sql") == "```sql\nSELECT 1\n```"
