@@ -22,7 +22,7 @@ from pydantic import Field
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, keyed_output
+from assets.shared.io_manager import GROWING, artifact_output, keyed_output
 from assets.shared.partitions import databases_partitions
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
@@ -219,6 +219,8 @@ def _pooled_rows(partition: str, dataset: pl.DataFrame, config: SubsetConfig) ->
     partitions_def=databases_partitions,
     group_name=GROUP,
     code_version=PIPELINE_VERSION,
+    # a run that produced no conversations never replaces stored ones (#42 item 2)
+    metadata={GROWING: True},
     check_specs=[
         contract_check_spec(INTERACTION_TURNS, "interaction_conversations"),
         AssetCheckSpec(
@@ -428,6 +430,7 @@ def interaction_scores(
     partitions_def=databases_partitions,
     group_name=GROUP,
     code_version=PIPELINE_VERSION,
+    metadata={GROWING: True},
     description="Tables 4, 5, 6 and Appendix D as one long table, with the conversations not counted "
     "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a PNG.",
 )

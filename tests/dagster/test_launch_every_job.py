@@ -46,6 +46,7 @@ NOT_PATH_OR_ID = {
     "dialects": "dialect names",
     "variant_types": "variant type names",
     "question_ids": "a filter on gold query ids, never a path",
+    "device": "cpu / cuda / cuda:N (checked by the trainer's preflight)",
     "generated_labels": "label names",
     "diagnostics": "diagnostic names",
     "sample_groups": "group names to sample",
