@@ -2,10 +2,11 @@
 
 Both queries are encoded over the *same* small symbolic database: every table the queries read has
 ``k`` candidate rows, each with a presence flag (so any bag of at most ``k`` rows, duplicates
-included) and, per column, a value and a NULL flag. A declared key the shipped data satisfies is
-kept unique and non-NULL; nothing else is assumed. Each aligned AI call is an uninterpreted function
-of its input values (NULL in, NULL out, as the UDFs), shared by gold and candidate, so the answer
-holds for every behaviour of the AI calls. SQL's three-valued logic is kept (a condition is a pair
+included) and, per column, a value and a NULL flag. A key the schema declares and the shipped data
+satisfies is kept unique and non-NULL (a key read off the data alone is not: SemBench declares none); nothing else is assumed. Each aligned AI call is an uninterpreted function
+of its input values and their NULL flags, with an answer that may be NULL (no NULL propagation
+assumed: a prompt renders a NULL input as text), shared by gold and candidate, so the answer holds
+for every behaviour of the AI calls. SQL's three-valued logic is kept (a condition is a pair
 value / is-NULL). The solver looks for a database and behaviour under which the two result bags
 differ:
 
@@ -98,6 +99,13 @@ SORT_OF = {
 def _z3_sort(sort: str):
     return {"int": z3.IntSort(), "date": z3.IntSort(), "real": z3.RealSort(), "str": z3.StringSort()}.get(
         sort, z3.BoolSort()
+    )
+
+
+def _z3_default(sort: str):
+    """The value an AI function is given for a NULL input (its NULL flag says it is NULL)."""
+    return {"int": z3.IntVal(0), "date": z3.IntVal(0), "real": z3.RealVal(0), "str": z3.StringVal("")}.get(
+        sort, z3.BoolVal(False)
     )
 
 
@@ -436,15 +444,23 @@ class Encoder:
         inputs = [self._fix_strlit(i, None) for i in inputs]
         if any(i.sort not in ("int", "real", "str", "date", "bool") for i in inputs):
             raise Unsupported("an AI call over an untyped input")
+        # An AI call is any function of its inputs, NULL inputs included: BigQuery's FORMAT renders a
+        # NULL as 'NULL' and the model may answer TRUE to that prompt, so no NULL propagation is
+        # assumed (#39, blind-14). Arguments: each input's value (a fixed one when NULL) and its NULL
+        # flag; the answer may itself be NULL (a second function), which covers the UDFs' NULL in,
+        # NULL out as one behaviour among all.
         name = f"ai_{sym.key}_" + "_".join(i.sort for i in inputs)
         f = self.funcs.get(name)
         if f is None:
-            f = self.funcs[name] = z3.Function(name, *[_z3_sort(i.sort) for i in inputs], z3.BoolSort())
+            sorts = [_z3_sort(i.sort) for i in inputs] + [z3.BoolSort()] * len(inputs)
+            f = self.funcs[name] = z3.Function(name, *sorts, z3.BoolSort())
+            self.funcs["__null__" + name] = z3.Function("null_" + name, *sorts, z3.BoolSort())
         self.used[call_text(node)] = name
-        val = f(*[i.v for i in inputs]) if inputs else f()
+        args = [z3.If(i.null, _z3_default(i.sort), i.v) for i in inputs] + [i.null for i in inputs]
+        val = f(*args) if inputs else f()
         if self.flips.get(sym.key):
             val = z3.Not(val)
-        null = z3.Or(*[i.null for i in inputs]) if inputs else z3.BoolVal(False)
+        null = self.funcs["__null__" + name](*args) if inputs else self.funcs["__null__" + name]()
         from pipelines.aisql.rewrite import AI_OPERATORS
 
         if AI_OPERATORS[operator_name(node)] == "bool":
@@ -770,31 +786,43 @@ def _rows_text(tables: dict) -> str:
 
 
 def _behaviour(model, funcs: dict) -> str:
-    """Each AI function of the counterexample as 'inputs -> answer' entries (strings as text)."""
+    """Each AI function of the counterexample as 'inputs -> answer' entries (strings as text, a NULL
+    input as NULL; a NULL answer where its NULL function says so)."""
     out = []
     for name, f in funcs.items():
         if name.startswith("__"):
             continue
-        if not any(d.eq(f) for d in model.decls()):
-            out.append(f"{name.split('_')[1]}: any answer")
-            continue
-        interp = model.get_interp(f)
-        if not isinstance(interp, z3.FuncInterp):
-            out.append(f"{name.split('_')[1]}: always {interp}")
-            continue
-        entries = []
-        for i in range(interp.num_entries()):
-            e = interp.entry(i)
-            args = ", ".join(str(z3.simplify(e.arg_value(j))) for j in range(e.num_args()))
-            entries.append(f"({args}) -> {e.value()}")
-        entries.append(f"otherwise {interp.else_value()}")
-        out.append(f"{name.split('_')[1]}: " + "; ".join(entries))
+        parts = []
+        for fn, label in ((f, None), (funcs.get("__null__" + name), "NULL")):
+            if fn is None or not any(d.eq(fn) for d in model.decls()):
+                if label is None:
+                    parts.append("any answer")
+                continue
+            interp = model.get_interp(fn)
+            if not isinstance(interp, z3.FuncInterp):
+                parts.append(f"always {label or interp}" if label is None or z3.is_true(interp) else "")
+                continue
+            n = interp.arity() // 2
+            for i in range(interp.num_entries()):
+                e = interp.entry(i)
+                if label and not z3.is_true(e.value()):
+                    continue
+                shown = [
+                    "NULL" if z3.is_true(e.arg_value(n + k)) else str(z3.simplify(e.arg_value(k))) for k in range(n)
+                ]
+                parts.append(f"({', '.join(shown)}) -> {label or e.value()}")
+            if label is None:
+                parts.append(f"otherwise {interp.else_value()}")
+            elif z3.is_true(interp.else_value()):
+                parts.append("otherwise NULL")
+        out.append(f"{name.split('_')[1]}: " + "; ".join(p for p in parts if p))
     return " | ".join(out)[:300]
 
 
 def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression:
-    """``tree`` with each AI call replaced by the model's function of its inputs, as SQL: the
-    function's table of entries as a CASE over the input columns (NULL in, NULL out)."""
+    """``tree`` with each AI call replaced by the model's function of its inputs, as SQL: the tables of
+    entries of its answer and of its NULL answer as CASEs over the input columns, a NULL input matched
+    by ``IS NULL`` (the function is defined on NULL inputs too)."""
     from pipelines.aisql.rewrite import AI_OPERATORS
 
     out = tree.copy()
@@ -803,20 +831,8 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
         fname = used.get(call_text(call))
         if fname is None:
             raise Unsupported("an AI call the encoding did not value")
-        f = funcs[fname]
-        interp = model.get_interp(f) if any(d.eq(f) for d in model.decls()) else z3.BoolVal(False)  # unconstrained
-        entries, default = [], interp
-        if isinstance(interp, z3.FuncInterp):
-            for i in range(interp.num_entries()):
-                e = interp.entry(i)
-                entries.append(([e.arg_value(j) for j in range(e.num_args())], z3.is_true(e.value())))
-            default = interp.else_value()
-        if default is not None and not (z3.is_true(default) or z3.is_false(default)):
-            raise Unsupported("an AI function the replay cannot write as SQL")
-        cond: exp.Expression = exp.true() if default is not None and z3.is_true(default) else exp.false()
-        for args, value in reversed(entries):
-            match = exp.and_(*[exp.EQ(this=c.copy(), expression=_sql_lit(a)) for c, a in zip(cols, args)])
-            cond = exp.Case(ifs=[exp.If(this=match, true=exp.true() if value else exp.false())], default=cond)
+        cond = _interp_sql(model, funcs[fname], cols)
+        null = _interp_sql(model, funcs["__null__" + fname], cols)
         if flips.get(fname.split("_")[1]):
             cond = exp.Not(this=exp.Paren(this=cond))
         boolean = AI_OPERATORS[operator_name(call)] == "bool"
@@ -825,13 +841,40 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
             if boolean
             else exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.string("TRUE"))], default=exp.Literal.string("FALSE"))
         )
-        if cols:
-            null = exp.or_(*[exp.Is(this=c.copy(), expression=exp.Null()) for c in cols])
-            value = exp.Case(
-                ifs=[exp.If(this=null, true=exp.cast(exp.Null(), "BOOLEAN" if boolean else "VARCHAR"))], default=value
-            )
+        value = exp.Case(
+            ifs=[exp.If(this=null, true=exp.cast(exp.Null(), "BOOLEAN" if boolean else "VARCHAR"))], default=value
+        )
         call.replace(value)
     return out
+
+
+def _interp_sql(model, f, cols: list[exp.Column]) -> exp.Expression:
+    """A boolean function of the model (arguments: the inputs' values, then their NULL flags) as a
+    SQL condition over the input columns; unconstrained by the model: FALSE."""
+    if not any(d.eq(f) for d in model.decls()):
+        return exp.false()
+    interp = model.get_interp(f)
+    entries, default = [], interp
+    if isinstance(interp, z3.FuncInterp):
+        for i in range(interp.num_entries()):
+            e = interp.entry(i)
+            entries.append(([e.arg_value(j) for j in range(e.num_args())], z3.is_true(e.value())))
+        default = interp.else_value()
+    if default is None or not (z3.is_true(default) or z3.is_false(default)):
+        raise Unsupported("an AI function the replay cannot write as SQL")
+    cond: exp.Expression = exp.true() if z3.is_true(default) else exp.false()
+    n = len(cols)
+    for args, value in reversed(entries):
+        match = exp.and_(
+            *[
+                exp.Is(this=c.copy(), expression=exp.Null())
+                if z3.is_true(args[n + k])
+                else exp.EQ(this=c.copy(), expression=_sql_lit(args[k]))
+                for k, c in enumerate(cols)
+            ]
+        )
+        cond = exp.Case(ifs=[exp.If(this=match, true=exp.true() if value else exp.false())], default=cond)
+    return cond
 
 
 def _sql_lit(v) -> exp.Expression:
