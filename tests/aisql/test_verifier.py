@@ -36,6 +36,7 @@ SHAPES = [
     "WITH q AS (SELECT t.a, t.b, t.c FROM s.t AS t WHERE {w}) SELECT q.a FROM q",
     "SELECT q.b, q.n FROM (SELECT t.b, COUNT(*) AS n FROM s.t AS t WHERE {w} GROUP BY t.b) AS q WHERE q.n > 1",
     "SELECT t.a FROM s.t AS t LEFT JOIN (SELECT u.a FROM s.u AS u) AS q ON q.a = t.a WHERE {w} AND q.a IS NULL",
+    "SELECT t.a FROM s.u AS u LEFT JOIN s.t AS t ON t.a = u.a WHERE {w}",
 ]
 PREDICATES = [
     "t.a > 1",
@@ -85,14 +86,18 @@ def _random_db(rng: random.Random) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _run(con, sql: str, good: set, flip: bool = False):
-    """``sql`` with the AI call valued TRUE on the texts in ``good`` (NULL in, NULL out); ``flip``:
-    the call read with opposite polarity (the candidate's call meant the negation)."""
+def _run(con, sql: str, good: set, flip: bool = False, on_null: str = "NULL"):
+    """``sql`` with the AI call valued TRUE on the texts in ``good``; ``on_null``: its answer on a
+    NULL input (an AI call is any function of its inputs, NULL included: a prompt renders NULL as
+    text); ``flip``: the call read with opposite polarity (the candidate's call meant the negation)."""
     lits = ", ".join(f"'{g}'" for g in sorted(good))
     test = f"t.b IN ({lits})" if good else "FALSE"
     test = f"NOT ({test})" if flip else test
-    valued = sql.replace(AI.format(x="t"), f"(CASE WHEN t.b IS NULL THEN NULL ELSE {test} END)")
-    return con.execute(valued).fetchall()
+    null = f"NOT ({on_null})" if flip and on_null != "NULL" else on_null
+    for x in ("t", "x"):
+        test_x = test.replace("t.b", f"{x}.b")
+        sql = sql.replace(AI.format(x=x), f"(CASE WHEN {x}.b IS NULL THEN {null} ELSE {test_x} END)")
+    return con.execute(sql).fetchall()
 
 
 def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: bool = False) -> bool:
@@ -100,8 +105,9 @@ def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: b
     for _ in range(tries):
         con = _random_db(rng)
         good = set(rng.sample(["x", "y"], rng.randint(0, 2)))
+        on_null = rng.choice(["NULL", "TRUE", "FALSE"])
         try:
-            if not rows_match(_run(con, gold, good), _run(con, cand, good, flip)):
+            if not rows_match(_run(con, gold, good, on_null=on_null), _run(con, cand, good, flip, on_null)):
                 return True
         finally:
             con.close()
@@ -169,6 +175,20 @@ KNOWN = [
         "WITH x AS (SELECT t.a FROM s.t AS t) SELECT x.a FROM x WHERE x.a >= 1",
         False,
     ),
+    # an AI call is not null-rejecting: on a NULL-extended row it may answer TRUE (blind-14)
+    (
+        f"SELECT u.d FROM s.u AS u JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')}",
+        f"SELECT u.d FROM s.u AS u LEFT JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')}",
+        False,
+    ),
+    (
+        f"SELECT u.d FROM s.u AS u JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')} AND t.a > 0",
+        f"SELECT u.d FROM s.u AS u LEFT JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')} AND t.a > 0",
+        True,
+    ),
+    # BigQuery's COUNTIF is 0 over no rows, SUM(CASE ..) NULL (blind-24)
+    ("SELECT COUNTIF(t.c) FROM s.t AS t", "SELECT COUNT(CASE WHEN t.c THEN 1 END) FROM s.t AS t", True),
+    ("SELECT COUNTIF(t.c) FROM s.t AS t", "SELECT SUM(CASE WHEN t.c THEN 1 ELSE 0 END) FROM s.t AS t", False),
 ]
 
 
@@ -178,6 +198,14 @@ def test_known_rewrites_are_decided(gold, cand, equivalent):
     assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), (gold, cand, res.reason)
     if not equivalent:
         assert "only in gold" in res.reason and res.witness["database"]
+
+
+def test_a_counterexample_may_answer_true_on_a_null_input():
+    """The LEFT JOIN's extra row is a u row without a t partner: the AI call judged a NULL b."""
+    res = _verify(KNOWN[-4][0], KNOWN[-4][1])
+    assert res.verdict == DIFFER and res.witness["differ"]["only_in_candidate"], res.reason
+    db = res.witness["database"]
+    assert any(u[0] not in {t[0] for t in db["s.t"]} for u in db["s.u"]), db
 
 
 def test_a_declared_key_removes_duplicates_but_only_when_declared():
