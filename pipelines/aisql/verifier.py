@@ -416,6 +416,11 @@ class Encoder:
                 x, y = _coerce(v, out) if v.sort != out.sort else (v.v, out.v)
                 out = V(v.sort if v.sort == out.sort else "real", z3.If(v.null, y, x), z3.And(v.null, out.null))
             return out
+        if isinstance(node, exp.If):  # IF(c, a, b): CASE WHEN c THEN a ELSE b END (NULL goes to b)
+            case = exp.Case(ifs=[exp.If(this=node.this, true=node.args["true"])], default=node.args.get("false"))
+            return self.expr(case, env, group)
+        if isinstance(node, exp.Extract):
+            return self.extract_year(node, env, group)
         if isinstance(node, exp.Case):
             if node.this is not None:
                 raise Unsupported("CASE x WHEN")
@@ -430,6 +435,26 @@ class Encoder:
                 out = V(sort, z3.If(cond, x, y), z3.If(cond, then.null, out.null))
             return out
         raise Unsupported(type(node).__name__)
+
+    def extract_year(self, node: exp.Extract, env: dict, group) -> V:
+        """EXTRACT(YEAR FROM d) of a day number d (Python's ordinal: 0001-01-01 is 1): the one year y
+        with ordinal(y-01-01) <= d < ordinal((y+1)-01-01), by the Gregorian leap rules."""
+        if (node.this.name or "").upper() != "YEAR":
+            raise Unsupported(f"EXTRACT({node.this.name})")
+        d = self._fix_strlit(self.expr(node.expression, env, group), V("date", None, None))
+        if d.sort != "date":
+            raise Unsupported(f"EXTRACT(YEAR) of {d.sort}")
+        y = z3.FreshInt("year")
+
+        def first_day(year):  # ordinal of January 1st of ``year``
+            n = year - 1
+            return 365 * n + n / 4 - n / 100 + n / 400 + 1
+
+        defined = z3.And(z3.Not(d.null), d.v >= 1, d.v <= 3652059)  # a NULL date (or a padding) leaves y free
+        self.db.constraints.append(
+            z3.Implies(defined, z3.And(y >= 1, y <= 9999, first_day(y) <= d.v, d.v < first_day(y + 1)))
+        )
+        return V("int", y, d.null)
 
     @staticmethod
     def _want(a: V, sort: str):
@@ -591,7 +616,15 @@ class Encoder:
                 present = self.truth(self.expr(having.this, {}, group))
             out.append((present, [self._fix_strlit(self.expr(x, {}, group), None) for x in projections]))
         else:
-            keys = group_by.expressions
+            # GROUP BY 1: the first projection (positions name projections, not constants)
+            keys = [
+                projections[int(x.this) - 1]
+                if isinstance(x, exp.Literal) and x.is_int and 1 <= int(x.this) <= len(projections)
+                else x
+                for x in group_by.expressions
+            ]
+            if any(isinstance(x, exp.Literal) for x in keys):
+                raise Unsupported("GROUP BY a constant")
             keyvals = [[self._fix_strlit(self.expr(x, e), None) for x in keys] for _, e in kept]
             for i, (c, e) in enumerate(kept):
                 same = [z3.And(cj, _row_eq(keyvals[j], keyvals[i])) for j, (cj, _) in enumerate(kept)]

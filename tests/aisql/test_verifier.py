@@ -222,3 +222,44 @@ def test_what_it_does_not_cover_says_so():
     assert res.verdict == UNSUPPORTED and "derived table" in res.reason
     res = _verify("SELECT t.a FROM s.t AS t WHERE t.b LIKE 'x%'", "SELECT t.a FROM s.t AS t")
     assert res.verdict == UNSUPPORTED and "Like" in res.reason
+
+
+DATED = {"s": {"r": {"a": "BIGINT", "d": "DATE", "b": "VARCHAR"}}}
+
+
+@pytest.mark.parametrize(
+    "gold,cand,equivalent",
+    [
+        # EXTRACT(YEAR): the year of a day number, leap years included (blind-28)
+        ("r.d BETWEEN DATE '2019-01-01' AND DATE '2019-12-31'", "EXTRACT(YEAR FROM r.d) = 2019", True),
+        ("r.d BETWEEN DATE '2019-01-01' AND DATE '2019-12-30'", "EXTRACT(YEAR FROM r.d) = 2019", False),
+        (
+            "r.d >= DATE '2000-03-01' AND r.d < DATE '2001-01-01'",
+            "EXTRACT(YEAR FROM r.d) = 2000 AND r.d > '2000-02-29'",
+            True,
+        ),
+        (
+            "r.d >= DATE '2000-03-01' AND r.d < DATE '2001-01-01'",
+            "EXTRACT(YEAR FROM r.d) = 2000 AND r.d > '2000-02-28'",
+            False,
+        ),
+    ],
+)
+def test_extract_year_is_the_calendar_year(gold, cand, equivalent):
+    base = "SELECT COUNT(*) FROM s.r AS r WHERE "
+    g, c = to_duckdb_tree(base + gold, "bigquery"), to_duckdb_tree(base + cand, "bigquery")
+    res = verify(g, c, DATED, {}, k=K)
+    res = replay(g, c, res, DATED) if res.verdict == DIFFER else res
+    assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
+
+
+def test_group_by_a_position_groups_by_that_projection():
+    """GROUP BY 1 names the first projection (it was read as the constant 1: one group; blind-15)."""
+    by_pos = "SELECT IF(r.a > 1, 'x', 'y') AS l, COUNT(*) FROM s.r AS r GROUP BY 1"
+    by_expr = "SELECT CASE WHEN r.a > 1 THEN 'x' ELSE 'y' END AS l, COUNT(*) FROM s.r AS r GROUP BY CASE WHEN r.a > 1 THEN 'x' ELSE 'y' END"
+    one_group = "SELECT 'x' AS l, COUNT(*) FROM s.r AS r"
+    for other, equivalent in ((by_expr, True), (one_group, False)):
+        g, c = to_duckdb_tree(by_pos, "bigquery"), to_duckdb_tree(other, "bigquery")
+        res = verify(g, c, DATED, {}, k=K)
+        res = replay(g, c, res, DATED) if res.verdict == DIFFER else res
+        assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
