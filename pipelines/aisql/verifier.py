@@ -39,6 +39,7 @@ from pipelines.aisql.diffs import differing_rows, rows_match
 from pipelines.aisql.rewrite import operator_name
 from pipelines.aisql.structural import _inputs, _symbols, call_symbols, call_text, pair_calls, top_calls
 
+VALUE_SORT = {"text": "str", "category": "str", "score": "real"}  # a non-boolean AI call's answer
 DEFAULT_K = 3  # rows per table
 BUDGET_MS = 3000  # solver time per pair (all polarity choices together)
 MAX_COMBOS = 64  # row combinations of one FROM clause (k ** tables)
@@ -225,8 +226,10 @@ class Encoder:
                 raise Unsupported(f"{type(node).__name__} in FROM")
             q, t = self.db.table(node)
             return (node.alias_or_name or node.name).lower(), [(t["present"][i], (q, i)) for i in range(self.db.k)]
-        if not isinstance(inner, exp.Select) or not node.alias_or_name:
-            raise Unsupported("a derived table other than one aliased SELECT block")
+        if not isinstance(inner, exp.Select):
+            raise Unsupported("a derived table other than one SELECT block")
+        # BigQuery reads an unaliased derived table's columns by their bare names
+        alias = (node.alias_or_name or f"__derived{len(self.derived_sorts)}").lower()
         names = [x.alias_or_name.lower() for x in inner.expressions]
         if any(not n or n == "*" for n in names) or len(set(names)) != len(names):
             raise Unsupported("a derived table without one distinct name per column")
@@ -235,8 +238,8 @@ class Encoder:
         rows = self.output(inner, top=False)
         if not rows:
             raise Unsupported("an empty derived table")
-        self.derived_sorts[node.alias_or_name.lower()] = {n: v.sort for n, v in zip(names, rows[0][1])}
-        return node.alias_or_name.lower(), [(p, ("__derived__", dict(zip(names, vals)))) for p, vals in rows]
+        self.derived_sorts[alias] = {n: v.sort for n, v in zip(names, rows[0][1])}
+        return alias, [(p, ("__derived__", dict(zip(names, vals)))) for p, vals in rows]
 
     @staticmethod
     def truth(b: V):
@@ -463,8 +466,9 @@ class Encoder:
 
     def ai_call(self, node, env: dict) -> V:
         sym = self.sym_of.get(call_text(node))
-        if sym is None or sym.kind != "bool":
-            raise Unsupported("a non-boolean AI call")
+        if sym is None or sym.kind not in ("bool", *VALUE_SORT):
+            raise Unsupported("an AI call of an unknown kind")
+        out_sort = "bool" if sym.kind == "bool" else VALUE_SORT[sym.kind]  # a text / score: any value
         inputs = [self.expr(c, env) for c in _inputs(node)]
         inputs = [self._fix_strlit(i, None) for i in inputs]
         if any(i.sort not in ("int", "real", "str", "date", "bool") for i in inputs):
@@ -474,18 +478,20 @@ class Encoder:
         # assumed (#39, blind-14). Arguments: each input's value (a fixed one when NULL) and its NULL
         # flag; the answer may itself be NULL (a second function), which covers the UDFs' NULL in,
         # NULL out as one behaviour among all.
-        name = f"ai_{sym.key}_" + "_".join(i.sort for i in inputs)
+        name = f"ai_{sym.key}_{out_sort}_" + "_".join(i.sort for i in inputs)
         f = self.funcs.get(name)
         if f is None:
             sorts = [_z3_sort(i.sort) for i in inputs] + [z3.BoolSort()] * len(inputs)
-            f = self.funcs[name] = z3.Function(name, *sorts, z3.BoolSort())
+            f = self.funcs[name] = z3.Function(name, *sorts, _z3_sort(out_sort))
             self.funcs["__null__" + name] = z3.Function("null_" + name, *sorts, z3.BoolSort())
         self.used[call_text(node)] = name
         args = [z3.If(i.null, _z3_default(i.sort), i.v) for i in inputs] + [i.null for i in inputs]
         val = f(*args) if inputs else f()
+        null = self.funcs["__null__" + name](*args) if inputs else self.funcs["__null__" + name]()
+        if out_sort != "bool":
+            return V(out_sort, val, null)
         if self.flips.get(sym.key):
             val = z3.Not(val)
-        null = self.funcs["__null__" + name](*args) if inputs else self.funcs["__null__" + name]()
         from pipelines.aisql.rewrite import AI_OPERATORS
 
         if AI_OPERATORS[operator_name(node)] == "bool":
@@ -864,8 +870,14 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
         fname = used.get(call_text(call))
         if fname is None:
             raise Unsupported("an AI call the encoding did not value")
-        cond = _interp_sql(model, funcs[fname], cols)
         null = _interp_sql(model, funcs["__null__" + fname], cols)
+        rng = funcs[fname].range()
+        if rng != z3.BoolSort():  # a text / score call: the model's values
+            sql_type = "DOUBLE" if rng == z3.RealSort() else "VARCHAR"
+            value = _interp_sql(model, funcs[fname], cols, exp.cast(exp.Null(), sql_type))
+            call.replace(exp.Case(ifs=[exp.If(this=null, true=exp.cast(exp.Null(), sql_type))], default=value))
+            continue
+        cond = _interp_sql(model, funcs[fname], cols)
         if flips.get(fname.split("_")[1]):
             cond = exp.Not(this=exp.Paren(this=cond))
         boolean = AI_OPERATORS[operator_name(call)] == "bool"
@@ -881,21 +893,21 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
     return out
 
 
-def _interp_sql(model, f, cols: list[exp.Column]) -> exp.Expression:
-    """A boolean function of the model (arguments: the inputs' values, then their NULL flags) as a
-    SQL condition over the input columns; unconstrained by the model: FALSE."""
+def _interp_sql(model, f, cols: list[exp.Column], unconstrained: exp.Expression | None = None) -> exp.Expression:
+    """A function of the model (arguments: the inputs' values, then their NULL flags) as a SQL CASE
+    over the input columns; unconstrained by the model: ``unconstrained`` (FALSE)."""
     if not any(d.eq(f) for d in model.decls()):
-        return exp.false()
+        return unconstrained if unconstrained is not None else exp.false()
     interp = model.get_interp(f)
     entries, default = [], interp
     if isinstance(interp, z3.FuncInterp):
         for i in range(interp.num_entries()):
             e = interp.entry(i)
-            entries.append(([e.arg_value(j) for j in range(e.num_args())], z3.is_true(e.value())))
+            entries.append(([e.arg_value(j) for j in range(e.num_args())], _sql_lit(e.value())))
         default = interp.else_value()
-    if default is None or not (z3.is_true(default) or z3.is_false(default)):
+    if default is None:
         raise Unsupported("an AI function the replay cannot write as SQL")
-    cond: exp.Expression = exp.true() if z3.is_true(default) else exp.false()
+    cond = _sql_lit(default)
     n = len(cols)
     for args, value in reversed(entries):
         match = exp.and_(
@@ -906,7 +918,7 @@ def _interp_sql(model, f, cols: list[exp.Column]) -> exp.Expression:
                 for k, c in enumerate(cols)
             ]
         )
-        cond = exp.Case(ifs=[exp.If(this=match, true=exp.true() if value else exp.false())], default=cond)
+        cond = exp.Case(ifs=[exp.If(this=match, true=value)], default=cond)
     return cond
 
 

@@ -263,3 +263,32 @@ def test_group_by_a_position_groups_by_that_projection():
         res = verify(g, c, DATED, {}, k=K)
         res = replay(g, c, res, DATED) if res.verdict == DIFFER else res
         assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
+
+
+GEN, SCORE = "AI.GENERATE(('label of ', t.b)).result", "AI.SCORE(('score of ', t.b))"
+
+
+@pytest.mark.parametrize(
+    "gold,cand,equivalent",
+    [
+        # a text or score AI call is any value (or NULL) per input, NULL inputs included (blind-36, blind-34)
+        (
+            f"SELECT t.a FROM s.t AS t WHERE {GEN} = 'TRUE'",
+            f"SELECT t.a FROM s.t AS t WHERE IF({GEN} = 'TRUE', 1, 0) = 1",
+            True,
+        ),
+        (f"SELECT t.a FROM s.t AS t WHERE {GEN} = 'TRUE'", f"SELECT t.a FROM s.t AS t WHERE {GEN} <> 'FALSE'", False),
+        (f"SELECT {GEN} FROM s.t AS t", f"SELECT DISTINCT {GEN} FROM s.t AS t", False),
+        (
+            f"SELECT q.a, AVG(q.s) FROM (SELECT t.a, {SCORE} AS s FROM s.t AS t) GROUP BY q.a".replace("q.", ""),
+            f"SELECT t.a, AVG({SCORE}) FROM s.t AS t GROUP BY t.a",
+            True,
+        ),
+        (f"SELECT MAX({SCORE}) FROM s.t AS t", f"SELECT MAX({SCORE}) FROM s.t AS t WHERE t.b IS NOT NULL", False),
+    ],
+)
+def test_text_and_score_calls_are_any_value(gold, cand, equivalent):
+    res = _verify(gold, cand)
+    assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
+    if not equivalent:  # the witness replayed on DuckDB with the model's values of the call
+        assert res.witness["differ"], res.witness
