@@ -50,7 +50,7 @@ def test_every_decided_verdict_agrees_with_its_label(judged):
     undecided = sorted(set(judged) - set(decided))
     print(f"\nblind set: {len(decided)}/{len(judged)} decided, {len(wrong)} wrong; undecided: {undecided}")
     assert not wrong, wrong
-    assert len(decided) >= 36, undecided  # 38 when written (solver budgets may run out on a loaded machine)
+    assert len(decided) >= 37, undecided  # 40 when written (a solver budget may run out on a loaded machine)
 
 
 @pytest.mark.parametrize(
