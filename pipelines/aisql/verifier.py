@@ -3,10 +3,12 @@
 Both queries are encoded over the *same* small symbolic database: every table the queries read has
 ``k`` candidate rows, each with a presence flag (so any bag of at most ``k`` rows, duplicates
 included) and, per column, a value and a NULL flag. A key the schema declares and the shipped data
-satisfies is kept unique and non-NULL (a key read off the data alone is not: SemBench declares none); nothing else is assumed. Each aligned AI call is an uninterpreted function
-of its input values and their NULL flags, with an answer that may be NULL (no NULL propagation
-assumed: a prompt renders a NULL input as text), shared by gold and candidate, so the answer holds
-for every behaviour of the AI calls. SQL's three-valued logic is kept (a condition is a pair
+satisfies is kept unique and non-NULL (a key read off the data alone is not; SemBench declares
+none); nothing else is assumed. Each aligned AI call is an uninterpreted function of its input
+values and their NULL flags, whose answer may be NULL (no NULL propagation assumed: a prompt
+renders a NULL input as text): a boolean for AI.IF, any string for a text call, any number for a
+score. Shared by gold and candidate, so the answer holds for every behaviour of the AI calls.
+SQL's three-valued logic is kept (a condition is a pair
 value / is-NULL). The solver looks for a database and behaviour under which the two result bags
 differ:
 
@@ -15,14 +17,14 @@ differ:
 * **unsat** — no counterexample with at most ``k`` rows per table: "equivalent up to k rows per
   table", a decided class of its own (not a proof over every database).
 * anything the encoding does not cover (ORDER BY, LIMIT, window functions, set operations,
-  non-boolean AI calls, LIKE, string ordering, ...) raises :class:`Unsupported`; the caller falls back
+  LIKE, string ordering, ...) raises :class:`Unsupported`; the caller falls back
   to the test suite and says why. A solver past its budget is "unknown".
 
-Covered: SELECT [DISTINCT] over base tables with inner, comma and LEFT joins; WHERE; GROUP BY /
-HAVING; COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX; EXISTS / NOT EXISTS / IN over a
+Covered: SELECT [DISTINCT] over base tables, derived tables and CTEs with inner, comma and LEFT
+joins; WHERE; GROUP BY (a position names a projection) / HAVING; COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX; EXISTS / NOT EXISTS / IN over a
 one-block subquery (correlated or not); CASE, COALESCE, IS [NOT] NULL, BETWEEN, IN (list), + - * /
 (x / 0 is an unknown function of x, as DuckDB answers inf or NaN), comparisons (dates as day
-numbers), casts to numbers. Property-tested against DuckDB on random small databases
+numbers), EXTRACT(YEAR), IF, casts to numbers. Property-tested against DuckDB on random small databases
 (``tests/aisql/test_verifier.py``).
 """
 

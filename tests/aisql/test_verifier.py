@@ -17,6 +17,7 @@ from pipelines.aisql.verifier import DIFFER, EQUIVALENT_UP_TO_K, UNSUPPORTED, re
 
 SCHEMA = {"s": {"t": {"a": "BIGINT", "b": "VARCHAR", "c": "BOOLEAN"}, "u": {"a": "BIGINT", "d": "BIGINT"}}}
 AI = "AI.IF(('is it good? ', {x}.b))"
+GEN, SCORE = "AI.GENERATE(('label of ', t.b)).result", "AI.SCORE(('score of ', t.b))"
 K = 2
 
 # templates: {w} a WHERE predicate over alias t (may hold the AI call), {e} a scalar over t
@@ -53,6 +54,8 @@ PREDICATES = [
     "NOT " + AI.format(x="t"),
     f"{AI.format(x='t')} AND t.a > 0",
     "TRUE",
+    "AI.GENERATE(('label of ', t.b)).result = 'TRUE'",
+    "AI.GENERATE(('label of ', t.b)).result <> 'FALSE'",
 ]
 SCALARS = ["t.a + 1", "COALESCE(t.a, 0)", "CASE WHEN t.a IS NULL THEN 0 ELSE t.a END", "t.a * 2", "t.a / 2"]
 
@@ -97,7 +100,10 @@ def _run(con, sql: str, good: set, flip: bool = False, on_null: str = "NULL"):
     for x in ("t", "x"):
         test_x = test.replace("t.b", f"{x}.b")
         sql = sql.replace(AI.format(x=x), f"(CASE WHEN {x}.b IS NULL THEN {null} ELSE {test_x} END)")
-    return con.execute(sql).fetchall()
+    # the text call answers 'TRUE' / 'FALSE' as the boolean one (one behaviour among all it may have)
+    text = f"CASE WHEN {null} THEN 'TRUE' WHEN NOT {null} THEN 'FALSE' END" if null != "NULL" else "NULL"
+    valued = f"(CASE WHEN t.b IS NULL THEN {text} WHEN {test} THEN 'TRUE' ELSE 'FALSE' END)"
+    return con.execute(sql.replace(GEN, valued)).fetchall()
 
 
 def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: bool = False) -> bool:
@@ -263,9 +269,6 @@ def test_group_by_a_position_groups_by_that_projection():
         res = verify(g, c, DATED, {}, k=K)
         res = replay(g, c, res, DATED) if res.verdict == DIFFER else res
         assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
-
-
-GEN, SCORE = "AI.GENERATE(('label of ', t.b)).result", "AI.SCORE(('score of ', t.b))"
 
 
 @pytest.mark.parametrize(
