@@ -26,7 +26,7 @@ def judged(sembench_root, tmp_path_factory):
         pairs = [p for p in PAIRS if p["scenario"] == scenario]
         judging = open_judging(AisqlSettings(flip_rate=0.0), prepare_db(scenario, sembench_root, home))
         try:
-            todo = [PairToJudge(p["id"], p["gold_sql"], p["predicted_sql"], "bigquery") for p in pairs]
+            todo = [PairToJudge(p["id"], p["gold_sql"], p["predicted_sql"], p["dialect"]) for p in pairs]
             done = judge_pairs(judging, todo, ("ex", "layers"))
         finally:
             judging.close()
