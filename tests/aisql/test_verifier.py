@@ -120,11 +120,11 @@ def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: b
     return False
 
 
-def _verify(gold: str, cand: str):
+def _verify(gold: str, cand: str, schema: dict = SCHEMA):
     g, c = to_duckdb_tree(gold, "bigquery"), to_duckdb_tree(cand, "bigquery")
-    res = verify(g, c, SCHEMA, {}, k=K, budget_ms=5000)
+    res = verify(g, c, schema, {}, k=K, budget_ms=5000)
     if res.verdict == DIFFER:
-        res = replay(g, c, res, SCHEMA)
+        res = replay(g, c, res, schema)
     return res
 
 
@@ -253,9 +253,7 @@ DATED = {"s": {"r": {"a": "BIGINT", "d": "DATE", "b": "VARCHAR"}}}
 )
 def test_extract_year_is_the_calendar_year(gold, cand, equivalent):
     base = "SELECT COUNT(*) FROM s.r AS r WHERE "
-    g, c = to_duckdb_tree(base + gold, "bigquery"), to_duckdb_tree(base + cand, "bigquery")
-    res = verify(g, c, DATED, {}, k=K)
-    res = replay(g, c, res, DATED) if res.verdict == DIFFER else res
+    res = _verify(base + gold, base + cand, DATED)
     assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
 
 
@@ -265,9 +263,7 @@ def test_group_by_a_position_groups_by_that_projection():
     by_expr = "SELECT CASE WHEN r.a > 1 THEN 'x' ELSE 'y' END AS l, COUNT(*) FROM s.r AS r GROUP BY CASE WHEN r.a > 1 THEN 'x' ELSE 'y' END"
     one_group = "SELECT 'x' AS l, COUNT(*) FROM s.r AS r"
     for other, equivalent in ((by_expr, True), (one_group, False)):
-        g, c = to_duckdb_tree(by_pos, "bigquery"), to_duckdb_tree(other, "bigquery")
-        res = verify(g, c, DATED, {}, k=K)
-        res = replay(g, c, res, DATED) if res.verdict == DIFFER else res
+        res = _verify(by_pos, other, DATED)
         assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
 
 
