@@ -80,6 +80,12 @@ def _retarget(tree: exp.Expression, k: int) -> exp.Expression:
     return out
 
 
+def _like_matches(pattern: str) -> set[str]:
+    """Texts a LIKE pattern matches other than the pattern itself: each '_' another character, each
+    '%' nothing or some text (an id 'a-b' matches 'a_b', which '=' tells apart; blind-11)."""
+    return {pattern.replace("_", "-").replace("%", ""), pattern.replace("%", "zz"), pattern.replace("%", "")}
+
+
 def _query_literals(trees) -> tuple[list[str], list[float]]:
     strings, numbers = set(), set()
     for tree in trees:
@@ -95,6 +101,8 @@ def _query_literals(trees) -> tuple[list[str], list[float]]:
                 continue
             if lit.is_string:
                 strings.add(lit.this)
+                if isinstance(lit.parent, (exp.Like, exp.ILike)) and lit is lit.parent.expression:
+                    strings.update(_like_matches(lit.this))
             else:
                 try:
                     numbers.add(float(lit.this))

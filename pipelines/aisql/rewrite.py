@@ -10,7 +10,9 @@ BigQuery → DuckDB (spec §4.1):
 4. inside each call: drop ``connection_id``/``model_params``/``endpoint``/``output_schema``, unwrap
    ``prompt =>``, turn a prompt tuple into ``a || b || ...``, map ``FORMAT('..%s..', x)`` to
    ``printf`` (DuckDB's ``format`` uses ``{}``) and drop the ``.result`` field access;
-5. emit DuckDB SQL.
+5. ``COUNTIF(x)`` becomes ``COUNT(CASE WHEN x THEN 1 END)``: BigQuery answers 0 over no rows (or
+   only NULLs), DuckDB's ``count_if`` answers NULL;
+6. emit DuckDB SQL.
 
 ThalamusDB SQL is already DuckDB SQL once the UDFs exist; it is parsed (for the splitter) but runs
 as written. All operator calls end up as ``exp.Anonymous`` nodes named by :data:`AI_OPERATORS`.
@@ -338,7 +340,13 @@ def bigquery_to_duckdb_tree(sql: str) -> exp.Expression:
             return _normalise_bigquery_call(node, name)
         return node
 
-    return tree.transform(transform)
+    def countif(node: exp.Expression) -> exp.Expression:
+        # BigQuery's COUNTIF is 0 over no rows or only NULLs; DuckDB's count_if is NULL there (#39)
+        if isinstance(node, exp.CountIf):
+            return exp.Count(this=exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))]))
+        return node
+
+    return tree.transform(transform).transform(countif)
 
 
 def to_duckdb(sql: str, dialect: str) -> str:

@@ -35,7 +35,11 @@ class Table:
     bigquery_name: str  # view name inside the BigQuery schema
     hidden: tuple[str, ...] = ()  # label columns that give the answer away
     sample_group: str | None = None  # sample N rows per value of this column
-    key: tuple[str, ...] = ()  # columns that identify a row (AI parts project them)
+    key: tuple[str, ...] = ()  # columns that identify a row of the shipped data (AI parts project them)
+    # a key the benchmark's schema declares (PRIMARY KEY / UNIQUE NOT NULL). Only such a key, when the
+    # data satisfies it, may become a uniqueness / NOT NULL assumption of a proof (#39): ``key`` above
+    # is read off the data, and a key seen in one database is no law of every database.
+    declared_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,15 +61,22 @@ class Scenario:
     def hidden(self) -> dict[str, tuple[str, ...]]:
         return {t.name: t.hidden for t in self.tables}
 
-    def key_columns(self) -> dict[str, tuple[str, ...]]:
+    def key_columns(self, declared: bool = False) -> dict[str, tuple[str, ...]]:
+        """Row identifiers by every name of each table (``declared``: only the declared keys)."""
         out = {}
         for t in self.tables:
-            out[t.name.lower()] = t.key
-            out[f"{self.bigquery_schema}.{t.bigquery_name}".lower()] = t.key
-            out[t.bigquery_name.lower()] = t.key
+            key = t.declared_key if declared else t.key
+            if declared and not key:
+                continue
+            out[t.name.lower()] = key
+            out[f"{self.bigquery_schema}.{t.bigquery_name}".lower()] = key
+            out[t.bigquery_name.lower()] = key
         return out
 
 
+# SemBench declares no keys: its loaders (query/flockmtl/setup_db.sql, gold_sql/README.txt) create every
+# table with read_csv_auto, no PRIMARY KEY or UNIQUE. So no table below has a ``declared_key``, and the
+# verifier and the test-suite databases assume none: duplicates and NULLs anywhere (#39).
 MOVIE = Scenario(
     name="movie",
     bigquery_schema="movie",

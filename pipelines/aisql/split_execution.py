@@ -48,7 +48,7 @@ class EvalContext:
     test_suite: bool = True  # search generated databases for a counterexample when undecided
     verifier_k: int = VERIFIER_K  # rows per table of the bounded symbolic verifier (0: off)
     verifier_budget_ms: int = BUDGET_MS  # its solver time per pair
-    unique_keys: dict | None = None  # keys the data satisfies (test-suite databases keep only these unique)
+    unique_keys: dict | None = None  # declared keys the data satisfies (the verifier and test suite assume only these)
     runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
     splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
 

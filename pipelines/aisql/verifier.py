@@ -2,10 +2,13 @@
 
 Both queries are encoded over the *same* small symbolic database: every table the queries read has
 ``k`` candidate rows, each with a presence flag (so any bag of at most ``k`` rows, duplicates
-included) and, per column, a value and a NULL flag. A declared key the shipped data satisfies is
-kept unique and non-NULL; nothing else is assumed. Each aligned AI call is an uninterpreted function
-of its input values (NULL in, NULL out, as the UDFs), shared by gold and candidate, so the answer
-holds for every behaviour of the AI calls. SQL's three-valued logic is kept (a condition is a pair
+included) and, per column, a value and a NULL flag. A key the schema declares and the shipped data
+satisfies is kept unique and non-NULL (a key read off the data alone is not; SemBench declares
+none); nothing else is assumed. Each aligned AI call is an uninterpreted function of its input
+values and their NULL flags, whose answer may be NULL (no NULL propagation assumed: a prompt
+renders a NULL input as text): a boolean for AI.IF, any string for a text call, any number for a
+score. Shared by gold and candidate, so the answer holds for every behaviour of the AI calls.
+SQL's three-valued logic is kept (a condition is a pair
 value / is-NULL). The solver looks for a database and behaviour under which the two result bags
 differ:
 
@@ -14,14 +17,14 @@ differ:
 * **unsat** — no counterexample with at most ``k`` rows per table: "equivalent up to k rows per
   table", a decided class of its own (not a proof over every database).
 * anything the encoding does not cover (ORDER BY, LIMIT, window functions, set operations,
-  non-boolean AI calls, LIKE, string ordering, ...) raises :class:`Unsupported`; the caller falls back
+  LIKE, string ordering, ...) raises :class:`Unsupported`; the caller falls back
   to the test suite and says why. A solver past its budget is "unknown".
 
-Covered: SELECT [DISTINCT] over base tables with inner, comma and LEFT joins; WHERE; GROUP BY /
-HAVING; COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX; EXISTS / NOT EXISTS / IN over a
+Covered: SELECT [DISTINCT] over base tables, derived tables and CTEs with inner, comma and LEFT
+joins; WHERE; GROUP BY (a position names a projection) / HAVING; COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX; EXISTS / NOT EXISTS / IN over a
 one-block subquery (correlated or not); CASE, COALESCE, IS [NOT] NULL, BETWEEN, IN (list), + - * /
 (x / 0 is an unknown function of x, as DuckDB answers inf or NaN), comparisons (dates as day
-numbers), casts to numbers. Property-tested against DuckDB on random small databases
+numbers), EXTRACT(YEAR), IF, casts to numbers. Property-tested against DuckDB on random small databases
 (``tests/aisql/test_verifier.py``).
 """
 
@@ -38,6 +41,7 @@ from pipelines.aisql.diffs import differing_rows, rows_match
 from pipelines.aisql.rewrite import operator_name
 from pipelines.aisql.structural import _inputs, _symbols, call_symbols, call_text, pair_calls, top_calls
 
+VALUE_SORT = {"text": "str", "category": "str", "score": "real"}  # a non-boolean AI call's answer
 DEFAULT_K = 3  # rows per table
 BUDGET_MS = 3000  # solver time per pair (all polarity choices together)
 MAX_COMBOS = 64  # row combinations of one FROM clause (k ** tables)
@@ -98,6 +102,13 @@ SORT_OF = {
 def _z3_sort(sort: str):
     return {"int": z3.IntSort(), "date": z3.IntSort(), "real": z3.RealSort(), "str": z3.StringSort()}.get(
         sort, z3.BoolSort()
+    )
+
+
+def _z3_default(sort: str):
+    """The value an AI function is given for a NULL input (its NULL flag says it is NULL)."""
+    return {"int": z3.IntVal(0), "date": z3.IntVal(0), "real": z3.RealVal(0), "str": z3.StringVal("")}.get(
+        sort, z3.BoolVal(False)
     )
 
 
@@ -217,8 +228,10 @@ class Encoder:
                 raise Unsupported(f"{type(node).__name__} in FROM")
             q, t = self.db.table(node)
             return (node.alias_or_name or node.name).lower(), [(t["present"][i], (q, i)) for i in range(self.db.k)]
-        if not isinstance(inner, exp.Select) or not node.alias_or_name:
-            raise Unsupported("a derived table other than one aliased SELECT block")
+        if not isinstance(inner, exp.Select):
+            raise Unsupported("a derived table other than one SELECT block")
+        # BigQuery reads an unaliased derived table's columns by their bare names
+        alias = (node.alias_or_name or f"__derived{len(self.derived_sorts)}").lower()
         names = [x.alias_or_name.lower() for x in inner.expressions]
         if any(not n or n == "*" for n in names) or len(set(names)) != len(names):
             raise Unsupported("a derived table without one distinct name per column")
@@ -227,8 +240,8 @@ class Encoder:
         rows = self.output(inner, top=False)
         if not rows:
             raise Unsupported("an empty derived table")
-        self.derived_sorts[node.alias_or_name.lower()] = {n: v.sort for n, v in zip(names, rows[0][1])}
-        return node.alias_or_name.lower(), [(p, ("__derived__", dict(zip(names, vals)))) for p, vals in rows]
+        self.derived_sorts[alias] = {n: v.sort for n, v in zip(names, rows[0][1])}
+        return alias, [(p, ("__derived__", dict(zip(names, vals)))) for p, vals in rows]
 
     @staticmethod
     def truth(b: V):
@@ -408,6 +421,11 @@ class Encoder:
                 x, y = _coerce(v, out) if v.sort != out.sort else (v.v, out.v)
                 out = V(v.sort if v.sort == out.sort else "real", z3.If(v.null, y, x), z3.And(v.null, out.null))
             return out
+        if isinstance(node, exp.If):  # IF(c, a, b): CASE WHEN c THEN a ELSE b END (NULL goes to b)
+            case = exp.Case(ifs=[exp.If(this=node.this, true=node.args["true"])], default=node.args.get("false"))
+            return self.expr(case, env, group)
+        if isinstance(node, exp.Extract):
+            return self.extract_year(node, env, group)
         if isinstance(node, exp.Case):
             if node.this is not None:
                 raise Unsupported("CASE x WHEN")
@@ -423,6 +441,26 @@ class Encoder:
             return out
         raise Unsupported(type(node).__name__)
 
+    def extract_year(self, node: exp.Extract, env: dict, group) -> V:
+        """EXTRACT(YEAR FROM d) of a day number d (Python's ordinal: 0001-01-01 is 1): the one year y
+        with ordinal(y-01-01) <= d < ordinal((y+1)-01-01), by the Gregorian leap rules."""
+        if (node.this.name or "").upper() != "YEAR":
+            raise Unsupported(f"EXTRACT({node.this.name})")
+        d = self._fix_strlit(self.expr(node.expression, env, group), V("date", None, None))
+        if d.sort != "date":
+            raise Unsupported(f"EXTRACT(YEAR) of {d.sort}")
+        y = z3.FreshInt("year")
+
+        def first_day(year):  # ordinal of January 1st of ``year``
+            n = year - 1
+            return 365 * n + n / 4 - n / 100 + n / 400 + 1
+
+        defined = z3.And(z3.Not(d.null), d.v >= 1, d.v <= 3652059)  # a NULL date (or a padding) leaves y free
+        self.db.constraints.append(
+            z3.Implies(defined, z3.And(y >= 1, y <= 9999, first_day(y) <= d.v, d.v < first_day(y + 1)))
+        )
+        return V("int", y, d.null)
+
     @staticmethod
     def _want(a: V, sort: str):
         if a.sort != sort:
@@ -430,21 +468,32 @@ class Encoder:
 
     def ai_call(self, node, env: dict) -> V:
         sym = self.sym_of.get(call_text(node))
-        if sym is None or sym.kind != "bool":
-            raise Unsupported("a non-boolean AI call")
+        if sym is None or sym.kind not in ("bool", *VALUE_SORT):
+            raise Unsupported("an AI call of an unknown kind")
+        out_sort = "bool" if sym.kind == "bool" else VALUE_SORT[sym.kind]  # a text / score: any value
         inputs = [self.expr(c, env) for c in _inputs(node)]
         inputs = [self._fix_strlit(i, None) for i in inputs]
         if any(i.sort not in ("int", "real", "str", "date", "bool") for i in inputs):
             raise Unsupported("an AI call over an untyped input")
-        name = f"ai_{sym.key}_" + "_".join(i.sort for i in inputs)
+        # An AI call is any function of its inputs, NULL inputs included: BigQuery's FORMAT renders a
+        # NULL as 'NULL' and the model may answer TRUE to that prompt, so no NULL propagation is
+        # assumed (#39, blind-14). Arguments: each input's value (a fixed one when NULL) and its NULL
+        # flag; the answer may itself be NULL (a second function), which covers the UDFs' NULL in,
+        # NULL out as one behaviour among all.
+        name = f"ai_{sym.key}_{out_sort}_" + "_".join(i.sort for i in inputs)
         f = self.funcs.get(name)
         if f is None:
-            f = self.funcs[name] = z3.Function(name, *[_z3_sort(i.sort) for i in inputs], z3.BoolSort())
+            sorts = [_z3_sort(i.sort) for i in inputs] + [z3.BoolSort()] * len(inputs)
+            f = self.funcs[name] = z3.Function(name, *sorts, _z3_sort(out_sort))
+            self.funcs["__null__" + name] = z3.Function("null_" + name, *sorts, z3.BoolSort())
         self.used[call_text(node)] = name
-        val = f(*[i.v for i in inputs]) if inputs else f()
+        args = [z3.If(i.null, _z3_default(i.sort), i.v) for i in inputs] + [i.null for i in inputs]
+        val = f(*args) if inputs else f()
+        null = self.funcs["__null__" + name](*args) if inputs else self.funcs["__null__" + name]()
+        if out_sort != "bool":
+            return V(out_sort, val, null)
         if self.flips.get(sym.key):
             val = z3.Not(val)
-        null = z3.Or(*[i.null for i in inputs]) if inputs else z3.BoolVal(False)
         from pipelines.aisql.rewrite import AI_OPERATORS
 
         if AI_OPERATORS[operator_name(node)] == "bool":
@@ -575,7 +624,15 @@ class Encoder:
                 present = self.truth(self.expr(having.this, {}, group))
             out.append((present, [self._fix_strlit(self.expr(x, {}, group), None) for x in projections]))
         else:
-            keys = group_by.expressions
+            # GROUP BY 1: the first projection (positions name projections, not constants)
+            keys = [
+                projections[int(x.this) - 1]
+                if isinstance(x, exp.Literal) and x.is_int and 1 <= int(x.this) <= len(projections)
+                else x
+                for x in group_by.expressions
+            ]
+            if any(isinstance(x, exp.Literal) for x in keys):
+                raise Unsupported("GROUP BY a constant")
             keyvals = [[self._fix_strlit(self.expr(x, e), None) for x in keys] for _, e in kept]
             for i, (c, e) in enumerate(kept):
                 same = [z3.And(cj, _row_eq(keyvals[j], keyvals[i])) for j, (cj, _) in enumerate(kept)]
@@ -770,31 +827,43 @@ def _rows_text(tables: dict) -> str:
 
 
 def _behaviour(model, funcs: dict) -> str:
-    """Each AI function of the counterexample as 'inputs -> answer' entries (strings as text)."""
+    """Each AI function of the counterexample as 'inputs -> answer' entries (strings as text, a NULL
+    input as NULL; a NULL answer where its NULL function says so)."""
     out = []
     for name, f in funcs.items():
         if name.startswith("__"):
             continue
-        if not any(d.eq(f) for d in model.decls()):
-            out.append(f"{name.split('_')[1]}: any answer")
-            continue
-        interp = model.get_interp(f)
-        if not isinstance(interp, z3.FuncInterp):
-            out.append(f"{name.split('_')[1]}: always {interp}")
-            continue
-        entries = []
-        for i in range(interp.num_entries()):
-            e = interp.entry(i)
-            args = ", ".join(str(z3.simplify(e.arg_value(j))) for j in range(e.num_args()))
-            entries.append(f"({args}) -> {e.value()}")
-        entries.append(f"otherwise {interp.else_value()}")
-        out.append(f"{name.split('_')[1]}: " + "; ".join(entries))
+        parts = []
+        for fn, label in ((f, None), (funcs.get("__null__" + name), "NULL")):
+            if fn is None or not any(d.eq(fn) for d in model.decls()):
+                if label is None:
+                    parts.append("any answer")
+                continue
+            interp = model.get_interp(fn)
+            if not isinstance(interp, z3.FuncInterp):
+                parts.append(f"always {label or interp}" if label is None or z3.is_true(interp) else "")
+                continue
+            n = interp.arity() // 2
+            for i in range(interp.num_entries()):
+                e = interp.entry(i)
+                if label and not z3.is_true(e.value()):
+                    continue
+                shown = [
+                    "NULL" if z3.is_true(e.arg_value(n + k)) else str(z3.simplify(e.arg_value(k))) for k in range(n)
+                ]
+                parts.append(f"({', '.join(shown)}) -> {label or e.value()}")
+            if label is None:
+                parts.append(f"otherwise {interp.else_value()}")
+            elif z3.is_true(interp.else_value()):
+                parts.append("otherwise NULL")
+        out.append(f"{name.split('_')[1]}: " + "; ".join(p for p in parts if p))
     return " | ".join(out)[:300]
 
 
 def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression:
-    """``tree`` with each AI call replaced by the model's function of its inputs, as SQL: the
-    function's table of entries as a CASE over the input columns (NULL in, NULL out)."""
+    """``tree`` with each AI call replaced by the model's function of its inputs, as SQL: the tables of
+    entries of its answer and of its NULL answer as CASEs over the input columns, a NULL input matched
+    by ``IS NULL`` (the function is defined on NULL inputs too)."""
     from pipelines.aisql.rewrite import AI_OPERATORS
 
     out = tree.copy()
@@ -803,20 +872,14 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
         fname = used.get(call_text(call))
         if fname is None:
             raise Unsupported("an AI call the encoding did not value")
-        f = funcs[fname]
-        interp = model.get_interp(f) if any(d.eq(f) for d in model.decls()) else z3.BoolVal(False)  # unconstrained
-        entries, default = [], interp
-        if isinstance(interp, z3.FuncInterp):
-            for i in range(interp.num_entries()):
-                e = interp.entry(i)
-                entries.append(([e.arg_value(j) for j in range(e.num_args())], z3.is_true(e.value())))
-            default = interp.else_value()
-        if default is not None and not (z3.is_true(default) or z3.is_false(default)):
-            raise Unsupported("an AI function the replay cannot write as SQL")
-        cond: exp.Expression = exp.true() if default is not None and z3.is_true(default) else exp.false()
-        for args, value in reversed(entries):
-            match = exp.and_(*[exp.EQ(this=c.copy(), expression=_sql_lit(a)) for c, a in zip(cols, args)])
-            cond = exp.Case(ifs=[exp.If(this=match, true=exp.true() if value else exp.false())], default=cond)
+        null = _interp_sql(model, funcs["__null__" + fname], cols)
+        rng = funcs[fname].range()
+        if rng != z3.BoolSort():  # a text / score call: the model's values
+            sql_type = "DOUBLE" if rng == z3.RealSort() else "VARCHAR"
+            value = _interp_sql(model, funcs[fname], cols, exp.cast(exp.Null(), sql_type))
+            call.replace(exp.Case(ifs=[exp.If(this=null, true=exp.cast(exp.Null(), sql_type))], default=value))
+            continue
+        cond = _interp_sql(model, funcs[fname], cols)
         if flips.get(fname.split("_")[1]):
             cond = exp.Not(this=exp.Paren(this=cond))
         boolean = AI_OPERATORS[operator_name(call)] == "bool"
@@ -825,13 +888,40 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
             if boolean
             else exp.Case(ifs=[exp.If(this=cond, true=exp.Literal.string("TRUE"))], default=exp.Literal.string("FALSE"))
         )
-        if cols:
-            null = exp.or_(*[exp.Is(this=c.copy(), expression=exp.Null()) for c in cols])
-            value = exp.Case(
-                ifs=[exp.If(this=null, true=exp.cast(exp.Null(), "BOOLEAN" if boolean else "VARCHAR"))], default=value
-            )
+        value = exp.Case(
+            ifs=[exp.If(this=null, true=exp.cast(exp.Null(), "BOOLEAN" if boolean else "VARCHAR"))], default=value
+        )
         call.replace(value)
     return out
+
+
+def _interp_sql(model, f, cols: list[exp.Column], unconstrained: exp.Expression | None = None) -> exp.Expression:
+    """A function of the model (arguments: the inputs' values, then their NULL flags) as a SQL CASE
+    over the input columns; unconstrained by the model: ``unconstrained`` (FALSE)."""
+    if not any(d.eq(f) for d in model.decls()):
+        return unconstrained if unconstrained is not None else exp.false()
+    interp = model.get_interp(f)
+    entries, default = [], interp
+    if isinstance(interp, z3.FuncInterp):
+        for i in range(interp.num_entries()):
+            e = interp.entry(i)
+            entries.append(([e.arg_value(j) for j in range(e.num_args())], _sql_lit(e.value())))
+        default = interp.else_value()
+    if default is None:
+        raise Unsupported("an AI function the replay cannot write as SQL")
+    cond = _sql_lit(default)
+    n = len(cols)
+    for args, value in reversed(entries):
+        match = exp.and_(
+            *[
+                exp.Is(this=c.copy(), expression=exp.Null())
+                if z3.is_true(args[n + k])
+                else exp.EQ(this=c.copy(), expression=_sql_lit(args[k]))
+                for k, c in enumerate(cols)
+            ]
+        )
+        cond = exp.Case(ifs=[exp.If(this=match, true=value)], default=cond)
+    return cond
 
 
 def _sql_lit(v) -> exp.Expression:

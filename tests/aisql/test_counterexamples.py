@@ -55,3 +55,12 @@ def test_equivalent_pairs_agree_on_the_test_suite_and_say_it_is_no_proof(family)
     p = PAIRS[family]
     res = _search(p.gold_sql, p.candidate_sql)
     assert res.verdict == AGREE and "not a proof" in res.reason
+
+
+def test_a_like_pattern_gets_the_texts_its_wildcards_match():
+    """LIKE 'taken_3' also matches 'taken-3', which '=' tells apart (blind-11); '%' matches more."""
+    base = "SELECT r.reviewId FROM movie.reviews AS r WHERE r.id "
+    res = _search(base + "= 'taken_3'", base + "LIKE 'taken_3'")
+    assert res.verdict == DIFFER and "taken-3" in str(res.witness["database"]), res.reason
+    assert _search(base + "= 'taken'", base + "LIKE 'tak%'").verdict == DIFFER
+    assert _search(base + "LIKE 'taken%'", base + "LIKE 'taken%'").verdict == AGREE

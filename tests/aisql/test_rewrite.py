@@ -86,3 +86,15 @@ def test_operator_scan_never_crashes_and_skips_quoted_text(text):
     assert all(n == "AI.IF" for n in names)
     quoted = "'" + text.replace("'", "''") + "'"
     assert find_operator_names(f"SELECT {quoted}") == []
+
+
+def test_bigquery_countif_is_zero_over_no_rows_as_in_bigquery():
+    """DuckDB's count_if answers NULL over no rows (or only NULLs); BigQuery's COUNTIF answers 0."""
+    import duckdb
+
+    sql = to_duckdb(
+        "SELECT COUNTIF(x), COUNTIF(y) FROM (SELECT 1 AS k, CAST(NULL AS BOOL) AS x, TRUE AS y) AS t", "bigquery"
+    )
+    con = duckdb.connect()
+    assert con.execute(sql).fetchall() == [(0, 1)]
+    assert con.execute(sql + " WHERE FALSE").fetchall() == [(0, 0)]

@@ -97,6 +97,14 @@ def test_keys_are_assumed_only_when_the_data_satisfies_them(sembench_root, tmp_p
     medical = prepare_db("medical", sembench_root, tmp_path)
     keys = satisfied_keys(medical.path, get_scenario("medical").key_columns())
     assert keys["patients"] == ("patient_id",) and keys["symptoms_texts"] == ("symptom_id",)
+    # ... but a key read off the data is no assumption of a proof: SemBench declares none (blind-31)
+    for scenario, db in (("movie", movie), ("medical", medical)):
+        assert get_scenario(scenario).key_columns(declared=True) == {}
+        judging = open_judging(AisqlSettings(flip_rate=0.0), db)
+        try:
+            assert judging.ctx.unique_keys == {}
+        finally:
+            judging.close()
 
 
 def test_kappa_counts_shared_negatives_for_nothing():

@@ -17,6 +17,7 @@ from pipelines.aisql.verifier import DIFFER, EQUIVALENT_UP_TO_K, UNSUPPORTED, re
 
 SCHEMA = {"s": {"t": {"a": "BIGINT", "b": "VARCHAR", "c": "BOOLEAN"}, "u": {"a": "BIGINT", "d": "BIGINT"}}}
 AI = "AI.IF(('is it good? ', {x}.b))"
+GEN, SCORE = "AI.GENERATE(('label of ', t.b)).result", "AI.SCORE(('score of ', t.b))"
 K = 2
 
 # templates: {w} a WHERE predicate over alias t (may hold the AI call), {e} a scalar over t
@@ -36,6 +37,7 @@ SHAPES = [
     "WITH q AS (SELECT t.a, t.b, t.c FROM s.t AS t WHERE {w}) SELECT q.a FROM q",
     "SELECT q.b, q.n FROM (SELECT t.b, COUNT(*) AS n FROM s.t AS t WHERE {w} GROUP BY t.b) AS q WHERE q.n > 1",
     "SELECT t.a FROM s.t AS t LEFT JOIN (SELECT u.a FROM s.u AS u) AS q ON q.a = t.a WHERE {w} AND q.a IS NULL",
+    "SELECT t.a FROM s.u AS u LEFT JOIN s.t AS t ON t.a = u.a WHERE {w}",
 ]
 PREDICATES = [
     "t.a > 1",
@@ -52,6 +54,8 @@ PREDICATES = [
     "NOT " + AI.format(x="t"),
     f"{AI.format(x='t')} AND t.a > 0",
     "TRUE",
+    "AI.GENERATE(('label of ', t.b)).result = 'TRUE'",
+    "AI.GENERATE(('label of ', t.b)).result <> 'FALSE'",
 ]
 SCALARS = ["t.a + 1", "COALESCE(t.a, 0)", "CASE WHEN t.a IS NULL THEN 0 ELSE t.a END", "t.a * 2", "t.a / 2"]
 
@@ -85,14 +89,21 @@ def _random_db(rng: random.Random) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _run(con, sql: str, good: set, flip: bool = False):
-    """``sql`` with the AI call valued TRUE on the texts in ``good`` (NULL in, NULL out); ``flip``:
-    the call read with opposite polarity (the candidate's call meant the negation)."""
+def _run(con, sql: str, good: set, flip: bool = False, on_null: str = "NULL"):
+    """``sql`` with the AI call valued TRUE on the texts in ``good``; ``on_null``: its answer on a
+    NULL input (an AI call is any function of its inputs, NULL included: a prompt renders NULL as
+    text); ``flip``: the call read with opposite polarity (the candidate's call meant the negation)."""
     lits = ", ".join(f"'{g}'" for g in sorted(good))
     test = f"t.b IN ({lits})" if good else "FALSE"
     test = f"NOT ({test})" if flip else test
-    valued = sql.replace(AI.format(x="t"), f"(CASE WHEN t.b IS NULL THEN NULL ELSE {test} END)")
-    return con.execute(valued).fetchall()
+    null = f"NOT ({on_null})" if flip and on_null != "NULL" else on_null
+    for x in ("t", "x"):
+        test_x = test.replace("t.b", f"{x}.b")
+        sql = sql.replace(AI.format(x=x), f"(CASE WHEN {x}.b IS NULL THEN {null} ELSE {test_x} END)")
+    # the text call answers 'TRUE' / 'FALSE' as the boolean one (one behaviour among all it may have)
+    text = f"CASE WHEN {null} THEN 'TRUE' WHEN NOT {null} THEN 'FALSE' END" if null != "NULL" else "NULL"
+    valued = f"(CASE WHEN t.b IS NULL THEN {text} WHEN {test} THEN 'TRUE' ELSE 'FALSE' END)"
+    return con.execute(sql.replace(GEN, valued)).fetchall()
 
 
 def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: bool = False) -> bool:
@@ -100,19 +111,20 @@ def _brute_differs(gold: str, cand: str, tries: int = 12, seed: int = 0, flip: b
     for _ in range(tries):
         con = _random_db(rng)
         good = set(rng.sample(["x", "y"], rng.randint(0, 2)))
+        on_null = rng.choice(["NULL", "TRUE", "FALSE"])
         try:
-            if not rows_match(_run(con, gold, good), _run(con, cand, good, flip)):
+            if not rows_match(_run(con, gold, good, on_null=on_null), _run(con, cand, good, flip, on_null)):
                 return True
         finally:
             con.close()
     return False
 
 
-def _verify(gold: str, cand: str):
+def _verify(gold: str, cand: str, schema: dict = SCHEMA):
     g, c = to_duckdb_tree(gold, "bigquery"), to_duckdb_tree(cand, "bigquery")
-    res = verify(g, c, SCHEMA, {}, k=K, budget_ms=5000)
+    res = verify(g, c, schema, {}, k=K, budget_ms=5000)
     if res.verdict == DIFFER:
-        res = replay(g, c, res, SCHEMA)
+        res = replay(g, c, res, schema)
     return res
 
 
@@ -169,6 +181,20 @@ KNOWN = [
         "WITH x AS (SELECT t.a FROM s.t AS t) SELECT x.a FROM x WHERE x.a >= 1",
         False,
     ),
+    # an AI call is not null-rejecting: on a NULL-extended row it may answer TRUE (blind-14)
+    (
+        f"SELECT u.d FROM s.u AS u JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')}",
+        f"SELECT u.d FROM s.u AS u LEFT JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')}",
+        False,
+    ),
+    (
+        f"SELECT u.d FROM s.u AS u JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')} AND t.a > 0",
+        f"SELECT u.d FROM s.u AS u LEFT JOIN s.t AS t ON t.a = u.a WHERE {AI.format(x='t')} AND t.a > 0",
+        True,
+    ),
+    # BigQuery's COUNTIF is 0 over no rows, SUM(CASE ..) NULL (blind-24)
+    ("SELECT COUNTIF(t.c) FROM s.t AS t", "SELECT COUNT(CASE WHEN t.c THEN 1 END) FROM s.t AS t", True),
+    ("SELECT COUNTIF(t.c) FROM s.t AS t", "SELECT SUM(CASE WHEN t.c THEN 1 ELSE 0 END) FROM s.t AS t", False),
 ]
 
 
@@ -178,6 +204,14 @@ def test_known_rewrites_are_decided(gold, cand, equivalent):
     assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), (gold, cand, res.reason)
     if not equivalent:
         assert "only in gold" in res.reason and res.witness["database"]
+
+
+def test_a_counterexample_may_answer_true_on_a_null_input():
+    """The LEFT JOIN's extra row is a u row without a t partner: the AI call judged a NULL b."""
+    res = _verify(KNOWN[-4][0], KNOWN[-4][1])
+    assert res.verdict == DIFFER and res.witness["differ"]["only_in_candidate"], res.reason
+    db = res.witness["database"]
+    assert any(u[0] not in {t[0] for t in db["s.t"]} for u in db["s.u"]), db
 
 
 def test_a_declared_key_removes_duplicates_but_only_when_declared():
@@ -194,3 +228,66 @@ def test_what_it_does_not_cover_says_so():
     assert res.verdict == UNSUPPORTED and "derived table" in res.reason
     res = _verify("SELECT t.a FROM s.t AS t WHERE t.b LIKE 'x%'", "SELECT t.a FROM s.t AS t")
     assert res.verdict == UNSUPPORTED and "Like" in res.reason
+
+
+DATED = {"s": {"r": {"a": "BIGINT", "d": "DATE", "b": "VARCHAR"}}}
+
+
+@pytest.mark.parametrize(
+    "gold,cand,equivalent",
+    [
+        # EXTRACT(YEAR): the year of a day number, leap years included (blind-28)
+        ("r.d BETWEEN DATE '2019-01-01' AND DATE '2019-12-31'", "EXTRACT(YEAR FROM r.d) = 2019", True),
+        ("r.d BETWEEN DATE '2019-01-01' AND DATE '2019-12-30'", "EXTRACT(YEAR FROM r.d) = 2019", False),
+        (
+            "r.d >= DATE '2000-03-01' AND r.d < DATE '2001-01-01'",
+            "EXTRACT(YEAR FROM r.d) = 2000 AND r.d > '2000-02-29'",
+            True,
+        ),
+        (
+            "r.d >= DATE '2000-03-01' AND r.d < DATE '2001-01-01'",
+            "EXTRACT(YEAR FROM r.d) = 2000 AND r.d > '2000-02-28'",
+            False,
+        ),
+    ],
+)
+def test_extract_year_is_the_calendar_year(gold, cand, equivalent):
+    base = "SELECT COUNT(*) FROM s.r AS r WHERE "
+    res = _verify(base + gold, base + cand, DATED)
+    assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
+
+
+def test_group_by_a_position_groups_by_that_projection():
+    """GROUP BY 1 names the first projection (it was read as the constant 1: one group; blind-15)."""
+    by_pos = "SELECT IF(r.a > 1, 'x', 'y') AS l, COUNT(*) FROM s.r AS r GROUP BY 1"
+    by_expr = "SELECT CASE WHEN r.a > 1 THEN 'x' ELSE 'y' END AS l, COUNT(*) FROM s.r AS r GROUP BY CASE WHEN r.a > 1 THEN 'x' ELSE 'y' END"
+    one_group = "SELECT 'x' AS l, COUNT(*) FROM s.r AS r"
+    for other, equivalent in ((by_expr, True), (one_group, False)):
+        res = _verify(by_pos, other, DATED)
+        assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
+
+
+@pytest.mark.parametrize(
+    "gold,cand,equivalent",
+    [
+        # a text or score AI call is any value (or NULL) per input, NULL inputs included (blind-36, blind-34)
+        (
+            f"SELECT t.a FROM s.t AS t WHERE {GEN} = 'TRUE'",
+            f"SELECT t.a FROM s.t AS t WHERE IF({GEN} = 'TRUE', 1, 0) = 1",
+            True,
+        ),
+        (f"SELECT t.a FROM s.t AS t WHERE {GEN} = 'TRUE'", f"SELECT t.a FROM s.t AS t WHERE {GEN} <> 'FALSE'", False),
+        (f"SELECT {GEN} FROM s.t AS t", f"SELECT DISTINCT {GEN} FROM s.t AS t", False),
+        (
+            f"SELECT q.a, AVG(q.s) FROM (SELECT t.a, {SCORE} AS s FROM s.t AS t) GROUP BY q.a".replace("q.", ""),
+            f"SELECT t.a, AVG({SCORE}) FROM s.t AS t GROUP BY t.a",
+            True,
+        ),
+        (f"SELECT MAX({SCORE}) FROM s.t AS t", f"SELECT MAX({SCORE}) FROM s.t AS t WHERE t.b IS NOT NULL", False),
+    ],
+)
+def test_text_and_score_calls_are_any_value(gold, cand, equivalent):
+    res = _verify(gold, cand)
+    assert res.verdict == (EQUIVALENT_UP_TO_K if equivalent else DIFFER), res.reason
+    if not equivalent:  # the witness replayed on DuckDB with the model's values of the call
+        assert res.witness["differ"], res.witness
