@@ -1,6 +1,8 @@
 """AI-operator SQL benchmarks (needs ../shared/data/sembench).
 
-    .venv/bin/python bench/bench_aisql.py [--latency 0.05] [--pairs 12]
+    .venv/bin/python bench/bench_aisql.py [--latency 0.05] [--pairs 12] [--smoke]
+
+``--smoke``: 2 pairs and a 1 ms stub, both measurements once (seconds; ``make test`` runs it).
 
 1. **Operator calls per judged pair, with and without the shared cache.** Split execution of
    movie variant pairs (gold + candidate + 2 structural + AI parts + probe set) on the label
@@ -41,9 +43,9 @@ def calls_per_pair(n_pairs: int) -> tuple[float, float, int]:
     labels = load_labels(db.labels_path)
 
     class Unshared(AIRuntime):  # every query starts from an empty memo
-        def begin(self, budget=None):
+        def begin(self, *args, **kwargs):
             self.memo.clear()
-            return super().begin(budget)
+            return super().begin(*args, **kwargs)
 
     out = []
     for cls in (AIRuntime, Unshared):
@@ -83,9 +85,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.05)
     ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--smoke", action="store_true", help="2 pairs, a 1 ms stub: seconds")
     args = ap.parse_args()
+    if args.smoke:
+        args.pairs, args.latency = 2, 0.001
     if not (DATA / "sembench").is_dir():
-        print(f"skipped: SemBench data not found at {DATA / 'sembench'}")
+        print(f"SKIP: SemBench data not found at {DATA / 'sembench'}")
         return 0
     os.environ["QUANDARY_HOME"] = tempfile.mkdtemp(prefix="quandary-bench-aisql-")
     shared, unshared, n = calls_per_pair(args.pairs)

@@ -1,7 +1,9 @@
 """AI-operator SQL: a sandbox worker hosting the UDFs vs DuckDB's own limits plus a watchdog in
 process (issue 23 item 2). Needs ../shared/data/sembench.
 
-    .venv/bin/python bench/bench_aisql_sandbox.py [--budget 1.0] [--cap-gb 6] [--vectors 100]
+    .venv/bin/python bench/bench_aisql_sandbox.py [--budget 1.0] [--cap-gb 6] [--vectors 100] [--smoke]
+
+``--smoke``: the first hostile query only, a 0.3 s budget and 2 vectors (seconds; ``make test``).
 
 Both designs run the same code (``run_duckdb_sql`` -> ``SandboxSession``); the in-process one is
 ``QUANDARY_SQL_IN_PROCESS=1``: the locked read-only connection with ``memory_limit`` 256 MB and the
@@ -158,9 +160,14 @@ def main() -> int:
     ap.add_argument("--cap-gb", type=float, default=6.0)
     ap.add_argument("--vectors", type=int, default=100)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="one hostile query, 0.3 s budget, 2 vectors: seconds")
     args = ap.parse_args()
+    hostile_queries = HOSTILE
+    if args.smoke:
+        args.budget, args.vectors, args.cap_gb = 0.3, 2, min(args.cap_gb, 2.0)
+        hostile_queries = HOSTILE[:1]
     if not (DATA / "sembench").is_dir():
-        print(f"skipped: SemBench data not found at {DATA / 'sembench'}")
+        print(f"SKIP: SemBench data not found at {DATA / 'sembench'}")
         return 0
     os.environ.setdefault("QUANDARY_HOME", tempfile.mkdtemp(prefix="quandary-bench-aisql-sandbox-"))
     if args.child:
@@ -172,7 +179,7 @@ def main() -> int:
         f"budget {args.budget:g} s"
     )
     print(f"\n{'query':<38} {'design':<11} {'outcome':<26} {'wall s':>7} {'caller MB':>10} {'worker MB':>10}")
-    for name, sql in HOSTILE:
+    for name, sql in hostile_queries:
         for design in DESIGNS:
             r = hostile(design, sql, args.budget, int(args.cap_gb * (1 << 30)))
             outcome = r["status"] + (f" ({r['error'].split(':')[0]})" if r["status"] == "error" else "")
