@@ -3,7 +3,6 @@ step in one line, the resume command, interrupts (Ctrl-C / SIGTERM), and the run
 
 import os
 import sys
-from contextlib import contextmanager
 
 
 def check_lines(result) -> list[str]:
@@ -197,61 +196,17 @@ def quiet_interrupts(verbose: bool = False) -> None:
         logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 
-def _canceling_marker():
-    """A callback that marks this process's runs CANCELING (#42 item 4), bound to an instance opened
-    now: a signal handler must not open one (opening takes a file lock the interrupted main thread
-    may hold)."""
-    from cli.runs import get_instance, mark_own_runs_canceling
+def _mark_canceled(run_id: str) -> None:
+    """The interrupted run reads CANCELED, as a termination from the UI does (#42 item 4): marked
+    once the run has stopped, never from the signal handler — database work inside a handler that
+    interrupted the run's own database or HTTP calls left the process hanging at exit with the
+    embedded model (a test caught it 1 time in 2)."""
+    from cli.runs import get_instance, mark_run_canceled
 
     try:
-        instance = get_instance()
-    except Exception:  # noqa: BLE001 - without an instance an interrupted run reads as failed, as before
-        return None
-
-    def mark() -> None:
-        try:
-            mark_own_runs_canceling(instance)
-        except Exception:  # noqa: BLE001 - the interrupt goes on; the run then reads as failed
-            pass
-
-    return mark
-
-
-_interrupt_hook: list = []  # the callback Dagster's interrupt handlers call first, while a CLI run executes
-
-
-@contextmanager
-def _canceling_on_interrupt(mark):
-    """While a run executes in this process, Dagster replaces the SIGINT/SIGTERM handlers with its
-    own (which turn the signal into DagsterExecutionInterruptedError). Each handler it installs is
-    wrapped to mark the run CANCELING first, synchronously, so Dagster's own end-of-run code finds a
-    termination request and ends the run CANCELED (#42 item 4). Dagster has no public hook for this."""
-    try:
-        from dagster._utils import interrupts
-    except ImportError:
-        yield
-        return
-    if not getattr(interrupts._replace_interrupt_signal, "_quandary", False):
-        original = interrupts._replace_interrupt_signal
-
-        def replace(handler):
-            if callable(handler):
-                inner = handler
-
-                def handler(signo, frame):
-                    if _interrupt_hook:
-                        _interrupt_hook.pop()()
-                    return inner(signo, frame)
-
-            original(handler)
-
-        replace._quandary = True
-        interrupts._replace_interrupt_signal = replace
-    _interrupt_hook[:] = [mark] if mark is not None else []
-    try:
-        yield
-    finally:
-        _interrupt_hook.clear()
+        mark_run_canceled(get_instance(), run_id)
+    except Exception:  # noqa: BLE001 - the interrupt line still prints; the run then reads as failed
+        pass
 
 
 def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bool = True):
@@ -268,15 +223,16 @@ def execute_cli_run(start, resume: str, verbose: bool = False, name_instance: bo
     use_terminal_for_progress()
     quiet_interrupts(verbose)
     run_id = str(uuid.uuid4())
-    mark = _canceling_marker()
-    with TerminateAsInterrupt(on_signal=mark), _canceling_on_interrupt(mark):
+    with TerminateAsInterrupt():
         try:
             # Dagster's console log shows step failures as stack traces: only with --verbose
             result = start(run_id, "ERROR" if verbose else "CRITICAL")
         except KeyboardInterrupt:
+            _mark_canceled(run_id)
             print(f"\n{interrupted_line(run_id, resume)}", file=sys.stderr)
             return 130
     if result is not None and was_interrupted(result):
+        _mark_canceled(result.run_id)
         print(f"\n{interrupted_line(result.run_id, resume)}", file=sys.stderr)
         return 130
     return result

@@ -73,18 +73,17 @@ def process_tags() -> dict[str, str]:
     return {PID_TAG: str(pid), HOST_TAG: socket.gethostname(), START_TAG: _process_start(pid) or ""}
 
 
-def mark_own_runs_canceling(instance: DagsterInstance) -> int:
-    """This process's runs still in progress marked CANCELING, as Dagster's own termination does
-    before it interrupts a run: the interrupted run then ends CANCELED, not as a failure "with no
-    user initiated termination request" (#42 item 4). Returns how many were marked."""
-    from dagster import DagsterRunStatus, RunsFilter
+def mark_run_canceled(instance: DagsterInstance, run_id: str) -> bool:
+    """An interrupted CLI run marked CANCELED, as Dagster's own termination ends a run: it then
+    reads as a termination, not as a failure "with no user initiated termination request" (#42
+    item 4). Called after the run stopped; a run that succeeded is left alone. Whether it marked."""
+    from dagster import DagsterRunStatus
 
-    active = [DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED]
-    runs = instance.get_runs(RunsFilter(statuses=active, tags={PID_TAG: str(os.getpid())}))
-    own = [r for r in runs if r.tags.get(HOST_TAG) == socket.gethostname()]
-    for run in own:
-        instance.report_run_canceling(run, message="Ctrl-C or SIGTERM in the quandary command that ran it")
-    return len(own)
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.status in (DagsterRunStatus.SUCCESS, DagsterRunStatus.CANCELED):
+        return False
+    instance.report_run_canceled(run, message="Ctrl-C or SIGTERM in the quandary command that ran it")
+    return True
 
 
 def _orphan_reason(run) -> str | None:

@@ -52,7 +52,11 @@ def path_segment(value, what: str = "name") -> str:
 
 # Data folders a run may read besides the state root: the workplace's shared data next to the
 # checkout and the folders named by these variables (the deployment's environment, never run config).
-DATA_ROOT_ENVS = ("QUANDARY_AMBITAB_DATA", "QUANDARY_DATA")
+# QUANDARY_READ_ROOTS: the folders the CLI allowed for this process's runs (allow_data_root); kept
+# apart from QUANDARY_DATA, which names *the* shared data folder: appending to that one changed the
+# default data folder of every later command in the same process (a test worker found it).
+READ_ROOTS_ENV = "QUANDARY_READ_ROOTS"
+DATA_ROOT_ENVS = ("QUANDARY_AMBITAB_DATA", "QUANDARY_DATA", READ_ROOTS_ENV)
 ENV_SECRET_MIN = 4  # shorter environment values ("1", "yes") are too common to hide
 
 
@@ -68,8 +72,8 @@ def allow_data_root(folder: str | Path) -> Path:
     (the process environment is the user's, never run config, so the launchpad cannot do this)."""
     resolved = Path(folder).expanduser().resolve()
     if not within_read_roots(resolved):
-        current = os.environ.get("QUANDARY_DATA", "")
-        os.environ["QUANDARY_DATA"] = os.pathsep.join([p for p in (current, str(resolved)) if p])
+        current = os.environ.get(READ_ROOTS_ENV, "")
+        os.environ[READ_ROOTS_ENV] = os.pathsep.join([p for p in (current, str(resolved)) if p])
     return resolved
 
 
@@ -92,8 +96,8 @@ def relative_note(value: str | os.PathLike) -> str:
 def shared_data_root() -> Path:
     """The benchmark data folder when none is given: ``$QUANDARY_DATA``, else ``../shared/data``
     beside the checkout (not the current directory), so every command finds it from any folder."""
-    env = os.environ.get(SHARED_DATA_ENV)
-    return user_path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
+    env = os.environ.get(SHARED_DATA_ENV, "").split(os.pathsep)[0]  # a list names its first folder
+    return user_path(env) if env.strip() else PROJECT_ROOT.parent / "shared" / "data"
 
 
 def from_environment(value) -> bool:

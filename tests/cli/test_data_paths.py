@@ -1,11 +1,21 @@
 """#31 item 4: one rule for every data path a user types — relative to the current directory — and
 every message about a missing one prints the absolute path it looked at and says so."""
 
+import os
+
 import pytest
 
 from assets.shared.preflight import PreflightError, check_run_request
 from pipelines.ambitab.corpora import default_data_root
-from storage.paths import PROJECT_ROOT, relative_note, shared_data_root, user_path
+from storage.paths import (
+    PROJECT_ROOT,
+    READ_ROOTS_ENV,
+    allow_data_root,
+    data_roots,
+    relative_note,
+    shared_data_root,
+    user_path,
+)
 from tests.cli.conftest import quandary
 
 
@@ -24,6 +34,21 @@ def test_the_default_data_folder_is_beside_the_checkout_from_any_directory(tmp_p
     assert default_data_root() == shared_data_root()  # ambitab build and aisql share it
     monkeypatch.setenv("QUANDARY_DATA", "data")
     assert default_data_root() == tmp_path / "data"
+
+
+def test_a_folder_the_cli_allows_does_not_move_the_default_data_folder(tmp_path, monkeypatch):
+    # allow_data_root (a user's --data) once appended to QUANDARY_DATA, so every later command of
+    # the same process looked for its corpora in "<that folder>:<the next one>"
+    for env in ("QUANDARY_DATA", "QUANDARY_AMBITAB_DATA", READ_ROOTS_ENV):
+        monkeypatch.delenv(env, raising=False)
+    before = shared_data_root()
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        assert allow_data_root(tmp_path / name) == tmp_path / name
+    assert shared_data_root() == before and default_data_root() == before
+    assert {tmp_path / "one", tmp_path / "two"} <= set(data_roots())  # both still readable by runs
+    monkeypatch.setenv("QUANDARY_DATA", os.pathsep.join([str(tmp_path / "one"), str(tmp_path / "two")]))
+    assert shared_data_root() == tmp_path / "one"  # a list names its first folder
 
 
 def test_a_grid_from_another_directory_names_the_absolute_path(tmp_path, monkeypatch, demo_db_path):
