@@ -47,7 +47,7 @@ from pipelines.abiss.generation import (
     ground_sql,
     rows_frame,
 )
-from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, GridSpec, expand_grid
+from pipelines.abiss.grid import ALL_SUBCATEGORIES, PROGRAMMATIC, REQUEST_SCHEMA, GridSpec, expand_grid
 from pipelines.abiss.prompts import PROMPT_VERSIONS
 from pipelines.abiss.stages import STAGES, StageContext, run_stage
 from pipelines.abiss.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
@@ -156,7 +156,7 @@ def generation_requests(context: AssetExecutionContext, council: CouncilResource
         rows = expand_grid(spec, _db(seed_databases)["db_id"])
     except ValueError as exc:
         raise Failure(f"invalid grid config: {exc}") from exc
-    df = pl.DataFrame(rows)
+    df = pl.DataFrame(rows, schema=REQUEST_SCHEMA)
     yield artifact_output(df, requests=len(rows), generators=", ".join(generators))
 
 

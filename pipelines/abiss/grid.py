@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import polars as pl
+
 from pipelines.abiss.ids import stable_id
 from pipelines.abiss.taxonomy import DEFAULT_STYLES, DIFFICULTY_BY_ID, STYLE_BY_ID, SUBCATEGORY_BY_ID
 
@@ -42,6 +44,20 @@ class GridSpec:
             raise ValueError(f"n: must be at least 1 (got {self.n})")
         if not self.generators:
             raise ValueError("at least one generator is required")
+
+
+# The generation requests' columns: the frame is built with them, never inferred from the first rows
+REQUEST_SCHEMA = {
+    "request_id": pl.Utf8,
+    "db_id": pl.Utf8,
+    "generator": pl.Utf8,
+    "subcategory": pl.Utf8,
+    "group": pl.Utf8,
+    "style": pl.Utf8,
+    "difficulty": pl.Utf8,
+    "sample_index": pl.Int64,
+    "seed": pl.Int64,
+}
 
 
 def expand_grid(spec: GridSpec, db_id: str) -> list[dict]:

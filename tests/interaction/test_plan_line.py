@@ -5,14 +5,14 @@ import polars as pl
 
 from assets.cards import INTERACTION
 from storage.stores import artifact_store
-from tests.interaction.helpers import question_row
+from tests.interaction.helpers import QUESTION_ROW_SCHEMA, question_row
 
 SUBS = ("answerable", "missing_entity", "lexical_vagueness")
 
 
 def _questions(n: int) -> pl.DataFrame:
     rows = [question_row(SUBS[i % 3], f"Question number {i}?", sql="SELECT 1", qid=f"q{i}") for i in range(n)]
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows, schema=QUESTION_ROW_SCHEMA)
 
 
 def test_the_plan_counts_an_imported_dataset(isolated_home):

@@ -8,22 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[3]
 QUANDARY = str(Path(sys.executable).with_name("quandary"))
-
-
-def _wait_for(predicate, timeout_s: float, what: str) -> None:
-    end = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_ctrl_c_keeps_every_finished_update_and_resumes(shared_data, tiny_model, tokenizer, tmp_path, isolated_home):
@@ -58,7 +52,7 @@ def test_ctrl_c_keeps_every_finished_update_and_resumes(shared_data, tiny_model,
             curves = list(root.glob("*/curve.jsonl")) if root.is_dir() else []
             return bool(curves) and bool(curves[0].read_text().strip())
 
-        _wait_for(one_update, 300, "the first update")
+        wait_until(one_update, 300, "the first update")
         os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole process group
         out, err = proc.communicate(timeout=120)
     finally:
