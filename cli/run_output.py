@@ -131,16 +131,10 @@ class TerminateAsInterrupt:
     built-in ``default_int_handler`` was seen not to wake a main thread waiting on a council call's
     future (`council check` hung on Ctrl-C while SIGTERM ended it), a Python function does."""
 
-    def __init__(self, on_signal=None):
-        self._on_signal = on_signal  # called once, before the interrupt is raised
-
     def __enter__(self):
         import signal
 
         def handler(signum, frame):
-            on_signal, self._on_signal = self._on_signal, None
-            if on_signal is not None:
-                on_signal()
             raise KeyboardInterrupt
 
         self._old = {}
