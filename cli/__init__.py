@@ -77,5 +77,24 @@ def main(argv: list[str] | None = None) -> int:
     return int(code or 0)
 
 
+def run() -> None:
+    """The console script: ``main`` and then exit. After an interrupt (exit 130) the process ends
+    at once with ``os._exit``: what the run completed is already stored (steps, LLM calls, the
+    CANCELED mark), while interpreter teardown would run the embedded model's C++ destructor, which
+    joins server threads still waiting on requests nobody reads and hung the process for minutes
+    (#42 item 4, 1 demo in 2 under test). The sandbox workers end by themselves with this process.
+    Tests call ``main`` and keep their interpreter."""
+    import logging
+    import os
+
+    code = main()
+    if code == 130:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
