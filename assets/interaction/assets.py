@@ -4,6 +4,7 @@ dataset ─ interaction_subset ─ interaction_conversations ─ interaction_sco
 seed_databases, schema_context ─┘ (schema prompt, database path)
 """
 
+import textwrap
 from collections import Counter
 
 import polars as pl
@@ -19,10 +20,10 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets.shared.charts import chart_metadata, chart_path
+from assets.shared.charts import chart_metadata, chart_path, report_file_metadata
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import GROWING, artifact_output, keyed_output
+from assets.shared.io_manager import GROWING, artifact_output, code_markdown, keyed_output
 from assets.shared.partitions import databases_partitions
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
@@ -432,7 +433,8 @@ def interaction_scores(
     code_version=PIPELINE_VERSION,
     metadata={GROWING: True},
     description="Tables 4, 5, 6 and Appendix D as one long table, with the conversations not counted "
-    "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a PNG.",
+    "(incomplete, undecided) and the leakage diagnostics; Figure 2 as a text table and a PNG; the "
+    "whole report as a text file (report_path).",
 )
 def interaction_metrics(
     context: AssetExecutionContext,
@@ -450,9 +452,15 @@ def interaction_metrics(
     df = T.metrics_frame(rows + [{"table": "run", "metric": "complete_with", "slice": complete}], context.partition_key)
     text = M.report_text(rows, complete)
     png = M.figure2_png(rows, chart_path(context, "interaction_metrics", df))
-    t4 = df.filter(pl.col("table") == "table4")
     k, n = M.incomplete_share(rows)
     provisional = M.is_provisional(rows)
+    # #42 item 7: what the page shows is within the value column (~40 characters at 1,366 px) and
+    # under Dagster's inline limit, so it reads whole without "[Show Markdown]"; the whole report is
+    # a file (report_path) and `quandary report interaction` prints it
+    where = (
+        "Table 4: table4; Figure 2: figure2. Table 6, Appendix D, the conversations not counted and the "
+        f"leakage: the file at report_path, or `quandary report interaction --db {context.partition_key}`."
+    )
     yield artifact_output(
         df,
         # #30 item 5: tables with incomplete conversations or undecided items are provisional, in the
@@ -461,15 +469,32 @@ def interaction_metrics(
         undecided=MetadataValue.json(M.undecided_share(rows)),
         incomplete_conversations=f"{k} of {n}" + (f" ({100 * k / n:.1f} %)" if n else ""),
         **({"complete_with": complete} if provisional else {}),
-        report=MetadataValue.md(f"```\n{text}\n```"),
-        **chart_metadata(png, "figure 2", image_key="figure2", path_key="figure2_path"),
+        report=MetadataValue.md(
+            code_markdown("\n".join([*M.report_summary_lines(rows, UI_LINE_CHARS), "", _wrapped(where)]))
+        ),
+        **report_file_metadata(context, "interaction_metrics", df, text),
+        figure2=MetadataValue.md(code_markdown("\n".join(M.figure2_lines(rows, UI_LINE_CHARS)) or "no conversations")),
+        **chart_metadata(png, "figure 2", image_key="figure2_chart", path_key="figure2_path"),
         # the key table as the report prints it (one line per agent): short enough to render in place
         # on the asset page; the long per-metric rows are the artifact (#31 item 7)
         table4=MetadataValue.md(
-            f"```\n{chr(10).join(M.table4_narrow_lines(rows))}\n```" if t4.height else "no conversations"
+            f"```\n{chr(10).join(M.table4_narrow_lines(rows))}\n```"
+            if df.filter(pl.col("table") == "table4").height
+            else "no conversations"
         ),
-        table4_legend=M.TABLE4_LEGEND,  # the headers in one line (#42 item 7)
+        table4_legend=MetadataValue.md(code_markdown(_wrapped(M.TABLE4_LEGEND))),  # the headers (#42 item 7)
     )
+
+
+# What a line of a code block on the interaction pages may hold: the value column shows ~40
+# monospace characters at 1,366 px beside the key column these pages need (measured in
+# tests/dagster/test_ui_screenshot.py)
+UI_LINE_CHARS = 38
+
+
+def _wrapped(text: str) -> str:
+    """``text`` wrapped to :data:`UI_LINE_CHARS` (a code line does not wrap on the page)."""
+    return "\n".join(textwrap.wrap(text, UI_LINE_CHARS))
 
 
 def interact_command(db: str, run_config: dict | None) -> str:

@@ -3,13 +3,14 @@
 Why a module of its own: every asset with a chart wants the same two things, a file that an
 earlier materialization's chart is never overwritten by, and the image shown on the asset page
 (Dagster renders Markdown metadata, so the PNG travels inline as a base64 data URI beside its
-path). The drawing itself is domain code writing through ``storage.charts.png_chart``::
+path); a report too long for the page goes the same way as a text file. The drawing itself is domain code writing through ``storage.charts.png_chart``::
 
     png = funnel_png(funnel, chart_path(context, "rejection_report", df))
     yield artifact_output(df, **chart_metadata(png, "validation funnel"))
 """
 
 import base64
+import os
 from pathlib import Path
 
 import polars as pl
@@ -38,3 +39,17 @@ def chart_metadata(
         image_key: MetadataValue.md(f"![{alt}](data:image/png;base64,{data})"),
         path_key: MetadataValue.path(publish_chart(png)),
     }
+
+
+def report_file_metadata(
+    context: AssetExecutionContext, asset_folder: str, df: pl.DataFrame, text: str, *, key: str = "report_path"
+) -> dict[str, MetadataValue]:
+    """A report too long to read in place on the asset page (#42 item 7) as a text file named and
+    kept like the charts (:func:`chart_path`, ``.txt``) and published the same way; its path as
+    metadata (``key``)."""
+    path = chart_path(context, asset_folder, df).with_suffix(".txt")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.txt")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+    return {key: MetadataValue.path(publish_chart(path))}

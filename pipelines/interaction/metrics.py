@@ -52,6 +52,7 @@ across models"); ``pooled`` rows give the micro average of the reference analysi
 from __future__ import annotations
 
 import hashlib
+import textwrap
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -725,8 +726,9 @@ def provisional_lines(rows: list[dict], complete_command: str | None = None) -> 
     return out + [""]
 
 
-def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
-    out = [f"{'mode':<16} {'Ans. EX':>8} {'Amb. EX':>8} {'FB':>8}"]
+def table5_lines(rows: list[dict], agent: str = "mean", label_w: int = 16, cell_w: int = 8) -> list[str]:
+    """Table 5, one line per mode; ``label_w=13, cell_w=7`` keeps it within 37 characters (the asset page)."""
+    out = [f"{'mode':<{label_w}} {'Ans. EX':>{cell_w}} {'Amb. EX':>{cell_w}} {'FB':>{cell_w}}"]
     for mode in MODES:
         if (
             _get(rows, "table5", agent, mode, "fb") is None
@@ -735,7 +737,25 @@ def table5_lines(rows: list[dict], agent: str = "mean") -> list[str]:
         ):
             continue
         cells = [_cell(_find(rows, "table5", agent, mode, m)) for m in ("ans_ex", "amb_ex", "fb")]
-        out.append(f"{MODE_LABELS[mode]:<16} " + " ".join(f"{c:>8}" for c in cells))
+        out.append(f"{MODE_LABELS[mode]:<{label_w}} " + " ".join(f"{c:>{cell_w}}" for c in cells))
+    return out
+
+
+def report_summary_lines(rows: list[dict], width: int = 38) -> list[str]:
+    """The report's head, at most ``width`` characters a line, for the asset page, where it reads
+    whole at 1,366 px (the whole report hid behind "[Show Markdown]", #42 item 7): provisional or
+    not, the conversations no rate counts, and Table 5."""
+    k, n = incomplete_share(rows)
+    undecided = undecided_share(rows)
+    out = []
+    if is_provisional(rows):
+        out += textwrap.wrap(
+            "PROVISIONAL: some conversations are incomplete or some items undecided; the rates may shift "
+            "(complete_with names the command that completes them).",
+            width,
+        )
+    out += [f"{n} conversations, {k} incomplete", f"undecided: EX {undecided['ex']}, FB {undecided['fb']}", ""]
+    out += ["Table 5, mean over agents, %", *table5_lines(rows, label_w=13, cell_w=7)]
     return out
 
 
@@ -818,20 +838,75 @@ def report_text(rows: list[dict], complete_command: str | None = None) -> str:
     return "\n".join(parts)
 
 
-def figure2_png(rows: list[dict], path) -> object:
-    """Per-subcategory EX (solvable) / FB (unanswerable) by mode, pooled over agents, as a PNG."""
+def figure2_cells(rows: list[dict]) -> tuple[list[str], list[str], dict[tuple[str, str], dict]]:
+    """Figure 2's data: the subcategories and modes it has, and per (subcategory, mode) the EX
+    (solvable) or FB (unanswerable) rate pooled over agents, as a row :func:`_cell` reads (undecided
+    items counted beside it, as in Tables 4 and 5)."""
     fig2 = [r for r in rows if r["table"] == "figure2"]
     subs = [s.id for s in SUBCATEGORIES if any(r["subcategory"] == s.id for r in fig2)]
     modes = [m for m in MODES if any(r["mode"] == m for r in fig2)]
+    cells = {}
+    for s in subs:
+        for mode in modes:
+            rs = [r for r in fig2 if r["subcategory"] == s and r["mode"] == mode]
+            if rs:
+                k, n = sum(r["numerator"] for r in rs), sum(r["denominator"] for r in rs)
+                u = sum(r.get("undecided") or 0 for r in rs)
+                cells[(s, mode)] = _mean_row(
+                    "figure2", "pooled", mode, s, rs[0]["metric"], k / n if n else None, k, n, u
+                )
+    return subs, modes, cells
+
+
+FIGURE2_MODE_ABBREV = {"ground_truth": "GT", "predicted": "Pr", "taxonomy_only": "TO", "taxonomy_free": "TF"}
+
+
+def figure2_lines(rows: list[dict], width: int = 38) -> list[str]:
+    """Figure 2 as a text table at most ``width`` characters wide, for the asset page, where it reads
+    whole at 1,366 px (the PNG hides behind "[Show Markdown]", #42 item 7): a line per subcategory,
+    a column per mode, whole percents; – where no item was decided (never 0)."""
+    subs, modes, cells = figure2_cells(rows)
+    if not subs:
+        return []
+    cols = 4 * len(modes)
+    name_w = max(8, width - cols)
+
+    def pct(row):
+        if row is None or row["value"] is None or undecided_rate(row):
+            return "–"
+        return f"{100 * row['value']:.0f}"
+
+    out = ["Figure 2, % pooled over agents", f"{'':<{name_w}}" + "".join(f"{FIGURE2_MODE_ABBREV[m]:>4}" for m in modes)]
+    for solvable, label in ((True, "EX, solvable"), (False, "FB, unanswerable")):
+        group = [s for s in subs if SUBCATEGORY_BY_ID[s].solvable is solvable]
+        if not group:
+            continue
+        out.append(label)
+        for s in group:
+            name = SUBCATEGORY_BY_ID[s].name
+            name = name if len(name) <= name_w else name[: name_w - 1] + "…"  # the cells keep a space
+            out.append(f"{name:<{name_w}}" + "".join(f"{pct(cells.get((s, m))):>4}" for m in modes))
+    undecided = sum(c["undecided"] or 0 for c in cells.values())
+    legend = ", ".join(f"{FIGURE2_MODE_ABBREV[m]} {MODE_LABELS[m].lower()}" for m in modes)
+    out += textwrap.wrap(
+        legend + "; – no item decided" + (f"; {undecided} undecided item(s) left out" if undecided else ""), width
+    )
+    return out
+
+
+def figure2_png(rows: list[dict], path) -> object:
+    """Per-subcategory EX (solvable) / FB (unanswerable) by mode, pooled over agents, as a PNG; a
+    rate with no decided item has no bar (it is not 0)."""
+    subs, modes, cells = figure2_cells(rows)
     with png_chart(path, figsize=(9, 0.45 * max(1, len(subs)) + 1.5)) as ax:
         height = 0.8 / max(1, len(modes))
         for j, mode in enumerate(modes):
-            vals = []
-            for s in subs:
-                rs = [r for r in fig2 if r["subcategory"] == s and r["mode"] == mode]
-                k, n = sum(r["numerator"] for r in rs), sum(r["denominator"] for r in rs)
-                vals.append(100 * k / n if n else 0.0)
-            ax.barh([i + j * height for i in range(len(subs))], vals, height=height, label=MODE_LABELS[mode])
+            shown = [
+                (i, 100 * c["value"])
+                for i, s in enumerate(subs)
+                if (c := cells.get((s, mode))) is not None and c["value"] is not None and not undecided_rate(c)
+            ]
+            ax.barh([i + j * height for i, _ in shown], [v for _, v in shown], height=height, label=MODE_LABELS[mode])
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(subs))])
         ax.set_yticklabels(
             [f"{SUBCATEGORY_BY_ID[s].name} ({'EX' if SUBCATEGORY_BY_ID[s].solvable else 'FB'})" for s in subs],

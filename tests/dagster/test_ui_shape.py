@@ -99,3 +99,60 @@ def test_a_long_code_block_renders_in_place_with_lines_that_fit():
     assert len(md) < UI_INLINE_MARKDOWN_CHARS and body and max(len(line) for line in body) < UI_TABLE_CHARS
     assert f"{40 - len(body)} more line(s): the whole text is the artifact" in md
     assert code_markdown("SELECT 1", "sql") == "```sql\nSELECT 1\n```"
+
+
+def _score(sub, mode, agent="a", outcome=True, status="scored"):
+    from pipelines.abiss.taxonomy import SUBCATEGORY_BY_ID
+
+    s = SUBCATEGORY_BY_ID[sub]
+    solvable = s.solvable
+    return {
+        "agent": agent,
+        "mode": mode,
+        "subcategory": sub,
+        "group": s.group.value,
+        "recognition": True,
+        "classification": outcome,
+        "solved": (outcome if status == "scored" else None) if solvable else None,
+        "explained": None if solvable else (outcome if status == "scored" else None),
+        "ex_status": status if solvable else "n/a",
+        "fb_status": "n/a" if solvable else status,
+        "end": "sql",
+        "n_turns": 1,
+        "n_clarifications": 0,
+        "n_relevant": 0,
+        "n_technical": 0,
+        "n_irrelevant": 0,
+        "air_cases": 0,
+        "air_terminal": 0,
+    }
+
+
+def test_figure2_and_the_report_head_read_whole_in_the_value_column():
+    """#42 item 7: Figure 2 and the interaction report were behind "[Show Markdown]". On the page
+    they are text within the value column and under the inline limit; a subcategory with no decided
+    item reads "–", never 0 (nor a 0-length bar in the PNG)."""
+    from assets.interaction.assets import UI_LINE_CHARS
+    from assets.shared.io_manager import code_markdown
+    from pipelines.abiss.taxonomy import SUBCATEGORIES
+    from pipelines.interaction import metrics as M
+    from pipelines.interaction.modes import MODES
+
+    scores = [
+        _score(s.id, m, agent, outcome=i % 2 == 0) for i, s in enumerate(SUBCATEGORIES) for m in MODES for agent in "ab"
+    ]
+    scores = [s for s in scores if not (s["subcategory"] == "improper_question" and s["mode"] == "taxonomy_free")]
+    scores.append(_score("improper_question", "taxonomy_free", status="undecided"))
+    rows = M.metric_rows(scores)
+    fig = M.figure2_lines(rows, UI_LINE_CHARS)
+    assert max(len(line) for line in fig) <= UI_LINE_CHARS, fig
+    assert len(code_markdown("\n".join(fig))) < UI_INLINE_MARKDOWN_CHARS
+    by_name = {line[: UI_LINE_CHARS - 16].strip(): line[UI_LINE_CHARS - 16 :].split() for line in fig}
+    assert by_name["Answerable"] == ["100"] * 4  # the first subcategory: every conversation solved
+    assert by_name["Answerable with Evide…"] == ["0"] * 4 and "Missing User Knowledge" in by_name
+    assert by_name["Improper Question"] == ["100", "100", "100", "–"]  # undecided: "–", not 0
+    assert "1 undecided item(s) left out" in " ".join(fig)
+    head = M.report_summary_lines(rows, UI_LINE_CHARS)
+    assert max(len(line) for line in head) <= UI_LINE_CHARS, head
+    assert "PROVISIONAL:" in head[0] and any(line.startswith("Table 5") for line in head)
+    assert len(code_markdown("\n".join(head))) < UI_INLINE_MARKDOWN_CHARS
