@@ -155,3 +155,27 @@ def test_the_remaining_time_follows_the_measured_item_rate_once_items_finish():
     assert p._eta_s(100) == 100 / 10 * 30
     clock.t = 160  # nothing finished for a minute: the estimate grows with the wall time
     assert p._eta_s(160) == 160 / 10 * 30
+
+
+def test_calls_in_flight_are_not_counted_as_calls_of_the_items_done():
+    """#42 item 5, measured in the demo: 4 conversations, one call each, all 4 in flight; one
+    finished after 11 s and the other 3 were still in flight at 70 s. The line said ~2m38s left
+    (the 3 calls in flight read as 4 calls for the one item done); they finished 7 s later."""
+    clock = Clock()
+    p = Progress("interaction_conversations", total=4, stream=io.StringIO(), line_every_s=1000, clock=clock)
+    tokens = [p.call_started() for _ in range(4)]
+    clock.t = 11
+    p.call_finished(tokens[0])
+    p.advance(1)
+    clock.t = 70
+    left = p._eta_s(70)
+    assert left is not None and left < 60, left  # at most one more call's time, not 4 calls an item
+    # two calls an item, one at a time: the items done still say so
+    clock2 = Clock()
+    p2 = Progress("s09", total=4, stream=io.StringIO(), line_every_s=1000, clock=clock2)
+    for _ in range(2):
+        tok = p2.call_started()
+        clock2.t += 10
+        p2.call_finished(tok)
+    p2.advance(1)
+    assert p2._eta_s(clock2.t) == 3 * 2 * 10
