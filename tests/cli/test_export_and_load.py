@@ -287,3 +287,81 @@ def test_the_dataset_card_says_which_stages_applied_and_links_the_rejections(sto
     report = (out / "rejection_report.md").read_text()
     assert "| x1 | s00_wellformedness | rejected by s00_wellformedness | Which dean? |" in report
     assert "| x2 | s02_sql_executability | rejected by s02_sql_executability | Who? |" in report
+
+
+def _declared_schemas() -> dict[str, dict]:
+    """Every table schema the jobs declare (the frames their assets store), by name: what
+    `quandary export --asset …` can meet, nested types included."""
+    import importlib
+
+    from pipelines.ambitab.build import rejects_frame
+    from pipelines.ambitab.protocol.episode import episodes_frame
+    from pipelines.ambitab.record import records_frame
+
+    found = {}
+    for module in (
+        "pipelines.abiss.outputs",
+        "pipelines.abiss.groups",
+        "pipelines.abiss.grid",
+        "pipelines.interaction.tables",
+        "pipelines.aisql.metrics",
+        "pipelines.aisql.predictions",
+        "pipelines.aisql.evalset",
+        "pipelines.aisql.pipeline",
+        "pipelines.benchmark_audit.audit",
+    ):
+        for name, value in vars(importlib.import_module(module)).items():
+            if "SCHEMA" in name and isinstance(value, dict) and value:
+                if all(
+                    isinstance(t, pl.DataType) or (isinstance(t, type) and issubclass(t, pl.DataType))
+                    for t in value.values()
+                ):
+                    found[f"{module.rsplit('.', 1)[1]}.{name}"] = dict(value)
+    for name, frame in (
+        ("ambitab_records", records_frame),
+        ("ambitab_rejects", rejects_frame),
+        ("ambitab_episodes", episodes_frame),
+    ):
+        found[name] = dict(frame([]).schema)
+    return found
+
+
+def _value(dtype, i: int):
+    """A value of ``dtype`` (``i`` varies it); lists hold two, a struct every field."""
+    import datetime
+
+    dtype = dtype() if isinstance(dtype, type) else dtype
+    if isinstance(dtype, pl.List):
+        return [_value(dtype.inner, i), _value(dtype.inner, i + 1)]
+    if isinstance(dtype, pl.Struct):
+        return {f.name: _value(f.dtype, i) for f in dtype.fields}
+    if dtype == pl.Boolean:
+        return i % 2 == 0
+    if dtype.is_integer():
+        return i
+    if dtype.is_float():
+        return i + 0.5
+    if dtype == pl.Datetime("us"):
+        return datetime.datetime(2026, 1, 1 + i)
+    return f"v{i}"
+
+
+def test_load_dataset_path_reads_every_declared_table_schema(stored, tmp_path):
+    """#42 item 6: the documented `datasets.load_dataset(PATH)` reads an export of every table
+    schema the jobs declare (lists, structs, lists of structs with lists inside), row for row: one
+    row with every value, one of nulls, one with empty lists."""
+    datasets = pytest.importorskip("datasets", reason="the `train` extra installs datasets")
+    schemas = _declared_schemas()
+    assert len(schemas) >= 18, sorted(schemas)
+    for name, schema in schemas.items():
+        full = {c: _value(t, 1) for c, t in schema.items()}
+        empty = {c: ([] if isinstance(t, pl.List) else None) for c, t in schema.items()}
+        nulls = dict.fromkeys(schema)
+        frame = pl.DataFrame([full, nulls, empty], schema=schema, orient="row").with_row_index("row")
+        asset = f"t_{name.replace('.', '_').lower()}"
+        write_version(frame, asset, "university")
+        out = tmp_path / asset
+        assert main(["export", str(out), "--asset", asset, "--format", "hf"]) == 0, name
+        ds = datasets.load_dataset(str(out))  # a table with a split column: a split per value
+        loaded = pl.concat([ds[split].to_polars() for split in ds], how="diagonal_relaxed")
+        assert loaded.select(frame.columns).sort("row").to_dicts() == frame.to_dicts(), name
