@@ -152,6 +152,17 @@ def list_markdown(items: list[str], more: str = "in the artifact", limit: int = 
     return "\n".join(out) or "_none_"
 
 
+def schema_markdown(schema) -> str:
+    """A frame's columns and types as a list that renders in place (#42 item 7): the conversations'
+    nested types made it ~1,500 characters, behind "[Show Markdown]"; a long type is cut (the
+    artifact's Parquet schema has it whole)."""
+    items = []
+    for name, dtype in schema.items():
+        kind = str(dtype)
+        items.append(f"`{name}`: {kind if len(kind) <= 60 else kind[:59] + '…'}")
+    return list_markdown(items, more="in the artifact's schema")
+
+
 def code_markdown(text: str, lang: str = "", more: str = "the whole text is the artifact") -> str:
     """``text`` as a code block that renders in place on the asset page at 1,366 px (#42 item 7):
     lines cut to the value column's width (a code line does not wrap), as many lines as keep it
@@ -285,7 +296,7 @@ class VersionedParquetIOManager(ConfigurableIOManager):
                 "path": MetadataValue.path(str(version.path)),
                 "dagster/row_count": MetadataValue.int(version.row_count),
                 "content_hash": MetadataValue.text(version.content_hash),
-                "schema": MetadataValue.md("\n".join(f"- `{name}`: {dtype}" for name, dtype in obj.schema.items())),
+                "schema": MetadataValue.md(schema_markdown(obj.schema)),
                 "preview": MetadataValue.md(preview_markdown(obj)),
                 **extra,
             }

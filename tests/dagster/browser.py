@@ -10,10 +10,13 @@ so a test can assert what is *visible* (not cut off by the value column's edge),
 import base64
 import itertools
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from tests.waiting import wait_until
@@ -27,7 +30,8 @@ class Browser:
     def __init__(self, width: int, height: int):
         from websockets.sync.client import connect  # lazy: only the UI tests need it
 
-        self._profile = tempfile.TemporaryDirectory(prefix="quandary-chromium-")
+        # chromium's helper processes may still write there as it exits: leftovers are not an error
+        self._profile = tempfile.TemporaryDirectory(prefix="quandary-chromium-", ignore_cleanup_errors=True)
         self._proc = subprocess.Popen(
             [
                 CHROMIUM,
@@ -43,6 +47,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its helper processes end with it (close)
         )
         try:
             url = None
@@ -52,6 +57,8 @@ class Browser:
                     url = found.group(1)
                     break
             assert url, "chromium did not start its DevTools endpoint"
+            # what it logs later is drained, or a full pipe would stall it
+            threading.Thread(target=self._proc.stderr.read, daemon=True).start()
             self._ws = connect(url, max_size=None, open_timeout=60)
             self._ids = itertools.count(1)
             target = self._call("Target.createTarget", url="about:blank")["targetId"]
@@ -106,9 +113,19 @@ class Browser:
     def close(self) -> None:
         ws = getattr(self, "_ws", None)
         if ws is not None:
+            try:
+                self._call("Browser.close")  # a clean exit: it ends its helper processes itself
+            except Exception:  # noqa: BLE001 - a browser that cannot answer is killed below
+                pass
             ws.close()
-        if self._proc.poll() is None:
-            self._proc.kill()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)  # whatever of its group is left
+        except ProcessLookupError:
+            pass
         self._proc.wait(timeout=30)
         self._profile.cleanup()
 

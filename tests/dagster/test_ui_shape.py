@@ -156,3 +156,18 @@ def test_figure2_and_the_report_head_read_whole_in_the_value_column():
     assert max(len(line) for line in head) <= UI_LINE_CHARS, head
     assert "PROVISIONAL:" in head[0] and any(line.startswith("Table 5") for line in head)
     assert len(code_markdown("\n".join(head))) < UI_INLINE_MARKDOWN_CHARS
+
+
+def test_a_wide_nested_schema_renders_in_place():
+    """#42 item 7: interaction_conversations' 36 columns with nested types made its schema ~1,500
+    characters of Markdown, behind "[Show Markdown]"; it is a list under the inline limit, long
+    types cut, the columns left out named as in the artifact."""
+    from assets.shared.io_manager import schema_markdown
+    from pipelines.interaction.tables import TURN_SCHEMA
+
+    md = schema_markdown(TURN_SCHEMA)
+    assert len(md) < UI_INLINE_MARKDOWN_CHARS
+    assert md.startswith("- `conversation_id`: String")
+    assert all(len(line) < 100 for line in md.splitlines())
+    shown = sum(1 for line in md.splitlines() if line.startswith("- "))
+    assert shown == len(TURN_SCHEMA) or f"{len(TURN_SCHEMA) - shown} more, in the artifact's schema" in md
