@@ -83,6 +83,15 @@ def mark_run_canceled(instance: DagsterInstance, run_id: str) -> bool:
     if run is None or run.status in (DagsterRunStatus.SUCCESS, DagsterRunStatus.CANCELED):
         return False
     instance.report_run_canceled(run, message="Ctrl-C or SIGTERM in the quandary command that ran it")
+    # Dagster recorded the interrupted run as FAILURE first; a UI that read the asset statuses in
+    # between cached the partitions it did not finish as failed, for good ("Latest materialization:
+    # Failed"). Their cache is dropped: the next read recomputes it from the runs, this one CANCELED.
+    from dagster import DagsterEventType
+
+    planned = instance.get_records_for_run(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION_PLANNED).records
+    keys = {r.event_log_entry.dagster_event.asset_key for r in planned if r.event_log_entry.dagster_event}
+    if keys:
+        instance.wipe_asset_cached_status(sorted(keys, key=lambda k: k.to_user_string()))
     return True
 
 

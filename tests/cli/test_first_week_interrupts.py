@@ -66,3 +66,31 @@ def test_a_command_without_a_run_ends_on_an_interrupt_with_one_line(cli_env, tmp
         )
     assert code == 130, out[-2000:] + err[-2000:]
     assert [line for line in err.splitlines() if line.strip()] == ["interrupted: quandary council stopped"], err
+
+
+def test_a_canceled_run_leaves_no_asset_failed_even_if_read_while_it_read_failure(tmp_path):
+    """#42 item 4: Dagster records an interrupted run as FAILURE before the CLI marks it CANCELED.
+    A UI reading the asset statuses in between cached the partition as failed, and it stayed so
+    after the mark ("Latest materialization: Failed"); the mark drops that cache."""
+    from dagster import AssetKey, DagsterInstance, StaticPartitionsDefinition, asset, materialize
+    from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+
+    from cli.runs import mark_run_canceled
+
+    parts = StaticPartitionsDefinition(["university"])
+
+    @asset(partitions_def=parts)
+    def interrupted():
+        raise RuntimeError("the step the interrupt stopped")
+
+    def failed(instance):
+        value = get_and_update_asset_status_cache_value(instance, AssetKey("interrupted"), parts)
+        return list(value.deserialize_failed_partition_subsets(parts).get_partition_keys())
+
+    with DagsterInstance.local_temp(str(tmp_path)) as instance:
+        run = materialize([interrupted], instance=instance, partition_key="university", raise_on_error=False)
+        assert instance.get_run_by_id(run.run_id).status.value == "FAILURE"
+        assert failed(instance) == ["university"]  # the UI's read in between
+        assert mark_run_canceled(instance, run.run_id)
+        assert instance.get_run_by_id(run.run_id).status.value == "CANCELED"
+        assert failed(instance) == []
