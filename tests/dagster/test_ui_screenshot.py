@@ -61,13 +61,12 @@ STATUS_JS = """(() => {
   return label ? label.parentElement.innerText.replace('Latest materialization', '').trim() : null;
 })()"""
 
-# ready: the metadata table and the status line are rendered, and no row's value is still empty
-READY_JS = """(() => {
+# ready: the metadata table and the status line are rendered (no skeleton), no row's value empty
+READY_JS = f"""(() => {{
   const rows = [...document.querySelectorAll('tr')].filter(
     tr => tr.querySelectorAll(':scope > td').length >= 3 && !tr.parentElement.closest('tr'));
-  return rows.length > 2 && rows.every(tr => tr.lastElementChild.innerText.trim() !== '')
-    && document.body.innerText.includes('Latest materialization');
-})()"""
+  return rows.length > 2 && rows.every(tr => tr.lastElementChild.innerText.trim() !== '') && !!{STATUS_JS};
+}})()"""
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (`make chromium` installs it as root)")
