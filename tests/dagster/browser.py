@@ -8,6 +8,7 @@ so a test can assert what is *visible* (not cut off by the value column's edge),
 """
 
 import base64
+import contextlib
 import itertools
 import json
 import os
@@ -31,6 +32,7 @@ class Browser:
         from websockets.sync.client import connect  # lazy: only the UI tests need it
 
         # chromium's helper processes may still write there as it exits: leftovers are not an error
+        self._closing = contextlib.ExitStack()  # the DevTools connection, closed in close()
         self._profile = tempfile.TemporaryDirectory(prefix="quandary-chromium-", ignore_cleanup_errors=True)
         self._proc = subprocess.Popen(
             [
@@ -59,7 +61,7 @@ class Browser:
             assert url, "chromium did not start its DevTools endpoint"
             # what it logs later is drained, or a full pipe would stall it
             threading.Thread(target=self._proc.stderr.read, daemon=True).start()
-            self._ws = connect(url, max_size=None, open_timeout=60)
+            self._ws = self._closing.enter_context(connect(url, max_size=None, open_timeout=60))
             self._ids = itertools.count(1)
             target = self._call("Target.createTarget", url="about:blank")["targetId"]
             self._session = self._call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
@@ -117,7 +119,7 @@ class Browser:
                 self._call("Browser.close")  # a clean exit: it ends its helper processes itself
             except Exception:  # noqa: BLE001 - a browser that cannot answer is killed below
                 pass
-            ws.close()
+        self._closing.close()
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
