@@ -445,6 +445,7 @@ class AIRuntime:
         self._lock = threading.Lock()
         self._current: QueryStats | None = None
         self._sessions: dict[str, Any] = {}
+        self._spare = None  # a temporary database's session, kept for the next one (its worker)
         self._query_lock = threading.RLock()
 
     def session(self, db_path):
@@ -455,19 +456,29 @@ class AIRuntime:
         if key not in self._sessions:
             if not Path(db_path).is_file() or engine_of(db_path) != "duckdb":
                 return None
-            self._sessions[key] = SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
+            spare, self._spare = self._spare, None
+            if spare is not None:
+                spare.rebind(db_path)
+            self._sessions[key] = spare or SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
         return self._sessions[key]
 
     def close_session(self, db_path) -> None:
-        """Stop the sandbox worker of ``db_path`` (a temporary database, e.g. a test suite's)."""
+        """Done with ``db_path`` (a temporary database, e.g. a test suite's): its session is kept
+        for the next database that needs one, so that a pair's test suite does not pay for a
+        worker start (#39 item 6); the worker closes the old database when it opens the next."""
         s = self._sessions.pop(str(db_path), None)
         if s is not None:
-            s.close()
+            if self._spare is None:
+                self._spare = s
+            else:
+                s.close()
 
     def close(self) -> None:
-        for s in self._sessions.values():
-            s.close()
+        sessions = [*self._sessions.values(), *([self._spare] if self._spare is not None else [])]
         self._sessions.clear()
+        self._spare = None
+        for s in sessions:
+            s.close()
 
     # --- per-query accounting ------------------------------------------------------------
     def begin(self, budget: int | None = None, timeout_s: float | None = None) -> QueryStats:

@@ -22,6 +22,7 @@ from pipelines.aisql.structural import (
     EQUAL_HERE,
     EQUAL_SUITE,
     StructuralVerdict,
+    calls_memo,
     compare_structures,
     pair_calls,
 )
@@ -231,6 +232,11 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
     except SqlRewriteError as exc:
         return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
 
+    with calls_memo():  # the two trees are only read from here on
+        return _structural_verdict(ctx, gtree, ctree, ordered)
+
+
+def _structural_verdict(ctx: EvalContext, gtree, ctree, ordered: bool) -> StructuralVerdict:
     def run(sql: str):
         rec = ctx.run(sql, max_rows=1_000_000)
         if not rec.ok:
