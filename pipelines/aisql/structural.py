@@ -109,7 +109,7 @@ def call_text(call: exp.Expression) -> str:
     c = call.copy()
     for col in c.find_all(exp.Column):
         col.set("table", None)
-    return c.sql("duckdb")
+    return c.sql("duckdb", copy=False)  # c is our copy: no second one
 
 
 _CALLS_MEMO: ContextVar[dict | None] = ContextVar("aisql_calls_memo", default=None)
@@ -522,7 +522,7 @@ class _Runner:
     def rows(self, tree: exp.Expression):
         self.n += 1
         try:
-            return "ok", self.run(tree.sql("duckdb"))
+            return "ok", self.run(tree.sql("duckdb", copy=False))  # every tree run here is a throwaway
         except Exception as exc:  # noqa: BLE001 - recorded: a valuation the query cannot run under
             return "error", " ".join(str(exc).split())[:200]
 
@@ -604,7 +604,7 @@ def _compare(
     domains = {k: _literals([gold_tree, cand_tree], s.kind) for k, s in all_syms.items() if s.kind != "bool"}
 
     # 1. syntactic identity once aligned calls are one symbol (proven on every database)
-    if symbolic(gold_tree, g_syms).sql("duckdb") == symbolic(cand_tree, c_syms).sql("duckdb"):
+    if symbolic(gold_tree, g_syms).sql("duckdb", copy=False) == symbolic(cand_tree, c_syms).sql("duckdb", copy=False):
         return StructuralVerdict(
             EQUAL, "identical once the aligned AI calls are identified", "syntactic", ["same"] * len(bool_pairs)
         )
