@@ -41,6 +41,7 @@ import json
 import re
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -445,7 +446,6 @@ class AIRuntime:
         self._lock = threading.Lock()
         self._current: QueryStats | None = None
         self._sessions: dict[str, Any] = {}
-        self._spare = None  # a temporary database's session, kept for the next one (its worker)
         self._query_lock = threading.RLock()
 
     def session(self, db_path):
@@ -456,29 +456,47 @@ class AIRuntime:
         if key not in self._sessions:
             if not Path(db_path).is_file() or engine_of(db_path) != "duckdb":
                 return None
-            spare, self._spare = self._spare, None
-            if spare is not None:
-                spare.rebind(db_path)
-            self._sessions[key] = spare or SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
+            self._sessions[key] = SandboxSession(db_path, threads=1, udfs=UDFS, answer=self.answer_udf)
         return self._sessions[key]
 
     def close_session(self, db_path) -> None:
-        """Done with ``db_path`` (a temporary database, e.g. a test suite's): its session is kept
-        for the next database that needs one, so that a pair's test suite does not pay for a
-        worker start (#39 item 6); the worker closes the old database when it opens the next."""
+        """Stop the sandbox worker of ``db_path`` (a temporary database, e.g. a test suite's)."""
         s = self._sessions.pop(str(db_path), None)
         if s is not None:
-            if self._spare is None:
-                self._spare = s
+            s.close()
+
+    @contextmanager
+    def borrowed_session(self, db_path):
+        """Within: queries on the temporary database ``db_path`` (a test suite's) run in the worker of
+        a session already open, moved there and back after (#39 item 6: the worker reopens each
+        database in milliseconds; starting one costs tenths of a second per pair). With no session
+        open, ``db_path`` gets its own, stopped after."""
+        key = str(db_path)
+        if key in self._sessions or not self._sessions:
+            try:
+                yield
+            finally:
+                self.close_session(db_path)
+            return
+        home_key, lender = next(iter(self._sessions.items()))
+        home = lender.path
+        del self._sessions[home_key]  # never serves its own database while it is away
+        lender.rebind(db_path)
+        self._sessions[key] = lender
+        try:
+            yield
+        finally:
+            self._sessions.pop(key, None)
+            if home_key in self._sessions:  # another session opened its database meanwhile
+                lender.close()
             else:
-                s.close()
+                lender.rebind(home)
+                self._sessions[home_key] = lender
 
     def close(self) -> None:
-        sessions = [*self._sessions.values(), *([self._spare] if self._spare is not None else [])]
-        self._sessions.clear()
-        self._spare = None
-        for s in sessions:
+        for s in self._sessions.values():
             s.close()
+        self._sessions.clear()
 
     # --- per-query accounting ------------------------------------------------------------
     def begin(self, budget: int | None = None, timeout_s: float | None = None) -> QueryStats:

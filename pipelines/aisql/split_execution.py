@@ -5,6 +5,7 @@ All executions share one :class:`~pipelines.aisql.operators.AIRuntime`, so every
 input) is evaluated once across gold, candidate, their parts and the probe sets.
 """
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,19 +289,18 @@ def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -
 def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
     """Counterexample databases (:mod:`pipelines.aisql.counterexamples`): a witness rejects; agreement
     is ``equal_on_test_suite`` (evidence, not a proof: the judge does not accept on it)."""
-    used: set[str] = set()
+    with contextlib.ExitStack() as borrowed:
+        used: set[str] = set()
 
-    def run(path, sql):
-        used.add(str(path))
-        rec = run_duckdb_sql(path, sql, ctx.runtime, budget=0, timeout_s=min(ctx.timeout_s, 10.0))
-        return rec.status, rec.rows
+        def run(path, sql):
+            if str(path) not in used:  # run in the judging's own worker (no worker start per pair)
+                used.add(str(path))
+                borrowed.enter_context(ctx.runtime.borrowed_session(path))
+            rec = run_duckdb_sql(path, sql, ctx.runtime, budget=0, timeout_s=min(ctx.timeout_s, 10.0))
+            return rec.status, rec.rows
 
-    try:
         keys = ctx.unique_keys if ctx.unique_keys is not None else {}  # unknown: assume no key
         res = search(run, gtree, ctree, ctx.schema, keys, ordered=ordered, seed=ctx.seed)
-    finally:
-        for p in used:
-            ctx.runtime.close_session(p)
     if res.verdict == "differ":
         return StructuralVerdict(DIFFER, res.reason, "test_suite", [], verdict.valuations, res.witness)
     if res.verdict == "agree":
