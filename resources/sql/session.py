@@ -89,9 +89,10 @@ class SandboxSession:
 
     def _ensure_worker(self) -> None:
         from resources.sql.pool import _Worker  # lazy: import cycle (through resources/sql/__init__.py)
+        from resources.sql.worker import UDF_WORKER_ENV
 
         if not self.in_process and (self._worker is None or not self._worker.alive()):
-            self._worker = _Worker()
+            self._worker = _Worker(extra_env={UDF_WORKER_ENV: "1"} if self.udfs else None)
 
     def execute(
         self,
