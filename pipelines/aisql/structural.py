@@ -130,7 +130,7 @@ def calls_memo():
 def _calls(tree: exp.Expression) -> tuple[list[str], list[int], list[exp.Expression]]:
     """(distinct call texts in document order, symbol index of every top call, the top calls)."""
     memo = _CALLS_MEMO.get()
-    hit = memo.get(id(tree)) if memo is not None else None
+    hit = memo.get(("calls", id(tree))) if memo is not None else None
     if hit is not None and hit[0] is tree:  # the tree is held, so its id is not reused
         return hit[1]
     texts: list[str] = []
@@ -143,7 +143,7 @@ def _calls(tree: exp.Expression) -> tuple[list[str], list[int], list[exp.Express
         idx.append(texts.index(t))
     out = (texts, idx, calls)
     if memo is not None:
-        memo[id(tree)] = (tree, out)
+        memo[("calls", id(tree))] = (tree, out)
     return out
 
 
@@ -162,13 +162,20 @@ def _calls_by_text(tree: exp.Expression) -> dict[str, exp.Expression]:
 
 
 def _inputs(call: exp.Expression) -> list[exp.Column]:
+    """The call's distinct input columns (copies, to read or copy again: never attach them)."""
+    memo = _CALLS_MEMO.get()
+    hit = memo.get(("inputs", id(call))) if memo is not None else None
+    if hit is not None and hit[0] is call:
+        return list(hit[1])
     seen, out = set(), []
     for col in call.find_all(exp.Column, bfs=False):
         s = col.sql("duckdb")
         if s not in seen:
             seen.add(s)
             out.append(col.copy())
-    return out
+    if memo is not None:
+        memo[("inputs", id(call))] = (call, out)
+    return list(out)
 
 
 def _key_expr(key: str, salt, cols: list[exp.Column]) -> exp.Expression:
@@ -268,23 +275,25 @@ def substitute(
 ) -> exp.Expression:
     """``tree`` with its i-th distinct AI call valued by ``syms[i]`` under ``val`` (in place of the call)."""
     flips = flips or {}
-    _, idx = call_symbols(tree)
+    _, idx, calls = _calls(tree)
     out = tree.copy()
-    for call, i in zip(top_calls(out), idx, strict=True):  # a copy lists its calls in the tree's order
+    # a copy lists its calls in the tree's order; the inputs are read off the tree's own call
+    for call, own, i in zip(top_calls(out), calls, idx, strict=True):
         sym = syms[i]
         call.replace(
-            _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
+            _value_expr(sym, val, _inputs(own), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
         )
     return out
 
 
 def symbolic(tree: exp.Expression, syms: list[_Sym]) -> exp.Expression:
     """``tree`` with each distinct AI call replaced by ``__ai_<key>(inputs)`` (for syntactic identity)."""
-    _, idx = call_symbols(tree)
+    _, idx, calls = _calls(tree)
     out = tree.copy()
-    for call, i in zip(top_calls(out), idx, strict=True):  # a copy lists its calls in the tree's order
+    for call, own, i in zip(top_calls(out), calls, idx, strict=True):  # a copy lists its calls in the tree's order
         sym = syms[i]
-        call.replace(exp.Anonymous(this=f"__ai_{sym.key}_{_kind_of(call)}", expressions=_inputs(call)))
+        args = [c.copy() for c in _inputs(own)]  # attached below: our own copies
+        call.replace(exp.Anonymous(this=f"__ai_{sym.key}_{_kind_of(call)}", expressions=args))
     return out
 
 
