@@ -68,9 +68,9 @@ def _tables(tree: exp.Expression, schema: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _retarget(tree: exp.Expression, k: int) -> exp.Expression:
+def _retarget(tree: exp.Expression, k: int, copy: bool = True) -> exp.Expression:
     """Every base table read from generated database ``k``'s schema."""
-    out = tree.copy()
+    out = tree.copy() if copy else tree
     ctes = _cte_names(out)
     for t in out.find_all(exp.Table):
         if not t.db and t.name.lower() in ctes:
@@ -78,6 +78,11 @@ def _retarget(tree: exp.Expression, k: int) -> exp.Expression:
         t.set("db", exp.to_identifier(f"ts{k}_{(t.db or 'main').lower()}"))
         t.set("catalog", None)
     return out
+
+
+def _suite_sql(valued: exp.Expression, k: int) -> str:
+    """A valued query (our copy, changed in place) on generated database ``k``."""
+    return _retarget(valued, k, copy=False).sql("duckdb", copy=False)
 
 
 def _like_matches(pattern: str) -> set[str]:
@@ -238,10 +243,10 @@ def search(
         for flips in flip_sets:
             witness = None
             for k, val in itertools.product(range(DATABASES), behaviours):
-                gs, grows = run(path, substitute(_retarget(gold_tree, k), g_syms, val, domains).sql("duckdb"))
+                gs, grows = run(path, _suite_sql(substitute(gold_tree, g_syms, val, domains), k))
                 if gs != "ok":
                     continue
-                cs, crows = run(path, substitute(_retarget(cand_tree, k), c_syms, val, domains, flips).sql("duckdb"))
+                cs, crows = run(path, _suite_sql(substitute(cand_tree, c_syms, val, domains, flips), k))
                 if cs != "ok":
                     continue
                 ran += 1

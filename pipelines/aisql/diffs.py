@@ -131,7 +131,7 @@ def _reach_from_part(part: AIPart, alias_cols: dict[str, list[str]]) -> str:
     sel.set("expressions", [exp.column(c, table=a) for a in part.aliases for c in alias_cols[a]])
     for k in ("group", "having", "order", "limit", "offset", "qualify", "distinct"):
         sel.set(k, None)
-    return sel.sql("duckdb")
+    return sel.sql("duckdb", copy=False)  # sel is our copy
 
 
 def _reach_sql(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[str]]) -> str:
@@ -151,7 +151,7 @@ def _reach_sql(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[st
     w = tree.args.get("with") or tree.args.get("with_")
     if isinstance(w, exp.With) and not (sel.args.get("with") or sel.args.get("with_")):
         sel.set("with_" if "with_" in exp.Select.arg_types else "with", w.copy())
-    return sel.sql("duckdb")
+    return sel.sql("duckdb", copy=False)  # sel is our copy
 
 
 def _call_over_probe(tree: exp.Expression, part: AIPart, alias_cols: dict[str, list[str]], offsets: dict[str, int]):

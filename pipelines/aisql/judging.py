@@ -58,6 +58,12 @@ def open_judging(settings: AisqlSettings, db: ScenarioDB, getter: Callable | Non
         # no assumption of a proof (#39)
         unique_keys=satisfied_keys(Path(db.path), get_scenario(db.scenario).key_columns(declared=True)),
     )
+    session = runtime.session(db.path)
+    if session is not None:
+        try:  # the sandbox worker's start is the run's setup, not the first pair's time
+            session.start()
+        except Exception:  # noqa: BLE001 - the first query records why it cannot run
+            pass
     cache: dict[str, str] = {}
 
     def schema_of(dialect: str) -> str:

@@ -63,28 +63,29 @@ _MEMO: dict[tuple[str, str], str | None] = {}  # a gold judged against many cand
 
 
 def _normal_form(t: exp.Expression, schema: dict) -> str:
-    t = t.transform(_in_to_or)
+    """``t`` is the caller's copy: every step rewrites it in place (no copy per step)."""
+    t = t.transform(_in_to_or, copy=False)
     t = _lower_identifiers(t)
     t = qualify(t, schema=schema, db="main", dialect="duckdb", quote_identifiers=False, validate_qualify_columns=True)
-    t = t.transform(_filter_into_having)
+    t = t.transform(_filter_into_having, copy=False)
     t = eliminate_subqueries(t)
     t = merge_subqueries(t)
     t = eliminate_ctes(t)
     t = unnest_subqueries(t)
     t = canonicalize(t)
     t = simplify(t)
-    t = t.transform(_group_by_to_distinct)
+    t = t.transform(_group_by_to_distinct, copy=False)
     t = _annotate(t, schema)
-    t = t.transform(_integer_bounds)
-    t = t.transform(_inner_joins_to_where)
+    t = t.transform(_integer_bounds, copy=False)
+    t = t.transform(_inner_joins_to_where, copy=False)
     t = simplify(t)
     t = _rename_aliases(t)
     t = _rename_derived_columns(t)
-    t = t.transform(_drop_true_conjuncts)
-    t = t.transform(_sort_commutative)
-    t = t.transform(_sort_from_list)
+    t = t.transform(_drop_true_conjuncts, copy=False)
+    t = t.transform(_sort_commutative, copy=False)
+    t = t.transform(_sort_from_list, copy=False)
     _drop_output_names(t)
-    return t.sql("duckdb")
+    return t.sql("duckdb", copy=False)
 
 
 def _lower_identifiers(t: exp.Expression) -> exp.Expression:

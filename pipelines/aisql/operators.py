@@ -41,6 +41,7 @@ import json
 import re
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -463,6 +464,34 @@ class AIRuntime:
         s = self._sessions.pop(str(db_path), None)
         if s is not None:
             s.close()
+
+    @contextmanager
+    def borrowed_session(self, db_path):
+        """Within: queries on the temporary database ``db_path`` (a test suite's) run in the worker of
+        a session already open, moved there and back after (#39 item 6: the worker reopens each
+        database in milliseconds; starting one costs tenths of a second per pair). With no session
+        open, ``db_path`` gets its own, stopped after."""
+        key = str(db_path)
+        if key in self._sessions or not self._sessions:
+            try:
+                yield
+            finally:
+                self.close_session(db_path)
+            return
+        home_key, lender = next(iter(self._sessions.items()))
+        home = lender.path
+        del self._sessions[home_key]  # never serves its own database while it is away
+        lender.rebind(db_path)
+        self._sessions[key] = lender
+        try:
+            yield
+        finally:
+            self._sessions.pop(key, None)
+            if home_key in self._sessions:  # another session opened its database meanwhile
+                lender.close()
+            else:
+                lender.rebind(home)
+                self._sessions[home_key] = lender
 
     def close(self) -> None:
         for s in self._sessions.values():

@@ -5,6 +5,7 @@ All executions share one :class:`~pipelines.aisql.operators.AIRuntime`, so every
 input) is evaluated once across gold, candidate, their parts and the probe sets.
 """
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from pipelines.aisql.structural import (
     EQUAL_HERE,
     EQUAL_SUITE,
     StructuralVerdict,
+    calls_memo,
     compare_structures,
     pair_calls,
 )
@@ -231,6 +233,11 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
     except SqlRewriteError as exc:
         return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
 
+    with calls_memo():  # the two trees are only read from here on
+        return _structural_verdict(ctx, gtree, ctree, ordered)
+
+
+def _structural_verdict(ctx: EvalContext, gtree, ctree, ordered: bool) -> StructuralVerdict:
     def run(sql: str):
         rec = ctx.run(sql, max_rows=1_000_000)
         if not rec.ok:
@@ -248,18 +255,20 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         schema=ctx.schema,
     )
     open_ = verdict.verdict == EQUAL_HERE or (verdict.verdict == CANNOT and verdict.method == "sampled")
+    verifier_note = ""  # why the verifier did not decide (kept in a test-suite witness's reason too)
     if open_ and ctx.schema is not None and ctx.verifier_k:
-        verdict = _with_verifier(ctx, gtree, ctree, verdict)
+        verdict, verifier_note = _with_verifier(ctx, gtree, ctree, verdict)
         open_ = verdict.verdict not in (EQUAL, DIFFER)
     if open_ and ctx.schema is not None and ctx.test_suite:
-        verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict)
+        verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict, verifier_note)
     return verdict
 
 
-def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -> StructuralVerdict:
+def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -> tuple[StructuralVerdict, str]:
     """The bounded symbolic verifier (:mod:`pipelines.aisql.verifier`): no counterexample up to k rows
     per table is its own decided class; a counterexample replayed on DuckDB rejects; what it does
-    not cover keeps the verdict it had, the reason saying why (the test suite runs next)."""
+    not cover keeps the verdict it had, the reason saying why (the test suite runs next). Returns
+    the verdict and, when the verifier did not decide, why."""
     keys = ctx.unique_keys if ctx.unique_keys is not None else {}
     res = verify(gtree, ctree, ctx.schema, keys, k=ctx.verifier_k, budget_ms=ctx.verifier_budget_ms)
     if res.verdict == V_DIFFER:
@@ -273,30 +282,33 @@ def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -
             verdict.valuations,
             {"bounded_proof": {"rows_per_table": res.k, "solver": "z3", "budget_ms": ctx.verifier_budget_ms}},
             polarity_inputs=verdict.polarity_inputs,
-        )
+        ), ""
     if res.verdict == V_DIFFER:
-        return StructuralVerdict(DIFFER, res.reason, "verifier", [], verdict.valuations, res.witness)
-    return dataclasses.replace(verdict, reason=f"{verdict.reason}; verifier: {res.reason}")
+        return StructuralVerdict(DIFFER, res.reason, "verifier", [], verdict.valuations, res.witness), ""
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; verifier: {res.reason}"), res.reason
 
 
-def _with_test_suite(ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict) -> StructuralVerdict:
+def _with_test_suite(
+    ctx: EvalContext, gtree, ctree, ordered: bool, verdict: StructuralVerdict, verifier_note: str = ""
+) -> StructuralVerdict:
     """Counterexample databases (:mod:`pipelines.aisql.counterexamples`): a witness rejects; agreement
-    is ``equal_on_test_suite`` (evidence, not a proof: the judge does not accept on it)."""
-    used: set[str] = set()
+    is ``equal_on_test_suite`` (evidence, not a proof: the judge does not accept on it). Either
+    reason says why the verifier did not decide (``verifier_note``), when it ran (#39 item 2)."""
+    with contextlib.ExitStack() as borrowed:
+        used: set[str] = set()
 
-    def run(path, sql):
-        used.add(str(path))
-        rec = run_duckdb_sql(path, sql, ctx.runtime, budget=0, timeout_s=min(ctx.timeout_s, 10.0))
-        return rec.status, rec.rows
+        def run(path, sql):
+            if str(path) not in used:  # run in the judging's own worker (no worker start per pair)
+                used.add(str(path))
+                borrowed.enter_context(ctx.runtime.borrowed_session(path))
+            rec = run_duckdb_sql(path, sql, ctx.runtime, budget=0, timeout_s=min(ctx.timeout_s, 10.0))
+            return rec.status, rec.rows
 
-    try:
         keys = ctx.unique_keys if ctx.unique_keys is not None else {}  # unknown: assume no key
         res = search(run, gtree, ctree, ctx.schema, keys, ordered=ordered, seed=ctx.seed)
-    finally:
-        for p in used:
-            ctx.runtime.close_session(p)
     if res.verdict == "differ":
-        return StructuralVerdict(DIFFER, res.reason, "test_suite", [], verdict.valuations, res.witness)
+        why = f"; verifier: {verifier_note}, so the test suite decided" if verifier_note else ""
+        return StructuralVerdict(DIFFER, res.reason + why, "test_suite", [], verdict.valuations, res.witness)
     if res.verdict == "agree":
         return StructuralVerdict(
             EQUAL_SUITE,

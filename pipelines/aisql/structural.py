@@ -35,6 +35,8 @@ Results are compared as bags, in order where the gold has a top-level ORDER BY (
 
 import itertools
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -107,31 +109,73 @@ def call_text(call: exp.Expression) -> str:
     c = call.copy()
     for col in c.find_all(exp.Column):
         col.set("table", None)
-    return c.sql("duckdb")
+    return c.sql("duckdb", copy=False)  # c is our copy: no second one
+
+
+_CALLS_MEMO: ContextVar[dict | None] = ContextVar("aisql_calls_memo", default=None)
+
+
+@contextmanager
+def calls_memo():
+    """Within: each tree's AI calls are listed (and their texts written) once, however often the
+    layers ask (#39 item 6: rewriting the texts was a third of a pair's time). The caller does not
+    change a tree it passed in while the memo is open; every rewrite here works on a copy."""
+    token = _CALLS_MEMO.set({})
+    try:
+        yield
+    finally:
+        _CALLS_MEMO.reset(token)
+
+
+def _calls(tree: exp.Expression) -> tuple[list[str], list[int], list[exp.Expression]]:
+    """(distinct call texts in document order, symbol index of every top call, the top calls)."""
+    memo = _CALLS_MEMO.get()
+    hit = memo.get(("calls", id(tree))) if memo is not None else None
+    if hit is not None and hit[0] is tree:  # the tree is held, so its id is not reused
+        return hit[1]
+    texts: list[str] = []
+    idx = []
+    calls = top_calls(tree)
+    for c in calls:
+        t = call_text(c)
+        if t not in texts:
+            texts.append(t)
+        idx.append(texts.index(t))
+    out = (texts, idx, calls)
+    if memo is not None:
+        memo[("calls", id(tree))] = (tree, out)
+    return out
 
 
 def call_symbols(tree: exp.Expression) -> tuple[list[str], list[int]]:
     """(distinct call texts in document order, symbol index of every top call). Identical calls
     (movie Q8's SELECT and GROUP BY copies, or one prompt on one column under two aliases) are one
     unknown."""
-    texts: list[str] = []
-    idx = []
-    for c in top_calls(tree):
-        t = call_text(c)
-        if t not in texts:
-            texts.append(t)
-        idx.append(texts.index(t))
-    return texts, idx
+    texts, idx, _ = _calls(tree)
+    return list(texts), list(idx)
+
+
+def _calls_by_text(tree: exp.Expression) -> dict[str, exp.Expression]:
+    """{call text: the last top call with that text}."""
+    texts, idx, calls = _calls(tree)
+    return {texts[i]: c for c, i in zip(calls, idx)}
 
 
 def _inputs(call: exp.Expression) -> list[exp.Column]:
+    """The call's distinct input columns (copies, to read or copy again: never attach them)."""
+    memo = _CALLS_MEMO.get()
+    hit = memo.get(("inputs", id(call))) if memo is not None else None
+    if hit is not None and hit[0] is call:
+        return list(hit[1])
     seen, out = set(), []
     for col in call.find_all(exp.Column, bfs=False):
         s = col.sql("duckdb")
         if s not in seen:
             seen.add(s)
             out.append(col.copy())
-    return out
+    if memo is not None:
+        memo[("inputs", id(call))] = (call, out)
+    return list(out)
 
 
 def _key_expr(key: str, salt, cols: list[exp.Column]) -> exp.Expression:
@@ -231,23 +275,25 @@ def substitute(
 ) -> exp.Expression:
     """``tree`` with its i-th distinct AI call valued by ``syms[i]`` under ``val`` (in place of the call)."""
     flips = flips or {}
-    texts, _ = call_symbols(tree)
+    _, idx, calls = _calls(tree)
     out = tree.copy()
-    for call in top_calls(out):
-        sym = syms[texts.index(call_text(call))]
+    # a copy lists its calls in the tree's order; the inputs are read off the tree's own call
+    for call, own, i in zip(top_calls(out), calls, idx, strict=True):
+        sym = syms[i]
         call.replace(
-            _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
+            _value_expr(sym, val, _inputs(own), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
         )
     return out
 
 
 def symbolic(tree: exp.Expression, syms: list[_Sym]) -> exp.Expression:
     """``tree`` with each distinct AI call replaced by ``__ai_<key>(inputs)`` (for syntactic identity)."""
-    texts, _ = call_symbols(tree)
+    _, idx, calls = _calls(tree)
     out = tree.copy()
-    for call in top_calls(out):
-        sym = syms[texts.index(call_text(call))]
-        call.replace(exp.Anonymous(this=f"__ai_{sym.key}_{_kind_of(call)}", expressions=_inputs(call)))
+    for call, own, i in zip(top_calls(out), calls, idx, strict=True):  # a copy lists its calls in the tree's order
+        sym = syms[i]
+        args = [c.copy() for c in _inputs(own)]  # attached below: our own copies
+        call.replace(exp.Anonymous(this=f"__ai_{sym.key}_{_kind_of(call)}", expressions=args))
     return out
 
 
@@ -263,8 +309,7 @@ def pair_calls(gold_tree: exp.Expression, cand_tree: exp.Expression) -> list[tup
     input column names, then by order; unmatched calls pair with None (spec §3.2)."""
     g_texts, _ = call_symbols(gold_tree)
     c_texts, _ = call_symbols(cand_tree)
-    g_calls = {call_text(c): c for c in top_calls(gold_tree)}
-    c_calls = {call_text(c): c for c in top_calls(cand_tree)}
+    g_calls, c_calls = _calls_by_text(gold_tree), _calls_by_text(cand_tree)
     gsig = [_signature(g_calls[t]) for t in g_texts]
     csig = [_signature(c_calls[t]) for t in c_texts]
     left_g, left_c, pairs = list(range(len(g_texts))), list(range(len(c_texts))), []
@@ -285,8 +330,7 @@ def _symbols(gold_tree, cand_tree, pairs):
     calls the structural layer cannot pair."""
     g_texts, _ = call_symbols(gold_tree)
     c_texts, _ = call_symbols(cand_tree)
-    g_calls = {t: c for t, c in ((call_text(c), c) for c in top_calls(gold_tree))}
-    c_calls = {t: c for t, c in ((call_text(c), c) for c in top_calls(cand_tree))}
+    g_calls, c_calls = _calls_by_text(gold_tree), _calls_by_text(cand_tree)
     g_syms: list[_Sym | None] = [None] * len(g_texts)
     c_syms: list[_Sym | None] = [None] * len(c_texts)
     notes, bool_pairs = [], []
@@ -487,7 +531,7 @@ class _Runner:
     def rows(self, tree: exp.Expression):
         self.n += 1
         try:
-            return "ok", self.run(tree.sql("duckdb"))
+            return "ok", self.run(tree.sql("duckdb", copy=False))  # every tree run here is a throwaway
         except Exception as exc:  # noqa: BLE001 - recorded: a valuation the query cannot run under
             return "error", " ".join(str(exc).split())[:200]
 
@@ -539,7 +583,7 @@ def compare_structures(
     )
     _, _, bool_pairs, _ = _symbols(gold_tree, cand_tree, pairs)
     texts, _ = call_symbols(gold_tree)
-    calls = {call_text(c): c for c in top_calls(gold_tree)}
+    calls = _calls_by_text(gold_tree)
     v.polarity_inputs = [",".join(_signature(calls[texts[int(k[1:])]])) for k in bool_pairs]
     if len(v.polarity) != len(bool_pairs):
         v.polarity = ["same"] * len(bool_pairs) if v.verdict in (EQUAL, EQUAL_HERE) else []
@@ -569,7 +613,7 @@ def _compare(
     domains = {k: _literals([gold_tree, cand_tree], s.kind) for k, s in all_syms.items() if s.kind != "bool"}
 
     # 1. syntactic identity once aligned calls are one symbol (proven on every database)
-    if symbolic(gold_tree, g_syms).sql("duckdb") == symbolic(cand_tree, c_syms).sql("duckdb"):
+    if symbolic(gold_tree, g_syms).sql("duckdb", copy=False) == symbolic(cand_tree, c_syms).sql("duckdb", copy=False):
         return StructuralVerdict(
             EQUAL, "identical once the aligned AI calls are identified", "syntactic", ["same"] * len(bool_pairs)
         )
@@ -605,9 +649,9 @@ def _compare(
         doms = {}
         cols_of = {}
         for tree, syms in ((gold_tree, g_syms), (cand_tree, c_syms)):
-            texts, _ = call_symbols(tree)
-            for call in top_calls(tree):
-                cols_of.setdefault(syms[texts.index(call_text(call))].key, _inputs(call))
+            _, idx, calls = _calls(tree)
+            for call, i in zip(calls, idx):
+                cols_of.setdefault(syms[i].key, _inputs(call))
         for k, cols in cols_of.items():
             try:
                 d = _domain_hashes(run, k, cols, table_columns)
@@ -707,18 +751,6 @@ def _compare(
         runner.n,
         w,
     )
-
-
-def _pred(where: exp.Expression, tree, syms, val, domains, flips) -> exp.Expression:
-    """``where`` (a node inside ``tree``) with its AI calls valued like :func:`substitute`."""
-    texts, _ = call_symbols(tree)
-    out = where.copy()
-    for call in top_calls(out):
-        sym = syms[texts.index(call_text(call))]
-        call.replace(
-            _value_expr(sym, val, _inputs(call), domains.get(sym.key, []), _kind_of(call), flips.get(sym.key, False))
-        )
-    return out
 
 
 def _notes(notes: list[str]) -> str:

@@ -792,8 +792,8 @@ def replay(gold_tree, cand_tree, result: VerifierResult, schema: dict) -> Verifi
                 con.execute(
                     f'INSERT INTO "{sch}"."{name}" VALUES ({", ".join("?" for _ in types)})', [r[c] for c in types]
                 )
-        gsql = _valued(gold_tree, model, funcs, g_used, {}).sql("duckdb")
-        csql = _valued(cand_tree, model, funcs, c_used, flips).sql("duckdb")
+        gsql = _valued(gold_tree, model, funcs, g_used, {}).sql("duckdb", copy=False)
+        csql = _valued(cand_tree, model, funcs, c_used, flips).sql("duckdb", copy=False)
         grows, crows = con.execute(gsql).fetchall(), con.execute(csql).fetchall()
     except (duckdb.Error, Unsupported, ValueError, OverflowError, z3.Z3Exception) as exc:
         return VerifierResult(UNKNOWN, f"the counterexample did not replay: {exc}"[:300], result.k)

@@ -71,11 +71,28 @@ class SandboxSession:
         with self._lock:
             self._ensure_worker()
 
+    def rebind(self, path: str | Path) -> None:
+        """Serve ``path`` from now on, keeping the worker (its start costs a few tenths of a second):
+        the worker opens the new database at the next query and closes the old one then. The same
+        path again (a file replaced in place) stops the worker: it would keep reading the old file."""
+        new = Path(path).absolute()
+        with self._lock:
+            worker = self._worker if new == self.path else None
+            if worker is not None:
+                self._worker = None
+            self.path = new
+            con, self._con = self._con, None
+        if worker is not None:
+            worker.close()
+        if con is not None:
+            con.close()
+
     def _ensure_worker(self) -> None:
         from resources.sql.pool import _Worker  # lazy: import cycle (through resources/sql/__init__.py)
+        from resources.sql.worker import UDF_WORKER_ENV
 
         if not self.in_process and (self._worker is None or not self._worker.alive()):
-            self._worker = _Worker()
+            self._worker = _Worker(extra_env={UDF_WORKER_ENV: "1"} if self.udfs else None)
 
     def execute(
         self,
