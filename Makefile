@@ -19,6 +19,11 @@ PYTEST_ARGS ?=
 # (tests/conftest.py: lane, pytest_xdist_make_scheduler). TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+# The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
+# the project's 50k lines: with PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every
+# one of them compiles them again, ~0.6 s CPU each, and each xdist worker its tests (~4 s). The tests
+# write the bytecode cache (__pycache__, ignored by git) and every later process reads it (#44).
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 .PHONY: install install-train postgres-bin chromium demo test test-fast ui validate bench clean dagster-home
 
@@ -69,10 +74,10 @@ demo: install dagster-home
 	$(BIN)/quandary demo
 
 test: install-train postgres-bin chromium
-	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
+	$(PYTEST) -q $(XDIST) $(PYTEST_ARGS)
 
 test-fast: install-train postgres-bin
-	$(BIN)/python -m pytest -q $(XDIST) -m "not e2e" $(PYTEST_ARGS)
+	$(PYTEST) -q $(XDIST) -m "not e2e" $(PYTEST_ARGS)
 
 # Dagster marks these CLI commands as superseded (FutureWarning); the warning says nothing about the project
 validate: install dagster-home

@@ -9,6 +9,13 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+# The embedded model on one inference thread: under `make test` it always shares the 2 cores with the
+# other xdist worker, and llama.cpp's threads spin at a barrier after every layer while one of them
+# waits for a core. Measured beside load ~6 (one 1,646-token ABISS prompt, then two mostly cached
+# ones): 2 threads 33.6 s + 12.0 s + 12.3 s of CPU, 1 thread 12.7 s + 0.8 s + 0.9 s. The server picks
+# its threads from the load it samples once at start, so without this a test lane starting beside a
+# momentarily idle worker kept 2 spinning threads for the whole session (#44).
+os.environ.setdefault("QUANDARY_EMBEDDED_THREADS", "1")
 
 import pytest  # noqa: E402
 

@@ -52,7 +52,9 @@ def _run_with_outage(handler, instance, prompt_prefix: str):
     return failed
 
 
-def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance, demo_db_path):
+def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance, demo_db_path, tmp_path, capsys):
+    """The whole cascade, then its dataset's export / import round trip (one run of the job for both:
+    a second identical run cost ~9 s of CPU, #44)."""
     _register(demo_db_path)
     result = run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID))
     assert result.success
@@ -86,6 +88,7 @@ def test_full_cascade_builds_dataset_votes_and_report(scripted_council, instance
     assert applies == [(False,)]
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert "rejection_rates_within_bounds" in checks
+    _export_import_round_trip(instance, tmp_path, capsys)
 
 
 def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council, instance, demo_db_path):
@@ -122,9 +125,8 @@ def test_stage6_outage_reexecuted_from_failure_repeats_no_call(scripted_council,
     assert main(["rerun", "--run-id", result.run_id]) == 1  # a successful run is not re-executed
 
 
-def test_export_import_round_trip(scripted_council, instance, demo_db_path, tmp_path, capsys):
-    _register(demo_db_path)
-    assert run_job_for_partition(MAIN_JOB, "university", instance=instance, run_config=abiss_config(grid=GRID)).success
+def _export_import_round_trip(instance, tmp_path, capsys):
+    """The run's dataset exported as ABISS JSON and imported back is the same dataset."""
     out = tmp_path / "abiss.json"
     assert main(["export", "--format", "abiss-json", str(out)]) == 0
     records = json.loads(out.read_text())

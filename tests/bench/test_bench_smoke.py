@@ -5,36 +5,43 @@ the same code path on tiny inputs in a few seconds, writes nothing into the repo
 on success. A smoke run that lacks an input it cannot make (``../shared/data``, the embedded
 model's weights) prints ``SKIP: <reason>`` as its last line and exits 0; the test then skips with
 that reason. A new bench is picked up by its file name; one without ``--smoke`` fails here.
+A bench whose report a job's own test checks more closely is smoke-run there instead (OWN_SMOKE_TEST),
+through the same :func:`tests.bench.smoke.run_smoke`: each smoke run happens once per suite.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.bench.smoke import BENCH, run_smoke
 from tests.conftest import REPO_ROOT
 
-BENCH = REPO_ROOT / "bench"
 # review_checks.py is a library of bench_defects.py (no entry point): its smoke run exercises it
 BENCHES = sorted(BENCH.glob("bench_*.py"))
-# Generous: a smoke run takes seconds idle; this bounds a hung one on a loaded 2-core machine.
-SMOKE_TIMEOUT_S = 300
+
+# bench -> the test file that smoke-runs it (with run_smoke) and checks its report
+OWN_SMOKE_TEST = {
+    "bench_ambitab_train.py": "tests/ambitab/training/test_bench_smoke.py",
+    "bench_ambitab_train_gpu.py": "tests/ambitab/training/test_bench_smoke.py",
+    "bench_benchmark_audit.py": "tests/benchmark_audit/test_bench_smoke.py",
+}
 
 
-def _repo_files() -> set[str]:
-    """Files git does not ignore (tracked or new): what a smoke run must not add or change."""
-    out = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO_ROOT, capture_output=True, text=True
-    )
-    return set(out.stdout.splitlines()) if out.returncode == 0 else set()
-
-
-def test_every_bench_is_discovered():
+def test_every_bench_is_discovered_and_has_a_smoke_mode():
     assert len(BENCHES) >= 10, BENCHES  # the glob found the bench folder
+    for script in BENCHES:
+        assert "--smoke" in script.read_text(), (
+            f"{script.name} has no --smoke mode (the bench convention, bench/README.md)"
+        )
+
+
+def test_the_benches_smoke_run_elsewhere_are_run_there():
+    for name, test_file in OWN_SMOKE_TEST.items():
+        assert (BENCH / name).is_file(), name
+        source = (REPO_ROOT / test_file).read_text()
+        assert "run_smoke" in source and f'"{name}"' in source, f"{test_file} does not smoke-run {name}"
 
 
 # Benches whose smoke run starts the embedded model (tests/conftest.py gives them the model's lane;
@@ -47,30 +54,10 @@ def _param(script: Path):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("script", [_param(p) for p in BENCHES])
+@pytest.mark.parametrize("script", [_param(p) for p in BENCHES if p.name not in OWN_SMOKE_TEST])
 def test_bench_smoke(script: Path, tmp_path):
-    source = script.read_text()
-    assert "--smoke" in source, f"{script.name} has no --smoke mode (the bench convention, bench/README.md)"
-    env = {
-        **os.environ,
-        "QUANDARY_HOME": str(tmp_path / "quandary_home"),
-        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-        "TMPDIR": str(tmp_path),  # a bench's scratch folders land in this test's tmp_path
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    env.pop("QUANDARY_COUNCIL_CONFIG", None)
-    before = _repo_files()
-    proc = subprocess.run(
-        [sys.executable, str(script), "--smoke"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=SMOKE_TIMEOUT_S,
-    )
-    tail = (proc.stdout + proc.stderr)[-3000:]
-    assert proc.returncode == 0, f"{script.name} --smoke exited {proc.returncode}:\n{tail}"
-    assert _repo_files() == before, f"{script.name} --smoke wrote into the repository"
+    # PYTHONDONTWRITEBYTECODE: the bench adds no __pycache__ of its own (it reads the suite's)
+    proc = run_smoke(script.name, tmp_path, env={"PYTHONDONTWRITEBYTECODE": "1"})
     last = proc.stdout.strip().splitlines()[-1:] or [""]
     if last[0].startswith("SKIP:"):
         pytest.skip(f"{script.name} --smoke: {last[0][5:].strip()}")

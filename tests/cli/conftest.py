@@ -2,7 +2,9 @@
 folders, the demo database registered, and a loopback OpenAI-compatible stub whose requests can be
 held (to interrupt or kill a run while a call is in flight) — every wait is on an event."""
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -132,6 +134,31 @@ def cli_env(tmp_path, isolated_home, demo_db_path):
 
 def quandary(*args, env, cwd=None, timeout=600) -> subprocess.CompletedProcess:
     return subprocess.run([QUANDARY, *args], env=env, cwd=cwd or REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def quandary_here(*args, env, cwd=None) -> subprocess.CompletedProcess:
+    """`quandary ARGS` run by ``cli.main`` in this process, with ``env`` as the environment and the
+    output captured: for a command refused before any run exists, where a separate process is not
+    what is tested (each `quandary` process spends ~2.5 s of CPU importing Dagster and the job cards,
+    #44). The same parser, checks and messages; only the console script's ``sys.exit`` is left out."""
+    from cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd or REPO)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as exc:  # argparse's errors and --help
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["quandary", *args], code, out.getvalue(), err.getvalue())
 
 
 def runs_in(dagster_home: Path) -> list:

@@ -9,7 +9,7 @@ from assets.shared.preflight import PreflightError, check_keys
 from resources.llm.config import CouncilConfig, missing_keys
 from storage.artifacts import SchemalessFrame
 from storage.stores import artifact_store
-from tests.cli.conftest import GatedStub, council_file, quandary, runs_in
+from tests.cli.conftest import GatedStub, council_file, quandary, quandary_here, runs_in
 
 
 class NoDecide:
@@ -120,7 +120,7 @@ def test_bad_options_and_job_names_are_one_line_and_leave_no_run(cli_env, tmp_pa
         (("run", "--db", "university", "--job", "abiss_datset_job"), "unknown job 'abiss_datset_job'"),
         (("rerun", "--job", "abiss_datset_job", "--db", "university"), "unknown job 'abiss_datset_job'"),
     ]:
-        r = quandary(*args, env=env)
+        r = quandary_here(*args, env=env)  # refused before a run: the process boundary adds nothing
         assert r.returncode == 2, (args, r.stderr)
         assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
     assert runs_in(tmp_path / "dagster_home") == []

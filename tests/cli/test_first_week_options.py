@@ -1,5 +1,6 @@
 """#42 items 1-2: every option of `aisql judge`, `interact`, `ambitab build` and `ambitab eval` is
-checked before a run exists, in one line naming the fix (exit 2), through the real command line;
+checked before a run exists, in one line naming the fix (exit 2), through the real command line
+(`cli.main` in the test process: no run starts, so a process of its own adds nothing but its imports);
 argparse's own errors are one line too; a zero-sized interaction run is refused and the stored
 results stay."""
 
@@ -7,7 +8,7 @@ import polars as pl
 import pytest
 
 from storage.stores import artifact_store
-from tests.cli.conftest import quandary, runs_in
+from tests.cli.conftest import quandary_here, runs_in
 from tests.conftest import SHARED_DATA
 
 STORED = pl.DataFrame(
@@ -16,7 +17,7 @@ STORED = pl.DataFrame(
 
 
 def _refused(args, says, env):
-    r = quandary(*args, env=env)
+    r = quandary_here(*args, env=env)
     assert r.returncode == 2, (args, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], (args, r.stderr)

@@ -18,6 +18,7 @@ from tests.cli.conftest import (
     GatedStub,
     council_file,
     quandary,
+    quandary_here,
     runs_in,
 )
 from tests.conftest import SHARED_DATA
@@ -270,14 +271,15 @@ def test_rerun_refuses_another_council_and_names_the_difference(cli_env, tmp_pat
     assert "plan for abiss_dataset_job on university:" in run.stdout  # the cost, before the first step
 
     other = council_file(tmp_path / "other.json", _closed_port_url(), 5)
-    refused = quandary("rerun", "--db", "university", env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(other)})
+    # refused before anything runs: in this process (the separate process would only add its imports)
+    refused = quandary_here("rerun", "--db", "university", env={**cli_env, "QUANDARY_COUNCIL_CONFIG": str(other)})
     assert refused.returncode == 1
     assert "refusing to resume" in refused.stderr and "QUANDARY_COUNCIL_CONFIG" in refused.stderr, refused.stderr
 
     data = json.loads(council.read_text())
     data["members"]["stub"]["timeout_s"] = 120.0
     council.write_text(json.dumps(data))
-    edited = quandary("rerun", "--db", "university", env=cli_env)
+    edited = quandary_here("rerun", "--db", "university", env=cli_env)
     assert edited.returncode == 1
     assert "member stub: timeout_s 5.0 in the run, 120.0 now" in edited.stderr, edited.stderr
     _no_traceback(refused.stderr + edited.stderr)

@@ -3,21 +3,15 @@ evaluates base vs trained on held-in and held-out records with paired intervals,
 report and figures."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
+from tests.bench.smoke import run_smoke
 
 
 def _smoke(script: str, tmp_path, home) -> dict:
-    env = {**os.environ, "QUANDARY_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    bench = [sys.executable, str(REPO / "bench" / script), "--smoke", "--out", str(tmp_path)]
-    done = subprocess.run(bench, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # its only smoke run in the suite (tests/bench/test_bench_smoke.py: OWN_SMOKE_TEST)
+    run_smoke(script, tmp_path, "--out", str(tmp_path), env={"QUANDARY_HOME": str(home), "HF_HUB_OFFLINE": "1"})
     for png in ("learning_curve.png", "gain.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return json.loads((tmp_path / "report.json").read_text())
