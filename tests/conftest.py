@@ -16,6 +16,9 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 # its threads from the load it samples once at start, so without this a test lane starting beside a
 # momentarily idle worker kept 2 spinning threads for the whole session (#44).
 os.environ.setdefault("QUANDARY_EMBEDDED_THREADS", "1")
+# the z3 verifier's budget is wall-clock: 30 s per pair (3 s for users) so that a loaded machine never
+# turns a verdict a test expects into "unknown" (it did at load 8 with 3 s)
+os.environ.setdefault("QUANDARY_VERIFIER_BUDGET_MS", "30000")
 
 import pytest  # noqa: E402
 

@@ -27,7 +27,7 @@ from pipelines.aisql.structural import (
     compare_structures,
     pair_calls,
 )
-from pipelines.aisql.verifier import BUDGET_MS, EQUIVALENT_UP_TO_K, replay, verify
+from pipelines.aisql.verifier import EQUIVALENT_UP_TO_K, default_budget_ms, replay, verify
 from pipelines.aisql.verifier import DEFAULT_K as VERIFIER_K
 from pipelines.aisql.verifier import DIFFER as V_DIFFER
 
@@ -49,7 +49,7 @@ class EvalContext:
     schema: dict | None = None  # sqlglot schema with types (normal-form proofs); None: no such proofs
     test_suite: bool = True  # search generated databases for a counterexample when undecided
     verifier_k: int = VERIFIER_K  # rows per table of the bounded symbolic verifier (0: off)
-    verifier_budget_ms: int = BUDGET_MS  # its solver time per pair
+    verifier_budget_ms: int = field(default_factory=default_budget_ms)  # its solver time per pair
     unique_keys: dict | None = None  # declared keys the data satisfies (the verifier and test suite assume only these)
     runs: dict = field(default_factory=dict, repr=False)  # (sql, max_rows) -> RunRecord, see run()
     splits: dict = field(default_factory=dict, repr=False)  # (sql, dialect) -> SplitResult
