@@ -27,9 +27,9 @@ from pipelines.aisql.structural import (
     compare_structures,
     pair_calls,
 )
-from pipelines.aisql.verifier import EQUIVALENT_UP_TO_K, default_budget_ms, replay, verify
 from pipelines.aisql.verifier import DEFAULT_K as VERIFIER_K
 from pipelines.aisql.verifier import DIFFER as V_DIFFER
+from pipelines.aisql.verifier import EQUIVALENT_UP_TO_K, default_budget_ms, replay, verify
 
 MEMO_ROWS = 10_000  # larger results are not memoised (memory)
 MEMO_RUNS = 5_000
