@@ -172,7 +172,7 @@ def main(argv=None) -> dict:
         model = tiny_model_dir(out / "tiny-model")
         args.heldin, args.heldout, args.validation, args.train_limit = 2, 2, 2, 4
         args.max_updates = 2
-        overrides.update(requests_per_rollout=1, trajectories=2, max_new_tokens=20, checkpoint_every=1)
+        overrides.update(requests_per_rollout=1, trajectories=2, max_new_tokens=32, checkpoint_every=1)
     if args.train_limit:
         train = train[: args.train_limit]
     heldin = train[: args.heldin]
@@ -248,6 +248,9 @@ def main(argv=None) -> dict:
         "torch_threads": threads,
         "train_records": len(train),
         "requests_x_trajectories": f"{preset.requests_per_rollout} x {preset.trajectories}",
+        "lr": preset.lr,
+        "question_form": preset.question,
+        "validation_records": len(validation),
         "updates": len(curve),
         "train_s": round(train_s),
         "s_per_update": round(train_s / max(1, len(curve)), 1),
