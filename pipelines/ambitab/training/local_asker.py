@@ -65,34 +65,13 @@ class Sampler:
     ) -> list[Sampled]:
         """``queries``: each prompt's user query (the query_span grammar's words)."""
         from pipelines.ambitab.training.grammar import MaskedStep
-        from pipelines.ambitab.training.loss import SHARED_PREFIX_MIN, common_prefix
+        from pipelines.ambitab.training.prefix import prefix_batch
 
         model, n = self.model, len(prompts)
         device = next(model.parameters()).device
         gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
-        # the prompts' shared prefix (a request's trajectories: the whole prompt at turn 1, all
-        # but the last turns later) is prefilled once and its KV cache repeated for every row
-        shared = min(common_prefix(prompts), min(len(p) for p in prompts) - 1) if n > 1 else 0
-        cache = None
-        if shared >= SHARED_PREFIX_MIN:
-            with torch.no_grad():
-                pre = model(input_ids=torch.tensor([list(prompts[0][:shared])], device=device), use_cache=True)
-            cache = getattr(pre, "cache", None) or getattr(pre, "past_key_values", None)
-        if cache is None:
-            shared = 0
-        else:
-            cache.batch_repeat_interleave(n)
-        width = max(len(p) for p in prompts) - shared
-        x = torch.full((n, width), pad, dtype=torch.long)
-        mask = torch.zeros((n, shared + width), dtype=torch.long)
-        mask[:, :shared] = 1
-        for i, p in enumerate(prompts):  # left padding: every row's next token is at the end
-            x[i, width - len(p) + shared :] = torch.tensor(p[shared:])
-            mask[i, shared + width - len(p) + shared :] = 1
-        x, mask = x.to(device), mask.to(device)
-        pos = shared + (mask[:, shared:].cumsum(-1) - 1).clamp(min=0)
         queries = queries or [None] * n
         matchers = [self.grammar.matcher(q) for q in queries] if self.grammar else [None] * n
         step = MaskedStep(n, self.grammar.vocab) if self.grammar else None
@@ -103,6 +82,10 @@ class Sampler:
         # a plain sampling loop: generate() takes no per-row generator, and a per-decision seed is
         # what makes a rollout reproducible whatever ran before it or beside it in the batch
         with torch.no_grad():
+            # the prompts' shared prefix (a request's trajectories: the whole prompt at turn 1,
+            # all but the last turns later) is prefilled once, its KV cache repeated per row
+            b = prefix_batch(model, prompts, [len(p) for p in prompts], pad)
+            x, mask, pos, cache = b.x, b.mask, b.pos, b.cache
             for _ in range(self.max_new_tokens):
                 o = model(
                     input_ids=x, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True, logits_to_keep=1

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
+from pipelines.ambitab.training.prefix import prefix_batch
+
 
 def token_stats(model, prompt_ids, completion_ids, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Log π(y_t | h_t) and the entropy of π(· | h_t) for every completion token (1-D, length T),
@@ -29,68 +31,23 @@ def token_stats(model, prompt_ids, completion_ids, temperature: float) -> tuple[
     return selective_log_softmax(logits, target)[0], entropy_from_logits(logits)[0]
 
 
-SHARED_PREFIX_MIN = 32  # tokens: below this, a group's decisions are computed one by one
-
-
-def common_prefix(seqs) -> int:
-    """Length of the longest prefix all of ``seqs`` share."""
-    first, n = seqs[0], min(len(s) for s in seqs)
-    for s in seqs[1:]:
-        i = 0
-        while i < n and s[i] == first[i]:
-            i += 1
-        n = i
-    return n
-
-
-def _cache_of(out):
-    return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
-
-
 def group_token_stats(model, prompts, completions, temperature: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """:func:`token_stats` for several decisions at once, the prompts' shared prefix computed once.
-
-    The K trajectories of a request see the same ~1.6k-token prompt at turn 1 and prompts that
-    differ only in their last turns later, so most of every forward pass is the same prefix.
-    Here the prefix runs once (with its autograd graph), its KV cache is repeated for each
-    decision, and the suffixes (left-padded, so each completion ends the row) run in one batch:
-    the same values and gradients as one forward per decision, at a fraction of the compute.
-    Falls back to one forward per decision when the prefix is short or the model keeps no cache
-    (gradient checkpointing in training)."""
-    n = len(prompts)
-    shared = min(common_prefix(prompts), min(len(p) for p in prompts) - 1)  # every suffix has a prompt token
-    if n == 1 or shared < SHARED_PREFIX_MIN:
+    """:func:`token_stats` for several decisions at once, their prompts' shared prefix computed
+    once (:mod:`.prefix`: the same values and gradients as one forward per decision); one
+    forward per decision when they share no long prefix."""
+    seqs = [list(p) + list(c) for p, c in zip(prompts, completions)]
+    b = prefix_batch(model, seqs, [len(p) for p in prompts], pad=0)
+    if b.cache is None:
         return [token_stats(model, p, c, temperature) for p, c in zip(prompts, completions)]
-    device = next(model.parameters()).device
-    prefix = model(input_ids=torch.tensor([list(prompts[0][:shared])], device=device), use_cache=True, logits_to_keep=1)
-    cache = _cache_of(prefix)
-    if cache is None:
-        return [token_stats(model, p, c, temperature) for p, c in zip(prompts, completions)]
-    cache.batch_repeat_interleave(n)
-    suffixes = [list(p[shared:]) + list(c) for p, c in zip(prompts, completions)]
-    width = max(len(s) for s in suffixes)
-    x = torch.zeros((n, width), dtype=torch.long)
-    mask = torch.zeros((n, shared + width), dtype=torch.long)
-    mask[:, :shared] = 1
-    for i, s in enumerate(suffixes):
-        x[i, width - len(s) :] = torch.tensor(s)
-        mask[i, shared + width - len(s) :] = 1
-    pos = shared + (mask[:, shared:].cumsum(-1) - 1).clamp(min=0)
     keep = max(len(c) for c in completions) + 1
     logits = model(
-        input_ids=x.to(device),
-        attention_mask=mask.to(device),
-        position_ids=pos.to(device),
-        cache=cache,
-        use_cache=True,
-        logits_to_keep=keep,
+        input_ids=b.x, attention_mask=b.mask, position_ids=b.pos, cache=b.cache, use_cache=True, logits_to_keep=keep
     ).logits
-    out = []
+    width, out = b.x.shape[1], []
     for i, c in enumerate(completions):
         t = len(c)
         rows = logits[i : i + 1, keep - 1 - t : keep - 1, :].float() / temperature
-        target = x[i : i + 1, width - t :].to(device)
-        out.append((selective_log_softmax(rows, target)[0], entropy_from_logits(rows)[0]))
+        out.append((selective_log_softmax(rows, b.x[i : i + 1, width - t :])[0], entropy_from_logits(rows)[0]))
     return out
 
 

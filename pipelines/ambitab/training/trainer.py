@@ -32,8 +32,9 @@ from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training.checkpoints import read_curve, read_state, write_json
 from pipelines.ambitab.training.decisions import Batch, Decision, build_batch
 from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker, make_sampler
-from pipelines.ambitab.training.loss import SHARED_PREFIX_MIN, common_prefix, decision_loss, group_token_stats
+from pipelines.ambitab.training.loss import decision_loss, group_token_stats
 from pipelines.ambitab.training.model import with_lora
+from pipelines.ambitab.training.prefix import SHARED_PREFIX_MIN, common_prefix
 from pipelines.ambitab.training.presets import Preset
 from resources.llm.runtime import run_sync
 
