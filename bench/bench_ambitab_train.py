@@ -1,7 +1,7 @@
 """Benchmark the asker trainer (#29, #40): does training help, and what does it cost here?
 
 Trains a preset (cpu-small by default: embedded SmolLM2-135M, LoRA, the decision decoded under
-its JSON grammar) on one corpus's training split with the deterministic oracle for as many
+its JSON grammar, the question a phrase of the user query) on one corpus's training split with the deterministic oracle for as many
 updates as fit in ``--minutes``, validating every 8 updates (question F1 of the current policy on
 a few held-out validation records, as the paper). Then evaluates the base policy
 (``checkpoint:<id>@0``, the zero-initialised adapter) and the trained one on held-in (training)
