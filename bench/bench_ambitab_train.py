@@ -1,7 +1,7 @@
 """Benchmark the asker trainer (#29, #40): does training help, and what does it cost here?
 
 Trains a preset (cpu-small by default: embedded SmolLM2-135M, LoRA, the decision decoded under
-its JSON grammar) on one corpus's training split with the deterministic oracle for as many
+its JSON grammar, the question a phrase of the user query) on one corpus's training split with the deterministic oracle for as many
 updates as fit in ``--minutes``, validating every 8 updates (question F1 of the current policy on
 a few held-out validation records, as the paper). Then evaluates the base policy
 (``checkpoint:<id>@0``, the zero-initialised adapter) and the trained one on held-in (training)
@@ -172,7 +172,7 @@ def main(argv=None) -> dict:
         model = tiny_model_dir(out / "tiny-model")
         args.heldin, args.heldout, args.validation, args.train_limit = 2, 2, 2, 4
         args.max_updates = 2
-        overrides.update(requests_per_rollout=1, trajectories=2, max_new_tokens=20, checkpoint_every=1)
+        overrides.update(requests_per_rollout=1, trajectories=2, max_new_tokens=32, checkpoint_every=1)
     if args.train_limit:
         train = train[: args.train_limit]
     heldin = train[: args.heldin]
@@ -248,6 +248,9 @@ def main(argv=None) -> dict:
         "torch_threads": threads,
         "train_records": len(train),
         "requests_x_trajectories": f"{preset.requests_per_rollout} x {preset.trajectories}",
+        "lr": preset.lr,
+        "question_form": preset.question,
+        "validation_records": len(validation),
         "updates": len(curve),
         "train_s": round(train_s),
         "s_per_update": round(train_s / max(1, len(curve)), 1),

@@ -15,20 +15,34 @@ always ends inside the token budget.
 """
 
 import functools
+import json
+import re
 
 import torch
 from llguidance import LLMatcher, LLTokenizer
 from llguidance.hf import from_tokenizer
 from llguidance.torch import allocate_token_bitmask, fill_next_token_bitmask
 
-# the question is one JSON string body: no quote, backslash or control character
-_LARK = r"""
+_HEAD = r"""
 start: "{\"type\": \"" decision
 decision: "done\", \"output\": null}" | "clarification\", \"output\": \"" question "\"}"
-question[max_tokens=%d]: /[^"\\\x00-\x1f]+/
 """
+# "free": one JSON string body (no quote, backslash or control character) that starts with a
+# letter and holds no brackets, and never the prompt's placeholder: SmolLM2 copied the example's
+# "[YOUR-ONLY-ONE-QUESTION]" as its question (reward 0, no signal) when left free.
+_FREE = r"""question[max_tokens=%d]: /[A-Za-z][^"\\\x00-\x1f\[\]{}<>]*/ & ~/(?i).*(your.only|only.one.question).*/
+"""
+# "query_span": What do you mean by "<words of the user query>"? -- the policy chooses whether to
+# ask and which span; the words are the query's (a 135M model's free questions named no part
+# of the query: 0 of 12 credited, #40)
+_SPAN = r"""question: "What do you mean by \\\"" SPAN "\\\"?"
+SPAN: %s
+"""
+QUESTION_FORMS = ("free", "query_span")
 
 SCAFFOLD_TOKENS = 16  # tokens the grammar's fixed text can take around the question
+SPAN_TOKENS = 10  # the fixed words around a query_span question
+SPAN_MAX_WORDS = 6  # a phrase of the query, never the whole query (which names every ambiguity)
 
 
 @functools.lru_cache(maxsize=4)
@@ -39,18 +53,43 @@ def _ll_tokenizer(tokenizer) -> LLTokenizer:
 class DecisionGrammar:
     """The decision grammar for one tokenizer and token budget; ``matcher()`` starts a decision."""
 
-    def __init__(self, tokenizer, max_new_tokens: int):
-        if max_new_tokens < SCAFFOLD_TOKENS + 1:
+    def __init__(self, tokenizer, max_new_tokens: int, question: str = "free"):
+        if question not in QUESTION_FORMS:
+            raise ValueError(f"question form must be one of {', '.join(QUESTION_FORMS)}, got {question!r}")
+        if max_new_tokens < SCAFFOLD_TOKENS + 1 + (SPAN_TOKENS + 3 if question == "query_span" else 0):
             raise ValueError(
                 f"max_new_tokens {max_new_tokens} leaves no room for a question "
                 f"(the decision's JSON takes up to {SCAFFOLD_TOKENS} tokens)"
             )
-        self.ll = _ll_tokenizer(tokenizer)
-        self.grammar = LLMatcher.grammar_from_lark(_LARK % (max_new_tokens - SCAFFOLD_TOKENS))
+        self.ll, self.tokenizer = _ll_tokenizer(tokenizer), tokenizer
+        self.question, self.budget = question, max_new_tokens - SCAFFOLD_TOKENS
+        self.grammar = LLMatcher.grammar_from_lark(_HEAD + _FREE % self.budget) if question == "free" else None
         self.vocab = self.ll.vocab_size
 
-    def matcher(self) -> LLMatcher:
-        m = LLMatcher(self.ll, self.grammar)
+    @functools.lru_cache(maxsize=512)  # noqa: B019 (one grammar per query; the object lives as long as its sampler)
+    def _span_grammar(self, query: str) -> str:
+        # the query's words, punctuation dropped (a span is words, never a lone "?"; no quote or
+        # backslash can reach the JSON)
+        words = re.sub(r"[^\w'.%-]|(?<!\w)[.'%-]|[.'-](?!\w)", " ", query).split()
+        room = self.budget - SPAN_TOKENS - 1  # a span that could overrun the token budget is left out
+        spans = sorted(
+            x
+            for x in {" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, i + 1 + SPAN_MAX_WORDS)}
+            if len(self.tokenizer.encode(x, add_special_tokens=False)) <= room
+        )
+        if not spans:
+            raise ValueError(f"the query_span question form needs a query with words, got {query!r}")
+        return LLMatcher.grammar_from_lark(_HEAD + _SPAN % " | ".join(json.dumps(x) for x in spans))
+
+    def matcher(self, query: str | None = None) -> LLMatcher:
+        """A matcher for one decision; ``query`` (the user query) is required by "query_span"."""
+        if self.question == "query_span":
+            if not query or not query.strip():
+                raise ValueError("the query_span question form needs the user query")
+            grammar = self._span_grammar(query)
+        else:
+            grammar = self.grammar
+        m = LLMatcher(self.ll, grammar)
         if m.is_error():
             raise ValueError(f"decision grammar: {m.get_error()}")
         return m

@@ -60,32 +60,32 @@ class Sampler:
     max_new_tokens: int
     grammar: object | None = None  # a DecisionGrammar, or None for free decoding up to EOS
 
-    def __call__(self, prompts: list[list[int]], seeds: list[int]) -> list[Sampled]:
+    def __call__(
+        self, prompts: list[list[int]], seeds: list[int], queries: list[str | None] | None = None
+    ) -> list[Sampled]:
+        """``queries``: each prompt's user query (the query_span grammar's words)."""
         from pipelines.ambitab.training.grammar import MaskedStep
+        from pipelines.ambitab.training.prefix import prefix_batch
 
         model, n = self.model, len(prompts)
         device = next(model.parameters()).device
         gens = [torch.Generator(device="cpu").manual_seed(s) for s in seeds]
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
-        width = max(len(p) for p in prompts)
-        x = torch.full((n, width), pad, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, p in enumerate(prompts):  # left padding: every row's next token is at the end
-            x[i, width - len(p) :] = torch.tensor(p)
-            mask[i, width - len(p) :] = 1
-        x, mask = x.to(device), mask.to(device)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        matchers = [self.grammar.matcher() for _ in prompts] if self.grammar else [None] * n
+        queries = queries or [None] * n
+        matchers = [self.grammar.matcher(q) for q in queries] if self.grammar else [None] * n
         step = MaskedStep(n, self.grammar.vocab) if self.grammar else None
         out: list[list[int]] = [[] for _ in prompts]
         forced: list[list[bool]] = [[] for _ in prompts]
         logps: list[list[float]] = [[] for _ in prompts]
         live = [True] * n
-        cache = None
         # a plain sampling loop: generate() takes no per-row generator, and a per-decision seed is
         # what makes a rollout reproducible whatever ran before it or beside it in the batch
         with torch.no_grad():
+            # the prompts' shared prefix (a request's trajectories: the whole prompt at turn 1,
+            # all but the last turns later) is prefilled once, its KV cache repeated per row
+            b = prefix_batch(model, prompts, [len(p) for p in prompts], pad)
+            x, mask, pos, cache = b.x, b.mask, b.pos, b.cache
             for _ in range(self.max_new_tokens):
                 o = model(
                     input_ids=x, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True, logits_to_keep=1
@@ -137,11 +137,11 @@ class DecisionBatcher:
 
     def __init__(self, sampler: Sampler, live: int):
         self.sampler, self.live = sampler, live
-        self.pending: list[tuple[list[int], int, asyncio.Future]] = []
+        self.pending: list[tuple[list[int], int, str | None, asyncio.Future]] = []
 
-    async def sample(self, ids: list[int], seed: int) -> Sampled:
+    async def sample(self, ids: list[int], seed: int, query: str | None = None) -> Sampled:
         fut = asyncio.get_running_loop().create_future()
-        self.pending.append((ids, seed, fut))
+        self.pending.append((ids, seed, query, fut))
         self._maybe_flush()
         return await fut
 
@@ -154,7 +154,7 @@ class DecisionBatcher:
             return
         batch, self.pending = self.pending, []
         try:
-            results = self.sampler([b[0] for b in batch], [b[1] for b in batch])
+            results = self.sampler([b[0] for b in batch], [b[1] for b in batch], [b[2] for b in batch])
         except BaseException as exc:  # every waiting episode sees the failure
             for *_, fut in batch:
                 fut.set_exception(exc)
@@ -177,6 +177,7 @@ class LocalAsker(Asker):
         run_seed: int = 0,
         prompt: str = DEFAULT_ASKER_PROMPT,
         constrained: bool = True,
+        question: str = "free",
         log: Callable[[Decision], None] | None = None,
         batcher: DecisionBatcher | None = None,
     ):
@@ -184,10 +185,12 @@ class LocalAsker(Asker):
         self.name, self.model_key, self.prompt = name, model_key, prompt
         self.temperature, self.max_new_tokens, self.max_prompt_tokens = temperature, max_new_tokens, max_prompt_tokens
         self.run_seed, self.log, self.batcher = run_seed, log, batcher
-        self.constrained = constrained
+        self.constrained, self.question = constrained, question
 
     def sampler(self) -> Sampler:
-        return make_sampler(self.model, self.tokenizer, self.temperature, self.max_new_tokens, self.constrained)
+        return make_sampler(
+            self.model, self.tokenizer, self.temperature, self.max_new_tokens, self.constrained, self.question
+        )
 
     async def decide(self, inp: AskerInput) -> AskerDecision:
         messages = asker_messages(self.prompt, inp.spec, list(inp.history), inp.turn, inp.max_turns)
@@ -197,9 +200,9 @@ class LocalAsker(Asker):
         self.model.eval()
         try:
             if self.batcher is not None:
-                s = await self.batcher.sample(ids, seed)
+                s = await self.batcher.sample(ids, seed, inp.spec.user_query)
             else:
-                s = self.sampler()([ids], [seed])[0]
+                s = self.sampler()([ids], [seed], [inp.spec.user_query])[0]
         finally:
             self.model.train(was_training)
         if self.log is not None:
@@ -215,10 +218,12 @@ class LocalAsker(Asker):
         return decision_from_output(parsed.value, raw=text)
 
 
-def make_sampler(model, tokenizer, temperature: float, max_new_tokens: int, constrained: bool) -> Sampler:
+def make_sampler(
+    model, tokenizer, temperature: float, max_new_tokens: int, constrained: bool, question: str = "free"
+) -> Sampler:
     grammar = None
     if constrained:
         from pipelines.ambitab.training.grammar import DecisionGrammar
 
-        grammar = DecisionGrammar(tokenizer, max_new_tokens)
+        grammar = DecisionGrammar(tokenizer, max_new_tokens, question)
     return Sampler(model, tokenizer, temperature, max_new_tokens, grammar)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
+from pipelines.ambitab.training.prefix import prefix_batch
+
 
 def token_stats(model, prompt_ids, completion_ids, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Log π(y_t | h_t) and the entropy of π(· | h_t) for every completion token (1-D, length T),
@@ -27,6 +29,26 @@ def token_stats(model, prompt_ids, completion_ids, temperature: float) -> tuple[
     logits = model(input_ids=ids, logits_to_keep=t + 1).logits[:, :t, :].float() / temperature
     target = ids[:, -t:]
     return selective_log_softmax(logits, target)[0], entropy_from_logits(logits)[0]
+
+
+def group_token_stats(model, prompts, completions, temperature: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`token_stats` for several decisions at once, their prompts' shared prefix computed
+    once (:mod:`.prefix`: the same values and gradients as one forward per decision); one
+    forward per decision when they share no long prefix."""
+    seqs = [list(p) + list(c) for p, c in zip(prompts, completions)]
+    b = prefix_batch(model, seqs, [len(p) for p in prompts], pad=0)
+    if b.cache is None:
+        return [token_stats(model, p, c, temperature) for p, c in zip(prompts, completions)]
+    keep = max(len(c) for c in completions) + 1
+    logits = model(
+        input_ids=b.x, attention_mask=b.mask, position_ids=b.pos, cache=b.cache, use_cache=True, logits_to_keep=keep
+    ).logits
+    width, out = b.x.shape[1], []
+    for i, c in enumerate(completions):
+        t = len(c)
+        rows = logits[i : i + 1, keep - 1 - t : keep - 1, :].float() / temperature
+        out.append((selective_log_softmax(rows, b.x[i : i + 1, width - t :])[0], entropy_from_logits(rows)[0]))
+    return out
 
 
 @dataclass

@@ -39,4 +39,5 @@ def checkpoint_asker(name: str) -> LocalAsker:
         max_prompt_tokens=p["max_prompt_tokens"],
         run_seed=p["seed"],
         constrained=p.get("constrained", False),  # runs before #40 decoded freely
+        question=p.get("question", "free"),
     )

@@ -32,12 +32,27 @@ from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training.checkpoints import read_curve, read_state, write_json
 from pipelines.ambitab.training.decisions import Batch, Decision, build_batch
 from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker, make_sampler
-from pipelines.ambitab.training.loss import decision_loss, token_stats
+from pipelines.ambitab.training.loss import decision_loss, group_token_stats
 from pipelines.ambitab.training.model import with_lora
+from pipelines.ambitab.training.prefix import SHARED_PREFIX_MIN, common_prefix
 from pipelines.ambitab.training.presets import Preset
 from resources.llm.runtime import run_sync
 
 POLICY_NAME = "policy"  # the asker name in training episodes
+GROUP_MAX = 16  # decisions computed in one shared-prefix forward (memory: one suffix batch)
+
+
+def prefix_groups(decisions: Sequence[Decision], size: int) -> list[list[Decision]]:
+    """Consecutive decisions whose prompts share at least SHARED_PREFIX_MIN tokens with the
+    group's first (a request's trajectories are consecutive), at most ``size`` per group."""
+    groups: list[list[Decision]] = []
+    for d in decisions:
+        g = groups[-1] if groups else None
+        if g and len(g) < size and common_prefix([g[0].prompt_ids, d.prompt_ids]) >= SHARED_PREFIX_MIN:
+            g.append(d)
+        else:
+            groups.append([d])
+    return groups
 
 
 def request_order(n: int, seed: int, epoch: int) -> list[int]:
@@ -116,7 +131,7 @@ class Trainer:
         torch.manual_seed(preset.seed)
         self.policy = with_lora(model, preset)
         self.sampler = make_sampler(
-            self.policy, tokenizer, preset.temperature, preset.max_new_tokens, preset.constrained
+            self.policy, tokenizer, preset.temperature, preset.max_new_tokens, preset.constrained, preset.question
         )
         self.params = [p for p in self.policy.parameters() if p.requires_grad]
         self.opt = torch.optim.AdamW(
@@ -202,6 +217,7 @@ class Trainer:
             max_prompt_tokens=p.max_prompt_tokens,
             run_seed=p.seed,
             constrained=p.constrained,
+            question=p.question,
             log=log,
             batcher=batcher,
         )
@@ -232,37 +248,42 @@ class Trainer:
         return rows, log
 
     def accumulate(self, decisions: Sequence[Decision]) -> dict:
-        """Backpropagate Eq. 6 over ``decisions`` (gradients accumulate; no optimizer step)."""
+        """Backpropagate Eq. 6 over ``decisions`` (gradients accumulate; no optimizer step).
+        Decisions whose prompts share a long prefix (a request's trajectories) are computed
+        together, the prefix once (:func:`.loss.group_token_stats`: same values and gradients)."""
         p = self.preset
         self.policy.train()
         loss_sum, kl, ent, clip, tokens = 0.0, [], [], [], 0
-        for d in decisions:
-            if not d.completion_ids or not any(d.chosen):
-                continue  # nothing the policy chose: no term (still counted in the nominal B)
-            logp, entropy = token_stats(self.policy, d.prompt_ids, d.completion_ids, p.temperature)
+        live = [d for d in decisions if d.completion_ids and any(d.chosen)]  # else no term (still in B)
+        for group in prefix_groups(live, GROUP_MAX):
+            prompts, completions = [d.prompt_ids for d in group], [d.completion_ids for d in group]
+            stats = group_token_stats(self.policy, prompts, completions, p.temperature)
             with torch.no_grad(), self.policy.disable_adapter():
-                ref_logp, _ = token_stats(self.policy, d.prompt_ids, d.completion_ids, p.temperature)
-            # π_old: the log-probs the sampler recorded (the weights that sampled, in the sampler's
-            # numerics: batched, cached, bf16 on a GPU), else the current weights detached
-            old = torch.tensor(d.old_logp, dtype=logp.dtype) if d.old_logp else logp.detach()
-            terms = decision_loss(
-                logp,
-                old.to(logp.device),
-                ref_logp,
-                entropy,
-                d.advantage,
-                clip_low=p.clip_low,
-                clip_high=p.clip_high,
-                beta=p.beta,
-                entropy_coef=p.entropy_coef,
-                chosen=torch.tensor(d.chosen),
-            )
-            (terms.loss / p.nominal_batch).backward()  # decisions summed, divided by the nominal B
-            loss_sum += float(terms.loss.detach()) / p.nominal_batch
-            kl.append(terms.kl)
-            ent.append(terms.entropy)
-            clip.append(terms.clipped)
-            tokens += terms.tokens
+                refs = group_token_stats(self.policy, prompts, completions, p.temperature)
+            group_loss = 0.0
+            for d, (logp, entropy), (ref_logp, _) in zip(group, stats, refs):
+                # π_old: the log-probs the sampler recorded (the weights that sampled, in the
+                # sampler's numerics: batched, cached, bf16 on a GPU), else the current weights
+                old = torch.tensor(d.old_logp, dtype=logp.dtype) if d.old_logp else logp.detach()
+                terms = decision_loss(
+                    logp,
+                    old.to(logp.device),
+                    ref_logp,
+                    entropy,
+                    d.advantage,
+                    clip_low=p.clip_low,
+                    clip_high=p.clip_high,
+                    beta=p.beta,
+                    entropy_coef=p.entropy_coef,
+                    chosen=torch.tensor(d.chosen),
+                )
+                group_loss = group_loss + terms.loss / p.nominal_batch  # summed, divided by the nominal B
+                loss_sum += float(terms.loss.detach()) / p.nominal_batch
+                kl.append(terms.kl)
+                ent.append(terms.entropy)
+                clip.append(terms.clipped)
+                tokens += terms.tokens
+            group_loss.backward()
         return {
             "loss": loss_sum,
             "kl": _mean(kl) or 0.0,

@@ -53,3 +53,35 @@ def test_a_batch_samples_what_each_prompt_alone_would(tokenizer, tiny_model):
 def test_a_budget_without_room_for_a_question_is_refused(tokenizer):
     with pytest.raises(ValueError, match="no room for a question"):
         DecisionGrammar(tokenizer, SCAFFOLD_TOKENS)
+
+
+def test_free_questions_never_copy_the_prompts_placeholder(tokenizer):
+    g = DecisionGrammar(tokenizer, 48)
+    for text, ok in [
+        ('{"type": "clarification", "output": "Which year do you mean?"}', True),
+        ('{"type": "clarification", "output": "[YOUR-ONLY-ONE-QUESTION]"}', False),
+        ('{"type": "clarification", "output": "YOUR-ONLY-ONE-QUESTION"}', False),
+    ]:
+        m = g.matcher()
+        took = all(m.consume_token(t) for t in tokenizer.encode(text, add_special_tokens=False))
+        assert (took and m.is_stopped()) == ok, text
+
+
+def test_query_span_questions_quote_a_phrase_of_the_query(tokenizer, tiny_model):
+    from pipelines.ambitab.protocol.text import quoted_spans
+
+    query = 'What film categories does each "film festival" offer?'
+    sample = make_sampler(tiny_model, tokenizer, 1.0, 48, constrained=True, question="query_span")
+    ps = prompts(tokenizer, 1) * 16
+    asked = 0
+    for s in sample(ps, list(range(16)), [query] * 16):
+        obj = AskerOutput.model_validate(json.loads(tokenizer.decode(s.tokens)))
+        if obj.type == "clarification":
+            asked += 1
+            (_, span), *rest = quoted_spans(obj.output)
+            assert obj.output.startswith("What do you mean by") and not rest
+            assert span in "what film categories does each film festival offer"  # words of the query
+            assert 0 < len(span.split()) <= 6
+    assert asked  # a random policy asks some of the time
+    with pytest.raises(ValueError, match="needs the user query"):
+        sample(ps[:1], [0])

@@ -51,6 +51,7 @@ def test_a_toy_reward_rises_over_updates(tmp_path, tokenizer):
         requests_per_rollout=2,
         trajectories=4,
         max_new_tokens=20,
+        question="free",  # the toy reward counts asking; the question's words do not matter
         updates=6,
         lr=2e-2,
         warmup=0.0,

@@ -77,3 +77,37 @@ def test_token_stats_score_exactly_the_completion(tokenizer, tiny_model):
             lsm = torch.log_softmax(logits, -1)
             assert float(logp[i]) == pytest.approx(float(lsm[tok]), abs=1e-4)
             assert float(ent[i]) == pytest.approx(float(-(lsm.exp() * lsm).sum()), abs=1e-4)
+
+
+def test_shared_prefix_gives_the_values_and_gradients_of_one_forward_per_decision(tokenizer, tiny_model):
+    from pipelines.ambitab.training.loss import group_token_stats
+
+    def chat(*turns):
+        msgs = [{"role": "user", "content": "Schema: films(id, title, year, festival). " * 6 + t} for t in turns]
+        ids = tokenizer.apply_chat_template(msgs[:1], add_generation_prompt=True)
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    same = chat("Which festival?")
+    prompts = [same, same, chat("Which year? The user answered: 2020."), chat("Which title?")]
+    completions = [
+        tokenizer.encode(t, add_special_tokens=False)
+        for t in ('{"type": "done", "output": null}', '{"type": "clarification", "output": "Which one?"}', "x", "ab")
+    ]
+    weights = [0.3, -1.0, 2.0, 0.7]  # any scalar of the stats: gradients must agree too
+
+    def run(stats):
+        tiny_model.zero_grad()
+        total = sum(w * (lp.sum() + 0.1 * h.sum()) for w, (lp, h) in zip(weights, stats))
+        total.backward()
+        return [(lp.detach(), h.detach()) for lp, h in stats], [
+            p.grad.clone() for p in tiny_model.parameters() if p.grad is not None
+        ]
+
+    alone, g_alone = run([token_stats(tiny_model, p, c, 0.8) for p, c in zip(prompts, completions)])
+    grouped, g_grouped = run(group_token_stats(tiny_model, prompts, completions, 0.8))
+    for (a, ha), (b, hb), c in zip(alone, grouped, completions):
+        assert a.shape == b.shape == (len(c),)
+        assert torch.allclose(a, b, atol=1e-4) and torch.allclose(ha, hb, atol=1e-4)
+    assert len(g_alone) == len(g_grouped) > 0
+    for ga, gb in zip(g_alone, g_grouped):
+        assert torch.allclose(ga, gb, atol=1e-4, rtol=1e-3)

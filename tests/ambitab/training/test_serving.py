@@ -23,7 +23,9 @@ def test_checkpoint_asker_runs_held_out_episodes(tmp_path, monkeypatch, tokenize
     train = [task([amb("top")], query="List the top earners.", split="train")]
     heldout = [task([amb("year")], query="Sales per year.", db_id="other", split="test")]
     also_train = task([amb("month")], query="Sales per month.", db_id="other", split="train")
-    p = get_preset("cpu-small", model=str(model_dir), requests_per_rollout=1, trajectories=2, max_new_tokens=20)
+    p = get_preset(
+        "cpu-small", model=str(model_dir), requests_per_rollout=1, trajectories=2, max_new_tokens=20, question="free"
+    )
     run = new_run_dir("ambrosia", p.name)
     tr = Trainer(p, train, deterministic_oracle_for("ambrosia"), run, tiny_model, tokenizer, model_ref="tiny")
     assert tr.start({"corpus": "ambrosia", "split": "train"}) == 0

@@ -20,7 +20,15 @@ TASKS = [task([amb("top"), amb("earners")], query="List the top earners."), task
 
 
 def preset(**kw):
-    base = dict(requests_per_rollout=2, trajectories=2, max_new_tokens=20, updates=4, checkpoint_every=1, seed=3)
+    base = dict(
+        requests_per_rollout=2,
+        trajectories=2,
+        max_new_tokens=20,
+        updates=4,
+        checkpoint_every=1,
+        seed=3,
+        question="free",
+    )
     return get_preset("cpu-small", **{**base, **kw})
 
 
