@@ -25,6 +25,7 @@ def _interrupt_when_held(stub, proc, sig, what):
     return proc.returncode, out, err
 
 
+@pytest.mark.integration  # real processes, servers or a Dagster instance
 def test_ctrl_c_during_interact_is_one_line(cli_env, tmp_path):
     records = tmp_path / "questions.json"
     records.write_text(
@@ -57,6 +58,7 @@ def test_ctrl_c_during_interact_is_one_line(cli_env, tmp_path):
     assert artifact_store().latest_location("interaction_subset", "university") is not None  # completed work kept
 
 
+@pytest.mark.integration  # real processes, servers or a Dagster instance
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_command_without_a_run_ends_on_an_interrupt_with_one_line(cli_env, tmp_path, sig):
     """`council check` waiting on a held call: Ctrl-C or SIGTERM ends it with one line, exit 130."""
@@ -69,6 +71,7 @@ def test_a_command_without_a_run_ends_on_an_interrupt_with_one_line(cli_env, tmp
     assert [line for line in err.splitlines() if line.strip()] == ["interrupted: quandary council stopped"], err
 
 
+@pytest.mark.integration  # real processes, servers or a Dagster instance
 def test_a_canceled_run_leaves_no_asset_failed_even_if_read_while_it_read_failure(tmp_path):
     """#42 item 4: Dagster records an interrupted run as FAILURE before the CLI marks it CANCELED.
     A UI reading the asset statuses in between cached the partition as failed, and it stayed so
