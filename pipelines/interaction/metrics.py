@@ -676,12 +676,13 @@ def table4_narrow_lines(rows: list[dict]) -> list[str]:
     asset page's value column shows ~45 at 1,366 px and cut the wide table after "Cls." (#42 item 7)."""
     out = []
     for a in sorted({r["agent"] for r in rows if r["table"] == "table4"}):
-
+        # the cells as the report prints them: "–" where the rate could not be decided, and the
+        # undecided items beside a rate ("55.6 +3?"), never a bare rate over the few decided
         def pair(metric, a=a):
-            gt = _pct(_get(rows, "table4", a, "ground_truth", metric)).strip()
-            return f"{_pct(_get(rows, 'table4', a, 'predicted', metric)).strip():>5} (GT {gt})"
+            gt = _cell(_find(rows, "table4", a, "ground_truth", metric)).strip()
+            return f"{_cell(_find(rows, 'table4', a, 'predicted', metric)).strip():>5} (GT {gt})"
 
-        rec, cls = (_pct(_get(rows, "table4", a, "predicted", m)).strip() for m in ("rec", "cls"))
+        rec, cls = (_cell(_find(rows, "table4", a, "predicted", m)).strip() for m in ("rec", "cls"))
         out += [a if len(a) <= 38 else a[:37] + "…", f"  Rec. {rec:>5}  Cls. {cls:>5}"]
         out += [f"  EX   {pair('ex')}", f"  FB   {pair('fb')}", f"  Incompl. {pair('incomplete')}"]
     return out
