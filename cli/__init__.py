@@ -57,7 +57,12 @@ def _absolute_path_env() -> None:
 def main(argv: list[str] | None = None) -> int:
     from cli.run_output import TerminateAsInterrupt
 
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()  # imports every command (seconds): a Ctrl-C there is one line too
+    except KeyboardInterrupt:
+        print("\ninterrupted: quandary stopped", file=sys.stderr)
+        return 130
+    args = parser.parse_args(argv)
     _absolute_path_env()
     # every command ends on Ctrl-C or SIGTERM with one line (#31 item 6); a command that runs a job
     # says more (the run kept, the resume command) and returns 130 itself
@@ -90,8 +95,11 @@ def run() -> None:
     code = main()
     if code == 130:
         logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # `quandary … | tee`: the Ctrl-C ended the reader too
+                pass
         os._exit(130)
     sys.exit(code)
 

@@ -27,7 +27,8 @@ def _cpu() -> tuple[float, float]:
 class _Recorder:
     def __init__(self, out: Path, worker: str):
         out.mkdir(parents=True, exist_ok=True)
-        self._fh = open(out / f"{worker}.jsonl", "a", buffering=1)  # noqa: SIM115 (open for the session)
+        # "w": a run's log is its own (appended to an earlier run's, the summary counted both)
+        self._fh = open(out / f"{worker}.jsonl", "w", buffering=1)  # noqa: SIM115 (open for the session)
         self._worker = worker
         self._start = time.monotonic()
 
@@ -53,6 +54,7 @@ class _Recorder:
         # the whole worker: collection, imports and fixtures outside any test phase included
         own, kids = _cpu()
         self.record("<session>", "session", time.monotonic() - self._start, own, kids)
+        self._fh.close()
 
     def _measure(self, item, phase):
         start, (own0, kids0) = time.monotonic(), _cpu()

@@ -676,12 +676,13 @@ def table4_narrow_lines(rows: list[dict]) -> list[str]:
     asset page's value column shows ~45 at 1,366 px and cut the wide table after "Cls." (#42 item 7)."""
     out = []
     for a in sorted({r["agent"] for r in rows if r["table"] == "table4"}):
-
+        # the cells as the report prints them: "–" where the rate could not be decided, and the
+        # undecided items beside a rate ("55.6 +3?"), never a bare rate over the few decided
         def pair(metric, a=a):
-            gt = _pct(_get(rows, "table4", a, "ground_truth", metric)).strip()
-            return f"{_pct(_get(rows, 'table4', a, 'predicted', metric)).strip():>5} (GT {gt})"
+            gt = _cell(_find(rows, "table4", a, "ground_truth", metric)).strip()
+            return f"{_cell(_find(rows, 'table4', a, 'predicted', metric)).strip():>5} (GT {gt})"
 
-        rec, cls = (_pct(_get(rows, "table4", a, "predicted", m)).strip() for m in ("rec", "cls"))
+        rec, cls = (_cell(_find(rows, "table4", a, "predicted", m)).strip() for m in ("rec", "cls"))
         out += [a if len(a) <= 38 else a[:37] + "…", f"  Rec. {rec:>5}  Cls. {cls:>5}"]
         out += [f"  EX   {pair('ex')}", f"  FB   {pair('fb')}", f"  Incompl. {pair('incomplete')}"]
     return out
@@ -726,19 +727,40 @@ def provisional_lines(rows: list[dict], complete_command: str | None = None) -> 
     return out + [""]
 
 
-def table5_lines(rows: list[dict], agent: str = "mean", label_w: int = 16, cell_w: int = 8) -> list[str]:
-    """Table 5, one line per mode; ``label_w=13, cell_w=7`` keeps it within 37 characters (the asset page)."""
+MODE_ABBREV = {"ground_truth": "GT", "predicted": "Pr", "taxonomy_only": "TO", "taxonomy_free": "TF"}
+
+
+def mode_legend(modes) -> str:
+    """What the abbreviations of ``modes`` stand for (narrow tables: Figure 2, Table 5)."""
+    return ", ".join(f"{MODE_ABBREV[m]} {MODE_LABELS[m].lower()}" for m in modes)
+
+
+def _table5_modes(rows: list[dict], agent: str = "mean") -> list[str]:
+    """The modes Table 5 has a rate of."""
+    return [m for m in MODES if any(_get(rows, "table5", agent, m, x) is not None for x in ("fb", "ans_ex", "amb_ex"))]
+
+
+def table5_lines(
+    rows: list[dict], agent: str = "mean", label_w: int = 16, cell_w: int = 8, labels: dict[str, str] | None = None
+) -> list[str]:
+    """Table 5, one line per mode, each mode named by ``labels`` (default :data:`MODE_LABELS`)."""
+    labels = labels or MODE_LABELS
     out = [f"{'mode':<{label_w}} {'Ans. EX':>{cell_w}} {'Amb. EX':>{cell_w}} {'FB':>{cell_w}}"]
-    for mode in MODES:
-        if (
-            _get(rows, "table5", agent, mode, "fb") is None
-            and _get(rows, "table5", agent, mode, "ans_ex") is None
-            and _get(rows, "table5", agent, mode, "amb_ex") is None
-        ):
-            continue
+    for mode in _table5_modes(rows, agent):
         cells = [_cell(_find(rows, "table5", agent, mode, m)) for m in ("ans_ex", "amb_ex", "fb")]
-        out.append(f"{MODE_LABELS[mode]:<{label_w}} " + " ".join(f"{c:>{cell_w}}" for c in cells))
+        out.append(f"{labels[mode]:<{label_w}} " + " ".join(f"{c:>{cell_w}}" for c in cells))
     return out
+
+
+def _table5_within(rows: list[dict], width: int) -> list[str]:
+    """Table 5 (mean) at most ``width`` characters a line: the modes' names where they fit, else
+    their abbreviations and a legend (a cell's undecided items, "57.1 +15?", widen it; cut at
+    the value column's edge, the mark that says the rate is provisional was lost, #42 item 7)."""
+    lines = table5_lines(rows, label_w=13, cell_w=7)
+    if max(len(line) for line in lines) <= width:
+        return lines
+    lines = table5_lines(rows, label_w=4, cell_w=(width - 4) // 3 - 1, labels=MODE_ABBREV)
+    return lines + textwrap.wrap(mode_legend(_table5_modes(rows)), width)
 
 
 def report_summary_lines(rows: list[dict], width: int = 38) -> list[str]:
@@ -755,7 +777,7 @@ def report_summary_lines(rows: list[dict], width: int = 38) -> list[str]:
             width,
         )
     out += [f"{n} conversations, {k} incomplete", f"undecided: EX {undecided['ex']}, FB {undecided['fb']}", ""]
-    out += ["Table 5, mean over agents, %", *table5_lines(rows, label_w=13, cell_w=7)]
+    out += ["Table 5, mean over agents, %", *_table5_within(rows, width)]
     return out
 
 
@@ -858,9 +880,6 @@ def figure2_cells(rows: list[dict]) -> tuple[list[str], list[str], dict[tuple[st
     return subs, modes, cells
 
 
-FIGURE2_MODE_ABBREV = {"ground_truth": "GT", "predicted": "Pr", "taxonomy_only": "TO", "taxonomy_free": "TF"}
-
-
 def figure2_lines(rows: list[dict], width: int = 38) -> list[str]:
     """Figure 2 as a text table at most ``width`` characters wide, for the asset page, where it reads
     whole at 1,366 px (the PNG hides behind "[Show Markdown]", #42 item 7): a line per subcategory,
@@ -876,7 +895,7 @@ def figure2_lines(rows: list[dict], width: int = 38) -> list[str]:
             return "–"
         return f"{100 * row['value']:.0f}"
 
-    out = ["Figure 2, % pooled over agents", f"{'':<{name_w}}" + "".join(f"{FIGURE2_MODE_ABBREV[m]:>4}" for m in modes)]
+    out = ["Figure 2, % pooled over agents", f"{'':<{name_w}}" + "".join(f"{MODE_ABBREV[m]:>4}" for m in modes)]
     for solvable, label in ((True, "EX, solvable"), (False, "FB, unanswerable")):
         group = [s for s in subs if SUBCATEGORY_BY_ID[s].solvable is solvable]
         if not group:
@@ -887,7 +906,7 @@ def figure2_lines(rows: list[dict], width: int = 38) -> list[str]:
             name = name if len(name) <= name_w else name[: name_w - 1] + "…"  # the cells keep a space
             out.append(f"{name:<{name_w}}" + "".join(f"{pct(cells.get((s, m))):>4}" for m in modes))
     undecided = sum(c["undecided"] or 0 for c in cells.values())
-    legend = ", ".join(f"{FIGURE2_MODE_ABBREV[m]} {MODE_LABELS[m].lower()}" for m in modes)
+    legend = mode_legend(modes)
     out += textwrap.wrap(
         legend + "; – no item decided" + (f"; {undecided} undecided item(s) left out" if undecided else ""), width
     )

@@ -51,6 +51,7 @@ class SandboxSession:
         self.in_process = os.environ.get("QUANDARY_SQL_IN_PROCESS") == "1" if in_process is None else in_process
         self._lock = threading.Lock()
         self._worker = None
+        self._served = None  # the database the worker's connection is on (it opens one at a query)
         self._con = None
 
     def __enter__(self) -> "SandboxSession":
@@ -73,11 +74,12 @@ class SandboxSession:
 
     def rebind(self, path: str | Path) -> None:
         """Serve ``path`` from now on, keeping the worker (its start costs a few tenths of a second):
-        the worker opens the new database at the next query and closes the old one then. The same
-        path again (a file replaced in place) stops the worker: it would keep reading the old file."""
+        the worker opens the new database at the next query and closes the old one then. A path the
+        worker's connection is still on (the same path again, or one left with no query since: a
+        file replaced in place) stops the worker: it would keep reading the old file."""
         new = Path(path).absolute()
         with self._lock:
-            worker = self._worker if new == self.path else None
+            worker = self._worker if new in (self.path, self._served) else None
             if worker is not None:
                 self._worker = None
             self.path = new
@@ -93,6 +95,7 @@ class SandboxSession:
 
         if not self.in_process and (self._worker is None or not self._worker.alive()):
             self._worker = _Worker(extra_env={UDF_WORKER_ENV: "1"} if self.udfs else None)
+            self._served = None
 
     def execute(
         self,
@@ -112,6 +115,7 @@ class SandboxSession:
             if self.in_process:
                 return self._execute_here(sql, timeout_s, max_rows, max_bytes)
             self._ensure_worker()
+            self._served = self.path
             request = {
                 "session": (str(self.path), self.threads, self.udfs),
                 "sql": sql,

@@ -4,6 +4,7 @@
 import json
 import os
 import signal
+import sys
 
 import pytest
 
@@ -24,6 +25,7 @@ def _interrupt_when_held(stub, proc, sig, what):
     return proc.returncode, out, err
 
 
+@pytest.mark.integration  # real processes, servers or a Dagster instance
 def test_ctrl_c_during_interact_is_one_line(cli_env, tmp_path):
     records = tmp_path / "questions.json"
     records.write_text(
@@ -56,6 +58,7 @@ def test_ctrl_c_during_interact_is_one_line(cli_env, tmp_path):
     assert artifact_store().latest_location("interaction_subset", "university") is not None  # completed work kept
 
 
+@pytest.mark.integration  # real processes, servers or a Dagster instance
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_command_without_a_run_ends_on_an_interrupt_with_one_line(cli_env, tmp_path, sig):
     """`council check` waiting on a held call: Ctrl-C or SIGTERM ends it with one line, exit 130."""
@@ -68,6 +71,7 @@ def test_a_command_without_a_run_ends_on_an_interrupt_with_one_line(cli_env, tmp
     assert [line for line in err.splitlines() if line.strip()] == ["interrupted: quandary council stopped"], err
 
 
+@pytest.mark.integration  # real processes, servers or a Dagster instance
 def test_a_canceled_run_leaves_no_asset_failed_even_if_read_while_it_read_failure(tmp_path):
     """#42 item 4: Dagster records an interrupted run as FAILURE before the CLI marks it CANCELED.
     A UI reading the asset statuses in between cached the partition as failed, and it stayed so
@@ -94,3 +98,48 @@ def test_a_canceled_run_leaves_no_asset_failed_even_if_read_while_it_read_failur
         assert mark_run_canceled(instance, run.run_id)
         assert instance.get_run_by_id(run.run_id).status.value == "CANCELED"
         assert failed(instance) == []
+
+
+def test_an_interrupt_while_the_commands_load_is_one_line(monkeypatch, capsys):
+    """#31 item 6: Ctrl-C in the seconds `quandary` spends importing its commands (Dagster, the job
+    cards) is one line and exit 130, like one while a command works: it was a KeyboardInterrupt
+    traceback, the parser being built before any handler."""
+    import cli
+
+    def loading():
+        raise KeyboardInterrupt  # the user's Ctrl-C, landing inside the imports
+
+    monkeypatch.setattr(cli, "build_parser", loading)
+    try:
+        code = cli.main(["council", "check"])
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped cli.main: the user sees a traceback")
+    assert code == 130
+    assert [line for line in capsys.readouterr().err.splitlines() if line.strip()] == ["interrupted: quandary stopped"]
+
+
+def test_the_console_script_ends_an_interrupt_at_once_when_its_output_pipe_is_gone(monkeypatch):
+    """#42 item 4: after an interrupt the console script ends with os._exit(130), skipping the
+    interpreter teardown that hung on the embedded model. `quandary … | tee log` and Ctrl-C: the
+    terminal's interrupt ends tee too, flushing stdout raised BrokenPipeError, and the process went
+    on into that teardown (with a traceback) instead."""
+    import io
+
+    import cli
+
+    class GonePipe(io.StringIO):
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    ended = []
+
+    def _exit(code):  # os._exit would end the test process
+        ended.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli, "main", lambda: 130)
+    monkeypatch.setattr(sys, "stdout", GonePipe())
+    monkeypatch.setattr(os, "_exit", _exit)
+    with pytest.raises(SystemExit):
+        cli.run()
+    assert ended == [130]

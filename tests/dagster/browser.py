@@ -100,9 +100,25 @@ class Browser:
         return out["result"].get("value")
 
     def open(self, url: str, ready: str, timeout_s: float = 120) -> None:
-        """Navigate to ``url`` and wait until the JavaScript expression ``ready`` is true."""
-        self._call("Page.navigate", session=True, url=url)
-        wait_until(lambda: self.js(f"document.readyState === 'complete' && !!({ready})"), timeout_s, f"{url} ready")
+        """Navigate to ``url`` and wait until the JavaScript expression ``ready`` is true *on the new
+        page*: the page being left is marked first, so it never passes for the new one (a navigation
+        that does not replace it, or an answer to Page.navigate before the new page is in place, left
+        the previous asset's page to be read as this one's). A failed navigation raises at once."""
+        self.js("window.__quandaryLeft = true")
+        nav = self._call("Page.navigate", session=True, url=url)
+        if nav.get("errorText"):
+            raise RuntimeError(f"{url}: {nav['errorText']}")
+        expression = f"!window.__quandaryLeft && document.readyState === 'complete' && !!({ready})"
+
+        def ready_now():
+            try:
+                return self.js(expression)
+            except RuntimeError as exc:  # the old page's context went away under the call
+                if "context" in str(exc).lower():
+                    return False
+                raise
+
+        wait_until(ready_now, timeout_s, f"{url} ready")
 
     def html(self) -> str:
         return self.js("document.documentElement.outerHTML")

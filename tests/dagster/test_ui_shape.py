@@ -171,3 +171,50 @@ def test_a_wide_nested_schema_renders_in_place():
     assert all(len(line) < 100 for line in md.splitlines())
     shown = sum(1 for line in md.splitlines() if line.startswith("- "))
     assert shown == len(TURN_SCHEMA) or f"{len(TURN_SCHEMA) - shown} more, in the artifact's schema" in md
+
+
+def test_the_report_head_keeps_table_5s_undecided_marks_within_the_value_column():
+    """#42 item 7: a provisional run's Table 5 cells carry their undecided items ("57.1 +7?"), which
+    made its lines 40+ characters: past the value column's edge, where the marks that say the rate
+    is provisional are cut off. The head stays within the width, every mark whole."""
+    from assets.interaction.assets import UI_LINE_CHARS
+    from pipelines.abiss.taxonomy import SUBCATEGORIES
+    from pipelines.interaction import metrics as M
+    from pipelines.interaction.modes import MODES
+
+    agents = "abcdefghijkl"
+    scores = [
+        _score(s.id, m, a, outcome=i % 2 == 0) for i, s in enumerate(SUBCATEGORIES) for m in MODES for a in agents
+    ]
+    for n, s in enumerate(SUBCATEGORIES):  # some undecided items beside the decided ones
+        scores += [_score(s.id, m, "a", status="undecided") for m in MODES for _ in range(1 + n % 3)]
+    rows = M.metric_rows(scores)
+    head = M.report_summary_lines(rows, UI_LINE_CHARS)
+    assert max(len(line) for line in head) <= UI_LINE_CHARS, "\n".join(head)
+    table = head[head.index("Table 5, mean over agents, %") + 1 :]
+    marks = [c for r in rows if r["table"] == "table5" and r["agent"] == "mean" if (c := M._cell(r)).endswith("?")]
+    assert marks and all(any(mark in line for line in table) for mark in marks), (marks, table)
+
+
+def test_table4_on_the_asset_page_says_undecided_where_the_report_does():
+    """Trust first: agent a's EX has 18 undecided items beside 9 decided, so the report prints
+    "– +18?" (no rate: the few decided items say nothing). The asset page's Table 4 printed the rate
+    over the 9 (55.6) with no mark, under a legend that says "– = undecided"."""
+    from assets.interaction.assets import UI_LINE_CHARS
+    from pipelines.abiss.taxonomy import SUBCATEGORIES
+    from pipelines.interaction import metrics as M
+    from pipelines.interaction.modes import MODES
+
+    scores = [_score(s.id, m, a, outcome=i % 2 == 0) for i, s in enumerate(SUBCATEGORIES) for m in MODES for a in "ab"]
+    for n, s in enumerate(SUBCATEGORIES):
+        scores += [_score(s.id, m, "a", status="undecided") for m in MODES for _ in range(1 + n % 3)]
+    rows = M.metric_rows(scores)
+    ex = {r["agent"]: r for r in rows if r["table"] == "table4" and r["metric"] == "ex" and r["mode"] == "predicted"}
+    assert M.undecided_rate(ex["a"]) and not M.undecided_rate(ex["b"])  # the case this test is about
+    narrow = M.table4_narrow_lines(rows)
+    blocks = {"a": narrow[narrow.index("a") + 1 : narrow.index("b")], "b": narrow[narrow.index("b") + 1 :]}
+    lines = {a: next(line for line in block if line.split()[0] == "EX") for a, block in blocks.items()}
+    undecided, rate = M._cell(ex["a"]).strip(), M._cell(ex["b"]).strip()
+    assert undecided.startswith("–") and lines["a"] == f"  EX   {undecided} (GT {undecided})", lines["a"]
+    assert lines["b"] == f"  EX   {rate:>5} (GT {rate})", lines["b"]
+    assert max(len(line) for line in narrow) <= UI_LINE_CHARS, narrow

@@ -2,8 +2,6 @@
 
 import json
 
-import polars as pl
-
 from pipelines.abiss.taxonomy import subcategory
 from pipelines.interaction.prompts import PROMPT_OPENINGS
 
@@ -71,18 +69,6 @@ def question_row(
         "generator": "test",
         "interpretation_index": None,
     }
-
-
-QUESTION_ROW_SCHEMA = {
-    **dict.fromkeys(
-        ["question_id", "candidate_id", "group_id", "db_id", "question", "evidence", "sql", "hidden_knowledge"],
-        pl.Utf8,
-    ),
-    **dict.fromkeys(["feedback", "subcategory", "category", "group"], pl.Utf8),
-    "is_solvable": pl.Boolean,
-    **dict.fromkeys(["style", "difficulty", "generator"], pl.Utf8),
-    "interpretation_index": pl.Int64,
-}
 
 
 def use_council_file(tmp_path, monkeypatch, councils: dict[str, list[str]]):

@@ -4,15 +4,16 @@ questions come from `quandary import` (``imported_dataset``), not the pipeline's
 import polars as pl
 
 from assets.cards import INTERACTION
+from pipelines.abiss.outputs import DATASET_SCHEMA
 from storage.stores import artifact_store
-from tests.interaction.helpers import QUESTION_ROW_SCHEMA, question_row
+from tests.interaction.helpers import question_row
 
 SUBS = ("answerable", "missing_entity", "lexical_vagueness")
 
 
 def _questions(n: int) -> pl.DataFrame:
     rows = [question_row(SUBS[i % 3], f"Question number {i}?", sql="SELECT 1", qid=f"q{i}") for i in range(n)]
-    return pl.DataFrame(rows, schema=QUESTION_ROW_SCHEMA)
+    return pl.DataFrame(rows, schema=DATASET_SCHEMA)  # the dataset's own declared schema
 
 
 def test_the_plan_counts_an_imported_dataset(isolated_home):

@@ -110,3 +110,37 @@ def test_aisql_run_refuses_bad_timeout_at_the_command_line(bad):
     )
     assert r.returncode == 2 and "timeout must be a finite number" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def _database(path: Path, value: int) -> Path:
+    """A DuckDB file whose one row says ``value``, written beside and moved into place (a new file
+    at the same path, as a test suite's or a re-registered database is)."""
+    tmp = path.with_name(f"{path.stem}.new.duckdb")
+    con = duckdb.connect(str(tmp))
+    con.execute(f"CREATE TABLE v AS SELECT {value} AS value")
+    con.close()
+    tmp.replace(path)
+    return path
+
+
+def test_rebind_serves_the_new_database_in_the_same_worker_and_never_a_replaced_file(tmp_path):
+    """#39 item 6: a session moves to another database keeping its worker (a test suite's queries run
+    in the judging's worker); back on a path whose file was replaced meanwhile it reads the new
+    file. The worker's connection is on the file it last served: A -> B (no query) -> A, with A
+    replaced between, read A's old file (the rebind compared with the path it was leaving)."""
+    a, b = _database(tmp_path / "a.duckdb", 1), _database(tmp_path / "b.duckdb", 2)
+    with SandboxSession(a) as s:
+        assert s.execute("SELECT value FROM v", timeout_s=60).rows == [(1,)]
+        pid = s.worker_pid
+        s.rebind(b)
+        assert s.execute("SELECT value FROM v", timeout_s=60).rows == [(2,)]
+        assert s.worker_pid == pid  # the same worker, another database
+        s.rebind(a)
+        assert s.execute("SELECT value FROM v", timeout_s=60).rows == [(1,)]
+        s.rebind(b)  # moved away, and back before any query on b
+        _database(a, 3)  # a's file replaced in place
+        s.rebind(a)
+        assert s.execute("SELECT value FROM v", timeout_s=60).rows == [(3,)]
+        _database(a, 4)
+        s.rebind(a)  # the same path again
+        assert s.execute("SELECT value FROM v", timeout_s=60).rows == [(4,)]
