@@ -25,6 +25,16 @@ ROWS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _hf_cache_in_tmp(tmp_path, monkeypatch):
+    """`datasets.load_dataset` caches what it reads; keep it in the test's folder, never ~/.cache."""
+    try:
+        import datasets.config
+    except ImportError:  # the `train` extra is absent: the tests that need datasets skip themselves
+        return
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf_datasets_cache"))
+
+
 @pytest.fixture
 def stored(isolated_home, demo_db_path):
     Catalog().register(demo_db_path, "university")
