@@ -26,6 +26,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -62,6 +63,28 @@ VALIDATE_EVERY = 8  # updates, as the paper
 
 def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PhaseMemory:
+    """Peak RSS per phase (load, validation, rollout, update, evaluation), sampled every 0.1 s
+    from /proc/self/statm (Linux; elsewhere nothing is sampled): where the process's peak is."""
+
+    def __init__(self):
+        self.phase, self.peaks = "load", {}
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        if Path("/proc/self/statm").is_file():
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            rss = int(Path("/proc/self/statm").read_text().split()[1]) * self._page / 2**20
+            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0.0), rss)
+
+    def stop(self) -> dict:
+        self._stop.set()
+        return {k: round(v) for k, v in self.peaks.items()}
 
 
 def evaluate(make, tasks, oracle) -> list[dict]:
@@ -159,6 +182,7 @@ def main(argv=None) -> dict:
     out = Path(args.out or tempfile.mkdtemp(prefix="ambitab-train-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     load0 = os.getloadavg()
+    mem = PhaseMemory()
     t0 = time.monotonic()
     device = resolve_device(args.device)
     threads = set_threads()
@@ -198,10 +222,20 @@ def main(argv=None) -> dict:
         if not validation:
             return
         tr.policy.eval()
+        mem.phase = "validation"
         rows = evaluate(lambda: tr.asker(None), validation, oracle)
         val_rows.append({"update": tr.update, **interval(rows)})
         print(f"validation at update {tr.update}: question F1 {val_rows[-1]['text']}", flush=True)
 
+    rollout = tr.rollout
+
+    def phased_rollout(update: int):  # the rollout, then the loss + backward + step, apart
+        mem.phase = "rollout"
+        out = rollout(update)
+        mem.phase = "update"
+        return out
+
+    tr.rollout = phased_rollout
     validate()
     budget = args.minutes * 60
     horizon = preset.updates if args.max_updates is None else min(preset.updates, args.max_updates)
@@ -228,6 +262,7 @@ def main(argv=None) -> dict:
     tr = None  # the evaluation loads each checkpoint on its own
     run_id = run_dir.name
     results: dict = {}
+    mem.phase = "evaluation"
     for where, records in (("held_in", heldin), ("held_out", heldout)):
         results[where] = {}
         for label, name in (("base", f"checkpoint:{run_id}@0"), ("trained", f"checkpoint:{run_id}")):
@@ -255,6 +290,7 @@ def main(argv=None) -> dict:
         "train_s": round(train_s),
         "s_per_update": round(train_s / max(1, len(curve)), 1),
         "peak_rss_mib": round(peak_mib()),
+        "peak_rss_mib_by_phase": mem.stop(),
         "load_avg_start": [round(x, 2) for x in load0],
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
         "curve": [
