@@ -11,7 +11,7 @@ question F1 (Eq. 2) on each.
 
     .venv/bin/python bench/bench_ambitab_train.py [--corpus ambrosia] [--minutes 20] [--heldin 24]
         [--heldout 24] [--requests R] [--trajectories K] [--out DIR] [--device cpu|cuda]
-        [--preset cpu-small|paper] [--model PATH]
+        [--preset cpu-small|paper] [--model PATH] [--threads N]
     .venv/bin/python bench/bench_ambitab_train.py --smoke      # seconds: a tiny random model
 
 Writes ``report.json``, ``learning_curve.png`` (training reward per update, validation question
@@ -176,6 +176,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--trajectories", type=int, help="trajectories per request (default: the preset's)")
     ap.add_argument("--lr", type=float, help="peak learning rate (default: the preset's)")
     ap.add_argument("--device", help="cpu, cuda (default: cuda when present)")
+    ap.add_argument(
+        "--threads", type=int, help="torch threads (default: the cores free at start, from the load average)"
+    )
     ap.add_argument("--out", help="folder for report.json and the figures (default: a temporary folder)")
     ap.add_argument("--smoke", action="store_true", help="seconds: a tiny random model, 2 updates, 2 records each")
     args = ap.parse_args(argv)
@@ -185,7 +188,7 @@ def main(argv=None) -> dict:
     mem = PhaseMemory()
     t0 = time.monotonic()
     device = resolve_device(args.device)
-    threads = set_threads()
+    threads = set_threads(args.threads)
     train_split, test_split = SPLITS[args.corpus]
     tasks = [Task.from_record(r) for r in build_corpus(args.corpus).records]
     train = sorted((t for t in tasks if t.split == train_split), key=lambda t: (t.avt_id, t.record_id))
