@@ -11,7 +11,7 @@ question F1 (Eq. 2) on each.
 
     .venv/bin/python bench/bench_ambitab_train.py [--corpus ambrosia] [--minutes 20] [--heldin 24]
         [--heldout 24] [--requests R] [--trajectories K] [--out DIR] [--device cpu|cuda]
-        [--preset cpu-small|paper] [--model PATH]
+        [--preset cpu-small|paper] [--model PATH] [--threads N]
     .venv/bin/python bench/bench_ambitab_train.py --smoke      # seconds: a tiny random model
 
 Writes ``report.json``, ``learning_curve.png`` (training reward per update, validation question
@@ -26,6 +26,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -62,6 +63,28 @@ VALIDATE_EVERY = 8  # updates, as the paper
 
 def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PhaseMemory:
+    """Peak RSS per phase (load, validation, rollout, update, evaluation), sampled every 0.1 s
+    from /proc/self/statm (Linux; elsewhere nothing is sampled): where the process's peak is."""
+
+    def __init__(self):
+        self.phase, self.peaks = "load", {}
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        if Path("/proc/self/statm").is_file():
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            rss = int(Path("/proc/self/statm").read_text().split()[1]) * self._page / 2**20
+            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0.0), rss)
+
+    def stop(self) -> dict:
+        self._stop.set()
+        return {k: round(v) for k, v in self.peaks.items()}
 
 
 def evaluate(make, tasks, oracle) -> list[dict]:
@@ -153,15 +176,19 @@ def main(argv=None) -> dict:
     ap.add_argument("--trajectories", type=int, help="trajectories per request (default: the preset's)")
     ap.add_argument("--lr", type=float, help="peak learning rate (default: the preset's)")
     ap.add_argument("--device", help="cpu, cuda (default: cuda when present)")
+    ap.add_argument(
+        "--threads", type=int, help="torch threads (default: the cores free at start, from the load average)"
+    )
     ap.add_argument("--out", help="folder for report.json and the figures (default: a temporary folder)")
     ap.add_argument("--smoke", action="store_true", help="seconds: a tiny random model, 2 updates, 2 records each")
     args = ap.parse_args(argv)
     out = Path(args.out or tempfile.mkdtemp(prefix="ambitab-train-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     load0 = os.getloadavg()
+    mem = PhaseMemory()
     t0 = time.monotonic()
     device = resolve_device(args.device)
-    threads = set_threads()
+    threads = set_threads(args.threads)
     train_split, test_split = SPLITS[args.corpus]
     tasks = [Task.from_record(r) for r in build_corpus(args.corpus).records]
     train = sorted((t for t in tasks if t.split == train_split), key=lambda t: (t.avt_id, t.record_id))
@@ -198,10 +225,20 @@ def main(argv=None) -> dict:
         if not validation:
             return
         tr.policy.eval()
+        mem.phase = "validation"
         rows = evaluate(lambda: tr.asker(None), validation, oracle)
         val_rows.append({"update": tr.update, **interval(rows)})
         print(f"validation at update {tr.update}: question F1 {val_rows[-1]['text']}", flush=True)
 
+    rollout = tr.rollout
+
+    def phased_rollout(update: int):  # the rollout, then the loss + backward + step, apart
+        mem.phase = "rollout"
+        out = rollout(update)
+        mem.phase = "update"
+        return out
+
+    tr.rollout = phased_rollout
     validate()
     budget = args.minutes * 60
     horizon = preset.updates if args.max_updates is None else min(preset.updates, args.max_updates)
@@ -228,6 +265,7 @@ def main(argv=None) -> dict:
     tr = None  # the evaluation loads each checkpoint on its own
     run_id = run_dir.name
     results: dict = {}
+    mem.phase = "evaluation"
     for where, records in (("held_in", heldin), ("held_out", heldout)):
         results[where] = {}
         for label, name in (("base", f"checkpoint:{run_id}@0"), ("trained", f"checkpoint:{run_id}")):
@@ -255,6 +293,7 @@ def main(argv=None) -> dict:
         "train_s": round(train_s),
         "s_per_update": round(train_s / max(1, len(curve)), 1),
         "peak_rss_mib": round(peak_mib()),
+        "peak_rss_mib_by_phase": mem.stop(),
         "load_avg_start": [round(x, 2) for x in load0],
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
         "curve": [

@@ -31,15 +31,24 @@ class PrefixBatch:
     x: torch.Tensor  # rows × width: each row's suffix, left-padded
     mask: torch.Tensor  # rows × (shared + width): the prefix, then the suffix's real tokens
     pos: torch.Tensor  # rows × width: position ids of the suffix tokens
-    cache: object | None  # the prefix's KV cache, one copy per row (None: no shared prefix)
+    cache: object | None  # the prefix's KV cache, one copy per row (one in all when not repeated; None: no prefix)
     shared: int  # prefix length
 
+    def rows(self, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The suffix input, mask and positions of rows ``idx``, cut to their own widest suffix."""
+        sel = torch.tensor(idx, device=self.x.device)
+        real = self.mask[sel, self.shared :]
+        cut = int(real.any(0).nonzero()[0])  # left padding: the chunk's first real column
+        mask = torch.cat([self.mask[sel, : self.shared], real[:, cut:]], dim=1)
+        return self.x[sel, cut:], mask, self.pos[sel, cut:]
 
-def prefix_batch(model, seqs, prompt_lens, pad: int) -> PrefixBatch:
+
+def prefix_batch(model, seqs, prompt_lens, pad: int, repeat: bool = True) -> PrefixBatch:
     """``seqs`` as one batch whose shared prefix (within every prompt, leaving each row at least
     one prompt token) has run through ``model`` once. Shared = 0, no cache, when that prefix is
     under SHARED_PREFIX_MIN tokens, there is one row, or the model keeps no cache (gradient
-    checkpointing in training)."""
+    checkpointing in training). ``repeat=False`` leaves the cache at one row (the caller expands
+    it for the rows it runs: the loss runs a group's rows a few at a time)."""
     n, device = len(seqs), next(model.parameters()).device
     shared = min(common_prefix(seqs), min(prompt_lens) - 1) if n > 1 else 0
     cache = None
@@ -48,7 +57,7 @@ def prefix_batch(model, seqs, prompt_lens, pad: int) -> PrefixBatch:
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     if cache is None:
         shared = 0
-    else:
+    elif repeat:
         cache.batch_repeat_interleave(n)
     width = max(len(s) for s in seqs) - shared
     x = torch.full((n, width), pad, dtype=torch.long)

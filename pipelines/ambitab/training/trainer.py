@@ -32,14 +32,17 @@ from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training.checkpoints import read_curve, read_state, write_json
 from pipelines.ambitab.training.decisions import Batch, Decision, build_batch
 from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker, make_sampler
-from pipelines.ambitab.training.loss import decision_loss, group_token_stats
+from pipelines.ambitab.training.loss import backward_group, decision_loss, group_token_stats
 from pipelines.ambitab.training.model import with_lora
 from pipelines.ambitab.training.prefix import SHARED_PREFIX_MIN, common_prefix
 from pipelines.ambitab.training.presets import Preset
 from resources.llm.runtime import run_sync
 
 POLICY_NAME = "policy"  # the asker name in training episodes
-GROUP_MAX = 16  # decisions computed in one shared-prefix forward (memory: one suffix batch)
+GROUP_MAX = 16  # decisions sharing one prefix forward
+# suffix tokens (rows x widest) whose activations are held at once in the training pass
+# (SmolLM2-135M, float32: ~1.6 MB per token; 1024 tokens ~ 1.7 GiB beside the prefix's)
+SUFFIX_TOKENS = 1024
 
 
 def prefix_groups(decisions: Sequence[Decision], size: int) -> list[list[Decision]]:
@@ -250,40 +253,46 @@ class Trainer:
     def accumulate(self, decisions: Sequence[Decision]) -> dict:
         """Backpropagate Eq. 6 over ``decisions`` (gradients accumulate; no optimizer step).
         Decisions whose prompts share a long prefix (a request's trajectories) are computed
-        together, the prefix once (:func:`.loss.group_token_stats`: same values and gradients)."""
+        together, the prefix once, their suffixes a few at a time (:func:`.loss.backward_group`:
+        the same values and gradients as one forward per decision)."""
         p = self.preset
         self.policy.train()
         loss_sum, kl, ent, clip, tokens = 0.0, [], [], [], 0
         live = [d for d in decisions if d.completion_ids and any(d.chosen)]  # else no term (still in B)
         for group in prefix_groups(live, GROUP_MAX):
             prompts, completions = [d.prompt_ids for d in group], [d.completion_ids for d in group]
-            stats = group_token_stats(self.policy, prompts, completions, p.temperature)
             with torch.no_grad(), self.policy.disable_adapter():
                 refs = group_token_stats(self.policy, prompts, completions, p.temperature)
-            group_loss = 0.0
-            for d, (logp, entropy), (ref_logp, _) in zip(group, stats, refs):
-                # π_old: the log-probs the sampler recorded (the weights that sampled, in the
-                # sampler's numerics: batched, cached, bf16 on a GPU), else the current weights
-                old = torch.tensor(d.old_logp, dtype=logp.dtype) if d.old_logp else logp.detach()
-                terms = decision_loss(
-                    logp,
-                    old.to(logp.device),
-                    ref_logp,
-                    entropy,
-                    d.advantage,
-                    clip_low=p.clip_low,
-                    clip_high=p.clip_high,
-                    beta=p.beta,
-                    entropy_coef=p.entropy_coef,
-                    chosen=torch.tensor(d.chosen),
-                )
-                group_loss = group_loss + terms.loss / p.nominal_batch  # summed, divided by the nominal B
-                loss_sum += float(terms.loss.detach()) / p.nominal_batch
-                kl.append(terms.kl)
-                ent.append(terms.entropy)
-                clip.append(terms.clipped)
-                tokens += terms.tokens
-            group_loss.backward()
+
+            def chunk_loss(idx, stats, group=group, refs=refs):
+                nonlocal loss_sum, tokens
+                chunk = 0.0
+                for d, (logp, entropy), (ref_logp, _) in zip([group[i] for i in idx], stats, [refs[i] for i in idx]):
+                    # π_old: the log-probs the sampler recorded (the weights that sampled, in the
+                    # sampler's numerics: batched, cached, bf16 on a GPU), else the current weights
+                    old = torch.tensor(d.old_logp, dtype=logp.dtype) if d.old_logp else logp.detach()
+                    terms = decision_loss(
+                        logp,
+                        old.to(logp.device),
+                        ref_logp,
+                        entropy,
+                        d.advantage,
+                        clip_low=p.clip_low,
+                        clip_high=p.clip_high,
+                        beta=p.beta,
+                        entropy_coef=p.entropy_coef,
+                        chosen=torch.tensor(d.chosen),
+                    )
+                    chunk = chunk + terms.loss / p.nominal_batch  # summed, divided by the nominal B
+                    loss_sum += float(terms.loss.detach()) / p.nominal_batch
+                    kl.append(terms.kl)
+                    ent.append(terms.entropy)
+                    clip.append(terms.clipped)
+                    tokens += terms.tokens
+                return chunk
+
+            # a few decisions' activations at a time (all of a group's at once peaked at 17 GiB)
+            backward_group(self.policy, prompts, completions, p.temperature, chunk_loss, SUFFIX_TOKENS)
         return {
             "loss": loss_sum,
             "kl": _mean(kl) or 0.0,

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.ambitab.training.loss import decision_loss, token_stats
+from pipelines.ambitab.training.loss import decision_loss, suffix_chunks, token_stats
 
 
 def brute_force(logp, old, ref, ent, a, lo=0.2, hi=0.28, beta=0.1, c=0.01):
@@ -79,8 +79,8 @@ def test_token_stats_score_exactly_the_completion(tokenizer, tiny_model):
             assert float(ent[i]) == pytest.approx(float(-(lsm.exp() * lsm).sum()), abs=1e-4)
 
 
-def test_shared_prefix_gives_the_values_and_gradients_of_one_forward_per_decision(tokenizer, tiny_model):
-    from pipelines.ambitab.training.loss import group_token_stats
+def _group(tokenizer):
+    """Four decisions behind one long shared prefix, suffixes of different lengths."""
 
     def chat(*turns):
         msgs = [{"role": "user", "content": "Schema: films(id, title, year, festival). " * 6 + t} for t in turns]
@@ -93,6 +93,13 @@ def test_shared_prefix_gives_the_values_and_gradients_of_one_forward_per_decisio
         tokenizer.encode(t, add_special_tokens=False)
         for t in ('{"type": "done", "output": null}', '{"type": "clarification", "output": "Which one?"}', "x", "ab")
     ]
+    return prompts, completions
+
+
+def test_shared_prefix_gives_the_values_and_gradients_of_one_forward_per_decision(tokenizer, tiny_model):
+    from pipelines.ambitab.training.loss import group_token_stats
+
+    prompts, completions = _group(tokenizer)
     weights = [0.3, -1.0, 2.0, 0.7]  # any scalar of the stats: gradients must agree too
 
     def run(stats):
@@ -111,3 +118,42 @@ def test_shared_prefix_gives_the_values_and_gradients_of_one_forward_per_decisio
     assert len(g_alone) == len(g_grouped) > 0
     for ga, gb in zip(g_alone, g_grouped):
         assert torch.allclose(ga, gb, atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("max_tokens", [1, 40, 10_000])  # a row per chunk, a few, all at once
+def test_chunked_backward_gives_the_gradients_of_one_forward_per_decision(tokenizer, tiny_model, max_tokens):
+    """The training pass runs a group's suffixes a few at a time on a detached copy of the prefix's
+    cache and backpropagates the prefix once: the same values and gradients as one full forward
+    per decision, whatever the chunking."""
+    from pipelines.ambitab.training.loss import backward_group
+
+    prompts, completions = _group(tokenizer)
+    weights = [0.3, -1.0, 2.0, 0.7]
+
+    tiny_model.zero_grad()
+    alone = [token_stats(tiny_model, p, c, 0.8) for p, c in zip(prompts, completions)]
+    sum(w * (lp.sum() + 0.1 * h.sum()) for w, (lp, h) in zip(weights, alone)).backward()
+    g_alone = [p.grad.clone() for p in tiny_model.parameters() if p.grad is not None]
+
+    tiny_model.zero_grad()
+    seen: dict[int, tuple] = {}
+
+    def chunk_loss(idx, stats):
+        for i, (lp, h) in zip(idx, stats):
+            seen[i] = (lp.detach(), h.detach())
+        return sum(weights[i] * (lp.sum() + 0.1 * h.sum()) for i, (lp, h) in zip(idx, stats))
+
+    backward_group(tiny_model, prompts, completions, 0.8, chunk_loss, max_tokens)
+    g_chunked = [p.grad.clone() for p in tiny_model.parameters() if p.grad is not None]
+    assert sorted(seen) == [0, 1, 2, 3]
+    for i, (lp, h) in enumerate(alone):
+        assert torch.allclose(lp.detach(), seen[i][0], atol=1e-4) and torch.allclose(h.detach(), seen[i][1], atol=1e-4)
+    assert len(g_alone) == len(g_chunked) > 0
+    for ga, gb in zip(g_alone, g_chunked):
+        assert torch.allclose(ga, gb, atol=1e-4, rtol=1e-3)
+
+
+def test_suffix_chunks_pack_rows_up_to_the_padded_budget():
+    assert suffix_chunks([5, 3, 7, 2], 14) == [[0, 1], [2, 3]]  # 2x5=10; 3x7>14; 2x7=14
+    assert suffix_chunks([20, 1], 10) == [[0], [1]]  # a row wider than the budget runs alone
+    assert suffix_chunks([], 10) == []
