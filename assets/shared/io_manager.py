@@ -217,11 +217,14 @@ def schema_markdown(schema) -> str:
     return list_markdown(items, more="in the artifact's schema")
 
 
-def code_markdown(text: str, lang: str = "", more: str = "the whole text is the artifact") -> str:
+def code_markdown(
+    text: str, lang: str = "", more: str = "the whole text is the artifact", width: int = UI_TABLE_CHARS - 1
+) -> str:
     """``text`` as a code block that renders in place on the asset page at 1,366 px (#42 item 7):
-    lines cut to the value column's width (a code line does not wrap), as many lines as keep it
-    under the inline limit; a last line says how many more, where."""
-    lines = [line if len(line) < UI_TABLE_CHARS else line[: UI_TABLE_CHARS - 2] + "…" for line in text.splitlines()]
+    lines cut to ``width``, the value column's (a code line does not wrap; a page whose keys are
+    short has a wider one), as many lines as keep it under the inline limit; a last line says how
+    many more, where."""
+    lines = [line if len(line) <= width else line[: width - 1] + "…" for line in text.splitlines()]
     kept, size = [], len(lang) + 8 + 80
     for line in lines:
         if size + len(line) + 1 > UI_INLINE_MARKDOWN_CHARS:

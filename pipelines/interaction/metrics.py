@@ -672,9 +672,9 @@ TABLE4_LEGEND = (
 
 
 def table4_narrow_lines(rows: list[dict]) -> list[str]:
-    """Table 4 as :func:`table4_lines`, one block per agent, each line at most 33 characters: the
-    asset page's value column shows 33 of its code font at 1,366 px and cut the wide table after
-    "Cls." (#42 item 7)."""
+    """Table 4 as :func:`table4_lines`, one block per agent, each line at most 38 characters: the
+    interaction page's value column shows ~40 of its code font at 1,366 px and cut the wide table
+    after "Cls." (#42 item 7)."""
     out = []
     for a in sorted({r["agent"] for r in rows if r["table"] == "table4"}):
 
@@ -683,7 +683,7 @@ def table4_narrow_lines(rows: list[dict]) -> list[str]:
             return f"{_pct(_get(rows, 'table4', a, 'predicted', metric)).strip():>5} (GT {gt})"
 
         rec, cls = (_pct(_get(rows, "table4", a, "predicted", m)).strip() for m in ("rec", "cls"))
-        out += [a if len(a) <= 33 else a[:32] + "…", f"  Rec. {rec:>5}  Cls. {cls:>5}"]
+        out += [a if len(a) <= 38 else a[:37] + "…", f"  Rec. {rec:>5}  Cls. {cls:>5}"]
         out += [f"  EX   {pair('ex')}", f"  FB   {pair('fb')}", f"  Incompl. {pair('incomplete')}"]
     return out
 

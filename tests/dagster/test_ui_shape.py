@@ -63,7 +63,7 @@ def test_a_wide_preview_shows_the_columns_that_fit_and_names_the_others():
 def test_table4_reads_whole_in_the_value_column_and_its_headers_are_explained():
     """#42 item 7: Table 4 was cut after "Cls." at 1,366 px; the asset page gets it one block per
     agent, every line within the value column, and its headers explained in one line."""
-    from assets.shared.io_manager import UI_TABLE_CHARS
+    from assets.interaction.assets import UI_LINE_CHARS
     from pipelines.interaction.metrics import TABLE4_LEGEND, table4_narrow_lines
 
     agent = "a_rather_long_agent_name_from_a_module:WithAClass"
@@ -79,7 +79,7 @@ def test_table4_reads_whole_in_the_value_column_and_its_headers_are_explained():
         ]
     ]
     lines = table4_narrow_lines(rows)
-    assert lines and max(len(line) for line in lines) < UI_TABLE_CHARS, lines
+    assert lines and max(len(line) for line in lines) <= UI_LINE_CHARS, lines
     assert any(line.strip().startswith("Rec.") and "Cls." in line for line in lines)
     assert any(line.strip().startswith("EX") and "(GT" in line for line in lines)
     for header in ("Rec.", "Cls.", "EX", "FB", "Incompl.", "GT"):
