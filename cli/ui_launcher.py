@@ -28,8 +28,15 @@ KILL_WAIT_S = 10.0  # how long SIGKILLed members get to disappear
 # daemon, which writes ticks and the run queue; a run in progress) has stopped, what is left of these
 # is interpreter teardown and the code servers' grpc shutdown, 3-5 s at load 5 of the 8.7 s `make ui`
 # took to stop (#42 item 3 of round 2). They are killed then; dagster dev itself is left to finish
-# (it removes its workspace's temporary sockets).
-STATELESS = ("-m dagster_webserver", "-m dagster code-server", "-m dagster api grpc")
+# (it removes its workspace's temporary sockets). A run launched from the UI runs in a process the
+# code server spawns (multiprocessing's spawn: its own command line), so it is waited for; the
+# resource tracker spawning starts waits for its parent's pipe to close, so it is one of these.
+STATELESS = (
+    "-m dagster_webserver",
+    "-m dagster code-server",
+    "-m dagster api grpc",
+    "from multiprocessing.resource_tracker import main",
+)
 
 
 def _members(pgid: int) -> dict[int, str]:
