@@ -12,6 +12,7 @@ share of the cores it would get at a load of LOAD_SWING × the worst load seen n
 15 minutes (a busy machine's load swings while a run lasts, #42 item 5).
 """
 
+import math
 import os
 import statistics
 
@@ -78,14 +79,27 @@ def cpu_share(cores: int, busy: float) -> float:
     return min(1.0, cores / max(float(cores), cores + busy))
 
 
-def time_range(calls: int, latencies: list[float], in_flight: int, share: float = 1.0) -> tuple[float, float]:
-    """(low, high) seconds for ``calls`` new calls: median latency ÷ in flight, and the 90th
-    percentile ÷ in flight ÷ ``share`` (the part of the machine the calls get now)."""
+def time_range(
+    calls: int,
+    latencies: list[float],
+    in_flight: int,
+    share: float = 1.0,
+    steps: tuple[int, ...] = (),
+    fewest: int | None = None,
+) -> tuple[float, float]:
+    """(low, high) seconds for ``calls`` new calls: the low end ``fewest`` calls (default ``calls``)
+    at the median latency ÷ in flight; the high end every step's calls (``steps``, run one after
+    another; default one step of ``calls``) in waves of ``in_flight`` at the 90th percentile ÷
+    ``share`` (the part of the machine the calls get). A step's last wave is a full latency however
+    few calls it holds: ten cascade stages of 1-35 calls at 4 in flight are 10 waves more than
+    their calls ÷ 4 (#42 item 5)."""
     ordered = sorted(latencies)
     p50 = statistics.median(ordered)
     p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-    per = calls / max(1, in_flight)
-    return per * p50, per * max(p50, p90) / max(share, 0.05)
+    slots = max(1, in_flight)
+    low_calls = calls if fewest is None else min(fewest, calls)
+    waves = sum(math.ceil(n / slots) for n in (steps or (calls,)) if n > 0)
+    return low_calls / slots * p50, waves * max(p50, p90) / max(share, 0.05)
 
 
 def plan_for(job_name: str, partition: str, run_config: dict | None, council_path: str | None = None):
@@ -150,7 +164,9 @@ def plan_lines(
             )
             if busy_peak > 0:
                 load += f"; the high end allows for a load of {busy_peak:.1f}"
-        low, high = time_range(new_calls, measured, in_flight, share)
+        # the calls the log already holds come off the low end's count; the high end keeps every step
+        fewest = None if plan.fewest_calls is None else max(0, plan.fewest_calls - (plan.cached or 0))
+        low, high = time_range(new_calls, measured, in_flight, share, plan.steps, fewest)
         estimate_s = low  # the shrink hint goes by the low end: it is about the run, not the load
         source = (
             f"last {len(latencies)} calls: median {statistics.median(latencies):.1f} s"

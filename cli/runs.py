@@ -428,6 +428,8 @@ def report_external_version(
     so the UI's asset history shows where that version came from."""
     from dagster import AssetKey, AssetMaterialization, MetadataValue
 
+    from assets.shared.io_manager import path_markdown, short_hash
+
     instance = instance or get_instance()
     ensure_partitions(instance, [partition])
     instance.report_runless_asset_event(
@@ -436,9 +438,9 @@ def report_external_version(
             partition=partition,
             description=description,
             metadata={
-                "path": MetadataValue.path(path),
+                "path": path_markdown(path),
                 "dagster/row_count": MetadataValue.int(rows),
-                "content_hash": MetadataValue.text(content_hash),
+                "content_hash": MetadataValue.text(short_hash(content_hash)),
             },
             tags={"dagster/data_version": content_hash},
         )

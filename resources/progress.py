@@ -16,8 +16,9 @@ Plain Python (no dagster import), shared by every job. Usage::
   adapter (``assets/shared/progress.py``) writes them to the run log.
 - While a ``Progress`` is open (``with``), LLM calls report themselves to it: the council layer calls
   :func:`record_call` after each call, so callers that cannot count calls (a batch API) still show
-  them. Items are counted by the caller (``advance``) or, where the caller only learns at the end,
-  from the distinct ``item`` ids the calls carry (a call's ``candidate_id`` tag).
+  them. A call never counts an item as done (#42 item 5: stage 9 asks ~2 comparisons an item, and
+  counting an item at its first call read 16 of 17 items done after a third of the stage). Items are counted done where they are finished: by the caller (``advance``) or, from code
+  that does not hold the ``Progress`` (a stage deciding a candidate), by :func:`item_done`.
 - ``QUANDARY_PROGRESS=0`` silences the terminal output (sinks still get their lines).
 - A part of a step that counts its own items (a corpus builder's rows) uses a ``Progress`` with
   ``terminal=False`` that it never enters: its lines go to the sinks only, and the calls it makes
@@ -73,7 +74,7 @@ class Progress:
         self.calls_made = 0
         self.cached = 0
         self.failed = 0
-        self._items_seen: set = set()
+        self._items_done: set = set()  # ids counted by item_done (a second report is not a second item)
         self._sinks = list(sinks)
         self._clock = clock
         self._start = clock()
@@ -107,16 +108,23 @@ class Progress:
             self.failed += failed
         self._emit()
 
-    def record_call(self, *, cached: bool, failed: bool, item=None) -> None:
-        """One LLM call finished (reported by the council layer). ``item``: the id of the item it
-        belongs to; the first call of each item counts it as done."""
+    def record_call(self, *, cached: bool, failed: bool) -> None:
+        """One LLM call finished (reported by the council layer). It never counts an item as done:
+        items are done at :meth:`advance` or :meth:`item_done`."""
         with self._lock:
             self.calls_made += 1
             self.cached += int(bool(cached))
             self.failed += int(bool(failed))
-            if item is not None and item not in self._items_seen:
-                self._items_seen.add(item)
-                self.done = min(self.total, self.done + 1) if self.total else self.done + 1
+        self._emit()
+
+    def item_done(self, item) -> None:
+        """The item ``item`` is finished (its last call answered and its outcome decided); a second
+        report of the same id is ignored."""
+        with self._lock:
+            if item in self._items_done:
+                return
+            self._items_done.add(item)
+            self.done = min(self.total, self.done + 1) if self.total else self.done + 1
         self._emit()
 
     def call_started(self) -> int:
@@ -137,41 +145,43 @@ class Progress:
 
     # --- rendering -----------------------------------------------------------------------------
     def _eta_s(self, elapsed: float) -> float | None:
-        """Seconds left, from the work done so far with the calls in flight included (#31 item 3):
-        uncached calls per item × remaining items × call latency ÷ the concurrency actually reached,
-        less the part of the calls in flight already spent. A call in flight longer than the mean
-        counts with its age as a latency sample, so the estimate grows while a call is stuck instead
-        of freezing; the concurrency is the call-seconds spent per wall second since the first call
-        went out (the peak overstates it when slots sit idle). Once two items (or 5 %) are done,
-        the measured item rate instead. Without timed calls: the item rate."""
+        """Seconds left. Once an item is done: the calls left at the rate measured since the first
+        call (#42 item 5). The calls an item takes are the calls finished over the items done (the
+        finished calls of the items still open included: in stage 9 the items that finish first are
+        the ones that lost their first comparison, and their 1 call an item read the stage as nearly
+        done with two thirds of its calls to come); the calls done count each call in flight by the
+        part of a mean call it has run. Counting only finished items made s03 of the demo (4 calls
+        in flight, 16-26 s each) read 2m27s left after 2 items with 69 s left: the rate ignored the
+        calls about to finish. A call stuck in flight adds at most one call while the wall time
+        grows, so the estimate grows with it. Replayed on the demo's s03 and s09 call traces in
+        tests/cli/test_progress.py.
+        Before any item is done: the call model (#31 item 3): calls per item × remaining items × call
+        latency ÷ the concurrency actually reached, less the part of the calls in flight already
+        spent; a call in flight longer than the mean counts with its age as a latency sample.
+        Without timed calls: the item rate."""
         remaining = self.total - self.done
         if not self.total or remaining <= 0:
             return None
-        if self.done >= max(2, self.total // 20):
-            # enough items finished: the measured rate (items per wall second since the first call)
-            # holds whatever load, concurrency and short-circuits the call model gets wrong (#42 item 5)
-            since = self._first_call if self._first_call is not None else self._start
-            span = self._clock() - since
-            if span > 0:
-                return span / self.done * remaining
+        now = self._clock()
+        ages = [now - t for t in self._in_flight.values()]
+        mean = sum(self._latencies) / len(self._latencies) if self._latencies else None
+        if self.done:
+            span = now - (self._first_call if self._first_call is not None else self._start)
+            if span <= 0:
+                return elapsed / self.done * remaining
+            finished = max(self.calls_made, len(self._latencies))
+            per_item = max(1.0, finished / self.done)  # no call at all: the item rate
+            calls_done = max(finished, self.done) + (sum(min(1.0, a / mean) for a in ages) if mean else 0.0)
+            return span / calls_done * max(0.0, self.total * per_item - calls_done)
         if self._latencies or self._in_flight:
-            now = self._clock()
-            ages = [now - t for t in self._in_flight.values()]
-            mean = sum(self._latencies) / len(self._latencies) if self._latencies else None
             samples = self._latencies + [a for a in ages if mean is None or a > mean]
             if samples and self._first_call is not None:
                 latency = sum(samples) / len(samples)
-                # calls per item from the items done and the calls that finished: the calls in flight
-                # belong to the items still to come (counting them here made 1 item done beside 3
-                # in flight read 4 calls an item, and the demo's ~2m38s left took 7 s, #42 item 5)
-                per_item = max(1.0, len(self._latencies) / self.done) if self.done else 1.0
                 span = now - self._first_call
                 busy = sum(self._latencies) + sum(ages)
                 concurrency = min(max(1.0, busy / span), float(self._peak_in_flight)) if span > 0 else 1.0
-                left = remaining * per_item * latency - sum(min(latency, a) for a in ages)
+                left = remaining * latency - sum(min(latency, a) for a in ages)
                 return max(left / concurrency, 0.0)
-        if self.done:
-            return elapsed / self.done * remaining
         return None
 
     def line(self) -> str:
@@ -261,11 +271,19 @@ def current() -> Progress | None:
         return _current[-1] if _current else None
 
 
-def record_call(*, cached: bool, failed: bool, item=None) -> None:
+def record_call(*, cached: bool, failed: bool) -> None:
     """Report one finished LLM call to the open Progress (a no-op when none is open)."""
     p = current()
     if p is not None:
-        p.record_call(cached=cached, failed=failed, item=item)
+        p.record_call(cached=cached, failed=failed)
+
+
+def item_done(item) -> None:
+    """Count the item ``item`` done in the open Progress (a no-op when none is open): for code that
+    finishes items without holding the Progress (a cascade stage deciding a candidate)."""
+    p = current()
+    if p is not None:
+        p.item_done(item)
 
 
 def call_started() -> tuple["Progress", int] | None:

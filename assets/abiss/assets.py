@@ -176,8 +176,10 @@ def nlq_objects(
     seed_databases: pl.DataFrame,
 ):
     requests = generation_requests.to_dicts()
-    needs_llm = any(r["generator"] != PROGRAMMATIC for r in requests)
-    with step_progress(context, total=len(requests)):
+    for_llm = sum(r["generator"] != PROGRAMMATIC for r in requests)
+    needs_llm = bool(for_llm)
+    # the items are the requests the LLM answers (each done at its answer); programmatic ones take no time
+    with step_progress(context, total=for_llm):
         rows, stats = generate_nlq_objects(
             requests,
             schema_context["schema_context"][0],
@@ -216,8 +218,9 @@ def candidates(
     schema_context: pl.DataFrame,
 ):
     objects = nlq_objects.to_dicts() if nlq_objects.height else []
-    needs_llm = any(o["status"] == "ok" and o["group"] != "unanswerable" and not o.get("sql") for o in objects)
-    with step_progress(context, total=len(objects)):
+    to_ground = sum(o["status"] == "ok" and o["group"] != "unanswerable" and not o.get("sql") for o in objects)
+    needs_llm = bool(to_ground)
+    with step_progress(context, total=to_ground):  # the objects the LLM grounds, each done at its answer
         rows = ground_sql(
             objects, schema_context["schema_context"][0], council.get_council("generators") if needs_llm else None
         )

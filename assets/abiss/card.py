@@ -7,6 +7,8 @@ from assets.abiss.definitions import abiss_job
 from assets.shared.cards import JobCard, Plan, cached_calls, council, op_config, op_values
 from pipelines.abiss.grid import PROGRAMMATIC, GridSpec, expand_grid
 from pipelines.abiss.stages import STAGES
+from pipelines.abiss.stages.s09_consistency import STAGE as CONSISTENCY
+from pipelines.abiss.stages.s09_consistency import max_comparisons
 from storage.audit import open_audit
 
 GRID_OP = "generation_requests"
@@ -40,7 +42,19 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
     objects = [(r["group"], 2 if r["group"] == "ambiguous" else 1) for r in requests]
     grounding = sum(k for r in llm for k in [2 if r["group"] == "ambiguous" else 1] if r["group"] != "unanswerable")
     validators = len(members.councils["validators"])
-    validation = sum(k * validators for group, k in objects for s in STAGES if s.uses_council and group in s.groups)
+
+    def stage_calls(stage, comparisons, per_vote=validators) -> int:
+        return sum(k * per_vote * comparisons(group) for group, k in objects if group in stage.groups)
+
+    council_stages = [s for s in STAGES if s.uses_council]
+    # stage 9 compares a candidate with every other subcategory of its group until one is lost: up to
+    # 5 comparisons, not 1 (the demo's s09 made 35 calls for 17 candidates, #42 item 5)
+    most = [stage_calls(s, max_comparisons if s.no == CONSISTENCY.no else lambda _g: 1) for s in council_stages]
+    # the low end: every candidate rejected at its first council vote, decided by its first wave (a
+    # majority of the members); rejections make later stages smaller, so counting them all there
+    # (123 calls for the demo's 96) put the low end above the run
+    fewest = stage_calls(council_stages[0], lambda _g: 1, validators // 2 + 1)
+    validation = sum(most)
     cached = cached_calls("generation", [r["request_id"] for r in llm])
     calls = len(llm) + grounding + validation
     return Plan(
@@ -53,6 +67,8 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
         f"{validators} validator{'s' if validators != 1 else ''}; short-circuits and rejections make it fewer",
         shrink="--grid configs/grid-small.yaml (one style, one difficulty, n: 1)",
         role="validators",
+        steps=(len(llm), grounding, *most),
+        fewest_calls=len(llm) + grounding + fewest,
     )
 
 

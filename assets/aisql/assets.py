@@ -31,7 +31,7 @@ from pydantic import Field
 from assets.shared.charts import chart_metadata
 from assets.shared.checked_config import check_resource_config_on_launch, checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import artifact_output, keyed_output, preview_markdown
+from assets.shared.io_manager import artifact_output, keyed_output, path_markdown, preview_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource, check_paths_on_launch
@@ -205,7 +205,7 @@ def aisql_scenario_db(context: AssetExecutionContext, aisql: AisqlResource):
     ]
     df = pl.DataFrame(rows, schema_overrides={"row_count": pl.Int64, "sample": pl.Int64})
     leaked = leaked_label_columns(db.path, sc)
-    yield artifact_output(df, db_path=MetadataValue.path(str(db.path)), preview=MetadataValue.md(preview_markdown(df)))
+    yield artifact_output(df, db_path=path_markdown(str(db.path)), preview=MetadataValue.md(preview_markdown(df)))
     yield contract_check_result(AISQL_SCENARIO_DB, df)
     yield AssetCheckResult(
         check_name="no_hidden_label_column",
@@ -551,8 +551,8 @@ def aisql_prediction_verdicts(context: AssetExecutionContext, aisql: AisqlResour
         reused=MetadataValue.int(reused),
         judged=MetadataValue.int(judged),
         predictions_sha256=MetadataValue.text(digest),
-        export_jsonl=MetadataValue.path(str(paths[0])),
-        export_csv=MetadataValue.path(str(paths[1])),
+        export_jsonl=path_markdown(str(paths[0])),
+        export_csv=path_markdown(str(paths[1])),
         accepted=MetadataValue.int(int(mine["accepted"].sum())),
     )
     journal.clear()  # the rows are stored (the IO manager handled the output above)

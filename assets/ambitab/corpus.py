@@ -35,6 +35,7 @@ from pydantic import Field
 from assets.ambitab.partitions import corpus_partitions  # noqa: E402
 from assets.shared.checked_config import check_multi_asset_config_on_launch, op_config
 from assets.shared.checks import contract_check_name
+from assets.shared.io_manager import path_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.resources import CouncilResource, check_paths_on_launch
 from pipelines.ambitab.build import rejects_frame
@@ -183,7 +184,7 @@ def ambitab_corpus(context: AssetExecutionContext, council: CouncilResource):
         "rejects_by_stage": MetadataValue.json(by_stage),
         "skipped_steps": MetadataValue.json(skipped),
         "build_stats": MetadataValue.json(stats),
-        "jsonl_export": MetadataValue.path(str(export_path(corpus))),
+        "jsonl_export": path_markdown(str(export_path(corpus))),
         "exported": MetadataValue.int(export),
     }
     with warnings.catch_warnings():  # `data_version=` is beta; it is the documented way to version content

@@ -20,7 +20,7 @@ from assets.ambitab.corpus import RECORDS
 from assets.ambitab.partitions import corpus_partitions
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
-from assets.shared.io_manager import artifact_output, preview_markdown
+from assets.shared.io_manager import artifact_output, path_markdown, preview_markdown
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource
 from pipelines.ambitab.protocol.task import Task
@@ -160,7 +160,7 @@ def ambitab_asker_checkpoint(context: AssetExecutionContext, council: CouncilRes
         df,
         checkpoint=f"checkpoint:{run_dir.name}",
         run_id=run_dir.name,
-        adapter_dir=MetadataValue.path(str(run_dir / state.get("dir", "") / "adapter")),
+        adapter_dir=path_markdown(str(run_dir / state.get("dir", "") / "adapter")),
         updates=int(state.get("update", 0)),
         horizon=preset.updates,
         model=src.ref,

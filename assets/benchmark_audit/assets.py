@@ -19,7 +19,7 @@ from pydantic import Field
 from assets.shared.charts import chart_metadata, chart_path
 from assets.shared.checked_config import checked_config, op_config
 from assets.shared.checks import contract_check_result, contract_check_spec
-from assets.shared.io_manager import keyed_output, preview_markdown
+from assets.shared.io_manager import keyed_output, path_markdown, preview_markdown
 from assets.shared.pools import LLM_POOL
 from assets.shared.progress import step_progress
 from assets.shared.resources import CouncilResource
@@ -143,8 +143,8 @@ def benchmark_audit_findings(context: AssetExecutionContext):
         rates_database=MetadataValue.md(rates_markdown(per_db.filter(pl.col("db_id") != "ALL"))),
         rates_file_so_far=MetadataValue.md(rates_markdown(overall)),
         benchmark_sha256=MetadataValue.text(digest),
-        export_jsonl=MetadataValue.path(str(exports[0])),
-        export_csv=MetadataValue.path(str(exports[1])),
+        export_jsonl=path_markdown(str(exports[0])),
+        export_csv=path_markdown(str(exports[1])),
         source=MetadataValue.text("deterministic checks (no LLM)"),
         preview=MetadataValue.md(
             preview_markdown(fresh.filter(pl.col("flagged")).select("item_index", "flags", "question"))

@@ -470,10 +470,14 @@ def interaction_metrics(
         incomplete_conversations=f"{k} of {n}" + (f" ({100 * k / n:.1f} %)" if n else ""),
         **({"complete_with": complete} if provisional else {}),
         report=MetadataValue.md(
-            code_markdown("\n".join([*M.report_summary_lines(rows, UI_LINE_CHARS), "", _wrapped(where)]))
+            code_markdown(
+                "\n".join([*M.report_summary_lines(rows, UI_LINE_CHARS), "", _wrapped(where)]), width=UI_LINE_CHARS
+            )
         ),
         **report_file_metadata(context, "interaction_metrics", df, text),
-        figure2=MetadataValue.md(code_markdown("\n".join(M.figure2_lines(rows, UI_LINE_CHARS)) or "no conversations")),
+        figure2=MetadataValue.md(
+            code_markdown("\n".join(M.figure2_lines(rows, UI_LINE_CHARS)) or "no conversations", width=UI_LINE_CHARS)
+        ),
         **chart_metadata(png, "figure 2", image_key="figure2_chart", path_key="figure2_path"),
         # the key table as the report prints it (one line per agent): short enough to render in place
         # on the asset page; the long per-metric rows are the artifact (#31 item 7)
@@ -482,7 +486,9 @@ def interaction_metrics(
             if df.filter(pl.col("table") == "table4").height
             else "no conversations"
         ),
-        table4_legend=MetadataValue.md(code_markdown(_wrapped(M.TABLE4_LEGEND))),  # the headers (#42 item 7)
+        table4_legend=MetadataValue.md(
+            code_markdown(_wrapped(M.TABLE4_LEGEND), width=UI_LINE_CHARS)
+        ),  # the headers (#42 item 7)
     )
 
 

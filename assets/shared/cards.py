@@ -31,6 +31,11 @@ class Plan:
     bound: bool = False
     shrink: str = ""  # the one option that shrinks the run on the embedded default
     role: str = "generators"  # the council role whose members answer most of the calls
+    # Where ``bound``: the calls of each step that starts when the one before has ended (the high end
+    # waits out every step's last wave, #42 item 5), and the fewest calls a run makes (the low end).
+    # Empty / None: one step of ``calls``, and ``calls`` for the low end.
+    steps: tuple[int, ...] = ()
+    fewest_calls: int | None = None
 
 
 def _no_plan(partition: str, run_config: dict | None, council_path: str | None = None) -> Plan | None:

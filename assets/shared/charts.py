@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue
 
+from assets.shared.io_manager import path_markdown
 from storage.artifacts import content_hash
 from storage.charts import publish_chart
 from storage.paths import artifacts_dir, path_segment
@@ -37,7 +38,7 @@ def chart_metadata(
     data = base64.b64encode(Path(png).read_bytes()).decode()
     return {
         image_key: MetadataValue.md(f"![{alt}](data:image/png;base64,{data})"),
-        path_key: MetadataValue.path(publish_chart(png)),
+        path_key: path_markdown(publish_chart(png)),
     }
 
 
@@ -52,4 +53,4 @@ def report_file_metadata(
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.txt")
     tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)  # readers see the old file or the new one, never half of one
-    return {key: MetadataValue.path(publish_chart(path))}
+    return {key: path_markdown(publish_chart(path))}

@@ -13,7 +13,9 @@ job opens — also keeps the run's heartbeat (:mod:`storage.heartbeats`) from it
 teardown, so a run whose worker died on any machine is recognised as dead.
 """
 
+import re
 import warnings
+from pathlib import Path
 
 import polars as pl
 from dagster import (
@@ -70,10 +72,59 @@ UI_INLINE_MARKDOWN_CHARS = 1000
 
 
 # What the value column of the asset page's metadata table shows at 1,366 px beside Dagster's
-# navigation and definition panels (it ends at ~995 px, #42 item 7): ~45 characters of the
-# monospace font tables and code blocks use (a screenshot of a 150-digit ruler showed 45); table
-# rows do not wrap, so a wider one is cut. Each column counts its padding (+4).
-UI_TABLE_CHARS = 45
+# navigation and definition panels (it ends at ~995 px, #42 item 7), measured in headless Chromium
+# beside a long key (`llm_calls_saved_by_short_circuit` widens the key column): 294 px from the
+# cell's left, 13 px of padding, 8.4 px a character of the monospace font values use (33 characters
+# of text or code); a Markdown table is 8.4 px a character + 18 px a column + 5 px (UI_CELL_PADDING
+# characters a column). Table rows and code lines do not wrap, so a wider one is cut.
+UI_TABLE_CHARS = 34
+UI_CELL_PADDING = 3
+# The longest unbreakable run of characters a value may hold. The table sizes its value column to
+# the widest such run of any row: one 100-character path or 64-character hash made the column wider
+# than the page, and then every row's text ran past the edge, wrapping lists and tables included
+# (round 2 of #42 item 7). Paths and hashes are shown in short forms (path_markdown, short_hash).
+UI_TOKEN_CHARS = 32
+
+
+def short_hash(digest: str) -> str:
+    """A content hash as the asset page shows it: its first 16 hex digits (the whole hash is the
+    version's Dagster data version and names its file)."""
+    return digest if len(digest) <= 16 else digest[:16] + "…"
+
+
+def _short_name(name: str, limit: int = UI_TOKEN_CHARS) -> str:
+    if len(name) <= limit:
+        return name
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or len(suffix) > 8:
+        stem, suffix = name, ""
+    keep = limit - len(suffix) - (2 if suffix else 1)
+    return stem[:keep] + "…" + (f".{suffix}" if suffix else "")
+
+
+def path_markdown(location: str) -> MetadataValue:
+    """A file's location (a local path or a store URL) as asset metadata that reads whole at 1,366 px:
+    a link whose text is the file's name (cut to :data:`UI_TOKEN_CHARS`), to the file, with the
+    whole location as its title (hover) and target (copy the link). A path value is one unbreakable
+    line: 100 characters widened the value column past the page (round 2 of #42 item 7).
+    :func:`location_of` reads the location back."""
+    location = str(location)
+    name = location.rstrip("/").rsplit("/", 1)[-1] or location
+    target = location if "://" in location else Path(location).absolute().as_uri()
+    title = location.replace("\\", "\\\\").replace('"', '\\"')
+    text = _short_name(name).replace("[", "\\[").replace("]", "\\]")
+    return MetadataValue.md(f'[{text}]({target} "{title}")')
+
+
+def location_of(value) -> str:
+    """The location a :func:`path_markdown` value (or a plain path value) names."""
+    if isinstance(value, MetadataValue) and not hasattr(value, "md_str"):
+        return str(value.value)
+    text = value.md_str if hasattr(value, "md_str") else str(value)
+    found = re.search(r'\]\(\S+ "((?:[^"\\]|\\.)*)"\)$', text)
+    if not found:
+        raise ValueError(f"not a path_markdown value: {text[:80]!r}")
+    return re.sub(r"\\(.)", r"\1", found.group(1))
 
 
 def preview_markdown(
@@ -93,6 +144,9 @@ def preview_markdown(
         return "_empty table_"
     head = df.head(rows)
 
+    if columns_chars is not None:
+        width = min(width, columns_chars - UI_CELL_PADDING)  # one cell never wider than the table may be
+
     def cell(v) -> str:
         if isinstance(v, float):
             v = round(v, METADATA_DIGITS)
@@ -106,7 +160,7 @@ def preview_markdown(
             if head.height and head[name].null_count() == head.height:
                 hidden.append(name)  # nothing to see in the rows shown: room for a column with values
                 continue
-            need = max([len(name), *(len(cell(v)) for v in head[name])]) + 4
+            need = max([len(name), *(len(cell(v)) for v in head[name])]) + UI_CELL_PADDING
             if need <= room:
                 cols.append(name)
                 room -= need
@@ -163,11 +217,14 @@ def schema_markdown(schema) -> str:
     return list_markdown(items, more="in the artifact's schema")
 
 
-def code_markdown(text: str, lang: str = "", more: str = "the whole text is the artifact") -> str:
+def code_markdown(
+    text: str, lang: str = "", more: str = "the whole text is the artifact", width: int = UI_TABLE_CHARS - 1
+) -> str:
     """``text`` as a code block that renders in place on the asset page at 1,366 px (#42 item 7):
-    lines cut to the value column's width (a code line does not wrap), as many lines as keep it
-    under the inline limit; a last line says how many more, where."""
-    lines = [line if len(line) < UI_TABLE_CHARS else line[: UI_TABLE_CHARS - 2] + "…" for line in text.splitlines()]
+    lines cut to ``width``, the value column's (a code line does not wrap; a page whose keys are
+    short has a wider one), as many lines as keep it under the inline limit; a last line says how
+    many more, where."""
+    lines = [line if len(line) <= width else line[: width - 1] + "…" for line in text.splitlines()]
     kept, size = [], len(lang) + 8 + 80
     for line in lines:
         if size + len(line) + 1 > UI_INLINE_MARKDOWN_CHARS:
@@ -293,9 +350,9 @@ class VersionedParquetIOManager(ConfigurableIOManager):
     def _describe(context: OutputContext, version, obj: pl.DataFrame, **extra) -> None:
         context.add_output_metadata(
             {
-                "path": MetadataValue.path(str(version.path)),
+                "path": path_markdown(str(version.path)),
                 "dagster/row_count": MetadataValue.int(version.row_count),
-                "content_hash": MetadataValue.text(version.content_hash),
+                "content_hash": MetadataValue.text(short_hash(version.content_hash)),
                 "schema": MetadataValue.md(schema_markdown(obj.schema)),
                 "preview": MetadataValue.md(preview_markdown(obj)),
                 **extra,

@@ -29,6 +29,7 @@ from pipelines.abiss.taxonomy import Group, subcategory
 from pipelines.sqltools.difficulty import relabel_difficulty
 from resources.llm.failures import FailureTally, ProviderUnavailable
 from resources.llm.runtime import run_sync
+from resources.progress import item_done
 
 # Sampling for generation as in the paper (§4.3): temperature 0.7, frequency penalty 0.2, fixed seed.
 GENERATION_SAMPLING = {"temperature": 0.7, "frequency_penalty": 0.2}
@@ -132,6 +133,7 @@ async def _llm_objects(requests: list[dict], schema_context: str, council) -> li
             tag={"stage": "generation", "candidate_id": req["request_id"]},
             overrides={**GENERATION_SAMPLING, "seed": int(req["seed"])},
         )
+        item_done(req["request_id"])
         if not result.ok:
             return [_failed_row(req, result.status, result.error or "no output", result.call_id)]
         return _object_rows(req, result.parsed.model_dump(), result.call_id, "llm")
@@ -288,6 +290,7 @@ async def _ground(objects: list[dict], schema_context: str, council, grounder: s
             SqlGrounding,
             tag={"stage": "sql_grounding", "candidate_id": row["object_id"]},
         )
+        item_done(row["object_id"])
         row["grounding_call_id"] = result.call_id
         if result.ok:
             row["sql"] = result.parsed.sql.strip()

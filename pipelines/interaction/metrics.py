@@ -672,8 +672,9 @@ TABLE4_LEGEND = (
 
 
 def table4_narrow_lines(rows: list[dict]) -> list[str]:
-    """Table 4 as :func:`table4_lines`, one block per agent, each line under 40 characters: the
-    asset page's value column shows ~45 at 1,366 px and cut the wide table after "Cls." (#42 item 7)."""
+    """Table 4 as :func:`table4_lines`, one block per agent, each line at most 38 characters: the
+    interaction page's value column shows ~40 of its code font at 1,366 px and cut the wide table
+    after "Cls." (#42 item 7)."""
     out = []
     for a in sorted({r["agent"] for r in rows if r["table"] == "table4"}):
         # the cells as the report prints them: "–" where the rate could not be decided, and the

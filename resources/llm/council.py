@@ -168,8 +168,9 @@ class Council:
             member, messages, output_model, log=self.log, tag=tag, use_cache=use_cache, key=call_id, slot=_slots(member)
         )
         # live counts for the open progress bar/log lines (resources/progress.py); joined
-        # single-flight duplicates are not counted twice
-        record_call(cached=bool(result.cached), failed=not result.ok, item=(tag or {}).get("candidate_id"))
+        # single-flight duplicates are not counted twice. A call never counts its item done: the
+        # caller does when it has finished the item (stage 9 asks several comparisons an item)
+        record_call(cached=bool(result.cached), failed=not result.ok)
         return result
 
     async def aask_all(

@@ -8,6 +8,7 @@ import pytest
 from dagster import AssetKey
 
 from assets.benchmark_audit.assets import FINDINGS
+from assets.shared.io_manager import location_of
 from cli import main
 from cli.runs import get_instance
 from pipelines.benchmark_audit.checks import ERROR_TYPES
@@ -52,7 +53,7 @@ def test_audit_resume_explain_export_fix(planted_file, shop_dbs, tmp_path, capsy
     assert (
         "data:image/png;base64," in meta["chart"].value and f"| shop | {len(ITEMS)} |" in meta["rates_database"].value
     )
-    exported = [json.loads(x) for x in open(meta["export_jsonl"].value)]
+    exported = [json.loads(x) for x in open(location_of(meta["export_jsonl"]))]
     assert sorted(r["item_index"] for r in exported) == sorted(i for i, f in PLANTED.items() if f)
 
     assert main(args) == 0  # resume: every unchanged item is reused

@@ -142,3 +142,33 @@ def _seconds(text: str) -> float:
 
     h, m, s = (re.search(rf"(\d+){u}", text) for u in ("h", "m(?!s)", "s"))
     return sum(int(x.group(1)) * k for x, k in ((h, 3600), (m, 60), (s, 1)) if x)
+
+
+# The demo's calls per step, from its call log (2026-12-04, embedded smollm2, one validator, 4 slots,
+# load 4-9): generation, SQL grounding, then stages 3-10; and the ABISS part took 6m33s.
+DEMO_STEP_CALLS = (3, 3, 20, 16, 1, 7, 4, 4, 35, 3)
+DEMO_MEDIAN_S, DEMO_P90_S = 12.6, 20.7
+
+
+def test_the_plans_bound_holds_for_every_step_of_the_demo(home):
+    """#42 item 5: 'up to' is a bound step by step: stage 9 compares a candidate with every other
+    subcategory until one is lost (the demo's s09 made 35 calls for 17 candidates; the plan counted
+    one comparison per candidate)."""
+    plan = ABISS.estimate("university", ABISS.config(grid=DEMO_GRID))
+    assert len(plan.steps) == len(DEMO_STEP_CALLS) and sum(plan.steps) == plan.calls
+    assert all(bound >= real for bound, real in zip(plan.steps, DEMO_STEP_CALLS)), plan.steps
+    assert plan.fewest_calls <= sum(DEMO_STEP_CALLS) <= plan.calls
+
+
+def test_the_high_end_waits_out_every_steps_last_wave():
+    """Ten steps of 1-35 calls at 4 in flight take at least one latency each: 26 waves of the demo,
+    not 96 calls ÷ 4 = 24; the low end counts the fewest calls."""
+    latencies = [DEMO_MEDIAN_S] * 9 + [DEMO_P90_S]
+    low, high = time_range(sum(DEMO_STEP_CALLS), latencies, 4, steps=DEMO_STEP_CALLS, fewest=40)
+    assert high == 26 * DEMO_P90_S and low == 40 / 4 * DEMO_MEDIAN_S
+    assert time_range(96, latencies, 4)[1] == 24 * DEMO_P90_S  # one step: calls ÷ slots
+    # the demo's ABISS part, 6m33s at load 4-9, within the range its own latencies give at load 9
+    low, high = time_range(
+        sum(DEMO_STEP_CALLS), latencies, 4, share=cpu_share(2, 9.0), steps=DEMO_STEP_CALLS, fewest=40
+    )
+    assert low <= 393 <= high

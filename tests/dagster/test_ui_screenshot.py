@@ -49,7 +49,8 @@ METADATA_ROWS_JS = """(() => {
       range.selectNodeContents(walk.currentNode);
       for (const box of range.getClientRects()) right = Math.max(right, box.right);
     }
-    out[key] = {text: cell.innerText, cut: right > edge + 1};
+    const links = [...cell.querySelectorAll('a')].map(a => ({title: a.title, href: a.href}));
+    out[key] = {text: cell.innerText, cut: right > edge + 1, links};
   }
   return out;
 })()"""
@@ -152,6 +153,16 @@ def _every_asset_page_reads_in_place(browser: Browser, port: int, home: Path, tm
         charts = {"rejection_report": 1, "interaction_metrics": 1}.get(asset, 0)  # a PNG is long Markdown
         hidden = [k for k, v in rows.items() if "Show Markdown" in v["text"]]
         assert len(hidden) <= charts, f"{asset}: metadata behind [Show Markdown]: {hidden}"
+        # round 2 of #42 item 7: a 100-character path or a 64-digit hash widened the value column past
+        # the page's edge, and every row's text ran past it; now no row of any page is cut there
+        cut = {k: v["text"][:120] for k, v in rows.items() if v["cut"] and k not in hidden}
+        assert not cut, f"{asset}: cut at the value column's edge: {cut}"
+        assert {"path", "content_hash", "preview"} <= set(rows), f"{asset}: {sorted(rows)}"
+        assert re.fullmatch(r"[0-9a-f]{16}…", rows["content_hash"]["text"].strip()), rows["content_hash"]
+        # the file's name reads in place, its whole path is the title it shows on hover (Dagster turns
+        # a file:// target into javascript:void(0), so the title is where the page keeps it)
+        (link,) = rows["path"]["links"]
+        assert Path(link["title"]).name == rows["path"]["text"].strip() and Path(link["title"]).is_file(), link
         assert status and "Failed" not in status and "Never" not in status, (
             f"{asset}: latest materialization {status!r}"
         )

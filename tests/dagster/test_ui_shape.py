@@ -8,7 +8,7 @@ from storage.paths import dagster_home
 
 
 def test_tables_are_rounded_and_fit_in_place():
-    df = pl.DataFrame({"stage": [f"s{i:02d}_stage_with_a_long_name" for i in range(60)], "rate": [1 / 6] * 60})
+    df = pl.DataFrame({"stage": [f"s{i:02d}_long_name" for i in range(60)], "rate": [1 / 6] * 60})
     md = preview_markdown(df, rows=60)
     assert "0.167" in md and "0.1666" not in md
     assert len(md) < UI_INLINE_MARKDOWN_CHARS
@@ -42,7 +42,7 @@ def test_a_wide_preview_shows_the_columns_that_fit_and_names_the_others():
     """#42 item 7: the dataset's 17 columns were cut after the second at 1,366 px. The preview keeps
     the columns that fit the value column side by side (a wide one skipped for narrower ones after
     it) and names the rest, and still renders in place. The value column shows ~45 monospace
-    characters there (a screenshot of a ruler; UI_TABLE_CHARS)."""
+    characters there (a screenshot of a ruler), 34 beside a long key (UI_TABLE_CHARS)."""
     from assets.shared.io_manager import UI_TABLE_CHARS
 
     df = pl.DataFrame(
@@ -54,7 +54,7 @@ def test_a_wide_preview_shows_the_columns_that_fit_and_names_the_others():
     shown = [c.strip() for c in header.strip("|").split("|")]
     widest_row = max(len(line) for line in md.splitlines() if line.startswith("|"))
     assert widest_row <= UI_TABLE_CHARS + len(shown)  # what the cells hold, plus the separators
-    assert shown[0] == "candidate_id" and "question" not in shown and len(shown) > 2  # narrower ones after it
+    assert shown[:2] == ["candidate_id", "col_00"] and "question" not in shown  # a narrower one after it
     hidden = [c for c in df.columns if c not in shown]
     assert f"{len(hidden)} more column(s), in the artifact: {', '.join(hidden)}" in md
     assert len(md) < UI_INLINE_MARKDOWN_CHARS
@@ -63,7 +63,7 @@ def test_a_wide_preview_shows_the_columns_that_fit_and_names_the_others():
 def test_table4_reads_whole_in_the_value_column_and_its_headers_are_explained():
     """#42 item 7: Table 4 was cut after "Cls." at 1,366 px; the asset page gets it one block per
     agent, every line within the value column, and its headers explained in one line."""
-    from assets.shared.io_manager import UI_TABLE_CHARS
+    from assets.interaction.assets import UI_LINE_CHARS
     from pipelines.interaction.metrics import TABLE4_LEGEND, table4_narrow_lines
 
     agent = "a_rather_long_agent_name_from_a_module:WithAClass"
@@ -79,7 +79,7 @@ def test_table4_reads_whole_in_the_value_column_and_its_headers_are_explained():
         ]
     ]
     lines = table4_narrow_lines(rows)
-    assert lines and max(len(line) for line in lines) <= UI_TABLE_CHARS - 5, lines
+    assert lines and max(len(line) for line in lines) <= UI_LINE_CHARS, lines
     assert any(line.strip().startswith("Rec.") and "Cls." in line for line in lines)
     assert any(line.strip().startswith("EX") and "(GT" in line for line in lines)
     for header in ("Rec.", "Cls.", "EX", "FB", "Incompl.", "GT"):
@@ -218,3 +218,31 @@ def test_table4_on_the_asset_page_says_undecided_where_the_report_does():
     assert undecided.startswith("–") and lines["a"] == f"  EX   {undecided} (GT {undecided})", lines["a"]
     assert lines["b"] == f"  EX   {rate:>5} (GT {rate})", lines["b"]
     assert max(len(line) for line in narrow) <= UI_LINE_CHARS, narrow
+
+
+def test_paths_and_hashes_have_short_forms_that_keep_the_whole_value():
+    """Round 2 of #42 item 7: a path (~100 characters) or a content hash (64 digits) is one run of
+    characters the value column cannot wrap: it widened the column past the page's edge. The page
+    shows the file's name (cut to UI_TOKEN_CHARS) as a link whose title and target are the whole
+    location, and the hash's first 16 digits (the whole one is the data version)."""
+    from assets.shared.io_manager import UI_TOKEN_CHARS, location_of, path_markdown, short_hash
+
+    location = "/home/a user/projects/quandary/.quandary/artifacts/s07_unsolvability_verification/" + (
+        "european_football_2/" + "f" * 20 + ".parquet"
+    )
+    md = path_markdown(location).md_str
+    text = md[1 : md.index("](")]
+    assert text == "f" * 20 + ".parquet" and location_of(path_markdown(location)) == location
+    assert " " not in md[md.index("](") : md.index(' "')]  # the target is one URL (file:///home/a%20user/...)
+    long_name = path_markdown("s3://bucket/charts/" + "university_" * 6 + ".png").md_str
+    assert len(long_name[1 : long_name.index("](")]) <= UI_TOKEN_CHARS and "….png]" in long_name
+    assert short_hash("0123456789abcdef" * 4) == "0123456789abcdef…"
+
+
+def test_no_preview_cell_is_wider_than_the_table_may_be():
+    """A preview column of 60-character ids is cut to the table's room, not shown past the edge."""
+    from assets.shared.io_manager import UI_CELL_PADDING, UI_TABLE_CHARS
+
+    md = preview_markdown(pl.DataFrame({"id": ["x" * 60] * 2, "n": [1, 2]}))
+    cells = [c.strip() for line in md.splitlines() if line.startswith("| x") for c in line.strip("|").split("|")]
+    assert cells and max(len(c) for c in cells) <= UI_TABLE_CHARS - UI_CELL_PADDING, cells

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 import quandary
+from assets.shared.io_manager import location_of
 from cli import main
 from pipelines.ambitab.export import materialized_corpora
 from storage.backends import ARTIFACTS_URL_ENV
@@ -87,7 +88,7 @@ def test_charts_go_through_the_store_content_addressed(bucket, tmp_path, monkeyp
     with png_chart(png, figsize=(2, 2), dpi=30) as ax:
         ax.plot([0, 1], [0, 1])
     digest = hashlib.sha256(png.read_bytes()).hexdigest()
-    location = chart_metadata(png, "a line")["chart_path"].value
+    location = location_of(chart_metadata(png, "a line")["chart_path"])
     assert location == bucket.backend.uri(f"charts/{digest[:20]}.png")
     assert bucket.backend.get(f"charts/{digest[:20]}.png").data == png.read_bytes()
     assert publish_chart(png) == location  # the same bytes again: the same object (create-only, verified)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pipelines.abiss.taxonomy import Group
 from resources.llm.failures import FailureTally
+from resources.progress import item_done
 from resources.sql import DEFAULT_TIMEOUT_S, QueryResult, execute_sql
 
 ANS, AMB, UNA = Group.ANSWERABLE.value, Group.AMBIGUOUS.value, Group.UNANSWERABLE.value
@@ -136,6 +137,11 @@ def vote_record(member, comparison, vote, parsed_ok, call_id) -> dict:
 
 
 def decision(row, stage: StageSpec, passed: bool, reason: str, votes=(), applies=True, calls_saved=0) -> dict:
+    """A stage's decision on one candidate. Made when the stage has finished it (every call it needed
+    answered): an applicable candidate counts as done in the step's open progress here, not at its
+    first call (stage 9 asks a comparison after another, #42 item 5)."""
+    if applies:
+        item_done(row["candidate_id"])
     return {
         "candidate_id": row["candidate_id"],
         "stage": stage.key,

@@ -12,10 +12,15 @@ from pipelines.abiss.stages.base import AMB, UNA, UNDECIDED, StageSpec, decision
 from pipelines.abiss.taxonomy import subcategories_in, subcategory
 
 
+def max_comparisons(group: str) -> int:
+    """The comparisons a candidate of ``group`` can need: one against every other subcategory."""
+    return len(subcategories_in(group)) - 1
+
+
 async def decide(rows, stage, ctx):
     async def one(row):
         assigned = subcategory(row["subcategory"])
-        competitors = [s for s in subcategories_in(assigned.group) if s.id != assigned.id]
+        competitors = [s for s in subcategories_in(assigned.group) if s.id != assigned.id]  # max_comparisons
         votes, saved, lost = [], 0, None
         for i, other in enumerate(competitors):
             flip = hashlib.sha256(f"{row['candidate_id']}|{other.id}".encode()).digest()[0] % 2 == 1
