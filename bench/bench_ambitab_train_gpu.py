@@ -9,7 +9,8 @@ bf16 weights on the device, gradient checkpointing) for ``--updates`` updates, v
 then base vs trained on held-in and held-out records with the paired cluster bootstrap; report.json,
 learning_curve.png and gain.png under ``--out``. It is bench_ambitab_train.py with the paper's
 settings, refusing to start without a CUDA device (install torch's CUDA build first:
-docs/ambitab.md, "On a GPU"). Untested on a GPU so far: no GPU was available when it was written.
+docs/ambitab.md, "On a GPU"). Untested on a GPU with real weights; the CUDA path and the preset's
+size on one H200 were checked by bench_ambitab_train_gpu_shape.py (bench/README.md).
 """
 
 import argparse
