@@ -56,10 +56,11 @@ class DecisionGrammar:
     def __init__(self, tokenizer, max_new_tokens: int, question: str = "free"):
         if question not in QUESTION_FORMS:
             raise ValueError(f"question form must be one of {', '.join(QUESTION_FORMS)}, got {question!r}")
-        if max_new_tokens < SCAFFOLD_TOKENS + 1 + (SPAN_TOKENS + 3 if question == "query_span" else 0):
+        needed = SCAFFOLD_TOKENS + 1 + (SPAN_TOKENS + 3 if question == "query_span" else 0)
+        if max_new_tokens < needed:
             raise ValueError(
-                f"max_new_tokens {max_new_tokens} leaves no room for a question "
-                f"(the decision's JSON takes up to {SCAFFOLD_TOKENS} tokens)"
+                f"max_new_tokens {max_new_tokens} leaves no room for a question: the {question!r} form "
+                f"needs at least {needed} (the decision's JSON takes up to {SCAFFOLD_TOKENS} tokens)"
             )
         self.ll, self.tokenizer = _ll_tokenizer(tokenizer), tokenizer
         self.question, self.budget = question, max_new_tokens - SCAFFOLD_TOKENS

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipelines.ambitab.protocol.askers import AskerOutput
-from pipelines.ambitab.training.grammar import SCAFFOLD_TOKENS, DecisionGrammar
+from pipelines.ambitab.training.grammar import SCAFFOLD_TOKENS, SPAN_TOKENS, DecisionGrammar
 from pipelines.ambitab.training.local_asker import make_sampler
 
 
@@ -53,6 +53,10 @@ def test_a_batch_samples_what_each_prompt_alone_would(tokenizer, tiny_model):
 def test_a_budget_without_room_for_a_question_is_refused(tokenizer):
     with pytest.raises(ValueError, match="no room for a question"):
         DecisionGrammar(tokenizer, SCAFFOLD_TOKENS)
+    # the message names what the question form needs (it named the scaffold's 16 for both forms)
+    with pytest.raises(ValueError, match=rf"'query_span' form needs at least {SCAFFOLD_TOKENS + SPAN_TOKENS + 4}\b"):
+        DecisionGrammar(tokenizer, SCAFFOLD_TOKENS + 1, question="query_span")
+    DecisionGrammar(tokenizer, SCAFFOLD_TOKENS + SPAN_TOKENS + 4, question="query_span")  # the least that fits
 
 
 def test_free_questions_never_copy_the_prompts_placeholder(tokenizer):
