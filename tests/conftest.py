@@ -20,8 +20,8 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("QUANDARY_EMBEDDED_THREADS", "1")
 # ... and one slot: requests in turn, each reusing the slot's cached prompt prefix (the councils'
 # prompts share long ones), instead of four slots each computing its own copy of the prefix. On one
-# thread batching buys no throughput. Measured beside load ~5, ABISS on the embedded model: 86 s of
-# CPU with 4 slots, 56 s with one (#44). Tests of the slot gate set their own count.
+# thread batching buys no throughput. ABISS on the embedded model in the whole suite (load 3-5): 100 s
+# of CPU with 4 slots, 70 s with one (#44). Tests of the slot gate set their own count.
 os.environ.setdefault("QUANDARY_EMBEDDED_PARALLEL", "1")
 # the z3 verifier's budget is wall-clock: 30 s per pair (3 s for users) so that a loaded machine never
 # turns a verdict a test expects into "unknown" (it did at load 8 with 3 s)
