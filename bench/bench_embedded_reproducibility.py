@@ -73,7 +73,8 @@ def main() -> int:
     for deterministic in modes:
         (a, ta), (b, tb) = cold_run(deterministic, bodies), cold_run(deterministic, bodies)
         differ = sum(x != y for x, y in zip(a, b))
-        mode = "deterministic (1 slot, no prefix reuse)" if deterministic else "default (4 slots, prefix reuse)"
+        slots = EmbeddedServer(deterministic=deterministic).n_parallel  # the test suite serves one
+        mode = "deterministic (1 slot, no prefix reuse)" if deterministic else f"default ({slots} slots, prefix reuse)"
         print(
             f"{mode:<42} {differ:>2}/{len(a)} answers differ between two cold starts; {ta:.1f} s / {tb:.1f} s per start"
         )

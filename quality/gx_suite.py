@@ -73,16 +73,19 @@ def run_contract(contract: Contract, df: pl.DataFrame) -> SuiteOutcome:
         ctx.variables.progress_bars = {"globally": False, "metric_calculations": False}
     except Exception:  # noqa: BLE001 - cosmetic only
         pass
-    asset = ctx.data_sources.add_pandas("quandary").add_dataframe_asset(contract.name)
-    batch = asset.add_batch_definition_whole_dataframe("whole")
-    suite = gx.ExpectationSuite(name=f"{contract.name}_suite")
-    for expectation in _expectations(contract, set(df.columns)):
-        suite.add_expectation(expectation)
-    suite = ctx.suites.add(suite)
-    validation = ctx.validation_definitions.add(
-        gx.ValidationDefinition(name=f"{contract.name}_validation", data=batch, suite=suite)
+    # The batch validated directly against an unsaved suite: the same expectations and results as a
+    # stored ValidationDefinition, without serialising the suite, the definition and the results
+    # into the ephemeral context's stores (40 % of a check's CPU; every asset runs one, #44).
+    batch = (
+        ctx.data_sources.add_pandas("quandary")
+        .add_dataframe_asset(contract.name)
+        .add_batch_definition_whole_dataframe("whole")
+        .get_batch(batch_parameters={"dataframe": df.to_pandas()})
     )
-    result = validation.run(batch_parameters={"dataframe": df.to_pandas()})
+    suite = gx.ExpectationSuite(
+        name=f"{contract.name}_suite", expectations=list(_expectations(contract, set(df.columns)))
+    )
+    result = batch.validate(suite)
     outcomes = [
         ExpectationOutcome(
             expectation=r.expectation_config.type,

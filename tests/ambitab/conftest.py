@@ -24,3 +24,18 @@ def corpus_build(shared_data):
         )
 
     return get
+
+
+@pytest.fixture
+def stored_corpus(corpus_build, isolated_home):
+    """``name -> None``: the session's build of a corpus stored as the latest ``ambitab_records``
+    version in this test's home, as `quandary ambitab build` leaves it for `ambitab train` and
+    `ambitab eval` (which read only that asset). The build itself through the CLI and Dagster is
+    tested in test_assets_cli; a test that needs the stored corpus does not pay it again (#44)."""
+    from pipelines.ambitab.record import records_frame
+    from storage.artifacts import write_version
+
+    def store(name: str) -> None:
+        write_version(records_frame(corpus_build(name).records), "ambitab_records", name)
+
+    return store

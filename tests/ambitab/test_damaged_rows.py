@@ -20,7 +20,7 @@ def _lines(shared, rel):
     return (shared / rel).read_text().splitlines(keepends=True)
 
 
-def test_a_deleted_field_fails_the_build_naming_file_and_line(shared_data, tmp_path):
+def test_a_deleted_field_fails_the_build_naming_file_and_line(shared_data, corpus_build, tmp_path):
     lines = _lines(shared_data, AMBROSIA)
     row = json.loads(lines[4])
     del row["question"]
@@ -31,7 +31,7 @@ def test_a_deleted_field_fails_the_build_naming_file_and_line(shared_data, tmp_p
     msg = str(err.value)
     assert "ambrosia_resplit_test.jsonl line 5" in msg and "missing key(s) ['question']" in msg
     assert "--allow-malformed 1" in msg and "\n" not in msg
-    clean = build_corpus("ambrosia", shared_data)
+    clean = corpus_build("ambrosia")  # the session's clean build
     allowed = build_corpus("ambrosia", root, allow_malformed=1)  # the explicit allowance
     assert len(allowed.records) < len(clean.records)
 
@@ -69,7 +69,7 @@ def test_an_invalid_reference_sql_fails_naming_the_record(shared_data, tmp_path,
     assert "reference SQL does not parse" in capsys.readouterr().err
 
 
-def test_a_duplicated_row_in_a_source_without_ids_is_named(shared_data, tmp_path):
+def test_a_duplicated_row_in_a_source_without_ids_is_named(shared_data, corpus_build, tmp_path):
     """Ambrosia and TACO rows carry no id: a whole repeated row is the duplicate (it used to build green)."""
     lines = _lines(shared_data, AMBROSIA)
     lines.insert(6, lines[2])
@@ -78,6 +78,4 @@ def test_a_duplicated_row_in_a_source_without_ids_is_named(shared_data, tmp_path
         build_corpus("ambrosia", root)
     msg = str(err.value)
     assert "ambrosia_resplit_test.jsonl line 7: the same row as line 3" in msg and "\n" not in msg
-    assert len(build_corpus("ambrosia", root, allow_malformed=1).records) == len(
-        build_corpus("ambrosia", shared_data).records
-    )
+    assert len(build_corpus("ambrosia", root, allow_malformed=1).records) == len(corpus_build("ambrosia").records)

@@ -13,16 +13,14 @@ import polars as pl
 import pytest
 
 from cli import main
-from pipelines.ambitab import ambrosia
-from pipelines.ambitab.record import records_frame
 from resources.llm import reset_councils
-from storage.artifacts import read_latest, write_version
+from storage.artifacts import read_latest
 from storage.audit import open_audit
 
 pytestmark = pytest.mark.e2e
 
 
-def test_embedded_asker_and_solver_on_an_ambrosia_slice(shared_data, capsys, tmp_path, monkeypatch):
+def test_embedded_asker_and_solver_on_an_ambrosia_slice(stored_corpus, capsys, tmp_path, monkeypatch):
     # the embedded model in every role (a `default` council fills askers / solvers); generous
     # timeouts because the shared 2-core machine can be heavily loaded
     cfg = tmp_path / "council.yaml"
@@ -47,7 +45,7 @@ def test_embedded_asker_and_solver_on_an_ambrosia_slice(shared_data, capsys, tmp
     )
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(cfg))
     reset_councils()
-    write_version(records_frame(ambrosia.build(shared_data).records), "ambitab_records", "ambrosia")
+    stored_corpus("ambrosia")
     args = [
         "ambitab",
         "eval",

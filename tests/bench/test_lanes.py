@@ -18,3 +18,60 @@ def test_the_multi_node_tests_share_another_and_the_rest_none():
     assert lane("tests/distributed/test_recovery.py::test_x") == "distributed"
     assert lane("tests/dagster/test_webserver.py::test_demo_then_webserver_shows_materializations") is None
     assert lane("tests/abiss/test_cascade_stages.py::test_stage9_stops_at_the_first_loss") is None
+
+
+class _Config:
+    """What xdist's scheduler reads of pytest's config: ``-n 2 --dist loadgroup``."""
+
+    class option:
+        loadscopereorder = True
+
+    def getvalue(self, name):
+        return {"dist": "loadgroup", "tx": ["2*popen"]}[name]
+
+
+class _Worker:
+    def __init__(self, name):
+        self.gateway = type("Gateway", (), {"id": name})()
+        self.sent: list[int] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indexes):
+        self.sent += indexes
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def test_the_lanes_start_first_and_a_file_with_module_fixtures_stays_on_one_worker():
+    """#44: a file's module-scoped fixture (the blind pairs' judged set, 13 s of CPU) was computed on
+    both workers when its tests were split between them; the two lanes still start first, one each."""
+    from tests.conftest import pytest_xdist_make_scheduler, shares_module_fixtures
+
+    assert shares_module_fixtures("tests/aisql/test_blind_pairs.py")
+    assert not shares_module_fixtures("tests/abiss/test_cascade_stages.py")
+    shared = [f"tests/aisql/test_blind_pairs.py::test_{i}" for i in range(40)]  # the largest unit
+    collection = [
+        *shared,
+        "tests/distributed/test_recovery.py::test_a",
+        *(f"tests/abiss/test_cascade_stages.py::test_{i}" for i in range(3)),
+        "tests/abiss/test_abiss_embedded.py::test_a",
+        "tests/abiss/test_abiss_embedded.py::test_b",
+    ]
+    sched = pytest_xdist_make_scheduler(_Config(), None)
+    workers = [_Worker("gw0"), _Worker("gw1")]
+    for w in workers:
+        sched.add_node(w)
+        sched.add_node_collection(w, collection)
+    sched.schedule()
+    done = {w: 0 for w in workers}
+    while any(done[w] < len(w.sent) for w in workers):  # each finishes what it was sent, then gets more
+        for w in workers:
+            while done[w] < len(w.sent):
+                sched.mark_test_complete(w, w.sent[done[w]])
+                done[w] += 1
+    first = [collection[w.sent[0]] for w in workers]
+    assert [lane(t) for t in first] == ["embedded", "distributed"], first
+    on = [{collection[i] for i in w.sent} for w in workers]
+    assert all(set(shared) <= tests or not set(shared) & tests for tests in on), "the file was split"
+    assert sorted(i for w in workers for i in w.sent) == list(range(len(collection)))  # every test, once

@@ -19,6 +19,8 @@ from storage.paths import llm_calls_path
 def home(tmp_path, monkeypatch):
     monkeypatch.setenv("QUANDARY_HOME", str(tmp_path / "qhome"))
     monkeypatch.setenv("QUANDARY_COUNCIL_CONFIG", str(DEMO_COUNCIL))
+    # the plan a user sees: the embedded server's default slots, not the one the suite serves with
+    monkeypatch.delenv("QUANDARY_EMBEDDED_PARALLEL", raising=False)
     return tmp_path / "qhome"
 
 

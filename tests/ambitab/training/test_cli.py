@@ -20,9 +20,8 @@ def tiny_dir(tmp_path, tokenizer, tiny_model):
 
 
 @pytest.fixture
-def built(shared_data, capsys):
-    assert main(["ambitab", "build", "--corpus", "ambrosia", "--data", str(shared_data)]) == 0
-    capsys.readouterr()
+def built(stored_corpus):
+    stored_corpus("ambrosia")
 
 
 def test_train_then_eval_the_checkpoint_beside_the_base(built, tiny_dir, capsys):
