@@ -83,11 +83,19 @@ class PairJudgement:
         return out
 
 
-def verdict_class(final: str, ev: Evidence | None, bad_input: str = "") -> str:
-    """What a deterministic verdict claims: accepts only on a proof (or a bounded proof), rejects on a
-    witness; an open pair says what evidence it has (agreement on this database or the test suite)."""
+def verdict_class(final: str, ev: Evidence | None, bad_input: str = "", method: str = "layers") -> str:
+    """What a verdict of ``method`` claims. The deterministic layers (``layers``) accept only on a
+    proof (or a bounded proof) and reject on a witness; an open pair says what evidence it has
+    (agreement on this database or the test suite). EX's accept is agreement on this database
+    (evidence), its reject a witness on this database; an LLM method's verdict (the autorater, the
+    LLM-SQL-Solver baselines) is a judgement, neither proof nor witness. The one classification
+    behind `aisql compare`, `aisql evaluate` and the judge job's Table 1 (#39 item 1)."""
     if bad_input:
         return BAD_INPUT
+    if method == "ex":
+        return {ACCEPT: EQUAL_DB, REJECT: WITNESS}.get(final, OPEN)
+    if method not in ("layers", "structural"):
+        return JUDGED if final in (ACCEPT, REJECT) else OPEN
     sv = ev.structural if ev is not None else None
     if final == ACCEPT:
         return BOUNDED if sv is not None and sv.method == "verifier" else PROOF
@@ -98,6 +106,14 @@ def verdict_class(final: str, ev: Evidence | None, bad_input: str = "") -> str:
     if sv is not None and sv.verdict == "equal_on_database":
         return EQUAL_DB
     return OPEN
+
+
+def bound_of(verdict_class_: str, ev: Evidence | None) -> int | None:
+    """k of an "equivalent up to k rows per table" verdict (None for every other class)."""
+    if verdict_class_ != BOUNDED or ev is None or ev.structural is None:
+        return None
+    k = (ev.structural.witness or {}).get("bounded_proof", {}).get("rows_per_table")
+    return int(k) if k is not None else None
 
 
 def structural_layer(ev: Evidence) -> LayerVerdict:
@@ -257,7 +273,12 @@ def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, par
     that parses but does not run gives ``bad_input`` and no verdict; a candidate that does not run
     is rejected by every layer, so no layer ever accepts a query that does not run."""
     check_pair(gold_sql, cand_sql, dialect)
-    ev = execute_pair(ctx, gold_sql, cand_sql, dialect, parts)
+    return judge_evidence(execute_pair(ctx, gold_sql, cand_sql, dialect, parts))
+
+
+def judge_evidence(ev: Evidence) -> PairJudgement:
+    """The deterministic layers' judgement of one pair's evidence (what :func:`judge_pair` returns,
+    and what the judge job stores as its ``layers`` method)."""
     s, a, x = structural_layer(ev), ai_layer(ev), ex_layer(ev)
     if _not_running(ev.gold):
         why = public_names(f"the gold query does not run: {ev.gold.error}")[:300]
