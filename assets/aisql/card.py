@@ -36,7 +36,7 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
         calls=pairs * len(llm_methods),
         role="judges",
         detail=detail,
-        shrink="--methods ex,ours --questions Q1 (one gold query, two methods)",
+        shrink="--methods ex,layers,ours --questions Q1 (one gold query; EX and the layers make no LLM call)",
     )
 
 
