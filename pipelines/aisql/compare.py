@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pipelines.aisql.checks import check_pair, public_names
 from pipelines.aisql.diffs import EX_RULE, ex_equal
 from pipelines.aisql.split_execution import EvalContext, Evidence, execute_pair
+from pipelines.aisql.symmetry import SWAP_NOTE, symmetric_relation
 
 ACCEPT, REJECT, UNDECIDED = "accept", "reject", "cannot decide"
 BAD_INPUT = "bad input"
@@ -166,6 +167,15 @@ def _bool_call_verdict(probe: dict, flipped: bool) -> tuple[str, str]:
     return UNDECIDED, f"{what}; kappa {k:.2f} between {AI_KAPPA_REJECT} and {AI_KAPPA_ACCEPT}"
 
 
+def _swapped_inputs(a: dict) -> str | None:
+    """'x, y -> y, x' when the candidate gives the gold's two input columns in the other order."""
+    g = [c.lower() for c in a.get("gold_inputs", [])]
+    c = [x.lower() for x in a.get("candidate_inputs", [])]
+    if len(g) == 2 and c == g[::-1] and g[0] != g[1]:
+        return f"{', '.join(a['gold_inputs'])} -> {', '.join(a['candidate_inputs'])}"
+    return None
+
+
 def _worse(a: str, b: str) -> str:
     return REJECT if REJECT in (a, b) else UNDECIDED if UNDECIDED in (a, b) else ACCEPT
 
@@ -178,6 +188,10 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
     opposite = set()
     if ev.structural is not None:
         opposite = {inp for inp, p in zip(ev.structural.polarity_inputs, ev.structural.polarity) if p == "opposite"}
+    # inputs named in another order under aliases the structural layer proved to bind alike (an alias
+    # renamed throughout) are no swap; only a proof that did not need the symmetric rule shows that
+    sv = ev.structural
+    bound_alike = sv is not None and sv.verdict == "equal" and SWAP_NOTE not in sv.reason
     worst, reasons = ACCEPT, []
     for a in ev.alignment:
         if a["status"] == "repeated_call":
@@ -199,6 +213,22 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
             reasons.append(f"call {a['gold_call']}: candidate reads {ci}, gold reads {gi}")
             continue
         flipped = ",".join(sorted({c for c in gi})) in opposite
+        swap = _swapped_inputs(a) if not bound_alike else None
+        if a.get("same_call") and swap is not None:
+            why = symmetric_relation(a.get("gold_prompt", ""))
+            if why is None:  # f(b, a) is another call than f(a, b): never accepted here
+                worst = _worse(worst, UNDECIDED)
+                reasons.append(
+                    f"call {a['gold_call']}: the same prompt with its two inputs swapped ({swap}); the judge cannot "
+                    "show the prompt symmetric, so these are different calls (the structural layer decides)"
+                )
+                continue
+            reasons.append(
+                f"call {a['gold_call']}: the same call with its two inputs swapped ({swap}): its prompt states a "
+                f"symmetric relation ('{why}')" + (" read with opposite polarity" if flipped else "")
+            )
+            worst = _worse(worst, REJECT if flipped else ACCEPT)
+            continue
         if a.get("same_call"):
             v = REJECT if flipped else ACCEPT
             reasons.append(

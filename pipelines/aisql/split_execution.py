@@ -27,6 +27,7 @@ from pipelines.aisql.structural import (
     compare_structures,
     pair_calls,
 )
+from pipelines.aisql.symmetry import swapped_symmetric_calls
 from pipelines.aisql.verifier import DEFAULT_K as VERIFIER_K
 from pipelines.aisql.verifier import DIFFER as V_DIFFER
 from pipelines.aisql.verifier import EQUIVALENT_UP_TO_K, default_budget_ms, replay, verify
@@ -241,6 +242,25 @@ def structural_verdict(
 
 
 def _structural_verdict(ctx: EvalContext, gtree, ctree, ordered: bool, dialect: str) -> StructuralVerdict:
+    """The verdict; when the pair is not proven equal and the candidate gives a symmetric AI join
+    call's two inputs in another order than the gold (:mod:`pipelines.aisql.symmetry`), the pair is
+    compared again with that call read swapped: a proof reached so says why (the prompt's relation
+    is symmetric by the rule); otherwise the first verdict stands and says the swap was tried."""
+    verdict = _decide(ctx, gtree, ctree, ordered, dialect)
+    if verdict.verdict == EQUAL:
+        return verdict
+    swapped = swapped_symmetric_calls(gtree, ctree)
+    if swapped is None:
+        return verdict
+    ctree2, reasons = swapped
+    again = _decide(ctx, gtree, ctree2, ordered, dialect)
+    why = "; ".join(reasons)
+    if again.verdict == EQUAL:
+        return dataclasses.replace(again, reason=f"{why}; then: {again.reason}")
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; with {why}: still {again.verdict.replace('_', ' ')}")
+
+
+def _decide(ctx: EvalContext, gtree, ctree, ordered: bool, dialect: str) -> StructuralVerdict:
     def run(sql: str):
         rec = ctx.run(sql, max_rows=1_000_000)
         if not rec.ok:
