@@ -23,7 +23,8 @@ differ:
 Covered: SELECT [DISTINCT] over base tables, derived tables and CTEs with inner, comma and LEFT
 joins; WHERE; GROUP BY (a position names a projection) / HAVING; COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX; EXISTS / NOT EXISTS / IN over a
 one-block subquery (correlated or not); CASE, COALESCE, IS [NOT] NULL, BETWEEN, IN (list), + - * /
-(x / 0 is an unknown function of x, as DuckDB answers inf or NaN), comparisons (dates as day
+(x / 0 is an unknown function of x, as DuckDB answers inf or NaN; under BigQuery, ``division_errors``, where
+one side may raise x / 0's error and the other not the pair is not decided), SAFE_DIVIDE, NULLIF, comparisons (dates as day
 numbers), EXTRACT(YEAR), IF, casts to numbers. Property-tested against DuckDB on random small databases
 (``tests/aisql/test_verifier.py``).
 """
