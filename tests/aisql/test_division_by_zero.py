@@ -9,11 +9,10 @@ without noise, through the entry point `aisql compare` / `aisql evaluate` use.""
 import pytest
 
 from pipelines.aisql.compare import ACCEPT, BOUNDED, PROOF, REJECT, UNDECIDED
-from pipelines.aisql.judging import PairToJudge, judge_pairs, open_judging
-from pipelines.aisql.pipeline import AisqlSettings, prepare_db
 from pipelines.aisql.rewrite import to_duckdb_tree
 from pipelines.aisql.semantic_cases import MED_AI, PS
 from pipelines.aisql.verifier import DIV_ERROR, EQUIVALENT_UP_TO_K, UNSUPPORTED, verify
+from tests.aisql.conftest import judged_fixture
 
 SEL = f"{PS} WHERE {MED_AI.format(d='an allergy', a='s')}"
 GUARDED_OR = f"SELECT p.patient_id {SEL} AND (p.age = 0 OR SAFE_DIVIDE(100, p.age) > 1)"
@@ -87,15 +86,7 @@ PAIRS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def judged(sembench_root, tmp_path_factory):
-    db = prepare_db("medical", sembench_root, tmp_path_factory.mktemp("div0"))
-    judging = open_judging(AisqlSettings(flip_rate=0.0), db)
-    try:
-        done = judge_pairs(judging, [PairToJudge(p[0], p[1], p[2], "bigquery") for p in PAIRS], ("ex", "layers"))
-    finally:
-        judging.close()
-    return {p[0]: r for p, (r, _) in zip(PAIRS, done)}
+judged = judged_fixture("medical", PAIRS, "bigquery")
 
 
 @pytest.mark.parametrize("pair_id,gold,cand,equivalent,final", PAIRS, ids=[p[0] for p in PAIRS])

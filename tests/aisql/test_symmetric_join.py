@@ -8,10 +8,8 @@ oracle without noise, through the entry point `aisql compare` / `aisql evaluate`
 import pytest
 
 from pipelines.aisql.compare import ACCEPT, PROOF
-from pipelines.aisql.judging import PairToJudge, judge_pairs, open_judging
-from pipelines.aisql.pipeline import AisqlSettings, prepare_db
 from pipelines.aisql.symmetry import SWAP_NOTE, symmetric_relation
-from tests.aisql.conftest import movie_query
+from tests.aisql.conftest import judge_cases, movie_query
 
 SAME = "these two movie reviews express the same sentiment - either both are positive or both are negative"
 OPPOSITE = "these two movie reviews express opposite sentiments - one is positive and the other is negative"
@@ -76,12 +74,7 @@ def movie_cases(sembench_root):
 
 
 def _judge(scenario, root, tmp, cases):
-    judging = open_judging(AisqlSettings(flip_rate=0.0), prepare_db(scenario, root, tmp))
-    try:
-        done = judge_pairs(judging, [PairToJudge(c[0], c[1], c[2], c[3]) for c in cases], ("ex", "layers"))
-    finally:
-        judging.close()
-    return [r for r, _ in done]
+    return list(judge_cases(scenario, root, tmp, cases).values())
 
 
 def _check(case, r):
