@@ -299,7 +299,11 @@ def table1_sections(metrics: pl.DataFrame, scenario: str) -> list[str]:
         lines += ["", f"## {scenario}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)", ""]
         lines.append(table1_markdown(shown))
         if "decided" in shown.columns:
-            lines += ["", "coverage (an error verdict is undecided) and the score per policy for undecided pairs:", ""]
+            lines += [
+                "",
+                "coverage (an error or cannot-decide verdict is undecided; accuracy on decided pairs is – when none is decided) and the score per policy for undecided pairs:",
+                "",
+            ]
             lines.append(coverage_markdown(shown, METHOD_LABELS))
         classes = class_markdown(shown, METHOD_LABELS)
         if classes:
