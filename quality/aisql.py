@@ -2,6 +2,7 @@
 
 import polars as pl
 
+from pipelines.aisql.compare import VERDICT_CLASSES
 from pipelines.aisql.rewrite import DIALECTS
 from quality.base import ColumnRule, Contract
 
@@ -69,14 +70,18 @@ AISQL_EXECUTIONS = Contract(
 
 AISQL_VERDICTS = Contract(
     name="aisql_verdicts",
-    description="One verdict per (pair, method); errors count as rejections.",
+    description="One verdict per (pair, method) with what it claims (its verdict class); errors and "
+    "undecided verdicts count as rejections in TPR / TNR / accuracy and as undecided in coverage.",
     columns=(
         ColumnRule("pair_id", pl.String, nullable=False),
         ColumnRule("method", pl.String, nullable=False),
         ColumnRule("accepted", pl.Boolean, nullable=False),
-        ColumnRule("status", pl.String, nullable=False, allowed=("ok", "error")),
+        ColumnRule("status", pl.String, nullable=False, allowed=("ok", "error", "undecided")),
         ColumnRule("overall", pl.Int64, min_value=1, max_value=5),
+        ColumnRule("verdict_class", pl.String, nullable=False, allowed=VERDICT_CLASSES),
+        ColumnRule("bound_k", pl.Int64, min_value=1),
     ),
+    unique_together=("pair_id", "method"),
 )
 
 AISQL_METRICS = Contract(

@@ -44,8 +44,8 @@ from pipelines.aisql.evalset import (
     read_manual_labels,
     with_set,
 )
-from pipelines.aisql.methods import METHODS
-from pipelines.aisql.metrics import metric_table, table1_markdown
+from pipelines.aisql.methods import DETERMINISTIC, METHOD_LABELS, METHODS
+from pipelines.aisql.metrics import class_markdown, metric_table, table1_markdown
 from pipelines.aisql.pipeline import (
     AisqlSettings,
     council_for,
@@ -384,7 +384,9 @@ def aisql_verdicts(
 ):
     db = _db(aisql, context.partition_key)
     settings = aisql.settings()
-    judges = council_for("judges", council.get_council) if any(m != "ex" for m in settings.methods) else None
+    judges = (
+        council_for("judges", council.get_council) if any(m not in DETERMINISTIC for m in settings.methods) else None
+    )
     with step_progress(context, total=aisql_pairs.height * len(settings.methods)) as p:  # (pair, method) verdicts
         df = run_methods(
             aisql_pairs,
@@ -423,10 +425,12 @@ def aisql_verdicts(
 def aisql_metrics(context: AssetExecutionContext, aisql_pairs: pl.DataFrame, aisql_verdicts: pl.DataFrame):
     # the synthetic (variants) and generated (generator candidates) sets are reported separately
     df = metric_table(with_set(aisql_pairs), aisql_verdicts, by=("set", "dialect"))
-    tables = {
-        f"table1_{s}": MetadataValue.md(table1_markdown(df.filter(pl.col("set") == s)))
-        for s in ("synthetic", "generated")
-        if s in set(df["set"].to_list())
+    sets = [s for s in ("synthetic", "generated") if s in set(df["set"].to_list())]
+    tables = {f"table1_{s}": MetadataValue.md(table1_markdown(df.filter(pl.col("set") == s))) for s in sets}
+    # what each verdict claims, per method (#39 item 1): proofs, bounded proofs (k), witnesses, evidence
+    tables |= {
+        f"verdict_classes_{s}": MetadataValue.md(class_markdown(df.filter(pl.col("set") == s), METHOD_LABELS))
+        for s in sets
     }
     yield artifact_output(df, **tables, balance=MetadataValue.md(preview_markdown(balance_table(aisql_pairs), rows=20)))
     yield contract_check_result(AISQL_METRICS, df)

@@ -5,6 +5,7 @@ from assets.aisql.assets import PREDICTION_VERDICTS, AisqlResource, EvaluateConf
 from assets.aisql.definitions import aisql_evaluate_job, aisql_job
 from assets.shared.cards import JobCard, Plan, merge_configs, op_config, resource_config, resource_values
 from assets.shared.preflight import PreflightError
+from pipelines.aisql.methods import DETERMINISTIC
 from pipelines.aisql.metrics import table1_sections
 from storage.stores import latest_frame
 
@@ -17,12 +18,13 @@ def config(**values) -> dict:
 
 
 def estimate(partition: str, run_config: dict | None, council_path: str | None = None) -> Plan:
-    """One judge call per (pair, LLM method), up to three with retries; EX needs none. With
+    """One judge call per (pair, LLM method), up to three with retries; EX and the deterministic
+    layers need none. With
     ``backend council`` the AI operators are answered by the council too (not counted: how many
     distinct operator calls a query makes is known only when it runs)."""
     aisql = AisqlResource(**resource_values(run_config, RESOURCE))
     pairs = planned_pairs(aisql, partition)
-    llm_methods = [m for m in aisql.methods if m != "ex"]
+    llm_methods = [m for m in aisql.methods if m not in DETERMINISTIC]
     detail = f"{len(llm_methods)} LLM method{'s' if len(llm_methods) != 1 else ''} × {pairs} pairs"
     if aisql.backend == "council":
         detail += "; plus the AI operators' calls (backend council)"
@@ -34,7 +36,7 @@ def estimate(partition: str, run_config: dict | None, council_path: str | None =
         calls=pairs * len(llm_methods),
         role="judges",
         detail=detail,
-        shrink="--methods ex,ours --questions Q1 (one gold query, two methods)",
+        shrink="--methods ex,layers,ours --questions Q1 (one gold query; EX and the layers make no LLM call)",
     )
 
 

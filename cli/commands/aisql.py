@@ -535,7 +535,11 @@ def register(sub) -> None:
     j = s.add_parser("judge", help="materialize the aisql assets for a scenario and print Table 1")
     j.add_argument("--scenario", default="movie")
     j.add_argument("--questions", default=None, help="comma-separated gold query ids (e.g. Q2,Q3)")
-    j.add_argument("--methods", default=None, help="comma-separated: ex,mm,mm_exec,ec,ec_exec,ours")
+    j.add_argument(
+        "--methods",
+        default=None,
+        help="comma-separated: ex,layers,mm,mm_exec,ec,ec_exec,ours (layers: the deterministic layers, no LLM call)",
+    )
     j.add_argument("--dialects", default=None, help="bigquery,thalamusdb (default both)")
     j.add_argument("--variants", default=None, help="comma-separated variant types (default all)")
     j.add_argument(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pipelines.aisql.checks import check_pair, public_names
 from pipelines.aisql.diffs import EX_RULE, ex_equal
 from pipelines.aisql.split_execution import EvalContext, Evidence, execute_pair
+from pipelines.aisql.symmetry import SWAP_NOTE, symmetric_relation
 
 ACCEPT, REJECT, UNDECIDED = "accept", "reject", "cannot decide"
 BAD_INPUT = "bad input"
@@ -83,11 +84,19 @@ class PairJudgement:
         return out
 
 
-def verdict_class(final: str, ev: Evidence | None, bad_input: str = "") -> str:
-    """What a deterministic verdict claims: accepts only on a proof (or a bounded proof), rejects on a
-    witness; an open pair says what evidence it has (agreement on this database or the test suite)."""
+def verdict_class(final: str, ev: Evidence | None, bad_input: str = "", method: str = "layers") -> str:
+    """What a verdict of ``method`` claims. The deterministic layers (``layers``) accept only on a
+    proof (or a bounded proof) and reject on a witness; an open pair says what evidence it has
+    (agreement on this database or the test suite). EX's accept is agreement on this database
+    (evidence), its reject a witness on this database; an LLM method's verdict (the autorater, the
+    LLM-SQL-Solver baselines) is a judgement, neither proof nor witness. The one classification
+    behind `aisql compare`, `aisql evaluate` and the judge job's Table 1 (#39 item 1)."""
     if bad_input:
         return BAD_INPUT
+    if method == "ex":
+        return {ACCEPT: EQUAL_DB, REJECT: WITNESS}.get(final, OPEN)
+    if method not in ("layers", "structural"):
+        return JUDGED if final in (ACCEPT, REJECT) else OPEN
     sv = ev.structural if ev is not None else None
     if final == ACCEPT:
         return BOUNDED if sv is not None and sv.method == "verifier" else PROOF
@@ -98,6 +107,14 @@ def verdict_class(final: str, ev: Evidence | None, bad_input: str = "") -> str:
     if sv is not None and sv.verdict == "equal_on_database":
         return EQUAL_DB
     return OPEN
+
+
+def bound_of(verdict_class_: str, ev: Evidence | None) -> int | None:
+    """k of an "equivalent up to k rows per table" verdict (None for every other class)."""
+    if verdict_class_ != BOUNDED or ev is None or ev.structural is None:
+        return None
+    k = (ev.structural.witness or {}).get("bounded_proof", {}).get("rows_per_table")
+    return int(k) if k is not None else None
 
 
 def structural_layer(ev: Evidence) -> LayerVerdict:
@@ -150,6 +167,15 @@ def _bool_call_verdict(probe: dict, flipped: bool) -> tuple[str, str]:
     return UNDECIDED, f"{what}; kappa {k:.2f} between {AI_KAPPA_REJECT} and {AI_KAPPA_ACCEPT}"
 
 
+def _swapped_inputs(a: dict) -> str | None:
+    """'x, y -> y, x' when the candidate gives the gold's two input columns in the other order."""
+    g = [c.lower() for c in a.get("gold_inputs", [])]
+    c = [x.lower() for x in a.get("candidate_inputs", [])]
+    if len(g) == 2 and c == g[::-1] and g[0] != g[1]:
+        return f"{', '.join(a['gold_inputs'])} -> {', '.join(a['candidate_inputs'])}"
+    return None
+
+
 def _worse(a: str, b: str) -> str:
     return REJECT if REJECT in (a, b) else UNDECIDED if UNDECIDED in (a, b) else ACCEPT
 
@@ -162,6 +188,10 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
     opposite = set()
     if ev.structural is not None:
         opposite = {inp for inp, p in zip(ev.structural.polarity_inputs, ev.structural.polarity) if p == "opposite"}
+    # inputs named in another order under aliases the structural layer proved to bind alike (an alias
+    # renamed throughout) are no swap; only a proof that did not need the symmetric rule shows that
+    sv = ev.structural
+    bound_alike = sv is not None and sv.verdict == "equal" and SWAP_NOTE not in sv.reason
     worst, reasons = ACCEPT, []
     for a in ev.alignment:
         if a["status"] == "repeated_call":
@@ -183,6 +213,22 @@ def ai_layer(ev: Evidence) -> LayerVerdict:
             reasons.append(f"call {a['gold_call']}: candidate reads {ci}, gold reads {gi}")
             continue
         flipped = ",".join(sorted({c for c in gi})) in opposite
+        swap = _swapped_inputs(a) if not bound_alike else None
+        if a.get("same_call") and swap is not None:
+            why = symmetric_relation(a.get("gold_prompt", ""))
+            if why is None:  # f(b, a) is another call than f(a, b): never accepted here
+                worst = _worse(worst, UNDECIDED)
+                reasons.append(
+                    f"call {a['gold_call']}: the same prompt with its two inputs swapped ({swap}); the judge cannot "
+                    "show the prompt symmetric, so these are different calls (the structural layer decides)"
+                )
+                continue
+            reasons.append(
+                f"call {a['gold_call']}: the same call with its two inputs swapped ({swap}): its prompt states a "
+                f"symmetric relation ('{why}')" + (" read with opposite polarity" if flipped else "")
+            )
+            worst = _worse(worst, REJECT if flipped else ACCEPT)
+            continue
         if a.get("same_call"):
             v = REJECT if flipped else ACCEPT
             reasons.append(
@@ -257,7 +303,12 @@ def judge_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, par
     that parses but does not run gives ``bad_input`` and no verdict; a candidate that does not run
     is rejected by every layer, so no layer ever accepts a query that does not run."""
     check_pair(gold_sql, cand_sql, dialect)
-    ev = execute_pair(ctx, gold_sql, cand_sql, dialect, parts)
+    return judge_evidence(execute_pair(ctx, gold_sql, cand_sql, dialect, parts))
+
+
+def judge_evidence(ev: Evidence) -> PairJudgement:
+    """The deterministic layers' judgement of one pair's evidence (what :func:`judge_pair` returns,
+    and what the judge job stores as its ``layers`` method)."""
     s, a, x = structural_layer(ev), ai_layer(ev), ex_layer(ev)
     if _not_running(ev.gold):
         why = public_names(f"the gold query does not run: {ev.gold.error}")[:300]

@@ -16,9 +16,11 @@ from pydantic import BaseModel, Field
 
 from pipelines.aisql.prompts import judge_messages, solver_messages
 
-METHODS = ("ex", "mm", "mm_exec", "ec", "ec_exec", "ours")
+METHODS = ("ex", "layers", "mm", "mm_exec", "ec", "ec_exec", "ours")
+DETERMINISTIC = ("ex", "layers")  # no LLM call: every other method asks the ``judges`` council
 METHOD_LABELS = {
     "ex": "Execution Accuracy (EX)",
+    "layers": "Deterministic layers (stand-in)",
     "mm": "LLM-SQL-Solver (Miniature & Mull)",
     "mm_exec": "LLM-SQL-Solver (Miniature & Mull w/ Exec Results)",
     "ec": "LLM-SQL-Solver (Explain & Compare)",
@@ -34,7 +36,7 @@ class PairVerdict:
     pair_id: str
     method: str
     accepted: bool
-    status: str = "ok"  # ok | error
+    status: str = "ok"  # ok | error | undecided (the deterministic layers cannot decide: no error)
     reason: str = ""
     raw: str = ""
     overall: int | None = None
@@ -44,6 +46,8 @@ class PairVerdict:
     error_source: str | None = None
     inconsistent: bool = False  # e.g. overall accepts while relational rejects
     call_id: str = ""
+    verdict_class: str | None = None  # what the verdict claims (compare.verdict_class); None: not classified
+    bound_k: int | None = None  # k of "equivalent up to k rows per table"
 
     def row(self) -> dict:
         return asdict(self)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from pipelines.aisql.compare import BOUNDED, EQUAL_DB, EQUAL_SUITE_CLASS, JUDGED, OPEN, PROOF, WITNESS
 from pipelines.aisql.methods import METHOD_LABELS, METHODS
 
 
@@ -102,6 +103,79 @@ def coverage_markdown(metrics: pl.DataFrame, labels: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+# verdict class -> column suffix; the claim each class makes about a labelled pair (None: no claim)
+CLASS_KEYS = {
+    PROOF: "proof",
+    BOUNDED: "bounded",
+    WITNESS: "witness",
+    EQUAL_DB: "equal_on_database",
+    EQUAL_SUITE_CLASS: "equal_on_test_suite",
+    JUDGED: "judged",
+    OPEN: "open",
+}
+CLASS_CLAIM = {PROOF: True, BOUNDED: True, WITNESS: False, EQUAL_DB: True, EQUAL_SUITE_CLASS: True}
+CLASS_SCHEMA = {
+    **{f"n_{k}": pl.Int64 for k in CLASS_KEYS.values()},  # verdicts per class (#39 item 1)
+    **{f"wrong_{k}": pl.Int64 for k in CLASS_KEYS.values()},  # ... whose claim the label contradicts
+    "bound_k": pl.Int64,  # the smallest k of the "equivalent up to k rows per table" verdicts
+}
+
+
+def class_counts(labelled: pl.DataFrame) -> dict:
+    """Per verdict class: how many labelled pairs, and how many the label contradicts (a wrong proof
+    or witness; for an evidence class, pairs equal on this database or the test suite that are not
+    equivalent; for a judgement, a wrong accept or reject). Rows without a class (an artifact stored
+    before the column existed) make every count None, shown as '–', never 0."""
+    if "verdict_class" not in labelled.columns or labelled["verdict_class"].is_null().any():
+        return {c: None for c in CLASS_SCHEMA}
+    out: dict = {}
+    cls = labelled["verdict_class"].to_list()
+    for name, key in CLASS_KEYS.items():
+        rows = [
+            (y, a) for c, y, a in zip(cls, labelled["label"].to_list(), labelled["accepted"].to_list()) if c == name
+        ]
+        claim = CLASS_CLAIM.get(name)
+        out[f"n_{key}"] = len(rows)
+        if name == JUDGED:
+            out[f"wrong_{key}"] = sum(1 for y, a in rows if bool(a) != y)
+        else:
+            out[f"wrong_{key}"] = sum(1 for y, _ in rows if y != claim) if claim is not None else None
+    ks = labelled.filter(pl.col("verdict_class") == BOUNDED)["bound_k"] if "bound_k" in labelled.columns else None
+    out["bound_k"] = int(ks.min()) if ks is not None and ks.drop_nulls().len() else None
+    return out
+
+
+NOT_RECORDED = "verdict classes: – (not recorded in these stored verdicts; materialize aisql_verdicts again)"
+
+
+def class_markdown(metrics: pl.DataFrame, labels: dict[str, str]) -> str:
+    """Per method and dialect, what its verdicts claim (#39 item 1): the pairs of each verdict class
+    and how many of them the label contradicts; '–' where the class counts are unknown."""
+    if not metrics.height:
+        return ""
+    if "n_proof" not in metrics.columns:  # metrics stored before the classes: unknown, never 0
+        return NOT_RECORDED
+    lines = [
+        "| Method | dialect | verdict class (what it claims) | pairs | share | label contradicts |",
+        "|---|---|---|---|---|---|",
+    ]
+    recorded = metrics.filter(pl.col("n_proof").is_not_null())
+    if not recorded.height:  # verdicts stored before the classes: unknown, never 0
+        return NOT_RECORDED
+    for r in recorded.iter_rows(named=True):
+        for name, key in CLASS_KEYS.items():
+            n = r[f"n_{key}"]
+            if not n:
+                continue
+            wrong = r[f"wrong_{key}"]
+            shown = name.replace("k rows", f"k = {r['bound_k']} rows") if name == BOUNDED and r.get("bound_k") else name
+            lines.append(
+                f"| {labels.get(r['method'], r['method'])} | {r['dialect']} | {shown} | {n} | "
+                f"{_pct(n / r['n'] if r['n'] else None)} | {'–' if wrong is None else wrong} |"
+            )
+    return "\n".join(lines)
+
+
 METRIC_COLUMNS = ["dialect", "method", "method_label", "n", "tp", "fn", "tn", "fp", "errors", "tpr", "tnr", "accuracy"]
 
 
@@ -144,10 +218,12 @@ def metric_table(pairs: pl.DataFrame, verdicts: pl.DataFrame, by: tuple[str, ...
                 "tnr": c.tnr,
                 "accuracy": c.accuracy,
                 **cov,
+                **class_counts(sub),
             }
         )
     schema = {
         **COVERAGE_SCHEMA,
+        **CLASS_SCHEMA,
         "n": pl.Int64,
         "tp": pl.Int64,
         "fn": pl.Int64,
@@ -223,6 +299,20 @@ def table1_sections(metrics: pl.DataFrame, scenario: str) -> list[str]:
         lines += ["", f"## {scenario}: meta-evaluation{label} (TPR / TNR / accuracy, counts in brackets)", ""]
         lines.append(table1_markdown(shown))
         if "decided" in shown.columns:
-            lines += ["", "coverage (an error verdict is undecided) and the score per policy for undecided pairs:", ""]
+            lines += [
+                "",
+                "coverage (an error or cannot-decide verdict is undecided; accuracy on decided pairs is – when none is decided) and the score per policy for undecided pairs:",
+                "",
+            ]
             lines.append(coverage_markdown(shown, METHOD_LABELS))
+        classes = class_markdown(shown, METHOD_LABELS)
+        if classes:
+            lines += ["", CLASS_NOTE, "", classes]
     return lines
+
+
+CLASS_NOTE = (
+    "what each verdict claims (a proof holds on every database; 'equivalent up to k rows per table' on every "
+    "database of at most k rows per table; 'equal on ...' is evidence, never an accept by the deterministic "
+    "layers; 'label contradicts': wrong proofs or witnesses, evidence that was not equivalence, wrong judgements):"
+)

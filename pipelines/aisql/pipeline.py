@@ -20,8 +20,17 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.aisql.compare import ACCEPT, OPEN, REJECT, UNDECIDED, bound_of, judge_evidence, verdict_class
 from pipelines.aisql.diffs import ex_equal
-from pipelines.aisql.methods import METHODS, JudgeSettings, PairVerdict, autorate, ex_verdict, solve
+from pipelines.aisql.methods import (
+    DETERMINISTIC,
+    METHODS,
+    JudgeSettings,
+    PairVerdict,
+    autorate,
+    ex_verdict,
+    solve,
+)
 from pipelines.aisql.metrics import METHOD_LABELS, metric_table
 from pipelines.aisql.normal_form import schema_of
 from pipelines.aisql.operators import AIRuntime, CouncilOperator, KeywordOperator, LabelOracle
@@ -164,6 +173,11 @@ EXECUTION_SCHEMA = {
     "calls_cached": pl.Int64,
     "elapsed_s": pl.Float64,
     "evidence_json": pl.String,
+    # the deterministic layers' judgement of the evidence (compare.judge_evidence: the `layers` method)
+    "layers_verdict": pl.String,
+    "layers_reason": pl.String,
+    "verdict_class": pl.String,
+    "bound_k": pl.Int64,
 }
 
 
@@ -201,6 +215,7 @@ def run_executions(
         d["question"] = p["question"]
         evidence[p["pair_id"]] = d
         sv = ev.structural.verdict if ev.structural is not None else "cannot_decide"
+        judged = judge_evidence(ev)
         rows.append(
             {
                 "pair_id": p["pair_id"],
@@ -221,6 +236,13 @@ def run_executions(
                 "calls_cached": runtime.totals.cached - before[1],
                 "elapsed_s": round(time.perf_counter() - start, 3),
                 "evidence_json": json.dumps(d, default=str),
+                "layers_verdict": judged.final,
+                "layers_reason": judged.bad_input
+                or "; ".join(
+                    f"{v.layer} {v.verdict}: {v.reason}" for v in judged.layers if v.layer in ("structural", "ai")
+                ),
+                "verdict_class": judged.verdict_class,
+                "bound_k": bound_of(judged.verdict_class, ev),
             }
         )
         if progress:
@@ -245,6 +267,8 @@ VERDICT_SCHEMA = {
     "error_source": pl.String,
     "inconsistent": pl.Boolean,
     "call_id": pl.String,
+    "verdict_class": pl.String,  # compare.verdict_class of this method's verdict; null in artifacts stored before it
+    "bound_k": pl.Int64,  # k of "equivalent up to k rows per table", else null
 }
 
 
@@ -283,7 +307,11 @@ def run_methods(
             out.append(ex_verdict(pid, e["gold_status"], e["candidate_status"], e["ex_equal"]))
         if advance:
             advance(len(ids))
-    llm_methods = [m for m in settings.methods if m != "ex"]
+    if "layers" in settings.methods:
+        out += [layers_verdict(pid, execs[pid]) for pid in ids]
+        if advance:
+            advance(len(ids))
+    llm_methods = [m for m in settings.methods if m not in DETERMINISTIC]
     if llm_methods:
         council = judges or council_for("judges")
         for m in llm_methods:
@@ -309,7 +337,34 @@ def run_methods(
                 )
             if advance:
                 advance(len(ids))
+    for v in out:
+        if v.verdict_class is None and v.method != "layers":
+            final = UNDECIDED if v.status != "ok" else ACCEPT if v.accepted else REJECT
+            v.verdict_class = verdict_class(final, None, method=v.method)
     return verdicts_frame(out)
+
+
+STALE_EXECUTIONS = (
+    "the stored executions predate the deterministic layers' verdict (#39); materialize aisql_executions again"
+)
+
+
+def layers_verdict(pair_id: str, execution: dict) -> PairVerdict:
+    """The `layers` method's verdict from an execution row (compare.judge_evidence ran there): decided
+    only on a proof or a witness; 'cannot decide' is status ``undecided``, never a rejection claimed.
+    An execution row stored before that column existed has no verdict to give: undecided, saying so."""
+    final = execution.get("layers_verdict")
+    if final is None:
+        return PairVerdict(pair_id, "layers", False, "undecided", STALE_EXECUTIONS, verdict_class=OPEN)
+    return PairVerdict(
+        pair_id,
+        "layers",
+        final == ACCEPT,
+        "ok" if final in (ACCEPT, REJECT) else "undecided",
+        (execution.get("layers_reason") or "")[:500],
+        verdict_class=execution.get("verdict_class") or OPEN,
+        bound_k=execution.get("bound_k"),
+    )
 
 
 @dataclass
@@ -344,7 +399,9 @@ def flip_rate_sweep(
             settings,
             schema_of,
             None,
-            judges=judges or council_for("judges", getter) if any(m != "ex" for m in settings.methods) else None,
+            judges=judges or council_for("judges", getter)
+            if any(m not in DETERMINISTIC for m in settings.methods)
+            else None,
         )
         frames.append(metric_table(pairs, verdicts).with_columns(pl.lit(float(p)).alias("flip_rate")))
         if progress:

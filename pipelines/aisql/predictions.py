@@ -22,19 +22,23 @@ import polars as pl
 from pipelines.aisql.checks import BadPairInput, check_pair
 from pipelines.aisql.compare import (
     ACCEPT,
-    BOUNDED,
-    EQUAL_DB,
     EQUAL_SUITE_CLASS,
-    JUDGED,
-    OPEN,
-    PROOF,
     REJECT,
     UNDECIDED,
-    WITNESS,
+    bound_of,
 )
 from pipelines.aisql.evalset import parse_label
 from pipelines.aisql.judging import PairToJudge, judge_pairs, judge_settings
-from pipelines.aisql.metrics import COVERAGE_SCHEMA, confusion, coverage, coverage_markdown
+from pipelines.aisql.metrics import (
+    CLASS_NOTE,
+    CLASS_SCHEMA,
+    COVERAGE_SCHEMA,
+    class_counts,
+    class_markdown,
+    confusion,
+    coverage,
+    coverage_markdown,
+)
 from pipelines.aisql.rewrite import find_operator_names
 from pipelines.aisql.scenarios import SCENARIOS
 
@@ -47,7 +51,7 @@ METHOD_LABELS = {
     "ours": "Multilayered Eval Framework (Ours)",
 }
 LAYERS = ("structural", "ai", "layers", "ex", "ours")
-ENGINE_VERSION = "3"  # 3: verdict classes, kappa AI layer, row-wise/exhaustive rules are evidence (#39)
+ENGINE_VERSION = "4"  # 4: bound k stored, x / 0 errors on BigQuery, NLjoin swaps (#39); 3: verdict classes
 MAX_LINE_BYTES = 1_000_000  # one prediction; a SemBench query is a few kB (#34 item 7)
 MAX_NESTING = 32  # JSON depth of one line; a row is a flat object (deeper ends in a RecursionError)  # bump when a layer's rule changes: stored verdicts of another version are judged again
 
@@ -221,6 +225,7 @@ VERDICT_SCHEMA = {
     "final": pl.String,
     "final_method": pl.String,
     "verdict_class": pl.String,
+    "bound_k": pl.Int64,  # k of "equivalent up to k rows per table" (null for other classes and older rows)
     "accepted": pl.Boolean,
     **{layer: pl.String for layer in LAYERS},
     **{f"{layer}_reason": pl.String for layer in LAYERS},
@@ -312,7 +317,7 @@ def evaluate(
         finally:
             judging.close()
     others = stored.filter(~((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey)))
-    df = pl.concat([others, verdicts_frame(reused + fresh)], how="vertical_relaxed")
+    df = pl.concat([others, verdicts_frame(reused + fresh)], how="diagonal_relaxed")
     order = {p.id: i for i, p in enumerate(preds)}
     mine = df.filter((pl.col("predictions_sha256") == digest) & (pl.col("settings_key") == skey))
     mine = (
@@ -320,7 +325,7 @@ def evaluate(
         .sort("_o")
         .drop("_o")
     )
-    return pl.concat([others, mine], how="vertical_relaxed"), len(reused), len(fresh)
+    return pl.concat([others, mine], how="diagonal_relaxed"), len(reused), len(fresh)
 
 
 JOURNAL_BATCH = 16  # pairs judged between two journal writes (the autorater batches within one)
@@ -343,6 +348,7 @@ def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, 
         "final": r.final,
         "final_method": r.final_method,
         "verdict_class": r.verdict_class,
+        "bound_k": bound_of(r.verdict_class, r.evidence),
         "accepted": r.final == ACCEPT,
         "calls": r.evidence.calls if r.evidence is not None else 0,
         "elapsed_s": round(elapsed, 3),
@@ -353,37 +359,6 @@ def _row(p: Prediction, r, elapsed: float, digest: str, source: str, skey: str, 
         row[name] = v.verdict if v is not None else None
         row[f"{name}_reason"] = v.reason if v is not None else None
     return row
-
-
-# verdict class -> column suffix; the claim each class makes about a labelled pair (None: no claim)
-CLASS_KEYS = {
-    PROOF: "proof",
-    BOUNDED: "bounded",
-    WITNESS: "witness",
-    EQUAL_DB: "equal_on_database",
-    EQUAL_SUITE_CLASS: "equal_on_test_suite",
-    JUDGED: "judged",
-    OPEN: "open",
-}
-CLASS_CLAIM = {PROOF: True, BOUNDED: True, WITNESS: False, EQUAL_DB: True, EQUAL_SUITE_CLASS: True}
-
-
-def _class_counts(labelled: pl.DataFrame) -> dict:
-    """Per verdict class: how many labelled pairs, and how many the label contradicts (for an
-    evidence class: pairs equal on this database or the test suite that are not equivalent)."""
-    out = {}
-    cls = labelled["verdict_class"].to_list() if "verdict_class" in labelled.columns else []
-    for name, key in CLASS_KEYS.items():
-        rows = [
-            (y, a) for c, y, a in zip(cls, labelled["label"].to_list(), labelled["accepted"].to_list()) if c == name
-        ]
-        claim = CLASS_CLAIM.get(name)
-        out[f"n_{key}"] = len(rows)
-        if name == JUDGED:
-            out[f"wrong_{key}"] = sum(1 for y, a in rows if bool(a) != y)
-        else:
-            out[f"wrong_{key}"] = sum(1 for y, _ in rows if y != claim) if claim is not None else None
-    return out
 
 
 METRIC_SCHEMA = {
@@ -404,8 +379,7 @@ METRIC_SCHEMA = {
     "accuracy": pl.Float64,
     **COVERAGE_SCHEMA,
     "test_suite_equal": pl.Int64,  # undecided pairs equal on the test suite (counted apart, not a proof)
-    **{f"n_{k}": pl.Int64 for k in CLASS_KEYS.values()},  # the final verdicts per class (#39 item 1)
-    **{f"wrong_{k}": pl.Int64 for k in CLASS_KEYS.values()},  # ... whose claim the label contradicts
+    **CLASS_SCHEMA,  # the final verdicts per class (#39 item 1), on the final method's row
 }
 
 
@@ -448,7 +422,7 @@ def summary_table(verdicts: pl.DataFrame) -> pl.DataFrame:
                         "accuracy": c.accuracy,
                         **cov,
                         "test_suite_equal": _test_suite_equal(labelled, m),
-                        **(_class_counts(labelled) if m == final_method else {}),
+                        **(class_counts(labelled) if m == final_method else {}),
                     }
                 )
     return pl.DataFrame(rows, schema=METRIC_SCHEMA) if rows else pl.DataFrame(schema=METRIC_SCHEMA)
@@ -466,29 +440,6 @@ def _test_suite_equal(rows: pl.DataFrame, method: str) -> int:
     if method not in ("layers", "structural") or "verdict_class" not in rows.columns:
         return 0
     return int(rows.filter((pl.col(method) == UNDECIDED) & (pl.col("verdict_class") == EQUAL_SUITE_CLASS)).height)
-
-
-def class_markdown(metrics: pl.DataFrame) -> str:
-    """Decided share and errors per verdict class (#39 item 1): what each final verdict claims, how
-    many pairs it covers and how many of them the label contradicts."""
-    rows = metrics.filter(pl.col("n_proof").is_not_null()) if metrics.height and "n_proof" in metrics.columns else None
-    if rows is None or not rows.height:
-        return ""
-    lines = [
-        "| verdict class (what it claims) | dialect | pairs | share | label contradicts |",
-        "|---|---|---|---|---|",
-    ]
-    for r in rows.iter_rows(named=True):
-        for name, key in CLASS_KEYS.items():
-            n = r[f"n_{key}"]
-            if not n:
-                continue
-            wrong = r[f"wrong_{key}"]
-            lines.append(
-                f"| {name} | {r['dialect']} | {n} | {_pct(n / r['n'] if r['n'] else None)} | "
-                f"{'–' if wrong is None else wrong} |"
-            )
-    return "\n".join(lines)
 
 
 def _pct(v) -> str:
@@ -525,15 +476,9 @@ def summary_markdown(metrics: pl.DataFrame) -> str:
         "",
     ]
     lines.append(coverage_markdown(metrics, METHOD_LABELS))
-    classes = class_markdown(metrics)
+    classes = class_markdown(metrics, METHOD_LABELS)
     if classes:
-        lines += [
-            "",
-            "what each final verdict claims (a proof holds on every database; 'equal on ...' is evidence, "
-            "never an accept; 'label contradicts': wrong proofs or witnesses, evidence that was not equivalence):",
-            "",
-            classes,
-        ]
+        lines += ["", CLASS_NOTE, "", classes]
     return "\n".join(lines)
 
 

@@ -27,6 +27,7 @@ from pipelines.aisql.structural import (
     compare_structures,
     pair_calls,
 )
+from pipelines.aisql.symmetry import swapped_symmetric_calls
 from pipelines.aisql.verifier import DEFAULT_K as VERIFIER_K
 from pipelines.aisql.verifier import DIFFER as V_DIFFER
 from pipelines.aisql.verifier import EQUIVALENT_UP_TO_K, default_budget_ms, replay, verify
@@ -184,7 +185,7 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
     ev.full_diff = result_diff(gold, cand, ordered)
     if g_s is not None and c_s is not None:
         ev.relational_diff = result_diff(g_s, c_s, ordered)
-    ev.structural = structural_verdict(ctx, gs, cs, ordered)
+    ev.structural = structural_verdict(ctx, gs, cs, ordered, dialect)
     if gs.ok and cs.ok and gs.method == "ast" and cs.method == "ast":
         try:
             gtree, ctree = to_duckdb_tree(gs.sql, "thalamusdb"), to_duckdb_tree(cs.sql, "thalamusdb")
@@ -222,8 +223,11 @@ def execute_pair(ctx: EvalContext, gold_sql: str, cand_sql: str, dialect: str, p
     return ev
 
 
-def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, ordered: bool) -> StructuralVerdict:
-    """The sound relational comparison (every AI behaviour), or 'cannot decide' with the reason."""
+def structural_verdict(
+    ctx: EvalContext, gs: SplitResult, cs: SplitResult, ordered: bool, dialect: str = "bigquery"
+) -> StructuralVerdict:
+    """The sound relational comparison (every AI behaviour), or 'cannot decide' with the reason.
+    ``dialect``: the pair's engine (BigQuery raises an error on x / 0; DuckDB answers inf or NaN)."""
     if not (gs.ok and cs.ok):
         return StructuralVerdict(
             CANNOT, "a query could not be split: " + "; ".join(e for e in (gs.error, cs.error) if e), "-"
@@ -234,10 +238,29 @@ def structural_verdict(ctx: EvalContext, gs: SplitResult, cs: SplitResult, order
         return StructuralVerdict(CANNOT, f"a query does not parse: {exc}", "-")
 
     with calls_memo():  # the two trees are only read from here on
-        return _structural_verdict(ctx, gtree, ctree, ordered)
+        return _structural_verdict(ctx, gtree, ctree, ordered, dialect)
 
 
-def _structural_verdict(ctx: EvalContext, gtree, ctree, ordered: bool) -> StructuralVerdict:
+def _structural_verdict(ctx: EvalContext, gtree, ctree, ordered: bool, dialect: str) -> StructuralVerdict:
+    """The verdict; when the pair is not proven equal and the candidate gives a symmetric AI join
+    call's two inputs in another order than the gold (:mod:`pipelines.aisql.symmetry`), the pair is
+    compared again with that call read swapped: a proof reached so says why (the prompt's relation
+    is symmetric by the rule); otherwise the first verdict stands and says the swap was tried."""
+    verdict = _decide(ctx, gtree, ctree, ordered, dialect)
+    if verdict.verdict == EQUAL:
+        return verdict
+    swapped = swapped_symmetric_calls(gtree, ctree)
+    if swapped is None:
+        return verdict
+    ctree2, reasons = swapped
+    again = _decide(ctx, gtree, ctree2, ordered, dialect)
+    why = "; ".join(reasons)
+    if again.verdict == EQUAL:
+        return dataclasses.replace(again, reason=f"{why}; then: {again.reason}")
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; with {why}: still {again.verdict.replace('_', ' ')}")
+
+
+def _decide(ctx: EvalContext, gtree, ctree, ordered: bool, dialect: str) -> StructuralVerdict:
     def run(sql: str):
         rec = ctx.run(sql, max_rows=1_000_000)
         if not rec.ok:
@@ -257,20 +280,30 @@ def _structural_verdict(ctx: EvalContext, gtree, ctree, ordered: bool) -> Struct
     open_ = verdict.verdict == EQUAL_HERE or (verdict.verdict == CANNOT and verdict.method == "sampled")
     verifier_note = ""  # why the verifier did not decide (kept in a test-suite witness's reason too)
     if open_ and ctx.schema is not None and ctx.verifier_k:
-        verdict, verifier_note = _with_verifier(ctx, gtree, ctree, verdict)
+        verdict, verifier_note = _with_verifier(ctx, gtree, ctree, verdict, division_errors=dialect == "bigquery")
         open_ = verdict.verdict not in (EQUAL, DIFFER)
     if open_ and ctx.schema is not None and ctx.test_suite:
         verdict = _with_test_suite(ctx, gtree, ctree, ordered, verdict, verifier_note)
     return verdict
 
 
-def _with_verifier(ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict) -> tuple[StructuralVerdict, str]:
+def _with_verifier(
+    ctx: EvalContext, gtree, ctree, verdict: StructuralVerdict, division_errors: bool = False
+) -> tuple[StructuralVerdict, str]:
     """The bounded symbolic verifier (:mod:`pipelines.aisql.verifier`): no counterexample up to k rows
     per table is its own decided class; a counterexample replayed on DuckDB rejects; what it does
     not cover keeps the verdict it had, the reason saying why (the test suite runs next). Returns
     the verdict and, when the verifier did not decide, why."""
     keys = ctx.unique_keys if ctx.unique_keys is not None else {}
-    res = verify(gtree, ctree, ctx.schema, keys, k=ctx.verifier_k, budget_ms=ctx.verifier_budget_ms)
+    res = verify(
+        gtree,
+        ctree,
+        ctx.schema,
+        keys,
+        k=ctx.verifier_k,
+        budget_ms=ctx.verifier_budget_ms,
+        division_errors=division_errors,
+    )
     if res.verdict == V_DIFFER:
         res = replay(gtree, ctree, res, ctx.schema)
     if res.verdict == EQUIVALENT_UP_TO_K:

@@ -23,11 +23,13 @@ differ:
 Covered: SELECT [DISTINCT] over base tables, derived tables and CTEs with inner, comma and LEFT
 joins; WHERE; GROUP BY (a position names a projection) / HAVING; COUNT(*), COUNT(x), COUNT(DISTINCT x), SUM, AVG, MIN, MAX; EXISTS / NOT EXISTS / IN over a
 one-block subquery (correlated or not); CASE, COALESCE, IS [NOT] NULL, BETWEEN, IN (list), + - * /
-(x / 0 is an unknown function of x, as DuckDB answers inf or NaN), comparisons (dates as day
+(x / 0 is an unknown function of x, as DuckDB answers inf or NaN; under BigQuery, ``division_errors``, where
+one side may raise x / 0's error and the other not the pair is not decided), SAFE_DIVIDE, NULLIF, comparisons (dates as day
 numbers), EXTRACT(YEAR), IF, casts to numbers. Property-tested against DuckDB on random small databases
 (``tests/aisql/test_verifier.py``).
 """
 
+import contextlib
 import datetime
 import itertools
 import os
@@ -59,9 +61,17 @@ def default_budget_ms() -> int:
         raise ValueError(f"{BUDGET_ENV}={value!r} is not a number of milliseconds (unset it for 3000)") from None
 
 
+PRESENT = "\x00present"  # a derived row's presence, kept beside its columns (no column has this name)
 MAX_COMBOS = 64  # row combinations of one FROM clause (k ** tables)
 
 EQUIVALENT_UP_TO_K, DIFFER, UNSUPPORTED, UNKNOWN = "equivalent_up_to_k", "differ", "unsupported", "unknown"
+
+
+DIV_ERROR = (
+    "x / 0 raises an error in BigQuery (SAFE_DIVIDE, NULLIF or a CASE guard give NULL instead), and on a "
+    "database of at most k rows per table one query may raise it where the other cannot"
+)
+DIV_ONLY = "the results differ only on databases where a division by zero may raise BigQuery's error"
 
 
 class Unsupported(Exception):
@@ -187,8 +197,11 @@ class SymDB:
 class Encoder:
     """Encodes one query (gold or candidate) over a shared :class:`SymDB` and shared AI functions."""
 
-    def __init__(self, db: SymDB, tree: exp.Expression, syms, funcs: dict, flips: dict):
+    def __init__(self, db: SymDB, tree: exp.Expression, syms, funcs: dict, flips: dict, div_errors: bool = False):
         self.db, self.funcs, self.flips = db, funcs, flips
+        # BigQuery raises an error on x / 0 (#39): with ``div_errors`` every division records when it
+        # may raise, i.e. it may be evaluated (``ctx``) with a zero divisor and a non-NULL dividend
+        self.div_errors, self.errors, self.ctx = div_errors, [], z3.BoolVal(True)
         texts, _ = call_symbols(tree)
         self.sym_of = {t: syms[i] for i, t in enumerate(texts)}
         self.used: dict[str, str] = {}  # call text -> the z3 function valuing it (for the replay)
@@ -219,7 +232,8 @@ class Encoder:
                     e2 = {**env, alias: binding}
                     c = z3.And(cond, present)
                     if on is not None:
-                        c = z3.And(c, self.truth(self.expr(on, e2)))
+                        with self.evaluated_when(c):
+                            c = z3.And(c, self.truth(self.expr(on, e2)))
                     out.append((c, e2))
                     matched.append(c)
                 if kind == "LEFT":
@@ -256,11 +270,38 @@ class Encoder:
         if not rows:
             raise Unsupported("an empty derived table")
         self.derived_sorts[alias] = {n: v.sort for n, v in zip(names, rows[0][1])}
-        return alias, [(p, ("__derived__", dict(zip(names, vals)))) for p, vals in rows]
+        return alias, [(p, ("__derived__", {**dict(zip(names, vals)), PRESENT: p})) for p, vals in rows]
 
     @staticmethod
     def truth(b: V):
         return z3.And(z3.Not(b.null), b.v)
+
+    @contextlib.contextmanager
+    def evaluated_when(self, cond):
+        """Expressions encoded inside are evaluated only when ``cond`` holds (a row that exists, a
+        CASE branch taken): where a division may raise BigQuery's error."""
+        outer = self.ctx
+        self.ctx = z3.And(outer, cond)
+        try:
+            yield
+        finally:
+            self.ctx = outer
+
+    def rows_exist(self, env: dict):
+        """The rows an environment binds are in their tables (a NULL-extended row is no row)."""
+        flags = []
+        for q, i in env.values():
+            if i is None:
+                continue
+            if q == "__derived__":
+                flags.append(i[PRESENT])
+            elif q in self.db.tables:
+                flags.append(self.db.tables[q]["present"][i])
+        return z3.And(*flags) if flags else z3.BoolVal(True)
+
+    def error_term(self):
+        """The query may raise a division-by-zero error on this database (BigQuery semantics)."""
+        return z3.Or(*self.errors) if self.errors else z3.BoolVal(False)
 
     # ------------------------------------------------------------------ expressions
     def column(self, col: exp.Column, env: dict) -> V:
@@ -410,6 +451,8 @@ class Encoder:
                 if node.args.get("typed") or node.args.get("safe"):
                     raise Unsupported("integer division")
                 num, den = _num(a), _num(b)
+                if self.div_errors:  # BigQuery: x / 0 is an error (a NULL operand gives NULL first)
+                    self.errors.append(z3.And(self.ctx, den == 0, z3.Not(a.null), z3.Not(b.null)))
                 return V("real", z3.If(den == 0, self.divz(num), num / den), null)
             if a.sort == b.sort == "int":
                 x, y, sort = a.v, b.v, "int"
@@ -427,9 +470,22 @@ class Encoder:
             if a.sort == "strlit" and to.upper() == "DATE":
                 return self._fix_strlit(a, V("date", None, None))
             raise Unsupported(f"CAST to {to}")
+        if isinstance(node, exp.SafeDivide):  # SAFE_DIVIDE(x, y): NULL where y = 0, never an error
+            a, b = self._pair(self.expr(node.this, env, group), self.expr(node.expression, env, group))
+            if a.sort not in ("int", "real") or b.sort not in ("int", "real"):
+                raise Unsupported(f"SAFE_DIVIDE on {a.sort} and {b.sort}")
+            num, den = _num(a), _num(b)
+            return V("real", z3.If(den == 0, z3.RealVal(0), num / den), z3.Or(a.null, b.null, den == 0))
+        if isinstance(node, exp.Nullif):  # NULLIF(x, y): NULL where x = y is TRUE, else x
+            a = self.expr(node.this, env, group)
+            same = self.truth(self.expr(exp.EQ(this=node.this, expression=node.expression), env, group))
+            return V(a.sort, a.v, z3.Or(a.null, same))
         if isinstance(node, exp.Coalesce):
             args = [node.this, *node.expressions]
-            vals = [self.expr(x, env, group) for x in args]
+            vals = []
+            for x in args:  # an argument is evaluated only when every one before it is NULL
+                with self.evaluated_when(z3.And(*[v.null for v in vals]) if vals else z3.BoolVal(True)):
+                    vals.append(self.expr(x, env, group))
             out = vals[-1]
             for v in reversed(vals[:-1]):
                 v, out = self._pair(v, out)
@@ -444,11 +500,20 @@ class Encoder:
         if isinstance(node, exp.Case):
             if node.this is not None:
                 raise Unsupported("CASE x WHEN")
+            # BigQuery evaluates the conditions in order and only the chosen result (its docs on
+            # conditional expressions): an error in a branch not taken is not raised
+            branches, earlier = [], []
+            for ifn in node.args["ifs"]:
+                before = z3.Not(z3.Or(*earlier)) if earlier else z3.BoolVal(True)
+                with self.evaluated_when(before):
+                    cond = self.truth(self.expr(ifn.this, env, group))
+                with self.evaluated_when(z3.And(before, cond)):
+                    branches.append((cond, self.expr(ifn.args["true"], env, group)))
+                earlier.append(cond)
             default = node.args.get("default")
-            out = self.expr(default, env, group) if default is not None else self.literal(exp.Null())
-            for ifn in reversed(node.args["ifs"]):
-                cond = self.truth(self.expr(ifn.this, env, group))
-                then = self.expr(ifn.args["true"], env, group)
+            with self.evaluated_when(z3.Not(z3.Or(*earlier)) if earlier else z3.BoolVal(True)):
+                out = self.expr(default, env, group) if default is not None else self.literal(exp.Null())
+            for cond, then in reversed(branches):
                 then, out = self._pair(then, out)
                 x, y = _coerce(then, out) if then.sort != out.sort else (then.v, out.v)
                 sort = then.sort if then.sort == out.sort else "real"
@@ -527,8 +592,16 @@ class Encoder:
         sel = self._block(q)
         rows = self.from_rows(sel, env)
         where = sel.args.get("where")
-        kept = [z3.And(c, self.truth(self.expr(where.this, e))) if where is not None else c for c, e in rows]
+        kept = [self._where(where, c, e) for c, e in rows]
         return V("bool", z3.Or(*kept) if kept else z3.BoolVal(False), z3.BoolVal(False))
+
+    def _where(self, where, cond, env: dict):
+        """A row's condition with the WHERE clause; WHERE is evaluated on every row that exists
+        (BigQuery does not promise to evaluate a join's ON first)."""
+        if where is None:
+            return cond
+        with self.evaluated_when(self.rows_exist(env)):
+            return z3.And(cond, self.truth(self.expr(where.this, env)))
 
     def in_subquery(self, node: exp.In, env: dict) -> V:
         sel = self._block(node.args["query"])
@@ -539,8 +612,9 @@ class Encoder:
         where = sel.args.get("where")
         hit, unknown = [], []
         for c, e in rows:
-            kept = z3.And(c, self.truth(self.expr(where.this, e))) if where is not None else c
-            y = self.expr(sel.expressions[0].unalias(), e)
+            kept = self._where(where, c, e)
+            with self.evaluated_when(kept):
+                y = self.expr(sel.expressions[0].unalias(), e)
             a, b = self._pair(x, y)
             xv, yv = _coerce(a, b)
             hit.append(z3.And(kept, z3.Not(a.null), z3.Not(b.null), xv == yv))
@@ -549,6 +623,11 @@ class Encoder:
         return V("bool", true, z3.And(z3.Not(true), z3.Or(*unknown) if unknown else z3.BoolVal(False)))
 
     # ------------------------------------------------------------------ aggregates
+    def _member(self, arg, cond, env: dict) -> V:
+        """An aggregate's argument for one row of its group (evaluated only for the group's rows)."""
+        with self.evaluated_when(cond):
+            return self.expr(arg, env)
+
     def aggregate(self, node, group) -> V:
         members = group["members"]  # [(in-group condition, env)]
         if isinstance(node, exp.Count):
@@ -560,7 +639,7 @@ class Encoder:
                 arg = arg.expressions[0]
             if isinstance(arg, exp.Star) or arg is None:
                 return V("int", z3.Sum([z3.If(c, 1, 0) for c, _ in members] or [z3.IntVal(0)]), z3.BoolVal(False))
-            vals = [(c, self.expr(arg, e)) for c, e in members]
+            vals = [(c, self._member(arg, c, e)) for c, e in members]
             terms = []
             for i, (c, v) in enumerate(vals):
                 ok = z3.And(c, z3.Not(v.null))
@@ -573,7 +652,7 @@ class Encoder:
             return V("int", z3.Sum(terms or [z3.IntVal(0)]), z3.BoolVal(False))
         if len(node.expressions) > 0 or isinstance(node.this, exp.Distinct):
             raise Unsupported(f"{node.key.upper()} with DISTINCT or several arguments")
-        vals = [(c, self._fix_strlit(self.expr(node.this, e), None)) for c, e in members]
+        vals = [(c, self._fix_strlit(self._member(node.this, c, e), None)) for c, e in members]
         if not vals:
             raise Unsupported("an aggregate over an empty FROM")
         sort = vals[0][1].sort
@@ -623,7 +702,7 @@ class Encoder:
             raise Unsupported("SELECT *")
         rows = self.from_rows(sel, {})
         where = sel.args.get("where")
-        kept = [(z3.And(c, self.truth(self.expr(where.this, e))) if where is not None else c, e) for c, e in rows]
+        kept = [(self._where(where, c, e), e) for c, e in rows]
         projections = [x.unalias() for x in sel.expressions]
         group_by = sel.args.get("group")
         having = sel.args.get("having")
@@ -631,13 +710,15 @@ class Encoder:
         out = []
         if not aggregated:
             for c, e in kept:
-                out.append((c, [self._fix_strlit(self.expr(x, e), None) for x in projections]))
+                with self.evaluated_when(c):  # the SELECT list: for the rows WHERE kept
+                    out.append((c, [self._fix_strlit(self.expr(x, e), None) for x in projections]))
         elif group_by is None:
             group = {"members": kept, "leader": None}
             present = z3.BoolVal(True)
             if having is not None:
                 present = self.truth(self.expr(having.this, {}, group))
-            out.append((present, [self._fix_strlit(self.expr(x, {}, group), None) for x in projections]))
+            with self.evaluated_when(present):
+                out.append((present, [self._fix_strlit(self.expr(x, {}, group), None) for x in projections]))
         else:
             # GROUP BY 1: the first projection (positions name projections, not constants)
             keys = [
@@ -648,15 +729,18 @@ class Encoder:
             ]
             if any(isinstance(x, exp.Literal) for x in keys):
                 raise Unsupported("GROUP BY a constant")
-            keyvals = [[self._fix_strlit(self.expr(x, e), None) for x in keys] for _, e in kept]
+            keyvals = [[self._fix_strlit(self._member(x, c, e), None) for x in keys] for c, e in kept]
             for i, (c, e) in enumerate(kept):
                 same = [z3.And(cj, _row_eq(keyvals[j], keyvals[i])) for j, (cj, _) in enumerate(kept)]
                 leader = z3.And(c, *[z3.Not(same[j]) for j in range(i)])
                 group = {"members": [(same[j], ej) for j, (_, ej) in enumerate(kept)], "leader": e}
                 present = leader
-                if having is not None:
-                    present = z3.And(present, self.truth(self.expr(having.this, e, group)))
-                out.append((present, [self._fix_strlit(self.expr(x, e, group), None) for x in projections]))
+                with self.evaluated_when(leader):  # HAVING and the SELECT list: once per group
+                    if having is not None:
+                        present = z3.And(present, self.truth(self.expr(having.this, e, group)))
+                    with self.evaluated_when(present):
+                        vals = [self._fix_strlit(self.expr(x, e, group), None) for x in projections]
+                out.append((present, vals))
         if sel.args.get("distinct"):
             out = [
                 (z3.And(p, *[z3.Not(z3.And(pj, _row_eq(vj, v))) for pj, vj in out[:i]]), v)
@@ -709,9 +793,12 @@ def verify(
     *,
     k: int = DEFAULT_K,
     budget_ms: int | None = None,
+    division_errors: bool = False,
 ) -> VerifierResult:
     """Look for a database of at most ``k`` rows per table and an AI behaviour under which the two
-    queries return different bags; see the module docstring for the verdicts."""
+    queries return different bags; see the module docstring for the verdicts. ``division_errors``
+    (BigQuery): x / 0 raises an error, so a pair is decided only when both queries may raise it on
+    the same databases, and a counterexample must be one on which neither may raise it."""
     if gold_tree.find(exp.Order) is not None and gold_tree.args.get("order") is not None:
         return VerifierResult(UNSUPPORTED, "ORDER BY (ordered results are left to the test suite)", k)
     # an unpaired call is a function of its own (the AI layer reports it; a difference it makes is real)
@@ -721,12 +808,14 @@ def verify(
     budget_ms = default_budget_ms() if budget_ms is None else budget_ms
     deadline = time.monotonic() + budget_ms / 1000
     last_model = None
+    div_note = ""  # why a polarity choice was left to the test suite (x / 0 under BigQuery)
     for bits in itertools.product((False, True), repeat=len(bool_pairs)):
         flips = dict(zip(bool_pairs, bits))
         db = SymDB(schema, keys, k)
         funcs: dict = {}
         try:
-            ge, ce = Encoder(db, gold_tree, g_syms, funcs, {}), Encoder(db, cand_tree, c_syms, funcs, flips)
+            ge = Encoder(db, gold_tree, g_syms, funcs, {}, division_errors)
+            ce = Encoder(db, cand_tree, c_syms, funcs, flips, division_errors)
             g, c = ge.output(gold_tree), ce.output(cand_tree)
         except Unsupported as exc:
             return VerifierResult(UNSUPPORTED, f"not covered by the verifier: {exc}", k)
@@ -738,8 +827,28 @@ def verify(
         s = z3.Solver()
         s.set("timeout", left_ms)
         s.add(*db.constraints)
+        no_error = z3.BoolVal(True)
+        if division_errors and (ge.errors or ce.errors):  # no division on either side: nothing to check
+            g_err, c_err = ge.error_term(), ce.error_term()
+            s.push()
+            s.add(g_err != c_err)
+            res = s.check()
+            side = "gold" if res == z3.sat and z3.is_true(s.model().eval(g_err, model_completion=True)) else "candidate"
+            s.pop()
+            if res == z3.sat:
+                div_note = f"{DIV_ERROR}: the {side} may raise it"
+                continue
+            if res == z3.unknown:
+                return VerifierResult(UNKNOWN, f"solver budget ({budget_ms} ms) spent: {s.reason_unknown()}", k)
+            no_error = z3.And(z3.Not(g_err), z3.Not(c_err))
         s.add(_bags_differ(g, c))
         res = s.check()
+        if res == z3.sat and division_errors and (ge.errors or ce.errors):
+            s.add(no_error)  # a witness: a database on which neither query may raise x / 0's error
+            res = s.check()
+            if res == z3.unsat:
+                div_note = DIV_ONLY
+                continue
         if res == z3.unsat:
             pol = ["opposite" if flips[key] else "same" for key in bool_pairs]
             return VerifierResult(
@@ -754,7 +863,7 @@ def verify(
         if not bits or not any(bits):
             last_model = (s.model(), db, funcs, flips, ge.used, ce.used)
     if last_model is None:
-        return VerifierResult(UNKNOWN, "no model", k)
+        return VerifierResult(UNSUPPORTED, div_note, k) if div_note else VerifierResult(UNKNOWN, "no model", k)
     return VerifierResult(DIFFER, "a counterexample database (replay pending)", k, witness={"_model": last_model})
 
 

@@ -81,3 +81,28 @@ def scripted_config(tmp_path: Path, names=("fake",)) -> Path:
     cfg = tmp_path / "council.yaml"
     cfg.write_text(yaml.safe_dump({"members": members, "councils": {"default": list(names)}}))
     return cfg
+
+
+def judge_cases(scenario: str, root: Path, home: Path, cases) -> dict:
+    """{id: PairJudgement} of (id, gold, candidate, dialect, ...) cases, judged like `aisql evaluate
+    --methods ex,layers` (label oracle without noise) on the real scenario database."""
+    from pipelines.aisql.judging import PairToJudge, judge_pairs, open_judging
+    from pipelines.aisql.pipeline import AisqlSettings, prepare_db
+
+    judging = open_judging(AisqlSettings(flip_rate=0.0), prepare_db(scenario, root, home))
+    try:
+        done = judge_pairs(judging, [PairToJudge(c[0], c[1], c[2], c[3]) for c in cases], ("ex", "layers"))
+    finally:
+        judging.close()
+    return {c[0]: r for c, (r, _) in zip(cases, done)}
+
+
+def judged_fixture(scenario: str, cases, dialect: str):
+    """A module fixture: :func:`judge_cases` of (id, gold, candidate, ...) cases in ``dialect``."""
+
+    @pytest.fixture(scope="module")
+    def judged(sembench_root, tmp_path_factory):
+        pairs = [(c[0], c[1], c[2], dialect) for c in cases]
+        return judge_cases(scenario, sembench_root, tmp_path_factory.mktemp(scenario), pairs)
+
+    return judged

@@ -71,7 +71,7 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     verdicts = read_latest("aisql_verdicts", "movie")
     metrics = read_latest("aisql_metrics", "movie")
     assert set(pairs["dialect"]) == {"bigquery", "thalamusdb"}
-    assert verdicts.height == pairs.height * 6
+    assert verdicts.height == pairs.height * 7
     # generator candidates, labelled independently of the judges (label oracle at p = 0 + structural rules)
     gen = {r["dialect"]: r for r in pairs.filter(pl.col("variant_type") == "generated").iter_rows(named=True)}
     assert gen["bigquery"]["label"] is True and gen["bigquery"]["label_source"] == "executed"
@@ -85,7 +85,15 @@ def test_aisql_job_materializes_every_asset_with_checks(sembench_root, tmp_path,
     assert ours.height and set(ours["status"]) == {"error"} and not ours["accepted"].any()
     assert ours["raw"].str.contains("no JSON").all()
     # the scripted judge accepts everything else; the solvers reject everything
-    assert set(metrics["method"]) == {"ex", "mm", "mm_exec", "ec", "ec_exec", "ours"}
+    assert set(metrics["method"]) == {"ex", "layers", "mm", "mm_exec", "ec", "ec_exec", "ours"}
+    # every stored verdict says what it claims (#39 item 1); Table 1 counts them per class
+    assert verdicts["verdict_class"].null_count() == 0
+    layers = metrics.filter(pl.col("method") == "layers")
+    classes = [c for c in layers.columns if c.startswith("n_")]
+    assert (layers.select(pl.sum_horizontal(classes)).to_series() == layers["n"]).all()
+    assert (layers["wrong_proof"] == 0).all() and layers["wrong_witness"].null_count() == 0
+    ex_rows = metrics.filter(pl.col("method") == "ex")
+    assert (ex_rows["n_equal_on_database"] == ex_rows["tp"] + ex_rows["fp"]).all()  # EX accepts: evidence only
     mm = metrics.filter(pl.col("method") == "mm")
     assert (mm["tp"] == 0).all() and (mm["fp"] == 0).all()
     sweep = read_latest("aisql_sweep", "movie")

@@ -57,7 +57,18 @@ PREDICATES = [
     "AI.GENERATE(('label of ', t.b)).result = 'TRUE'",
     "AI.GENERATE(('label of ', t.b)).result <> 'FALSE'",
 ]
-SCALARS = ["t.a + 1", "COALESCE(t.a, 0)", "CASE WHEN t.a IS NULL THEN 0 ELSE t.a END", "t.a * 2", "t.a / 2"]
+SCALARS = [
+    "t.a + 1",
+    "COALESCE(t.a, 0)",
+    "CASE WHEN t.a IS NULL THEN 0 ELSE t.a END",
+    "t.a * 2",
+    "t.a / 2",
+    # x / 0 guarded three ways (NULL where t.a = 1), and unguarded (DuckDB: inf or NaN) (#39)
+    "SAFE_DIVIDE(t.a, t.a - 1)",
+    "t.a / NULLIF(t.a - 1, 0)",
+    "CASE WHEN t.a = 1 THEN NULL ELSE t.a / (t.a - 1) END",
+    "t.a / (t.a - 1)",
+]
 
 
 def _fill(shape: str, w: str, e: str) -> str:

@@ -6,8 +6,7 @@ the domain entry point on the real movie data, label oracle without noise."""
 import pytest
 
 from pipelines.aisql.compare import ACCEPT, EQUAL_SUITE_CLASS, REJECT, WITNESS
-from pipelines.aisql.judging import PairToJudge, judge_pairs, open_judging
-from pipelines.aisql.pipeline import AisqlSettings, prepare_db
+from tests.aisql.conftest import judged_fixture
 
 AI = "NLfilter(reviewText, 'the review is positive')"
 # (id, gold, candidate, what the verifier names, the verdict class the test suite gives)
@@ -51,16 +50,7 @@ GAPS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def judged(sembench_root, tmp_path_factory):
-    judging = open_judging(
-        AisqlSettings(flip_rate=0.0), prepare_db("movie", sembench_root, tmp_path_factory.mktemp("gaps"))
-    )
-    try:
-        done = judge_pairs(judging, [PairToJudge(g[0], g[1], g[2], "thalamusdb") for g in GAPS], ("ex", "layers"))
-    finally:
-        judging.close()
-    return {g[0]: r for g, (r, _) in zip(GAPS, done)}
+judged = judged_fixture("movie", GAPS, "thalamusdb")
 
 
 @pytest.mark.parametrize("pair_id,gold,cand,gap,verdict_class", GAPS, ids=[g[0] for g in GAPS])

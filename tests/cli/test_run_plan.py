@@ -88,9 +88,12 @@ def test_the_aisql_plan_counts_pairs_times_methods_and_one_judge_call_per_llm_ve
     pairs = planned_pairs(AisqlResource(data_root=str(shared_data)), "movie")
     assert pairs > 0
     lines = plan_lines("aisql_job", "movie", _aisql_config(shared_data))
-    assert lines[0] == f"plan for aisql_job on movie: {pairs} pairs × 6 methods = {pairs * 6} verdicts"
+    assert lines[0] == f"plan for aisql_job on movie: {pairs} pairs × 7 methods = {pairs * 7} verdicts"
     assert f"LLM calls: about {pairs * 5} (5 LLM methods × {pairs} pairs)" in lines[1]
-    assert lines[-1].endswith("--methods ex,ours --questions Q1 (one gold query, two methods)")  # hours of judging
+    # hours of judging: EX and the deterministic layers (no LLM call) and the autorater on one question
+    assert lines[-1].endswith(
+        "--methods ex,layers,ours --questions Q1 (one gold query; EX and the layers make no LLM call)"
+    )
 
 
 def test_an_ex_only_aisql_plan_says_it_makes_no_llm_call(home, shared_data):
