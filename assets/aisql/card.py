@@ -55,9 +55,14 @@ def preflight(partition: str, run_config: dict | None, council_path: str | None 
     from pipelines.aisql.rewrite import DIALECTS
     from pipelines.aisql.scenarios import SCENARIOS, ScenarioError, load_queries
     from pipelines.aisql.variants import VARIANT_TYPES
+    from pipelines.aisql.verifier import default_budget_ms
 
     if partition not in SCENARIOS:
         raise PreflightError(f"--scenario {partition}: unknown scenario; scenarios: {', '.join(sorted(SCENARIOS))}")
+    try:  # read by the judge's verifier step: a bad value must stop the command, not that step
+        default_budget_ms()
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
     values = resource_values(run_config, RESOURCE)
     _known("--methods", values.get("methods"), METHODS)
     _known("--methods (sweep)", values.get("sweep_methods"), METHODS)

@@ -55,10 +55,15 @@ def default_budget_ms() -> int:
     spent reads "unknown" (never a verdict), so on a loaded machine more pairs stay undecided; the
     test suite raises it so that load never changes the verdict a test expects."""
     value = os.environ.get(BUDGET_ENV, "").strip()
+    if not value:
+        return BUDGET_MS
     try:
-        return max(1, int(value)) if value else BUDGET_MS
+        ms = int(value)
     except ValueError:
-        raise ValueError(f"{BUDGET_ENV}={value!r} is not a number of milliseconds (unset it for 3000)") from None
+        ms = 0
+    if ms < 1:  # 0 or a negative budget would leave every pair "unknown": refuse, never run it
+        raise ValueError(f"{BUDGET_ENV}={value!r}: give a positive number of milliseconds (unset it for {BUDGET_MS})")
+    return ms
 
 
 PRESENT = "\x00present"  # a derived row's presence, kept beside its columns (no column has this name)

@@ -31,7 +31,7 @@ def test_bad_options_are_one_line_before_any_run(cli_env, tmp_path):
     before = store.write_version(STORED, "interaction_conversations", "university")
     cases = [
         (("aisql", "judge", "--scenario", "moive"), "--scenario moive: unknown scenario; scenarios: medical, movie"),
-        (("aisql", "judge", "--methods", "ex,ourz"), "--methods ex,ourz: unknown ourz; known: ex, mm"),
+        (("aisql", "judge", "--methods", "ex,ourz"), "--methods ex,ourz: unknown ourz; known: ex, layers, mm"),
         (("interact", "--db", "university", "--max-steps", "-1"), "--max-steps -1: give 0 or more"),
         (("interact", "--db", "university", "--agents", "smolm2"), "--agents smolm2: not a system_agents member"),
         (("interact", "--db", "universty"), "'universty' is not registered (registered: university)"),
@@ -48,6 +48,8 @@ def test_bad_options_are_one_line_before_any_run(cli_env, tmp_path):
     ]
     for args, says in cases:
         _refused(args, says, cli_env)
+    for budget in ("3s", "0", "-5"):  # the verifier's budget is read in the judge's step: checked first
+        _refused(("aisql", "judge"), "QUANDARY_VERIFIER_BUDGET_MS=", {**cli_env, "QUANDARY_VERIFIER_BUDGET_MS": budget})
     assert runs_in(tmp_path / "dagster_home") == []
     assert store.latest_location("interaction_conversations", "university") == str(before.path)
     assert store.read_latest("interaction_conversations", "university").equals(STORED)
