@@ -2,7 +2,8 @@
 
 Equivalent (label True): ``paraphrase`` (the prompt reworded, same concept), ``alias_rename``,
 ``join_form`` (JOIN … ON ↔ comma join + WHERE), ``conjunct_order``, ``count_key`` (COUNT(*) ↔
-COUNT(key)).
+COUNT(key), for the keys passed in: give only declared keys, which hold no NULL, or the label is
+wrong on a database where the key is NULL).
 Relational errors (False): ``distinct_added``/``distinct_dropped``, ``union_kind``, ``wrong_literal``,
 ``dropped_filter``, ``wrong_limit``.
 AI errors (False): ``negated_intent``, ``changed_concept``, ``wrong_column``, ``ai_removed``.
