@@ -25,4 +25,7 @@ def test_chart_metadata_embeds_the_png_beside_its_path(tmp_path):
         ax.plot([0, 1], [0, 1])
     meta = chart_metadata(png, "a line", image_key="figure2", path_key="figure2_path")
     assert meta["figure2"].value == f"![a line](data:image/png;base64,{base64.b64encode(png.read_bytes()).decode()})"
-    assert meta["figure2_path"].value == str(png)
+    from assets.shared.io_manager import location_of
+
+    # the page shows the file's name as a link; the whole path is the link's title (#42 item 7)
+    assert location_of(meta["figure2_path"]) == str(png) and meta["figure2_path"].value.startswith("[c.png](")
