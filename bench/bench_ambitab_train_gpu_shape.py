@@ -40,6 +40,7 @@ from pipelines.ambitab.training.model import load_model, load_tokenizer, resolve
 from pipelines.ambitab.training.presets import ModelSource, get_preset, resolve_model  # noqa: E402
 from pipelines.ambitab.training.trainer import Trainer  # noqa: E402
 from tests.ambitab.records import amb, task  # noqa: E402  (the toy records of the trainer's tests)
+from tests.ambitab.training.test_learning import TASKS, asked  # noqa: E402  (its toy reward and records)
 
 WORDS = ["top", "recent", "best", "large", "new", "old", "cheap", "active", "main", "high"]
 # Qwen3-8B's shape (config.json of Qwen/Qwen3-8B), the vocabulary aside
@@ -49,11 +50,6 @@ QWEN3_8B = dict(
 SMOKE_SHAPE = dict(
     hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2
 )
-
-
-def asked(row: dict) -> float:
-    """The toy reward: the share of the decision budget spent asking."""
-    return row["n_questions"] / (row["n_amb"] + 2)
 
 
 def toy_tasks(n: int):
@@ -124,11 +120,7 @@ def main(argv=None) -> dict:
         checkpoint_every=100,
         seed=1,
     )
-    toy_records = [  # test_learning.py's
-        task([amb("top"), amb("earners")], query="List the top earners."),
-        task([amb("recent")], query="Show recent orders.", db_id="d2"),
-    ]
-    curve = train(toy, toy_records, tiny, tok, out / "toy", "toy")
+    curve = train(toy, TASKS, tiny, tok, out / "toy", "toy")
     report["toy"] = {
         "dtype": str(next(tiny.parameters()).dtype),
         "gradient_checkpointing": toy.gradient_checkpointing,
