@@ -27,7 +27,16 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 
 .PHONY: install install-train postgres-bin chromium demo test test-fast ui validate bench clean dagster-home
 
+# A `.venv` that is a link (a git worktree sharing another checkout's virtualenv) is never
+# reinstalled from here: that would repoint the shared editable install at this checkout.
+SHARED_VENV = $(shell test -L $(VENV) && echo yes)
+
 $(STAMP): pyproject.toml
+	@if [ -n "$(SHARED_VENV)" ]; then echo "$(VENV) is a link to a shared virtualenv: not installing into it from here"; exit 0; fi; \
+	  $(MAKE) --no-print-directory install-venv
+
+.PHONY: install-venv
+install-venv:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -50,8 +59,8 @@ postgres-bin:
 install: $(STAMP)
 
 $(TRAIN_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test,train]'
-	@touch $(TRAIN_STAMP)
+	@if [ -n "$(SHARED_VENV)" ]; then echo "$(VENV) is a link to a shared virtualenv: not installing into it from here"; exit 0; fi; \
+	  $(BIN)/python -m pip install --quiet -e '.[test,train]' && touch $(TRAIN_STAMP)
 
 install-train: $(TRAIN_STAMP)
 

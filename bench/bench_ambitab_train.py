@@ -11,7 +11,7 @@ question F1 (Eq. 2) on each.
 
     .venv/bin/python bench/bench_ambitab_train.py [--corpus ambrosia] [--minutes 20] [--heldin 24]
         [--heldout 24] [--requests R] [--trajectories K] [--out DIR] [--device cpu|cuda]
-        [--preset cpu-small|paper] [--model PATH] [--threads N]
+        [--preset cpu-small|paper] [--model PATH] [--threads N] [--eval-seeds S]
     .venv/bin/python bench/bench_ambitab_train.py --smoke      # seconds: a tiny random model
 
 Writes ``report.json``, ``learning_curve.png`` (training reward per update, validation question
@@ -36,8 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QUANDARY_HOME", tempfile.mkdtemp(prefix="quandary-train-bench-"))
 
 from pipelines.ambitab.corpora import build_corpus  # noqa: E402
-from pipelines.ambitab.protocol.askers import make_asker  # noqa: E402
-from pipelines.ambitab.protocol.episode import RunSettings, run_episodes  # noqa: E402
+from pipelines.ambitab.protocol.episode import RunSettings  # noqa: E402
 from pipelines.ambitab.protocol.oracles import make_oracle  # noqa: E402
 from pipelines.ambitab.protocol.solver import NoSolver  # noqa: E402
 from pipelines.ambitab.protocol.task import Task  # noqa: E402
@@ -45,6 +44,7 @@ from pipelines.ambitab.protocol.verifier import Verifier  # noqa: E402
 from pipelines.ambitab.training import asker_names  # noqa: E402, F401  (registers checkpoint:)
 from pipelines.ambitab.training.checkpoints import new_run_dir  # noqa: E402
 from pipelines.ambitab.training.decisions import trajectory_reward  # noqa: E402
+from pipelines.ambitab.training.local_asker import batched_episodes  # noqa: E402
 from pipelines.ambitab.training.model import (  # noqa: E402
     load_model,
     load_tokenizer,
@@ -53,7 +53,8 @@ from pipelines.ambitab.training.model import (  # noqa: E402
     tiny_random_model,
 )
 from pipelines.ambitab.training.presets import get_preset, resolve_model  # noqa: E402
-from pipelines.ambitab.training.trainer import Trainer  # noqa: E402
+from pipelines.ambitab.training.serving import checkpoint_asker  # noqa: E402
+from pipelines.ambitab.training.trainer import Trainer, update_line  # noqa: E402
 from pipelines.core.stats import cluster_bootstrap  # noqa: E402
 from storage.charts import png_chart  # noqa: E402
 
@@ -87,8 +88,14 @@ class PhaseMemory:
         return {k: round(v) for k, v in self.peaks.items()}
 
 
-def evaluate(make, tasks, oracle) -> list[dict]:
-    return run_episodes(tasks, make, oracle, NoSolver(), Verifier(), [0], settings=RunSettings(), concurrency=1)
+def evaluate(make, sampler, tasks, oracle, seeds: int) -> list[dict]:
+    """Episodes of ``tasks`` with seeds 0 … seeds−1 through the episode code of ``ambitab eval``
+    (its settings), a record's seeds sampled together: ``make(batcher)`` is the asker."""
+    return batched_episodes(tasks, make, sampler, oracle, NoSolver(), Verifier(), range(seeds), RunSettings())
+
+
+def evaluate_checkpoint(name: str, tasks, oracle, seeds: int) -> list[dict]:
+    return evaluate(lambda b: checkpoint_asker(name, b), checkpoint_asker(name).sampler(), tasks, oracle, seeds)
 
 
 def interval(rows: list[dict]) -> dict:
@@ -171,6 +178,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--heldin", type=int, default=24, help="training records evaluated (first N by AVT)")
     ap.add_argument("--heldout", type=int, default=24, help="held-out records evaluated (first N by AVT)")
     ap.add_argument("--validation", type=int, default=6, help="held-out records validated every 8 updates")
+    ap.add_argument(
+        "--eval-seeds",
+        type=int,
+        default=1,
+        help="episodes per record in validation and evaluation (a record's seeds are sampled together)",
+    )
     ap.add_argument("--train-limit", type=int, help="train on the first N training records only")
     ap.add_argument("--requests", type=int, help="requests per rollout batch (default: the preset's)")
     ap.add_argument("--trajectories", type=int, help="trajectories per request (default: the preset's)")
@@ -197,7 +210,7 @@ def main(argv=None) -> dict:
     overrides = dict(requests_per_rollout=args.requests, trajectories=args.trajectories, lr=args.lr)
     if args.smoke:
         model = tiny_model_dir(out / "tiny-model")
-        args.heldin, args.heldout, args.validation, args.train_limit = 2, 2, 2, 4
+        args.heldin, args.heldout, args.validation, args.train_limit, args.eval_seeds = 2, 2, 2, 4, 2
         args.max_updates = 2
         overrides.update(requests_per_rollout=1, trajectories=2, max_new_tokens=32, checkpoint_every=1)
     if args.train_limit:
@@ -226,7 +239,7 @@ def main(argv=None) -> dict:
             return
         tr.policy.eval()
         mem.phase = "validation"
-        rows = evaluate(lambda: tr.asker(None), validation, oracle)
+        rows = evaluate(lambda b: tr.asker(None, b), tr.sampler, validation, oracle, args.eval_seeds)
         val_rows.append({"update": tr.update, **interval(rows)})
         print(f"validation at update {tr.update}: question F1 {val_rows[-1]['text']}", flush=True)
 
@@ -250,9 +263,8 @@ def main(argv=None) -> dict:
             break
         s = tr.step()
         print(
-            f"update {s.update}: reward {s.reward:.3f} P {s.precision} R {s.recall} KL {s.kl:.5f} "
-            f"H {s.entropy:.3f} clip {s.clip_fraction:.3f} decisions {s.decisions} tokens {s.tokens} "
-            f"kept {s.groups_kept}/{s.groups} rollout {s.rollout_s:.0f}s update {s.update_s:.0f}s",
+            f"{update_line(s)} · P {s.precision} R {s.recall} clip {s.clip_fraction} tokens {s.tokens} "
+            f"(rollout {s.rollout_s:.0f}s, update {s.update_s:.0f}s)",
             flush=True,
         )
         if tr.update % VALIDATE_EVERY == 0:
@@ -270,7 +282,7 @@ def main(argv=None) -> dict:
         results[where] = {}
         for label, name in (("base", f"checkpoint:{run_id}@0"), ("trained", f"checkpoint:{run_id}")):
             te = time.monotonic()
-            rows = evaluate(lambda n=name: make_asker(n), records, oracle)
+            rows = evaluate_checkpoint(name, records, oracle, args.eval_seeds)
             results[where][label] = {**summary(rows), "eval_s": round(time.monotonic() - te), "rows": rows}
             q = results[where][label]["question_f1"]["text"]
             print(f"{where} {label}: question F1 {q}", flush=True)
@@ -289,6 +301,9 @@ def main(argv=None) -> dict:
         "lr": preset.lr,
         "question_form": preset.question,
         "validation_records": len(validation),
+        "eval_seeds": args.eval_seeds,
+        "zero_signal": preset.zero_signal,
+        "updates_stepped": sum(r.get("stepped", True) for r in curve),
         "updates": len(curve),
         "train_s": round(train_s),
         "s_per_update": round(train_s / max(1, len(curve)), 1),
@@ -297,7 +312,10 @@ def main(argv=None) -> dict:
         "load_avg_start": [round(x, 2) for x in load0],
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
         "curve": [
-            {k: r[k] for k in ("update", "reward", "kl", "entropy", "clip_fraction", "groups_kept", "groups")}
+            {
+                k: r[k]
+                for k in ("update", "reward", "kl", "entropy", "clip_fraction", "groups_kept", "groups", "stepped")
+            }
             for r in curve
         ],
         "validation": val_rows,

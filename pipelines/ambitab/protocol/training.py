@@ -36,19 +36,28 @@ def reward_sr(verdict: int | None) -> float:
     return float(verdict or 0)
 
 
+def _mean_sd(rewards: Sequence[float]) -> tuple[float, float]:
+    rs = [float(r) for r in rewards]
+    k = len(rs)
+    mean = sum(rs) / k if k else 0.0
+    return mean, (math.sqrt(sum((r - mean) ** 2 for r in rs) / (k - 1)) if k > 1 else 0.0)
+
+
+def has_signal(rewards: Sequence[float]) -> bool:
+    """The group's rewards differ (s_R > 1e-6): its advantages carry a policy gradient."""
+    return _mean_sd(rewards)[1] > ADV_EPS
+
+
 def group_advantages(groups: dict[str, Sequence[float]]) -> dict[str, list[float]]:
     """Group-standardised advantages per group id (insertion order decides the keep-one rule)."""
     out: dict[str, list[float]] = {}
     first = None
     for gid, rewards in groups.items():
-        rs = [float(r) for r in rewards]
-        k = len(rs)
-        mean = sum(rs) / k if k else 0.0
-        sd = math.sqrt(sum((r - mean) ** 2 for r in rs) / (k - 1)) if k > 1 else 0.0
-        adv = [(r - mean) / (sd + ADV_EPS) for r in rs]
+        mean, sd = _mean_sd(rewards)
+        adv = [(float(r) - mean) / (sd + ADV_EPS) for r in rewards]
         if first is None:
             first = (gid, adv)
-        if sd > ADV_EPS:
+        if sd > ADV_EPS:  # has_signal
             out[gid] = adv
     if not out and first is not None:
         out[first[0]] = first[1]

@@ -24,6 +24,7 @@ CURVE_COLUMNS = {
     "fallback_stops": pl.Int64,
     "rollout_s": pl.Float64,
     "update_s": pl.Float64,
+    "stepped": pl.Boolean,  # null in runs before #40's zero_signal rule (every update stepped)
 }
 
 
@@ -41,7 +42,8 @@ def curve_png(df: pl.DataFrame, path: str | Path) -> Path:
         ax.set_ylabel("mean over the rollout batch")
         ax.set_ylim(-0.02, 1.02)
         ax2 = ax.twinx()
-        ax2.plot(x, df["kl"].to_list(), color="grey", ls="--", label="KL (k2)")
+        # a skipped step has no KL (null): a gap in the line, never a 0
+        ax2.plot(x, df["kl"].fill_null(float("nan")).to_list(), color="grey", ls="--", marker=".", label="KL (k2)")
         ax2.set_ylabel("KL (k2) to the reference")
         lines = ax.get_legend_handles_labels()
         lines2 = ax2.get_legend_handles_labels()

@@ -5,7 +5,8 @@
   gets one decision meant for stopping; anything else there (a question, an unreadable output) is
   not abstaining and scores 0, although the episode records it as a fallback stop with n = 0.
 - Group-standardised advantages per request (``group_advantages``: zero-advantage groups dropped,
-  one kept if all are).
+  one kept if all are; ``Batch.groups_signal`` counts the groups whose rewards differ, which the
+  trainer's ``zero_signal`` rule reads).
 - Every decision the asker emitted in a retained trajectory, the stop and a fallback included,
   carries the trajectory's advantage; oracle responses and SQL are context, never decisions, so
   they carry no loss by construction (only the asker's own sampled tokens are trained on), and
@@ -16,7 +17,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from pipelines.ambitab.protocol.training import group_advantages, reward_f1, reward_sr
+from pipelines.ambitab.protocol.training import group_advantages, has_signal, reward_f1, reward_sr
 
 
 def trajectory_reward(row: dict, reward: str = "f1") -> float:
@@ -53,6 +54,7 @@ class Batch:
     rewards: dict[str, float]  # episode_id -> reward
     groups: int  # request groups rolled out
     groups_kept: int  # groups with a non-zero advantage (or the one kept)
+    groups_signal: int = 0  # groups whose rewards differ (0: the kept group's advantages are all 0)
 
 
 def build_batch(
@@ -65,7 +67,8 @@ def build_batch(
     groups: dict[str, list[str]] = {}
     for r in rows:
         groups.setdefault(r["record_id"], []).append(r["episode_id"])
-    adv = group_advantages({g: [rewards[e] for e in eids] for g, eids in groups.items()})
+    by_group = {g: [rewards[e] for e in eids] for g, eids in groups.items()}
+    adv = group_advantages(by_group)
     per_episode = {e: a for g, a_list in adv.items() for e, a in zip(groups[g], a_list)}
     by_episode: dict[str, list[Decision]] = {}
     for d in log:
@@ -77,4 +80,4 @@ def build_batch(
             continue
         for d in sorted(by_episode.get(e, []), key=lambda d: d.turn):
             out.append(replace(d, advantage=per_episode[e]))
-    return Batch(out, rewards, len(groups), len(adv))
+    return Batch(out, rewards, len(groups), len(adv), sum(has_signal(rs) for rs in by_group.values()))

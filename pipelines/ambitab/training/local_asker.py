@@ -15,15 +15,21 @@ together) are sampled in one batched forward pass per token (:class:`DecisionBat
 
 import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from pipelines.ambitab.protocol.askers import Asker, AskerDecision, AskerInput, AskerOutput, decision_from_output
+from pipelines.ambitab.protocol.episode import RunSettings, arun_episodes
+from pipelines.ambitab.protocol.oracles import Oracle
 from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, asker_messages
+from pipelines.ambitab.protocol.solver import Solver
+from pipelines.ambitab.protocol.task import Task
+from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training.decisions import Decision
 from resources.llm.parsing import parse_structured
+from resources.llm.runtime import run_sync
 
 
 def prompt_ids(tokenizer, messages: list[dict], max_prompt_tokens: int) -> list[int]:
@@ -161,6 +167,38 @@ class DecisionBatcher:
             return
         for (*_, fut), r in zip(batch, results):
             fut.set_result(r)
+
+
+def batched_episodes(
+    requests: Sequence[Task],
+    make_asker: Callable[[DecisionBatcher], Asker],
+    sampler: Sampler,
+    oracle: Oracle,
+    solver: Solver,
+    verifier: Verifier,
+    seeds: Sequence[int],
+    settings: RunSettings,
+) -> list[dict]:
+    """The episodes of every request for ``seeds``, a request's episodes sampled together (one
+    batched forward pass per token across them, the prompt's shared prefix once): the trainer's
+    K trajectories, or S evaluation seeds of a checkpoint at the cost of about one."""
+    rows: list[dict] = []
+    for req in requests:
+        batcher = DecisionBatcher(sampler, live=len(seeds))
+        rows += run_sync(
+            arun_episodes(
+                [req],
+                lambda b=batcher: make_asker(b),
+                oracle,
+                solver,
+                verifier,
+                seeds,
+                settings=settings,
+                concurrency=len(seeds),
+                progress=lambda done, total, b=batcher: b.episode_done(),
+            )
+        )
+    return rows
 
 
 class LocalAsker(Asker):

@@ -43,6 +43,11 @@ class Preset:
     # the question under the grammar: "free" text, or "query_span" (What do you mean by "<words of
     # the user query>"?) for models too small to phrase one (grammar.py)
     question: str = "free"
+    # a rollout batch in which no group's rewards differ: "keep_one" (the spec: the kept group has
+    # zero advantages, so the KL and entropy terms and AdamW's momentum from the last signalled
+    # update move the policy) or "skip" (no optimizer step, the schedule still advances: a
+    # deviation; on the toy reward of test_learning it stalls learning, docs/ambitab.md)
+    zero_signal: str = "keep_one"
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -101,6 +106,8 @@ def get_preset(name: str, **overrides) -> Preset:
         raise ValueError(f"reward must be 'f1' or 'sr', got {kw['reward']!r}")
     if kw.get("question", "free") not in ("free", "query_span"):
         raise ValueError(f"question must be 'free' or 'query_span', got {kw['question']!r}")
+    if kw.get("zero_signal", "skip") not in ("keep_one", "skip"):
+        raise ValueError(f"zero_signal must be 'keep_one' or 'skip', got {kw['zero_signal']!r}")
     return replace(PRESETS[name], **kw)
 
 

@@ -10,7 +10,7 @@ so base and trained askers differ only in the adapter. The model is loaded once 
 import functools
 
 from pipelines.ambitab.training.checkpoints import resolve_checkpoint
-from pipelines.ambitab.training.local_asker import LocalAsker
+from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker
 from pipelines.ambitab.training.model import load_model, load_tokenizer, with_adapter
 from pipelines.ambitab.training.presets import resolve_model
 
@@ -25,7 +25,8 @@ def _loaded(run_dir: str, update: int):
     return ref, src, model, tok
 
 
-def checkpoint_asker(name: str) -> LocalAsker:
+def checkpoint_asker(name: str, batcher: DecisionBatcher | None = None) -> LocalAsker:
+    """``batcher``: sample with other episodes of the same request (:func:`.local_asker.batched_episodes`)."""
     ref = resolve_checkpoint(name)
     ref, src, model, tok = _loaded(str(ref.run_dir), ref.update)
     p = ref.run["preset"]
@@ -40,4 +41,5 @@ def checkpoint_asker(name: str) -> LocalAsker:
         run_seed=p["seed"],
         constrained=p.get("constrained", False),  # runs before #40 decoded freely
         question=p.get("question", "free"),
+        batcher=batcher,
     )

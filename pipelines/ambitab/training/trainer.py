@@ -15,6 +15,7 @@ seeds u·K … u·K+K−1 (a resumed run rolls out exactly what the killed one w
 import math
 import random
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,19 +25,18 @@ from peft import set_peft_model_state_dict
 from safetensors.torch import load_file
 from transformers import get_cosine_schedule_with_warmup
 
-from pipelines.ambitab.protocol.episode import RunSettings, arun_episodes
+from pipelines.ambitab.protocol.episode import RunSettings
 from pipelines.ambitab.protocol.oracles import Oracle
 from pipelines.ambitab.protocol.solver import NoSolver, Solver
 from pipelines.ambitab.protocol.task import Task
 from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training.checkpoints import read_curve, read_state, write_json
 from pipelines.ambitab.training.decisions import Batch, Decision, build_batch
-from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker, make_sampler
+from pipelines.ambitab.training.local_asker import DecisionBatcher, LocalAsker, batched_episodes, make_sampler
 from pipelines.ambitab.training.loss import backward_group, decision_loss, group_token_stats
 from pipelines.ambitab.training.model import with_lora
 from pipelines.ambitab.training.prefix import SHARED_PREFIX_MIN, common_prefix
 from pipelines.ambitab.training.presets import Preset
-from resources.llm.runtime import run_sync
 
 POLICY_NAME = "policy"  # the asker name in training episodes
 GROUP_MAX = 16  # decisions sharing one prefix forward
@@ -80,11 +80,11 @@ class UpdateStats:
     reward: float
     precision: float | None
     recall: float | None
-    kl: float
-    entropy: float
-    clip_fraction: float
-    loss: float
-    grad_norm: float
+    kl: float | None  # None: no optimizer step (nothing was computed)
+    entropy: float | None
+    clip_fraction: float | None
+    loss: float | None
+    grad_norm: float | None
     lr: float
     decisions: int
     tokens: int
@@ -93,11 +93,25 @@ class UpdateStats:
     fallback_stops: int
     rollout_s: float
     update_s: float
+    stepped: bool = True  # False: no group's rewards differed and the preset skips such batches
 
 
 def _mean(xs):
     xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
     return sum(xs) / len(xs) if xs else None
+
+
+def update_line(s: UpdateStats, horizon: int | None = None) -> str:
+    """One progress line per update; a skipped step says so (its KL and entropy were never computed)."""
+    of = f"/{horizon}" if horizon else ""
+    if not s.stepped:
+        moved = f"no step: no group's rewards differed ({s.groups} groups)"
+    else:
+        moved = f"KL {s.kl:.4f} · entropy {s.entropy:.3f} · kept {s.groups_kept}/{s.groups} groups"
+    return (
+        f"update {s.update}{of}: reward {s.reward:.3f} · {moved} · {s.decisions} decisions "
+        f"· {s.rollout_s + s.update_s:.0f}s"
+    )
 
 
 class Trainer:
@@ -232,22 +246,16 @@ class Trainer:
         requests = batch_requests(self.tasks, update, p.requests_per_rollout, p.seed)
         seeds = [update * p.trajectories + k for k in range(p.trajectories)]
         log: list[Decision] = []
-        rows: list[dict] = []
-        for req in requests:
-            batcher = DecisionBatcher(self.sampler, live=len(seeds))
-            rows += run_sync(
-                arun_episodes(
-                    [req],
-                    lambda b=batcher: self.asker(log.append, b),
-                    self.oracle,
-                    self.solver,
-                    self.verifier,
-                    seeds,
-                    settings=self.settings,
-                    concurrency=len(seeds),
-                    progress=lambda done, total, b=batcher: b.episode_done(),
-                )
-            )
+        rows = batched_episodes(
+            requests,
+            lambda b: self.asker(log.append, b),
+            self.sampler,
+            self.oracle,
+            self.solver,
+            self.verifier,
+            seeds,
+            self.settings,
+        )
         return rows, log
 
     def accumulate(self, decisions: Sequence[Decision]) -> dict:
@@ -302,6 +310,23 @@ class Trainer:
         }
 
     def optimize(self, batch: Batch) -> dict:
+        if batch.groups_signal == 0 and self.preset.zero_signal == "skip":
+            # no policy-gradient signal: no loss, no step (AdamW's moments stay put); the schedule
+            # still advances, so the LR of update u does not depend on how many were skipped
+            lr = self.sched.get_last_lr()[0]
+            with warnings.catch_warnings():  # "lr_scheduler.step() before optimizer.step()": meant
+                warnings.simplefilter("ignore", UserWarning)
+                self.sched.step()
+            return {
+                "loss": None,
+                "kl": None,
+                "entropy": None,
+                "clip_fraction": None,
+                "tokens": 0,
+                "grad_norm": None,
+                "lr": lr,
+                "stepped": False,
+            }
         self.opt.zero_grad(set_to_none=True)
         stats = self.accumulate(batch.decisions)
         grad_norm = (
@@ -310,7 +335,7 @@ class Trainer:
         lr = self.sched.get_last_lr()[0]
         self.opt.step()
         self.sched.step()
-        return {**stats, "grad_norm": grad_norm, "lr": lr}
+        return {**stats, "grad_norm": grad_norm, "lr": lr, "stepped": True}
 
     def step(self) -> UpdateStats:
         t0 = time.monotonic()
@@ -344,10 +369,7 @@ class Trainer:
         stop_at = p.updates if max_updates is None else min(p.updates, self.update + max_updates)
         while self.update < stop_at:
             s = self.step()
-            self.progress(
-                f"update {s.update}/{p.updates}: reward {s.reward:.3f} · KL {s.kl:.4f} · entropy {s.entropy:.3f} "
-                f"· kept {s.groups_kept}/{s.groups} groups · {s.decisions} decisions · {s.rollout_s + s.update_s:.0f}s"
-            )
+            self.progress(update_line(s, p.updates))
             if self.update % p.checkpoint_every == 0 or self.update == stop_at:
                 self.save()
         return self.curve

@@ -40,7 +40,7 @@ def test_every_decision_of_a_retained_trajectory_carries_its_advantage():
     log = _log("e1", 2) + _log("e2", 3) + _log("e3", 2) + _log("e4", 2)
     b = build_batch(rows, list(reversed(log)))
     # group A rewards (1, 0): A = (±0.5)/(sd 0.7071 + 1e-6); group B constant -> dropped
-    assert (b.groups, b.groups_kept) == (2, 1)
+    assert (b.groups, b.groups_kept, b.groups_signal) == (2, 1, 1)
     a = 0.5 / (math.sqrt(0.5) + 1e-6)
     assert [(d.episode_id, d.turn) for d in b.decisions] == [("e1", 1), ("e1", 2), ("e2", 1), ("e2", 2), ("e2", 3)]
     assert [round(d.advantage, 9) for d in b.decisions] == [round(x, 9) for x in (a, a, -a, -a, -a)]
@@ -51,7 +51,7 @@ def test_every_decision_of_a_retained_trajectory_carries_its_advantage():
 def test_all_zero_groups_keep_one():
     rows = [row("e1", "A", 1, [[]]), row("e2", "A", 1, [[]]), row("e3", "B", 1, [["x"]]), row("e4", "B", 1, [["x"]])]
     b = build_batch(rows, _log("e1", 1) + _log("e2", 1) + _log("e3", 2) + _log("e4", 2))
-    assert b.groups_kept == 1
+    assert (b.groups_kept, b.groups_signal) == (1, 0)  # kept, but nothing in it differs
     assert {d.episode_id for d in b.decisions} == {"e1", "e2"} and all(d.advantage == 0 for d in b.decisions)
 
 
@@ -77,3 +77,5 @@ def test_advantages_match_a_brute_force_standardisation(groups):
     if not kept:  # all constant: the first group, zero advantages
         kept = [0.0] * len(groups[0])
     assert [d.advantage for d in b.decisions] == kept
+    signal = sum(len({trajectory_reward(x) for x in rows if x["record_id"] == f"R{g}"}) > 1 for g in range(len(groups)))
+    assert b.groups_signal == signal

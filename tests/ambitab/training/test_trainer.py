@@ -13,7 +13,7 @@ from pipelines.ambitab.protocol.oracles import deterministic_oracle_for
 from pipelines.ambitab.training.checkpoints import new_run_dir, resolve_checkpoint
 from pipelines.ambitab.training.decisions import Decision
 from pipelines.ambitab.training.presets import get_preset
-from pipelines.ambitab.training.trainer import Trainer
+from pipelines.ambitab.training.trainer import Trainer, update_line
 from tests.ambitab.records import amb, task
 
 TASKS = [task([amb("top"), amb("earners")], query="List the top earners."), task([], query="All rows.", db_id="d2")]
@@ -143,6 +143,42 @@ def test_clear_requests_get_one_decision_and_the_budget_is_amb_plus_two(tmp_path
     for r in clear:
         assert [d.turn for d in log if d.episode_id == r["episode_id"]] == [1]
     assert all(len([d for d in log if d.episode_id == r["episode_id"]]) <= 5 for r in rows)
+
+
+def _adapter(tr):
+    return {n: p.detach().clone() for n, p in tr.policy.named_parameters() if p.requires_grad}
+
+
+@pytest.mark.parametrize("rule", ["skip", "keep_one"])
+def test_a_batch_without_signal_is_stepped_only_under_the_specs_keep_one_rule(tmp_path, tokenizer, tiny_model, rule):
+    """Every reward equal (no group's rewards differ): "keep_one" (the spec) still steps on the kept
+    group's KL and entropy terms; "skip" (cpu-small) leaves the adapter and AdamW's moments alone,
+    records no KL, and the schedule still advances."""
+    run = tmp_path / "run"
+    run.mkdir()
+    tr = Trainer(
+        preset(zero_signal=rule, warmup=0.0),
+        TASKS,
+        deterministic_oracle_for("ambrosia"),
+        run,
+        tiny_model,
+        tokenizer,
+        model_ref="tiny",
+        reward_fn=lambda row: 0.5,
+    )
+    _perturb(tr)  # so the kept group's KL term has a gradient
+    before, lr0 = _adapter(tr), tr.sched.get_last_lr()[0]
+    s = tr.step()
+    after = _adapter(tr)
+    moved = any(not torch.equal(before[n], after[n]) for n in before)
+    assert tr.sched.get_last_lr()[0] < lr0  # the cosine schedule advanced either way
+    if rule == "skip":
+        assert not s.stepped and not moved and s.kl is None and s.entropy is None and s.grad_norm is None
+        assert tr.opt.state == {} or all(int(st["step"]) == 0 for st in tr.opt.state.values())
+        assert "no step" in update_line(s) and tr.curve[-1]["stepped"] is False
+    else:
+        assert s.stepped and moved and s.kl is not None and s.groups_kept == 1
+        assert "KL" in update_line(s)
 
 
 def test_checkpoint_runs_never_share_a_folder(tmp_path):
