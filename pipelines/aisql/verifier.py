@@ -1006,7 +1006,10 @@ def _valued(tree, model, funcs: dict, used: dict, flips: dict) -> exp.Expression
         rng = funcs[fname].range()
         if rng != z3.BoolSort():  # a text / score call: the model's values
             sql_type = "DOUBLE" if rng == z3.RealSort() else "VARCHAR"
-            value = _interp_sql(model, funcs[fname], cols, exp.cast(exp.Null(), sql_type))
+            # a function the model leaves out may take any value; never NULL, which the NULL flag
+            # above decides (NULL here made a witness that did not replay: z3 seeds 20 and 35)
+            any_value = exp.Literal.number(0) if sql_type == "DOUBLE" else exp.Literal.string("")
+            value = _interp_sql(model, funcs[fname], cols, exp.cast(any_value, sql_type))
             call.replace(exp.Case(ifs=[exp.If(this=null, true=exp.cast(exp.Null(), sql_type))], default=value))
             continue
         cond = _interp_sql(model, funcs[fname], cols)
