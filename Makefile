@@ -13,11 +13,15 @@ export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export LITELLM_OFFLINE_MODE := true
 PYTEST_ARGS ?=
-# Two pytest-xdist workers: most of the suite waits on subprocesses and servers, so two lanes use
+# pytest-xdist workers: most of the suite waits on subprocesses and servers, so several lanes use
 # both cores (18 → 12 min idle). The tests that start the embedded model share one lane (one model at
 # a time) and the multi-node tests another, each on its own worker; the rest go to whichever is free
 # (tests/conftest.py: lane, pytest_xdist_make_scheduler). TEST_WORKERS=0 runs everything in one process.
-TEST_WORKERS ?= 2
+# Four workers, not two (#44): beside two CPU-bound processes the suite gets a share of the cores in
+# proportion to its runnable processes, and its workers often wait on subprocesses and servers.
+# Fresh clone beside two `python3 -c 'while True: pass'`: 26 min 18 s with two workers (Dec 3),
+# 17 min 46 s with four (Dec 4, 1,970 passed); an extra worker costs ~16 s of CPU (collection).
+TEST_WORKERS ?= 4
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
 # the project's 50k lines: with PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every
