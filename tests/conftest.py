@@ -50,7 +50,12 @@ EMBEDDED_MODEL_TESTS = (
 )
 
 
-LANES = ("embedded", "distributed")
+LANES = ("embedded", "distributed", "training")
+# The trainer's tests that run torch in the pytest process (its two subprocess tests, the bench smoke
+# runs and the Ctrl-C test, stay in the pool): on one worker, torch and transformers are imported and
+# the tokenizer built once per suite instead of once per worker (~9 s of CPU each, #44).
+TRAINING = "tests/ambitab/training/"
+TRAINING_IN_SUBPROCESSES = ("test_bench_smoke.py", "test_interrupt.py")
 
 
 def lane(nodeid: str) -> str | None:
@@ -61,6 +66,8 @@ def lane(nodeid: str) -> str | None:
         return "embedded"
     if path.startswith("tests/distributed/"):
         return "distributed"
+    if path.startswith(TRAINING) and path.rsplit("/", 1)[-1] not in TRAINING_IN_SUBPROCESSES:
+        return "training"
     return None
 
 
@@ -87,7 +94,7 @@ def pytest_xdist_make_scheduler(config, log):
     class LaneScheduling(LoadScopeScheduling):
         # a lane is one unit of work (one worker, in order), and so is a file with module-scoped
         # fixtures; any other test is a unit of its own. Units are handed out largest first, the
-        # lanes before any: the two lanes start at once, one per worker.
+        # lanes before any: the lanes start at once, one per worker.
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return lane(nodeid) or (path if shares_module_fixtures(path) else nodeid)

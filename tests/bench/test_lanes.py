@@ -16,6 +16,10 @@ def test_the_embedded_model_tests_share_a_lane():
 
 def test_the_multi_node_tests_share_another_and_the_rest_none():
     assert lane("tests/distributed/test_recovery.py::test_x") == "distributed"
+    # the trainer's in-process tests share a third (torch imported on one worker); its subprocess ones none
+    assert lane("tests/ambitab/training/test_learning.py::test_a_toy_reward_rises_over_updates") == "training"
+    assert lane("tests/ambitab/training/test_interrupt.py::test_x") is None
+    assert lane("tests/ambitab/training/test_bench_smoke.py::test_x") is None
     assert lane("tests/dagster/test_webserver.py::test_demo_then_webserver_shows_materializations") is None
     assert lane("tests/abiss/test_cascade_stages.py::test_stage9_stops_at_the_first_loss") is None
 
@@ -75,3 +79,19 @@ def test_the_lanes_start_first_and_a_file_with_module_fixtures_stays_on_one_work
     on = [{collection[i] for i in w.sent} for w in workers]
     assert all(set(shared) <= tests or not set(shared) & tests for tests in on), "the file was split"
     assert sorted(i for w in workers for i in w.sent) == list(range(len(collection)))  # every test, once
+
+
+def test_collecting_the_trainer_tests_imports_no_torch():
+    """Every xdist worker collects every file: the trainer's tests import torch, transformers, peft
+    and TRL on first use (tests/lazy_modules.py), on the training lane's worker only (#44)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, pytest; code = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', "
+        "'tests/ambitab/training']); heavy = sorted({'torch', 'transformers', 'peft', 'trl'} & set(sys.modules)); "
+        "print('HEAVY', heavy); sys.exit(code or bool(heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "HEAVY []" in done.stdout

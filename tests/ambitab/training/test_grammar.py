@@ -7,8 +7,10 @@ import json
 import pytest
 
 from pipelines.ambitab.protocol.askers import AskerOutput
-from pipelines.ambitab.training.grammar import SCAFFOLD_TOKENS, SPAN_TOKENS, DecisionGrammar
-from pipelines.ambitab.training.local_asker import make_sampler
+from tests.lazy_modules import lazy
+
+grammar = lazy("pipelines.ambitab.training.grammar")
+local_asker = lazy("pipelines.ambitab.training.local_asker")
 
 
 def prompts(tokenizer, n):
@@ -21,8 +23,8 @@ def prompts(tokenizer, n):
 
 
 def test_every_constrained_sample_is_a_decision_and_scaffolding_is_forced(tokenizer, tiny_model):
-    budget = SCAFFOLD_TOKENS + 8
-    sample = make_sampler(tiny_model, tokenizer, temperature=1.0, max_new_tokens=budget, constrained=True)
+    budget = grammar.SCAFFOLD_TOKENS + 8
+    sample = local_asker.make_sampler(tiny_model, tokenizer, temperature=1.0, max_new_tokens=budget, constrained=True)
     ps = prompts(tokenizer, 2) * 6
     kinds = set()
     for s in sample(ps, list(range(len(ps)))):
@@ -41,7 +43,7 @@ def test_every_constrained_sample_is_a_decision_and_scaffolding_is_forced(tokeni
 
 
 def test_a_batch_samples_what_each_prompt_alone_would(tokenizer, tiny_model):
-    sample = make_sampler(tiny_model, tokenizer, temperature=1.0, max_new_tokens=24, constrained=True)
+    sample = local_asker.make_sampler(tiny_model, tokenizer, temperature=1.0, max_new_tokens=24, constrained=True)
     ps = prompts(tokenizer, 3)  # three lengths: left padding in the batch
     together = sample(ps, [7, 8, 9])
     for p, seed, got in zip(ps, [7, 8, 9], together):
@@ -52,15 +54,19 @@ def test_a_batch_samples_what_each_prompt_alone_would(tokenizer, tiny_model):
 
 def test_a_budget_without_room_for_a_question_is_refused(tokenizer):
     with pytest.raises(ValueError, match="no room for a question"):
-        DecisionGrammar(tokenizer, SCAFFOLD_TOKENS)
+        grammar.DecisionGrammar(tokenizer, grammar.SCAFFOLD_TOKENS)
     # the message names what the question form needs (it named the scaffold's 16 for both forms)
-    with pytest.raises(ValueError, match=rf"'query_span' form needs at least {SCAFFOLD_TOKENS + SPAN_TOKENS + 4}\b"):
-        DecisionGrammar(tokenizer, SCAFFOLD_TOKENS + 1, question="query_span")
-    DecisionGrammar(tokenizer, SCAFFOLD_TOKENS + SPAN_TOKENS + 4, question="query_span")  # the least that fits
+    with pytest.raises(
+        ValueError, match=rf"'query_span' form needs at least {grammar.SCAFFOLD_TOKENS + grammar.SPAN_TOKENS + 4}\b"
+    ):
+        grammar.DecisionGrammar(tokenizer, grammar.SCAFFOLD_TOKENS + 1, question="query_span")
+    grammar.DecisionGrammar(
+        tokenizer, grammar.SCAFFOLD_TOKENS + grammar.SPAN_TOKENS + 4, question="query_span"
+    )  # the least that fits
 
 
 def test_free_questions_never_copy_the_prompts_placeholder(tokenizer):
-    g = DecisionGrammar(tokenizer, 48)
+    g = grammar.DecisionGrammar(tokenizer, 48)
     for text, ok in [
         ('{"type": "clarification", "output": "Which year do you mean?"}', True),
         ('{"type": "clarification", "output": "[YOUR-ONLY-ONE-QUESTION]"}', False),
@@ -75,7 +81,7 @@ def test_query_span_questions_quote_a_phrase_of_the_query(tokenizer, tiny_model)
     from pipelines.ambitab.protocol.text import quoted_spans
 
     query = 'What film categories does each "film festival" offer?'
-    sample = make_sampler(tiny_model, tokenizer, 1.0, 48, constrained=True, question="query_span")
+    sample = local_asker.make_sampler(tiny_model, tokenizer, 1.0, 48, constrained=True, question="query_span")
     ps = prompts(tokenizer, 1) * 16
     asked = 0
     for s in sample(ps, list(range(16)), [query] * 16):

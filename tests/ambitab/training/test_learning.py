@@ -4,14 +4,15 @@ asker spends asking, so every "done" lowers it — rises over updates, and the p
 choosing "clarification" at the decision's one free choice rises with it. Deterministic (seeded
 rollouts), seconds."""
 
-import torch
-
 from pipelines.ambitab.protocol.oracles import deterministic_oracle_for
-from pipelines.ambitab.training.local_asker import prompt_ids
-from pipelines.ambitab.training.model import tiny_random_model
 from pipelines.ambitab.training.presets import get_preset
-from pipelines.ambitab.training.trainer import Trainer
 from tests.ambitab.records import amb, task
+from tests.lazy_modules import lazy
+
+torch = lazy("torch")
+local_asker = lazy("pipelines.ambitab.training.local_asker")
+model = lazy("pipelines.ambitab.training.model")
+trainer = lazy("pipelines.ambitab.training.trainer")
 
 TASKS = [
     task([amb("top"), amb("earners")], query="List the top earners."),
@@ -24,7 +25,7 @@ def asked(row: dict) -> float:
     return row["n_questions"] / (row["n_amb"] + 2)
 
 
-def p_clarification(tr: Trainer, tokenizer) -> float:
+def p_clarification(tr: "trainer.Trainer", tokenizer) -> float:
     """P(type = clarification) under the grammar at the first turn: the policy's mass on the
     tokens that begin "clarification" among the tokens the grammar allows there."""
     from pipelines.ambitab.protocol.prompts import DEFAULT_ASKER_PROMPT, asker_messages
@@ -32,7 +33,7 @@ def p_clarification(tr: Trainer, tokenizer) -> float:
 
     msgs = asker_messages(DEFAULT_ASKER_PROMPT, TASKS[0].spec, [], 1, 4)
     prefix = tokenizer.encode('{"type": "', add_special_tokens=False)
-    ids = prompt_ids(tokenizer, msgs, 4096) + prefix
+    ids = local_asker.prompt_ids(tokenizer, msgs, 4096) + prefix
     m = tr.sampler.grammar.matcher()
     assert m.consume_tokens(prefix)
     tr.policy.eval()
@@ -59,12 +60,12 @@ def test_a_toy_reward_rises_over_updates(tmp_path, tokenizer):
         checkpoint_every=6,
         seed=1,
     )
-    tr = Trainer(
+    tr = trainer.Trainer(
         preset,
         TASKS,
         deterministic_oracle_for("ambrosia"),
         tmp_path,
-        tiny_random_model(tokenizer, initializer_range=0.2),  # a LoRA can move its choice
+        model.tiny_random_model(tokenizer, initializer_range=0.2),  # a LoRA can move its choice
         tokenizer,
         model_ref="tiny",
         reward_fn=asked,

@@ -4,11 +4,13 @@ prefix-by-prefix forward pass (only the asker's own tokens are scored)."""
 import math
 
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.ambitab.training.loss import decision_loss, suffix_chunks, token_stats
+from tests.lazy_modules import lazy
+
+torch = lazy("torch")
+loss = lazy("pipelines.ambitab.training.loss")
 
 
 def brute_force(logp, old, ref, ent, a, lo=0.2, hi=0.28, beta=0.1, c=0.01):
@@ -32,7 +34,7 @@ floats = st.floats(-3, 0, allow_nan=False)
 )
 def test_decision_loss_matches_brute_force(tokens, advantage):
     logp, old, ref, ent = (torch.tensor([t[i] for t in tokens], dtype=torch.float64) for i in range(4))
-    terms = decision_loss(logp, old, ref, ent, advantage)
+    terms = loss.decision_loss(logp, old, ref, ent, advantage)
     want, clip = brute_force(*(x.tolist() for x in (logp, old, ref, ent)), advantage)
     assert float(terms.loss) == pytest.approx(want, rel=1e-9, abs=1e-12)
     assert terms.clipped == pytest.approx(clip)
@@ -42,17 +44,17 @@ def test_decision_loss_matches_brute_force(tokens, advantage):
 def test_clipping_is_asymmetric_and_stops_the_gradient():
     # ratio 1.5 > 1.28 with A > 0: the clipped branch is the min, its gradient is zero
     lp = torch.tensor([math.log(1.5)], requires_grad=True)
-    decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), 1.0).loss.backward()
+    loss.decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), 1.0).loss.backward()
     assert float(lp.grad) == pytest.approx(0.0)
     # ratio 1.25 lies inside [0.8, 1.28] (outside a symmetric 0.2 clip): it keeps its gradient −ρA
     lp = torch.tensor([math.log(1.25)], requires_grad=True)
-    t = decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), 1.0)
+    t = loss.decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), 1.0)
     t.loss.backward()
     assert float(lp.grad) == pytest.approx(-1.25)
     assert t.clipped == 0.0
     # ratio 0.7 < 0.8 with A < 0: clipped, no gradient
     lp = torch.tensor([math.log(0.7)], requires_grad=True)
-    decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), -1.0).loss.backward()
+    loss.decision_loss(lp, torch.zeros(1), lp.detach(), torch.zeros(1), -1.0).loss.backward()
     assert float(lp.grad) == pytest.approx(0.0)
 
 
@@ -60,7 +62,7 @@ def test_token_mean_within_a_decision():
     # two tokens with per-token losses 1 and 3 average to 2, whatever the advantage sign convention
     lp = torch.zeros(2)
     ent = torch.tensor([-100.0, -300.0])  # −0.01·H = 1 and 3
-    assert float(decision_loss(lp, lp, lp, ent, 0.0).loss) == pytest.approx(2.0)
+    assert float(loss.decision_loss(lp, lp, lp, ent, 0.0).loss) == pytest.approx(2.0)
 
 
 def test_token_stats_score_exactly_the_completion(tokenizer, tiny_model):
@@ -69,7 +71,7 @@ def test_token_stats_score_exactly_the_completion(tokenizer, tiny_model):
     )
     prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
     completion = tokenizer.encode('{"type": "done", "output": null}', add_special_tokens=False)
-    logp, ent = token_stats(tiny_model, prompt, completion, temperature=0.8)
+    logp, ent = loss.token_stats(tiny_model, prompt, completion, temperature=0.8)
     assert logp.shape == ent.shape == (len(completion),)
     with torch.no_grad():
         for i, tok in enumerate(completion):  # brute force: one forward per prefix
@@ -110,7 +112,7 @@ def test_shared_prefix_gives_the_values_and_gradients_of_one_forward_per_decisio
             p.grad.clone() for p in tiny_model.parameters() if p.grad is not None
         ]
 
-    alone, g_alone = run([token_stats(tiny_model, p, c, 0.8) for p, c in zip(prompts, completions)])
+    alone, g_alone = run([loss.token_stats(tiny_model, p, c, 0.8) for p, c in zip(prompts, completions)])
     grouped, g_grouped = run(group_token_stats(tiny_model, prompts, completions, 0.8))
     for (a, ha), (b, hb), c in zip(alone, grouped, completions):
         assert a.shape == b.shape == (len(c),)
@@ -131,7 +133,7 @@ def test_chunked_backward_gives_the_gradients_of_one_forward_per_decision(tokeni
     weights = [0.3, -1.0, 2.0, 0.7]
 
     tiny_model.zero_grad()
-    alone = [token_stats(tiny_model, p, c, 0.8) for p, c in zip(prompts, completions)]
+    alone = [loss.token_stats(tiny_model, p, c, 0.8) for p, c in zip(prompts, completions)]
     sum(w * (lp.sum() + 0.1 * h.sum()) for w, (lp, h) in zip(weights, alone)).backward()
     g_alone = [p.grad.clone() for p in tiny_model.parameters() if p.grad is not None]
 
@@ -154,6 +156,6 @@ def test_chunked_backward_gives_the_gradients_of_one_forward_per_decision(tokeni
 
 
 def test_suffix_chunks_pack_rows_up_to_the_padded_budget():
-    assert suffix_chunks([5, 3, 7, 2], 14) == [[0, 1], [2, 3]]  # 2x5=10; 3x7>14; 2x7=14
-    assert suffix_chunks([20, 1], 10) == [[0], [1]]  # a row wider than the budget runs alone
-    assert suffix_chunks([], 10) == []
+    assert loss.suffix_chunks([5, 3, 7, 2], 14) == [[0, 1], [2, 3]]  # 2x5=10; 3x7>14; 2x7=14
+    assert loss.suffix_chunks([20, 1], 10) == [[0], [1]]  # a row wider than the budget runs alone
+    assert loss.suffix_chunks([], 10) == []

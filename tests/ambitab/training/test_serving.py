@@ -11,8 +11,10 @@ from pipelines.ambitab.protocol.verifier import Verifier
 from pipelines.ambitab.training import asker_names  # noqa: F401  (registers checkpoint:)
 from pipelines.ambitab.training.checkpoints import check_held_out, new_run_dir, resolve_checkpoint
 from pipelines.ambitab.training.presets import get_preset
-from pipelines.ambitab.training.trainer import Trainer
 from tests.ambitab.records import amb, task
+from tests.lazy_modules import lazy
+
+trainer = lazy("pipelines.ambitab.training.trainer")
 
 
 def test_checkpoint_asker_runs_held_out_episodes(tmp_path, monkeypatch, tokenizer, tiny_model):
@@ -27,7 +29,7 @@ def test_checkpoint_asker_runs_held_out_episodes(tmp_path, monkeypatch, tokenize
         "cpu-small", model=str(model_dir), requests_per_rollout=1, trajectories=2, max_new_tokens=20, question="free"
     )
     run = new_run_dir("ambrosia", p.name)
-    tr = Trainer(p, train, deterministic_oracle_for("ambrosia"), run, tiny_model, tokenizer, model_ref="tiny")
+    tr = trainer.Trainer(p, train, deterministic_oracle_for("ambrosia"), run, tiny_model, tokenizer, model_ref="tiny")
     assert tr.start({"corpus": "ambrosia", "split": "train"}) == 0
     tr.train(max_updates=1)
     name = f"checkpoint:{run.name}"

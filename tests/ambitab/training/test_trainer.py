@@ -6,15 +6,17 @@ import json
 from dataclasses import replace
 
 import pytest
-import torch
 
 from pipelines.ambitab.protocol.episode import RunSettings
 from pipelines.ambitab.protocol.oracles import deterministic_oracle_for
 from pipelines.ambitab.training.checkpoints import new_run_dir, resolve_checkpoint
 from pipelines.ambitab.training.decisions import Decision
 from pipelines.ambitab.training.presets import get_preset
-from pipelines.ambitab.training.trainer import Trainer, update_line
 from tests.ambitab.records import amb, task
+from tests.lazy_modules import lazy
+
+torch = lazy("torch")
+trainer = lazy("pipelines.ambitab.training.trainer")
 
 TASKS = [task([amb("top"), amb("earners")], query="List the top earners."), task([], query="All rows.", db_id="d2")]
 
@@ -35,7 +37,9 @@ def preset(**kw):
 def make(tmp_path, tokenizer, model, **kw):
     run = tmp_path / "run"
     run.mkdir(exist_ok=True)
-    return Trainer(preset(**kw), TASKS, deterministic_oracle_for("ambrosia"), run, model, tokenizer, model_ref="tiny")
+    return trainer.Trainer(
+        preset(**kw), TASKS, deterministic_oracle_for("ambrosia"), run, model, tokenizer, model_ref="tiny"
+    )
 
 
 def _perturb(tr):
@@ -156,7 +160,7 @@ def test_a_batch_without_signal_is_stepped_only_under_the_specs_keep_one_rule(tm
     records no KL, and the schedule still advances."""
     run = tmp_path / "run"
     run.mkdir()
-    tr = Trainer(
+    tr = trainer.Trainer(
         preset(zero_signal=rule, warmup=0.0),
         TASKS,
         deterministic_oracle_for("ambrosia"),
@@ -175,10 +179,10 @@ def test_a_batch_without_signal_is_stepped_only_under_the_specs_keep_one_rule(tm
     if rule == "skip":
         assert not s.stepped and not moved and s.kl is None and s.entropy is None and s.grad_norm is None
         assert tr.opt.state == {} or all(int(st["step"]) == 0 for st in tr.opt.state.values())
-        assert "no step" in update_line(s) and tr.curve[-1]["stepped"] is False
+        assert "no step" in trainer.update_line(s) and tr.curve[-1]["stepped"] is False
     else:
         assert s.stepped and moved and s.kl is not None and s.groups_kept == 1
-        assert "KL" in update_line(s)
+        assert "KL" in trainer.update_line(s)
 
 
 def test_checkpoint_runs_never_share_a_folder(tmp_path):
