@@ -250,6 +250,7 @@ class StubScript:
     latency_s: float = 0.0
     content: str = '{"answer": "ok"}'
     hang_s: float = 0.0  # sleep this long before answering (timeout tests)
+    hang_requests: int | None = None  # only the first N requests hang (None: every one)
 
 
 class LoopbackServer(ThreadingHTTPServer):
@@ -367,7 +368,8 @@ class StubOpenAIServer(LoopbackStub):
                     n = outer.requests
                     status = outer.script.statuses.pop(0) if outer.script.statuses else 200
                 # the stub's simulated slowness; shutdown ends it early
-                outer._stop.wait(outer.script.hang_s + outer.script.latency_s)
+                hangs = outer.script.hang_requests is None or n <= outer.script.hang_requests
+                outer._stop.wait((outer.script.hang_s if hangs else 0.0) + outer.script.latency_s)
                 if status != 200:
                     self.send_error_status(status)
                     return

@@ -69,7 +69,8 @@ def scripted_roles(built, tmp_path, monkeypatch):
         "max_tokens": 256,
         "seed": 0,
         "max_in_flight": 8,
-        "timeout_s": 5.0,
+        # the scripted answers come at once; 5 s timed out at load 8 with eight calls in flight
+        "timeout_s": 60.0,
         "max_retries": 0,
     }
     cfg.write_text(json.dumps({"members": {"m": member}, "councils": {"default": ["m"]}}))
