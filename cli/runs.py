@@ -15,6 +15,8 @@ the daemon launched, which carry no pid.
 
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from dagster import DagsterInstance
 
@@ -302,15 +304,46 @@ def run_job_for_partition(
         ensure_partitions(instance, [db_id])
     fail_orphaned_runs(instance, job_name)  # a killed earlier run is not left STARTED for ever (#45 item 5)
     job = defs.resolve_job_def(job_name)
-    return job.execute_in_process(
-        instance=instance,
-        partition_key=db_id,
-        raise_on_error=raise_on_error,
-        tags={**process_tags(), **configuration_tags(council_path=council_path), **(tags or {})},
-        run_id=run_id,
-        asset_selection=asset_selection,
-        run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
-    )
+    with partition_checks_cached(instance):
+        return job.execute_in_process(
+            instance=instance,
+            partition_key=db_id,
+            raise_on_error=raise_on_error,
+            tags={**process_tags(), **configuration_tags(council_path=council_path), **(tags or {})},
+            run_id=run_id,
+            asset_selection=asset_selection,
+            run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
+        )
+
+
+@contextmanager
+def partition_checks_cached(instance: DagsterInstance) -> Iterator[None]:
+    """While a run executes in this process, a partition the instance has said exists is taken to
+    exist. Dagster asks the instance about the run's partition for every input and output of every
+    step (~500 times in a small ABISS run), each question a new SQLite engine and connection: 12 % of
+    a CLI run's CPU (#44). Only "yes" is remembered: a partition added during the run is still seen,
+    and a run's own partition cannot be removed from under it (`quandary db remove` keeps its
+    artifacts; a later run asks again)."""
+    known: set[tuple[str, str]] = set()
+    asked = instance.has_dynamic_partition  # the instance's own method (or an outer run's cache)
+    shadowed = "has_dynamic_partition" in vars(instance)
+
+    def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
+        if (partitions_def_name, partition_key) in known:
+            return True
+        found = asked(partitions_def_name, partition_key)
+        if found:
+            known.add((partitions_def_name, partition_key))
+        return found
+
+    instance.has_dynamic_partition = has_dynamic_partition
+    try:
+        yield
+    finally:
+        if shadowed:
+            instance.has_dynamic_partition = asked
+        else:
+            del instance.has_dynamic_partition
 
 
 _RERUNNABLE = ("FAILURE", "CANCELED")
@@ -395,13 +428,14 @@ def reexecute_from_failure(
     saved = {k: os.environ.get(k) for k in adopt}
     os.environ.update(adopt)  # the step processes inherit the run's environment
     try:
-        return execute_job(
-            build_reconstructable_job("cli.runs", "job_named", reconstructable_args=(job_name,)),
-            instance=instance,
-            run_config=run_config,
-            tags={**kept, **process_tags()},
-            reexecution_options=options,
-        )
+        with partition_checks_cached(instance):
+            return execute_job(
+                build_reconstructable_job("cli.runs", "job_named", reconstructable_args=(job_name,)),
+                instance=instance,
+                run_config=run_config,
+                tags={**kept, **process_tags()},
+                reexecution_options=options,
+            )
     finally:
         if not keep_env:
             _restore_env(saved)
