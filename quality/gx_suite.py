@@ -6,8 +6,12 @@ copy of the frame. The result is plain data the asset checks turn into ``AssetCh
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import os
+import sys
+import types
 from dataclasses import dataclass
 
 import polars as pl
@@ -41,8 +45,47 @@ class SuiteOutcome:
         return out
 
 
+class _Deferred(types.ModuleType):
+    """Stands in ``sys.modules`` for a module GX imports when it is imported but uses only inside
+    functions: the real module is imported on the first attribute read. ``__spec__`` is the real
+    spec, so a later ``import NAME`` returns this object without loading anything."""
+
+    def __init__(self, name: str, spec):
+        super().__init__(name)
+        self.__spec__ = spec
+
+    def __getattr__(self, attr: str):
+        name = self.__name__
+        if sys.modules.get(name) is self:
+            del sys.modules[name]
+        real = importlib.import_module(name)
+        self.__dict__.update(real.__dict__)  # a caller holding this object now reads the real values
+        return getattr(real, attr)
+
+
+# GX's KL-divergence expectation (never one of ours) imports scipy.stats and altair at module level,
+# so every `import great_expectations` paid ~1 s of CPU for them: a third of the import, paid by every
+# process that runs an asset check (#44).
+_DEFERRED = ("scipy.stats", "altair")
+
+
+def _import_gx():
+    for name in _DEFERRED:
+        if name in sys.modules:
+            continue
+        parent = name.rpartition(".")[0]
+        if parent:
+            importlib.import_module(parent)  # scipy itself is light; its __getattr__ finds the stand-in
+        spec = importlib.util.find_spec(name)
+        if spec is not None:
+            sys.modules[name] = _Deferred(name, spec)
+    import great_expectations as gx  # lazy: great_expectations costs ~2 s at import
+
+    return gx
+
+
 def _expectations(contract: Contract, columns_present: set[str]):
-    import great_expectations as gx  # lazy: great_expectations costs ~2.5 s at import
+    gx = _import_gx()
 
     E = gx.expectations
     yield E.ExpectTableRowCountToBeBetween(min_value=contract.min_rows)
@@ -65,7 +108,7 @@ def _expectations(contract: Contract, columns_present: set[str]):
 def run_contract(contract: Contract, df: pl.DataFrame) -> SuiteOutcome:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
-    import great_expectations as gx  # lazy: great_expectations costs ~2.5 s at import
+    gx = _import_gx()
 
     problems = contract.schema_problems(df)
     ctx = gx.get_context(mode="ephemeral")
