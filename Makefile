@@ -20,7 +20,8 @@ PYTEST_ARGS ?=
 # Four workers, not two (#44): beside two CPU-bound processes the suite gets a share of the cores in
 # proportion to its runnable processes, and its workers often wait on subprocesses and servers.
 # Fresh clone beside two `python3 -c 'while True: pass'`: 26 min 18 s with two workers (Dec 3),
-# 17 min 46 s with four (Dec 4, 1,970 passed); an extra worker costs ~16 s of CPU (collection).
+# 17 min 46 s with four (Dec 4, 1,970 passed); six were slower there (19 min 07 s, and two waits
+# timed out): more processes than cores thrash. Collecting the suite costs a worker ~4 s of CPU.
 TEST_WORKERS ?= 4
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
