@@ -15,13 +15,15 @@ export LITELLM_OFFLINE_MODE := true
 PYTEST_ARGS ?=
 # pytest-xdist workers: most of the suite waits on subprocesses and servers, so several lanes use
 # both cores (18 → 12 min idle). The tests that start the embedded model share one lane (one model at
-# a time) and the multi-node tests another, each on its own worker; the rest go to whichever is free
+# a time), the multi-node tests another and the trainer's in-process tests a third (torch imported
+# once), each on its own worker; the rest go to whichever is free
 # (tests/conftest.py: lane, pytest_xdist_make_scheduler). TEST_WORKERS=0 runs everything in one process.
 # Four workers, not two (#44): beside two CPU-bound processes the suite gets a share of the cores in
 # proportion to its runnable processes, and its workers often wait on subprocesses and servers.
 # Fresh clone beside two `python3 -c 'while True: pass'`: 26 min 18 s with two workers (Dec 3),
-# 17 min 46 s with four (Dec 4, 1,970 passed); six were slower there (19 min 07 s, and two waits
-# timed out): more processes than cores thrash. Collecting the suite costs a worker ~4 s of CPU.
+# 17 min 46 s with four (Dec 4, 1,970 passed), 16 min 47 s after cutting the suite's CPU (1,974
+# passed; idle 16 min 54 s → 13 min 01 s, bench/README.md); six were slower there (19 min 07 s,
+# two waits timed out): more processes than cores thrash. Collecting costs a worker ~4 s of CPU.
 TEST_WORKERS ?= 4
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
