@@ -15,8 +15,10 @@ the daemon launched, which carry no pid.
 
 import os
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from dagster import DagsterInstance
 
@@ -316,6 +318,12 @@ def run_job_for_partition(
         )
 
 
+# The partitions known to exist in the runs executing on this thread (a nested run shares them).
+_KNOWN_PARTITIONS: ContextVar[set[tuple[str, str]] | None] = ContextVar("known_partitions", default=None)
+_CACHED_INSTANCES: dict[int, int] = {}  # id(instance) -> runs executing on it with the cache installed
+_CACHED_LOCK = threading.Lock()
+
+
 @contextmanager
 def partition_checks_cached(instance: DagsterInstance) -> Iterator[None]:
     """While a run executes in this process, a partition the instance has said exists is taken to
@@ -323,27 +331,36 @@ def partition_checks_cached(instance: DagsterInstance) -> Iterator[None]:
     step (~500 times in a small ABISS run), each question a new SQLite engine and connection: 12 % of
     a CLI run's CPU (#44). Only "yes" is remembered: a partition added during the run is still seen,
     and a run's own partition cannot be removed from under it (`quandary db remove` keeps its
-    artifacts; a later run asks again)."""
-    known: set[tuple[str, str]] = set()
-    asked = instance.has_dynamic_partition  # the instance's own method (or an outer run's cache)
-    shadowed = "has_dynamic_partition" in vars(instance)
+    artifacts; a later run asks again). What is known belongs to the runs on this thread (the
+    in-process executor runs every step on the caller's thread); the instance's method is shadowed
+    while any run uses the cache and restored when the last one ends, in whatever order runs on
+    other threads end."""
+    with _CACHED_LOCK:
+        if _CACHED_INSTANCES.get(id(instance), 0) == 0:
+            asked = type(instance).has_dynamic_partition.__get__(instance)
 
-    def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
-        if (partitions_def_name, partition_key) in known:
-            return True
-        found = asked(partitions_def_name, partition_key)
-        if found:
-            known.add((partitions_def_name, partition_key))
-        return found
+            def has_dynamic_partition(partitions_def_name: str, partition_key: str) -> bool:
+                known = _KNOWN_PARTITIONS.get()
+                if known is not None and (partitions_def_name, partition_key) in known:
+                    return True
+                found = asked(partitions_def_name, partition_key)
+                if found and known is not None:
+                    known.add((partitions_def_name, partition_key))
+                return found
 
-    instance.has_dynamic_partition = has_dynamic_partition
+            instance.has_dynamic_partition = has_dynamic_partition
+        _CACHED_INSTANCES[id(instance)] = _CACHED_INSTANCES.get(id(instance), 0) + 1
+    outer = _KNOWN_PARTITIONS.get()
+    token = _KNOWN_PARTITIONS.set(outer if outer is not None else set())
     try:
         yield
     finally:
-        if shadowed:
-            instance.has_dynamic_partition = asked
-        else:
-            del instance.has_dynamic_partition
+        _KNOWN_PARTITIONS.reset(token)
+        with _CACHED_LOCK:
+            _CACHED_INSTANCES[id(instance)] -= 1
+            if _CACHED_INSTANCES[id(instance)] == 0:
+                del _CACHED_INSTANCES[id(instance)]
+                del instance.has_dynamic_partition
 
 
 _RERUNNABLE = ("FAILURE", "CANCELED")

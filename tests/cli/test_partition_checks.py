@@ -47,3 +47,35 @@ def test_a_run_asks_the_storage_about_its_partition_once(tmp_path, isolated_home
         result = run_job_for_partition("seed_databases_job", "university", instance=instance)
         assert result.success
         assert asked == ["university"], asked  # 490 questions in a small ABISS run before
+
+
+def test_runs_on_two_threads_ending_in_either_order_leave_the_instance_as_it_was(tmp_path):
+    """Run A starts, run B starts on another thread, A ends, B ends: B keeps its cache while it
+    runs, nothing either learnt outlives them, and the instance's own method is back."""
+    import threading
+
+    with DagsterInstance.local_temp(tempdir=str(tmp_path)) as instance:
+        instance.add_dynamic_partitions("dbs", ["a"])
+        asked = _counting(instance)
+        a_entered, b_entered, a_left = threading.Event(), threading.Event(), threading.Event()
+        seen = {}
+
+        def run_b():
+            with partition_checks_cached(instance):
+                b_entered.set()
+                a_left.wait(60)
+                seen["b"] = [instance.has_dynamic_partition("dbs", "a") for _ in range(3)]
+
+        with partition_checks_cached(instance):
+            a_entered.set()
+            b = threading.Thread(target=run_b)
+            b.start()
+            assert b_entered.wait(60)
+            assert instance.has_dynamic_partition("dbs", "a") and instance.has_dynamic_partition("dbs", "a")
+        a_left.set()
+        b.join(60)
+        assert seen["b"] == [True] * 3
+        assert asked == ["a", "a"]  # once for run A, once for run B: each run knows its own answers
+        assert "has_dynamic_partition" not in vars(instance)
+        instance.delete_dynamic_partition("dbs", "a")
+        assert not instance.has_dynamic_partition("dbs", "a")
