@@ -305,17 +305,28 @@ def run_job_for_partition(
     if uses_database_partitions(job_name):
         ensure_partitions(instance, [db_id])
     fail_orphaned_runs(instance, job_name)  # a killed earlier run is not left STARTED for ever (#45 item 5)
-    job = defs.resolve_job_def(job_name)
+    return execute_in_process(
+        defs.resolve_job_def(job_name),
+        instance,
+        partition_key=db_id,
+        raise_on_error=raise_on_error,
+        tags={**process_tags(), **configuration_tags(council_path=council_path), **(tags or {})},
+        run_id=run_id,
+        asset_selection=asset_selection,
+        run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
+    )
+
+
+def execute_in_process(job, instance: DagsterInstance, **kwargs):
+    """``job.execute_in_process`` as the CLI runs it. That method runs the steps on Dagster's own
+    in-process executor, not the job's, so the pool-wait fix the job's executor installs
+    (:mod:`assets.shared.pool_wait`) is installed here too: without it a CLI run waiting for an LLM
+    pool slot spun a core (measured: 24 s of CPU in a 53 s wait, #44)."""
+    from assets.shared.pool_wait import install as install_pool_wait
+
+    install_pool_wait()
     with partition_checks_cached(instance):
-        return job.execute_in_process(
-            instance=instance,
-            partition_key=db_id,
-            raise_on_error=raise_on_error,
-            tags={**process_tags(), **configuration_tags(council_path=council_path), **(tags or {})},
-            run_id=run_id,
-            asset_selection=asset_selection,
-            run_config={**(run_config or {}), "loggers": {"console": {"config": {"log_level": log_level}}}},
-        )
+        return job.execute_in_process(instance=instance, **kwargs)
 
 
 # The partitions known to exist in the runs executing on this thread (a nested run shares them).

@@ -10,7 +10,9 @@ this is the same schedule without the spin.
 
 Installed explicitly, never on import: the job's executor (:data:`pool_aware_in_process_executor`,
 set in :mod:`assets.definitions`) installs it when a run's execution starts, in the process that
-runs the steps, for CLI runs and daemon-launched runs alike.
+runs the steps (daemon-launched runs and `quandary rerun`). ``job.execute_in_process`` — `quandary
+run` — ignores the job's executor, so :func:`cli.runs.execute_in_process` installs it before such a
+run (it had not: a CLI run waiting for a slot still spun, #44).
 
 Remove when: Dagster's ``interval_to_next_pending_claim_check`` returns a positive interval while
 every pending claim waits (check on each Dagster upgrade; ``tests/dagster/test_pool_wait.py`` pins
@@ -20,6 +22,9 @@ import time
 
 from dagster import executor, in_process_executor
 from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
+
+# Dagster's own method, kept before any install (the tests put it back to see a fresh process's behaviour)
+DAGSTER_INTERVAL = InstanceConcurrencyContext.interval_to_next_pending_claim_check
 
 
 def interval_to_next_pending_claim_check(self) -> float:
