@@ -137,18 +137,20 @@ def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
     proc.poll()
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def _default_signals() -> None:
-    """In the child: SIGINT and SIGTERM back to their defaults. Started with ``&`` from a shell, the
-    launcher inherits SIGINT ignored, and so would dagster dev: the SIGINT forwarded to it then did
-    nothing (the pitfall in ../shared/DESIGN.md)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """In the child: SIGINT and SIGTERM back to their defaults, and unblocked (see :func:`run`).
+    Started with ``&`` from a shell, the launcher inherits SIGINT ignored, and so would dagster dev:
+    the SIGINT forwarded to it then did nothing (the pitfall in ../shared/DESIGN.md)."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def run(cmd: list[str], grace_s: float = GRACE_S) -> int:
     """Run ``cmd`` in its own session until it exits or this process gets SIGINT/SIGTERM."""
-    # preexec_fn: this launcher is single-threaded here, so it is safe
-    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
     stopping: list[int] = []
 
     def forward(signum, frame):
@@ -156,16 +158,27 @@ def run(cmd: list[str], grace_s: float = GRACE_S) -> int:
         if len(stopping) == 1:  # only the first: make forwards its own SIGTERM too, which must not cut the stop short
             raise KeyboardInterrupt
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, forward) for s in STOP_SIGNALS}
+    # A stop is held back while the child starts and handled once it exists. Before, one that came
+    # between the child's start and this launcher's handler (Ctrl-C as `make ui` starts; seen under
+    # load) killed the launcher and left the child's session running, holding make's output (#44).
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    proc = None
     try:
+        try:
+            # preexec_fn: this launcher is single-threaded here, so it is safe
+            proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a stop held back is handled here, below
         code = proc.wait()
         if _group_alive(proc.pid):  # the leader ended, a child of it did not
             stop_group(proc, grace_s)
         return code
     except KeyboardInterrupt:
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in STOP_SIGNALS:
             signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C does not cut the clean stop short
-        stop_group(proc, grace_s)
+        if proc is not None:  # None: the child did not start (its error is lost to the stop)
+            stop_group(proc, grace_s)
         name = signal.Signals(stopping[0]).name if stopping else "SIGINT"
         print(f"\n{Path(cmd[0]).name} stopped ({name}): its process group has ended", file=sys.stderr)
         # a stop the user asked for is a success: `make ui` then ends without "Error 143" (#42 item 4)

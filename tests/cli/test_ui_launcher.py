@@ -119,6 +119,62 @@ def test_make_ui_stops_quietly(tmp_path, sig):
     wait_until(lambda: not _alive(grandchild), 30, "the grandchild to end")
 
 
+# The launcher with a SIGTERM delivered at the worst moment: its child has started, its next line has
+# not run (a Ctrl-C or `kill` as `make ui` starts, on a loaded machine). Writes the child's pid first.
+STOPPED_AS_IT_STARTS = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys
+    from cli import ui_launcher
+
+    started = subprocess.Popen
+
+    def start_then_stop(*args, **kwargs):
+        child = started(*args, **kwargs)
+        open(sys.argv[1], "w").write(str(child.pid))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return child
+
+    subprocess.Popen = start_then_stop
+    sys.exit(ui_launcher.main(["--", *sys.argv[2:]]))
+    """
+)
+
+
+def test_a_stop_as_the_child_starts_still_stops_its_whole_session(tmp_path):
+    """#44, seen once under load: SIGTERM between the child's start and the launcher's handler killed
+    the launcher by default, and the server's session lived on holding make's output (`make ui` then
+    never ended). The stop is now held back until the child exists, then handled as any other."""
+    from cli.ui_launcher import _members
+
+    script, pidfile, child_pid = tmp_path / "server.py", tmp_path / "grandchild.pid", tmp_path / "child.pid"
+    script.write_text(SERVER)
+    driver = tmp_path / "driver.py"
+    driver.write_text(STOPPED_AS_IT_STARTS)
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": repo, "QUANDARY_UI_GRACE_S": "5"}
+    code = None
+    with open(tmp_path / "out.txt", "w") as out:  # a file, not a pipe: a surviving child cannot hold it open
+        launcher = subprocess.Popen(
+            [sys.executable, str(driver), str(child_pid), sys.executable, str(script), str(pidfile)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+            cwd=repo,
+        )
+        try:
+            code = launcher.wait(timeout=300)
+        finally:
+            session = int(child_pid.read_text()) if child_pid.is_file() else None
+            if launcher.poll() is None:
+                os.killpg(launcher.pid, signal.SIGKILL)
+            if code != 0 and session is not None and _members(session):  # the bug: clean up its orphans
+                os.killpg(session, signal.SIGKILL)
+    said = (tmp_path / "out.txt").read_text()
+    assert code == 0 and "stopped (SIGTERM)" in said, (code, said)
+    assert session is not None and not _members(session), "the child's session outlived the launcher"
+
+
 # dagster dev's shape: the leader waits for its daemon and webserver; the daemon stops on SIGINT
 # (it keeps state: ticks, the run queue), the webserver stand-in ignores SIGINT as dagster's
 # teardown of a stateless server can take seconds. Its command line names it as the real one does.
