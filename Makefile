@@ -22,9 +22,12 @@ PYTEST_ARGS ?=
 # proportion to its runnable processes, and its workers often wait on subprocesses and servers.
 # Fresh clone beside two `python3 -c 'while True: pass'`: 26 min 18 s with two workers (Dec 3),
 # 17 min 46 s with four (Dec 4, 1,970 passed), 16 min 47 s after cutting the suite's CPU (1,974
-# passed; idle 16 min 54 s → 13 min 01 s, bench/README.md); six were slower there (19 min 07 s,
-# two waits timed out): more processes than cores thrash. Collecting costs a worker ~4 s of CPU.
-TEST_WORKERS ?= 4
+# passed; idle 16 min 54 s → 13 min 01 s, bench/README.md). Six since Dec 5: beside two hogs a
+# worker's share of the cores is what counts, and six get 6/8 of them where four get 4/6 (fresh
+# clones at d9255d7/fd356d1: 15 min 29 s with six, 16 min 46 s with four; idle 11 min 45 s and
+# 11 min 31 s; all 1,977 passed). An earlier six-worker run (19 min 07 s, Dec 4) had two waits time
+# out that were fixed later that day. Collecting costs a worker ~4 s of CPU.
+TEST_WORKERS ?= 6
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
 # the project's 50k lines: with PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every
