@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from dagster import DagsterInstance
 
 from assets.shared.partitions import databases_partitions
+from assets.shared.pool_wait import install as install_pool_wait
 from storage.paths import dagster_home
 
 PID_TAG, HOST_TAG, START_TAG = "quandary/pid", "quandary/host", "quandary/pid_start"
@@ -322,8 +323,6 @@ def execute_in_process(job, instance: DagsterInstance, **kwargs):
     in-process executor, not the job's, so the pool-wait fix the job's executor installs
     (:mod:`assets.shared.pool_wait`) is installed here too: without it a CLI run waiting for an LLM
     pool slot spun a core (measured: 24 s of CPU in a 53 s wait, #44)."""
-    from assets.shared.pool_wait import install as install_pool_wait
-
     install_pool_wait()
     with partition_checks_cached(instance):
         return job.execute_in_process(instance=instance, **kwargs)
