@@ -20,7 +20,9 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STAND_IN = "import signal\ntry:\n    signal.pause()\nexcept KeyboardInterrupt:\n    pass\n"
+# waits for SIGINT blocked (sigwait): a handler and signal.pause() would sleep through one arriving
+# just before pause(), leaving the launcher to kill it after its grace period
+STAND_IN = "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, [2])\nsignal.sigwait([2])\n"
 
 
 def _tree(root: int) -> dict[int, str]:

@@ -138,52 +138,55 @@ def stop_group(proc: subprocess.Popen, grace_s: float = GRACE_S) -> None:
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# The launcher takes its stops, and its child's exit, as signals it waits for (sigwait), never as
+# handlers that interrupt it. A handler runs between any two instructions, and make forwards its own
+# SIGTERM to the launcher just after the terminal's: when that second one ran inside the first one's
+# handler, neither raised the stop, and the launcher went on waiting for a child nobody had signalled
+# (`make ui` then never ended: its test failed in 2 of 6 suite runs, #44). Blocked, they wait in
+# the kernel until asked for, whenever they come: before the child exists, during the stop, twice.
+WATCHED = (*STOP_SIGNALS, signal.SIGCHLD)
 
 
-def _default_signals() -> None:
-    """In the child: SIGINT and SIGTERM back to their defaults, and unblocked (see :func:`run`).
-    Started with ``&`` from a shell, the launcher inherits SIGINT ignored, and so would dagster dev:
-    the SIGINT forwarded to it then did nothing (the pitfall in ../shared/DESIGN.md)."""
-    for s in STOP_SIGNALS:
-        signal.signal(s, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+def _held(signum, frame) -> None:
+    """Installed while :data:`WATCHED` is blocked, so that none counts as ignored (a blocked signal
+    whose action is to ignore it may be dropped rather than held; POSIX leaves that open). Runs only
+    for a signal still pending when :func:`run` unblocks them at its end, and does nothing."""
+
+
+def _unblock_watched() -> None:
+    """In the child, before exec: :data:`WATCHED` unblocked, as the command expects. Their handlers
+    need no reset: a caught signal reverts to its default at exec. (Started with ``&``, the launcher
+    inherits SIGINT ignored, which exec would keep: dagster dev then ignored the SIGINT forwarded to
+    it, the pitfall in ../shared/DESIGN.md. Catching it here undoes that for the child.)"""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, WATCHED)
 
 
 def run(cmd: list[str], grace_s: float = GRACE_S) -> int:
-    """Run ``cmd`` in its own session until it exits or this process gets SIGINT/SIGTERM."""
-    stopping: list[int] = []
-
-    def forward(signum, frame):
-        stopping.append(signum)
-        if len(stopping) == 1:  # only the first: make forwards its own SIGTERM too, which must not cut the stop short
-            raise KeyboardInterrupt
-
-    old = {s: signal.signal(s, forward) for s in STOP_SIGNALS}
-    # A stop is held back while the child starts and handled once it exists. Before, one that came
-    # between the child's start and this launcher's handler (Ctrl-C as `make ui` starts; seen under
-    # load) killed the launcher and left the child's session running, holding make's output (#44).
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    proc = None
+    """Run ``cmd`` in its own session until it exits or this process gets SIGINT/SIGTERM: then stop
+    its group (:func:`stop_group`), say so in one line and return 0 (a stop the user asked for is a
+    success: `make ui` then ends without "Error 143", #42 item 4). Further stops are held until the
+    group has ended, then dropped: a second Ctrl-C does not cut the clean stop short."""
+    old = {s: signal.signal(s, _held) for s in WATCHED}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
     try:
         try:
             # preexec_fn: this launcher is single-threaded here, so it is safe
-            proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_default_signals)  # noqa: PLW1509
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a stop held back is handled here, below
-        code = proc.wait()
+            proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_unblock_watched)  # noqa: PLW1509
+        except OSError as exc:  # missing or not executable: one line, no trace
+            print(f"cannot start {cmd[0]}: {exc.strerror or exc}; is it installed (make install)?", file=sys.stderr)
+            return 127
+        while proc.poll() is None:
+            got = signal.sigwait(WATCHED)  # SIGCHLD: the child exited (or stopped): look again
+            if got in STOP_SIGNALS:
+                stop_group(proc, grace_s)
+                name = signal.Signals(got).name
+                print(f"\n{Path(cmd[0]).name} stopped ({name}): its process group has ended", file=sys.stderr)
+                return 0
         if _group_alive(proc.pid):  # the leader ended, a child of it did not
             stop_group(proc, grace_s)
-        return code
-    except KeyboardInterrupt:
-        for s in STOP_SIGNALS:
-            signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C does not cut the clean stop short
-        if proc is not None:  # None: the child did not start (its error is lost to the stop)
-            stop_group(proc, grace_s)
-        name = signal.Signals(stopping[0]).name if stopping else "SIGINT"
-        print(f"\n{Path(cmd[0]).name} stopped ({name}): its process group has ended", file=sys.stderr)
-        # a stop the user asked for is a success: `make ui` then ends without "Error 143" (#42 item 4)
-        return 0
+        return proc.returncode
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # what is still pending goes to _held
         for s, h in old.items():
             signal.signal(s, h)
 

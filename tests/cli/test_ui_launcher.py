@@ -14,20 +14,24 @@ import pytest
 from tests.waiting import wait_until
 
 # A stand-in for dagster dev: ignores SIGTERM, starts a grandchild (its webserver), stops on SIGINT
-# only after a moment of cleanup; writes the grandchild's pid so the test can check it is gone.
+# only after a moment of cleanup, and not at all when it inherited SIGINT ignored (as dagster dev
+# did from a shell's `&`); writes the grandchild's pid so the test can check it is gone. SIGINT is
+# blocked and waited for, from before the pid is written: a handler and signal.pause() would race
+# (a SIGINT just before pause() is slept through), and one during the grandchild's interpreter
+# start-up would end it with a traceback; the grandchild inherits the block and so ignores SIGINT.
 SERVER = textwrap.dedent(
     """
     import signal, subprocess, sys
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
     # both idle on signals, not on a timer: the grandchild until it is killed, the server until SIGINT
-    child = subprocess.Popen([sys.executable, "-c", "import signal\\nsignal.signal(2, signal.SIG_IGN)\\nwhile True: signal.pause()"])
+    child = subprocess.Popen([sys.executable, "-c", "import signal\\nwhile True: signal.pause()"])
     open(sys.argv[1], "w").write(str(child.pid))
-    try:
-        while True:
-            signal.pause()
-    except KeyboardInterrupt:
-        child.kill(); child.wait()
-        print("cleaned up", flush=True)
+    while signal.sigwait([signal.SIGINT]) and ignored:
+        pass  # an ignored SIGINT does nothing
+    child.kill(); child.wait()
+    print("cleaned up", flush=True)
     """
 )
 
@@ -175,6 +179,111 @@ def test_a_stop_as_the_child_starts_still_stops_its_whole_session(tmp_path):
     assert session is not None and not _members(session), "the child's session outlived the launcher"
 
 
+# Two stops close together, as `make ui` gets them: the terminal's (or `kill`'s) SIGTERM, and make's own
+# SIGTERM to its child a moment later. The first comes as the child starts; the second after each of
+# the launcher's instructions in turn, up to the point where it signals the child's group (a signal
+# can reach a process between any two instructions). Prints one line per placement.
+TWO_STOPS = textwrap.dedent(
+    """
+    import os, signal, subprocess, sys
+    from cli import ui_launcher
+
+    LAUNCHER = ui_launcher.__file__
+    state = {"armed": False, "count": 0, "second_at": 0}
+
+    def trace(frame, event, arg):
+        if frame.f_code.co_filename != LAUNCHER:
+            return None
+        frame.f_trace_opcodes = True
+        return per_instruction
+
+    def per_instruction(frame, event, arg):
+        if event == "opcode" and state["armed"]:
+            state["count"] += 1
+            if state["count"] == state["second_at"]:
+                second_stop(frame)
+        return per_instruction
+
+    def second_stop(frame):
+        # SIGTERM arriving before this instruction: held by the kernel while the launcher blocks it;
+        # otherwise its Python handler runs here, as CPython runs one between two instructions (a
+        # signal sent from here would instead be handled inside this trace function)
+        handler = signal.getsignal(signal.SIGTERM)
+        if signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, []) or not callable(handler):
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            handler(signal.SIGTERM, frame)
+
+    started, signal_group = subprocess.Popen, os.killpg
+
+    def start_then_stop(*args, **kwargs):
+        child = started(*args, **kwargs)
+        print("child", child.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+        state.update(armed=True, count=0)
+        return child
+
+    def group_signalled(pgid, sig):
+        state["armed"] = False  # the stop has reached the child: later signals no longer decide it
+        return signal_group(pgid, sig)
+
+    subprocess.Popen, os.killpg = start_then_stop, group_signalled
+    sys.settrace(trace)
+    state["second_at"] = -1
+    assert ui_launcher.run(["sleep", "600"], 5) == 0
+    window = state["count"]  # instructions between the first stop and the group's signal
+    for second_at in range(1, window + 2):
+        state["second_at"] = second_at
+        sys.settrace(trace)  # again: an exception raised by a handler run from the tracer unsets it
+        signal.alarm(30)  # a lost stop leaves run() waiting on its child: end this driver instead
+        code = ui_launcher.run(["sleep", "600"], 5)
+        signal.alarm(0)
+        print("placement", second_at, "of", window + 1, "exit", code, flush=True)
+    """
+)
+
+
+def test_a_second_stop_at_any_instruction_of_the_first_still_stops_once(tmp_path):
+    """#44: `make ui` hung about one time in three under load. make forwards its SIGTERM to the
+    launcher just after the terminal's; when that second signal landed between two instructions of
+    the first one's handler, neither handler stopped anything and the launcher went on waiting for a
+    child nobody had signalled (make's output held open by it). Every placement must stop the child
+    once, return 0 and say so in one line."""
+    from cli.ui_launcher import _members
+
+    driver = tmp_path / "driver.py"
+    driver.write_text(TWO_STOPS)
+    repo = str(Path(__file__).resolve().parents[2])
+    # files, not pipes: the child of a lost stop lives on and would hold a pipe open
+    with open(tmp_path / "out.txt", "w") as out_file, open(tmp_path / "err.txt", "w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, str(driver)],
+            stdout=out_file,
+            stderr=err_file,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": repo},
+            cwd=repo,
+        )
+        try:
+            proc.wait(timeout=600)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
+    children = [int(line.split()[1]) for line in out.splitlines() if line.startswith("child ")]
+    left = [pid for pid in children if _members(pid)]
+    for pid in left:  # a lost stop's child: its session outlived the launcher
+        os.killpg(pid, signal.SIGKILL)
+    placements = [line for line in out.splitlines() if line.startswith("placement ")]
+    assert proc.returncode == 0, (proc.returncode, placements[-1:] or out[-500:], err[-2000:])
+    assert placements and all(line.endswith("exit 0") for line in placements), placements
+    said = [line for line in err.splitlines() if line.strip()]
+    assert len(said) == len(children) == len(placements) + 1, (len(said), len(children), err[-2000:])
+    assert all("sleep stopped (SIGTERM)" in line for line in said), said
+    assert not left, f"sessions left running: {left}"
+
+
 # dagster dev's shape: the leader waits for its daemon and webserver; the daemon stops on SIGINT
 # (it keeps state: ticks, the run queue), the webserver stand-in ignores SIGINT as dagster's
 # teardown of a stateless server can take seconds. Its command line names it as the real one does.
@@ -182,15 +291,14 @@ SERVICES = textwrap.dedent(
     """
     import signal, subprocess, sys
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])  # waited for, as in SERVER; inherited
     out = sys.argv[1]
-    daemon = subprocess.Popen([sys.executable, "-c", "import signal, sys\\ntry:\\n    signal.pause()\\nexcept KeyboardInterrupt:\\n    open(sys.argv[1], 'w').write('stopped')", out + "/daemon.stopped"])
-    web = subprocess.Popen([sys.executable, "-c", "import signal\\nsignal.signal(2, signal.SIG_IGN)\\nwhile True: signal.pause()", "-m", "dagster_webserver"])
+    daemon = subprocess.Popen([sys.executable, "-c", "import signal, sys\\nsignal.sigwait([signal.SIGINT])\\nopen(sys.argv[1], 'w').write('stopped')", out + "/daemon.stopped"])
+    web = subprocess.Popen([sys.executable, "-c", "import signal\\nwhile True: signal.pause()", "-m", "dagster_webserver"])
     open(out + "/pids", "w").write(f"{daemon.pid} {web.pid}")
-    try:
-        signal.pause()
-    except KeyboardInterrupt:
-        daemon.wait(); web.wait()
-        print("services stopped", flush=True)
+    signal.sigwait([signal.SIGINT])
+    daemon.wait(); web.wait()
+    print("services stopped", flush=True)
     """
 )
 
@@ -222,3 +330,16 @@ def test_stateless_stragglers_are_killed_once_the_daemon_has_stopped(tmp_path):
     assert "services stopped" in out  # the leader was not killed: its webserver was, then it ended
     assert (tmp_path / "daemon.stopped").read_text() == "stopped"  # it stopped cleanly, not killed
     assert not _alive(daemon) and not _alive(web)
+
+
+def test_a_command_that_cannot_start_is_one_line_and_exit_127(tmp_path):
+    missing = tmp_path / "no-such-dagster"
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.ui_launcher", "--", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 127 and len(said) == 1, done.stderr
+    assert str(missing) in said[0] and "cannot start" in said[0] and "Traceback" not in done.stderr
