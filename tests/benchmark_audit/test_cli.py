@@ -137,7 +137,9 @@ def test_databases_run_one_partition_each(tmp_path, capsys):
 def scripted_validators(tmp_path, monkeypatch):
     """Three scripted validators: every gold is 'not an answer' (stage 4), every rewrite is SELECT 1."""
     cfg = tmp_path / "council.yaml"
-    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 5.0, "max_retries": 0}
+    # timeout_s: scripted answers are instant; it only guards a hang, sized for a loaded 2-core machine
+    # (5 s timed out beside two CPU hogs, #44)
+    member = {"temperature": 0.0, "max_tokens": 64, "seed": 0, "max_in_flight": 4, "timeout_s": 120.0, "max_retries": 0}
     cfg.write_text(
         json.dumps(
             {
