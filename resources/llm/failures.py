@@ -284,8 +284,9 @@ class FailureTally:
         return self.counts.get(FailureClass.UNPARSEABLE, 0)
 
     def broken_members(self) -> list[str]:
-        """Members none of whose calls in this step gave a readable answer."""
-        return [m for m, n in self.member_calls.items() if n and self.member_failed[m] == n]
+        """Members none of whose calls in this step gave a readable answer, by name: calls finish in
+        any order, and the message naming them must read the same on every run."""
+        return sorted(m for m, n in self.member_calls.items() if n and self.member_failed[m] == n)
 
     def _members_note(self) -> str:
         broken = self.broken_members()
@@ -297,8 +298,11 @@ class FailureTally:
     def message(self, step: str, *, transport: bool = True, unreadable: bool = False) -> str:
         """``<step>: F of N calls failed — <class>: <example>. <remedy>`` (the main class first).
         ``unreadable``: unreadable answers count as failed calls (a council vote)."""
+        # most frequent first, ties by class name: the calls finish in any order, the message must not
         kinds = [
-            k for k, _ in self.counts.most_common() if unreadable or (k is not FailureClass.UNPARSEABLE) == transport
+            k
+            for k in sorted(self.counts, key=lambda k: (-self.counts[k], k.value))
+            if unreadable or (k is not FailureClass.UNPARSEABLE) == transport
         ]
         if not kinds:
             return f"{step}: no failures"

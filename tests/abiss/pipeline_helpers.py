@@ -92,7 +92,7 @@ def scripted_council(tmp_path, monkeypatch):
         "max_tokens": 64,
         "seed": 0,
         "max_in_flight": 4,
-        "timeout_s": 5.0,
+        "timeout_s": 120.0,  # scripted answers are instant; 5 s could be missed beside other load
         "max_retries": 0,
         "backoff_base_s": 0.0,
         "backoff_max_s": 0.0,
