@@ -298,7 +298,8 @@ class FailureTally:
     def message(self, step: str, *, transport: bool = True, unreadable: bool = False) -> str:
         """``<step>: F of N calls failed — <class>: <example>. <remedy>`` (the main class first).
         ``unreadable``: unreadable answers count as failed calls (a council vote)."""
-        # most frequent first, ties by class name: the calls finish in any order, the message must not
+        # most frequent first, ties by class name: calls finish in any order, and the message must not
+        # depend on it
         kinds = [
             k
             for k in sorted(self.counts, key=lambda k: (-self.counts[k], k.value))
