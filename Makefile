@@ -63,11 +63,12 @@ PKG_INSTALL = echo "installing $(1)"; { test -x $(UV) && $(UV) pip install --qui
 # council and the test collection import, writing their bytecode cache once (~18 s of CPU, the
 # trainer's stack ~15 s more) rather than pip compiling all ~26,000 files or six test workers
 # compiling the same modules side by side (12 s of CPU each to collect the suite without bytecode,
-# 3.4 s with it). What a process imports later is compiled by the first process that needs it.
-PRECOMPILE_IMPORTS := assets.definitions, cli.runs, quality.gx_suite, great_expectations, litellm, pytest, hypothesis, xdist
+# 3.4 s with it). What a process imports later is compiled by the first process that needs it
+# (a bench's smoke run writes no bytecode: what it alone imports, it compiles each time).
+PRECOMPILE_IMPORTS := assets.definitions, cli.runs, quality.gx_suite, great_expectations, litellm, matplotlib.pyplot, PIL.PngImagePlugin, pytest, hypothesis, xdist
 # the trainer's stack (torch, transformers, peft, TRL, llguidance), for `make test`
 TRAIN_EXTRAS := .[test,train]
-PRECOMPILE_TRAIN_IMPORTS := pipelines.ambitab.training.trainer, pipelines.ambitab.training.local_asker, pipelines.ambitab.training.grammar, pipelines.ambitab.training.prefix
+PRECOMPILE_TRAIN_IMPORTS := pipelines.ambitab.training.trainer, pipelines.ambitab.training.local_asker, pipelines.ambitab.training.grammar, pipelines.ambitab.training.prefix, transformers.modeling_gguf_pytorch_utils, gguf
 PRECOMPILE = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -c 'import $(1)' || \
   echo "(could not import them ahead: each process compiles what it imports)"
 
