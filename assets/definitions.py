@@ -13,16 +13,21 @@ partitions, checks, jobs and job-specific resources, exported as ``defs`` from i
     benchmark_audit/ job 5: audit someone else's benchmark (Spider / BIRD gold, issue 32)
 """
 
-from dagster import Definitions
+from resources.startup import heavy_imports
 
-from assets.abiss import definitions as abiss
-from assets.aisql import definitions as aisql
-from assets.ambitab import definitions as ambitab
-from assets.benchmark_audit import definitions as benchmark_audit
-from assets.databases import definitions as databases
-from assets.interaction import definitions as interaction
-from assets.shared import definitions as shared
-from assets.shared.pool_wait import pool_aware_in_process_executor
+# Every process that loads the Definitions (the CLI, code servers, run workers, the webserver)
+# imports Dagster and the five jobs here: seconds of CPU, a fifth of it the garbage collector's
+with heavy_imports():
+    from dagster import Definitions
+
+    from assets.abiss import definitions as abiss
+    from assets.aisql import definitions as aisql
+    from assets.ambitab import definitions as ambitab
+    from assets.benchmark_audit import definitions as benchmark_audit
+    from assets.databases import definitions as databases
+    from assets.interaction import definitions as interaction
+    from assets.shared import definitions as shared
+    from assets.shared.pool_wait import pool_aware_in_process_executor
 
 MAIN_JOB = abiss.abiss_job.name
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from quality.base import Contract
+from resources.startup import heavy_imports
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ def _import_gx():
         spec = importlib.util.find_spec(name)
         if spec is not None:
             sys.modules[name] = _Deferred(name, spec)
-    import great_expectations as gx  # lazy: great_expectations costs ~2 s at import
+    with heavy_imports():
+        import great_expectations as gx  # lazy: great_expectations costs ~1 s at import
 
     return gx
 

@@ -30,6 +30,7 @@ os.environ.setdefault("QUANDARY_VERIFIER_BUDGET_MS", "30000")
 import pytest  # noqa: E402
 
 from pipelines.abiss.demo_db import write_demo_db
+from resources.startup import heavy_imports
 
 # The LLM fakes' fixtures, for every test folder (a test names them as arguments, never imports them).
 from tests.llm_fakes import quandary_home, scripted, transport  # noqa: E402, F401
@@ -113,6 +114,16 @@ def pytest_xdist_make_scheduler(config, log):
             super()._assign_work_unit(node)
 
     return LaneScheduling(config, log)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Collection imports Dagster, the job cards, hypothesis and every test module: without the
+    garbage collector, and what it loaded (alive until the worker ends) is then frozen out of the
+    collector's full passes, which would otherwise walk it again throughout the session
+    (resources/startup.py, #44)."""
+    with heavy_imports():
+        return (yield)
 
 
 def pytest_collection_modifyitems(items):

@@ -43,6 +43,7 @@ from resources.llm.failures import (
 )
 from resources.llm.log_thread import run_in_log_thread
 from resources.llm.parsing import output_schema, parse_structured
+from resources.startup import heavy_imports
 from storage.llm_log import CallLogRules, CallRecord, call_key
 
 # Before litellm is ever imported: no remote cost map fetch, no network at import.
@@ -59,7 +60,8 @@ def litellm_module():
     """Import and configure litellm once (lazily: the import is slow and must follow the env setup)."""
     global _litellm
     if _litellm is None:
-        import litellm  # lazy: litellm reads env vars at import (set first) and is slow
+        with heavy_imports():
+            import litellm  # lazy: litellm reads env vars at import (set first) and is slow
 
         litellm.suppress_debug_info = True  # no "Provider List: ..." banners on stdout
         litellm.telemetry = False

@@ -91,10 +91,11 @@ class SandboxSession:
 
     def _ensure_worker(self) -> None:
         from resources.sql.pool import _Worker  # lazy: import cycle (through resources/sql/__init__.py)
-        from resources.sql.worker import UDF_WORKER_ENV
+        from resources.sql.worker import SESSION_WORKER_ENV, UDF_WORKER_ENV
 
         if not self.in_process and (self._worker is None or not self._worker.alive()):
-            self._worker = _Worker(extra_env={UDF_WORKER_ENV: "1"} if self.udfs else None)
+            role = {SESSION_WORKER_ENV: "1", **({UDF_WORKER_ENV: "1"} if self.udfs else {})}
+            self._worker = _Worker(extra_env=role)
             self._served = None
 
     def execute(

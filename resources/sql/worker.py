@@ -47,7 +47,8 @@ def proc_status_bytes(field: str, pid: int | str = "self") -> int:
     return 0
 
 
-UDF_WORKER_ENV = "QUANDARY_SQL_UDF_WORKER"  # set for a session's worker (it answers UDF calls)
+SESSION_WORKER_ENV = "QUANDARY_SQL_SESSION_WORKER"  # set for a session's worker (it opens a connection)
+UDF_WORKER_ENV = "QUANDARY_SQL_UDF_WORKER"  # set for a session's worker that answers UDF calls
 
 
 def _limit_memory(extra_bytes: int) -> int:
@@ -140,13 +141,17 @@ def main() -> int:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol messages on the pipe
     engines.warm_up()  # import and start both engines before the limit is measured
-    import pyarrow  # noqa: F401 - the forwarding UDFs' vectors, loaded before the limit too
+    if os.environ.get(SESSION_WORKER_ENV) == "1":
+        # a session registers its forwarding UDFs (arrow vectors): pyarrow is loaded before the
+        # limit too. A pool worker runs plain statements and never needs it: 0.1 s of CPU and
+        # ~200 MB of address space less per start (#44)
+        import pyarrow
 
-    if os.environ.get(UDF_WORKER_ENV) == "1":
-        # a session's UDFs build their answers with pyarrow.array, which loads pandas at its first
-        # call (pyarrow's pandas check): loaded here, it is part of the start, before the limit, and
-        # not of the first AI query's time and memory (0.3 s idle, ~1 s loaded; #39 item 6)
-        pyarrow.array([True], type=pyarrow.bool_())
+        if os.environ.get(UDF_WORKER_ENV) == "1":
+            # a session's UDFs build their answers with pyarrow.array, which loads pandas at its
+            # first call (pyarrow's pandas check): loaded here, it is part of the start, before the
+            # limit, and not of the first AI query's time and memory (0.3 s idle, ~1 s loaded; #39 item 6)
+            pyarrow.array([True], type=pyarrow.bool_())
 
     _exit_with_parent()
     limit = _limit_memory(int(os.environ.get("QUANDARY_SQL_MEMORY_MB", DEFAULT_MEMORY_MB)) << 20)

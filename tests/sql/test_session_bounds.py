@@ -144,3 +144,25 @@ def test_rebind_serves_the_new_database_in_the_same_worker_and_never_a_replaced_
         _database(a, 4)
         s.rebind(a)  # the same path again
         assert s.execute("SELECT value FROM v", timeout_s=60).rows == [(4,)]
+
+
+def _maps_arrow(pid: int) -> bool:
+    return "libarrow" in Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps (Linux)")
+def test_session_workers_load_pyarrow_before_their_limit_and_pool_workers_never(duck):
+    """A session registers arrow UDFs, so its worker loads pyarrow before the memory limit is
+    measured; a pool worker runs plain statements and starts without it (#44)."""
+    from resources.sql import execute_sql
+    from resources.sql.pool import _POOL
+
+    assert execute_sql(duck, "SELECT count(*) FROM t").ok
+    assert _POOL._idle and not any(_maps_arrow(w.pid) for w in _POOL._idle)
+    for udfs in ([], UDFS):
+        session = SandboxSession(duck, udfs=udfs, answer=_answer([]))
+        try:
+            assert session.execute("SELECT count(*) FROM t").ok
+            assert _maps_arrow(session._worker.pid), f"udfs={udfs}"
+        finally:
+            session.close()

@@ -14,9 +14,12 @@ length; and TRL's reference penalty is the k3 estimator, not the sampled k2 of E
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
-from transformers import DynamicCache
-from trl.trainer.utils import entropy_from_logits, selective_log_softmax
+from resources.startup import heavy_imports
+
+with heavy_imports():  # torch, transformers, TRL: seconds of import (resources/startup.py)
+    import torch
+    from transformers import DynamicCache
+    from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
 from pipelines.ambitab.training.prefix import prefix_batch
 

@@ -3,9 +3,12 @@ it in a LoRA adapter (peft). Everything here needs the `train` extra."""
 
 import os
 
-import torch
-from peft import LoraConfig, PeftModel, get_peft_model
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from resources.startup import heavy_imports
+
+with heavy_imports():  # torch, transformers, peft: seconds of import (resources/startup.py)
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from pipelines.ambitab.training.presets import ModelSource, Preset
 from pipelines.ambitab.training.tokenizer_cache import load_gguf_tokenizer

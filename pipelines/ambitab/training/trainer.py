@@ -20,10 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-from peft import set_peft_model_state_dict
-from safetensors.torch import load_file
-from transformers import get_cosine_schedule_with_warmup
+from resources.startup import heavy_imports
+
+with heavy_imports():  # torch, transformers, peft, TRL: seconds of import (resources/startup.py)
+    import torch
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+    from transformers import get_cosine_schedule_with_warmup
 
 from pipelines.ambitab.protocol.episode import RunSettings
 from pipelines.ambitab.protocol.oracles import Oracle
