@@ -9,7 +9,7 @@ the collector off for the import and then moves everything alive into the perman
 are no longer looked for.
 
 Measured on this 2-core machine (CPU of one process): `import assets.definitions` + GX 3.75 s →
-3.0 s; litellm 4.0 → 3.1 s; the trainer's stack 6.9 → 5.5 s; a small `quandary run` to the
+3.0 s; litellm 4.0 → 2.5 s; the trainer's stack 6.9 → 4.7 s; a small `quandary run` to the
 end 10.2 → 8.2 s. The suite starts dozens of such processes.
 """
 

@@ -1,5 +1,5 @@
-"""A GGUF model's tokenizer kept as a ``save_pretrained`` folder, so a process reads it in ~0.35 s
-instead of rebuilding it from the GGUF file in 3.5-4 s of CPU (transformers converts the GGUF
+"""A GGUF model's tokenizer kept as a ``save_pretrained`` folder, so a process reads it in ~0.3 s
+instead of rebuilding it from the GGUF file in ~3.2 s of CPU (transformers converts the GGUF
 vocabulary and merges into a fast tokenizer every time). Every trainer process, bench and CLI call
 that loads ``embedded:smollm2`` paid that (#44).
 
@@ -16,6 +16,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 
 CACHE_ENV = "QUANDARY_TOKENIZER_CACHE"
@@ -54,8 +55,13 @@ def load_gguf_tokenizer(folder: str, gguf_file: str):
     if entry.is_dir():
         try:
             return AutoTokenizer.from_pretrained(str(entry))
-        except Exception:  # noqa: BLE001 (tokenizers raises plain Exception on a damaged file)
-            pass  # an unreadable entry: rebuild from the GGUF file (and leave the entry to be replaced)
+        except Exception as exc:  # noqa: BLE001 (tokenizers raises plain Exception on a damaged file)
+            # an unreadable entry: said in one line, then rebuilt from the GGUF file and replaced
+            warnings.warn(
+                f"tokenizer cache entry {entry} is unreadable ({type(exc).__name__}): converting "
+                f"{gguf_file} again and replacing it",
+                stacklevel=2,
+            )
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file)
     _store(tok, root, entry)
     return tok
