@@ -27,7 +27,8 @@ PYTEST_ARGS ?=
 # clones at d9255d7/fd356d1: 15 min 29 s with six, 16 min 46 s with four; idle 11 min 45 s and
 # 11 min 31 s; all 1,977 passed). An earlier six-worker run (19 min 07 s, Dec 4) had two waits time
 # out that were fixed later that day. Collecting costs a worker ~4 s of CPU. Eight gained nothing
-# beside two hogs (Dec 5, 157796c: pytest 14 min 55 s against 14 min 54 s, ~100 s more CPU).
+# beside two hogs (Dec 5, 157796c: pytest 14 min 55 s against 14 min 54 s, ~100 s more CPU; again at
+# f456d94: 15 min 33 s against 15 min 24 s, 77 s more CPU, the two hogs kept 21 % of what ran).
 TEST_WORKERS ?= 6
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite starts hundreds of Python processes (CLIs, run workers, benches, servers), each importing
