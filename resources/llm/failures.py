@@ -249,8 +249,9 @@ def classify_text(error: str | None, status: str | None = None) -> FailureClass:
 
 @dataclass
 class FailureTally:
-    """Counts a step's call outcomes by failure class, keeping one example line per class, and per
-    member (so a step can name the member whose every answer failed or was unreadable)."""
+    """Counts a step's call outcomes by failure class, keeping one example line per class (the least,
+    whatever order the calls finished in), and per member (so a step can name the member whose every
+    answer failed or was unreadable)."""
 
     calls: int = 0
     counts: Counter = field(default_factory=Counter)
@@ -273,7 +274,11 @@ class FailureTally:
         self.counts[kind] += 1
         if member:
             self.member_failed[member] += 1
-        self.examples.setdefault(kind, result.error or LABELS[kind])
+        # the example is the least line of its class, not the first to finish: calls finish in any
+        # order, and the message must read the same on every run
+        line = result.error or LABELS[kind]
+        if kind not in self.examples or line < self.examples[kind]:
+            self.examples[kind] = line
 
     @property
     def transport_failures(self) -> int:
