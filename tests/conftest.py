@@ -43,6 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # and the too_slow health check failed the test). A test's own @settings keep this profile's other fields.
 settings.register_profile("quandary", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("quandary")
+
 KINDS = ("unit", "integration", "e2e")
 
 
@@ -133,12 +134,21 @@ def pytest_collection(session):
         return (yield)
 
 
+# The per-test limit of a test that starts the embedded model, unless it sets its own: ~1-2 min of
+# CPU on one inference thread, and beside two CPU-bound processes in sessions of their own the suite
+# gets a third of the machine (the embedded ABISS job test took over the suite's 600 s there, #44)
+EMBEDDED_TIMEOUT_S = 2400
+
+
 def pytest_collection_modifyitems(items):
     """Folders are jobs and layers; the kind of a test is a marker. A test marked neither
-    ``integration`` nor ``e2e`` is a ``unit`` test (``-m unit`` selects the fast, isolated ones)."""
+    ``integration`` nor ``e2e`` is a ``unit`` test (``-m unit`` selects the fast, isolated ones).
+    A test in the embedded model's lane gets :data:`EMBEDDED_TIMEOUT_S` unless it has a limit."""
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             item.add_marker(pytest.mark.unit)
+        if lane(item.nodeid) == "embedded" and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(EMBEDDED_TIMEOUT_S))
 
 
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

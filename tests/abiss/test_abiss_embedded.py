@@ -14,9 +14,7 @@ from cli.runs import run_job_for_partition
 from resources.catalog import Catalog
 from storage.audit import open_audit
 
-# ~70 s of CPU on one inference thread; beside two CPU-bound processes in sessions of their own the
-# suite gets a third of the machine and this test took over 600 s, the suite's per-test limit (#44)
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
+pytestmark = pytest.mark.e2e  # its time limit: tests/conftest.py, EMBEDDED_TIMEOUT_S
 
 GRID = {
     "generators": ["programmatic", "smollm2"],

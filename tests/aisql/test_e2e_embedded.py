@@ -13,7 +13,7 @@ from dagster import instance_for_test
 
 from resources.llm import reset_councils
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
+pytestmark = pytest.mark.e2e  # its time limit: tests/conftest.py, EMBEDDED_TIMEOUT_S
 
 EMBEDDED_COUNCIL = """
 members:

@@ -97,3 +97,30 @@ def test_collecting_the_trainer_tests_imports_no_torch():
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "HEAVY []" in done.stdout
+
+
+class _Item:
+    """What the collection hook reads of a test item: its id and markers."""
+
+    def __init__(self, nodeid: str, *marks):
+        self.nodeid, self.marks = nodeid, [m.mark for m in marks]
+
+    def get_closest_marker(self, name):
+        return next((m for m in self.marks if m.name == name), None)
+
+    def add_marker(self, mark):
+        self.marks.insert(0, mark.mark)
+
+
+def test_the_embedded_lane_gets_its_own_time_limit_unless_a_test_sets_one():
+    import pytest
+
+    from tests.conftest import EMBEDDED_TIMEOUT_S, pytest_collection_modifyitems
+
+    embedded = _Item("tests/abiss/test_abiss_embedded.py::test_abiss_job_on_embedded_model", pytest.mark.e2e)
+    own = _Item("tests/interaction/test_interaction_embedded.py::test_x", pytest.mark.e2e, pytest.mark.timeout(1500))
+    pool = _Item("tests/abiss/test_abiss_pipeline.py::test_x", pytest.mark.integration)
+    pytest_collection_modifyitems([embedded, own, pool])
+    assert embedded.get_closest_marker("timeout").args == (EMBEDDED_TIMEOUT_S,)
+    assert own.get_closest_marker("timeout").args == (1500,)
+    assert pool.get_closest_marker("timeout") is None  # the suite's 600 s (pyproject.toml)
