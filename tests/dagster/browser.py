@@ -130,10 +130,7 @@ class Browser:
             f"window.history.pushState(null, '', {json.dumps(path)});"
             "window.dispatchEvent(new PopStateEvent('popstate', {state: null}))"
         )
-        expression = (
-            f"location.pathname + location.search === {json.dumps(path)} "
-            f"&& document.readyState === 'complete' && !!({ready})"
-        )
+        expression = f"location.pathname + location.search === {json.dumps(path)} && !!({ready})"
         wait_until(lambda: self.js(expression), timeout_s, f"{path} ready")
 
     def html(self) -> str:
